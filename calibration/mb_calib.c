@@ -1,0 +1,750 @@
+/*
+ * mb_calib.c -- GPU specifications and kernel-efficiency tables.
+ *
+ * SUMMARY: loads calibration/tables/<GPU>.yaml into plain arrays and answers
+ * "how long does this kernel take" for dense GEMM, grouped (MoE) GEMM, fused
+ * attention and memory-bound ops, plus the achieved fraction of line rate and
+ * per-step latency of each link class.
+ *
+ * Approximation: a kernel's time is
+ *     max(FLOP / (peak(prec) * eff(shape)), bytes / bandwidth)
+ * where eff(shape) is interpolated linearly in eff against log(size) between
+ * measured points (size = b*m*n*k for GEMM, tokens per group for grouped GEMM,
+ * sequence length for attention). Every number in the tables comes from a
+ * kernel/hardware measurement cited in the table (docs/calibration.md), never
+ * from end-to-end training runs. Outside the measured range the lookup falls
+ * back (see each lookup) and counts the fallback so reports can show where the
+ * prediction rests on assumptions rather than measurements.
+ *
+ * Known limits: GEMM efficiency is a function of one size measure (m*n*k), so
+ * two shapes with equal m*n*k but different aspect ratio get the same
+ * efficiency (skinny K = 256 shapes are over-predicted by ~25% on H100, see
+ * docs/calibration.md). A scattered-data interpolation over (log mn, log k)
+ * would fix this once enough measured points exist.
+ */
+#include "mb_calib.h"
+#include "mb_yaml.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { T_SPEC, T_GEMM, T_GROUPED, T_ATTN, T_MEM, T_LINKS, T_COUNT };
+static const char *const mb_calib__table_names[T_COUNT] = {"spec", "gemm", "grouped_gemm", "attention",
+                                                            "membound", "links"};
+static const char *const mb_calib__known[] = {"A100", "B200", "B300", "GB200", "GB300", "H100", "H200", NULL};
+static const char *const mb_calib__prec_names[MB_PREC_COUNT] = {"fp32", "bf16", "fp16", "fp8", "fp4"};
+static const char *const mb_calib__link_names[MB_LINK_COUNT] = {"nvlink", "nic", "pcie"};
+
+/* One interpolation point: x = size measure (> 0, strictly increasing), y = efficiency. */
+struct mb_calib__pt {
+    double x, y;
+};
+
+struct mb_calib__curve {
+    int present;              /* curve given in the table */
+    int from;                 /* -1: own points; else precision whose curve is scaled */
+    double scale;             /* own points: multiplies achieved FLOP/s; from: multiplies eff */
+    int assumed;              /* lookups count as fallbacks (no measurement behind it) */
+    double plateau;           /* efficiency above the largest point (MAMF / peak) */
+    size_t n;
+    struct mb_calib__pt *pts; /* x = b*m*n*k, y = achieved * scale / peak */
+};
+
+struct mb_calib {
+    struct mb_gpu_spec spec;
+    double roofline_eff;                  /* spec-level default efficiency (roofline mode) */
+    char *path;
+    char *source[T_COUNT];
+    long lookups[T_COUNT], fallbacks[T_COUNT];
+    int roofline;
+    struct mb_calib__curve gemm[MB_PREC_COUNT];
+    double grouped_ref_m;                 /* dense reference M of the relative curve */
+    size_t n_grouped;
+    struct mb_calib__pt *grouped;         /* x = tokens per group, y = relative efficiency */
+    double attn_margin;                   /* clamp factor outside the attention range */
+    size_t n_attn[2][2];                  /* [causal][bwd] */
+    struct mb_calib__pt *attn[2][2];      /* x = seq, y = eff against the bf16 peak */
+    double mem_eff, mem_floor;
+    double link_eff[MB_LINK_COUNT], link_lat[MB_LINK_COUNT];
+};
+
+const char *mb_prec_name(enum mb_prec p)
+{
+    return (p >= 0 && p < MB_PREC_COUNT) ? mb_calib__prec_names[p] : "?";
+}
+
+static int mb_calib__prec_parse(const struct mb_node *n, int *out, struct mb_err *err)
+{
+    if (mb_yaml_expect(n, MB_NODE_SCALAR, "prec", err))
+        return -1;
+    for (int i = 0; i < MB_PREC_COUNT; i++)
+        if (strcmp(n->str, mb_calib__prec_names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return mb_yaml_err(err, n, "unknown precision '%s'; expected one of: fp32, bf16, fp16, fp8, fp4", n->str);
+}
+
+/* Bytes per element of each precision (fp4 packs two per byte). */
+static double mb_calib__elem_bytes(enum mb_prec p)
+{
+    static const double b[MB_PREC_COUNT] = {4, 2, 2, 1, 0.5};
+    return b[p];
+}
+
+/*
+ * Piecewise-linear interpolation of y against ln(x) between pts[i] and
+ * pts[i+1] (x strictly increasing, n >= 1, pts[0].x <= x <= pts[n-1].x):
+ *     y = y0 + (y1 - y0) * (ln x - ln x0) / (ln x1 - ln x0)
+ */
+static double mb_calib__interp(const struct mb_calib__pt *pts, size_t n, double x)
+{
+    assert(n >= 1 && x >= pts[0].x && x <= pts[n - 1].x);
+    for (size_t i = 0; i + 1 < n; i++)
+        if (x <= pts[i + 1].x) {
+            double t = (log(x) - log(pts[i].x)) / (log(pts[i + 1].x) - log(pts[i].x));
+            return pts[i].y + (pts[i + 1].y - pts[i].y) * t;
+        }
+    return pts[n - 1].y;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+struct mb_calib__spec_in {
+    double hbm, hbm_bw, launch, roofline_eff;
+    long sms;
+    const struct mb_node *peak;
+};
+
+struct mb_calib__peak_in {
+    double p[MB_PREC_COUNT];
+};
+
+static int mb_calib__load_spec(struct mb_calib *c, const struct mb_node *n, struct mb_err *err)
+{
+    struct mb_calib__spec_in in = {0};
+    const struct mb_field f[] = {
+        {"peak", MB_F_NODE, offsetof(struct mb_calib__spec_in, peak), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"hbm", MB_F_DOUBLE, offsetof(struct mb_calib__spec_in, hbm), 0, 1, 1e9, 1e13, MB_UNIT_BYTES},
+        {"hbm_bw", MB_F_DOUBLE, offsetof(struct mb_calib__spec_in, hbm_bw), 0, 1, 1e9, 1e14, MB_UNIT_BW},
+        {"sms", MB_F_INT, offsetof(struct mb_calib__spec_in, sms), 0, 1, 1, 10000, MB_UNIT_NONE},
+        {"launch", MB_F_DOUBLE, offsetof(struct mb_calib__spec_in, launch), 0, 1, 0, 1e-3, MB_UNIT_TIME},
+        {"roofline_eff", MB_F_DOUBLE, offsetof(struct mb_calib__spec_in, roofline_eff), 0, 1, 0.01, 1,
+         MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(n, f, &in, "spec", NULL, err))
+        return -1;
+    const struct mb_node *src = mb_yaml_get(n, "source");
+    if (mb_yaml_expect(src, MB_NODE_SCALAR, "spec.source", err))
+        return -1;
+    snprintf(c->spec.source, sizeof c->spec.source, "%s", src->str);
+    c->source[T_SPEC] = mb_strdup(src->str);
+
+    struct mb_calib__peak_in pk = {{0}};
+    const struct mb_field pf[] = {
+        {"fp32", MB_F_DOUBLE, offsetof(struct mb_calib__peak_in, p) + 0 * sizeof(double), 0, 1, 1e12, 1e17,
+         MB_UNIT_FLOPS},
+        {"bf16", MB_F_DOUBLE, offsetof(struct mb_calib__peak_in, p) + 1 * sizeof(double), 0, 1, 1e12, 1e17,
+         MB_UNIT_FLOPS},
+        {"fp16", MB_F_DOUBLE, offsetof(struct mb_calib__peak_in, p) + 2 * sizeof(double), 0, 1, 1e12, 1e17,
+         MB_UNIT_FLOPS},
+        {"fp8", MB_F_DOUBLE, offsetof(struct mb_calib__peak_in, p) + 3 * sizeof(double), 0, 0, 1e12, 1e17,
+         MB_UNIT_FLOPS},
+        {"fp4", MB_F_DOUBLE, offsetof(struct mb_calib__peak_in, p) + 4 * sizeof(double), 0, 0, 1e12, 1e17,
+         MB_UNIT_FLOPS},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(in.peak, pf, &pk, "spec.peak", NULL, err))
+        return -1;
+    for (int i = 0; i < MB_PREC_COUNT; i++)
+        c->spec.peak[i] = pk.p[i];
+    c->spec.hbm_bytes = in.hbm;
+    c->spec.hbm_bw = in.hbm_bw;
+    c->spec.sms = (int)in.sms;
+    c->spec.launch_s = in.launch;
+    c->roofline_eff = in.roofline_eff;
+    return 0;
+}
+
+/* Reads `source:` of a table section (required, a scalar). */
+static int mb_calib__source(struct mb_calib *c, int t, const struct mb_node *sec, struct mb_err *err)
+{
+    const struct mb_node *src = mb_yaml_get(sec, "source");
+    if (mb_yaml_expect(src, MB_NODE_SCALAR, "source", err))
+        return -1;
+    c->source[t] = mb_strdup(src->str);
+    return 0;
+}
+
+/* Checks that x strictly increases along a point list (sorted, no duplicates). */
+static int mb_calib__check_sorted(const struct mb_calib__pt *pts, size_t i, const struct mb_node *at,
+                                  const char *what, const char *measure, struct mb_err *err)
+{
+    if (i > 0 && !(pts[i].x > pts[i - 1].x))
+        return mb_yaml_err(err, at, "%s points must be sorted by increasing %s (%.6g after %.6g)", what, measure,
+                           pts[i].x, pts[i - 1].x);
+    return 0;
+}
+
+struct mb_calib__curve_in {
+    const struct mb_node *prec, *from, *points;
+    double scale;
+    int assumed;
+    double plateau;
+};
+
+struct mb_calib__gpt_in {
+    long m, n, k, batch;
+    double achieved;
+};
+
+static int mb_calib__load_gemm(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    const struct mb_field sf[] = {{"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                  {"curves", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                  {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, sf, NULL, "gemm", NULL, err) || mb_calib__source(c, T_GEMM, sec, err))
+        return -1;
+    const struct mb_node *curves = mb_yaml_get(sec, "curves");
+    if (mb_yaml_expect(curves, MB_NODE_SEQ, "gemm.curves", err))
+        return -1;
+    const struct mb_field cf[] = {
+        {"prec", MB_F_NODE, offsetof(struct mb_calib__curve_in, prec), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"from", MB_F_NODE, offsetof(struct mb_calib__curve_in, from), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"points", MB_F_NODE, offsetof(struct mb_calib__curve_in, points), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"scale", MB_F_DOUBLE, offsetof(struct mb_calib__curve_in, scale), 0, 0, 0.01, 100, MB_UNIT_NONE},
+        {"assumed", MB_F_BOOL, offsetof(struct mb_calib__curve_in, assumed), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"plateau", MB_F_DOUBLE, offsetof(struct mb_calib__curve_in, plateau), 0, 0, 1e9, 1e17, MB_UNIT_FLOPS},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    for (size_t ci = 0; ci < curves->n; ci++) {
+        const struct mb_node *cn = curves->items[ci];
+        struct mb_calib__curve_in in = {NULL, NULL, NULL, 1.0, 0, 0};
+        if (mb_yaml_read_fields(cn, cf, &in, "gemm curve", NULL, err))
+            return -1;
+        int p;
+        if (mb_calib__prec_parse(in.prec, &p, err))
+            return -1;
+        struct mb_calib__curve *cv = &c->gemm[p];
+        if (cv->present)
+            return mb_yaml_err(err, in.prec, "duplicate gemm curve for %s", mb_calib__prec_names[p]);
+        if (c->spec.peak[p] <= 0)
+            return mb_yaml_err(err, in.prec, "gemm curve for %s but spec.peak.%s is not set",
+                               mb_calib__prec_names[p], mb_calib__prec_names[p]);
+        cv->present = 1;
+        cv->scale = in.scale;
+        cv->assumed = in.assumed;
+        cv->from = -1;
+        if (in.from) {
+            if (in.points || in.plateau > 0)
+                return mb_yaml_err(err, in.from, "gemm curve with 'from' takes no points or plateau");
+            if (mb_calib__prec_parse(in.from, &cv->from, err))
+                return -1;
+            if (cv->from == p || !c->gemm[cv->from].present)
+                return mb_yaml_err(err, in.from, "gemm curve %s: 'from: %s' must name an earlier curve",
+                                   mb_calib__prec_names[p], mb_calib__prec_names[cv->from]);
+            continue;
+        }
+        if (!(in.plateau > 0))
+            return mb_yaml_err(err, cn, "missing required key 'plateau' in gemm curve");
+        if (in.plateau > c->spec.peak[p] * (1 + 1e-9))
+            return mb_yaml_err(err, mb_yaml_get(cn, "plateau"), "gemm plateau exceeds spec.peak.%s",
+                               mb_calib__prec_names[p]);
+        cv->plateau = in.plateau / c->spec.peak[p];
+        if (!in.points)
+            continue; /* no measured shapes: every lookup is a roofline fallback */
+        if (mb_yaml_expect(in.points, MB_NODE_SEQ, "gemm curve points", err))
+            return -1;
+        cv->n = in.points->n;
+        cv->pts = mb_calloc(cv->n ? cv->n : 1, sizeof *cv->pts);
+        const struct mb_field pf[] = {
+            {"m", MB_F_INT, offsetof(struct mb_calib__gpt_in, m), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+            {"n", MB_F_INT, offsetof(struct mb_calib__gpt_in, n), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+            {"k", MB_F_INT, offsetof(struct mb_calib__gpt_in, k), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+            {"batch", MB_F_INT, offsetof(struct mb_calib__gpt_in, batch), 0, 0, 1, 1 << 16, MB_UNIT_NONE},
+            {"achieved", MB_F_DOUBLE, offsetof(struct mb_calib__gpt_in, achieved), 0, 1, 1e9, 1e17,
+             MB_UNIT_FLOPS},
+            {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+            {NULL, 0, 0, 0, 0, 0, 0, 0}};
+        for (size_t i = 0; i < cv->n; i++) {
+            const struct mb_node *pn = in.points->items[i];
+            struct mb_calib__gpt_in g = {0, 0, 0, 1, 0};
+            if (mb_yaml_read_fields(pn, pf, &g, "gemm point", NULL, err))
+                return -1;
+            double eff = g.achieved * cv->scale / c->spec.peak[p];
+            if (eff > 1 + 1e-9)
+                return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
+                                   "gemm point achieves %.4g of spec.peak.%s (more than 1)", eff,
+                                   mb_calib__prec_names[p]);
+            cv->pts[i].x = (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
+            cv->pts[i].y = eff;
+            if (mb_calib__check_sorted(cv->pts, i, pn, "gemm", "b*m*n*k", err))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+struct mb_calib__grp_in {
+    double ref_m;
+    const struct mb_node *points;
+};
+struct mb_calib__grp_pt_in {
+    double tokens, rel;
+};
+
+static int mb_calib__load_grouped(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    struct mb_calib__grp_in in = {0, NULL};
+    const struct mb_field f[] = {
+        {"ref_m", MB_F_DOUBLE, offsetof(struct mb_calib__grp_in, ref_m), 0, 1, 1, 1e7, MB_UNIT_NONE},
+        {"points", MB_F_NODE, offsetof(struct mb_calib__grp_in, points), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, f, &in, "grouped_gemm", NULL, err) || mb_calib__source(c, T_GROUPED, sec, err))
+        return -1;
+    if (mb_yaml_expect(in.points, MB_NODE_SEQ, "grouped_gemm.points", err))
+        return -1;
+    if (in.points->n == 0)
+        return mb_yaml_err(err, in.points, "grouped_gemm.points is empty");
+    c->grouped_ref_m = in.ref_m;
+    c->n_grouped = in.points->n;
+    c->grouped = mb_calloc(c->n_grouped, sizeof *c->grouped);
+    const struct mb_field pf[] = {
+        {"tokens", MB_F_DOUBLE, offsetof(struct mb_calib__grp_pt_in, tokens), 0, 1, 1, 1e8, MB_UNIT_NONE},
+        {"rel", MB_F_DOUBLE, offsetof(struct mb_calib__grp_pt_in, rel), 0, 1, 1e-4, 1.5, MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    for (size_t i = 0; i < c->n_grouped; i++) {
+        struct mb_calib__grp_pt_in g = {0, 0};
+        if (mb_yaml_read_fields(in.points->items[i], pf, &g, "grouped_gemm point", NULL, err))
+            return -1;
+        c->grouped[i].x = g.tokens;
+        c->grouped[i].y = g.rel;
+        if (mb_calib__check_sorted(c->grouped, i, in.points->items[i], "grouped_gemm", "tokens", err))
+            return -1;
+    }
+    return 0;
+}
+
+struct mb_calib__attn_in {
+    double scale, margin;
+    const struct mb_node *curves;
+};
+struct mb_calib__acurve_in {
+    int causal, bwd;
+    long head_dim;
+    const struct mb_node *points;
+};
+struct mb_calib__apt_in {
+    double seq, achieved;
+};
+
+static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    struct mb_calib__attn_in in = {1.0, 2.0, NULL};
+    const struct mb_field f[] = {
+        {"scale", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, scale), 0, 0, 0.01, 100, MB_UNIT_NONE},
+        {"clamp_margin", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, margin), 0, 0, 1, 16, MB_UNIT_NONE},
+        {"curves", MB_F_NODE, offsetof(struct mb_calib__attn_in, curves), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, f, &in, "attention", NULL, err) || mb_calib__source(c, T_ATTN, sec, err))
+        return -1;
+    if (mb_yaml_expect(in.curves, MB_NODE_SEQ, "attention.curves", err))
+        return -1;
+    c->attn_margin = in.margin;
+    double peak = c->spec.peak[MB_PREC_BF16];
+    const struct mb_field cf[] = {
+        {"causal", MB_F_BOOL, offsetof(struct mb_calib__acurve_in, causal), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"bwd", MB_F_BOOL, offsetof(struct mb_calib__acurve_in, bwd), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"head_dim", MB_F_INT, offsetof(struct mb_calib__acurve_in, head_dim), 0, 1, 1, 1024, MB_UNIT_NONE},
+        {"points", MB_F_NODE, offsetof(struct mb_calib__acurve_in, points), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    const struct mb_field pf[] = {
+        {"seq", MB_F_DOUBLE, offsetof(struct mb_calib__apt_in, seq), 0, 1, 1, 1e8, MB_UNIT_NONE},
+        {"achieved", MB_F_DOUBLE, offsetof(struct mb_calib__apt_in, achieved), 0, 1, 1e9, 1e17, MB_UNIT_FLOPS},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    for (size_t ci = 0; ci < in.curves->n; ci++) {
+        const struct mb_node *cn = in.curves->items[ci];
+        struct mb_calib__acurve_in a = {0, 0, 0, NULL};
+        if (mb_yaml_read_fields(cn, cf, &a, "attention curve", NULL, err))
+            return -1;
+        if (c->attn[a.causal][a.bwd])
+            return mb_yaml_err(err, cn, "duplicate attention curve (causal %d, bwd %d)", a.causal, a.bwd);
+        if (mb_yaml_expect(a.points, MB_NODE_SEQ, "attention curve points", err))
+            return -1;
+        if (a.points->n == 0)
+            return mb_yaml_err(err, a.points, "attention curve has no points");
+        size_t n = a.points->n;
+        struct mb_calib__pt *pts = mb_calloc(n, sizeof *pts);
+        c->attn[a.causal][a.bwd] = pts;
+        c->n_attn[a.causal][a.bwd] = n;
+        for (size_t i = 0; i < n; i++) {
+            struct mb_calib__apt_in g = {0, 0};
+            const struct mb_node *pn = a.points->items[i];
+            if (mb_yaml_read_fields(pn, pf, &g, "attention point", NULL, err))
+                return -1;
+            pts[i].x = g.seq;
+            pts[i].y = g.achieved * in.scale / peak;
+            if (pts[i].y > 1 + 1e-9)
+                return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
+                                   "attention point achieves %.4g of spec.peak.bf16 (more than 1)", pts[i].y);
+            if (mb_calib__check_sorted(pts, i, pn, "attention", "seq", err))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+struct mb_calib__mem_in {
+    double eff, floor;
+};
+struct mb_calib__link_in {
+    double eff, latency;
+};
+
+static int mb_calib__load_mem(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    struct mb_calib__mem_in in = {0, 0};
+    const struct mb_field f[] = {
+        {"eff", MB_F_DOUBLE, offsetof(struct mb_calib__mem_in, eff), 0, 1, 0.01, 1, MB_UNIT_NONE},
+        {"floor", MB_F_DOUBLE, offsetof(struct mb_calib__mem_in, floor), 0, 1, 0, 1e-3, MB_UNIT_TIME},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, f, &in, "membound", NULL, err) || mb_calib__source(c, T_MEM, sec, err))
+        return -1;
+    c->mem_eff = in.eff;
+    c->mem_floor = in.floor;
+    return 0;
+}
+
+static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    const struct mb_field f[] = {{"nvlink", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                 {"nic", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                 {"pcie", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                 {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                 {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    const struct mb_field lf[] = {
+        {"eff", MB_F_DOUBLE, offsetof(struct mb_calib__link_in, eff), 0, 1, 0.01, 1, MB_UNIT_NONE},
+        {"latency", MB_F_DOUBLE, offsetof(struct mb_calib__link_in, latency), 0, 1, 0, 1e-2, MB_UNIT_TIME},
+        {"source", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, f, NULL, "links", NULL, err) || mb_calib__source(c, T_LINKS, sec, err))
+        return -1;
+    for (int k = 0; k < MB_LINK_COUNT; k++) {
+        struct mb_calib__link_in in = {0, 0};
+        char what[32];
+        snprintf(what, sizeof what, "links.%s", mb_calib__link_names[k]);
+        if (mb_yaml_read_fields(mb_yaml_get(sec, mb_calib__link_names[k]), lf, &in, what, NULL, err))
+            return -1;
+        c->link_eff[k] = in.eff;
+        c->link_lat[k] = in.latency;
+    }
+    return 0;
+}
+
+struct mb_calib__top_in {
+    long schema_version;
+    char gpu[32];
+    const struct mb_node *spec, *gemm, *grouped, *attn, *mem, *links;
+};
+
+static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, struct mb_err *err)
+{
+    struct mb_calib__top_in in;
+    memset(&in, 0, sizeof in);
+    const struct mb_field f[] = {
+        {"schema_version", MB_F_INT, offsetof(struct mb_calib__top_in, schema_version), 0, 1, 1, 1,
+         MB_UNIT_NONE},
+        {"gpu", MB_F_STRBUF, offsetof(struct mb_calib__top_in, gpu), 32, 1, 1, 0, MB_UNIT_NONE},
+        {"spec", MB_F_NODE, offsetof(struct mb_calib__top_in, spec), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"gemm", MB_F_NODE, offsetof(struct mb_calib__top_in, gemm), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"grouped_gemm", MB_F_NODE, offsetof(struct mb_calib__top_in, grouped), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"attention", MB_F_NODE, offsetof(struct mb_calib__top_in, attn), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"membound", MB_F_NODE, offsetof(struct mb_calib__top_in, mem), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"links", MB_F_NODE, offsetof(struct mb_calib__top_in, links), 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(root, f, &in, "calibration table", NULL, err))
+        return -1;
+    snprintf(c->spec.name, sizeof c->spec.name, "%s", in.gpu);
+    if (mb_calib__load_spec(c, in.spec, err) || mb_calib__load_gemm(c, in.gemm, err) ||
+        mb_calib__load_grouped(c, in.grouped, err) || mb_calib__load_attn(c, in.attn, err) ||
+        mb_calib__load_mem(c, in.mem, err) || mb_calib__load_links(c, in.links, err))
+        return -1;
+    return 0;
+}
+
+int mb_calib_load(const char *gpu, const char *path, struct mb_calib **out, struct mb_err *err)
+{
+    *out = NULL;
+    char *file = NULL;
+    if (path) {
+        file = mb_strdup(path);
+    } else {
+        char up[32];
+        size_t i = 0;
+        for (; gpu && gpu[i] && i + 1 < sizeof up; i++)
+            up[i] = (char)toupper((unsigned char)gpu[i]);
+        up[i] = '\0';
+        int known = 0;
+        for (const char *const *k = mb_calib__known; *k; k++)
+            known |= gpu && strlen(gpu) < sizeof up && strcmp(*k, up) == 0;
+        if (!known) {
+            char list[128] = "";
+            for (const char *const *k = mb_calib__known; *k; k++) {
+                strcat(list, *k);
+                if (k[1])
+                    strcat(list, ", ");
+            }
+            return mb_err_set(err, NULL, 0, 0, "unknown GPU '%s'; known: %s", gpu ? gpu : "(null)", list);
+        }
+        char name[80];
+        snprintf(name, sizeof name, "calibration/tables/%s.yaml", up);
+        file = mb_path_join(mb_data_dir(), name);
+    }
+    struct mb_node *root = mb_yaml_load_file(file, err);
+    if (!root) {
+        mb_free(file);
+        return -1;
+    }
+    struct mb_calib *c = mb_calloc(1, sizeof *c);
+    c->path = file;
+    int rc = mb_calib__load_tree(c, root, err);
+    mb_yaml_free(root);
+    if (rc) {
+        mb_calib_free(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+void mb_calib_free(struct mb_calib *c)
+{
+    if (!c)
+        return;
+    for (int p = 0; p < MB_PREC_COUNT; p++)
+        mb_free(c->gemm[p].pts);
+    for (int t = 0; t < T_COUNT; t++)
+        mb_free(c->source[t]);
+    mb_free(c->grouped);
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            mb_free(c->attn[a][b]);
+    mb_free(c->path);
+    mb_free(c);
+}
+
+const struct mb_gpu_spec *mb_calib_spec(const struct mb_calib *c)
+{
+    return &c->spec;
+}
+
+/* ------------------------------------------------------------------ lookups */
+
+/*
+ * Precision actually executed: an unsupported one (peak 0, e.g. FP8 on A100)
+ * runs at the next wider supported precision (fp4 -> fp8 -> bf16, fp16 -> bf16);
+ * *fb is set because the table cannot answer for the requested precision.
+ */
+static enum mb_prec mb_calib__exec_prec(const struct mb_calib *c, enum mb_prec p, int *fb)
+{
+    while (c->spec.peak[p] <= 0) {
+        *fb = 1;
+        p = (p == MB_PREC_FP4) ? MB_PREC_FP8 : MB_PREC_BF16;
+    }
+    return p;
+}
+
+/*
+ * Dense GEMM efficiency for size x = m*n*k (fraction of peak(p)).
+ *  - inside [first, last] point: log-space interpolation (measured);
+ *  - above the last point: the curve's plateau = MAMF / peak (measured maximum);
+ *  - below the first point: the first point's kernel time is a floor (the
+ *    kernel is latency-bound there), i.e. eff = eff_first * x / x_first; fallback;
+ *  - curve with no points, or no curve: roofline (plateau or spec roofline_eff); fallback;
+ *  - `from` curve: eff of that precision's curve * scale; `assumed` marks fallback.
+ */
+static double mb_calib__gemm_eff(const struct mb_calib *c, enum mb_prec p, double x, int *fb)
+{
+    const struct mb_calib__curve *cv = &c->gemm[p];
+    if (!cv->present) {
+        *fb = 1;
+        return c->roofline_eff;
+    }
+    if (cv->from >= 0) {
+        if (cv->assumed)
+            *fb = 1;
+        return cv->scale * mb_calib__gemm_eff(c, (enum mb_prec)cv->from, x, fb);
+    }
+    if (cv->assumed)
+        *fb = 1;
+    if (cv->n == 0) {
+        *fb = 1;
+        return cv->plateau;
+    }
+    if (x > cv->pts[cv->n - 1].x)
+        return cv->plateau;
+    if (x < cv->pts[0].x) {
+        *fb = 1;
+        return cv->pts[0].y * x / cv->pts[0].x;
+    }
+    return mb_calib__interp(cv->pts, cv->n, x);
+}
+
+double mb_calib_gemm(struct mb_calib *c, enum mb_prec p, double m, double n, double k)
+{
+    assert(c && p >= 0 && p < MB_PREC_COUNT);
+    if (!(m > 0) || !(n > 0) || !(k > 0))
+        return 0.0;
+    int fb = 0;
+    c->lookups[T_GEMM]++;
+    enum mb_prec e = mb_calib__exec_prec(c, p, &fb);
+    double eff = c->roofline ? (fb = 1, c->roofline_eff) : mb_calib__gemm_eff(c, e, m * n * k, &fb);
+    if (fb)
+        c->fallbacks[T_GEMM]++;
+    double t_flop = 2.0 * m * n * k / (c->spec.peak[e] * eff);
+    double t_mem = mb_calib__elem_bytes(p) * (m * k + k * n + m * n) / c->spec.hbm_bw;
+    return t_flop > t_mem ? t_flop : t_mem;
+}
+
+/*
+ * Grouped GEMM: eff = rel(M) * eff_dense(ref_m x n x k), where rel(M) is the
+ * measured grouped/dense ratio at M tokens per group (log-space interpolation;
+ * plateau at the largest M; below the smallest M the grouped kernel is
+ * weight-read bound, so rel scales linearly with M -- counted as fallback).
+ */
+double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups, double tokens_per_group,
+                             double n, double k)
+{
+    assert(c && p >= 0 && p < MB_PREC_COUNT);
+    if (!(groups > 0) || !(tokens_per_group > 0) || !(n > 0) || !(k > 0))
+        return 0.0;
+    int fb = 0;
+    c->lookups[T_GROUPED]++;
+    enum mb_prec e = mb_calib__exec_prec(c, p, &fb);
+    double eff, M = tokens_per_group;
+    if (c->roofline) {
+        fb = 1;
+        eff = c->roofline_eff;
+    } else {
+        const struct mb_calib__pt *g = c->grouped;
+        size_t ng = c->n_grouped;
+        double rel;
+        if (M > g[ng - 1].x)
+            rel = g[ng - 1].y;
+        else if (M < g[0].x) {
+            fb = 1;
+            rel = g[0].y * M / g[0].x;
+        } else
+            rel = mb_calib__interp(g, ng, M);
+        eff = rel * mb_calib__gemm_eff(c, e, c->grouped_ref_m * n * k, &fb);
+    }
+    if (fb)
+        c->fallbacks[T_GROUPED]++;
+    double t_flop = groups * 2.0 * M * n * k / (c->spec.peak[e] * eff);
+    double t_mem = groups * mb_calib__elem_bytes(p) * (M * k + k * n + M * n) / c->spec.hbm_bw;
+    return t_flop > t_mem ? t_flop : t_mem;
+}
+
+/*
+ * Attention: eff(seq) of the (causal, bwd) curve, measured at head dim 128 in
+ * BF16 (FA3 on H100; scaled for other GPUs). Attention is timed at the BF16
+ * (or FP16) peak for every precision: Megatron keeps core attention in BF16
+ * under FP8 recipes. head_dim is not used for the efficiency (only hdim-128
+ * curves are complete in the source). Outside [first, last] seq but within a
+ * factor clamp_margin: the end point (not a fallback). Farther out: the
+ * curve's asymptotic (longest-seq) efficiency, counted as fallback.
+ */
+double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim, int causal,
+                     int bwd)
+{
+    assert(c && p >= 0 && p < MB_PREC_COUNT);
+    if (!(flop > 0) || !(seq > 0) || head_dim <= 0)
+        return 0.0;
+    int fb = 0;
+    c->lookups[T_ATTN]++;
+    double peak = (p == MB_PREC_FP16) ? c->spec.peak[MB_PREC_FP16] : c->spec.peak[MB_PREC_BF16];
+    const struct mb_calib__pt *pts = c->attn[causal != 0][bwd != 0];
+    size_t n = c->n_attn[causal != 0][bwd != 0];
+    double eff;
+    if (c->roofline || !pts) {
+        fb = 1;
+        eff = c->roofline_eff;
+    } else if (seq < pts[0].x) {
+        fb = seq * c->attn_margin < pts[0].x;
+        eff = fb ? pts[n - 1].y : pts[0].y;
+    } else if (seq > pts[n - 1].x) {
+        fb = seq > pts[n - 1].x * c->attn_margin;
+        eff = pts[n - 1].y;
+    } else {
+        eff = mb_calib__interp(pts, n, seq);
+    }
+    if (fb)
+        c->fallbacks[T_ATTN]++;
+    return flop / (peak * eff);
+}
+
+/* Memory-bound op: max(bytes / (hbm_bw * eff), floor); roofline: bytes / hbm_bw. */
+double mb_calib_membound(struct mb_calib *c, double bytes)
+{
+    assert(c);
+    if (!(bytes > 0))
+        return 0.0;
+    c->lookups[T_MEM]++;
+    if (c->roofline) {
+        c->fallbacks[T_MEM]++;
+        return bytes / c->spec.hbm_bw;
+    }
+    double t = bytes / (c->spec.hbm_bw * c->mem_eff);
+    return t > c->mem_floor ? t : c->mem_floor;
+}
+
+double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k)
+{
+    assert(c && k >= 0 && k < MB_LINK_COUNT);
+    return c->link_eff[k];
+}
+
+double mb_calib_link_latency(const struct mb_calib *c, enum mb_link_kind k)
+{
+    assert(c && k >= 0 && k < MB_LINK_COUNT);
+    return c->link_lat[k];
+}
+
+size_t mb_calib_n_tables(const struct mb_calib *c)
+{
+    (void)c;
+    return T_COUNT;
+}
+
+struct mb_calib_table_info mb_calib_table(const struct mb_calib *c, size_t i)
+{
+    assert(c && i < T_COUNT);
+    struct mb_calib_table_info t = {mb_calib__table_names[i], c->source[i] ? c->source[i] : "",
+                                    c->lookups[i], c->fallbacks[i]};
+    return t;
+}
+
+const char *mb_calib_path(const struct mb_calib *c)
+{
+    return c->path;
+}
+
+void mb_calib_reset_usage(struct mb_calib *c)
+{
+    memset(c->lookups, 0, sizeof c->lookups);
+    memset(c->fallbacks, 0, sizeof c->fallbacks);
+}
+
+void mb_calib_set_roofline(struct mb_calib *c, int on)
+{
+    c->roofline = on != 0;
+}

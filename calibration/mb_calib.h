@@ -1,0 +1,95 @@
+/*
+ * mb_calib.h -- GPU specifications and kernel-efficiency tables.
+ *
+ * Op time = max(FLOP / (peak(prec) * eff(shape)), bytes / (HBM_bw * eff_mem))
+ * where eff comes from measured tables (calibration/tables/<GPU>.yaml) and is
+ * interpolated in log space between measured points. Outside a table's range
+ * the lookup falls back to a roofline (peak * the table's asymptotic
+ * efficiency) and counts the fallback, so a report can say where it happened.
+ *
+ * Units: seconds, bytes, FLOP, FLOP/s, bytes/s.
+ */
+#ifndef MB_CALIB_H
+#define MB_CALIB_H
+
+#include <stddef.h>
+#include "mb_util.h"
+
+enum mb_prec { MB_PREC_FP32, MB_PREC_BF16, MB_PREC_FP16, MB_PREC_FP8, MB_PREC_FP4, MB_PREC_COUNT };
+
+/** @brief "fp32", "bf16", "fp16", "fp8", "fp4". */
+const char *mb_prec_name(enum mb_prec p);
+
+struct mb_gpu_spec {
+    char name[32];                 /* H100, H200, B200, B300, GB200, GB300, A100 */
+    double peak[MB_PREC_COUNT];    /* dense tensor-core FLOP/s; 0 = unsupported */
+    double hbm_bytes;              /* usable HBM capacity, bytes */
+    double hbm_bw;                 /* HBM bandwidth, bytes/s (datasheet) */
+    int sms;                       /* streaming multiprocessors */
+    double launch_s;               /* host launch overhead per kernel, s */
+    char source[1024];
+};
+
+/** Link classes whose achieved fraction of line rate is calibrated. */
+enum mb_link_kind { MB_LINK_NVLINK, MB_LINK_NIC, MB_LINK_PCIE, MB_LINK_COUNT };
+
+struct mb_calib;
+
+/**
+ * @brief Load the shipped table for a GPU type (calibration/tables/<gpu>.yaml,
+ * case-insensitive name) or, when `path` is not NULL, that file instead.
+ * @param[out] out  new calibration object (free with mb_calib_free)
+ * @param[out] err  "unknown GPU 'x'; known: ..." or file:line:col errors
+ * @return 0 or -1.
+ */
+int mb_calib_load(const char *gpu, const char *path, struct mb_calib **out, struct mb_err *err);
+void mb_calib_free(struct mb_calib *c);
+
+const struct mb_gpu_spec *mb_calib_spec(const struct mb_calib *c);
+
+/** @brief Dense GEMM C[m,n] = A[m,k] B[k,n]: seconds. */
+double mb_calib_gemm(struct mb_calib *c, enum mb_prec p, double m, double n, double k);
+
+/**
+ * @brief Grouped GEMM (MoE experts): `groups` GEMMs of tokens_per_group x n x k.
+ * Efficiency depends on tokens per group (collapses at small M). Seconds.
+ */
+double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups,
+                             double tokens_per_group, double n, double k);
+
+/**
+ * @brief Fused (flash) attention core: `flop` model FLOPs (QK^T and PV, causal
+ * already halved by the caller) for sequences of length seq with head_dim.
+ * bwd selects the backward kernel table. Seconds.
+ */
+double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq,
+                     int head_dim, int causal, int bwd);
+
+/** @brief Memory-bound op moving `bytes` through HBM (read + write). Seconds. */
+double mb_calib_membound(struct mb_calib *c, double bytes);
+
+/** @brief Achieved fraction of line rate for bulk transfers on a link class. */
+double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k);
+
+/** @brief Fixed per-collective-step latency on a link class, seconds. */
+double mb_calib_link_latency(const struct mb_calib *c, enum mb_link_kind k);
+
+/** Per-table usage, for the report's `calibration` section. */
+struct mb_calib_table_info {
+    const char *name;     /* "gemm", "grouped_gemm", "attention", "membound", "links", "spec" */
+    const char *source;   /* citation of the table */
+    long lookups;         /* lookups since load / last reset */
+    long fallbacks;       /* lookups answered by the roofline fallback */
+};
+
+size_t mb_calib_n_tables(const struct mb_calib *c);
+/** @brief Info for table i < mb_calib_n_tables(c). */
+struct mb_calib_table_info mb_calib_table(const struct mb_calib *c, size_t i);
+/** @brief Path of the table file that was loaded. */
+const char *mb_calib_path(const struct mb_calib *c);
+void mb_calib_reset_usage(struct mb_calib *c);
+
+/** @brief Roofline-only mode: ignore tables, use peak * eff_default (for A/B reports). */
+void mb_calib_set_roofline(struct mb_calib *c, int on);
+
+#endif /* MB_CALIB_H */

@@ -1,0 +1,210 @@
+/*
+ * main.c -- the mbsim command line: the only place that prints errors and
+ * chooses exit codes (0 ok, 1 bad input, 2 usage).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_calib.h"
+#include "mb_scenario.h"
+#include "mb_step.h"
+#include "mb_topo.h"
+#include "mb_validate.h"
+#include "report.h"
+
+#define EXIT_BAD_INPUT 1
+#define EXIT_USAGE 2
+
+static void usage_main(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim <command> [options]\n"
+            "\n"
+            "Discrete-event simulator of large-model training on GPU clusters: predicts\n"
+            "step time, tokens/s/GPU, model TFLOP/s/GPU, MFU and per-rank memory.\n"
+            "\n"
+            "commands:\n"
+            "  run FILE.yaml [--json] [--memory]   simulate one steady-state training step\n"
+            "  validate FILE.csv|FILE.yaml... [--json]\n"
+            "                                      predict published/measured runs and report errors\n"
+            "  systems                             list system presets\n"
+            "  models                              list shipped model files\n"
+            "\n"
+            "  mbsim COMMAND --help   shows the command's options\n"
+            "  mbsim --version\n"
+            "\n"
+            "exit codes: 0 ok, 1 bad input (message names file:line:col), 2 usage error\n"
+            "documentation: README.md, docs/scenario-format.md, docs/validation.md\n");
+}
+
+static void usage_run(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim run FILE.yaml [--json] [--memory] [--roofline]\n"
+            "\n"
+            "Simulates one steady-state training step of the scenario in FILE.yaml\n"
+            "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
+            "model TFLOP/s/GPU, MFU, per-rank peak memory with an OOM verdict and a\n"
+            "time breakdown.\n"
+            "\n"
+            "  --json       print one JSON object instead of the text report\n"
+            "  --memory     add the per-rank memory breakdown to the text report\n"
+            "  --roofline   ignore measured kernel tables (roofline-only prediction)\n");
+}
+
+static void usage_validate(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim validate FILE.csv|FILE.yaml... [--json]\n"
+            "\n"
+            "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
+            "or scenario files with a measured: block), predicts each and prints measured,\n"
+            "predicted and error per run, then MAPE, median and max absolute error, MAPE per\n"
+            "system and per model, and skipped rows grouped by reason (docs/validation.md).\n"
+            "\n"
+            "  --json   print the summary as one JSON object\n");
+}
+
+static void print_err(const struct mb_err *e)
+{
+    char buf[1024];
+    mb_err_format(e, buf, sizeof buf);
+    fprintf(stderr, "mbsim: %s\n", buf);
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    const char *file = NULL;
+    int json = 0, memory = 0, roofline = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage_run(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--memory")) {
+            memory = 1;
+        } else if (!strcmp(argv[i], "--roofline")) {
+            roofline = 1;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "mbsim run: unknown option '%s'\n", argv[i]);
+            usage_run(stderr);
+            return EXIT_USAGE;
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            fprintf(stderr, "mbsim run: one scenario file expected, got '%s' too\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!file) {
+        usage_run(stderr);
+        return EXIT_USAGE;
+    }
+    struct mb_scenario s;
+    struct mb_result r;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_scenario_load(file, &s, &err)) {
+        print_err(&err);
+        return EXIT_BAD_INPUT;
+    }
+    if (roofline)
+        s.roofline = 1;
+    if (mb_step_simulate(&s, &r, &err)) {
+        print_err(&err);
+        mb_scenario_free(&s);
+        return EXIT_BAD_INPUT;
+    }
+    if (json)
+        mb_report_json(&s, &r, stdout);
+    else
+        mb_report_text(&s, &r, memory, stdout);
+    mb_scenario_free(&s);
+    return 0;
+}
+
+static int cmd_validate(int argc, char **argv)
+{
+    int json = 0, nfiles = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage_validate(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "mbsim validate: unknown option '%s'\n", argv[i]);
+            usage_validate(stderr);
+            return EXIT_USAGE;
+        } else {
+            nfiles++;
+        }
+    }
+    if (!nfiles) {
+        usage_validate(stderr);
+        return EXIT_USAGE;
+    }
+    struct mb_val_summary sum;
+    struct mb_err err;
+    mb_err_clear(&err);
+    mb_validate_init(&sum);
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-')
+            continue;
+        int rc = has_suffix(argv[i], ".yaml") || has_suffix(argv[i], ".yml")
+                     ? mb_validate_add_scenario(&sum, argv[i], &err)
+                     : mb_validate_add_csv(&sum, argv[i], &err);
+        if (rc) {
+            print_err(&err);
+            mb_validate_free(&sum);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    mb_validate_finish(&sum);
+    if (json)
+        mb_validate_print_json(&sum, stdout);
+    else
+        mb_validate_print_text(&sum, stdout);
+    mb_validate_free(&sum);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_main(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage_main(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("mbsim 0.1.0\n");
+        return 0;
+    }
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "validate"))
+        return cmd_validate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
+        char buf[4096];
+        if (!strcmp(cmd, "systems"))
+            mb_topo_list_presets(buf, sizeof buf);
+        else
+            mb_model_list(buf, sizeof buf);
+        printf("%s\n", buf);
+        return 0;
+    }
+    fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
+    usage_main(stderr);
+    return EXIT_USAGE;
+}

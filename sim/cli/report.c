@@ -1,0 +1,148 @@
+/*
+ * report.c -- text and JSON reports of one simulated step. JSON is written
+ * with jansson so escaping and number formatting are a library's business.
+ */
+#include "report.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const char *mb__strategy(const struct mb_scenario *s) { return s->strategy == MB_STRAT_FSDP ? "fsdp" : "3d"; }
+
+static const char *mb__disp(enum mb_dispatcher d)
+{
+    static const char *n[] = {"alltoall", "allgather", "hybridep", "deepep"};
+    return n[d];
+}
+
+void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int memory_detail, FILE *fp)
+{
+    fprintf(fp, "mbsim: %s\n", s->name);
+    fprintf(fp, "  model %s on %d x %s (%s), %s, seq %d, GBS %d, MBS %d, %d microbatches/rank\n", s->model.name,
+            s->gpus, s->system.gpu, s->system.name, s->prec.label, s->seq_length, s->global_batch_size,
+            s->micro_batch_size, r->microbatches);
+    fprintf(fp, "  layout %s: TP %d PP %d VPP %d CP %d DP %d EP %d ETP %d", mb__strategy(s), s->tp, s->pp,
+            s->vpp, s->cp, s->dp, s->ep, s->etp);
+    if (s->model.num_experts > 0)
+        fprintf(fp, ", dispatcher %s", mb__disp(s->dispatcher));
+    fprintf(fp, "\n");
+    if (s->model.vision.depth > 0)
+        fprintf(fp, "  data: %s, %.0f vision tokens per sample on average\n", s->mock ? "mock (no images)" : "real images",
+                r->vision_tokens_per_sample);
+    fprintf(fp, "\n");
+    fprintf(fp, "  step time            %10.4f s\n", r->step_time_s);
+    fprintf(fp, "  tokens/s/GPU         %10.1f\n", r->tokens_per_s_per_gpu);
+    fprintf(fp, "  model TFLOP/s/GPU    %10.1f\n", r->model_tflops_per_gpu);
+    fprintf(fp, "  MFU                  %10.1f %%  (of %s dense peak)\n", 100 * r->mfu, mb_prec_name(s->prec.gemm));
+    fprintf(fp, "  peak memory          %10.1f GiB of %.1f GiB (reserved ~%.1f GiB) -> %s; largest term: %s\n",
+            r->mem.peak_allocated / GIB, r->mem.capacity / GIB, r->mem.reserved / GIB, r->oom ? "OOM" : "fits",
+            r->mem.dominant);
+    if (memory_detail) {
+        fprintf(fp, "    rank of pipeline stage %d:\n", r->mem.stage);
+        fprintf(fp, "      weights      %8.2f GiB\n", r->mem.weights / GIB);
+        fprintf(fp, "      gradients    %8.2f GiB\n", r->mem.grads / GIB);
+        fprintf(fp, "      optimizer    %8.2f GiB\n", r->mem.optimizer / GIB);
+        fprintf(fp, "      activations  %8.2f GiB\n", r->mem.activations / GIB);
+        fprintf(fp, "      buffers      %8.2f GiB\n", r->mem.buffers / GIB);
+    }
+    fprintf(fp, "\n  time breakdown (pipeline stage %d, seconds per step):\n", r->critical_stage);
+    double total = 0;
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        total += r->breakdown[c];
+    for (int c = 0; c < MB_CAT_COUNT; c++) {
+        if (r->breakdown[c] <= 0)
+            continue;
+        fprintf(fp, "    %-26s %9.4f  %5.1f %%\n", mb_cat_name((enum mb_cat)c), r->breakdown[c],
+                total > 0 ? 100 * r->breakdown[c] / total : 0);
+    }
+    fprintf(fp, "\n  calibration: %s (%ld lookups, %ld roofline fallbacks)%s\n", r->calib_path, r->calib_lookups,
+            r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
+    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
+        fprintf(fp, "  measured:");
+        if (s->meas_tokens_per_s_per_gpu > 0)
+            fprintf(fp, " %.1f tokens/s/GPU (%+.1f %%)", s->meas_tokens_per_s_per_gpu,
+                    100 * (r->tokens_per_s_per_gpu - s->meas_tokens_per_s_per_gpu) / s->meas_tokens_per_s_per_gpu);
+        if (s->meas_model_tflops_per_gpu > 0)
+            fprintf(fp, " %.1f TFLOP/s/GPU", s->meas_model_tflops_per_gpu);
+        if (s->meas_step_time_s > 0)
+            fprintf(fp, " %.3f s/step", s->meas_step_time_s);
+        if (s->meas_source[0])
+            fprintf(fp, " [%s]", s->meas_source);
+        fprintf(fp, "\n");
+    }
+    fprintf(fp, "  simulated %zu tasks, %llu events in %.3f s\n", r->tasks, r->events, r->sim_wall_s);
+}
+
+int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE *fp)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "scenario", json_string(s->name));
+    json_object_set_new(o, "model", json_string(s->model.name));
+    json_object_set_new(o, "system", json_string(s->system.name));
+    json_object_set_new(o, "gpu", json_string(s->system.gpu));
+    json_object_set_new(o, "gpus", json_integer(s->gpus));
+    json_object_set_new(o, "precision", json_string(s->prec.label));
+    json_t *lay = json_object();
+    json_object_set_new(lay, "strategy", json_string(mb__strategy(s)));
+    json_object_set_new(lay, "tp", json_integer(s->tp));
+    json_object_set_new(lay, "pp", json_integer(s->pp));
+    json_object_set_new(lay, "vpp", json_integer(s->vpp));
+    json_object_set_new(lay, "cp", json_integer(s->cp));
+    json_object_set_new(lay, "dp", json_integer(s->dp));
+    json_object_set_new(lay, "ep", json_integer(s->ep));
+    json_object_set_new(lay, "etp", json_integer(s->etp));
+    json_object_set_new(lay, "microbatches", json_integer(r->microbatches));
+    json_object_set_new(o, "layout", lay);
+    json_object_set_new(o, "step_time_s", json_real(r->step_time_s));
+    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s_per_gpu));
+    json_object_set_new(o, "model_tflops_per_gpu", json_real(r->model_tflops_per_gpu));
+    json_object_set_new(o, "mfu", json_real(r->mfu));
+    json_object_set_new(o, "peak_memory_gib", json_real(r->mem.peak_allocated / GIB));
+    json_object_set_new(o, "reserved_memory_gib", json_real(r->mem.reserved / GIB));
+    json_object_set_new(o, "memory_capacity_gib", json_real(r->mem.capacity / GIB));
+    json_object_set_new(o, "oom", json_boolean(r->oom));
+    json_t *mem = json_object();
+    json_object_set_new(mem, "stage", json_integer(r->mem.stage));
+    json_object_set_new(mem, "weights_gib", json_real(r->mem.weights / GIB));
+    json_object_set_new(mem, "gradients_gib", json_real(r->mem.grads / GIB));
+    json_object_set_new(mem, "optimizer_gib", json_real(r->mem.optimizer / GIB));
+    json_object_set_new(mem, "activations_gib", json_real(r->mem.activations / GIB));
+    json_object_set_new(mem, "buffers_gib", json_real(r->mem.buffers / GIB));
+    json_object_set_new(mem, "dominant", json_string(r->mem.dominant));
+    json_object_set_new(o, "memory", mem);
+    json_t *bd = json_object();
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        json_object_set_new(bd, mb_cat_name((enum mb_cat)c), json_real(r->breakdown[c]));
+    json_object_set_new(o, "breakdown_s", bd);
+    json_object_set_new(o, "critical_stage", json_integer(r->critical_stage));
+    json_object_set_new(o, "vision_tokens_per_sample", json_real(r->vision_tokens_per_sample));
+    json_t *cal = json_object();
+    json_object_set_new(cal, "table", json_string(r->calib_path));
+    json_object_set_new(cal, "roofline_only", json_boolean(s->roofline));
+    json_object_set_new(cal, "lookups", json_integer(r->calib_lookups));
+    json_object_set_new(cal, "roofline_fallbacks", json_integer(r->calib_fallbacks));
+    json_object_set_new(o, "calibration", cal);
+    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
+        json_t *me = json_object();
+        if (s->meas_tokens_per_s_per_gpu > 0)
+            json_object_set_new(me, "tokens_per_s_per_gpu", json_real(s->meas_tokens_per_s_per_gpu));
+        if (s->meas_model_tflops_per_gpu > 0)
+            json_object_set_new(me, "model_tflops_per_gpu", json_real(s->meas_model_tflops_per_gpu));
+        if (s->meas_step_time_s > 0)
+            json_object_set_new(me, "step_time_s", json_real(s->meas_step_time_s));
+        if (s->meas_source[0])
+            json_object_set_new(me, "source", json_string(s->meas_source));
+        json_object_set_new(o, "measured", me);
+    }
+    json_t *sim = json_object();
+    json_object_set_new(sim, "tasks", json_integer((json_int_t)r->tasks));
+    json_object_set_new(sim, "events", json_integer((json_int_t)r->events));
+    json_object_set_new(o, "simulation", sim);
+    int rc = json_dumpf(o, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+    fputc('\n', fp);
+    json_decref(o);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * mb_engine.h -- discrete-event executor of a task graph on streams and links.
+ *
+ * Resources:
+ *   - streams: serial executors (a CUDA stream, a comm channel). Tasks on a
+ *     stream start in the order they were added (program order), each once
+ *     all its dependencies have completed and the previous task on the stream
+ *     has completed.
+ *   - links: bandwidth constraints (bytes/s). A task's flows cross links;
+ *     concurrent flows share each link max-min fairly (SimGrid LMM idea,
+ *     see mb_flow.h), re-solved whenever a flow starts or ends.
+ *
+ * A task first occupies its stream for `duration` seconds (compute time, or the
+ * latency of a communication step), then its flows transfer their bytes; it
+ * completes when the last flow finishes. Events are ordered by (time, seq),
+ * so runs are deterministic.
+ *
+ * Symmetric ranks are simulated once: the caller builds the graph of one
+ * representative rank per distinct role (e.g. one per pipeline stage), and a
+ * link stands for the resource of that rank (its NVLink port, its NIC).
+ */
+#ifndef MB_ENGINE_H
+#define MB_ENGINE_H
+
+#include <stddef.h>
+#include "mb_util.h"
+
+#define MB_FLOW_MAX_LINKS 4
+
+struct mb_flow_desc {
+    double bytes;                 /* bytes to move, > 0 */
+    int n_links;                  /* links crossed, 1..MB_FLOW_MAX_LINKS */
+    int links[MB_FLOW_MAX_LINKS]; /* link ids */
+    double bound;                 /* max rate of this flow, bytes/s; 0 = unbounded */
+};
+
+struct mb_task_desc {
+    int stream;                   /* stream id */
+    double duration;              /* seconds on the stream before flows start, >= 0 */
+    int n_flows;                  /* 0 = pure compute/delay task */
+    const struct mb_flow_desc *flows; /* copied by mb_engine_add_task */
+    int kind;                     /* caller's accounting tag (e.g. breakdown category) */
+    int tag;                      /* caller's free tag (layer, microbatch, ...) */
+};
+
+struct mb_engine;
+
+struct mb_engine *mb_engine_new(void);
+void mb_engine_free(struct mb_engine *e);   /* accepts NULL */
+
+/** @brief Add a link of `capacity` bytes/s (> 0). @return link id (0, 1, ...). */
+int mb_engine_add_link(struct mb_engine *e, double capacity);
+
+/** @brief Add a stream. @return stream id (0, 1, ...). */
+int mb_engine_add_stream(struct mb_engine *e);
+
+/** @brief Append a task to its stream. @return task id (0, 1, ...). */
+int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d);
+
+/** @brief Task `after` may not start before task `before` has completed. */
+void mb_engine_add_dep(struct mb_engine *e, int before, int after);
+
+/**
+ * @brief Run to completion.
+ * @return 0, or -1 with err "deadlock: N tasks never became ready (first: task T
+ * on stream S)" when dependencies cannot be satisfied.
+ */
+int mb_engine_run(struct mb_engine *e, struct mb_err *err);
+
+size_t mb_engine_n_tasks(const struct mb_engine *e);
+double mb_engine_task_start(const struct mb_engine *e, int task);  /* s */
+double mb_engine_task_end(const struct mb_engine *e, int task);    /* s */
+int mb_engine_task_kind(const struct mb_engine *e, int task);
+int mb_engine_task_tag(const struct mb_engine *e, int task);
+int mb_engine_task_stream(const struct mb_engine *e, int task);
+double mb_engine_makespan(const struct mb_engine *e);              /* s */
+unsigned long long mb_engine_n_events(const struct mb_engine *e);  /* events processed */
+
+/* ---- additions (statistics for benchmarks and reports) ------------------ */
+
+/** @brief Number of max-min re-solves performed by the last run. */
+unsigned long long mb_engine_n_solves(const struct mb_engine *e);
+/** @brief Largest number of simultaneously active flows in the last run. */
+int mb_engine_max_active_flows(const struct mb_engine *e);
+
+#endif /* MB_ENGINE_H */

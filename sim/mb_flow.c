@@ -1,0 +1,387 @@
+/*
+ * mb_flow.c -- max-min fair bandwidth sharing by progressive filling
+ * (the SimGrid LMM "lmm_solve" idea, rewritten around a lazy heap).
+ *
+ * MODEL
+ *   Links l with capacity C_l > 0; flows f with rate x_f >= 0, route R(f) and
+ *   optional bound b_f. a_fl = number of times f crosses l (normally 1).
+ *
+ *     feasibility:  for every link l:   sum_{f : l in R(f)} a_fl * x_f <= C_l
+ *                   for every flow f:   x_f <= b_f          (if bounded)
+ *
+ *   x is max-min fair when no x_f can grow without shrinking some x_g <= x_f.
+ *   Equivalently (the bottleneck characterisation, which the tests check):
+ *   every flow f either sits at its bound (x_f = b_f) or crosses a link l that
+ *   is saturated (sum a_gl x_g = C_l) and on which f is among the largest:
+ *   x_f >= x_g for all g crossing l.
+ *
+ * ALGORITHM (progressive filling / water-filling)
+ *   Raise all unfrozen rates together from 0. With R_l = C_l minus the rates
+ *   of the flows already frozen on l, and N_l = sum of a_fl over unfrozen
+ *   flows on l, link l saturates when the common level reaches
+ *   share_l = R_l / N_l. The next event is
+ *
+ *       s* = min( min_l share_l , min_{f unfrozen, bounded} b_f ).
+ *
+ *   If a link attains s*, all its unfrozen flows freeze at s*; if a bound does,
+ *   that flow freezes at b_f. Freezing f at s subtracts a_fl * s from R_l and
+ *   a_fl from N_l on every link of its route. Repeat until all are frozen.
+ *
+ *   Key fact: freezing at s <= share_l never lowers share_l, since
+ *   (R_l - a s)/(N_l - a) >= R_l/N_l  <=>  s <= R_l/N_l. So candidate shares
+ *   sit in a binary heap and only ever increase; an outdated entry is
+ *   recognised by a per-link version and skipped (lazy deletion). Ties pop in
+ *   (share, link id / flow id) order, so results are deterministic. Each link
+ *   is processed once; each freeze pushes at most one entry per route link.
+ *
+ * COST
+ *   O(I log I) per solve, I = sum of route lengths over active flows, using
+ *   per-link incidence lists (no O(F^2 L) scan). Links without active flows
+ *   are never touched (a per-solve stamp marks the ones in use).
+ *
+ * TOLERANCE
+ *   Residual capacities are updated with mb_dbl_sub_clamp (MB_EPS), so a link
+ *   saturated up to rounding reads exactly 0.
+ *
+ * KNOWN LIMITS / BETTER ALTERNATIVES
+ *   Every solve recomputes all active flows. When flows form independent
+ *   groups (disjoint links), SimGrid's selective update -- re-solving only
+ *   the connected component touched by the added/removed flow -- would cut
+ *   the cost of a solve to that component. No latency model here: the engine
+ *   pays latency (task duration) before a flow enters the solver. No TCP
+ *   "weight ~ 1/RTT" factor: all flows have equal weight.
+ */
+#include "mb_flow.h"
+
+#include <assert.h>
+#include <string.h>
+
+#include "mb_util.h"
+
+/* One crossing of a link by a flow: route index k of flow `flow`. */
+struct mb_finc {
+    int flow;
+    int k;
+};
+
+struct mb_flink {
+    double cap;             /* capacity, bytes/s */
+    struct mb_finc *inc;    /* flows crossing this link */
+    int n_inc, cap_inc;
+    /* solve scratch */
+    double rem;             /* R_l: capacity left for unfrozen flows */
+    int nun;                /* N_l: unfrozen incidences */
+    unsigned ver;           /* bumped whenever rem/nun change */
+    unsigned long long stamp; /* solve number that initialised rem/nun */
+};
+
+struct mb_fvar {
+    int n_links;
+    int links[MB_FLOW_ROUTE_MAX];
+    int pos[MB_FLOW_ROUTE_MAX]; /* index of incidence k in links[k]'s list */
+    double bound;           /* 0 = none */
+    double rate;            /* result of the last solve */
+    int active_pos;         /* index in active[], -1 when the id is free */
+    unsigned long long frozen; /* solve number in which it was frozen */
+};
+
+/* Heap entry: a candidate share. idx < n_links: link; else flow idx-n_links. */
+struct mb_fent {
+    double key;
+    int idx;
+    unsigned ver;
+};
+
+struct mb_flow_sys {
+    struct mb_flink *links;
+    int n_links, cap_links;
+    struct mb_fvar *flows;
+    int n_flows, cap_flows;  /* ids handed out so far, allocated */
+    int *free_ids;           /* stack of recycled ids */
+    int n_free;
+    int *active;             /* dense list of active flow ids */
+    int n_active;
+    struct mb_fent *heap;    /* solve scratch */
+    int n_heap, cap_heap;
+    unsigned long long n_solves;
+};
+
+struct mb_flow_sys *mb_flow_new(void)
+{
+    return mb_calloc(1, sizeof(struct mb_flow_sys));
+}
+
+void mb_flow_free(struct mb_flow_sys *s)
+{
+    if (!s)
+        return;
+    for (int l = 0; l < s->n_links; l++)
+        mb_free(s->links[l].inc);
+    mb_free(s->links);
+    mb_free(s->flows);
+    mb_free(s->free_ids);
+    mb_free(s->active);
+    mb_free(s->heap);
+    mb_free(s);
+}
+
+int mb_flow_add_link(struct mb_flow_sys *s, double capacity)
+{
+    assert(capacity > 0);
+    if (s->n_links == s->cap_links) {
+        s->cap_links = s->cap_links ? 2 * s->cap_links : 16;
+        s->links = mb_realloc(s->links, (size_t)s->cap_links * sizeof *s->links);
+    }
+    struct mb_flink *l = &s->links[s->n_links];
+    memset(l, 0, sizeof *l);
+    l->cap = capacity;
+    return s->n_links++;
+}
+
+int mb_flow_n_links(const struct mb_flow_sys *s) { return s->n_links; }
+
+double mb_flow_link_capacity(const struct mb_flow_sys *s, int link)
+{
+    assert(link >= 0 && link < s->n_links);
+    return s->links[link].cap;
+}
+
+int mb_flow_add(struct mb_flow_sys *s, int n_links, const int *links, double bound)
+{
+    if (n_links < 0 || n_links > MB_FLOW_ROUTE_MAX || !(bound >= 0))
+        return -1;
+    if (n_links == 0 && !(bound > 0))
+        return -1;
+    for (int k = 0; k < n_links; k++)
+        if (links[k] < 0 || links[k] >= s->n_links)
+            return -1;
+
+    int id;
+    if (s->n_free > 0) {
+        id = s->free_ids[--s->n_free];
+    } else {
+        if (s->n_flows == s->cap_flows) {
+            s->cap_flows = s->cap_flows ? 2 * s->cap_flows : 64;
+            s->flows = mb_realloc(s->flows, (size_t)s->cap_flows * sizeof *s->flows);
+            s->free_ids = mb_realloc(s->free_ids, (size_t)s->cap_flows * sizeof *s->free_ids);
+            s->active = mb_realloc(s->active, (size_t)s->cap_flows * sizeof *s->active);
+        }
+        id = s->n_flows++;
+    }
+    struct mb_fvar *f = &s->flows[id];
+    f->n_links = n_links;
+    f->bound = bound;
+    f->rate = 0;
+    f->frozen = 0;
+    for (int k = 0; k < n_links; k++) {
+        struct mb_flink *l = &s->links[links[k]];
+        if (l->n_inc == l->cap_inc) {
+            l->cap_inc = l->cap_inc ? 2 * l->cap_inc : 8;
+            l->inc = mb_realloc(l->inc, (size_t)l->cap_inc * sizeof *l->inc);
+        }
+        f->links[k] = links[k];
+        f->pos[k] = l->n_inc;
+        l->inc[l->n_inc].flow = id;
+        l->inc[l->n_inc].k = k;
+        l->n_inc++;
+    }
+    f->active_pos = s->n_active;
+    s->active[s->n_active++] = id;
+    return id;
+}
+
+void mb_flow_remove(struct mb_flow_sys *s, int flow)
+{
+    assert(flow >= 0 && flow < s->n_flows);
+    struct mb_fvar *f = &s->flows[flow];
+    assert(f->active_pos >= 0);
+    for (int k = 0; k < f->n_links; k++) {
+        struct mb_flink *l = &s->links[f->links[k]];
+        int p = f->pos[k];
+        struct mb_finc last = l->inc[--l->n_inc];
+        if (p != l->n_inc) {
+            l->inc[p] = last;
+            s->flows[last.flow].pos[last.k] = p;
+        }
+    }
+    int ap = f->active_pos;
+    int last_id = s->active[--s->n_active];
+    if (ap != s->n_active) {
+        s->active[ap] = last_id;
+        s->flows[last_id].active_pos = ap;
+    }
+    f->active_pos = -1;
+    f->rate = 0;
+    s->free_ids[s->n_free++] = flow;
+}
+
+/* ---- solve-time heap of candidate shares -------------------------------- */
+
+static inline int mb_flow__less(const struct mb_fent *x, const struct mb_fent *y)
+{
+    if (x->key < y->key)
+        return 1;
+    if (x->key > y->key)
+        return 0;
+    return x->idx < y->idx;
+}
+
+static void mb_flow__heap_push(struct mb_flow_sys *s, double key, int idx, unsigned ver)
+{
+    if (s->n_heap == s->cap_heap) {
+        s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
+        s->heap = mb_realloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
+    }
+    struct mb_fent x = {key, idx, ver};
+    int i = s->n_heap++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!mb_flow__less(&x, &s->heap[p]))
+            break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = x;
+}
+
+static void mb_flow__sift_down(struct mb_flow_sys *s, int i)
+{
+    int n = s->n_heap;
+    struct mb_fent x = s->heap[i];
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && mb_flow__less(&s->heap[c + 1], &s->heap[c]))
+            c++;
+        if (!mb_flow__less(&s->heap[c], &x))
+            break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    s->heap[i] = x;
+}
+
+static struct mb_fent mb_flow__heap_pop(struct mb_flow_sys *s)
+{
+    struct mb_fent top = s->heap[0];
+    s->heap[0] = s->heap[--s->n_heap];
+    if (s->n_heap > 0)
+        mb_flow__sift_down(s, 0);
+    return top;
+}
+
+/* Freeze flow `fid` at `rate`; update every link of its route except `skip`
+ * (the link being processed, whose flows all freeze anyway). */
+static void mb_flow__freeze(struct mb_flow_sys *s, int fid, double rate, int skip)
+{
+    struct mb_fvar *f = &s->flows[fid];
+    f->rate = rate;
+    f->frozen = s->n_solves;
+    for (int k = 0; k < f->n_links; k++) {
+        int li = f->links[k];
+        struct mb_flink *l = &s->links[li];
+        l->rem = mb_dbl_sub_clamp(l->rem, rate);
+        l->nun--;
+        l->ver++;
+        assert(l->nun >= 0);
+        if (li != skip && l->nun > 0)
+            mb_flow__heap_push(s, l->rem / l->nun, li, l->ver);
+    }
+}
+
+void mb_flow_solve(struct mb_flow_sys *s)
+{
+    unsigned long long stamp = ++s->n_solves;
+    s->n_heap = 0;
+    if (s->n_active == 0)
+        return;
+
+    /* Initialise the links in use and the candidate list. */
+    for (int i = 0; i < s->n_active; i++) {
+        struct mb_fvar *f = &s->flows[s->active[i]];
+        for (int k = 0; k < f->n_links; k++) {
+            struct mb_flink *l = &s->links[f->links[k]];
+            if (l->stamp != stamp) {
+                l->stamp = stamp;
+                l->rem = l->cap;
+                l->nun = l->n_inc;
+                l->ver++;
+                if (s->n_heap == s->cap_heap) {
+                    s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
+                    s->heap = mb_realloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
+                }
+                struct mb_fent e = {l->cap / l->n_inc, f->links[k], l->ver};
+                s->heap[s->n_heap++] = e;
+            }
+        }
+        if (f->bound > 0) {
+            if (s->n_heap == s->cap_heap) {
+                s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
+                s->heap = mb_realloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
+            }
+            struct mb_fent e = {f->bound, s->n_links + s->active[i], 0};
+            s->heap[s->n_heap++] = e;
+        }
+    }
+    for (int i = s->n_heap / 2 - 1; i >= 0; i--)
+        mb_flow__sift_down(s, i);
+
+    /* Progressive filling. */
+    int left = s->n_active;
+    while (left > 0) {
+        assert(s->n_heap > 0);
+        struct mb_fent e = mb_flow__heap_pop(s);
+        if (e.idx < s->n_links) {
+            struct mb_flink *l = &s->links[e.idx];
+            if (e.ver != l->ver || l->nun == 0)
+                continue; /* outdated candidate */
+            double share = l->rem / l->nun;
+            /* Freezing may swap nothing in l->inc (lists change only on
+             * add/remove), so iterating by index is safe. */
+            for (int j = 0; j < l->n_inc; j++) {
+                int fid = l->inc[j].flow;
+                if (s->flows[fid].frozen == stamp)
+                    continue;
+                mb_flow__freeze(s, fid, share, e.idx);
+                left--;
+            }
+            assert(l->nun == 0);
+        } else {
+            int fid = e.idx - s->n_links;
+            if (s->flows[fid].frozen == stamp)
+                continue;
+            mb_flow__freeze(s, fid, s->flows[fid].bound, -1);
+            left--;
+        }
+    }
+    s->n_heap = 0;
+}
+
+double mb_flow_rate(const struct mb_flow_sys *s, int flow)
+{
+    assert(flow >= 0 && flow < s->n_flows);
+    return s->flows[flow].rate;
+}
+
+int mb_flow_n_active(const struct mb_flow_sys *s) { return s->n_active; }
+
+int mb_flow_active(const struct mb_flow_sys *s, int i)
+{
+    assert(i >= 0 && i < s->n_active);
+    return s->active[i];
+}
+
+int mb_flow_id_bound(const struct mb_flow_sys *s) { return s->n_flows; }
+
+double mb_flow_link_load(const struct mb_flow_sys *s, int link)
+{
+    assert(link >= 0 && link < s->n_links);
+    const struct mb_flink *l = &s->links[link];
+    double sum = 0;
+    for (int j = 0; j < l->n_inc; j++)
+        sum += s->flows[l->inc[j].flow].rate;
+    return sum;
+}
+
+unsigned long long mb_flow_n_solves(const struct mb_flow_sys *s) { return s->n_solves; }

@@ -1,0 +1,144 @@
+/*
+ * mb_util.c -- allocation wrappers, error context, float helpers, data dir,
+ * seeded PRNG. See mb_util.h.
+ */
+#include "mb_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void mb__oom(size_t n)
+{
+    fprintf(stderr, "mbsim: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *mb_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        mb__oom(n);
+    return p;
+}
+
+void *mb_calloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        mb__oom(count * size);
+    return p;
+}
+
+void *mb_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        mb__oom(n);
+    return q;
+}
+
+char *mb_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = mb_malloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+void mb_free(void *p) { free(p); }
+
+void mb_err_clear(struct mb_err *e)
+{
+    if (e)
+        memset(e, 0, sizeof *e);
+}
+
+int mb_err_set(struct mb_err *e, const char *file, int line, int col, const char *fmt, ...)
+{
+    if (!e)
+        return -1;
+    if (e->count++ > 0)
+        return -1; /* first error wins */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    snprintf(e->file, sizeof e->file, "%s", file ? file : "");
+    e->line = line;
+    e->col = col;
+    return -1;
+}
+
+void mb_err_format(const struct mb_err *e, char *buf, size_t len)
+{
+    if (!e || !e->count) {
+        snprintf(buf, len, "no error");
+    } else if (e->file[0] && e->line > 0) {
+        snprintf(buf, len, "%s:%d:%d: %s", e->file, e->line, e->col, e->msg);
+    } else if (e->file[0]) {
+        snprintf(buf, len, "%s: %s", e->file, e->msg);
+    } else {
+        snprintf(buf, len, "%s", e->msg);
+    }
+}
+
+int mb_dbl_eq(double a, double b)
+{
+    double m = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    if (m < 1.0)
+        m = 1.0;
+    return fabs(a - b) <= MB_EPS * m;
+}
+
+double mb_dbl_sub_clamp(double a, double b)
+{
+    double r = a - b;
+    if (r < 0 || mb_dbl_eq(a, b))
+        return 0.0;
+    return r;
+}
+
+char *mb_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = mb_malloc(a + b + 2);
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+int mb_file_exists(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *mb_data_dir(void)
+{
+    const char *d = getenv("MBSIM_DATA_DIR");
+    if (d && *d)
+        return d;
+#ifdef MBSIM_SOURCE_DIR
+    return MBSIM_SOURCE_DIR;
+#else
+    return ".";
+#endif
+}
+
+void mb_rng_seed(struct mb_rng *r, unsigned long long seed) { r->s = seed; }
+
+double mb_rng_uniform(struct mb_rng *r)
+{
+    /* splitmix64 (Steele, Lea, Flood 2014) */
+    unsigned long long z = (r->s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}

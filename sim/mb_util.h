@@ -1,0 +1,89 @@
+/*
+ * mb_util.h -- allocation, error context and floating-point helpers shared by
+ * every mbsim module.
+ *
+ * Allocation never returns NULL: on exhaustion mbsim prints one line and
+ * aborts (Redis zmalloc style), so call sites stay clean.
+ *
+ * Errors: library code never prints. It fills a caller-provided struct mb_err
+ * (first error wins, later ones are only counted) and returns -1. Only the CLI
+ * prints "file:line:col: message".
+ */
+#ifndef MB_UTIL_H
+#define MB_UTIL_H
+
+#include <stddef.h>
+#include <stdarg.h>
+
+/** @brief malloc that aborts on exhaustion; never returns NULL. */
+void *mb_malloc(size_t n);
+/** @brief calloc that aborts on exhaustion; never returns NULL. */
+void *mb_calloc(size_t count, size_t size);
+/** @brief realloc that aborts on exhaustion; never returns NULL. */
+void *mb_realloc(void *p, size_t n);
+/** @brief strdup through mb_malloc; NULL in gives NULL out. */
+char *mb_strdup(const char *s);
+/** @brief free; accepts NULL. */
+void mb_free(void *p);
+
+/** Error context filled by library code, printed only by the CLI. */
+struct mb_err {
+    char msg[512];  /* first error message ("" when none) */
+    char file[256]; /* file the error refers to ("" when none) */
+    int line, col;  /* 1-based position, 0 when unknown */
+    int count;      /* number of errors reported (first one kept) */
+};
+
+/** @brief Reset an error context to "no error". */
+void mb_err_clear(struct mb_err *e);
+
+/**
+ * @brief Record an error (printf-style) at file:line:col; the first one wins.
+ * @param[out] e     error context; may be NULL (then nothing is recorded)
+ * @param[in]  file  file the error is about, or NULL
+ * @param[in]  line  1-based line, 0 if unknown
+ * @param[in]  col   1-based column, 0 if unknown
+ * @return always -1, so callers can `return mb_err_set(...)`.
+ */
+int mb_err_set(struct mb_err *e, const char *file, int line, int col,
+               const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/**
+ * @brief Format "file:line:col: msg" (or a shorter form when the position is
+ * unknown) into buf. Used by the CLI and by tests that compare messages.
+ */
+void mb_err_format(const struct mb_err *e, char *buf, size_t len);
+
+/* Floating-point tolerance kept in one place (SimGrid maxmin style).
+ * MB_EPS is relative for magnitudes above 1 and absolute below. */
+#define MB_EPS 1e-9
+
+/** @brief |a-b| <= MB_EPS * max(1, |a|, |b|). */
+int mb_dbl_eq(double a, double b);
+/** @brief a - b, clamped to 0 when the result is within tolerance of 0 or negative. */
+double mb_dbl_sub_clamp(double a, double b);
+
+/** @brief Concatenate dir + "/" + name into a freshly allocated string. */
+char *mb_path_join(const char *dir, const char *name);
+/** @brief 1 if path names a readable regular file, else 0. */
+int mb_file_exists(const char *path);
+
+/**
+ * @brief Directory of mbsim's shipped data (topology/, workloads/, calibration/).
+ * Resolution order: $MBSIM_DATA_DIR, then the source tree recorded at build
+ * time (MBSIM_SOURCE_DIR). Never NULL.
+ */
+const char *mb_data_dir(void);
+
+/* A small deterministic PRNG (splitmix64) for seeded draws: image sizes,
+ * routing skew. Same seed, same sequence on every platform. */
+struct mb_rng { unsigned long long s; };
+void mb_rng_seed(struct mb_rng *r, unsigned long long seed);
+/** @brief Uniform double in [0, 1). */
+double mb_rng_uniform(struct mb_rng *r);
+
+#endif /* MB_UTIL_H */

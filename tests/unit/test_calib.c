@@ -1,0 +1,333 @@
+/*
+ * test_calib.c -- calibration tables: every shipped table loads, lookups
+ * reproduce the measured points they were built from, interpolation and the
+ * fallback rules behave as documented (docs/calibration.md), and broken
+ * tables give exact file:line:col messages.
+ *
+ * Run from the repository root with MBSIM_DATA_DIR=<repo root>.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_calib.h"
+
+#define TF 1e12
+
+/* Relative closeness: |a - b| <= tol * |b|. */
+static int close_rel(double a, double b, double tol)
+{
+    return fabs(a - b) <= tol * fabs(b);
+}
+
+static struct mb_calib *load_ok(const char *gpu)
+{
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    int rc = mb_calib_load(gpu, NULL, &c, &e);
+    if (rc) {
+        char buf[800];
+        mb_err_format(&e, buf, sizeof buf);
+        print_error("%s\n", buf);
+    }
+    assert_int_equal(rc, 0);
+    assert_non_null(c);
+    return c;
+}
+
+/* Achieved TFLOP/s of a GEMM lookup. */
+static double gemm_tflops(struct mb_calib *c, enum mb_prec p, double m, double n, double k)
+{
+    return 2.0 * m * n * k / mb_calib_gemm(c, p, m, n, k) / TF;
+}
+
+static long fallbacks(const struct mb_calib *c, const char *table)
+{
+    for (size_t i = 0; i < mb_calib_n_tables(c); i++) {
+        struct mb_calib_table_info t = mb_calib_table(c, i);
+        if (strcmp(t.name, table) == 0)
+            return t.fallbacks;
+    }
+    fail_msg("no table %s", table);
+    return -1;
+}
+
+static long lookups(const struct mb_calib *c, const char *table)
+{
+    for (size_t i = 0; i < mb_calib_n_tables(c); i++) {
+        struct mb_calib_table_info t = mb_calib_table(c, i);
+        if (strcmp(t.name, table) == 0)
+            return t.lookups;
+    }
+    fail_msg("no table %s", table);
+    return -1;
+}
+
+/* Every shipped table loads, has every table's source, and sane specs. */
+static void test_all_tables_load(void **state)
+{
+    (void)state;
+    const char *gpus[] = {"H100", "H200", "B200", "B300", "GB200", "GB300", "A100"};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+        struct mb_calib *c = load_ok(gpus[i]);
+        const struct mb_gpu_spec *s = mb_calib_spec(c);
+        assert_string_equal(s->name, gpus[i]);
+        assert_true(s->peak[MB_PREC_BF16] > 0 && s->hbm_bw > 0 && s->hbm_bytes > 0 && s->sms > 0);
+        assert_true(s->launch_s > 0 && s->source[0]);
+        assert_int_equal(mb_calib_n_tables(c), 6);
+        for (size_t t = 0; t < mb_calib_n_tables(c); t++)
+            assert_true(strlen(mb_calib_table(c, t).source) > 0);
+        assert_non_null(strstr(mb_calib_path(c), "calibration/tables/"));
+        mb_calib_free(c);
+    }
+    /* Specific capacities from hardware.md A (usable). */
+    struct mb_calib *c = load_ok("gb200");                  /* case-insensitive */
+    assert_true(close_rel(mb_calib_spec(c)->hbm_bytes, 186e9, 1e-12));
+    assert_true(close_rel(mb_calib_spec(c)->peak[MB_PREC_BF16], 2500e12, 1e-12));
+    mb_calib_free(c);
+}
+
+static void test_unknown_gpu(void **state)
+{
+    (void)state;
+    struct mb_calib *c = (struct mb_calib *)1;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("V100", NULL, &c, &e), -1);
+    assert_null(c);
+    assert_string_equal(e.msg, "unknown GPU 'V100'; known: A100, B200, B300, GB200, GB300, H100, H200");
+}
+
+/*
+ * Measured points are reproduced exactly:
+ *   H100 BF16 4096^3: XLA sm_90 783 TFLOP/s -> t = 2*4096^3 / 783e12 s.
+ *   (Memory term 2 B * 3*4096^2 / 3.35e12 = 30 us < 176 us, so compute wins.)
+ *   B200 BF16 256x4096x4096: 651 TFLOP/s.
+ */
+static void test_gemm_points(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    double t = mb_calib_gemm(c, MB_PREC_BF16, 4096, 4096, 4096);
+    assert_true(close_rel(t, 2.0 * 4096 * 4096 * 4096 / 783e12, 0.01));
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 2048, 2048, 2048), 632, 1e-9));
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 8192, 8192, 8192), 795, 1e-9));
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    assert_int_equal(lookups(c, "gemm"), 3);
+    mb_calib_free(c);
+
+    c = load_ok("B200");
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 256, 4096, 4096), 651, 1e-9));
+    /* FP8 = BF16 curve x (76.3/77.6): 1417 * 0.9832 * 2 = 2786 vs XLA e4m3 ~2765 (0.8% off). */
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_FP8, 4096, 4096, 4096), 2765, 0.01));
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    mb_calib_free(c);
+}
+
+/*
+ * Interpolation between H100 points (1024x1024x2048 -> 350) at x0 = 2^31 and
+ * (1024x2048x2048 -> 524) at x1 = 2^32. A query with m*n*k = 2^31.5
+ * (1024 x 1024 x 2048*sqrt 2) sits halfway in log space:
+ *   t = (ln 2^31.5 - ln 2^31) / (ln 2^32 - ln 2^31) = 0.5
+ *   eff = (350 + 524) / 2 / 989 -> 437 TFLOP/s, strictly between 350 and 524.
+ * A second query at 2^31.25 gives 350 + 0.25 * 174 = 393.5 TFLOP/s.
+ */
+static void test_gemm_interp(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    double v = gemm_tflops(c, MB_PREC_BF16, 1024, 1024, 2048 * sqrt(2.0));
+    assert_true(v > 350 && v < 524);
+    assert_true(close_rel(v, 437.0, 1e-9));
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 1024, 1024, 2048 * pow(2.0, 0.25)), 393.5, 1e-9));
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    mb_calib_free(c);
+}
+
+/*
+ * Above the largest measured size: MAMF plateau (measured maximum, not a fallback).
+ *   H100 BF16 16384^3 -> 794.5; FP8 -> BF16 plateau x 0.8829 x 1979/989 = 1402.6 (FP8 MAMF).
+ * Below the smallest point (H100 512x256x256 at 11.5 TFLOP/s = 2.92 us): the
+ * smallest point's time is a floor, so 256^3 (half the FLOPs) takes the same
+ * 2.92 us, and the lookup counts one fallback.
+ */
+static void test_gemm_plateau_and_below(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 16384, 16384, 16384), 794.5, 1e-9));
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_FP8, 16384, 16384, 16384), 1402.6, 0.001));
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    double t = mb_calib_gemm(c, MB_PREC_BF16, 256, 256, 256);
+    assert_true(close_rel(t, 2.0 * 512 * 256 * 256 / 11.5e12, 1e-9));
+    assert_int_equal(fallbacks(c, "gemm"), 1);
+    /* Invalid dims: 0 s, not counted. */
+    assert_true(mb_calib_gemm(c, MB_PREC_BF16, 0, 10, 10) == 0.0);
+    assert_true(mb_calib_gemm(c, MB_PREC_BF16, -4, 10, 10) == 0.0);
+    assert_int_equal(lookups(c, "gemm"), 3);
+    mb_calib_reset_usage(c);
+    assert_int_equal(lookups(c, "gemm"), 0);
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    mb_calib_free(c);
+
+    /* A100 has no per-shape points and no FP8: both are counted fallbacks.
+     * FP8 runs at the BF16 rate: MAMF 271.2 TFLOP/s. */
+    c = load_ok("A100");
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_FP8, 8192, 8192, 8192), 271.2, 1e-9));
+    assert_int_equal(fallbacks(c, "gemm"), 1);
+    mb_calib_free(c);
+
+    /* FP4 is an assumption (FP8 efficiency): always a fallback. */
+    c = load_ok("B200");
+    (void)mb_calib_gemm(c, MB_PREC_FP4, 8192, 8192, 8192);
+    assert_int_equal(fallbacks(c, "gemm"), 1);
+    mb_calib_free(c);
+}
+
+/* FA3 on H100, hdim 128: causal fwd at 4k = 579 TFLOP/s, bwd at 16k = 561;
+ * 3k interpolates log-space between 521 (2k) and 579 (4k):
+ *   t = ln(1.5)/ln(2) = 0.58496 -> 521 + 58 * 0.58496 = 554.93. */
+static void test_attention(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    double flop = 1e12;
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 4096, 128, 1, 0) / TF, 579, 1e-9));
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 16384, 128, 0, 1) / TF, 561, 1e-9));
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 3072, 128, 1, 0) / TF,
+                          521 + 58 * log(1.5) / log(2.0), 1e-9));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    /* Within the clamp margin (x2): end points, no fallback. */
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 300, 128, 1, 0) / TF, 292, 1e-9));
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 32768, 128, 1, 0) / TF, 616, 1e-9));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    /* Beyond it: counted fallback at the asymptotic (longest-seq) efficiency. */
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 128, 128, 1, 0) / TF, 616, 1e-9));
+    assert_int_equal(fallbacks(c, "attention"), 1);
+    mb_calib_free(c);
+
+    /* B200: FA3 curve x 1613/740; the best FA3 point (648 at 16k, non-causal) -> 1412.5. */
+    c = load_ok("B200");
+    assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 16384, 128, 0, 0) / TF,
+                          648 * 2.1797, 1e-9));
+    mb_calib_free(c);
+}
+
+/* Grouped GEMM efficiency falls as tokens per expert fall (DeepGEMM H800 ratios):
+ * H100 BF16, N x K = 4096 x 7168. At 1024 tokens: rel 0.8745 x dense eff at
+ * 4096 x 4096 x 7168, which lies between 4096^3 (783) and 8192^3 (795) at
+ * t = ln(7168/4096) / ln 8 = 0.2691 -> 786.23, so 0.8745 x 786.23 = 687.6 TFLOP/s. */
+static void test_grouped_monotone(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    const double toks[] = {16384, 8192, 4096, 2048, 1024, 512, 256, 128, 64, 32, 8};
+    double prev = 1e30;
+    for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
+        double M = toks[i];
+        double v = 8 * 2.0 * M * 4096 * 7168 / mb_calib_grouped_gemm(c, MB_PREC_BF16, 8, M, 4096, 7168) / TF;
+        assert_true(v <= prev * (1 + 1e-12));
+        if (M < 4096) /* 4096 and 8192 share the measured 1346 TFLOP/s */
+            assert_true(v < prev);
+        prev = v;
+    }
+    double v = 2.0 * 1024 * 4096 * 7168 / mb_calib_grouped_gemm(c, MB_PREC_BF16, 1, 1024, 4096, 7168) / TF;
+    assert_true(close_rel(v, 0.8745 * (783 + 12 * log(1.75) / log(8.0)), 1e-9));
+    /* Below 64 tokens (32 and 8 above) are counted fallbacks. */
+    assert_int_equal(fallbacks(c, "grouped_gemm"), 2);
+    assert_true(mb_calib_grouped_gemm(c, MB_PREC_BF16, 0, 10, 10, 10) == 0.0);
+    mb_calib_free(c);
+}
+
+/* Roofline mode: peak x spec roofline_eff (0.803 on H100) for every compute
+ * lookup, each counted as a fallback; membound uses the raw HBM bandwidth. */
+static void test_roofline_mode(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    mb_calib_set_roofline(c, 1);
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 4096, 4096, 4096), 0.803 * 989, 1e-9));
+    (void)mb_calib_grouped_gemm(c, MB_PREC_BF16, 8, 1024, 4096, 7168);
+    assert_true(close_rel(1e12 / mb_calib_attn(c, MB_PREC_BF16, 1e12, 4096, 128, 1, 0) / TF, 0.803 * 989, 1e-9));
+    assert_true(close_rel(mb_calib_membound(c, 3.35e9), 1e-3, 1e-9));
+    assert_int_equal(fallbacks(c, "gemm"), 1);
+    assert_int_equal(fallbacks(c, "grouped_gemm"), 1);
+    assert_int_equal(fallbacks(c, "attention"), 1);
+    assert_int_equal(fallbacks(c, "membound"), 1);
+    mb_calib_set_roofline(c, 0);
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 4096, 4096, 4096), 783, 1e-9));
+    assert_int_equal(fallbacks(c, "gemm"), 1);
+    mb_calib_free(c);
+}
+
+/* Memory-bound ops: bytes / (3.35 TB/s x 0.80), floor 0.7 us; links. */
+static void test_membound_links(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    assert_true(close_rel(mb_calib_membound(c, 1e9), 1e9 / (3.35e12 * 0.80), 1e-9));
+    assert_true(close_rel(mb_calib_membound(c, 1024), 0.7e-6, 1e-9));
+    assert_true(mb_calib_membound(c, 0) == 0.0);
+    assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_NVLINK), 0.81, 1e-12));
+    assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_NIC), 0.94, 1e-12));
+    assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_PCIE), 0.88, 1e-12));
+    assert_true(close_rel(mb_calib_link_latency(c, MB_LINK_NIC), 4.1e-6, 1e-9));
+    assert_string_equal(mb_prec_name(MB_PREC_FP8), "fp8");
+    mb_calib_free(c);
+}
+
+static void expect_bad(const char *file, const char *msg)
+{
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    char buf[800];
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, file, &c, &e), -1);
+    assert_null(c);
+    mb_err_format(&e, buf, sizeof buf);
+    assert_string_equal(buf, msg);
+}
+
+/* Broken tables: exact messages with line:col (each differs from good_min.yaml in one place). */
+static void test_bad_tables(void **state)
+{
+    (void)state;
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, "tests/data/calib/good_min.yaml", &c, &e), 0);
+    mb_calib_free(c);
+    expect_bad("tests/data/calib/bad_unknown_key.yaml",
+               "tests/data/calib/bad_unknown_key.yaml:7:3: unknown key 'hbm_bandwidth' in spec; expected one of: "
+               "peak, hbm, hbm_bw, sms, launch, roofline_eff, source");
+    expect_bad("tests/data/calib/bad_unit.yaml",
+               "tests/data/calib/bad_unit.yaml:7:11: bad unit 'TB' in '3 TB': expected a bandwidth with a unit "
+               "(B/s, KB/s, MB/s, GB/s, TB/s, Mb/s, Gb/s, Gbit/s, Tb/s, GiB/s)");
+    expect_bad("tests/data/calib/bad_unsorted.yaml",
+               "tests/data/calib/bad_unsorted.yaml:20:11: gemm points must be sorted by increasing b*m*n*k "
+               "(8.38861e+06 after 1.67772e+07)");
+    expect_bad("tests/data/calib/bad_negative.yaml",
+               "tests/data/calib/bad_negative.yaml:20:15: gemm point.m = -512 is out of range [1, 16777216]");
+    expect_bad("tests/data/calib/bad_unsorted_grouped.yaml",
+               "tests/data/calib/bad_unsorted_grouped.yaml:26:7: grouped_gemm points must be sorted by "
+               "increasing tokens (32 after 64)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
+        cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
+        cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_grouped_monotone),  cmocka_unit_test(test_roofline_mode),
+        cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_bad_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

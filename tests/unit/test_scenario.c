@@ -1,0 +1,364 @@
+/*
+ * test_scenario.c -- scenario loader: shipped scenarios load with the values
+ * they state, every bad fixture in tests/data/scenario/ fails with its exact
+ * "file:line:col: message", precision labels parse, and mb_scenario_check on a
+ * hand-built scenario gives the same layout messages without a position.
+ *
+ * Run from the source tree (ctest sets WORKING_DIRECTORY and MBSIM_DATA_DIR),
+ * so fixture paths and the paths in messages are relative to it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_scenario.h"
+
+#define FIX "tests/data/scenario/"
+
+static char msgbuf[1024];
+
+/* Load and return the formatted error ("" on success). */
+static const char *load_err(const char *path, struct mb_scenario *s, int *rc)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    *rc = mb_scenario_load(path, s, &e);
+    if (*rc == 0) {
+        assert_int_equal(e.count, 0); /* no error left pending on success */
+        return "";
+    }
+    mb_err_format(&e, msgbuf, sizeof msgbuf);
+    return msgbuf;
+}
+
+static void load_ok(const char *path, struct mb_scenario *s)
+{
+    int rc;
+    const char *m = load_err(path, s, &rc);
+    if (rc)
+        fail_msg("%s", m);
+}
+
+/* Step 1: each shipped scenario loads, with the values it states. */
+static void test_headline(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    load_ok("scenarios/gb200_ep32.yaml", &s);
+    assert_string_equal(s.name, "gb200_ep32");
+    assert_string_equal(s.model.name, "qwen3_vl_30b_a3b");
+    assert_string_equal(s.system.name, "gb200_nvl72");
+    assert_int_equal(s.gpus, 32);
+    assert_int_equal(s.strategy, MB_STRAT_FSDP);
+    assert_int_equal(s.ep, 32);
+    assert_int_equal(s.dp, 32); /* 32 / (tp1 * pp1 * cp1) */
+    assert_int_equal(s.dispatcher, MB_DISP_HYBRIDEP);
+    assert_int_equal(s.dispatcher_sms, 32);
+    assert_string_equal(s.prec.label, "bf16");
+    assert_int_equal(s.seq_length, 4096);
+    assert_int_equal(s.global_batch_size, 256);
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_int_equal(s.images.dist, MB_IMG_UNIFORM);
+    assert_int_equal(s.images.per_sample_min, 1);
+    assert_int_equal(s.images.per_sample_max, 2);
+    assert_int_equal(s.images.side_min, 384);
+    assert_int_equal(s.images.side_max, 1280);
+    assert_int_equal(s.recompute, MB_RC_NONE);
+    assert_int_equal(s.sequence_parallel, 0); /* tp = 1 */
+    assert_true(s.overlap_grad_reduce && s.overlap_param_gather && s.overlap_ep_comm);
+    mb_scenario_free(&s);
+}
+
+static void test_shipped(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+
+    load_ok("scenarios/h100_llama3_70b_3d.yaml", &s);
+    assert_int_equal(s.tp, 4);
+    assert_int_equal(s.pp, 8);
+    assert_int_equal(s.vpp, 5);
+    assert_int_equal(s.dp, 2);
+    assert_int_equal(s.sequence_parallel, 1);
+    assert_string_equal(s.prec.label, "fp8_cs");
+    assert_int_equal(s.prec.gemm, MB_PREC_FP8);
+    assert_true(mb_dbl_eq(s.meas_tokens_per_s_per_gpu, 1602));
+    assert_true(mb_dbl_eq(s.meas_model_tflops_per_gpu, 719));
+    assert_non_null(strstr(s.meas_source, "mbridge_2511_llama3_70b_h100_fp8cs_64"));
+    mb_scenario_free(&s);
+
+    load_ok("scenarios/gb200_qwen3_vl_235b_3d.yaml", &s);
+    assert_int_equal(s.pp, 2);
+    assert_int_equal(s.ep, 32);
+    assert_int_equal(s.dp, 32);
+    assert_int_equal(s.recompute, MB_RC_SELECTIVE);
+    assert_int_equal(s.recompute_modules, MB_RCM_CORE_ATTN | MB_RCM_MOE_ACT);
+    mb_scenario_free(&s);
+
+    load_ok("scenarios/h100_qwen3_30b_a3b_ep8.yaml", &s);
+    assert_int_equal(s.ep, 8);
+    assert_int_equal(s.vpp, 12);
+    assert_int_equal(s.dp, 8);
+    assert_string_equal(s.prec.label, "fp8");
+    assert_true(mb_dbl_eq(s.meas_tokens_per_s_per_gpu, 9058));
+    mb_scenario_free(&s);
+
+    /* inline model, CSV-style precision label, empty cuda_graph list, full recompute */
+    load_ok(FIX "good_inline_model.yaml", &s);
+    assert_string_equal(s.model.name, "tiny");
+    assert_string_equal(s.prec.label, "fp8_cs");
+    assert_int_equal(s.cuda_graph, MB_CG_LAYER);
+    assert_int_equal(s.recompute, MB_RC_FULL);
+    assert_int_equal(s.recompute_method, MB_RC_BLOCK);
+    assert_int_equal(s.recompute_num_layers, 1);
+    assert_int_equal(s.dp, 2);
+    mb_scenario_free(&s);
+}
+
+/* Step 2: defaults are the documented ones. */
+static void test_defaults(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    mb_scenario_defaults(&s);
+    assert_string_equal(s.prec.label, "bf16");
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_int_equal(s.tp * s.pp * s.vpp * s.cp * s.ep * s.etp, 1);
+    assert_int_equal(s.strategy, MB_STRAT_3D);
+    assert_int_equal(s.dispatcher, MB_DISP_ALLTOALL);
+    assert_int_equal(s.routing, MB_ROUTE_BALANCED);
+    assert_int_equal(s.routing_seed, 1);
+    assert_int_equal(s.dispatcher_sms, 24);
+    assert_int_equal(s.recompute, MB_RC_NONE);
+    assert_int_equal(s.cuda_graph, 0);
+    assert_int_equal(s.freeze, 0);
+    assert_int_equal(s.overlap_grad_reduce, 1);
+    assert_int_equal(s.overlap_param_gather, 1);
+    assert_int_equal(s.overlap_tp_comm, 0);
+    assert_int_equal(s.overlap_ep_comm, 0);
+    assert_int_equal(s.mock, 0);
+    assert_int_equal(s.images.dist, MB_IMG_NONE);
+}
+
+/* Step 3 (bad input): every fixture fails with its exact message. */
+static const struct {
+    const char *file, *msg;
+} bad[] = {
+    {"bad_missing_schema_version.yaml",
+     "1:1: missing required key 'schema_version' in scenario (this mbsim reads schema_version: 1)"},
+    {"bad_schema_version_2.yaml", "1:17: unsupported schema_version '2'; this mbsim reads schema_version: 1"},
+    {"bad_unknown_top_key.yaml",
+     "10:1: unknown key 'optimizer' in scenario; expected one of: schema_version, name, model, system, "
+     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, calibration, measured"},
+    {"bad_unknown_nested_key.yaml",
+     "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
+     "sequence_parallel"},
+    {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
+    {"bad_wrong_type.yaml", "11:7: expected an integer, got 'four'"},
+    {"bad_enum.yaml",
+     "13:15: moe.dispatcher: unknown value 'nccl'; expected one of: alltoall, allgather, hybridep, deepep"},
+    {"bad_unit.yaml", "11:16: bad unit 'hours' in '5.2 hours': expected a time with a unit (ns, us, ms, s)"},
+    {"bad_tp_pp_cp_gpus.yaml", "11:3: tp*pp*cp = 12 does not divide gpus = 16"},
+    {"bad_ep_experts.yaml", "11:7: ep = 5 does not divide num_experts = 128 of model qwen3_30b_a3b"},
+    {"bad_gbs.yaml",
+     "9:22: global_batch_size = 100 is not divisible by micro_batch_size*dp = 16 (micro_batch_size = 1, dp = 16)"},
+    {"bad_inline_model.yaml",
+     "7:3: unknown key 'ffn_hiden' in model; expected one of: name, source, num_layers, hidden, ffn_hidden, "
+     "num_heads, num_kv_heads, head_dim, vocab, tied_embeddings, activation, norm, qk_norm, qkv_bias, "
+     "attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, gdn, mamba, vision"},
+    {"bad_vlm_no_images.yaml",
+     "8:3: model qwen3_vl_30b_a3b has a vision encoder: give data.images or data.mock: true"},
+};
+
+static void test_bad_fixtures(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[256], want[1024];
+        struct mb_scenario s;
+        int rc;
+        snprintf(path, sizeof path, FIX "%s", bad[i].file);
+        snprintf(want, sizeof want, "%s:%s", path, bad[i].msg);
+        const char *got = load_err(path, &s, &rc);
+        assert_int_equal(rc, -1);
+        assert_string_equal(got, want);
+        mb_scenario_free(&s); /* safe after a failed load */
+    }
+}
+
+/* Step 4: precision labels, scenario spellings and CSV spellings. */
+static void test_precision(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *label;
+        enum mb_prec gemm;
+        int quantize;
+    } t[] = {
+        {"bf16", "bf16", MB_PREC_BF16, 0},          {"BF16", "bf16", MB_PREC_BF16, 0},
+        {"fp16", "fp16", MB_PREC_FP16, 0},          {"FP16 (mixed)", "fp16", MB_PREC_FP16, 0},
+        {"fp8", "fp8", MB_PREC_FP8, 1},             {"FP8", "fp8", MB_PREC_FP8, 1},
+        {"FP8 (unlabeled; table has no precision column)", "fp8", MB_PREC_FP8, 1},
+        {"fp8_cs", "fp8_cs", MB_PREC_FP8, 1},       {"FP8-CS", "fp8_cs", MB_PREC_FP8, 1},
+        {"fp8_blockwise", "fp8_blockwise", MB_PREC_FP8, 1},
+        {"FP8-blockwise", "fp8_blockwise", MB_PREC_FP8, 1},
+        {"mxfp8", "mxfp8", MB_PREC_FP8, 1},         {"MXFP8", "mxfp8", MB_PREC_FP8, 1},
+        {"FP8-MX", "mxfp8", MB_PREC_FP8, 1},        {"nvfp4", "nvfp4", MB_PREC_FP4, 1},
+        {"NVFP4", "nvfp4", MB_PREC_FP4, 1},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct mb_precision p;
+        assert_int_equal(mb_precision_parse(t[i].in, &p), 0);
+        assert_string_equal(p.label, t[i].label);
+        assert_int_equal(p.gemm, t[i].gemm);
+        assert_int_equal(p.attn, t[i].gemm == MB_PREC_FP16 ? MB_PREC_FP16 : MB_PREC_BF16);
+        assert_int_equal(p.quantize, t[i].quantize);
+    }
+    struct mb_precision p;
+    assert_int_equal(mb_precision_parse("int8", &p), -1);
+    assert_int_equal(mb_precision_parse("FP8-finer-granularity (MXFP8 on GB200/B200; 128x128 blockwise on H100)", &p), -1);
+    assert_int_equal(mb_precision_parse("", &p), -1);
+    assert_int_equal(mb_precision_parse(NULL, &p), -1);
+}
+
+static void test_module_names(void **state)
+{
+    (void)state;
+    assert_int_equal(mb_recompute_module("core_attn"), MB_RCM_CORE_ATTN);
+    assert_int_equal(mb_recompute_module("gdn_norm_out"), MB_RCM_GDN_NORM_OUT);
+    assert_int_equal(mb_recompute_module("attn"), 0);
+    assert_int_equal(mb_cuda_graph_module("moe_router"), MB_CG_MOE_ROUTER);
+    assert_int_equal(mb_cuda_graph_module("full"), MB_CG_LAYER);
+    assert_int_equal(mb_cuda_graph_module("layer"), MB_CG_LAYER);
+    assert_int_equal(mb_cuda_graph_module("full_iteration"), MB_CG_FULL_ITERATION);
+    assert_int_equal(mb_cuda_graph_module("core_attn"), 0);
+}
+
+/* Step 5: mb_scenario_check on hand-built scenarios (file "") gives the layout
+ * messages without a position. Model: a hand-made 8-layer MoE with 16 heads,
+ * 64 experts. */
+static void hand(struct mb_scenario *s)
+{
+    mb_scenario_defaults(s);
+    snprintf(s->model.name, sizeof s->model.name, "toy");
+    s->model.num_layers = 8;
+    s->model.num_heads = 16;
+    s->model.num_experts = 64;
+    s->gpus = 16;
+    s->seq_length = 4096;
+    s->global_batch_size = 64;
+}
+
+static void check_fails(struct mb_scenario *s, const char *want)
+{
+    struct mb_err e;
+    char buf[1024];
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(s, &e), -1);
+    mb_err_format(&e, buf, sizeof buf);
+    assert_string_equal(buf, want);
+}
+
+static void test_check_hand_built(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+
+    hand(&s);
+    s.tp = 2;
+    s.ep = 8;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    assert_int_equal(s.dp, 8);                /* 16 / 2 */
+    assert_int_equal(s.sequence_parallel, 1); /* default on when tp > 1 */
+
+    hand(&s);
+    s.tp = 3;
+    check_fails(&s, "tp*pp*cp = 3 does not divide gpus = 16");
+    hand(&s);
+    s.ep = 3;
+    check_fails(&s, "ep = 3 does not divide num_experts = 64 of model toy");
+    /* ep*etp = 32 > tp*cp*dp = 16: expert data parallel would be 1/2 */
+    hand(&s);
+    s.ep = 32;
+    check_fails(&s, "ep*etp = 32 does not divide tp*cp*dp = 16 (expert data parallel = gpus / (ep*etp*pp) "
+                     "must be whole)");
+    hand(&s);
+    s.global_batch_size = 24;
+    check_fails(&s, "global_batch_size = 24 is not divisible by micro_batch_size*dp = 16 "
+                     "(micro_batch_size = 1, dp = 16)");
+    hand(&s);
+    s.tp = 16;
+    s.model.num_heads = 24;
+    check_fails(&s, "tp = 16 does not divide num_heads = 24 of model toy");
+    hand(&s);
+    s.strategy = MB_STRAT_FSDP;
+    s.pp = 2;
+    check_fails(&s, "strategy fsdp requires pp = 1, got pp = 2");
+    hand(&s);
+    s.vpp = 2;
+    check_fails(&s, "vpp = 2 requires pp > 1");
+    hand(&s);
+    s.pp = 2;
+    s.vpp = 3;
+    check_fails(&s, "pp*vpp = 6 does not divide num_layers = 8 of model toy");
+    /* pp 4, vpp 2, dp 4: microbatches = 8/(1*4) = 2, not a multiple of pp 4 */
+    hand(&s);
+    s.pp = 4;
+    s.vpp = 2;
+    s.global_batch_size = 8;
+    check_fails(&s, "interleaved pipeline (vpp = 2) needs microbatches % pp == 0; microbatches = "
+                     "global_batch_size/(micro_batch_size*dp) = 2, pp = 4");
+    hand(&s);
+    s.cp = 16;
+    s.seq_length = 1000;
+    check_fails(&s, "2*cp = 32 does not divide seq_length = 1000 (context parallel cuts each sequence into "
+                     "2*cp chunks)");
+    hand(&s);
+    s.model.num_experts = 0;
+    s.ep = 2;
+    check_fails(&s, "ep = 2 needs an MoE model; toy has no experts");
+    hand(&s);
+    s.recompute = MB_RC_SELECTIVE;
+    s.recompute_modules = MB_RCM_MLA_UP_PROJ;
+    check_fails(&s, "recompute module mla_up_proj needs an MLA model; toy has none");
+    hand(&s);
+    s.recompute = MB_RC_SELECTIVE;
+    s.recompute_modules = MB_RCM_GDN_NORM_OUT;
+    check_fails(&s, "recompute module gdn_norm_out needs a Gated DeltaNet model; toy has none");
+    hand(&s);
+    s.model.num_experts = 0;
+    s.recompute = MB_RC_SELECTIVE;
+    s.recompute_modules = MB_RCM_MOE_ACT;
+    check_fails(&s, "recompute module moe_act needs an MoE model; toy has no experts");
+    hand(&s);
+    s.model.vision.depth = 2;
+    check_fails(&s, "model toy has a vision encoder: give data.images or data.mock: true");
+    hand(&s);
+    s.images.dist = MB_IMG_FIXED;
+    check_fails(&s, "data.images given but model toy has no vision encoder");
+    hand(&s);
+    s.system.max_gpus = 8;
+    snprintf(s.system.name, sizeof s.system.name, "tiny_sys");
+    check_fails(&s, "gpus = 16 exceeds max_gpus = 8 of system tiny_sys");
+    /* with a file name but no nodes: "file: message" */
+    hand(&s);
+    snprintf(s.file, sizeof s.file, "row.csv");
+    s.tp = 3;
+    check_fails(&s, "row.csv: tp*pp*cp = 3 does not divide gpus = 16");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_headline),      cmocka_unit_test(test_shipped),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_bad_fixtures),
+        cmocka_unit_test(test_precision),     cmocka_unit_test(test_module_names),
+        cmocka_unit_test(test_check_hand_built),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

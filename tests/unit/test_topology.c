@@ -1,0 +1,420 @@
+/*
+ * test_topology.c -- node topology from hwloc XML and system presets.
+ *
+ * Steps:
+ *  1. the real hwloc samples in shared/data/formats load with the numbers
+ *     counted by hand from the files (comments give the line evidence);
+ *  2. the hwloc 3.0 copies, non-hwloc XML, a missing file and a GPU-less
+ *     topology fail with a clear message naming the file, and do not crash;
+ *  3. every shipped preset loads, and its numbers match hardware.md section A;
+ *  4. bad system YAMLs under tests/data/topology give the exact message at
+ *     the exact line:col.
+ *
+ * Environment (set by tests/CMakeLists.txt): cwd = repo root,
+ * MBSIM_DATA_DIR = repo root, MBSIM_SHARED_DIR = repo/../shared.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_topo.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static char *shared_path(const char *rel)
+{
+    const char *dir = getenv("MBSIM_SHARED_DIR");
+    char *base = mb_path_join(dir && dir[0] ? dir : "../shared", "data/formats");
+    char *p = mb_path_join(base, rel);
+    mb_free(base);
+    return p;
+}
+
+static char *data_path(const char *rel)
+{
+    return mb_path_join(mb_data_dir(), rel);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void assert_dbl(double got, double want)
+{
+    if (!mb_dbl_eq(got, want))
+        fail_msg("expected %.17g, got %.17g", want, got);
+}
+
+/* ---- 1. real hwloc samples ---------------------------------------------- */
+
+/*
+ * hwloc_dgx.xml = upstream nvidiaDGX2.xml (NVIDIA DGX-2H, data/formats/README.md):
+ *  - 16 PCIDev of class 0302 vendor 10de (V100), each with one NVML OS device
+ *    nvml0..nvml15 ("Tesla V100-SXM3-32GB-H"); no CUDA OS device, so no memory size;
+ *  - 12 PCIDev with subtype="NVSwitch" (11 of class 0680, one with class 0000);
+ *  - no NICs (README: "no NICs/NVMe");
+ *  - 2 Packages each with one NUMANode; GPUs nvml0-7 under Package 0, nvml8-15 under 1;
+ *  - NVLinkBandwidth distances2hetero, 28 objects: each GPU row has 25000 MB/s to
+ *    6 of the 12 switches and 0 elsewhere (hardware.md C.3.4) = 150000 MB/s = 150e9 B/s.
+ */
+static void test_real_dgx2(void **state)
+{
+    (void)state;
+    struct mb_node_topo n;
+    struct mb_err e;
+    char *p = shared_path("hwloc_dgx.xml");
+    int i;
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml(p, &n, &e), 0);
+    assert_int_equal(e.count, 0);
+    assert_int_equal(n.n_gpus, 16);
+    assert_string_equal(n.gpu_model, "Tesla V100-SXM3-32GB-H");
+    assert_dbl(n.gpu_mem_bytes, 0.0);
+    assert_int_equal(n.n_nics, 0);
+    assert_int_equal(n.n_numa, 2);
+    assert_int_equal(n.n_nvswitch, 12);
+    assert_dbl(n.nvlink_bw_per_gpu, 6 * 25000 * 1e6);
+    for (i = 0; i < 16; i++) {
+        assert_int_equal(n.gpu_numa[i], i < 8 ? 0 : 1);
+        assert_int_equal(n.gpu_nic[i], -1); /* no NIC in the file */
+    }
+    mb_free(p);
+}
+
+/*
+ * hwloc_pci_gpu_nic_small.xml = upstream 32em64t-2n8c2t-pci-wholeio.xml, counted
+ * by reading the file:
+ *  - NVIDIA GPUs (class 0302, vendor 10de): 0000:03:00.0 (Package 0), 0000:83:00.0 and
+ *    0000:84:00.0 (Package 1) = 3. Not GPUs for mbsim: Matrox VGA 102b:0532 and AMD
+ *    VGA 1002:6798 (wrong vendor);
+ *  - GPUModel: only cuda0 under 84:00.0 has it, "Tesla K40m", with
+ *    CUDAGlobalMemorySize 11796032 KiB = 12079136768 bytes;
+ *    (the PCIDevice names say "Tesla M2075": GPUModel wins over the PCI name);
+ *  - NICs: one OpenFabrics OS device, mlx5_0 (osdev_type 3) under the ConnectX-4
+ *    15b3:1013 in Package 1; eth0/eth1 are Intel Ethernet network devices, not counted;
+ *  - 2 NUMA nodes; no NVSwitch; no NVLinkBandwidth matrix.
+ * GPU -> NIC: the NIC is on another host bridge of Package 1, so GPUs on NUMA 1
+ * pick it as "same NUMA" and the GPU on NUMA 0 as "any": all map to NIC 0.
+ */
+static void test_real_small_pci(void **state)
+{
+    (void)state;
+    struct mb_node_topo n;
+    struct mb_err e;
+    char *p = shared_path("hwloc_pci_gpu_nic_small.xml");
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml(p, &n, &e), 0);
+    assert_int_equal(n.n_gpus, 3);
+    assert_string_equal(n.gpu_model, "Tesla K40m");
+    assert_dbl(n.gpu_mem_bytes, 11796032.0 * 1024.0);
+    assert_int_equal(n.n_nics, 1);
+    assert_int_equal(n.n_numa, 2);
+    assert_int_equal(n.n_nvswitch, 0);
+    assert_dbl(n.nvlink_bw_per_gpu, 0.0);
+    assert_int_equal(n.gpu_numa[0], 0);
+    assert_int_equal(n.gpu_numa[1], 1);
+    assert_int_equal(n.gpu_numa[2], 1);
+    assert_int_equal(n.gpu_nic[0], 0);
+    assert_int_equal(n.gpu_nic[1], 0);
+    assert_int_equal(n.gpu_nic[2], 0);
+    mb_free(p);
+}
+
+/*
+ * hwloc_power8_gpu_nvlink.xml = upstream power8gpudistances.xml: 4 P100
+ * ("Tesla P100-SXM2-16GB", CUDAGlobalMemorySize 16671616 KiB), each with a cuda and
+ * an nvml OS device (deduplicated on the PCI device). Its NVLinkBandwidth matrix has
+ * 6 objects (4 GPUs, 2 Packages) and a 1000000 diagonal; each GPU row has 40000 to its
+ * peer GPU and 40000 to its CPU = 80000 MB/s = 80e9 B/s (diagonal excluded).
+ */
+static void test_real_power8(void **state)
+{
+    (void)state;
+    struct mb_node_topo n;
+    struct mb_err e;
+    char *p = shared_path("hwloc_power8_gpu_nvlink.xml");
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml(p, &n, &e), 0);
+    assert_int_equal(n.n_gpus, 4);
+    assert_string_equal(n.gpu_model, "Tesla P100-SXM2-16GB");
+    assert_dbl(n.gpu_mem_bytes, 16671616.0 * 1024.0);
+    assert_int_equal(n.n_numa, 2);
+    assert_dbl(n.nvlink_bw_per_gpu, 80000 * 1e6);
+    mb_free(p);
+}
+
+/* ---- 2. XML that must fail cleanly -------------------------------------- */
+
+/* The _v3 files are hwloc 3.0 XML, which hwloc 2.9 refuses (data/formats/README.md). */
+static void test_xml_v3_refused(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"hwloc_dgx_v3.xml", "hwloc_pci_gpu_nic_small_v3.xml"};
+    size_t i;
+    for (i = 0; i < 2; i++) {
+        struct mb_node_topo n;
+        struct mb_err e;
+        char *p = shared_path(files[i]);
+        mb_err_clear(&e);
+        assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
+        assert_string_equal(e.file, p);
+        assert_int_equal(e.line, 0);
+        assert_string_equal(e.msg, "hwloc cannot load XML (topology version 3.0; hwloc 2.x reads only "
+                                   "version 2.x and 1.x XML)");
+        mb_free(p);
+    }
+}
+
+static void test_xml_bad_files(void **state)
+{
+    (void)state;
+    struct mb_node_topo n;
+    struct mb_err e;
+    char *p;
+
+    p = data_path("tests/data/topology/not_hwloc.xml"); /* truncated, wrong root */
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
+    assert_string_equal(e.file, p);
+    assert_string_equal(e.msg, "hwloc cannot load XML (not a valid hwloc topology file)");
+    mb_free(p);
+
+    p = data_path("tests/data/topology/bad_unit.yaml"); /* not XML at all */
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
+    assert_string_equal(e.msg, "hwloc cannot load XML (not a valid hwloc topology file)");
+    mb_free(p);
+
+    p = data_path("tests/data/topology/no_gpu.xml"); /* valid hwloc, one core, no GPU */
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
+    assert_string_equal(e.file, p);
+    assert_string_equal(e.msg, "no GPU found (no PCI device of class 0302/0300 with vendor 10de)");
+    mb_free(p);
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_xml("tests/data/topology/does_not_exist.xml", &n, &e), -1);
+    assert_string_equal(e.file, "tests/data/topology/does_not_exist.xml");
+    assert_string_equal(e.msg, "cannot read hwloc XML file");
+}
+
+/* ---- 3. shipped presets --------------------------------------------------- */
+
+struct preset_expect {
+    const char *name, *gpu;
+    int gpus, nics, numa, nvswitch, domain, nvls;
+    double nvlink_bw, nic_bw, pcie_bw, xml_nvlink_bw, mem;
+};
+
+/*
+ * Expected numbers and where they come from (hardware.md = shared/docs/reference/hardware.md):
+ *  nvlink_bw: A "NVLink per GPU uni" row: 450 GB/s (H100), 900 GB/s (B200/GB200/GB300; B300 per note 4);
+ *             A100 300 GB/s = 12 NVLink3 links x 25 GB/s (DGX A100 spec, not in hardware.md).
+ *  nic_bw:    A note 5: CX-7 400 Gb/s = 50e9 B/s (H100, B200, GB200); CX-8 800 Gb/s = 100e9 (B300,
+ *             GB300); A100: CX-6 HDR 200 Gb/s = 25e9 (DGX A100 spec).
+ *  pcie_bw:   A note 6: Gen5 x16 ~63 GB/s/dir; A100 Gen4 x16 31.5 GB/s (C.3.3 pci_link_speed 31.51);
+ *             GB200/GB300 host link NVLink-C2C 450 GB/s uni (note 7).
+ *  domain:    A "NVLink domain" row: 8 for HGX/DGX, 72 for NVL72.
+ *  gpus/nics: DGX 8 GPUs + 8 NICs (note 5); NVL72 compute tray 4 GPUs + 4 NICs (note 5).
+ *  numa:      2 sockets (DGX) / 2 Grace CPUs (NVL72 tray), as built in the node XMLs.
+ *  nvswitch:  4 NVSwitch gen3 (DGX H100, note 4), 2 NVLink-5 switch chips (B200, A; assumed
+ *             for B300), 6 (DGX A100 spec), 0 in an NVL72 compute tray (switches in switch trays).
+ *  xml_nvlink_bw: NVLinkBandwidth row sums in the XML: 18 x 25000 MB/s (NVLink4), 18 x 50000
+ *             (NVLink5), 12 x 25000 (NVLink3) -- hwloc's per-link values, note 4 / C.3.4.
+ *  mem:       A "HBM capacity": 80 GB, 180 GB usable (B200), 186 GB (GB200), 288 GB (GB300; B300
+ *             assumed equal), A100 80 GB; stored as GB*1e9/1024 KiB in CUDAGlobalMemorySize.
+ */
+static const struct preset_expect presets[] = {
+    {"dgx_h100", "H100", 8, 8, 2, 4, 8, 1, 450e9, 50e9, 63e9, 450e9, 80e9},
+    {"h100_sxm", "H100", 8, 8, 2, 4, 8, 1, 450e9, 50e9, 63e9, 450e9, 80e9},
+    {"dgx_a100", "A100", 8, 8, 2, 6, 8, 0, 300e9, 25e9, 31.5e9, 300e9, 80e9},
+    {"dgx_b200", "B200", 8, 8, 2, 2, 8, 1, 900e9, 50e9, 63e9, 900e9, 180e9},
+    {"dgx_b300", "B300", 8, 8, 2, 2, 8, 1, 900e9, 100e9, 63e9, 900e9, 288e9},
+    {"gb200_nvl72", "GB200", 4, 4, 2, 0, 72, 1, 900e9, 50e9, 450e9, 900e9, 186e9},
+    {"gb300_nvl72", "GB300", 4, 4, 2, 0, 72, 1, 900e9, 100e9, 450e9, 900e9, 288e9},
+};
+
+static void test_presets(void **state)
+{
+    (void)state;
+    size_t k;
+    for (k = 0; k < sizeof presets / sizeof presets[0]; k++) {
+        const struct preset_expect *x = &presets[k];
+        struct mb_system s;
+        struct mb_err e;
+        int i;
+        mb_err_clear(&e);
+        if (mb_topo_load_system(x->name, &s, &e)) {
+            char buf[1024];
+            mb_err_format(&e, buf, sizeof buf);
+            fail_msg("%s: %s", x->name, buf);
+        }
+        assert_string_equal(s.name, x->name);
+        assert_string_equal(s.gpu, x->gpu);
+        {
+            char want[128];
+            snprintf(want, sizeof want, "/topology/systems/%s.xml", x->name);
+            assert_true(ends_with(s.node_xml, want));
+        }
+        assert_int_equal(s.gpus_per_node, x->gpus);
+        assert_int_equal(s.node.n_gpus, x->gpus);
+        assert_int_equal(s.node.n_nics, x->nics);
+        assert_int_equal(s.node.n_numa, x->numa);
+        assert_int_equal(s.node.n_nvswitch, x->nvswitch);
+        assert_int_equal(s.nvlink_domain, x->domain);
+        assert_int_equal(s.nvls, x->nvls);
+        assert_dbl(s.nvlink_bw, x->nvlink_bw);
+        assert_dbl(s.nic_bw, x->nic_bw);
+        assert_dbl(s.pcie_bw, x->pcie_bw);
+        assert_dbl(s.node.nvlink_bw_per_gpu, x->xml_nvlink_bw);
+        assert_dbl(s.node.nvlink_bw_per_gpu, s.nvlink_bw); /* XML and YAML agree */
+        assert_dbl(s.node.gpu_mem_bytes, x->mem);
+        /* Assumed placeholders in every preset (not in hardware.md): 1 us, 5 us, 2 tiers, 1:1. */
+        assert_dbl(s.nvlink_latency, 1e-6);
+        assert_dbl(s.nic_latency, 5e-6);
+        assert_int_equal(s.switch_tiers, 2);
+        assert_dbl(s.oversubscription, 1.0);
+        assert_int_equal(s.max_gpus, 0);
+        assert_true(strlen(s.source) > 20);
+        assert_int_equal(s.nvlink_domain % s.gpus_per_node, 0);
+        /* Constructed XMLs: one NIC per GPU on its own PCIe host bridge -> 1:1 pairing;
+         * first half of the GPUs on socket/Grace 0. */
+        for (i = 0; i < x->gpus; i++) {
+            assert_int_equal(s.node.gpu_nic[i], i);
+            assert_int_equal(s.node.gpu_numa[i], i < x->gpus / 2 ? 0 : 1);
+        }
+    }
+}
+
+static void test_preset_list_and_unknown(void **state)
+{
+    (void)state;
+    char buf[512];
+    struct mb_system s;
+    struct mb_err e;
+
+    /* The *.yaml stems of topology/systems, sorted. */
+    mb_topo_list_presets(buf, sizeof buf);
+    assert_string_equal(buf, "dgx_a100, dgx_b200, dgx_b300, dgx_h100, gb200_nvl72, gb300_nvl72, h100_sxm");
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("dgx_h200", &s, &e), -1);
+    assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: dgx_a100, dgx_b200, dgx_b300, dgx_h100, "
+                               "gb200_nvl72, gb300_nvl72, h100_sxm");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("../sim/x", &s, &e), -1);
+    assert_true(strncmp(e.msg, "unknown system '../sim/x'; known: dgx_a100", 42) == 0);
+
+    /* A path to an existing file is loaded as a system file; name defaults from the YAML. */
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("topology/systems/dgx_h100.yaml", &s, &e), 0);
+    assert_string_equal(s.name, "dgx_h100");
+}
+
+/* ---- 4. bad system files ---------------------------------------------------- */
+
+struct bad_case {
+    const char *file;
+    int line, col;
+    const char *msg;
+};
+
+/* Each fixture is the valid good_minimal.yaml with one change; line 1 is a comment,
+ * so the mapping starts at 2:1 and key N of good_minimal sits on line N+1. */
+static const struct bad_case bad_cases[] = {
+    /* line 7 "nvlink_bandwidth: 450 GB/s", error at the key */
+    {"unknown_key.yaml", 7, 1,
+     "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
+     "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_latency, switch_tiers, oversubscription, nvls, "
+     "pcie_bw, max_gpus, source"},
+    /* second "gpu:" on line 7; first on line 3 */
+    {"duplicate_key.yaml", 7, 1, "duplicate key 'gpu' (first defined at line 3)"},
+    /* "nvlink_bw: 450 GB" on line 7, error at the value (column 12) */
+    {"bad_unit.yaml", 7, 12,
+     "bad unit 'GB' in '450 GB': expected a bandwidth with a unit (B/s, KB/s, MB/s, GB/s, TB/s, Mb/s, "
+     "Gb/s, Gbit/s, Tb/s, GiB/s)"},
+    /* "gpus_per_node: 4" on line 5, value at column 16; dgx_h100.xml has 8 GPUs */
+    {"gpu_count_mismatch.yaml", 5, 16,
+     "gpus_per_node = 4 but node_xml '../../../topology/systems/dgx_h100.xml' has 8 GPUs"},
+    /* no "source:" -- reported at the mapping start */
+    {"missing_source.yaml", 2, 1, "missing required key 'source' in system"},
+    /* "nvlink_domain: 12" on line 6, value at column 16 */
+    {"domain_not_multiple.yaml", 6, 16, "nvlink_domain = 12 is not a multiple of gpus_per_node = 8"},
+    /* "gpu: V100" on line 3, value at column 6 */
+    {"unknown_gpu.yaml", 3, 6,
+     "unknown GPU type 'V100'; expected one of: A100, H100, H200, B200, B300, GB200, GB300"},
+};
+
+static void test_bad_systems(void **state)
+{
+    (void)state;
+    size_t k;
+    for (k = 0; k < sizeof bad_cases / sizeof bad_cases[0]; k++) {
+        const struct bad_case *c = &bad_cases[k];
+        char rel[256];
+        char *p;
+        struct mb_system s;
+        struct mb_err e;
+        snprintf(rel, sizeof rel, "tests/data/topology/%s", c->file);
+        p = data_path(rel);
+        mb_err_clear(&e);
+        if (mb_topo_load_system(p, &s, &e) != -1)
+            fail_msg("%s: loaded, expected an error", c->file);
+        if (strcmp(e.msg, c->msg) != 0 || e.line != c->line || e.col != c->col)
+            fail_msg("%s: got %d:%d: %s\nwant %d:%d: %s", c->file, e.line, e.col, e.msg, c->line, c->col,
+                     c->msg);
+        assert_string_equal(e.file, p);
+        mb_free(p);
+    }
+}
+
+/* The node XML of a system is loaded through hwloc and its errors pass through. */
+static void test_system_node_xml_errors(void **state)
+{
+    (void)state;
+    struct mb_system s;
+    struct mb_err e;
+    char *p = data_path("tests/data/topology/node_xml_v3.yaml");
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), -1);
+    assert_true(ends_with(e.file, "/hwloc_dgx_v3.xml"));
+    assert_string_equal(e.msg, "hwloc cannot load XML (topology version 3.0; hwloc 2.x reads only "
+                               "version 2.x and 1.x XML)");
+    mb_free(p);
+
+    p = data_path("tests/data/topology/good_minimal.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    assert_string_equal(s.name, "bad"); /* the fixture's name: key */
+    assert_int_equal(s.node.n_gpus, 8);
+    assert_string_equal(s.source, "test fixture");
+    mb_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_real_dgx2),
+        cmocka_unit_test(test_real_small_pci),
+        cmocka_unit_test(test_real_power8),
+        cmocka_unit_test(test_xml_v3_refused),
+        cmocka_unit_test(test_xml_bad_files),
+        cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_preset_list_and_unknown),
+        cmocka_unit_test(test_bad_systems),
+        cmocka_unit_test(test_system_node_xml_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

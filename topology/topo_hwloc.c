@@ -1,0 +1,371 @@
+/*
+ * topo_hwloc.c -- read one node's description from an hwloc 2.x XML file.
+ *
+ * This is the only file in mbsim that includes <hwloc.h>. It follows the
+ * recipe of STYLE.md point 16: init -> set_xml -> keep important I/O objects
+ * -> load -> walk PCI and OS devices -> NVLinkBandwidth distances -> copy
+ * everything into struct mb_node_topo -> destroy. No hwloc pointer survives
+ * the call.
+ *
+ * What is extracted and how (approximations):
+ *  - GPUs: PCI devices of class 0x0302 (3D controller) or 0x0300 (VGA) with
+ *    vendor 0x10de. Counting PCI devices (not OS devices) deduplicates the
+ *    cuda/nvml/opencl/DRM handles of one board, and works on distro hwloc
+ *    builds that have no CUDA/NVML OS devices at all.
+ *  - NICs: OpenFabrics OS devices (mlx5_N), one per PCI device. Only when the
+ *    XML has none, Mellanox/NVIDIA PCI devices of class 0x0207/0x0200.
+ *    hwloc does not record link rates; those come from the system YAML.
+ *  - NVLink: the NVLinkBandwidth matrix (MB/s, unidirectional, GPU <-> GPU
+ *    or GPU <-> NVSwitch). Per-GPU bandwidth = mean over GPU rows of the row
+ *    sum without the diagonal. This is the injection bandwidth of one GPU; it
+ *    says nothing about bisection or switch contention.
+ *  - GPU -> NIC affinity: NCCL's rule (hardware.md C.3.5): the NIC whose
+ *    lowest common ancestor with the GPU is deepest in the PCI tree, else one
+ *    on the same NUMA node, else any NIC; ties go to the lowest NIC index.
+ *
+ * hwloc 3.0 renamed osdev.type to the bitmask osdev.types; the two uses are
+ * wrapped in mb_topo__is_openfabrics() so a port touches one place.
+ */
+#include "mb_topo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hwloc.h>
+
+#define MB_TOPO__NVIDIA   0x10de
+#define MB_TOPO__MELLANOX 0x15b3
+
+struct mb_topo__scan {
+    hwloc_obj_t gpu[MB_TOPO_MAX_GPUS];  /* GPU PCI devices, in topology order */
+    hwloc_obj_t nic[MB_TOPO_MAX_NICS];  /* one object per NIC (PCI device or lone OS device) */
+    int n_gpu, n_nic;
+    int too_many_gpus, too_many_nics;
+};
+
+static int mb_topo__is_openfabrics(hwloc_obj_t o)
+{
+#if HWLOC_API_VERSION >= 0x00030000
+    return (o->attr->osdev.types & HWLOC_OBJ_OSDEV_OPENFABRICS) != 0;
+#else
+    return o->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS;
+#endif
+}
+
+static int mb_topo__is_gpu_pci(hwloc_obj_t o)
+{
+    if (!o || o->type != HWLOC_OBJ_PCI_DEVICE)
+        return 0;
+    return o->attr->pcidev.vendor_id == MB_TOPO__NVIDIA &&
+           (o->attr->pcidev.class_id == 0x0302 || o->attr->pcidev.class_id == 0x0300);
+}
+
+/* The PCI device an I/O object belongs to (itself, or its nearest PCI parent). */
+static hwloc_obj_t mb_topo__pci_of(hwloc_obj_t o)
+{
+    while (o && o->type == HWLOC_OBJ_OS_DEVICE)
+        o = o->parent;
+    return (o && o->type == HWLOC_OBJ_PCI_DEVICE) ? o : NULL;
+}
+
+/* NUMA os_index covering an object's non-I/O ancestor, -1 when it spans
+ * several NUMA nodes or none. */
+static int mb_topo__numa_of(hwloc_topology_t t, hwloc_obj_t o)
+{
+    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
+    if (!anc || !anc->nodeset || hwloc_bitmap_weight(anc->nodeset) != 1)
+        return -1;
+    return hwloc_bitmap_first(anc->nodeset);
+}
+
+/* Copy an info value into a fixed buffer; 1 if found. */
+static int mb_topo__info(hwloc_obj_t o, const char *name, char *buf, size_t len)
+{
+    const char *v = hwloc_obj_get_info_by_name(o, name);
+    if (!v || !v[0])
+        return 0;
+    snprintf(buf, len, "%s", v);
+    return 1;
+}
+
+/* GPU model and memory from the OS devices below a GPU PCI device; the first
+ * GPU that has them wins. */
+static void mb_topo__gpu_details(hwloc_obj_t pci, struct mb_node_topo *out)
+{
+    hwloc_obj_t c;
+    for (c = pci->io_first_child; c; c = c->next_sibling) {
+        const char *mem;
+        if (c->type != HWLOC_OBJ_OS_DEVICE)
+            continue;
+        if (!out->gpu_model[0])
+            mb_topo__info(c, "GPUModel", out->gpu_model, sizeof out->gpu_model);
+        mem = hwloc_obj_get_info_by_name(c, "CUDAGlobalMemorySize");
+        if (mem && out->gpu_mem_bytes == 0.0) {
+            char *end;
+            unsigned long long kib;
+            errno = 0;
+            kib = strtoull(mem, &end, 10);
+            if (errno == 0 && end != mem)
+                out->gpu_mem_bytes = (double)kib * 1024.0; /* hwloc writes KiB */
+        }
+    }
+}
+
+static void mb_topo__add_nic(struct mb_topo__scan *s, hwloc_obj_t o)
+{
+    int i;
+    for (i = 0; i < s->n_nic; i++)
+        if (s->nic[i] == o)
+            return;
+    if (s->n_nic == MB_TOPO_MAX_NICS) {
+        s->too_many_nics = 1;
+        return;
+    }
+    s->nic[s->n_nic++] = o;
+}
+
+static void mb_topo__find_nics(hwloc_topology_t t, struct mb_topo__scan *s)
+{
+    hwloc_obj_t o = NULL;
+    while ((o = hwloc_get_next_osdev(t, o)) != NULL) {
+        hwloc_obj_t pci;
+        if (!mb_topo__is_openfabrics(o))
+            continue;
+        pci = mb_topo__pci_of(o);
+        mb_topo__add_nic(s, pci ? pci : o);
+    }
+    if (s->n_nic > 0)
+        return;
+    /* No OpenFabrics OS devices (hwloc built without them, or trimmed XML):
+     * fall back on Mellanox/NVIDIA InfiniBand and Ethernet PCI functions. */
+    o = NULL;
+    while ((o = hwloc_get_next_pcidev(t, o)) != NULL) {
+        unsigned cls = o->attr->pcidev.class_id;
+        if (o->attr->pcidev.vendor_id == MB_TOPO__MELLANOX && (cls == 0x0207 || cls == 0x0200))
+            mb_topo__add_nic(s, o);
+    }
+}
+
+/* Number of parent hops from `from` up to `anc`, or -1 if anc is not an ancestor. */
+static int mb_topo__hops(hwloc_obj_t from, hwloc_obj_t anc)
+{
+    int h = 0;
+    for (; from; from = from->parent, h++)
+        if (from == anc)
+            return h;
+    return -1;
+}
+
+/* Lowest common ancestor by walking parent pointers (hwloc's own helper
+ * compares depths, which are not ordered for I/O objects). */
+static hwloc_obj_t mb_topo__lca(hwloc_obj_t a, hwloc_obj_t b)
+{
+    hwloc_obj_t x, y;
+    for (x = a; x; x = x->parent)
+        for (y = b; y; y = y->parent)
+            if (x == y)
+                return x;
+    return NULL;
+}
+
+static int mb_topo__is_io(hwloc_obj_t o)
+{
+    return o->type == HWLOC_OBJ_BRIDGE || o->type == HWLOC_OBJ_PCI_DEVICE ||
+           o->type == HWLOC_OBJ_OS_DEVICE;
+}
+
+/* Nearest NIC for one GPU: class 0 = shares a PCI subtree (rank by hops to
+ * the common ancestor), class 1 = same NUMA node, class 2 = anything else. */
+static int mb_topo__nearest_nic(hwloc_topology_t t, const struct mb_topo__scan *s,
+                                hwloc_obj_t gpu, int gpu_numa)
+{
+    int best = -1, best_cls = 3, best_hops = 0, i;
+    for (i = 0; i < s->n_nic; i++) {
+        hwloc_obj_t lca = mb_topo__lca(gpu, s->nic[i]);
+        int cls, hops = 0, nic_numa = mb_topo__numa_of(t, s->nic[i]);
+        if (lca && mb_topo__is_io(lca)) {
+            cls = 0;
+            hops = mb_topo__hops(gpu, lca);
+        } else if (gpu_numa >= 0 && nic_numa == gpu_numa) {
+            cls = 1;
+        } else {
+            cls = 2;
+        }
+        if (best < 0 || cls < best_cls || (cls == best_cls && hops < best_hops)) {
+            best = i;
+            best_cls = cls;
+            best_hops = hops;
+        }
+    }
+    return best;
+}
+
+/* GPU index of an object listed in a distances matrix, -1 if not a GPU. */
+static int mb_topo__gpu_index(const struct mb_topo__scan *s, hwloc_obj_t o)
+{
+    hwloc_obj_t pci = mb_topo__pci_of(o);
+    int i;
+    if (!mb_topo__is_gpu_pci(pci))
+        return -1;
+    for (i = 0; i < s->n_gpu; i++)
+        if (s->gpu[i] == pci)
+            return i;
+    return -1;
+}
+
+/* Mean over GPU rows of the NVLinkBandwidth row sum (diagonal excluded),
+ * MB/s -> bytes/s. Several matrices of that name: the first with GPU rows. */
+static double mb_topo__nvlink_bw(hwloc_topology_t t, const struct mb_topo__scan *s)
+{
+    struct hwloc_distances_s *d[4];
+    unsigned nr = 4, k;
+    double result = 0.0;
+
+    if (hwloc_distances_get_by_name(t, "NVLinkBandwidth", &nr, d, 0) < 0)
+        return 0.0;
+    if (nr > 4)
+        nr = 4; /* hwloc reports the total; only 4 were filled */
+    for (k = 0; k < nr; k++) {
+        unsigned n = d[k]->nbobjs, i, j;
+        int seen[MB_TOPO_MAX_GPUS] = {0};
+        double sum = 0.0;
+        int rows = 0;
+        for (i = 0; i < n; i++) {
+            int g = d[k]->objs[i] ? mb_topo__gpu_index(s, d[k]->objs[i]) : -1;
+            double row = 0.0;
+            if (g < 0 || seen[g])
+                continue; /* not a GPU, or a second OS device of the same GPU */
+            seen[g] = 1;
+            for (j = 0; j < n; j++)
+                if (j != i)
+                    row += (double)d[k]->values[(size_t)i * n + j];
+            sum += row;
+            rows++;
+        }
+        if (rows > 0 && result == 0.0)
+            result = sum / rows * 1e6; /* MB/s -> bytes/s */
+        hwloc_distances_release(t, d[k]);
+    }
+    return result;
+}
+
+/* Read the version attribute of <topology ...> from the first few KiB, so
+ * that the one error hwloc 2.x gives for a 3.0 file can be explained. */
+static void mb_topo__xml_version(const char *path, char *ver, size_t len)
+{
+    char buf[4096];
+    size_t n;
+    const char *p, *q;
+    FILE *f = fopen(path, "rb");
+    ver[0] = '\0';
+    if (!f)
+        return;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strstr(buf, "<topology");
+    if (!p || !(p = strstr(p, "version=\"")))
+        return;
+    p += strlen("version=\"");
+    q = strchr(p, '"');
+    if (!q || (size_t)(q - p) >= len)
+        return;
+    memcpy(ver, p, (size_t)(q - p));
+    ver[q - p] = '\0';
+}
+
+/* The error for a file hwloc refuses. hwloc gives no reason through its API
+ * (errno is EINVAL or unset), so recognise the common case ourselves: a 3.0
+ * export read by hwloc 2.x. */
+static int mb_topo__load_error(const char *path, struct mb_err *err)
+{
+    char ver[32];
+    mb_topo__xml_version(path, ver, sizeof ver);
+    if (ver[0] && ver[0] != '1' && ver[0] != '2')
+        return mb_err_set(err, path, 0, 0,
+                          "hwloc cannot load XML (topology version %s; hwloc %d.x reads only "
+                          "version 2.x and 1.x XML)",
+                          ver, HWLOC_API_VERSION >> 16);
+    return mb_err_set(err, path, 0, 0, "hwloc cannot load XML (not a valid hwloc topology file)");
+}
+
+int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *err)
+{
+    hwloc_topology_t t;
+    hwloc_obj_t o = NULL;
+    struct mb_topo__scan s;
+    struct mb_node_topo r;
+    int i;
+
+    if (!path || !out)
+        return mb_err_set(err, path, 0, 0, "no hwloc XML file given");
+    if (!mb_file_exists(path))
+        return mb_err_set(err, path, 0, 0, "cannot read hwloc XML file");
+
+    memset(&s, 0, sizeof s);
+    memset(&r, 0, sizeof r);
+
+    if (hwloc_topology_init(&t) < 0)
+        return mb_err_set(err, path, 0, 0, "hwloc cannot initialise a topology");
+    if (hwloc_topology_set_xml(t, path) < 0) { /* hwloc parses the file here */
+        hwloc_topology_destroy(t);
+        return mb_topo__load_error(path, err);
+    }
+    /* Without this filter hwloc drops every PCI and OS device: no GPUs. */
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(t) < 0) {
+        hwloc_topology_destroy(t);
+        return mb_topo__load_error(path, err);
+    }
+
+    r.n_numa = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+    if (r.n_numa < 0)
+        r.n_numa = 0;
+
+    while ((o = hwloc_get_next_pcidev(t, o)) != NULL) {
+        if (o->subtype && strcmp(o->subtype, "NVSwitch") == 0)
+            r.n_nvswitch++;
+        if (!mb_topo__is_gpu_pci(o))
+            continue;
+        if (s.n_gpu == MB_TOPO_MAX_GPUS) {
+            s.too_many_gpus = 1;
+            break;
+        }
+        s.gpu[s.n_gpu++] = o;
+        mb_topo__gpu_details(o, &r);
+    }
+    /* No GPUModel anywhere: the PCIDevice name hwloc writes when it has pci.ids. */
+    for (i = 0; i < s.n_gpu && !r.gpu_model[0]; i++)
+        mb_topo__info(s.gpu[i], "PCIDevice", r.gpu_model, sizeof r.gpu_model);
+    mb_topo__find_nics(t, &s);
+
+    if (s.too_many_gpus || s.too_many_nics) {
+        hwloc_topology_destroy(t);
+        return mb_err_set(err, path, 0, 0, "more than %d %s in one node description",
+                          s.too_many_gpus ? MB_TOPO_MAX_GPUS : MB_TOPO_MAX_NICS,
+                          s.too_many_gpus ? "GPUs" : "NICs");
+    }
+    if (s.n_gpu == 0) {
+        hwloc_topology_destroy(t);
+        return mb_err_set(err, path, 0, 0,
+                          "no GPU found (no PCI device of class 0302/0300 with vendor 10de)");
+    }
+
+    r.n_gpus = s.n_gpu;
+    r.n_nics = s.n_nic;
+    for (i = 0; i < MB_TOPO_MAX_GPUS; i++) {
+        r.gpu_numa[i] = -1;
+        r.gpu_nic[i] = -1;
+    }
+    for (i = 0; i < s.n_gpu; i++) {
+        r.gpu_numa[i] = mb_topo__numa_of(t, s.gpu[i]);
+        r.gpu_nic[i] = mb_topo__nearest_nic(t, &s, s.gpu[i], r.gpu_numa[i]);
+    }
+    r.nvlink_bw_per_gpu = mb_topo__nvlink_bw(t, &s);
+
+    hwloc_topology_destroy(t);
+    *out = r;
+    return 0;
+}

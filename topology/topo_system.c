@@ -1,0 +1,284 @@
+/*
+ * topo_system.c -- a cluster system = one node description (hwloc XML) plus a
+ * small YAML file with what hwloc cannot know: NVLink domain size and link
+ * rates, NIC rate per GPU, latencies, scale-out switch tiers and taper.
+ *
+ * The YAML is read through one field table (STYLE.md point 18), so unknown
+ * and duplicate keys, bad units and wrong types are reported at file:line:col
+ * the same way as in every other mbsim loader. The node XML path is relative
+ * to the YAML file's folder. Cross checks: the XML's GPU count must equal
+ * gpus_per_node, and nvlink_domain must be a whole number of nodes.
+ *
+ * Presets live in <data dir>/topology/systems/NAME.yaml; see docs/topology.md.
+ */
+#include "mb_topo.h"
+#include "mb_yaml.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The YAML as read (integers are long for the table reader). */
+struct mb_topo__sys_yaml {
+    char name[64];
+    char gpu[32];
+    char node_xml[512];
+    long gpus_per_node;
+    long nvlink_domain;
+    double nvlink_bw;
+    double nvlink_latency;
+    double nic_bw;
+    double nic_latency;
+    long switch_tiers;
+    double oversubscription;
+    int nvls;
+    double pcie_bw;
+    long max_gpus;
+    char source[1024];
+};
+
+#define F_(key, type, member, req, mn, mx, unit)                                      \
+    { key, type, offsetof(struct mb_topo__sys_yaml, member),                          \
+      sizeof(((struct mb_topo__sys_yaml *)0)->member), req, mn, mx, unit }
+
+/* Ranges are sanity bounds, not physics: they catch a unit slip
+ * ("450 MB/s" for NVLink) while allowing future hardware. */
+static const struct mb_field mb_topo__sys_fields[] = {
+    F_("name", MB_F_STRBUF, name, 0, 1, 0, MB_UNIT_NONE),
+    F_("gpu", MB_F_STRBUF, gpu, 1, 1, 0, MB_UNIT_NONE),
+    F_("node_xml", MB_F_STRBUF, node_xml, 1, 1, 0, MB_UNIT_NONE),
+    F_("gpus_per_node", MB_F_INT, gpus_per_node, 1, 1, MB_TOPO_MAX_GPUS, MB_UNIT_NONE),
+    F_("nvlink_domain", MB_F_INT, nvlink_domain, 1, 1, 1e6, MB_UNIT_NONE),
+    F_("nvlink_bw", MB_F_DOUBLE, nvlink_bw, 1, 1e9, 1e14, MB_UNIT_BW),
+    F_("nvlink_latency", MB_F_DOUBLE, nvlink_latency, 1, 0, 1e-3, MB_UNIT_TIME),
+    F_("nic_bw", MB_F_DOUBLE, nic_bw, 1, 1e8, 1e13, MB_UNIT_BW),
+    F_("nic_latency", MB_F_DOUBLE, nic_latency, 1, 0, 1e-2, MB_UNIT_TIME),
+    F_("switch_tiers", MB_F_INT, switch_tiers, 1, 1, 4, MB_UNIT_NONE),
+    F_("oversubscription", MB_F_DOUBLE, oversubscription, 0, 1, 64, MB_UNIT_NONE),
+    F_("nvls", MB_F_BOOL, nvls, 1, 1, 0, MB_UNIT_NONE),
+    F_("pcie_bw", MB_F_DOUBLE, pcie_bw, 1, 1e9, 1e13, MB_UNIT_BW),
+    F_("max_gpus", MB_F_INT, max_gpus, 0, 0, 1e9, MB_UNIT_NONE),
+    F_("source", MB_F_STRBUF, source, 1, 1, 0, MB_UNIT_NONE),
+    {NULL, MB_F_SKIP, 0, 0, 0, 0, 0, MB_UNIT_NONE}};
+
+#undef F_
+
+/* GPU type keys understood by the calibration tables. */
+static const char *const mb_topo__gpu_keys[] = {"A100", "H100", "H200", "B200",
+                                               "B300", "GB200", "GB300", NULL};
+
+static int mb_topo__cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static char *mb_topo__systems_dir(void)
+{
+    char *top = mb_path_join(mb_data_dir(), "topology");
+    char *dir = mb_path_join(top, "systems");
+    mb_free(top);
+    return dir;
+}
+
+void mb_topo_list_presets(char *buf, size_t len)
+{
+    char *dir;
+    DIR *d;
+    struct dirent *e;
+    char **names = NULL;
+    size_t n = 0, cap = 0, i;
+
+    if (!buf || len == 0)
+        return;
+    buf[0] = '\0';
+    dir = mb_topo__systems_dir();
+    d = opendir(dir);
+    mb_free(dir);
+    if (!d)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l <= 5 || e->d_name[0] == '.' || strcmp(e->d_name + l - 5, ".yaml") != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            names = mb_realloc(names, cap * sizeof *names);
+        }
+        names[n] = mb_strdup(e->d_name);
+        names[n][l - 5] = '\0';
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, mb_topo__cmp_str);
+    for (i = 0; i < n; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
+        mb_free(names[i]);
+    }
+    mb_free(names);
+}
+
+/* A preset name is a plain stem: letters, digits, '_', '-', '.' (no '/'). */
+static int mb_topo__plain_name(const char *s)
+{
+    if (!s[0] || s[0] == '.')
+        return 0;
+    for (; *s; s++)
+        if (*s == '/' || *s == '\\')
+            return 0;
+    return 1;
+}
+
+/* File stem of a path ("a/b/dgx_h100.yaml" -> "dgx_h100"). */
+static void mb_topo__stem(const char *path, char *buf, size_t len)
+{
+    const char *base = strrchr(path, '/');
+    const char *dot;
+    size_t l;
+    base = base ? base + 1 : path;
+    dot = strrchr(base, '.');
+    l = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    if (l >= len)
+        l = len - 1;
+    memcpy(buf, base, l);
+    buf[l] = '\0';
+}
+
+/* The node XML relative to the YAML file's folder (absolute paths kept). */
+static char *mb_topo__resolve_xml(const char *yaml_path, const char *xml)
+{
+    const char *slash;
+    char *dir, *full;
+    if (xml[0] == '/')
+        return mb_strdup(xml);
+    slash = strrchr(yaml_path, '/');
+    if (!slash)
+        return mb_strdup(xml);
+    dir = mb_malloc((size_t)(slash - yaml_path) + 1);
+    memcpy(dir, yaml_path, (size_t)(slash - yaml_path));
+    dir[slash - yaml_path] = '\0';
+    full = mb_path_join(dir[0] ? dir : "/", xml);
+    mb_free(dir);
+    return full;
+}
+
+/* Read and check the YAML, then load the node XML. The tree is freed by the caller. */
+static int mb_topo__read_system(const char *path, const struct mb_node *root,
+                                struct mb_system *out, struct mb_err *err)
+{
+    struct mb_topo__sys_yaml y;
+    char *xml;
+    int i, ok = 0;
+
+    memset(&y, 0, sizeof y);
+    y.oversubscription = 1.0; /* optional: no taper */
+    y.max_gpus = 0;           /* optional: unlimited */
+    if (mb_yaml_read_fields(root, mb_topo__sys_fields, &y, "system", NULL, err))
+        return -1;
+
+    for (i = 0; mb_topo__gpu_keys[i]; i++)
+        if (strcmp(y.gpu, mb_topo__gpu_keys[i]) == 0)
+            ok = 1;
+    if (!ok)
+        return mb_yaml_err(err, mb_yaml_get(root, "gpu"),
+                           "unknown GPU type '%s'; expected one of: A100, H100, H200, B200, B300, GB200, GB300",
+                           y.gpu);
+
+    if (y.nvlink_domain % y.gpus_per_node != 0)
+        return mb_yaml_err(err, mb_yaml_get(root, "nvlink_domain"),
+                           "nvlink_domain = %ld is not a multiple of gpus_per_node = %ld", y.nvlink_domain,
+                           y.gpus_per_node);
+    if (y.max_gpus > 0 && y.max_gpus % y.gpus_per_node != 0)
+        return mb_yaml_err(err, mb_yaml_get(root, "max_gpus"),
+                           "max_gpus = %ld is not a multiple of gpus_per_node = %ld", y.max_gpus,
+                           y.gpus_per_node);
+
+    xml = mb_topo__resolve_xml(path, y.node_xml);
+    if (strlen(xml) >= sizeof out->node_xml) {
+        mb_free(xml);
+        return mb_yaml_err(err, mb_yaml_get(root, "node_xml"), "node_xml path is too long");
+    }
+    if (!mb_file_exists(xml)) {
+        int rc = mb_yaml_err(err, mb_yaml_get(root, "node_xml"), "node_xml '%s' not found (looked for '%s')",
+                             y.node_xml, xml);
+        mb_free(xml);
+        return rc;
+    }
+
+    memset(out, 0, sizeof *out);
+    snprintf(out->node_xml, sizeof out->node_xml, "%s", xml);
+    mb_free(xml);
+    if (mb_topo_load_xml(out->node_xml, &out->node, err))
+        return -1;
+    if (out->node.n_gpus != y.gpus_per_node)
+        return mb_yaml_err(err, mb_yaml_get(root, "gpus_per_node"),
+                           "gpus_per_node = %ld but node_xml '%s' has %d GPUs", y.gpus_per_node, y.node_xml,
+                           out->node.n_gpus);
+
+    if (y.name[0])
+        snprintf(out->name, sizeof out->name, "%s", y.name);
+    else
+        mb_topo__stem(path, out->name, sizeof out->name);
+    snprintf(out->gpu, sizeof out->gpu, "%s", y.gpu);
+    out->gpus_per_node = (int)y.gpus_per_node;
+    out->nvlink_domain = (int)y.nvlink_domain;
+    out->nvlink_bw = y.nvlink_bw;
+    out->nvlink_latency = y.nvlink_latency;
+    out->nic_bw = y.nic_bw;
+    out->nic_latency = y.nic_latency;
+    out->switch_tiers = (int)y.switch_tiers;
+    out->oversubscription = y.oversubscription;
+    out->nvls = y.nvls;
+    out->pcie_bw = y.pcie_bw;
+    out->max_gpus = (int)y.max_gpus;
+    snprintf(out->source, sizeof out->source, "%s", y.source);
+    return 0;
+}
+
+int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct mb_err *err)
+{
+    char *path = NULL;
+    struct mb_node *root;
+    struct mb_system tmp;
+    int rc;
+
+    if (!name_or_path || !out)
+        return mb_err_set(err, NULL, 0, 0, "no system given");
+    if (mb_file_exists(name_or_path)) {
+        path = mb_strdup(name_or_path);
+    } else if (mb_topo__plain_name(name_or_path)) {
+        char *dir = mb_topo__systems_dir();
+        size_t l = strlen(name_or_path);
+        char *file = mb_malloc(l + 6);
+        memcpy(file, name_or_path, l);
+        memcpy(file + l, ".yaml", 6);
+        path = mb_path_join(dir, file);
+        mb_free(dir);
+        mb_free(file);
+        if (!mb_file_exists(path)) {
+            mb_free(path);
+            path = NULL;
+        }
+    }
+    if (!path) {
+        char known[1024];
+        mb_topo_list_presets(known, sizeof known);
+        return mb_err_set(err, NULL, 0, 0, "unknown system '%s'; known: %s", name_or_path,
+                          known[0] ? known : "(none found)");
+    }
+
+    root = mb_yaml_load_file(path, err);
+    if (!root) {
+        mb_free(path);
+        return -1;
+    }
+    rc = mb_topo__read_system(path, root, &tmp, err);
+    mb_yaml_free(root);
+    mb_free(path);
+    if (rc == 0)
+        *out = tmp;
+    return rc;
+}

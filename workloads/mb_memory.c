@@ -1,0 +1,118 @@
+/*
+ * mb_memory.c -- per-rank memory of one training step (first accounting).
+ *
+ * Static state follows Megatron's theoretical_memory_usage.py and the
+ * distributed-optimizer table (shared/docs/reference/hardware.md D.2):
+ * bf16 parameters (2 B), fp32 main gradients (4 B), fp32 master weights and
+ * Adam m, v (12 B) sharded over the data-parallel group (expert-DP for
+ * experts): 6 + 12/d bytes per parameter. FSDP shards all 18 bytes and keeps
+ * the current and the prefetched layer unsharded.
+ *
+ * Activations are the bytes each op saves for backward (set where the op list
+ * is built in mb_step.c), minus what the recompute policy discards, times the
+ * microbatches in flight on the stage: min(p - stage, m) for 1F1B, and the
+ * warm-up depth + 1 chunk-forwards for interleaved 1F1B.
+ *
+ * Assumptions (stated, not measured): 1 GiB of CUDA/cuBLAS/NCCL workspace per
+ * rank; the caching allocator reserves 5% more than it has allocated.
+ */
+#include "step_int.h"
+
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MB_WORKSPACE_BYTES (1.0 * GIB)
+#define MB_RESERVE_FACTOR 1.05
+
+static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist *l, int layer_in_stage)
+{
+    if (s->recompute == MB_RC_FULL && (s->recompute_num_layers <= 0 || layer_in_stage < s->recompute_num_layers))
+        return l->input_bytes;
+    double sum = 0;
+    for (int i = 0; i < l->n; i++) {
+        const struct mb_op *o = &l->op[i];
+        if (s->recompute == MB_RC_SELECTIVE && (o->module & s->recompute_modules))
+            continue;
+        sum += o->saved;
+    }
+    if (s->recompute == MB_RC_SELECTIVE && (s->recompute_modules & MB_RCM_MOE))
+        sum += l->input_bytes; /* the checkpointed MoE keeps its input */
+    return sum;
+}
+
+int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_oplist *layer_ops,
+                       const int *have_kind, double act_vision, double hbm_bytes, struct mb_memory *out)
+{
+    const struct mb_model *m = &s->model;
+    int p = lay->p, v = lay->v;
+    int frozen_lang = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
+    int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
+    double best = -1;
+    (void)have_kind;
+    memset(out, 0, sizeof *out);
+    for (int st = 0; st < p; st++) {
+        double dense = lay->params_dense_stage[st] / s->tp;
+        double expert = lay->params_expert_stage[st] / (s->ep * s->etp);
+        double vis = st == 0 ? lay->params_vision / s->tp : 0;
+        double train_dense = frozen_lang ? 0 : dense, train_exp = frozen_lang ? 0 : expert;
+        double train_vis = frozen_vis ? 0 : vis;
+        double w, g, o;
+        if (s->strategy == MB_STRAT_FSDP) {
+            w = 2 * (dense + vis) / s->dp + 2 * expert / lay->edp;
+            g = 4 * (train_dense + train_vis) / s->dp + 4 * train_exp / lay->edp;
+            o = 12 * (train_dense + train_vis) / s->dp + 12 * train_exp / lay->edp;
+            /* unsharded working copies: current + prefetched layer (bf16), one layer of fp32 grads */
+            int nl = m->n_layers > 0 ? m->n_layers : 1;
+            double layer = (dense + expert) / nl;
+            w += 2 * 2 * layer;
+            g += 4 * layer;
+        } else {
+            w = 2 * (dense + expert + vis);
+            g = 4 * (train_dense + train_exp + train_vis);
+            o = 12 * (train_dense + train_vis) / s->dp + 12 * train_exp / lay->edp;
+        }
+        /* activations of one chunk-forward, averaged over the stage's chunks */
+        double act_chunks = 0;
+        for (int c = 0; c < v; c++) {
+            int vs = c * p + st;
+            for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
+                int kind = (int)m->layer[li].mixer * 3 + (int)m->layer[li].ffn;
+                act_chunks += mb__layer_act(s, &layer_ops[kind], k);
+            }
+        }
+        double per_chunk = act_chunks / v;
+        int total = lay->m * v;
+        int warm = v == 1 ? p - st - 1 : (p - st - 1) * 2 + (v - 1) * p;
+        int inflight = warm + 1 < total ? warm + 1 : total;
+        double act = per_chunk * inflight;
+        if (st == 0 && !frozen_vis)
+            act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
+        double T = (double)s->micro_batch_size * s->seq_length / s->cp;
+        double buf = MB_WORKSPACE_BYTES;
+        if (st == p - 1) /* fp32 logits and their gradient (vocab-parallel cross-entropy) */
+            buf += 2 * T * (double)m->vocab / s->tp * 4;
+        if (m->num_experts > 0) /* dispatch + combine buffers of one MoE layer */
+            buf += 2 * T / s->tp * m->topk * m->hidden * 2.0 * s->etp;
+        double total_b = w + g + o + act + buf;
+        if (total_b > best) {
+            best = total_b;
+            out->weights = w;
+            out->grads = g;
+            out->optimizer = o;
+            out->activations = act;
+            out->buffers = buf;
+            out->stage = st;
+        }
+    }
+    out->peak_allocated = best;
+    out->reserved = best * MB_RESERVE_FACTOR;
+    out->capacity = hbm_bytes;
+    const char *names[] = {"weights", "gradients", "optimizer", "activations", "buffers"};
+    double vals[] = {out->weights, out->grads, out->optimizer, out->activations, out->buffers};
+    int bi = 0;
+    for (int i = 1; i < 5; i++)
+        if (vals[i] > vals[bi])
+            bi = i;
+    out->dominant = names[bi];
+    return 0;
+}

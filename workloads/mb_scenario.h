@@ -1,0 +1,145 @@
+/*
+ * mb_scenario.h -- one training configuration to simulate: model, system,
+ * precision, data, parallel layout and training options.
+ *
+ * Built from a scenario YAML file (schema_version 1, docs/scenario-format.md)
+ * or from a row of a measured-runs CSV (mb_validate.h). mb_scenario_check()
+ * rejects layouts that cannot exist (TP*PP*CP*DP != GPUs, EP not dividing the
+ * experts, GBS not divisible by MBS*DP, ...).
+ */
+#ifndef MB_SCENARIO_H
+#define MB_SCENARIO_H
+
+#include "mb_calib.h"
+#include "mb_model.h"
+#include "mb_topo.h"
+#include "mb_util.h"
+
+enum mb_strategy { MB_STRAT_3D, MB_STRAT_FSDP };
+enum mb_dispatcher { MB_DISP_ALLTOALL, MB_DISP_ALLGATHER, MB_DISP_HYBRIDEP, MB_DISP_DEEPEP };
+enum mb_routing { MB_ROUTE_BALANCED, MB_ROUTE_SKEWED };
+enum mb_rc_gran { MB_RC_NONE, MB_RC_SELECTIVE, MB_RC_FULL };
+/* Megatron --recompute-method (granularity full only). */
+enum mb_rc_method { MB_RC_UNIFORM, MB_RC_BLOCK };
+
+/* Megatron-Core --recompute-modules (bit flags). */
+enum {
+    MB_RCM_CORE_ATTN = 1 << 0,
+    MB_RCM_MOE_ACT = 1 << 1,
+    MB_RCM_LAYERNORM = 1 << 2,
+    MB_RCM_MLA_UP_PROJ = 1 << 3,
+    MB_RCM_MLP = 1 << 4,
+    MB_RCM_MOE = 1 << 5,
+    MB_RCM_SHARED_EXPERTS = 1 << 6,
+    MB_RCM_GDN_NORM_OUT = 1 << 7
+};
+
+/* Megatron-Core --cuda-graph-modules (bit flags); MB_CG_LAYER = empty list (whole layer). */
+enum {
+    MB_CG_ATTN = 1 << 0,
+    MB_CG_MLP = 1 << 1,
+    MB_CG_MOE = 1 << 2,
+    MB_CG_MOE_ROUTER = 1 << 3,
+    MB_CG_MOE_PREPROCESS = 1 << 4,
+    MB_CG_MAMBA = 1 << 5,
+    MB_CG_LAYER = 1 << 6,
+    MB_CG_FULL_ITERATION = 1 << 7
+};
+
+/* freeze: bit flags */
+enum { MB_FREEZE_VISION = 1 << 0, MB_FREEZE_VISION_PROJ = 1 << 1, MB_FREEZE_LANGUAGE = 1 << 2 };
+
+/** Precision recipe: which GEMMs run at which rate, and the quantization overhead. */
+struct mb_precision {
+    char label[48];           /* as written: bf16, fp8, fp8_cs, fp8_blockwise, mxfp8, nvfp4, fp16 */
+    enum mb_prec gemm;        /* rate of linear-layer GEMMs */
+    enum mb_prec attn;        /* rate of core attention (bf16 unless fp8 attention) */
+    int quantize;             /* 1 if GEMM inputs are cast/quantized (fp8/fp4 recipes) */
+};
+
+enum mb_img_dist { MB_IMG_NONE, MB_IMG_FIXED, MB_IMG_LIST, MB_IMG_UNIFORM };
+
+#define MB_IMG_LIST_MAX 32
+struct mb_images {
+    enum mb_img_dist dist;    /* how sizes are drawn */
+    int per_sample_min;       /* images per sample, drawn uniformly in [min, max] */
+    int per_sample_max;
+    int n_sizes;              /* FIXED: 1; LIST: entries drawn uniformly */
+    int height[MB_IMG_LIST_MAX], width[MB_IMG_LIST_MAX];
+    int side_min, side_max;   /* UNIFORM: height and width each uniform in [min, max] pixels */
+    unsigned long long seed;
+};
+
+struct mb_scenario {
+    char name[128];
+    char file[512];                    /* source file ("" for CSV rows) */
+    struct mb_model model;             /* owned */
+    struct mb_system system;
+    int gpus;
+    struct mb_precision prec;
+    /* data */
+    int seq_length;
+    int global_batch_size;
+    int micro_batch_size;
+    int mock;                          /* image-free mock data */
+    struct mb_images images;
+    /* parallel */
+    enum mb_strategy strategy;
+    int tp, pp, vpp, cp, ep, etp;
+    int dp;                            /* derived: gpus / (tp*pp*cp) */
+    int sequence_parallel;
+    /* moe */
+    enum mb_dispatcher dispatcher;
+    enum mb_routing routing;
+    double routing_skew;               /* skewed: Zipf exponent over experts */
+    unsigned long long routing_seed;
+    int dispatcher_sms;                /* SMs a HybridEP/DeepEP kernel occupies */
+    /* training options */
+    enum mb_rc_gran recompute;
+    unsigned recompute_modules;        /* MB_RCM_* */
+    int recompute_num_layers;          /* full: layers per stage recomputed (0 = all) */
+    enum mb_rc_method recompute_method; /* full: uniform (default) or block */
+    unsigned cuda_graph;               /* MB_CG_* */
+    unsigned freeze;                   /* MB_FREEZE_* */
+    int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm, overlap_ep_comm;
+    /* calibration */
+    char calib_path[512];              /* "" = shipped table for the system's GPU */
+    int roofline;                      /* ignore tables (roofline-only mode) */
+    /* measured (optional) */
+    double meas_tokens_per_s_per_gpu, meas_model_tflops_per_gpu, meas_step_time_s, meas_peak_memory_gib;
+    char meas_source[256];
+};
+
+/**
+ * @brief Fill documented defaults (bf16, mbs 1, tp=pp=cp=ep=etp=vpp=1, SP on, dispatcher alltoall, ...).
+ * sequence_parallel is left at -1 ("on when tp > 1"); mb_scenario_check resolves it to 0/1.
+ */
+void mb_scenario_defaults(struct mb_scenario *s);
+
+/**
+ * @brief Load a scenario YAML file (schema_version 1): resolves the model, the
+ * system (hwloc XML included) and checks the layout.
+ * @return 0 or -1 with file:line:col in err.
+ */
+int mb_scenario_load(const char *path, struct mb_scenario *s, struct mb_err *err);
+
+/**
+ * @brief Derive dp and check that the layout can exist; errors name the
+ * offending quantities, e.g. "tp*pp*cp = 24 does not divide gpus = 32".
+ * Called by mb_scenario_load; callers that build a scenario by hand call it too.
+ */
+int mb_scenario_check(struct mb_scenario *s, struct mb_err *err);
+
+/** @brief Parse a precision label (BF16, FP8-CS, MXFP8, NVFP4, ... case-insensitive). */
+int mb_precision_parse(const char *label, struct mb_precision *out);
+
+/** @brief Parse a Megatron recompute module name into its MB_RCM_* flag (0 if unknown). */
+unsigned mb_recompute_module(const char *name);
+
+/** @brief Parse a CUDA-graph module name into its MB_CG_* flag (0 if unknown). */
+unsigned mb_cuda_graph_module(const char *name);
+
+/** @brief Free what the scenario owns (the model); accepts NULL. */
+void mb_scenario_free(struct mb_scenario *s);
+
+#endif /* MB_SCENARIO_H */

@@ -1,0 +1,1166 @@
+/*
+ * mb_step.c -- build and simulate the task graph of one training step.
+ *
+ * Approximations (each refined by later issues):
+ *  - One representative rank per pipeline stage; DP/TP/CP/EP peers behave
+ *    identically (balanced routing) and are not simulated separately.
+ *  - Each simulated rank has one NVLink transmit link and one NIC transmit
+ *    link (capacities = line rate x calibrated achieved fraction); concurrent
+ *    collectives on a rank share them max-min fairly in the engine.
+ *  - Collectives are costed by the bytes a rank sends: ring all-gather /
+ *    reduce-scatter hierarchically (NVLink domain first, then (n-1)/n of the
+ *    1/local share over the NIC); all-to-all as direct pairwise traffic split
+ *    by destination domain; HybridEP/DeepEP send a token over the scale-out
+ *    fabric once per destination domain.
+ *  - Kernel time = calibrated GPU time, floored by the host launch cost
+ *    unless the op is inside a captured CUDA graph.
+ *  - Schedules: 1F1B and Megatron's interleaved 1F1B (VPP), executed on the
+ *    timeline; p2p activations on the real links.
+ */
+#include "step_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mb_engine.h"
+
+#define MB_MAX_STAGES 64
+#define BF16 2.0 /* bytes per bf16 element */
+
+static const char *const mb__cat_names[MB_CAT_COUNT] = {
+    "vision_encoder", "projector", "decoder_attention", "moe_experts", "dispatch_combine_compute",
+    "dense_other", "recompute", "optimizer", "exposed_tp_comm", "exposed_cp_comm", "exposed_ep_comm",
+    "exposed_pp_comm", "exposed_dp_comm", "exposed_fsdp_comm", "pipeline_bubble"};
+
+const char *mb_cat_name(enum mb_cat c) { return c < MB_CAT_COUNT ? mb__cat_names[c] : "?"; }
+
+static const enum mb_cat mb__comm_cat[MB_CK_COUNT] = {MB_CAT_COMM_TP, MB_CAT_COMM_CP, MB_CAT_COMM_EP,
+                                                       MB_CAT_COMM_PP, MB_CAT_COMM_DP, MB_CAT_COMM_FSDP};
+
+/* ---- group placement ---------------------------------------------------- */
+
+/* A group of `size` ranks whose members are `stride` ranks apart in Megatron's
+ * rank order (TP fastest, then CP, then DP, then PP). `local` members share an
+ * NVLink domain of `dom` GPUs; `domains` = size / local. */
+struct mb_group {
+    int size, local, domains;
+};
+
+static struct mb_group mb__group(int size, int stride, int dom)
+{
+    struct mb_group g = {size, size, 1};
+    if (size <= 1)
+        return (struct mb_group){1, 1, 1};
+    long span = (long)size * stride;
+    if (span <= dom) {
+        g.local = size;
+    } else {
+        int per = dom / stride; /* members of one group inside one domain */
+        if (per < 1)
+            per = 1;
+        if (per > size)
+            per = size;
+        g.local = per;
+    }
+    g.domains = (size + g.local - 1) / g.local;
+    return g;
+}
+
+/* ---- build context ------------------------------------------------------ */
+
+struct mb_build {
+    const struct mb_scenario *s;
+    const struct mb_model *m;
+    struct mb_calib *cal;
+    const struct mb_gpu_spec *gpu;
+    struct mb_engine *e;
+    double nv_cap, nic_cap, nv_lat, nic_lat;
+    struct mb_group g_tp, g_cp, g_ep, g_dp, g_edp;
+    int pp_over_nic;
+    double launch;
+    double route_imbalance;   /* most-loaded EP rank / mean (1 = balanced) */
+    /* per stage resources */
+    int comp[MB_MAX_STAGES];
+    int cstream[MB_MAX_STAGES][MB_CK_COUNT];
+    int l_nv[MB_MAX_STAGES], l_nic[MB_MAX_STAGES];
+    /* task bookkeeping for the breakdown */
+    int last_comp[MB_MAX_STAGES];
+};
+
+static void mb__push(struct mb_oplist *l, const struct mb_op *o)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->op = mb_realloc(l->op, (size_t)l->cap * sizeof *l->op);
+    }
+    l->op[l->n++] = *o;
+}
+
+/* Kernel time with the host launch floor (no floor inside a CUDA graph). */
+static double mb__k(const struct mb_build *b, double t, int graphed)
+{
+    return graphed ? t : (t > b->launch ? t : b->launch);
+}
+
+/* GEMM C[M,N] = A[M,K] B[K,N]: forward and backward (dgrad + wgrad) seconds. */
+static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
+                     double M, double N, double K, double saved, int frozen)
+{
+    enum mb_prec p = b->s->prec.gemm;
+    struct mb_op o = {0};
+    o.type = MB_OP_COMP;
+    o.cat = cat;
+    o.module = mod;
+    o.fwd = mb__k(b, mb_calib_gemm(b->cal, p, M, N, K), graphed);
+    double dgrad = mb__k(b, mb_calib_gemm(b->cal, p, M, K, N), graphed);
+    double wgrad = mb__k(b, mb_calib_gemm(b->cal, p, K, N, M), graphed);
+    o.bwd = frozen ? dgrad : dgrad + wgrad;
+    o.bwd_dgrad_only = dgrad;
+    o.saved = saved;
+    if (b->s->prec.quantize) /* cast of the activation input to the low-precision format */
+        o.fwd += mb__k(b, mb_calib_membound(b->cal, M * K * (BF16 + 1.0)), graphed);
+    mb__push(l, &o);
+}
+
+static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, double groups, double tpg,
+                        double N, double K, double saved)
+{
+    enum mb_prec p = b->s->prec.gemm;
+    struct mb_op o = {0};
+    o.type = MB_OP_COMP;
+    o.cat = MB_CAT_EXPERTS;
+    o.module = MB_RCM_MOE;
+    o.fwd = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K), graphed);
+    double dgrad = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N), graphed);
+    double wgrad = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg), graphed);
+    o.bwd = dgrad + wgrad;
+    o.bwd_dgrad_only = dgrad;
+    o.saved = saved;
+    if (b->s->prec.quantize)
+        o.fwd += mb__k(b, mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0)), graphed);
+    mb__push(l, &o);
+}
+
+/* Memory-bound op moving `bytes`; backward moves about twice as much. */
+static void mb__mem(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
+                    double bytes, double saved)
+{
+    struct mb_op o = {0};
+    o.type = MB_OP_COMP;
+    o.cat = cat;
+    o.module = mod;
+    o.fwd = mb__k(b, mb_calib_membound(b->cal, bytes), graphed);
+    o.bwd = mb__k(b, mb_calib_membound(b->cal, 2 * bytes), graphed);
+    o.bwd_dgrad_only = o.bwd;
+    o.saved = saved;
+    mb__push(l, &o);
+}
+
+static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
+                     double flop, double seq, int head_dim, int causal, double saved)
+{
+    struct mb_op o = {0};
+    o.type = MB_OP_COMP;
+    o.cat = cat;
+    o.module = mod;
+    o.fwd = mb__k(b, mb_calib_attn(b->cal, b->s->prec.attn, flop, seq, head_dim, causal, 0), graphed);
+    /* flash backward recomputes QK^T: 2.5x the forward FLOPs (FlashAttention-2/3 papers' convention) */
+    o.bwd = mb__k(b, mb_calib_attn(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, causal, 1), graphed);
+    o.bwd_dgrad_only = o.bwd;
+    o.saved = saved;
+    mb__push(l, &o);
+}
+
+/* Ring all-gather / reduce-scatter of a `total`-byte buffer over group g:
+ * hierarchical -- NVLink inside the domain, then the NIC for the 1/local
+ * share across domains. */
+static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, struct mb_group g, double total,
+                     int parallel)
+{
+    if (g.size <= 1 || total <= 0)
+        return;
+    struct mb_op o = {0};
+    o.type = MB_OP_COMM;
+    o.ck = ck;
+    o.parallel = parallel;
+    o.bytes_nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
+    o.bytes_nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
+    o.latency = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    mb__push(l, &o);
+}
+
+/* All-to-all: `bytes` leave this rank spread evenly over the g.size peers. */
+static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double bytes_nv_share,
+                    double bytes_nic_share, int parallel)
+{
+    struct mb_op o = {0};
+    o.type = MB_OP_COMM;
+    o.ck = MB_CK_EP;
+    o.parallel = parallel;
+    o.bytes_nv = bytes_nv_share;
+    o.bytes_nic = bytes_nic_share;
+    o.latency = b->nv_lat + (g.domains > 1 ? b->nic_lat : 0);
+    if (o.bytes_nv > 0 || o.bytes_nic > 0)
+        mb__push(l, &o);
+}
+
+/* ---- per-layer op lists ------------------------------------------------- */
+
+static void mb__norm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, int g, double tok, int h)
+{
+    /* read + write one activation, plus the input kept for backward */
+    mb__mem(b, l, cat, MB_RCM_LAYERNORM, g, 2 * tok * h * BF16, tok * h * BF16);
+}
+
+static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    int tp = s->tp;
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp; /* tokens on this rank */
+    double Tsp = T / tp;
+    int h = m->hidden;
+    int g = (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0;
+    enum mb_cat cat = MB_CAT_ATTN;
+    double seq = s->seq_length;
+    if (mix == MB_MIX_NONE)
+        return;
+    mb__norm(b, l, cat, g, Tsp, h);
+    mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA) {
+        int n = m->num_heads;
+        double nl = (double)n / tp;
+        double dq, dv, gq;
+        if (mix == MB_MIX_MLA) {
+            dq = m->qk_head_dim + m->qk_rope_head_dim;
+            dv = m->v_head_dim;
+            if (m->q_lora_rank > 0) {
+                mb__gemm(b, l, cat, 0, g, T, m->q_lora_rank, h, Tsp * h * BF16, frozen);
+                mb__mem(b, l, cat, MB_RCM_LAYERNORM, g, 2 * T * m->q_lora_rank * BF16, T * m->q_lora_rank * BF16);
+                mb__gemm(b, l, cat, MB_RCM_MLA_UP_PROJ, g, T, nl * dq, m->q_lora_rank, T * m->q_lora_rank * BF16,
+                         frozen);
+            } else {
+                mb__gemm(b, l, cat, 0, g, T, nl * dq, h, Tsp * h * BF16, frozen);
+            }
+            mb__gemm(b, l, cat, 0, g, T, m->kv_lora_rank + m->qk_rope_head_dim, h, 0, frozen);
+            mb__mem(b, l, cat, MB_RCM_LAYERNORM, g, 2 * T * m->kv_lora_rank * BF16, T * m->kv_lora_rank * BF16);
+            mb__gemm(b, l, cat, MB_RCM_MLA_UP_PROJ, g, T, nl * (m->qk_head_dim + dv), m->kv_lora_rank,
+                     T * m->kv_lora_rank * BF16, frozen);
+            /* rope on q and k: read + write */
+            mb__mem(b, l, cat, MB_RCM_MLA_UP_PROJ, g, 2 * T * nl * (dq + dq + dv) * BF16,
+                    T * nl * (dq + dq + dv) * BF16);
+            gq = n;
+        } else {
+            int d = m->head_dim, kv = m->num_kv_heads;
+            double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
+            dq = dv = d;
+            double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
+            mb__gemm(b, l, cat, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
+            mb__mem(b, l, cat, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
+            gq = kv;
+        }
+        (void)gq;
+        double ctx = seq / 2; /* causal average context */
+        int causal = 1;
+        if (mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq) {
+            double w = m->swa_window;
+            ctx = w - w * (w - 1) / (2 * seq); /* Megatron-Bridge SWA average context */
+        }
+        double flop = 2.0 * T * ctx * nl * (dq + dv);
+        /* CP ring attention: KV blocks pass around the ring beside the compute */
+        if (s->cp > 1) {
+            double kvb = T * 2 * (mix == MB_MIX_MLA ? nl * (dq + dv) / 2 : (m->num_kv_heads >= tp ? (double)m->num_kv_heads / tp : 1.0) * m->head_dim) * BF16;
+            mb__ring(b, l, MB_CK_CP, b->g_cp, kvb * s->cp, 1);
+        }
+        mb__attn(b, l, cat, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq, causal, T * nl * dv * BF16 + T * nl * 4 * 2);
+        mb__gemm(b, l, cat, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
+    } else if (mix == MB_MIX_GDN) {
+        double qd = (double)m->gdn_k_heads * m->gdn_k_dim / tp, vd = (double)m->gdn_v_heads * m->gdn_v_dim / tp;
+        double nv = (double)m->gdn_v_heads / tp;
+        double P = 2 * qd + 2 * vd + 2 * nv;
+        mb__gemm(b, l, cat, 0, g, T, P, h, Tsp * h * BF16, frozen);
+        mb__mem(b, l, cat, 0, g, 2 * T * (2 * qd + vd) * BF16 * (m->gdn_conv > 0 ? 1 : 1), T * (2 * qd + vd) * BF16);
+        /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term), run as batched GEMMs */
+        mb__gemm(b, l, cat, 0, g, T, 4 * nv * m->gdn_v_dim, m->gdn_v_dim, T * vd * BF16, 1);
+        mb__mem(b, l, cat, MB_RCM_GDN_NORM_OUT, g, 2 * T * vd * BF16, T * vd * BF16);
+        mb__gemm(b, l, cat, 0, g, T, h, vd, T * vd * BF16, frozen);
+    } else if (mix == MB_MIX_MAMBA) {
+        double din = 2.0 * h / tp;
+        double proj = 2 * din + (2.0 * m->mamba_groups * m->mamba_state + m->mamba_heads) / tp;
+        mb__gemm(b, l, cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
+        /* SSD chunked scan: 7 T d_in state FLOP (Megatron hybrid_flops), matmul-based */
+        mb__gemm(b, l, cat, 0, g, T, din, 3.5 * m->mamba_state, T * proj * BF16, 1);
+        mb__gemm(b, l, cat, 0, g, T, h, din, T * din * BF16, frozen);
+    }
+    mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb__mem(b, l, cat, 0, g, 3 * Tsp * h * BF16, Tsp * h / 2.0); /* residual add + dropout mask */
+}
+
+static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    int tp = s->tp;
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp;
+    double Tsp = T / tp;
+    int h = m->hidden;
+    int gated = m->act == MB_ACT_SWIGLU || m->act == MB_ACT_GEGLU;
+    double up = gated ? 2.0 : 1.0;
+    if (ffn == MB_FFN_NONE)
+        return;
+    if (ffn == MB_FFN_DENSE) {
+        int g = (s->cuda_graph & (MB_CG_MLP | MB_CG_LAYER)) != 0;
+        double f = (double)m->ffn_hidden / tp;
+        mb__norm(b, l, MB_CAT_DENSE, g, Tsp, h);
+        mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+        mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, T, up * f, h, Tsp * h * BF16, frozen);
+        mb__mem(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, (up + 1) * T * f * BF16, up * T * f * BF16);
+        mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
+        mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+        mb__mem(b, l, MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h / 2.0);
+        return;
+    }
+    /* MoE: tokens stay sequence-sharded (T/tp per rank) through the dispatcher */
+    int graphed_moe = (s->cuda_graph & (MB_CG_MOE | MB_CG_LAYER)) != 0;
+    int g_router = (s->cuda_graph & (MB_CG_MOE_ROUTER | MB_CG_LAYER)) != 0;
+    int g_pre = (s->cuda_graph & (MB_CG_MOE_PREPROCESS | MB_CG_LAYER)) != 0;
+    double Tm = Tsp;
+    int E = m->num_experts, k = m->topk, ep = s->ep, etp = s->etp;
+    double fe = (double)m->moe_ffn_hidden / etp;
+    double imb = b->route_imbalance;
+    double copies = Tm * k;                        /* routed token copies leaving this rank */
+    double recv = copies * etp * imb;              /* copies this rank's experts process (most loaded rank) */
+    double groups = (double)E / ep;
+    double tpg = recv / groups;
+    mb__norm(b, l, MB_CAT_DENSE, g_router, Tsp, h);
+    mb__gemm(b, l, MB_CAT_DISPATCH, 0, g_router, Tm, E, h, 0, frozen);           /* router */
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_router, 3 * Tm * E * 4.0, Tm * E * 4.0);   /* softmax/top-k */
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, 0);           /* permute */
+    /* dispatch */
+    double tokb = h * BF16;
+    struct mb_group g = b->g_ep;
+    if (ep > 1) {
+        if (s->dispatcher == MB_DISP_ALLGATHER) {
+            mb__ring(b, l, MB_CK_EP, g, Tm * ep * tokb, 0);
+        } else {
+            double remote_frac_nv = (double)(g.local - 1) / g.size;
+            double remote_frac_nic = (double)(g.size - g.local) / g.size;
+            double nv = copies * tokb * remote_frac_nv * imb;
+            double nic = copies * tokb * remote_frac_nic * imb;
+            if ((s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP) && g.domains > 1) {
+                /* a token crosses the scale-out fabric once per remote domain that holds one
+                 * of its k experts: E[#domains hit] = D * (1 - C(E - E/D, k) / C(E, k)) */
+                double D = g.domains, per = E / D, pmiss = 1.0;
+                for (int i = 0; i < k; i++)
+                    pmiss *= (E - per - i) / (double)(E - i);
+                double hit = D * (1.0 - (pmiss > 0 ? pmiss : 0));
+                double remote_domains = hit * (D - 1) / D;
+                nic = Tm * tokb * remote_domains * imb;
+                nv += nic * (g.local - 1) / (double)g.local; /* fan-out over NVLink on arrival */
+            }
+            mb__a2a(b, l, g, nv, nic, 0);
+        }
+    }
+    if (etp > 1)
+        mb__ring(b, l, MB_CK_TP, mb__group(etp, 1, b->s->system.nvlink_domain), copies * etp * tokb, 0);
+    mb__grouped(b, l, graphed_moe, groups, tpg, up * fe, h, recv * h * BF16);
+    mb__mem(b, l, MB_CAT_EXPERTS, MB_RCM_MOE_ACT, graphed_moe, (up + 1) * recv * fe * BF16, up * recv * fe * BF16);
+    mb__grouped(b, l, graphed_moe, groups, tpg, h, fe, recv * fe * BF16);
+    if (etp > 1)
+        mb__ring(b, l, MB_CK_TP, mb__group(etp, 1, b->s->system.nvlink_domain), copies * etp * tokb, 0);
+    if (ep > 1) {
+        /* combine mirrors dispatch */
+        int i = l->n - 1;
+        while (i >= 0 && !(l->op[i].type == MB_OP_COMM && l->op[i].ck == MB_CK_EP))
+            i--;
+        if (i >= 0) {
+            struct mb_op c = l->op[i];
+            mb__push(l, &c);
+        }
+    }
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, copies * h * BF16); /* unpermute */
+    if (m->shared_ffn_hidden > 0) {
+        double fs = (double)m->shared_ffn_hidden / tp;
+        mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, up * fs, h, 0, frozen);
+        mb__mem(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, (up + 1) * T * fs * BF16,
+                up * T * fs * BF16);
+        mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, h, fs, T * fs * BF16, frozen);
+    }
+    mb__mem(b, l, MB_CAT_DENSE, 0, g_router, 3 * Tsp * h * BF16, Tsp * h / 2.0);
+}
+
+/* ---- vision encoder ----------------------------------------------------- */
+
+/* Images of one microbatch: patches per image drawn from the scenario's
+ * distribution with the scenario's seed. Returns total patches; sq gets the
+ * sum of squared patches (attention runs within each image). */
+static double mb__draw_images(const struct mb_scenario *s, const struct mb_model *m, struct mb_rng *rng,
+                              double *sq, double *merged_out)
+{
+    const struct mb_images *im = &s->images;
+    double P = 0, Q = 0, merged = 0;
+    *sq = 0;
+    if (s->mock || im->dist == MB_IMG_NONE || m->vision.depth == 0) {
+        if (merged_out)
+            *merged_out = 0;
+        return 0;
+    }
+    for (int smp = 0; smp < s->micro_batch_size; smp++) {
+        int lo = im->per_sample_min, hi = im->per_sample_max > lo ? im->per_sample_max : lo;
+        int cnt = lo + (int)(mb_rng_uniform(rng) * (hi - lo + 1));
+        if (cnt > hi)
+            cnt = hi;
+        for (int i = 0; i < cnt; i++) {
+            int hh, ww;
+            if (im->dist == MB_IMG_UNIFORM) {
+                int span = im->side_max - im->side_min + 1;
+                hh = im->side_min + (int)(mb_rng_uniform(rng) * span);
+                ww = im->side_min + (int)(mb_rng_uniform(rng) * span);
+            } else {
+                int j = im->n_sizes > 1 ? (int)(mb_rng_uniform(rng) * im->n_sizes) : 0;
+                if (j >= im->n_sizes)
+                    j = im->n_sizes - 1;
+                hh = im->height[j];
+                ww = im->width[j];
+            }
+            double mg;
+            double p = mb_model_image_patches(m, hh, ww, &mg);
+            P += p;
+            Q += p * p;
+            merged += mg;
+        }
+    }
+    *sq = Q;
+    if (merged_out)
+        *merged_out = merged;
+    return P;
+}
+
+/* ViT forward/backward ops for P patches (sum of squares Q) on stage 0. */
+static void mb__vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_vision *v = &b->m->vision;
+    int tp = s->tp;
+    int frozen = (s->freeze & MB_FREEZE_VISION) != 0;
+    int fproj = (s->freeze & MB_FREEZE_VISION_PROJ) != 0;
+    double hv = v->hidden, fv = (double)v->mlp / tp, hl = (double)v->hidden / tp;
+    int hd = v->hidden / v->heads;
+    if (P <= 0)
+        return;
+    /* patch embedding: conv as GEMM over C*tp*patch^2 inputs */
+    double kin = (double)v->in_channels * v->temporal_patch * v->patch * v->patch;
+    mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, hv, kin, 0, frozen);
+    for (int i = 0; i < v->depth; i++) {
+        mb__mem(b, l, MB_CAT_VISION, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
+        mb__ring(b, l, MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+        mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, 3 * hl, hv, P * hv * BF16, frozen);
+        /* bidirectional attention within each image: 4 p^2 h_v FLOP per image */
+        mb__attn(b, l, MB_CAT_VISION, 0, 0, 4.0 * Q * hl, Q / P, hd, 0, P * hl * BF16 * 4);
+        mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, hv, hl, P * hl * BF16, frozen);
+        mb__ring(b, l, MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+        mb__mem(b, l, MB_CAT_VISION, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
+        mb__ring(b, l, MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+        mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, fv, hv, P * hv * BF16, frozen);
+        mb__mem(b, l, MB_CAT_VISION, 0, 0, 2 * P * fv * BF16, P * fv * BF16);
+        mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, hv, fv, P * fv * BF16, frozen);
+        mb__ring(b, l, MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+    }
+    /* patch merger(s): main + one per DeepStack tap; S^2 patches -> one token */
+    double S2 = (double)v->spatial_merge * v->spatial_merge, Mtok = P / S2;
+    for (int i = 0; i < 1 + v->deepstack; i++) {
+        mb__gemm(b, l, MB_CAT_PROJECTOR, 0, 0, Mtok, S2 * hv, S2 * hv, Mtok * S2 * hv * BF16, fproj);
+        mb__gemm(b, l, MB_CAT_PROJECTOR, 0, 0, Mtok, v->out_hidden, S2 * hv, Mtok * S2 * hv * BF16, fproj);
+    }
+}
+
+/* ---- emission on the timeline ------------------------------------------- */
+
+/* Emit one op list forward (dir = 0) or backward (dir = 1) on stage st.
+ * `prev` is the task the first op must follow; returns the last task.
+ * mode_recompute: only ops whose module is in `mask` (or all, if full) are
+ * emitted, forward, tagged MB_CAT_RECOMPUTE. frozen_bwd: dgrad only. */
+static int mb__emit(struct mb_build *b, int st, const struct mb_oplist *l, int dir, int prev, int recompute,
+                    unsigned mask, int skip_bwd)
+{
+    int last = prev;       /* last task the next compute op must follow */
+    int pending = -1;      /* parallel comm the op after next must follow */
+    for (int idx = 0; idx < l->n; idx++) {
+        const struct mb_op *o = &l->op[dir ? l->n - 1 - idx : idx];
+        if (recompute && !(mask == ~0u || (o->module & mask)))
+            continue;
+        struct mb_task_desc d = {0};
+        if (o->type == MB_OP_COMP) {
+            d.stream = b->comp[st];
+            d.duration = recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
+            d.kind = recompute ? MB_CAT_RECOMPUTE : (int)o->cat;
+            if (d.duration <= 0)
+                continue;
+            int t = mb_engine_add_task(b->e, &d);
+            if (last >= 0)
+                mb_engine_add_dep(b->e, last, t);
+            if (pending >= 0) {
+                /* the parallel comm must finish before the op after this one */
+                last = t;
+                int wait = pending;
+                pending = -1;
+                /* join: next op depends on both */
+                struct mb_task_desc z = {0};
+                z.stream = b->comp[st];
+                z.kind = MB_CAT_COUNT; /* zero-length join, not accounted */
+                int j = mb_engine_add_task(b->e, &z);
+                mb_engine_add_dep(b->e, t, j);
+                mb_engine_add_dep(b->e, wait, j);
+                last = j;
+            } else {
+                last = t;
+            }
+        } else {
+            struct mb_flow_desc f[2];
+            int nf = 0;
+            if (o->bytes_nv > 0)
+                f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, 0};
+            if (o->bytes_nic > 0)
+                f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, 0};
+            d.stream = b->cstream[st][o->ck];
+            d.duration = o->latency;
+            d.n_flows = nf;
+            d.flows = f;
+            d.kind = 100 + o->ck;
+            int t = mb_engine_add_task(b->e, &d);
+            if (last >= 0)
+                mb_engine_add_dep(b->e, last, t);
+            if (o->parallel)
+                pending = t;
+            else
+                last = t;
+        }
+    }
+    if (pending >= 0) {
+        struct mb_task_desc z = {0};
+        z.stream = b->comp[st];
+        z.kind = MB_CAT_COUNT;
+        int j = mb_engine_add_task(b->e, &z);
+        if (last >= 0)
+            mb_engine_add_dep(b->e, last, j);
+        mb_engine_add_dep(b->e, pending, j);
+        last = j;
+    }
+    return last;
+}
+
+/* A single task on a stream after `dep`. */
+static int mb__task(struct mb_build *b, int stream, int kind, double dur, const struct mb_flow_desc *f, int nf,
+                    int dep)
+{
+    struct mb_task_desc d = {stream, dur, nf, f, kind, 0};
+    int t = mb_engine_add_task(b->e, &d);
+    if (dep >= 0)
+        mb_engine_add_dep(b->e, dep, t);
+    return t;
+}
+
+/* Transfer of `bytes` from stage st (p2p for PP, collectives for DP/FSDP) on
+ * the given comm stream, hierarchical over group g when g.size > 1. */
+static int mb__comm(struct mb_build *b, int st, enum mb_commk ck, struct mb_group g, double total, int p2p_nic,
+                    int dep)
+{
+    struct mb_flow_desc f[2];
+    int nf = 0;
+    double lat;
+    if (g.size <= 1 && !p2p_nic && ck != MB_CK_PP)
+        return dep;
+    if (ck == MB_CK_PP) {
+        f[nf++] = (struct mb_flow_desc){total, 1, {p2p_nic ? b->l_nic[st] : b->l_nv[st]}, 0};
+        lat = p2p_nic ? b->nic_lat : b->nv_lat;
+    } else {
+        double nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
+        double nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
+        if (nv > 0)
+            f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, 0};
+        if (nic > 0)
+            f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, 0};
+        lat = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    }
+    return mb__task(b, b->cstream[st][ck], 100 + ck, lat, f, nf, dep);
+}
+
+
+/* Zero-length task on the compute stream that waits for both a and b. */
+static int mb__join(struct mb_build *b, int st, int a, int c)
+{
+    int j = mb__task(b, b->comp[st], MB_CAT_COUNT, 0, NULL, 0, a);
+    if (c >= 0)
+        mb_engine_add_dep(b->e, c, j);
+    return j;
+}
+
+/* As mb__comm, on the stream of kind `on`, accounted as kind `ck`. */
+static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, struct mb_group g,
+                       double total, int dep)
+{
+    if (g.size <= 1 || total <= 0)
+        return dep;
+    struct mb_flow_desc f[2];
+    int nf = 0;
+    double nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
+    double nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
+    if (nv > 0)
+        f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, 0};
+    if (nic > 0)
+        f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, 0};
+    double lat = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    return mb__task(b, b->cstream[st][on], 100 + ck, lat, f, nf, dep);
+}
+
+/* Reduce the timeline to the breakdown of the stage with the most compute:
+ * compute time by category; idle gaps on its compute stream attributed to the
+ * communication kind with the most overlap in that gap, else to the bubble. */
+static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_result *r)
+{
+    size_t nt = mb_engine_n_tasks(b->e);
+    int nstream = 0;
+    for (int q = 0; q < p; q++)
+        for (int c = 0; c < MB_CK_COUNT; c++)
+            if (b->cstream[q][c] + 1 > nstream)
+                nstream = b->cstream[q][c] + 1;
+    int *stage_of = mb_malloc((size_t)nstream * sizeof *stage_of);
+    for (int i = 0; i < nstream; i++)
+        stage_of[i] = -1;
+    for (int q = 0; q < p; q++)
+        stage_of[b->comp[q]] = q;
+    double busy[MB_MAX_STAGES] = {0};
+    for (size_t t = 0; t < nt; t++) {
+        int q = stage_of[mb_engine_task_stream(b->e, (int)t)];
+        if (q >= 0 && mb_engine_task_kind(b->e, (int)t) < MB_CAT_COUNT)
+            busy[q] += mb_engine_task_end(b->e, (int)t) - mb_engine_task_start(b->e, (int)t);
+    }
+    int cs = 0;
+    for (int q = 1; q < p; q++)
+        if (busy[q] > busy[cs])
+            cs = q;
+    r->critical_stage = cs;
+    /* comm intervals of stage cs per kind; each stream is FIFO so they are sorted by start */
+    double *iv_s[MB_CK_COUNT], *iv_e[MB_CK_COUNT];
+    int iv_n[MB_CK_COUNT] = {0}, ptr[MB_CK_COUNT] = {0};
+    for (int c = 0; c < MB_CK_COUNT; c++) {
+        iv_s[c] = mb_malloc((nt + 1) * sizeof(double));
+        iv_e[c] = mb_malloc((nt + 1) * sizeof(double));
+    }
+    for (size_t t = 0; t < nt; t++) {
+        int sid = mb_engine_task_stream(b->e, (int)t), kd = mb_engine_task_kind(b->e, (int)t);
+        if (kd < 100)
+            continue;
+        for (int c = 0; c < MB_CK_COUNT; c++)
+            if (b->cstream[cs][c] == sid) {
+                int k = kd - 100;
+                iv_s[k][iv_n[k]] = mb_engine_task_start(b->e, (int)t);
+                iv_e[k][iv_n[k]++] = mb_engine_task_end(b->e, (int)t);
+            }
+    }
+    double prev_end = 0;
+    for (size_t t = 0; t < nt; t++) {
+        if (mb_engine_task_stream(b->e, (int)t) != b->comp[cs])
+            continue;
+        int kd = mb_engine_task_kind(b->e, (int)t);
+        double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
+        if (kd < MB_CAT_COUNT)
+            r->breakdown[kd] += t1 - t0;
+        if (t0 > prev_end) {
+            double ov[MB_CK_COUNT] = {0}, best = 0;
+            int bestk = -1;
+            for (int c = 0; c < MB_CK_COUNT; c++) {
+                while (ptr[c] < iv_n[c] && iv_e[c][ptr[c]] <= prev_end)
+                    ptr[c]++;
+                for (int j = ptr[c]; j < iv_n[c] && iv_s[c][j] < t0; j++)
+                    ov[c] += fmin(t0, iv_e[c][j]) - fmax(prev_end, iv_s[c][j]);
+                if (ov[c] > best) {
+                    best = ov[c];
+                    bestk = c;
+                }
+            }
+            double gap = t0 - prev_end, covered = bestk >= 0 ? fmin(best, gap) : 0;
+            if (bestk >= 0)
+                r->breakdown[mb__comm_cat[bestk]] += covered;
+            r->breakdown[MB_CAT_BUBBLE] += gap - covered;
+        }
+        if (t1 > prev_end)
+            prev_end = t1;
+    }
+    if (step > prev_end)
+        r->breakdown[MB_CAT_BUBBLE] += step - prev_end;
+    for (int c = 0; c < MB_CK_COUNT; c++) {
+        mb_free(iv_s[c]);
+        mb_free(iv_e[c]);
+    }
+    mb_free(stage_of);
+}
+
+/* ---- routing imbalance -------------------------------------------------- */
+
+/* Most-loaded EP rank / mean under the routing model. Balanced: 1 (Megatron's
+ * force-balanced benchmarks). Skewed: expert popularity ~ Zipf(skew) in a
+ * seeded random order; the rank holding the heaviest E/ep experts sets the pace. */
+static double mb__imbalance(const struct mb_scenario *s)
+{
+    int E = s->model.num_experts, ep = s->ep;
+    if (s->routing != MB_ROUTE_SKEWED || E <= 0 || ep <= 1)
+        return 1.0;
+    double *w = mb_calloc((size_t)E, sizeof *w);
+    int *perm = mb_calloc((size_t)E, sizeof *perm);
+    struct mb_rng r;
+    mb_rng_seed(&r, s->routing_seed);
+    for (int i = 0; i < E; i++)
+        perm[i] = i;
+    for (int i = E - 1; i > 0; i--) {
+        int j = (int)(mb_rng_uniform(&r) * (i + 1));
+        int t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    double tot = 0;
+    for (int i = 0; i < E; i++) {
+        w[perm[i]] = pow(i + 1.0, -s->routing_skew);
+        tot += w[perm[i]];
+    }
+    int per = E / ep;
+    double worst = 0;
+    for (int rk = 0; rk < ep; rk++) {
+        double sum = 0;
+        for (int i = 0; i < per; i++)
+            sum += w[rk * per + i];
+        if (sum > worst)
+            worst = sum;
+    }
+    mb_free(w);
+    mb_free(perm);
+    return worst / (tot / ep);
+}
+
+/* ---- schedule ----------------------------------------------------------- */
+
+/* Megatron interleaved 1F1B order (v = 1 gives plain 1F1B): k-th forward or
+ * backward of stage s maps to (chunk, microbatch). */
+static void mb__fmap(int k, int p, int v, int *chunk, int *mb)
+{
+    if (v == 1) {
+        *chunk = 0;
+        *mb = k;
+        return;
+    }
+    int grp = k / (p * v), in = k % (p * v);
+    *chunk = in / p;
+    *mb = grp * p + in % p;
+}
+
+static void mb__bmap(int k, int p, int v, int *chunk, int *mb)
+{
+    mb__fmap(k, p, v, chunk, mb);
+    *chunk = v - 1 - *chunk;
+}
+
+static int mb__warmup(int st, int p, int v, int m)
+{
+    int total = m * v;
+    int w = v == 1 ? p - st - 1 : (p - st - 1) * 2 + (v - 1) * p;
+    return w < total ? w : total;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int mb__kind_of(const struct mb_layer *L) { return (int)L->mixer * 3 + (int)L->ffn; }
+
+int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    memset(r, 0, sizeof *r);
+    const struct mb_model *m = &s->model;
+    struct mb_build b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.m = m;
+    if (s->pp > MB_MAX_STAGES)
+        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
+                          MB_MAX_STAGES);
+    if (mb_calib_load(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
+        return -1;
+    mb_calib_set_roofline(b.cal, s->roofline);
+    b.gpu = mb_calib_spec(b.cal);
+    if (b.gpu->peak[s->prec.gemm] <= 0) {
+        int rc = mb_err_set(err, s->file, 0, 0, "%s has no dense %s tensor-core rate (precision '%s')", b.gpu->name,
+                            mb_prec_name(s->prec.gemm), s->prec.label);
+        mb_calib_free(b.cal);
+        return rc;
+    }
+    b.launch = (s->cuda_graph & MB_CG_FULL_ITERATION) ? 0 : b.gpu->launch_s;
+    b.nv_cap = s->system.nvlink_bw * mb_calib_link_eff(b.cal, MB_LINK_NVLINK);
+    b.nic_cap = s->system.nic_bw * mb_calib_link_eff(b.cal, MB_LINK_NIC);
+    b.nv_lat = s->system.nvlink_latency + mb_calib_link_latency(b.cal, MB_LINK_NVLINK);
+    b.nic_lat = s->system.nic_latency + mb_calib_link_latency(b.cal, MB_LINK_NIC);
+    int dom = s->system.nvlink_domain > 0 ? s->system.nvlink_domain : s->system.gpus_per_node;
+    b.g_tp = mb__group(s->tp, 1, dom);
+    b.g_cp = mb__group(s->cp, s->tp, dom);
+    b.g_dp = mb__group(s->dp, s->tp * s->cp, dom);
+    /* expert layout: EP groups are carved from CP x DP with ETP fastest (Megatron parallel_state) */
+    b.g_ep = mb__group(s->ep, s->etp, dom);
+    int edp = (s->tp * s->cp * s->dp) / (s->ep * s->etp);
+    if (edp < 1)
+        edp = 1;
+    b.g_edp = mb__group(edp, s->ep * s->etp, dom);
+    b.pp_over_nic = (long)s->tp * s->cp * s->dp * 2 > dom;
+    b.route_imbalance = mb__imbalance(s);
+
+    int p = s->pp, v = s->vpp > 0 ? s->vpp : 1;
+    int mbs_n = s->global_batch_size / (s->micro_batch_size * s->dp);
+    r->microbatches = mbs_n;
+
+    /* decoder layers (+ MTP as extra layers on the last stage) to virtual stages */
+    int nl = m->n_layers;
+    int nv_st = p * v;
+    int *first = mb_calloc((size_t)nv_st, sizeof *first), *count = mb_calloc((size_t)nv_st, sizeof *count);
+    for (int i = 0, at = 0; i < nv_st; i++) {
+        count[i] = nl / nv_st + (i < nl % nv_st ? 1 : 0);
+        first[i] = at;
+        at += count[i];
+    }
+
+    /* op lists per layer kind */
+    struct mb_oplist ops[18];
+    int have[18] = {0};
+    memset(ops, 0, sizeof ops);
+    int lang_frozen = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
+    for (int i = 0; i < nl; i++) {
+        int k = mb__kind_of(&m->layer[i]);
+        if (have[k])
+            continue;
+        have[k] = 1;
+        mb__mixer(&b, &ops[k], m->layer[i].mixer, lang_frozen);
+        int start = ops[k].n;
+        mb__ffn(&b, &ops[k], m->layer[i].ffn, lang_frozen);
+        unsigned tag = m->layer[i].ffn == MB_FFN_MOE ? MB_RCM_MOE : m->layer[i].ffn == MB_FFN_DENSE ? MB_RCM_MLP : 0;
+        for (int j = start + 1; j < ops[k].n; j++) /* the block after its pre-norm */
+            ops[k].op[j].module |= tag;
+        ops[k].input_bytes = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+    }
+    /* embedding (stage 0) and output layer + loss (last stage) */
+    struct mb_oplist emb = {0}, head = {0};
+    {
+        double T = (double)s->micro_batch_size * s->seq_length / s->cp;
+        mb__mem(&b, &emb, MB_CAT_DENSE, 0, 0, 2 * T * m->hidden * BF16 / s->tp, 0);
+        mb__norm(&b, &head, MB_CAT_DENSE, 0, T / s->tp, m->hidden);
+        mb__ring(&b, &head, MB_CK_TP, b.g_tp, T * m->hidden * BF16, 0);
+        for (int i = 0; i <= m->mtp_layers; i++) {
+            mb__gemm(&b, &head, MB_CAT_DENSE, 0, 0, T, (double)m->vocab / s->tp, m->hidden, T * m->hidden * BF16,
+                     lang_frozen);
+            /* fp32 logits: softmax cross-entropy reads/writes them (vocab-parallel CE) */
+            mb__mem(&b, &head, MB_CAT_DENSE, 0, 0, 3 * T * (double)m->vocab / s->tp * 4, T * (double)m->vocab / s->tp * 4);
+        }
+    }
+    int mtp_kind = -1;
+    if (m->mtp_layers > 0 && nl > 0)
+        mtp_kind = mb__kind_of(&m->layer[nl - 1]);
+
+    /* recompute policy */
+    unsigned rc_mask = 0;
+    if (s->recompute == MB_RC_SELECTIVE)
+        rc_mask = s->recompute_modules;
+    else if (s->recompute == MB_RC_FULL)
+        rc_mask = ~0u;
+
+    /* engine resources */
+    b.e = mb_engine_new();
+    for (int st = 0; st < p; st++) {
+        b.comp[st] = mb_engine_add_stream(b.e);
+        for (int c = 0; c < MB_CK_COUNT; c++)
+            b.cstream[st][c] = mb_engine_add_stream(b.e);
+        b.l_nv[st] = mb_engine_add_link(b.e, b.nv_cap > 0 ? b.nv_cap : 1e9);
+        b.l_nic[st] = mb_engine_add_link(b.e, b.nic_cap > 0 ? b.nic_cap : 1e9);
+    }
+
+    /* parameters per stage (elements), for DP/FSDP traffic and memory */
+    struct mb_params par;
+    mb_model_params(m, &par);
+    double dense_layer_params = 0, expert_layer_params = 0;
+    int n_moe = 0;
+    for (int i = 0; i < nl; i++)
+        n_moe += m->layer[i].ffn == MB_FFN_MOE;
+    double body_dense = par.attn + par.dense_mlp + par.shared + par.router + par.norms;
+    dense_layer_params = nl ? body_dense / nl : 0;
+    expert_layer_params = n_moe ? par.experts / n_moe : 0;
+    struct mb_layout lay;
+    memset(&lay, 0, sizeof lay);
+    lay.p = p;
+    lay.v = v;
+    lay.m = mbs_n;
+    lay.edp = edp;
+    lay.first = first;
+    lay.count = count;
+    for (int st = 0; st < p; st++) {
+        for (int c = 0; c < v; c++) {
+            int vs = c * p + st;
+            for (int i = first[vs]; i < first[vs] + count[vs]; i++) {
+                lay.params_dense_stage[st] += dense_layer_params;
+                if (m->layer[i].ffn == MB_FFN_MOE)
+                    lay.params_expert_stage[st] += expert_layer_params;
+            }
+        }
+    }
+    lay.params_dense_stage[0] += par.embedding;
+    lay.params_dense_stage[p - 1] += par.output + par.mtp;
+    lay.params_vision = par.vision;
+
+    /* vision draws for the representative rank's microbatches */
+    struct mb_rng rng;
+    mb_rng_seed(&rng, s->images.seed);
+    double *vP = mb_calloc((size_t)mbs_n, sizeof *vP), *vQ = mb_calloc((size_t)mbs_n, sizeof *vQ);
+    double sumP = 0, sumQ = 0, sum_merged = 0, act_vision = 0;
+    for (int i = 0; i < mbs_n; i++) {
+        double mg;
+        vP[i] = mb__draw_images(s, m, &rng, &vQ[i], &mg);
+        sumP += vP[i];
+        sumQ += vQ[i];
+        sum_merged += mg;
+    }
+    r->vision_tokens_per_sample = mbs_n ? sum_merged / ((double)mbs_n * s->micro_batch_size) : 0;
+
+    /* ---- the step graph ---- */
+    int is_fsdp = s->strategy == MB_STRAT_FSDP;
+    double act_bytes = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+    /* distributed-optimizer parameter all-gather (bf16) before the first forward */
+    int pg_done[MB_MAX_STAGES];
+    for (int st = 0; st < p; st++) {
+        pg_done[st] = -1;
+        if (is_fsdp || lang_frozen)
+            continue;
+        int t = mb__comm(&b, st, MB_CK_DP, b.g_dp, lay.params_dense_stage[st] / s->tp * BF16, 0, -1);
+        t = mb__comm(&b, st, MB_CK_DP, b.g_edp, lay.params_expert_stage[st] / (s->ep * s->etp) * BF16, 0, t);
+        pg_done[st] = s->overlap_param_gather ? -1 : t;
+    }
+
+    /* per (stage, chunk, microbatch): entry join task and p2p send task of the
+     * forward and backward; cross-stage edges are added once all tasks exist */
+    size_t nslots = (size_t)p * v * (mbs_n > 0 ? mbs_n : 1);
+    int *fentry = mb_malloc(nslots * sizeof(int)), *fsend = mb_malloc(nslots * sizeof(int));
+    int *bentry = mb_malloc(nslots * sizeof(int)), *bsend = mb_malloc(nslots * sizeof(int));
+    int *bdone = mb_malloc(nslots * sizeof(int));
+    for (size_t i = 0; i < nslots; i++)
+        fentry[i] = fsend[i] = bentry[i] = bsend[i] = bdone[i] = -1;
+#define SLOT(st, c, i) (((size_t)(c) * p + (st)) * mbs_n + (i))
+    int *lastb_layer = mb_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(int));
+    for (int i = 0; i < nl; i++)
+        lastb_layer[i] = -1;
+    int vis_max = 0;
+    for (int i = 1; i < mbs_n; i++)
+        if (vP[i] > vP[vis_max])
+            vis_max = i;
+    if (mbs_n > 0 && vP[vis_max] > 0) {
+        struct mb_oplist vis = {0};
+        mb__vision(&b, &vis, vP[vis_max], vQ[vis_max]);
+        for (int q = 0; q < vis.n; q++)
+            act_vision += vis.op[q].saved;
+        mb_free(vis.op);
+    }
+    int frozen_v = (s->freeze & MB_FREEZE_VISION) != 0, frozen_p = (s->freeze & MB_FREEZE_VISION_PROJ) != 0;
+
+    for (int st = 0; st < p; st++) {
+        int total = mbs_n * v, w = mb__warmup(st, p, v, mbs_n);
+        int fk = 0, bk = 0;
+        int gate = -1; /* FSDP prefetch depth 1: gather of layer l waits for layer l-2 to finish */
+        for (int stepi = 0; stepi < 2 * total; stepi++) {
+            int is_f = fk < w ? 1 : fk >= total ? 0 : (fk - w) <= bk;
+            int c, i;
+            if (is_f) {
+                mb__fmap(fk++, p, v, &c, &i);
+                int vs = c * p + st;
+                int last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
+                fentry[SLOT(st, c, i)] = last;
+                if (fk == 1 && pg_done[st] >= 0)
+                    mb_engine_add_dep(b.e, pg_done[st], last);
+                if (vs == 0) {
+                    if (vP[i] > 0) {
+                        struct mb_oplist vis = {0};
+                        mb__vision(&b, &vis, vP[i], vQ[i]);
+                        last = mb__emit(&b, st, &vis, 0, last, 0, 0, 0);
+                        mb_free(vis.op);
+                    }
+                    last = mb__emit(&b, st, &emb, 0, last, 0, 0, 0);
+                }
+                for (int li = first[vs]; li < first[vs] + count[vs]; li++) {
+                    int k = mb__kind_of(&m->layer[li]);
+                    if (is_fsdp) {
+                        double lp = dense_layer_params / s->tp +
+                                    (m->layer[li].ffn == MB_FFN_MOE ? expert_layer_params / (s->ep * s->etp) : 0);
+                        int t = mb__comm(&b, st, MB_CK_FSDP, b.g_dp, lp * BF16, 0, gate);
+                        gate = last;
+                        if (t >= 0 && t != gate)
+                            last = mb__join(&b, st, last, t);
+                    }
+                    last = mb__emit(&b, st, &ops[k], 0, last, 0, 0, 0);
+                }
+                if (vs == nv_st - 1) {
+                    if (mtp_kind >= 0)
+                        for (int q = 0; q < m->mtp_layers; q++)
+                            last = mb__emit(&b, st, &ops[mtp_kind], 0, last, 0, 0, 0);
+                    last = mb__emit(&b, st, &head, 0, last, 0, 0, 0);
+                } else {
+                    fsend[SLOT(st, c, i)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
+                                                     b.pp_over_nic, last);
+                }
+            } else {
+                mb__bmap(bk++, p, v, &c, &i);
+                int vs = c * p + st;
+                int last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
+                bentry[SLOT(st, c, i)] = last;
+                if (vs == nv_st - 1) {
+                    last = mb__emit(&b, st, &head, 1, last, 0, 0, lang_frozen);
+                    if (mtp_kind >= 0)
+                        for (int q = 0; q < m->mtp_layers; q++)
+                            last = mb__emit(&b, st, &ops[mtp_kind], 1, last, 0, 0, lang_frozen);
+                }
+                for (int li = first[vs] + count[vs] - 1; li >= first[vs]; li--) {
+                    int k = mb__kind_of(&m->layer[li]);
+                    double lp = dense_layer_params / s->tp +
+                                (m->layer[li].ffn == MB_FFN_MOE ? expert_layer_params / (s->ep * s->etp) : 0);
+                    if (is_fsdp) {
+                        int t = mb__comm(&b, st, MB_CK_FSDP, b.g_dp, lp * BF16, 0, gate);
+                        gate = last;
+                        if (t >= 0 && t != gate)
+                            last = mb__join(&b, st, last, t);
+                    }
+                    if (rc_mask)
+                        last = mb__emit(&b, st, &ops[k], 0, last, 1, rc_mask, 0);
+                    last = mb__emit(&b, st, &ops[k], 1, last, 0, 0, lang_frozen);
+                    if (is_fsdp && !lang_frozen) /* reduce-scatter of this layer's fp32 main grads */
+                        mb__comm_on(&b, st, MB_CK_DP, MB_CK_FSDP, b.g_dp, lp * 4, last);
+                    lastb_layer[li] = last;
+                }
+                if (vs == 0) {
+                    last = mb__emit(&b, st, &emb, 1, last, 0, 0, lang_frozen);
+                    if (vP[i] > 0 && !(frozen_v && frozen_p)) {
+                        struct mb_oplist vis = {0}, pj = {0};
+                        mb__vision(&b, &vis, vP[i], vQ[i]);
+                        if (frozen_v) { /* only the projector's weight gradients are needed */
+                            for (int q = 0; q < vis.n; q++)
+                                if (vis.op[q].cat == MB_CAT_PROJECTOR)
+                                    mb__push(&pj, &vis.op[q]);
+                            last = mb__emit(&b, st, &pj, 1, last, 0, 0, 0);
+                        } else {
+                            last = mb__emit(&b, st, &vis, 1, last, 0, 0, 0);
+                        }
+                        mb_free(vis.op);
+                        mb_free(pj.op);
+                    }
+                } else {
+                    bsend[SLOT(st, c, i)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
+                                                     b.pp_over_nic, last);
+                }
+                bdone[SLOT(st, c, i)] = last;
+            }
+        }
+    }
+    /* cross-stage edges: forward of virtual stage vs after the send of vs-1,
+     * backward of vs after the send of vs+1 (the interleaved wrap-around is
+     * vs = c*p + s, so stage p-1 chunk c feeds stage 0 chunk c+1) */
+    for (int vs = 0; vs < nv_st; vs++) {
+        int st = vs % p, c = vs / p;
+        for (int i = 0; i < mbs_n; i++) {
+            if (vs > 0) {
+                int ps = (vs - 1) % p, pc = (vs - 1) / p;
+                mb_engine_add_dep(b.e, fsend[SLOT(ps, pc, i)], fentry[SLOT(st, c, i)]);
+            }
+            if (vs < nv_st - 1) {
+                int ns = (vs + 1) % p, nc = (vs + 1) / p;
+                mb_engine_add_dep(b.e, bsend[SLOT(ns, nc, i)], bentry[SLOT(st, c, i)]);
+            }
+        }
+    }
+
+    /* gradient reduce-scatter (distributed optimizer, fp32 main grads), then the optimizer */
+    for (int st = 0; st < p; st++) {
+        int stage_end = bdone[SLOT(st, 0, mbs_n - 1)]; /* last backward of the stage */
+        int last = stage_end;
+        double rest = lay.params_dense_stage[st], exp_rest = lay.params_expert_stage[st];
+        if (!is_fsdp && !lang_frozen) {
+            if (s->overlap_grad_reduce) {
+                /* one bucket per layer, issued as that layer's last backward ends (chunks
+                 * finish in reverse order under interleaving) */
+                for (int c = v - 1; c >= 0; c--) {
+                    int vs = c * p + st;
+                    for (int li = first[vs] + count[vs] - 1; li >= first[vs]; li--) {
+                        int t = mb__comm(&b, st, MB_CK_DP, b.g_dp, dense_layer_params / s->tp * 4, 0, lastb_layer[li]);
+                        rest -= dense_layer_params;
+                        if (m->layer[li].ffn == MB_FFN_MOE) {
+                            t = mb__comm(&b, st, MB_CK_DP, b.g_edp, expert_layer_params / (s->ep * s->etp) * 4, 0, t);
+                            exp_rest -= expert_layer_params;
+                        }
+                    }
+                }
+            }
+            /* what is left (all of it without overlap; embedding/output with it) */
+            last = mb__comm(&b, st, MB_CK_DP, b.g_dp, fmax(rest, 0) / s->tp * 4, 0, stage_end);
+            last = mb__comm(&b, st, MB_CK_DP, b.g_edp, fmax(exp_rest, 0) / (s->ep * s->etp) * 4, 0, last);
+        }
+        /* Adam over this rank's shard, memory-bound: fp32 param, grad, m, v read and
+         * param, m, v written, bf16 param written = 4*4 + 3*4 + 2 = 30 bytes per element */
+        double shard = lang_frozen ? 0
+                                   : lay.params_dense_stage[st] / s->tp / s->dp +
+                                         lay.params_expert_stage[st] / (s->ep * s->etp) / edp;
+        if (st == 0 && !frozen_v)
+            shard += lay.params_vision / s->tp / s->dp;
+        mb__task(&b, b.comp[st], MB_CAT_OPTIMIZER, mb_calib_membound(b.cal, shard * 30), NULL, 0, last);
+    }
+#undef SLOT
+
+    int rc = mb_engine_run(b.e, err);
+    if (rc == 0) {
+        double step = mb_engine_makespan(b.e);
+        r->step_time_s = step;
+        r->events = mb_engine_n_events(b.e);
+        r->tasks = mb_engine_n_tasks(b.e);
+        mb__breakdown(&b, p, step, r);
+
+        /* metrics */
+        double gbs = s->global_batch_size, seq = s->seq_length;
+        r->tokens_per_s_per_gpu = gbs * seq / (step * s->gpus);
+        double llm = mb_model_flops(m, gbs * seq, gbs * seq * seq);
+        double vit = mb_model_vit_flops(m, sumP * s->dp, sumQ * s->dp);
+        r->model_flops = llm + vit;
+        r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
+        r->mfu = r->model_tflops_per_gpu * 1e12 / b.gpu->peak[s->prec.gemm];
+
+        /* memory */
+        int kinds[18];
+        for (int k = 0; k < 18; k++)
+            kinds[k] = have[k];
+        mb_memory_estimate(s, &lay, ops, kinds, act_vision, b.gpu->hbm_bytes, &r->mem);
+        r->oom = r->mem.reserved > r->mem.capacity;
+        snprintf(r->calib_path, sizeof r->calib_path, "%s", mb_calib_path(b.cal));
+        for (size_t i = 0; i < mb_calib_n_tables(b.cal); i++) {
+            struct mb_calib_table_info ti = mb_calib_table(b.cal, i);
+            r->calib_lookups += ti.lookups;
+            r->calib_fallbacks += ti.fallbacks;
+        }
+    }
+    for (int k = 0; k < 18; k++)
+        mb_free(ops[k].op);
+    mb_free(emb.op);
+    mb_free(head.op);
+    mb_free(first);
+    mb_free(count);
+    mb_free(vP);
+    mb_free(vQ);
+    mb_free(fentry);
+    mb_free(fsend);
+    mb_free(bentry);
+    mb_free(bsend);
+    mb_free(bdone);
+    mb_free(lastb_layer);
+    mb_engine_free(b.e);
+    mb_calib_free(b.cal);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->sim_wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    return rc;
+}

@@ -1,0 +1,78 @@
+/*
+ * mb_step.h -- simulate one steady-state training step of a scenario.
+ *
+ * Builds the task graph of one step for one representative rank per pipeline
+ * stage (ranks that behave identically -- DP replicas, TP/CP/EP peers -- are
+ * simulated once), runs it on the engine (mb_engine.h) and reduces the
+ * timeline to the reported metrics.
+ */
+#ifndef MB_STEP_H
+#define MB_STEP_H
+
+#include "mb_scenario.h"
+
+/* Time breakdown categories (seconds on the critical rank's timeline). */
+enum mb_cat {
+    MB_CAT_VISION,        /* vision encoder compute */
+    MB_CAT_PROJECTOR,     /* patch merger / projector compute */
+    MB_CAT_ATTN,          /* decoder attention block compute (norm, QKV, core, proj) */
+    MB_CAT_EXPERTS,       /* MoE expert grouped GEMMs and activation */
+    MB_CAT_DISPATCH,      /* router, permute/unpermute compute */
+    MB_CAT_DENSE,         /* dense MLP, shared experts, embedding, logits/loss, other compute */
+    MB_CAT_RECOMPUTE,     /* re-forward inside backward */
+    MB_CAT_OPTIMIZER,     /* optimizer step */
+    MB_CAT_COMM_TP,       /* exposed communication by kind ... */
+    MB_CAT_COMM_CP,
+    MB_CAT_COMM_EP,
+    MB_CAT_COMM_PP,
+    MB_CAT_COMM_DP,
+    MB_CAT_COMM_FSDP,
+    MB_CAT_BUBBLE,        /* idle with nothing in flight: pipeline bubble */
+    MB_CAT_COUNT
+};
+
+/** @brief Short name of a category, e.g. "vision_encoder", "exposed_ep_comm". */
+const char *mb_cat_name(enum mb_cat c);
+
+/** Per-rank memory (bytes) on the most loaded rank. */
+struct mb_memory {
+    double weights, grads, optimizer;   /* static state on the rank */
+    double activations;                 /* in-flight microbatches at the peak */
+    double buffers;                     /* comm/dispatch buffers, workspace, logits */
+    double peak_allocated;              /* sum of the above */
+    double reserved;                    /* estimated allocator reserve */
+    double capacity;                    /* GPU usable HBM */
+    int stage;                          /* pipeline stage holding the peak */
+    const char *dominant;               /* name of the largest term */
+};
+
+struct mb_result {
+    double step_time_s;
+    double tokens_per_s_per_gpu;        /* GBS * seq / (step * gpus) */
+    double model_flops;                 /* Megatron model FLOP per step (LLM + ViT) */
+    double model_tflops_per_gpu;
+    double mfu;                         /* model TFLOP/s/GPU / dense peak at the GEMM precision */
+    double breakdown[MB_CAT_COUNT];     /* seconds, critical rank */
+    int critical_stage;
+    int microbatches;                   /* per DP rank per step */
+    double vision_tokens_per_sample;    /* mean LLM positions taken by images */
+    struct mb_memory mem;
+    int oom;
+    unsigned long long events;          /* engine events processed */
+    size_t tasks;
+    double sim_wall_s;                  /* wall time of the simulation itself */
+    /* calibration usage */
+    char calib_path[512];
+    long calib_lookups, calib_fallbacks;
+};
+
+/**
+ * @brief Simulate one step.
+ * @param[in]  s    checked scenario (mb_scenario_check succeeded)
+ * @param[out] r    metrics
+ * @param[out] err  calibration/engine errors
+ * @return 0 or -1.
+ */
+int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
+
+#endif /* MB_STEP_H */

@@ -1,0 +1,214 @@
+/*
+ * mb_validate.h -- compare mbsim's predictions with measured training runs.
+ *
+ * Input is either a measured-runs CSV (the layout of
+ * shared/data/measured/public_measured.csv, columns found by header name) or
+ * scenario YAML files that carry a `measured:` block. Each row becomes a
+ * struct mb_scenario, is simulated with mb_step_simulate() and compared on one
+ * metric: tokens/s/GPU when measured, else step time, else model TFLOP/s/GPU.
+ * Rows that cannot be simulated faithfully (no model file, precision not
+ * stated, VLM row without image data, impossible layout, ...) are skipped
+ * with a reason instead of being guessed; docs/validation.md lists the rules.
+ *
+ * Errors (return -1 + struct mb_err) are reserved for input the user must
+ * fix: an unreadable file, a missing required column, a malformed number or
+ * quoted field, a scenario file that does not load. Everything else is a
+ * per-row skip.
+ *
+ * Typical use (what `mbsim validate` does):
+ *
+ *     struct mb_val_summary s;
+ *     mb_validate_init(&s);
+ *     for each argument: mb_validate_add_csv() or mb_validate_add_scenario()
+ *     mb_validate_finish(&s);
+ *     mb_validate_print_text(&s, stdout);   (or mb_validate_print_json)
+ *     mb_validate_free(&s);
+ *
+ * mb_validate_csv() and mb_validate_scenario_files() wrap that sequence.
+ */
+#ifndef MB_VALIDATE_H
+#define MB_VALIDATE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "mb_scenario.h"
+#include "mb_util.h"
+
+/* Metric names used in mb_val_row.metric (also the CSV column names). */
+#define MB_VAL_TOKENS "tokens_per_s_per_gpu"
+#define MB_VAL_STEP "step_time_s"
+#define MB_VAL_TFLOPS "model_tflops_per_gpu"
+
+/** One measured run and its prediction (or the reason it was skipped). */
+struct mb_val_row {
+    char id[160];        /* CSV id, or the scenario name / file for YAML input */
+    char model[64];      /* model key as written */
+    char system[32];     /* mbsim system preset (dgx_h100, ...) or the name as written if unmapped */
+    char source[256];    /* input file the row came from */
+    int line;            /* 1-based line of the CSV record, 0 for scenario files */
+    char metric[32];     /* MB_VAL_TOKENS / MB_VAL_STEP / MB_VAL_TFLOPS, "" if none measured */
+    double measured;     /* measured value of `metric` (0 if none) */
+    double predicted;    /* predicted value of `metric` (0 if skipped) */
+    double err_pct;      /* (predicted - measured) / measured * 100 (0 if skipped) */
+    int skipped;         /* 1 if not predicted; `reason` says why */
+    char reason[200];    /* skip reason, "" for predicted rows */
+    char note[200];      /* informational remark on a predicted row (FSDP group != DP, OOM), or "" */
+};
+
+/** MAPE of one group of predicted rows (one system, model or metric). */
+struct mb_val_group {
+    char name[64];
+    size_t n;            /* predicted rows in the group */
+    double mape_pct;     /* mean absolute percentage error of the group */
+};
+
+/** Skipped rows sharing one reason string. */
+struct mb_val_reason {
+    char reason[200];
+    size_t count;
+};
+
+struct mb_val__cache; /* private: models and systems loaded once per name */
+
+/** Result of a validation run. Every array is owned; free with mb_validate_free(). */
+struct mb_val_summary {
+    size_t n_rows;                   /* rows read (predicted + skipped) */
+    size_t n_predicted, n_skipped;
+    double mape_pct;                 /* mean |err_pct| over predicted rows; NaN if none */
+    double median_ape_pct;           /* median |err_pct| (mean of the two middle values for even n); NaN if none */
+    double max_ape_pct;              /* max |err_pct|; NaN if none */
+    size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
+    size_t n_by_system, n_by_model, n_by_metric, n_reasons;
+    struct mb_val_group *by_system;  /* sorted by name */
+    struct mb_val_group *by_model;   /* sorted by name */
+    struct mb_val_group *by_metric;  /* sorted by name */
+    struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
+    struct mb_val_row *rows;         /* n_rows rows, in input order */
+    size_t cap_rows;                 /* private: allocated rows */
+    struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
+};
+
+/** @brief Start an empty summary (all counts 0, statistics NaN). */
+void mb_validate_init(struct mb_val_summary *out);
+
+/**
+ * @brief Read a measured-runs CSV and append one row per record to `out`.
+ *
+ * Columns are located by header name; required: id, model, system, gpus,
+ * precision, gbs, mbs, seq_len, tp, pp, cp, vp, ep, etp, fsdp, recompute,
+ * tokens_per_s_per_gpu, model_tflops_per_gpu, step_time_s. Others are ignored.
+ * @param[in,out] out   summary started with mb_validate_init()
+ * @param[in]     path  CSV file
+ * @param[out]    err   "path: cannot open (...)", "path:1:1: missing column 'gbs'",
+ *                      "path:L:C: column 'gbs': expected an integer, got 'x'",
+ *                      "path:L:C: column 'step_time_s': expected a number, got 'x'",
+ *                      "path:L:1: unterminated quoted field at end of file",
+ *                      "path:L:C: malformed quoted field"
+ *                      (L = line where the record starts, C = column of the field)
+ * @return 0, or -1 with rows appended so far kept in `out`.
+ */
+int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_err *err);
+
+/**
+ * @brief Load a scenario YAML file (mb_scenario_load) and append one row
+ * comparing its `measured:` block with the prediction. A file without
+ * measured values becomes a skipped row ("no measured block").
+ * @return 0, or -1 if the scenario does not load (err from mb_scenario_load).
+ */
+int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struct mb_err *err);
+
+/**
+ * @brief Compute the statistics, per-system/model/metric MAPE and the skip
+ * reason groups from out->rows; release the model/system cache. May be
+ * called again after more rows are added.
+ */
+void mb_validate_finish(struct mb_val_summary *out);
+
+/**
+ * @brief mb_validate_init + mb_validate_add_csv + mb_validate_finish.
+ * @param[out] out  filled summary; free with mb_validate_free() even on error
+ * @return 0 or -1 (see mb_validate_add_csv).
+ */
+int mb_validate_csv(const char *path, struct mb_val_summary *out, struct mb_err *err);
+
+/**
+ * @brief mb_validate_init + mb_validate_add_scenario for each path + mb_validate_finish.
+ * Stops at the first file that does not load.
+ * @param[out] out  filled summary; free with mb_validate_free() even on error
+ * @return 0 or -1.
+ */
+int mb_validate_scenario_files(const char *const *paths, size_t n, struct mb_val_summary *out,
+                               struct mb_err *err);
+
+/**
+ * @brief Print a table of predicted rows (id truncated to 40 characters, model,
+ * system, metric, measured, predicted, err%), then the summary: predicted and
+ * skipped counts, skipped rows grouped by reason, MAPE, median and max APE,
+ * MAPE per system, per model and per metric.
+ */
+void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp);
+
+/**
+ * @brief Print the summary as one JSON object (jansson): n_rows, n_predicted,
+ * n_skipped, mape_pct, median_ape_pct, max_ape_pct (null when nothing was
+ * predicted), mape_by_system, mape_by_model, mape_by_metric (name -> MAPE),
+ * skipped_by_reason (reason -> count) and rows (objects with id, model, system,
+ * line, metric, measured, then predicted + err_pct [+ note], or skipped: true + reason).
+ * @return 0, or -1 if encoding or writing failed.
+ */
+int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp);
+
+/** @brief Free everything the summary owns; accepts NULL; leaves an empty summary. */
+void mb_validate_free(struct mb_val_summary *s);
+
+/* ---- building blocks, exposed for tests and for the CLI's messages ---- */
+
+/**
+ * @brief Exact statistics of absolute percentage errors.
+ * @param[in]  err_pct  signed errors in percent (n values)
+ * @param[out] mape     mean of |err_pct|
+ * @param[out] median   median of |err_pct| (mean of the two middle values when n is even)
+ * @param[out] max      max of |err_pct|
+ * @return 0, or -1 when n == 0 (outputs set to NaN). Any out pointer may be NULL.
+ */
+int mb_validate_stats(const double *err_pct, size_t n, double *mape, double *median, double *max);
+
+/**
+ * @brief Map a CSV system name (DGX-H100, H100-SXM-80GB, DGX-B200, DGX-B300,
+ * DGX-GB200, DGX-GB300, DGX-A100-80GB; case-insensitive) to an mbsim preset.
+ * @return the preset key (static string), or NULL if unknown.
+ */
+const char *mb_validate_system_key(const char *csv_system);
+
+/**
+ * @brief Parse a CSV precision label such as "FP8-CS (per-tensor current
+ * scaling)". Parenthesized remarks are dropped, except that "tensorwise
+ * current scaling" means FP8-CS, "FP8-finer-granularity" means MXFP8 on
+ * Blackwell systems and FP8-blockwise elsewhere, and "FP8 attention" switches
+ * attention to FP8.
+ * @param[in]  label       cell as written
+ * @param[in]  system_key  preset from mb_validate_system_key (may be NULL)
+ * @param[out] out         parsed recipe
+ * @param[out] why         on failure: "precision not stated" or "precision 'x' not recognised"
+ * @return 0 or -1.
+ */
+int mb_validate_precision(const char *label, const char *system_key, struct mb_precision *out,
+                          char *why, size_t why_len);
+
+/**
+ * @brief Parse a CSV recompute cell: "" / "none..." -> none; "full..." -> full;
+ * "selective: a, b" or a bare "a, b" -> selective with those modules
+ * ("up_proj" = "mla_up_proj"); an empty list ("selective: []", "(none)",
+ * "(no modules)") -> none; bracketed suffixes such as "[v0.6.0 ...]" and
+ * parenthesized remarks are ignored; "selective" with no list -> core_attn
+ * (Megatron's default --recompute-modules).
+ * @param[out] gran     MB_RC_NONE / MB_RC_SELECTIVE / MB_RC_FULL
+ * @param[out] modules  MB_RCM_* flags (0 unless selective)
+ * @param[out] why      on failure: "recompute module 'x' not known"
+ * @return 0 or -1.
+ */
+int mb_validate_recompute(const char *cell, enum mb_rc_gran *gran, unsigned *modules, char *why,
+                          size_t why_len);
+
+#endif /* MB_VALIDATE_H */

@@ -1,0 +1,53 @@
+/*
+ * step_int.h -- private to workloads/mb_step.c and workloads/mb_memory.c:
+ * the per-layer operation lists both the timeline builder and the memory
+ * estimator read.
+ */
+#ifndef MB_STEP_INT_H
+#define MB_STEP_INT_H
+
+#include "mb_step.h"
+
+enum mb_opk { MB_OP_COMP, MB_OP_COMM };
+
+/* Communication kinds (each has its own stream per simulated rank). */
+enum mb_commk { MB_CK_TP, MB_CK_CP, MB_CK_EP, MB_CK_PP, MB_CK_DP, MB_CK_FSDP, MB_CK_COUNT };
+
+/* Module tags for recompute (MB_RCM_* flags) plus the always-kept ones. */
+#define MB_MOD_OTHER 0u
+
+struct mb_op {
+    enum mb_opk type;
+    enum mb_cat cat;          /* breakdown category of compute */
+    unsigned module;          /* MB_RCM_* module this op belongs to (0 = none) */
+    double fwd, bwd;          /* compute seconds (bwd: dgrad + wgrad, or 0 if not needed) */
+    double bwd_dgrad_only;    /* bwd seconds when weights are frozen (dgrad only) */
+    enum mb_commk ck;         /* MB_OP_COMM: kind */
+    double bytes_nv, bytes_nic; /* MB_OP_COMM: bytes this rank sends on NVLink / NIC */
+    double latency;           /* MB_OP_COMM: seconds before bytes flow */
+    int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
+    double saved;             /* activation bytes saved for backward per microbatch */
+};
+
+struct mb_oplist {
+    struct mb_op *op;
+    int n, cap;
+    double input_bytes;       /* bytes of the block input (kept under full recompute) */
+};
+
+/** Layout facts shared by the timeline builder and memory estimator. */
+struct mb_layout {
+    int p, v, m;              /* pipeline stages, virtual chunks, microbatches per DP rank */
+    int edp;                  /* expert data parallel size */
+    int *first, *count;       /* [p*v] decoder layers per virtual stage (index c*p+s) */
+    double params_dense_stage[64];  /* non-expert params (elements) per stage, before TP split */
+    double params_expert_stage[64]; /* routed expert params per stage, before EP*ETP split */
+    double params_vision;     /* vision encoder + projector (stage 0) */
+    double act_layer_max;     /* unused placeholder */
+};
+
+int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
+                       const struct mb_oplist *layer_ops, const int *layer_kind, double act_vision,
+                       double hbm_bytes, struct mb_memory *out);
+
+#endif
