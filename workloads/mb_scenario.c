@@ -302,7 +302,7 @@ static int mb_scn__has_mixer(const struct mb_model *m, enum mb_mixer x)
  *  - sequence_parallel needs tp > 1 (arguments.py turns it off at tp == 1); with
  *    ep > 1 and tp > 1 it must be on (TransformerConfig: "sequence parallelism must
  *    be used" with MoE + TP).
- *  - vpp > 1 (interleaved 1F1B): pp > 1, num_layers % (pp*vpp) == 0, and
+ *  - vpp > 1 (interleaved 1F1B): pp > 1, pp*vpp <= num_layers (uneven splits allowed), and
  *    microbatches = gbs / (mbs*dp) % pp == 0 (schedules.py interleaved requirement).
  *  - cp > 1: seq_length % (2*cp) == 0 (each sequence is cut into 2*cp chunks
  *    for causal load balancing, get_batch_on_this_cp_rank).
@@ -387,8 +387,12 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
         const struct mb_node *at = mb_scn__at(mk->vpp, mk->parallel, NULL);
         if (s->pp < 2)
             return mb_scn__err(err, s, at, "vpp = %d requires pp > 1", s->vpp);
-        if (m->num_layers > 0 && m->num_layers % (s->pp * s->vpp))
-            return mb_scn__err(err, s, at, "pp*vpp = %d does not divide num_layers = %d of model %s",
+        /* An uneven split is allowed: Megatron places it with an explicit
+         * --pipeline-model-parallel-layout (or account_for_embedding/loss);
+         * mbsim gives the first num_layers % (pp*vpp) virtual stages one
+         * extra layer. Every virtual stage needs at least one layer. */
+        if (m->num_layers > 0 && m->num_layers < s->pp * s->vpp)
+            return mb_scn__err(err, s, at, "pp*vpp = %d exceeds num_layers = %d of model %s",
                                s->pp * s->vpp, m->num_layers, mn);
         if (microbatches % s->pp)
             return mb_scn__err(err, s, at,

@@ -119,8 +119,16 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     o.bwd = frozen ? dgrad : dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.saved = saved;
-    if (b->s->prec.quantize) /* cast of the activation input to the low-precision format */
+    if (b->s->prec.quantize) {
+        /* fp8/fp4 recipes quantize every GEMM operand that is not already low
+         * precision: the activation input in forward (read bf16, write 1 byte)
+         * and the output gradient in backward (quantized once, used by dgrad and
+         * wgrad, plus its transposed copy for wgrad). */
         o.fwd += mb__k(b, mb_calib_membound(b->cal, M * K * (BF16 + 1.0)), graphed);
+        double q = mb__k(b, mb_calib_membound(b->cal, M * N * (BF16 + 2.0)), graphed);
+        o.bwd += q;
+        o.bwd_dgrad_only += q;
+    }
     mb__push(l, &o);
 }
 
@@ -138,8 +146,12 @@ static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, do
     o.bwd = dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.saved = saved;
-    if (b->s->prec.quantize)
+    if (b->s->prec.quantize) { /* as in mb__gemm */
         o.fwd += mb__k(b, mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0)), graphed);
+        double q = mb__k(b, mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0)), graphed);
+        o.bwd += q;
+        o.bwd_dgrad_only += q;
+    }
     mb__push(l, &o);
 }
 

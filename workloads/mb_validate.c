@@ -476,8 +476,9 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
                  fsdp_group, s->dp);
     if (res.oom) {
         size_t l = strlen(r->note);
-        snprintf(r->note + l, sizeof r->note - l, "%spredicted OOM (%.1f GiB > %.1f GiB)", l ? "; " : "",
-                 res.mem.peak_allocated / 1073741824.0, res.mem.capacity / 1073741824.0);
+        snprintf(r->note + l, sizeof r->note - l, "%spredicted OOM (peak %.1f GiB, reserved %.1f GiB, capacity %.1f GiB)",
+                 l ? "; " : "", res.mem.peak_allocated / 1073741824.0, res.mem.reserved / 1073741824.0,
+                 res.mem.capacity / 1073741824.0);
     }
 }
 
@@ -823,8 +824,12 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
             c.fcol = c.col;
         }
         if (csv_parse(&p, &buf[i], 1, csv_on_field, csv_on_record, &c) != 1) {
-            rc = mb_err_set(err, path, c.line, c.col, "malformed quoted field (%s)",
-                            csv_strerror(csv_error(&p)));
+            if (csv_error(&p) == CSV_EPARSE)
+                rc = mb_err_set(err, path, c.line, c.col,
+                                "malformed quoted field (a quote inside an unquoted field, or text after a "
+                                "closing quote)");
+            else
+                rc = mb_err_set(err, path, c.line, c.col, "CSV parser: %s", csv_strerror(csv_error(&p)));
             c.failed = 1;
             break;
         }

@@ -304,8 +304,8 @@ static void test_check_hand_built(void **state)
     check_fails(&s, "vpp = 2 requires pp > 1");
     hand(&s);
     s.pp = 2;
-    s.vpp = 3;
-    check_fails(&s, "pp*vpp = 6 does not divide num_layers = 8 of model toy");
+    s.vpp = 5; /* 10 virtual stages for 8 layers: some stage would hold no layer */
+    check_fails(&s, "pp*vpp = 10 exceeds num_layers = 8 of model toy");
     /* pp 4, vpp 2, dp 4: microbatches = 8/(1*4) = 2, not a multiple of pp 4 */
     hand(&s);
     s.pp = 4;
