@@ -1052,7 +1052,8 @@ static void print_groups(FILE *fp, const char *title, const struct mb_val_group 
     size_t i;
     fprintf(fp, "MAPE by %s:\n", title);
     for (i = 0; i < n; i++)
-        fprintf(fp, "  %-28s %4zu rows  %7.1f %%\n", g[i].name, g[i].n, g[i].mape_pct);
+        fprintf(fp, "  %-28s %4zu row%s %7.1f %%\n", g[i].name, g[i].n, g[i].n == 1 ? " " : "s",
+                g[i].mape_pct);
 }
 
 void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)

@@ -1,0 +1,492 @@
+/*
+ * test_validate.c -- `mbsim validate` library part: exact statistics, the
+ * recompute / system / precision mappings for every spelling in the public
+ * measured CSV, the skip rules on a small fixture CSV, scenario files with
+ * and without a measured: block, exact "file:line:col: message" errors for
+ * broken CSV fixtures, the text and JSON reports, and an end-to-end run over
+ * shared/data/measured/public_measured.csv.
+ *
+ * Run from the source tree (ctest sets WORKING_DIRECTORY, MBSIM_DATA_DIR and
+ * MBSIM_SHARED_DIR), so fixture paths and the paths in messages are relative.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "mb_validate.h"
+
+#define FIX "tests/data/validate/"
+
+static char msgbuf[1024];
+
+static const struct mb_val_row *find_row(const struct mb_val_summary *s, const char *id)
+{
+    for (size_t i = 0; i < s->n_rows; i++)
+        if (!strcmp(s->rows[i].id, id))
+            return &s->rows[i];
+    fail_msg("row '%s' not found", id);
+    return NULL;
+}
+
+/* Step 1: statistics on hand-computed inputs.
+ * errors +10, -20, +30 -> |e| = 10, 20, 30: mean 20, median 20, max 30.
+ * errors +1, -2, +3, -4 -> |e| = 1..4: mean 2.5, median (2+3)/2 = 2.5, max 4.
+ * errors -7 -> everything 7. No errors -> -1 and NaN. */
+static void test_stats(void **state)
+{
+    (void)state;
+    double mape, med, mx;
+    const double a[] = {10, -20, 30};
+    assert_int_equal(mb_validate_stats(a, 3, &mape, &med, &mx), 0);
+    assert_true(mb_dbl_eq(mape, 20.0));
+    assert_true(mb_dbl_eq(med, 20.0));
+    assert_true(mb_dbl_eq(mx, 30.0));
+
+    const double b[] = {1, -2, 3, -4};
+    assert_int_equal(mb_validate_stats(b, 4, &mape, &med, &mx), 0);
+    assert_true(mb_dbl_eq(mape, 2.5));
+    assert_true(mb_dbl_eq(med, 2.5));
+    assert_true(mb_dbl_eq(mx, 4.0));
+
+    /* unsorted input, odd n: |e| = 50, 5, 0.5, 12, 3 -> sorted 0.5 3 5 12 50 */
+    const double c[] = {-50, 5, 0.5, -12, 3};
+    assert_int_equal(mb_validate_stats(c, 5, &mape, &med, &mx), 0);
+    assert_true(mb_dbl_eq(mape, 70.5 / 5));
+    assert_true(mb_dbl_eq(med, 5.0));
+    assert_true(mb_dbl_eq(mx, 50.0));
+
+    const double d[] = {-7};
+    assert_int_equal(mb_validate_stats(d, 1, &mape, &med, &mx), 0);
+    assert_true(mb_dbl_eq(mape, 7.0) && mb_dbl_eq(med, 7.0) && mb_dbl_eq(mx, 7.0));
+
+    assert_int_equal(mb_validate_stats(NULL, 0, &mape, &med, &mx), -1);
+    assert_true(isnan(mape) && isnan(med) && isnan(mx));
+}
+
+/* Step 2: every distinct recompute cell of the public CSV, plus aliases and
+ * the unknown-module skip. */
+static void test_recompute_cells(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cell;
+        enum mb_rc_gran gran;
+        unsigned mods;
+    } t[] = {
+        {"", MB_RC_NONE, 0},
+        {"none", MB_RC_NONE, 0},
+        {"none [v0.6.0 qwen3_235b_a22b_pretrain_256gpu_gb200_fp8mx_config]", MB_RC_NONE, 0},
+        {"none [v0.6.0 qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config]", MB_RC_NONE, 0},
+        {"full", MB_RC_FULL, 0},
+        {"full (--checkpoint-activations)", MB_RC_FULL, 0},
+        {"selective: []", MB_RC_NONE, 0},
+        {"selective: [] (none)", MB_RC_NONE, 0},
+        {"selective: [] (no modules) [v0.6.0 deepseek_v3_pretrain_256gpu_gb300_fp8mx_config]", MB_RC_NONE, 0},
+        {"selective: core_attn", MB_RC_SELECTIVE, MB_RCM_CORE_ATTN},
+        {"selective: core_attn, gdn_norm_out, moe_act", MB_RC_SELECTIVE,
+         MB_RCM_CORE_ATTN | MB_RCM_GDN_NORM_OUT | MB_RCM_MOE_ACT},
+        {"selective: core_attn, layernorm", MB_RC_SELECTIVE, MB_RCM_CORE_ATTN | MB_RCM_LAYERNORM},
+        {"selective: layernorm, moe_act", MB_RC_SELECTIVE, MB_RCM_LAYERNORM | MB_RCM_MOE_ACT},
+        {"selective: mla_up_proj", MB_RC_SELECTIVE, MB_RCM_MLA_UP_PROJ},
+        {"selective: mla_up_proj [v0.6.0 deepseek_v3_pretrain_256gpu_gb200_fp8mx_config]", MB_RC_SELECTIVE,
+         MB_RCM_MLA_UP_PROJ},
+        {"selective: mla_up_proj, mlp", MB_RC_SELECTIVE, MB_RCM_MLA_UP_PROJ | MB_RCM_MLP},
+        {"selective: mlp", MB_RC_SELECTIVE, MB_RCM_MLP},
+        {"selective: mlp, core_attn", MB_RC_SELECTIVE, MB_RCM_MLP | MB_RCM_CORE_ATTN},
+        {"selective: moe", MB_RC_SELECTIVE, MB_RCM_MOE},
+        {"selective: moe, layernorm", MB_RC_SELECTIVE, MB_RCM_MOE | MB_RCM_LAYERNORM},
+        {"selective: moe_act", MB_RC_SELECTIVE, MB_RCM_MOE_ACT},
+        {"mla_up_proj, mlp, moe_act, layernorm", MB_RC_SELECTIVE,
+         MB_RCM_MLA_UP_PROJ | MB_RCM_MLP | MB_RCM_MOE_ACT | MB_RCM_LAYERNORM},
+        {"up_proj, mlp", MB_RC_SELECTIVE, MB_RCM_MLA_UP_PROJ | MB_RCM_MLP}, /* alias */
+        /* not in the CSV, but documented */
+        {"(none)", MB_RC_NONE, 0},
+        {"  Selective: [core_attn, 'moe_act']  ", MB_RC_SELECTIVE, MB_RCM_CORE_ATTN | MB_RCM_MOE_ACT},
+        {"selective", MB_RC_SELECTIVE, MB_RCM_CORE_ATTN}, /* Megatron's default module list */
+        {"FULL", MB_RC_FULL, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        enum mb_rc_gran g = MB_RC_FULL;
+        unsigned m = 12345;
+        char why[200] = "";
+        if (mb_validate_recompute(t[i].cell, &g, &m, why, sizeof why) != 0)
+            fail_msg("'%s': %s", t[i].cell, why);
+        if (g != t[i].gran || m != t[i].mods)
+            fail_msg("'%s': got gran %d modules 0x%x, want %d 0x%x", t[i].cell, (int)g, m, (int)t[i].gran,
+                     t[i].mods);
+    }
+
+    /* unknown module: skip reason names it */
+    enum mb_rc_gran g;
+    unsigned m;
+    char why[200];
+    assert_int_equal(mb_validate_recompute("selective: core_attn, warp_drive [v1]", &g, &m, why, sizeof why), -1);
+    assert_string_equal(why, "recompute module 'warp_drive' not known");
+    assert_int_equal(mb_validate_recompute("flux", &g, &m, why, sizeof why), -1);
+    assert_string_equal(why, "recompute module 'flux' not known");
+}
+
+/* Step 3: CSV system names -> presets. */
+static void test_system_map(void **state)
+{
+    (void)state;
+    assert_string_equal(mb_validate_system_key("DGX-H100"), "dgx_h100");
+    assert_string_equal(mb_validate_system_key("H100-SXM-80GB"), "h100_sxm");
+    assert_string_equal(mb_validate_system_key("DGX-B200"), "dgx_b200");
+    assert_string_equal(mb_validate_system_key("DGX-B300"), "dgx_b300");
+    assert_string_equal(mb_validate_system_key("DGX-GB200"), "gb200_nvl72");
+    assert_string_equal(mb_validate_system_key("DGX-GB300"), "gb300_nvl72");
+    assert_string_equal(mb_validate_system_key("DGX-A100-80GB"), "dgx_a100");
+    assert_string_equal(mb_validate_system_key(" dgx-h100 "), "dgx_h100"); /* case, spaces */
+    assert_null(mb_validate_system_key("DGX-H"));
+    assert_null(mb_validate_system_key("DGX-H1000"));
+    assert_null(mb_validate_system_key(""));
+    assert_null(mb_validate_system_key(NULL));
+}
+
+/* Step 4: every precision label of the public CSV. */
+static void test_precision_map(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *label, *system, *want;
+        enum mb_prec gemm, attn;
+    } t[] = {
+        {"BF16", "dgx_h100", "bf16", MB_PREC_BF16, MB_PREC_BF16},
+        {"FP16 (mixed)", "dgx_a100", "fp16", MB_PREC_FP16, MB_PREC_FP16},
+        {"FP8", "dgx_h100", "fp8", MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8 (tensorwise current scaling)", "dgx_h100", "fp8_cs", MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8 (unlabeled; table has no precision column)", "gb200_nvl72", "fp8", MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8-CS", "dgx_h100", "fp8_cs", MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8-CS (per-tensor current scaling)", "dgx_h100", "fp8_cs", MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8-blockwise", "dgx_h100", "fp8_blockwise", MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8-finer-granularity (MXFP8 on GB200/B200; 128x128 blockwise on H100)", "gb200_nvl72", "mxfp8",
+         MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8-finer-granularity (MXFP8 on GB200/B200; 128x128 blockwise on H100)", "dgx_b200", "mxfp8",
+         MB_PREC_FP8, MB_PREC_BF16},
+        {"FP8-finer-granularity (MXFP8 on GB200/B200; 128x128 blockwise on H100)", "dgx_h100", "fp8_blockwise",
+         MB_PREC_FP8, MB_PREC_BF16},
+        {"MXFP8", "dgx_b300", "mxfp8", MB_PREC_FP8, MB_PREC_BF16},
+        {"NVFP4", "gb300_nvl72", "nvfp4", MB_PREC_FP4, MB_PREC_BF16},
+        {"NVFP4 (FP4_RECIPE=nvfp4; FP8 attention (FP8_DPA=True))", "gb300_nvl72", "nvfp4", MB_PREC_FP4,
+         MB_PREC_FP8},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct mb_precision p;
+        char why[200] = "";
+        if (mb_validate_precision(t[i].label, t[i].system, &p, why, sizeof why) != 0)
+            fail_msg("'%s': %s", t[i].label, why);
+        if (strcmp(p.label, t[i].want) || p.gemm != t[i].gemm || p.attn != t[i].attn)
+            fail_msg("'%s' on %s: got %s gemm %d attn %d, want %s %d %d", t[i].label, t[i].system, p.label,
+                     (int)p.gemm, (int)p.attn, t[i].want, (int)t[i].gemm, (int)t[i].attn);
+    }
+    struct mb_precision p;
+    char why[200];
+    assert_int_equal(mb_validate_precision("", "dgx_h100", &p, why, sizeof why), -1);
+    assert_string_equal(why, "precision not stated");
+    assert_int_equal(mb_validate_precision("  ", NULL, &p, why, sizeof why), -1);
+    assert_string_equal(why, "precision not stated");
+    assert_int_equal(mb_validate_precision("FP7 (imaginary)", "dgx_h100", &p, why, sizeof why), -1);
+    assert_string_equal(why, "precision 'FP7 (imaginary)' not recognised");
+}
+
+/* Step 5: the skip rules and the mapping, on tests/data/validate/small.csv
+ * (columns in another order than the public CSV, a multi-line quoted note
+ * and a blank line, so line numbers are checked too). */
+static void test_small_csv(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    const struct mb_val_row *r;
+    mb_err_clear(&e);
+    if (mb_validate_csv(FIX "small.csv", &s, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    assert_int_equal(e.count, 0);
+    assert_int_equal(s.n_rows, 11);
+    assert_int_equal(s.n_predicted, 3);
+    assert_int_equal(s.n_skipped, 8);
+
+    r = find_row(&s, "ok_tokens");
+    assert_int_equal(r->line, 2);
+    assert_false(r->skipped);
+    assert_string_equal(r->system, "dgx_h100");
+    assert_string_equal(r->metric, MB_VAL_TOKENS);
+    assert_true(mb_dbl_eq(r->measured, 10000));
+    assert_true(r->predicted > 0);
+    assert_true(mb_dbl_eq(r->err_pct, (r->predicted - 10000) / 10000 * 100));
+
+    /* fsdp 4 on 8 GPUs: strategy fsdp, group differs from DP 8 -> noted */
+    r = find_row(&s, "ok_step_fsdp");
+    assert_int_equal(r->line, 3);
+    assert_false(r->skipped);
+    assert_string_equal(r->metric, MB_VAL_STEP);
+    assert_true(mb_dbl_eq(r->measured, 5.0));
+    assert_non_null(strstr(r->note, "FSDP sharding group 4 differs from DP 8"));
+
+    r = find_row(&s, "ok_tflops"); /* only model TFLOP/s measured; A100 FP16 */
+    assert_int_equal(r->line, 14);
+    assert_false(r->skipped);
+    assert_string_equal(r->system, "dgx_a100");
+    assert_string_equal(r->metric, MB_VAL_TFLOPS);
+
+    static const struct {
+        const char *id, *reason;
+        int line;
+    } skips[] = {
+        {"no_model", "model 'no_such_model' has no model file", 6},
+        {"no_prec", "precision not stated", 7},
+        {"vlm", "VLM row without image data", 8},
+        {"bad_sys", "system 'DGX-Z9' has no preset", 9},
+        {"no_metric", "no measured throughput", 10},
+        {"bad_rc", "recompute module 'flux_capacitor' not known", 11},
+        {"no_batch", "gbs, mbs not stated", 13},
+    };
+    for (size_t i = 0; i < sizeof skips / sizeof skips[0]; i++) {
+        r = find_row(&s, skips[i].id);
+        assert_true(r->skipped);
+        assert_string_equal(r->reason, skips[i].reason);
+        assert_int_equal(r->line, skips[i].line);
+    }
+    /* layout error: the reason is mb_scenario_check's message */
+    r = find_row(&s, "bad_layout");
+    assert_true(r->skipped);
+    assert_non_null(strstr(r->reason, "does not divide"));
+
+    /* summary: reasons grouped (8 distinct, one each), groups sum to n_predicted */
+    assert_int_equal(s.n_reasons, 8);
+    size_t n = 0;
+    for (size_t i = 0; i < s.n_reasons; i++)
+        n += s.reasons[i].count;
+    assert_int_equal(n, s.n_skipped);
+    assert_int_equal(s.n_by_system, 2); /* dgx_a100, dgx_h100 (sorted) */
+    assert_string_equal(s.by_system[0].name, "dgx_a100");
+    assert_string_equal(s.by_system[1].name, "dgx_h100");
+    assert_int_equal(s.by_system[1].n, 2);
+    assert_int_equal(s.n_by_metric, 3);
+
+    /* statistics agree with mb_validate_stats over the predicted rows */
+    double errs[3], mape, med, mx;
+    size_t k = 0;
+    for (size_t i = 0; i < s.n_rows; i++)
+        if (!s.rows[i].skipped)
+            errs[k++] = s.rows[i].err_pct;
+    mb_validate_stats(errs, k, &mape, &med, &mx);
+    assert_true(mb_dbl_eq(s.mape_pct, mape));
+    assert_true(mb_dbl_eq(s.median_ape_pct, med));
+    assert_true(mb_dbl_eq(s.max_ape_pct, mx));
+    assert_true(mb_dbl_eq(fabs(s.rows[s.max_ape_row].err_pct), mx));
+    mb_validate_free(&s);
+}
+
+/* Step 6: text and JSON reports of small.csv. */
+static void test_reports(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_csv(FIX "small.csv", &s, &e), 0);
+
+    fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "predicted rows: 3 of 11"));
+    assert_non_null(strstr(buf, "skipped rows: 8"));
+    assert_non_null(strstr(buf, "     1  VLM row without image data\n"));
+    assert_non_null(strstr(buf, "MAPE by system:"));
+    assert_non_null(strstr(buf, "MAPE by model:"));
+    assert_non_null(strstr(buf, "ok_step_fsdp"));
+    assert_null(strstr(buf, "no_metric")); /* skipped rows are only counted */
+    free(buf);
+
+    buf = NULL;
+    fp = open_memstream(&buf, &len);
+    assert_int_equal(mb_validate_print_json(&s, fp), 0);
+    fclose(fp);
+    json_error_t jerr;
+    json_t *root = json_loads(buf, 0, &jerr);
+    if (!root)
+        fail_msg("JSON does not parse: %s (line %d)", jerr.text, jerr.line);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_predicted")), 3);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_skipped")), 8);
+    assert_true(mb_dbl_eq(json_real_value(json_object_get(root, "mape_pct")), s.mape_pct));
+    assert_true(mb_dbl_eq(json_real_value(json_object_get(root, "median_ape_pct")), s.median_ape_pct));
+    assert_true(mb_dbl_eq(json_real_value(json_object_get(root, "max_ape_pct")), s.max_ape_pct));
+    assert_true(json_is_object(json_object_get(root, "mape_by_system")));
+    assert_true(json_is_real(json_object_get(json_object_get(root, "mape_by_model"), "llama3_8b")));
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(root, "skipped_by_reason"), "precision not stated")), 1);
+    json_t *rows = json_object_get(root, "rows");
+    assert_int_equal(json_array_size(rows), 11);
+    json_t *r0 = json_array_get(rows, 0);
+    assert_string_equal(json_string_value(json_object_get(r0, "id")), "ok_tokens");
+    assert_true(json_is_real(json_object_get(r0, "predicted")));
+    assert_true(json_is_real(json_object_get(r0, "err_pct")));
+    json_t *r2 = json_array_get(rows, 2);
+    assert_string_equal(json_string_value(json_object_get(r2, "id")), "no_model");
+    assert_true(json_is_true(json_object_get(r2, "skipped")));
+    assert_string_equal(json_string_value(json_object_get(r2, "reason")), "model 'no_such_model' has no model file");
+    assert_null(json_object_get(r2, "predicted"));
+    json_decref(root);
+    free(buf);
+    mb_validate_free(&s);
+
+    /* nothing predicted: statistics are null in JSON, n/a in text */
+    mb_validate_init(&s);
+    mb_validate_finish(&s);
+    buf = NULL;
+    fp = open_memstream(&buf, &len);
+    assert_int_equal(mb_validate_print_json(&s, fp), 0);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "\"mape_pct\": null"));
+    assert_non_null(strstr(buf, "MAPE: n/a"));
+    free(buf);
+    mb_validate_free(&s);
+    mb_validate_free(NULL);
+}
+
+/* Step 7: scenario files: one with a measured block is predicted, one
+ * without is skipped, a file that does not load is an error. */
+static void test_scenario_files(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    const char *paths[] = {FIX "tiny_measured.yaml", FIX "tiny_unmeasured.yaml"};
+    mb_err_clear(&e);
+    if (mb_validate_scenario_files(paths, 2, &s, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    assert_int_equal(s.n_rows, 2);
+    assert_int_equal(s.n_predicted, 1);
+    assert_false(s.rows[0].skipped);
+    assert_string_equal(s.rows[0].id, "tiny_measured");
+    assert_string_equal(s.rows[0].model, "tiny");
+    assert_string_equal(s.rows[0].system, "dgx_h100");
+    assert_string_equal(s.rows[0].metric, MB_VAL_STEP);
+    assert_true(mb_dbl_eq(s.rows[0].measured, 0.05));
+    assert_true(s.rows[0].predicted > 0);
+    assert_true(s.rows[1].skipped);
+    assert_string_equal(s.rows[1].reason, "no measured block");
+    mb_validate_free(&s);
+
+    /* a CSV and a scenario in one summary */
+    mb_validate_init(&s);
+    assert_int_equal(mb_validate_add_scenario(&s, FIX "tiny_measured.yaml", &e), 0);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "bad_gbs.csv", &e), -1); /* keeps rows read so far */
+    mb_validate_finish(&s);
+    assert_int_equal(s.n_rows, 2);
+    assert_int_equal(s.n_predicted, 1);
+    mb_validate_free(&s);
+
+    const char *bad[] = {FIX "tiny_measured.yaml", FIX "no_such_file.yaml"};
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_scenario_files(bad, 2, &s, &e), -1);
+    assert_true(e.count > 0);
+    assert_int_equal(s.n_rows, 1);
+    mb_validate_free(&s);
+}
+
+/* Step 8 (bad input): broken CSV fixtures fail with exact messages. */
+static void test_bad_csv(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *msg;
+    } t[] = {
+        {FIX "missing_column.csv", FIX "missing_column.csv:1:1: missing column 'gbs'"},
+        /* line 3: '"notes, with ""quotes""",r2,llama3_8b,DGX-H100,8,BF16,x' -> x is at column 55 */
+        {FIX "bad_gbs.csv", FIX "bad_gbs.csv:3:55: column 'gbs': expected an integer, got 'x'"},
+        /* the quoted note opened at 3:1 runs to the end of the file */
+        {FIX "truncated_quote.csv", FIX "truncated_quote.csv:3:1: unterminated quoted field at end of file"},
+        {FIX "bad_quote.csv", FIX "bad_quote.csv:2:7: malformed quoted field (a quote inside an unquoted "
+                                  "field, or text after a closing quote)"},
+        {FIX "short_record.csv", FIX "short_record.csv:2:1: record has 3 fields, the header has 20"},
+        {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
+        {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open (No such file or directory)"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct mb_val_summary s;
+        struct mb_err e;
+        mb_err_clear(&e);
+        assert_int_equal(mb_validate_csv(t[i].file, &s, &e), -1);
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        assert_string_equal(msgbuf, t[i].msg);
+        assert_int_equal(e.count, 1);
+        /* rows before the error are kept and consistent */
+        assert_int_equal(s.n_predicted + s.n_skipped, s.n_rows);
+        mb_validate_free(&s);
+    }
+}
+
+/* Step 9: end to end on the public measured CSV. */
+static void test_public_csv(void **state)
+{
+    (void)state;
+    const char *shared = getenv("MBSIM_SHARED_DIR");
+    char path[1024];
+    struct mb_val_summary s;
+    struct mb_err e;
+    snprintf(path, sizeof path, "%s/data/measured/public_measured.csv", shared ? shared : "../shared");
+    if (!mb_file_exists(path))
+        skip();
+    mb_err_clear(&e);
+    if (mb_validate_csv(path, &s, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    assert_true(s.n_rows > 200);
+    assert_int_equal(s.n_predicted + s.n_skipped, s.n_rows);
+    assert_true(s.n_predicted > 0);
+    size_t n_reason = 0, n_sys = 0, n_model = 0;
+    for (size_t i = 0; i < s.n_rows; i++) {
+        const struct mb_val_row *r = &s.rows[i];
+        assert_true(r->id[0] && r->line >= 2);
+        if (r->skipped) {
+            if (!r->reason[0])
+                fail_msg("row %s skipped without a reason", r->id);
+        } else {
+            assert_true(r->metric[0] && r->measured > 0 && r->predicted > 0 && isfinite(r->err_pct));
+            assert_string_equal(r->reason, "");
+        }
+    }
+    for (size_t i = 0; i < s.n_reasons; i++)
+        n_reason += s.reasons[i].count;
+    for (size_t i = 0; i < s.n_by_system; i++)
+        n_sys += s.by_system[i].n;
+    for (size_t i = 0; i < s.n_by_model; i++)
+        n_model += s.by_model[i].n;
+    assert_int_equal(n_reason, s.n_skipped);
+    assert_int_equal(n_sys, s.n_predicted);
+    assert_int_equal(n_model, s.n_predicted);
+    assert_true(isfinite(s.mape_pct) && s.median_ape_pct <= s.max_ape_pct && s.mape_pct <= s.max_ape_pct);
+    mb_validate_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stats),          cmocka_unit_test(test_recompute_cells),
+        cmocka_unit_test(test_system_map),     cmocka_unit_test(test_precision_map),
+        cmocka_unit_test(test_small_csv),      cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
+        cmocka_unit_test(test_public_csv),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

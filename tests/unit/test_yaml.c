@@ -1,0 +1,133 @@
+/*
+ * test_yaml.c -- the YAML tree and the table-driven field reader: every
+ * loader's error messages come from here, so they are checked exactly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_yaml.h"
+
+struct rec {
+    long n;
+    double bw;
+    double t;
+    int flag;
+    char name[16];
+};
+
+static const struct mb_field rec_fields[] = {
+    {"n", MB_F_INT, offsetof(struct rec, n), 0, 1, 1, 100, MB_UNIT_NONE},
+    {"bw", MB_F_DOUBLE, offsetof(struct rec, bw), 0, 0, 0, -1, MB_UNIT_BW},
+    {"t", MB_F_DOUBLE, offsetof(struct rec, t), 0, 0, 0, -1, MB_UNIT_TIME},
+    {"flag", MB_F_BOOL, offsetof(struct rec, flag), 0, 0, 0, -1, MB_UNIT_NONE},
+    {"name", MB_F_STRBUF, offsetof(struct rec, name), 16, 0, 0, -1, MB_UNIT_NONE},
+    {NULL, 0, 0, 0, 0, 0, 0, 0}};
+
+static int read_rec(const char *text, struct rec *r, char *msg, size_t len)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    memset(r, 0, sizeof *r);
+    struct mb_node *root = mb_yaml_load_string(text, strlen(text), "t.yaml", &e);
+    int rc = root ? mb_yaml_read_fields(root, rec_fields, r, "rec", NULL, &e) : -1;
+    mb_err_format(&e, msg, len);
+    mb_yaml_free(root);
+    return rc;
+}
+
+/* Units: 450 GB/s = 450e9 B/s; 400 Gb/s = 400e9/8 = 50e9 B/s; 1.5 us = 1.5e-6 s. */
+static void test_units(void **state)
+{
+    (void)state;
+    struct rec r;
+    char msg[600];
+    assert_int_equal(read_rec("n: 7\nbw: 450 GB/s\nt: 1.5 us\nflag: true\nname: abc\n", &r, msg, sizeof msg), 0);
+    assert_int_equal(r.n, 7);
+    assert_true(mb_dbl_eq(r.bw, 450e9));
+    assert_true(mb_dbl_eq(r.t, 1.5e-6));
+    assert_int_equal(r.flag, 1);
+    assert_string_equal(r.name, "abc");
+    assert_int_equal(read_rec("n: 1\nbw: 400 Gb/s\n", &r, msg, sizeof msg), 0);
+    assert_true(mb_dbl_eq(r.bw, 50e9));
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    struct rec r;
+    char msg[600];
+    static const struct {
+        const char *text, *msg;
+    } cases[] = {
+        {"n: 1\nbogus: 2\n", "t.yaml:2:1: unknown key 'bogus' in rec; expected one of: n, bw, t, flag, name"},
+        {"n: 1\nn: 2\n", "t.yaml:2:1: duplicate key 'n' (first defined at line 1)"},
+        {"n: four\n", "t.yaml:1:4: expected an integer, got 'four'"},
+        {"n: 0\n", "t.yaml:1:4: rec.n = 0 is out of range [1, 100]"},
+        {"n: 1\nbw: 450 GB\n",
+         "t.yaml:2:5: bad unit 'GB' in '450 GB': expected a bandwidth with a unit (B/s, KB/s, MB/s, GB/s, TB/s, "
+         "Mb/s, Gb/s, Gbit/s, Tb/s, GiB/s)"},
+        {"n: 1\nbw: 450\n",
+         "t.yaml:2:5: bad unit '' in '450': expected a bandwidth with a unit (B/s, KB/s, MB/s, GB/s, TB/s, Mb/s, "
+         "Gb/s, Gbit/s, Tb/s, GiB/s)"},
+        {"n: 1\nflag: maybe\n", "t.yaml:2:7: expected true or false, got 'maybe'"},
+        {"n: 1\nname: abcdefghijklmnopqrstuvwxyz\n", "t.yaml:2:7: rec.name is too long (at most 15 characters)"},
+        {"- 1\n- 2\n", "t.yaml:1:1: expected a mapping for 'rec', got a sequence"},
+        {"n: [1, 2\n", "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' while parsing a flow sequence"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(read_rec(cases[i].text, &r, msg, sizeof msg), -1);
+        assert_string_equal(msg, cases[i].msg);
+    }
+}
+
+/* Missing required key: reported at the mapping's position. */
+static void test_required(void **state)
+{
+    (void)state;
+    static const struct mb_field req[] = {{"must", MB_F_INT, 0, 0, 1, 0, -1, MB_UNIT_NONE},
+                                          {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    struct mb_err e;
+    mb_err_clear(&e);
+    long v = 0;
+    struct mb_node *root = mb_yaml_load_string("other: 1\n", 9, "r.yaml", &e);
+    assert_non_null(root);
+    static const struct mb_field req2[] = {{"must", MB_F_INT, 0, 0, 1, 0, -1, MB_UNIT_NONE},
+                                           {"other", MB_F_INT, 0, 0, 0, 0, -1, MB_UNIT_NONE},
+                                           {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    (void)req;
+    assert_int_equal(mb_yaml_read_fields(root, req2, &v, "thing", NULL, &e), -1);
+    char msg[600];
+    mb_err_format(&e, msg, sizeof msg);
+    assert_string_equal(msg, "r.yaml:1:1: missing required key 'must' in thing");
+    mb_yaml_free(root);
+}
+
+/* An unreadable file names the file; the first error wins and later ones are counted. */
+static void test_file_and_first_error(void **state)
+{
+    (void)state;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_null(mb_yaml_load_file("/nonexistent/x.yaml", &e));
+    char msg[600];
+    mb_err_format(&e, msg, sizeof msg);
+    assert_string_equal(msg, "/nonexistent/x.yaml: cannot open: No such file or directory");
+    mb_err_set(&e, "a", 1, 1, "second");
+    assert_int_equal(e.count, 2);
+    assert_string_equal(e.msg, "cannot open: No such file or directory");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_required),
+        cmocka_unit_test(test_file_and_first_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
