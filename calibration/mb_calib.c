@@ -226,7 +226,7 @@ static int mb_calib__load_gemm(struct mb_calib *c, const struct mb_node *sec, st
         struct mb_calib__curve_in in = {NULL, NULL, NULL, 1.0, 0, 0};
         if (mb_yaml_read_fields(cn, cf, &in, "gemm curve", NULL, err))
             return -1;
-        int p;
+        int p = 0;
         if (mb_calib__prec_parse(in.prec, &p, err))
             return -1;
         struct mb_calib__curve *cv = &c->gemm[p];

@@ -193,7 +193,7 @@ int mb_validate_recompute(const char *cell, enum mb_rc_gran *gran, unsigned *mod
                           size_t why_len)
 {
     char buf[256];
-    char *t, *list, *end, *item;
+    char *t, *list, *end, *item, *save = NULL;
     unsigned mods = 0;
 
     *gran = MB_RC_NONE;
@@ -231,7 +231,7 @@ int mb_validate_recompute(const char *cell, enum mb_rc_gran *gran, unsigned *mod
         if (end)
             *end = '\0';
     }
-    for (item = strtok(list, ","); item; item = strtok(NULL, ",")) {
+    for (item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         char *name = trim(item);
         size_t n = strlen(name);
         unsigned f;
@@ -754,7 +754,9 @@ static void csv_on_record(int term, void *vctx)
     struct csv_ctx *c = vctx;
     size_t i;
     (void)term;
-    if (!c->failed) {
+    /* a line holding only blanks is one empty field: not a record */
+    int blank = c->nf == 1 && !*trim(c->f[0].text);
+    if (!c->failed && !blank) {
         int rc = c->have_header ? csv_record(c) : csv_header(c);
         if (rc != 0)
             c->failed = 1;
@@ -841,7 +843,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
         }
     }
     if (!c.failed && csv_fini(&p, csv_on_field, csv_on_record, &c) != 0)
-        rc = mb_err_set(err, path, c.rec_line, c.fcol, "unterminated quoted field at end of file");
+        rc = mb_err_set(err, path, c.fline, c.fcol, "unterminated quoted field at end of file");
     if (c.failed)
         rc = -1;
     if (!rc && !c.have_header)

@@ -39,8 +39,8 @@ static void sim(const struct mb_scenario *s, struct mb_result *r)
 
 /* 1F1B with p = 4 stages and m = 16 microbatches of identical layers: the
  * closed form gives bubble fraction (p-1)/(m+p-1) = 3/19 = 0.158 of the
- * pipeline time. The simulated stage also pays p2p transfers, the (tiny)
- * embedding/loss and the optimizer, so allow 15% relative. With m = 4
+ * pipeline time (optimizer excluded). The simulated stages also pay p2p
+ * transfers and a tiny embedding/loss, so allow 2% relative. With m = 4
  * microbatches (GBS 4) the closed form is 3/7 = 0.429. */
 static void test_bubble_1f1b(void **state)
 {
@@ -56,7 +56,7 @@ static void test_bubble_1f1b(void **state)
         double pipe = r.step_time_s - r.breakdown[MB_CAT_OPTIMIZER];
         double frac = r.breakdown[MB_CAT_BUBBLE] / pipe;
         assert_int_equal(r.microbatches, m);
-        if (fabs(frac - closed) > 0.15 * closed)
+        if (fabs(frac - closed) > 0.02 * closed)
             fail_msg("m=%d bubble fraction %.4f vs closed form %.4f", m, frac, closed);
     }
     mb_scenario_free(&s);
@@ -97,7 +97,13 @@ static void test_memory_static(void **state)
     assert_true(fabs(r.mem.weights / (2 * params) - 1) < 0.005);
     assert_true(fabs(r.mem.grads / (4 * params) - 1) < 0.005);
     assert_true(fabs(r.mem.optimizer / (12 * params) - 1) < 0.005);
-    /* 1F1B keeps p - stage = 4 microbatches in flight on stage 0 */
+    /* Activations: Korthikanti et al. (arXiv 2205.05198) Table 2, no parallelism,
+     * flash attention (no 5as/h term): 34 s b h bytes per layer = 34*4096*4096 =
+     * 570,425,344 B; 1F1B keeps p - stage = 4 microbatches of 4 layers in flight on
+     * stage 0 -> 9.13e9 B. Our per-op accounting must agree within 5%. */
+    double korth = 34.0 * 4096 * 4096 * 4 * 4;
+    if (fabs(r.mem.activations / korth - 1) > 0.05)
+        fail_msg("activations %.4g B vs Korthikanti %.4g B", r.mem.activations, korth);
     mb_scenario_free(&s);
 }
 

@@ -198,8 +198,9 @@ static void test_precision_map(void **state)
 }
 
 /* Step 5: the skip rules and the mapping, on tests/data/validate/small.csv
- * (columns in another order than the public CSV, a multi-line quoted note
- * and a blank line, so line numbers are checked too). */
+ * (columns in another order than the public CSV, a multi-line quoted note,
+ * an empty line and a trailing blank-only line, so line numbers and record
+ * boundaries are checked too). */
 static void test_small_csv(void **state)
 {
     (void)state;
@@ -417,6 +418,7 @@ static void test_bad_csv(void **state)
         {FIX "truncated_quote.csv", FIX "truncated_quote.csv:3:1: unterminated quoted field at end of file"},
         {FIX "bad_quote.csv", FIX "bad_quote.csv:2:7: malformed quoted field (a quote inside an unquoted "
                                   "field, or text after a closing quote)"},
+        {FIX "bad_metric.csv", FIX "bad_metric.csv:2:69: column 'step_time_s': expected a number, got 'fast'"},
         {FIX "short_record.csv", FIX "short_record.csv:2:1: record has 3 fields, the header has 20"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open (No such file or directory)"},

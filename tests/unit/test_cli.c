@@ -1,0 +1,123 @@
+/*
+ * test_cli.c -- the mbsim command as a user runs it: exit codes (0 ok, 1 bad
+ * input, 2 usage), the JSON report's keys, byte-identical repeated runs, and
+ * `mbsim validate` on the published measurements producing its summary.
+ * The binary comes from $MBSIM_BIN (set by CTest).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "mb_util.h"
+
+/* Run "$MBSIM_BIN args", capture stdout (+stderr when both), return exit code. */
+static int run(const char *args, char **out, int with_stderr)
+{
+    const char *bin = getenv("MBSIM_BIN");
+    assert_non_null(bin);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s%s", bin, args, with_stderr ? " 2>&1" : " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = mb_malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += got;
+        if (cap - n < 4096) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+    }
+    buf[n] = '\0';
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_exit_codes(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("--help", &o, 0), 0);
+    assert_non_null(strstr(o, "usage: mbsim"));
+    mb_free(o);
+    assert_int_equal(run("run --help", &o, 0), 0);
+    assert_non_null(strstr(o, "usage: mbsim run"));
+    mb_free(o);
+    assert_int_equal(run("", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("frobnicate", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("run", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --bogus", &o, 1), 2);
+    mb_free(o);
+    /* bad input: the message names file:line:col */
+    assert_int_equal(run("run tests/data/scenario/bad_enum.yaml", &o, 1), 1);
+    assert_non_null(strstr(o, "tests/data/scenario/bad_enum.yaml:"));
+    assert_non_null(strstr(o, "expected one of"));
+    mb_free(o);
+    assert_int_equal(run("run /nonexistent.yaml", &o, 1), 1);
+    assert_non_null(strstr(o, "/nonexistent.yaml: cannot open"));
+    mb_free(o);
+}
+
+static void test_json_report(void **state)
+{
+    (void)state;
+    char *a, *b;
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --json", &a, 0), 0);
+    static const char *keys[] = {"\"scenario\"", "\"gpus\"", "\"step_time_s\"", "\"tokens_per_s_per_gpu\"",
+                                 "\"model_tflops_per_gpu\"", "\"mfu\"", "\"peak_memory_gib\"", "\"oom\"",
+                                 "\"breakdown_s\"", "\"calibration\"", "\"vision_encoder\"", "\"pipeline_bubble\""};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strstr(a, keys[i]))
+            fail_msg("key %s missing from --json output", keys[i]);
+    /* determinism: the same scenario twice gives the same bytes */
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --json", &b, 0), 0);
+    assert_string_equal(a, b);
+    mb_free(a);
+    mb_free(b);
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml", &a, 0), 0);
+    assert_non_null(strstr(a, "step time"));
+    assert_non_null(strstr(a, "peak memory"));
+    mb_free(a);
+}
+
+static void test_validate_public(void **state)
+{
+    (void)state;
+    const char *shared = getenv("MBSIM_SHARED_DIR");
+    char args[1024];
+    snprintf(args, sizeof args, "validate %s/data/measured/public_measured.csv --json",
+             shared ? shared : "../shared");
+    char *o;
+    assert_int_equal(run(args, &o, 0), 0);
+    assert_non_null(strstr(o, "\"n_predicted\""));
+    assert_non_null(strstr(o, "\"mape_pct\""));
+    assert_non_null(strstr(o, "\"median_ape_pct\""));
+    assert_non_null(strstr(o, "\"max_ape_pct\""));
+    assert_non_null(strstr(o, "\"rows\""));
+    /* at least half of the 287 published rows are simulated (the rest skip with reasons) */
+    const char *np = strstr(o, "\"n_predicted\"");
+    long n = strtol(strchr(np, ':') + 1, NULL, 10);
+    assert_true(n >= 144);
+    mb_free(o);
+    snprintf(args, sizeof args, "validate scenarios/h100_llama3_70b_3d.yaml");
+    assert_int_equal(run(args, &o, 0), 0);
+    assert_non_null(strstr(o, "MAPE"));
+    mb_free(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
+                                       cmocka_unit_test(test_validate_public)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
