@@ -302,7 +302,7 @@ static int mb_scn__has_mixer(const struct mb_model *m, enum mb_mixer x)
  *  - sequence_parallel needs tp > 1 (arguments.py turns it off at tp == 1); with
  *    ep > 1 and tp > 1 it must be on (TransformerConfig: "sequence parallelism must
  *    be used" with MoE + TP).
- *  - vpp > 1 (interleaved 1F1B): pp > 1, pp*vpp <= num_layers (uneven splits allowed), and
+ *  - vpp > 1 (interleaved 1F1B): pp > 1, pp*vpp <= num_layers + 2 (uneven splits allowed), and
  *    microbatches = gbs / (mbs*dp) % pp == 0 (schedules.py interleaved requirement).
  *  - cp > 1: seq_length % (2*cp) == 0 (each sequence is cut into 2*cp chunks
  *    for causal load balancing, get_batch_on_this_cp_rank).
@@ -391,9 +391,11 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
          * --pipeline-model-parallel-layout (or account_for_embedding/loss);
          * mbsim gives the first num_layers % (pp*vpp) virtual stages one
          * extra layer. Every virtual stage needs at least one layer. */
-        if (m->num_layers > 0 && m->num_layers < s->pp * s->vpp)
-            return mb_scn__err(err, s, at, "pp*vpp = %d exceeds num_layers = %d of model %s",
-                               s->pp * s->vpp, m->num_layers, mn);
+        if (m->num_layers > 0 && m->num_layers + 2 < s->pp * s->vpp)
+            return mb_scn__err(err, s, at,
+                               "pp*vpp = %d exceeds num_layers + 2 = %d of model %s (embedding and loss "
+                               "may each take one pipeline slot, no more)",
+                               s->pp * s->vpp, m->num_layers + 2, mn);
         if (microbatches % s->pp)
             return mb_scn__err(err, s, at,
                                "interleaved pipeline (vpp = %d) needs microbatches %% pp == 0; "

@@ -118,7 +118,9 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     double wgrad = mb__k(b, mb_calib_gemm(b->cal, p, K, N, M), graphed);
     o.bwd = frozen ? dgrad : dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
-    o.saved = saved;
+    /* low-precision recipes keep the quantized copy of the GEMM input for wgrad
+     * (Transformer Engine saves the fp8 tensor, 1 byte instead of 2) */
+    o.saved = b->s->prec.quantize ? saved / 2 : saved;
     if (b->s->prec.quantize) {
         /* fp8/fp4 recipes quantize every GEMM operand that is not already low
          * precision: the activation input in forward (read bf16, write 1 byte)
@@ -145,7 +147,7 @@ static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, do
     double wgrad = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg), graphed);
     o.bwd = dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
-    o.saved = saved;
+    o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb__gemm */
     if (b->s->prec.quantize) { /* as in mb__gemm */
         o.fwd += mb__k(b, mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0)), graphed);
         double q = mb__k(b, mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0)), graphed);
@@ -286,7 +288,9 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
             double kvb = T * 2 * (mix == MB_MIX_MLA ? nl * (dq + dv) / 2 : (m->num_kv_heads >= tp ? (double)m->num_kv_heads / tp : 1.0) * m->head_dim) * BF16;
             mb__ring(b, l, MB_CK_CP, b->g_cp, kvb * s->cp, 1);
         }
-        mb__attn(b, l, cat, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq, causal, T * nl * dv * BF16 + T * nl * 4 * 2);
+        /* flash attention keeps its output (counted once, as the output GEMM's input)
+         * and the fp32 log-sum-exp per head and token */
+        mb__attn(b, l, cat, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq, causal, T * nl * 4.0);
         mb__gemm(b, l, cat, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
     } else if (mix == MB_MIX_GDN) {
         double qd = (double)m->gdn_k_heads * m->gdn_k_dim / tp, vd = (double)m->gdn_v_heads * m->gdn_v_dim / tp;
@@ -307,7 +311,7 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
         mb__gemm(b, l, cat, 0, g, T, h, din, T * din * BF16, frozen);
     }
     mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
-    mb__mem(b, l, cat, 0, g, 3 * Tsp * h * BF16, Tsp * h / 2.0); /* residual add + dropout mask */
+    mb__mem(b, l, cat, 0, g, 3 * Tsp * h * BF16, Tsp * h); /* residual add + 1-byte dropout mask */
 }
 
 static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)
@@ -331,7 +335,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
         mb__mem(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, (up + 1) * T * f * BF16, up * T * f * BF16);
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
         mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
-        mb__mem(b, l, MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h / 2.0);
+        mb__mem(b, l, MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h);
         return;
     }
     /* MoE: tokens stay sequence-sharded (T/tp per rank) through the dispatcher */
@@ -392,7 +396,9 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
             mb__push(l, &c);
         }
     }
-    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, copies * h * BF16); /* unpermute */
+    /* unpermute: a weighted scatter-add; Megatron-Core applies the routing probs
+     * inside the expert activation, so nothing of this size is saved here */
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, copies * 4.0);
     if (m->shared_ffn_hidden > 0) {
         double fs = (double)m->shared_ffn_hidden / tp;
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, up * fs, h, 0, frozen);
@@ -400,7 +406,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
                 up * T * fs * BF16);
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, h, fs, T * fs * BF16, frozen);
     }
-    mb__mem(b, l, MB_CAT_DENSE, 0, g_router, 3 * Tsp * h * BF16, Tsp * h / 2.0);
+    mb__mem(b, l, MB_CAT_DENSE, 0, g_router, 3 * Tsp * h * BF16, Tsp * h);
 }
 
 /* ---- vision encoder ----------------------------------------------------- */
@@ -784,7 +790,8 @@ static int mb__warmup(int st, int p, int v, int m)
 
 static int mb__kind_of(const struct mb_layer *L) { return (int)L->mixer * 3 + (int)L->ffn; }
 
-int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+/* Simulate the step with `mbs_n` microbatches per DP rank. */
+static int mb__simulate(const struct mb_scenario *s, int mbs_n, struct mb_result *r, struct mb_err *err)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -826,15 +833,23 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
     b.route_imbalance = mb__imbalance(s);
 
     int p = s->pp, v = s->vpp > 0 ? s->vpp : 1;
-    int mbs_n = s->global_batch_size / (s->micro_batch_size * s->dp);
     r->microbatches = mbs_n;
 
     /* decoder layers (+ MTP as extra layers on the last stage) to virtual stages */
     int nl = m->n_layers;
     int nv_st = p * v;
     int *first = mb_calloc((size_t)nv_st, sizeof *first), *count = mb_calloc((size_t)nv_st, sizeof *count);
+    /* Even split when it divides; otherwise as Megatron's
+     * account_for_embedding/loss_in_pipeline_split: the embedding and the loss
+     * each count as one layer of the first and last virtual stage, and the
+     * num_layers + 2 units are spread as evenly as possible (extra ones first). */
+    int units = nl % nv_st ? nl + 2 : nl;
     for (int i = 0, at = 0; i < nv_st; i++) {
-        count[i] = nl / nv_st + (i < nl % nv_st ? 1 : 0);
+        count[i] = units / nv_st + (i < units % nv_st ? 1 : 0);
+        if (units != nl)
+            count[i] -= (i == 0) + (i == nv_st - 1);
+        if (count[i] < 0)
+            count[i] = 0;
         first[i] = at;
         at += count[i];
     }
@@ -921,7 +936,13 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
         }
     }
     lay.params_dense_stage[0] += par.embedding;
-    lay.params_dense_stage[p - 1] += par.output + par.mtp;
+    /* output layer and MTP block on the last stage; an MTP block whose layer is MoE
+     * holds one layer of routed experts, sharded by EP like the others */
+    double mtp_experts = (m->mtp_layers > 0 && nl > 0 && m->layer[nl - 1].ffn == MB_FFN_MOE)
+                             ? fmin(par.mtp, m->mtp_layers * expert_layer_params)
+                             : 0;
+    lay.params_dense_stage[p - 1] += par.output + par.mtp - mtp_experts;
+    lay.params_expert_stage[p - 1] += mtp_experts;
     lay.params_vision = par.vision;
 
     /* vision draws for the representative rank's microbatches */
@@ -1135,7 +1156,7 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
         mb__breakdown(&b, p, step, r);
 
         /* metrics */
-        double gbs = s->global_batch_size, seq = s->seq_length;
+        double gbs = (double)mbs_n * s->micro_batch_size * s->dp, seq = s->seq_length;
         r->tokens_per_s_per_gpu = gbs * seq / (step * s->gpus);
         double llm = mb_model_flops(m, gbs * seq, gbs * seq * seq);
         double vit = mb_model_vit_flops(m, sumP * s->dp, sumQ * s->dp);
@@ -1175,4 +1196,45 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
     clock_gettime(CLOCK_MONOTONIC, &t1);
     r->sim_wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     return rc;
+}
+
+/* Steady-state 1F1B is periodic: past the warm-up, every extra microbatch adds
+ * the same time to the step. Large microbatch counts are therefore simulated at
+ * two counts m1 < m2 <= MB_STEP_MB_CAP (multiples of pp, as interleaving needs)
+ * and the step extended linearly: T(m) = T(m2) + (m - m2) (T(m2) - T(m1)) / (m2 - m1).
+ * This keeps time and memory bounded for any global batch size; the tests
+ * check it against a full simulation. */
+#define MB_STEP_MB_CAP 64
+
+int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+{
+    int m = s->global_batch_size / (s->micro_batch_size * s->dp);
+    int p = s->pp > 0 ? s->pp : 1;
+    int cap = MB_STEP_MB_CAP > 4 * p ? MB_STEP_MB_CAP : 4 * p;
+    cap -= cap % p;
+    if (m <= cap)
+        return mb__simulate(s, m, r, err);
+    int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
+    struct mb_result r1;
+    if (mb__simulate(s, m1, &r1, err) || mb__simulate(s, m2, r, err))
+        return -1;
+    double k = (double)(m - m2) / (m2 - m1);
+    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
+    double step = r->step_time_s + k * (r->step_time_s - r1.step_time_s);
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        r->breakdown[c] = fmax(0, r->breakdown[c] + k * (r->breakdown[c] - r1.breakdown[c]));
+    r->model_flops *= (double)m / m2;
+    r->step_time_s = step;
+    r->microbatches = m;
+    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (step * s->gpus);
+    r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
+    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+    r->sim_wall_s += r1.sim_wall_s;
+    r->events += r1.events;
+    return 0;
+}
+
+int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+{
+    return mb__simulate(s, s->global_batch_size / (s->micro_batch_size * s->dp), r, err);
 }

@@ -75,4 +75,13 @@ struct mb_result {
  */
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
 
+/**
+ * @brief As mb_step_simulate, but always simulates every microbatch of the step.
+ * mb_step_simulate simulates at most 64 (or 4*pp) microbatches per DP rank and
+ * extends the periodic steady state linearly beyond that, which keeps time and
+ * memory bounded for any global batch size; this entry point is the reference
+ * the tests compare it against. Memory and time grow with the microbatch count.
+ */
+int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
+
 #endif /* MB_STEP_H */

@@ -517,6 +517,7 @@ struct csv_ctx {
     int have_header;
     size_t n_header;
     int idx[C_COUNT];
+    int notes_idx; /* optional "notes" column, -1 if absent */
 };
 
 static void csv_on_field(void *data, size_t len, void *vctx)
@@ -549,11 +550,19 @@ static int csv_header(struct csv_ctx *c)
     int n_missing = 0;
     for (k = 0; k < C_COUNT; k++)
         c->idx[k] = -1;
+    c->notes_idx = -1;
     for (i = 0; i < c->nf; i++) {
         char *name = trim(c->f[i].text);
-        for (k = 0; k < C_COUNT; k++)
-            if (c->idx[k] < 0 && !strcmp(name, mb_val__colname[k]))
-                c->idx[k] = (int)i;
+        if (!strcmp(name, "notes"))
+            c->notes_idx = (int)i;
+        for (k = 0; k < C_COUNT; k++) {
+            if (strcmp(name, mb_val__colname[k]))
+                continue;
+            if (c->idx[k] >= 0)
+                return mb_err_set(c->err, c->path, c->f[i].line, c->f[i].col,
+                                  "duplicate column '%s' (first at column %d of the header)", name, c->idx[k] + 1);
+            c->idx[k] = (int)i;
+        }
     }
     for (k = 0; k < C_COUNT; k++) {
         if (c->idx[k] >= 0)
@@ -732,6 +741,10 @@ static int csv_record(struct csv_ctx *c)
     s.recompute = gran;
     s.recompute_modules = mods;
     s.recompute_num_layers = 0;
+    /* LoRA fine-tuning (notes "task=lora"): the base model is frozen; the adapters'
+     * own weights, gradients and optimizer state are negligible next to it */
+    if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora"))
+        s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
     s.meas_tokens_per_s_per_gpu = tokens;
     s.meas_model_tflops_per_gpu = tflops;
     s.meas_step_time_s = step;

@@ -304,8 +304,9 @@ static void test_check_hand_built(void **state)
     check_fails(&s, "vpp = 2 requires pp > 1");
     hand(&s);
     s.pp = 2;
-    s.vpp = 5; /* 10 virtual stages for 8 layers: some stage would hold no layer */
-    check_fails(&s, "pp*vpp = 10 exceeds num_layers = 8 of model toy");
+    s.vpp = 6; /* 12 virtual stages for 8 layers + embedding + loss: some would be empty */
+    check_fails(&s, "pp*vpp = 12 exceeds num_layers + 2 = 10 of model toy (embedding and loss may each take "
+                    "one pipeline slot, no more)");
     /* pp 4, vpp 2, dp 4: microbatches = 8/(1*4) = 2, not a multiple of pp 4 */
     hand(&s);
     s.pp = 4;
