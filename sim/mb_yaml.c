@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 #define MB_YAML_MAX_DEPTH 64
@@ -156,6 +157,24 @@ static struct mb_node *mb_yaml__load(yaml_parser_t *p, const char *name, struct 
     else
         n = mb_yaml__convert(&doc, root, file, 0, err);
     yaml_document_delete(&doc);
+    if (n) {
+        /* one document per file: a second one would be silently ignored */
+        yaml_document_t more;
+        if (!yaml_parser_load(p, &more)) {
+            mb_yaml__parser_error(p, file, err);
+            mb_yaml_free(n);
+            return NULL;
+        }
+        yaml_node_t *r2 = yaml_document_get_root_node(&more);
+        if (r2) {
+            mb_err_set(err, file, (int)r2->start_mark.line + 1, (int)r2->start_mark.column + 1,
+                       "a second YAML document starts here; mbsim files hold one document");
+            yaml_document_delete(&more);
+            mb_yaml_free(n);
+            return NULL;
+        }
+        yaml_document_delete(&more);
+    }
     if (!n)
         mb_free(file);
     return n;
@@ -176,6 +195,15 @@ struct mb_node *mb_yaml_load_string(const char *buf, size_t len, const char *nam
 
 struct mb_node *mb_yaml_load_file(const char *path, struct mb_err *err)
 {
+    struct stat st;
+    if (!*path) {
+        mb_err_set(err, NULL, 0, 0, "empty file name");
+        return NULL;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        mb_err_set(err, path, 0, 0, "is a directory, expected a YAML file");
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));

@@ -347,6 +347,13 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     if (m->num_heads > 0 && m->num_heads % s->tp)
         return mb_scn__err(err, s, mb_scn__at(mk->tp, mk->parallel, NULL),
                            "tp = %d does not divide num_heads = %d of model %s", s->tp, m->num_heads, mn);
+    /* Megatron-Core splits the query groups across TP ranks (attention.py:
+     * num_query_groups_per_partition = divide(num_query_groups, tp)) */
+    if ((mb_scn__has_mixer(m, MB_MIX_ATTN) || mb_scn__has_mixer(m, MB_MIX_ATTN_SWA)) && m->num_kv_heads > 0 &&
+        m->num_kv_heads % s->tp)
+        return mb_scn__err(err, s, mb_scn__at(mk->tp, mk->parallel, NULL),
+                           "tp = %d does not divide num_kv_heads = %d (query groups) of model %s", s->tp,
+                           m->num_kv_heads, mn);
 
     if (s->sequence_parallel < 0 || s->tp == 1)
         s->sequence_parallel = s->tp > 1;
@@ -444,6 +451,27 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     if (vision && !s->mock && s->images.dist == MB_IMG_NONE)
         return mb_scn__err(err, s, mb_scn__at(mk->data, mk->model, NULL),
                            "model %s has a vision encoder: give data.images or data.mock: true", mn);
+    if (vision && !s->mock && s->images.dist != MB_IMG_NONE) {
+        /* the largest sample the distribution can draw must fit in the sequence */
+        double worst = 0, merged;
+        if (s->images.dist == MB_IMG_UNIFORM) {
+            mb_model_image_patches(m, s->images.side_max, s->images.side_max, &merged);
+            worst = merged;
+        } else {
+            for (int i = 0; i < s->images.n_sizes; i++) {
+                mb_model_image_patches(m, s->images.height[i], s->images.width[i], &merged);
+                if (merged > worst)
+                    worst = merged;
+            }
+        }
+        int n = s->images.per_sample_max > s->images.per_sample_min ? s->images.per_sample_max
+                                                                    : s->images.per_sample_min;
+        if (worst * n > s->seq_length)
+            return mb_scn__err(err, s, mb_scn__at(mk->images, mk->data, NULL),
+                               "data.images: a sample can hold %d images of up to %.0f LLM tokens each "
+                               "(%.0f tokens), more than seq_length = %d",
+                               n, worst, worst * n, s->seq_length);
+    }
     return 0;
 }
 

@@ -24,7 +24,8 @@ static void usage_main(FILE *fp)
             "step time, tokens/s/GPU, model TFLOP/s/GPU, MFU and per-rank memory.\n"
             "\n"
             "commands:\n"
-            "  run FILE.yaml [--json] [--memory]   simulate one steady-state training step\n"
+            "  run FILE.yaml [--json] [--memory] [--roofline]\n"
+            "                                      simulate one steady-state training step\n"
             "  validate FILE.csv|FILE.yaml... [--json]\n"
             "                                      predict published/measured runs and report errors\n"
             "  systems                             list system presets\n"
@@ -72,6 +73,20 @@ static void print_err(const struct mb_err *e)
     fprintf(stderr, "mbsim: %s\n", buf);
 }
 
+/* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
+static int check_data_dir(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/workloads/models/llama3_8b.yaml", mb_data_dir());
+    if (mb_file_exists(path))
+        return 0;
+    fprintf(stderr,
+            "mbsim: data directory '%s' has no workloads/models/ (set MBSIM_DATA_DIR to the mbsim source "
+            "tree)\n",
+            mb_data_dir());
+    return -1;
+}
+
 static int has_suffix(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
@@ -111,6 +126,8 @@ static int cmd_run(int argc, char **argv)
     struct mb_result r;
     struct mb_err err;
     mb_err_clear(&err);
+    if (check_data_dir())
+        return EXIT_BAD_INPUT;
     if (mb_scenario_load(file, &s, &err)) {
         print_err(&err);
         return EXIT_BAD_INPUT;
@@ -154,6 +171,8 @@ static int cmd_validate(int argc, char **argv)
     struct mb_val_summary sum;
     struct mb_err err;
     mb_err_clear(&err);
+    if (check_data_dir())
+        return EXIT_BAD_INPUT;
     mb_validate_init(&sum);
     for (int i = 0; i < argc; i++) {
         if (argv[i][0] == '-')
@@ -197,6 +216,12 @@ int main(int argc, char **argv)
         return cmd_validate(argc - 2, argv + 2);
     if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
         char buf[4096];
+        if (argc > 2) {
+            fprintf(stderr, "mbsim %s: takes no arguments, got '%s'\n", cmd, argv[2]);
+            return EXIT_USAGE;
+        }
+        if (check_data_dir())
+            return EXIT_BAD_INPUT;
         if (!strcmp(cmd, "systems"))
             mb_topo_list_presets(buf, sizeof buf);
         else

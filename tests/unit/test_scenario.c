@@ -163,6 +163,10 @@ static const struct {
     {"bad_unit.yaml", "11:16: bad unit 'hours' in '5.2 hours': expected a time with a unit (ns, us, ms, s)"},
     {"bad_tp_pp_cp_gpus.yaml", "11:3: tp*pp*cp = 12 does not divide gpus = 16"},
     {"bad_ep_experts.yaml", "11:7: ep = 5 does not divide num_experts = 128 of model qwen3_30b_a3b"},
+    {"bad_images_seq.yaml",
+     "25:5: data.images: a sample can hold 2 images of up to 1600 LLM tokens each (3200 tokens), more than "
+     "seq_length = 64"},
+    {"bad_kv_tp.yaml", "21:7: tp = 16 does not divide num_kv_heads = 8 (query groups) of model llama3_70b"},
     {"bad_gbs.yaml",
      "9:22: global_batch_size = 100 is not divisible by micro_batch_size*dp = 16 (micro_batch_size = 1, dp = 16)"},
     {"bad_inline_model.yaml",

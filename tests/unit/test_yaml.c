@@ -76,6 +76,7 @@ static void test_errors(void **state)
         {"n: 1\nflag: maybe\n", "t.yaml:2:7: expected true or false, got 'maybe'"},
         {"n: 1\nname: abcdefghijklmnopqrstuvwxyz\n", "t.yaml:2:7: rec.name is too long (at most 15 characters)"},
         {"- 1\n- 2\n", "t.yaml:1:1: expected a mapping for 'rec', got a sequence"},
+        {"n: 1\n---\nn: 2\n", "t.yaml:3:1: a second YAML document starts here; mbsim files hold one document"},
         {"n: [1, 2\n", "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' while parsing a flow sequence"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
