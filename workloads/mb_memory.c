@@ -84,6 +84,9 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         int total = lay->m * v;
         int warm = v == 1 ? p - st - 1 : (p - st - 1) * 2 + (v - 1) * p;
         int inflight = warm + 1 < total ? warm + 1 : total;
+        /* EP all-to-all overlap starts the next forward before the backward ends */
+        if (s->overlap_ep_comm && m->num_experts > 0 && s->ep > 1 && inflight < total)
+            inflight++;
         double act = per_chunk * inflight;
         if (st == 0 && !frozen_vis)
             act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
@@ -91,8 +94,8 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double buf = MB_WORKSPACE_BYTES;
         if (st == p - 1) /* fp32 logits and their gradient (vocab-parallel cross-entropy) */
             buf += 2 * T * (double)m->vocab / s->tp * 4;
-        if (m->num_experts > 0) /* dispatch + combine buffers of one MoE layer */
-            buf += 2 * T / s->tp * m->topk * m->hidden * 2.0 * s->etp;
+        if (m->num_experts > 0) /* dispatch + combine buffers of one MoE layer (two with EP overlap) */
+            buf += (s->overlap_ep_comm ? 2 : 1) * 2 * T / s->tp * m->topk * m->hidden * 2.0 * s->etp;
         double total_b = w + g + o + act + buf;
         if (total_b > best) {
             best = total_b;

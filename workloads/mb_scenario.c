@@ -254,7 +254,7 @@ void mb_scenario_free(struct mb_scenario *s)
 struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
-    const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze;
+    const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -438,6 +438,13 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
         return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module moe_preprocess requires moe_router");
     if ((s->cuda_graph & MB_CG_MAMBA) && !mb_scn__has_mixer(m, MB_MIX_MAMBA) && m->mamba_heads <= 0)
         return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module mamba needs a Mamba model; %s has none", mn);
+
+    /* 1F1B all-to-all overlap pairs each backward with the next forward on one
+     * stage; with pp > 1 Megatron runs it only inside interleaved schedules,
+     * which mbsim does not pair yet */
+    if (s->overlap_ep_comm && s->pp > 1)
+        return mb_scn__err(err, s, mk->overlap,
+                           "overlap.ep_comm is simulated for pp = 1 only (got pp = %d); set it to false", s->pp);
 
     int vision = m->vision.depth > 0;
     if ((s->freeze & (MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ)) && !vision)
@@ -941,6 +948,7 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
 
     /* overlap */
     if (mb_scn__given(top->overlap)) {
+        mk->overlap = top->overlap;
         struct mb_scn__ovl o = {s->overlap_grad_reduce, s->overlap_param_gather, s->overlap_tp_comm,
                                 s->overlap_ep_comm};
         if (mb_yaml_read_fields(top->overlap, mb_scn__ovl_fields, &o, "overlap", NULL, err))
@@ -989,15 +997,16 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
     return 0;
 }
 
-int mb_scenario_load(const char *path, struct mb_scenario *s, struct mb_err *err)
+/* A scenario from an already loaded YAML tree (e.g. a sweep file whose `sweep:`
+ * pair the caller removed); `path` names the file for messages and is the base
+ * of relative model/system/calibration paths. The tree stays the caller's. */
+int mb_scenario_load_node(const struct mb_node *root, const char *path, struct mb_scenario *s,
+                          struct mb_err *err)
 {
     mb_scenario_defaults(s);
-    if (!path)
+    if (!path || !root)
         return mb_err_set(err, NULL, 0, 0, "no scenario file given");
     snprintf(s->file, sizeof s->file, "%s", path);
-    struct mb_node *root = mb_yaml_load_file(path, err);
-    if (!root)
-        return -1;
     char *dir = mb_scn__dirname(path);
     struct mb_scn__marks mk;
     memset(&mk, 0, sizeof mk);
@@ -1071,6 +1080,19 @@ out:
     if (rc && model_loaded)
         mb_scenario_free(s);
     mb_free(dir);
+    return rc;
+}
+
+int mb_scenario_load(const char *path, struct mb_scenario *s, struct mb_err *err)
+{
+    mb_scenario_defaults(s);
+    if (!path)
+        return mb_err_set(err, NULL, 0, 0, "no scenario file given");
+    snprintf(s->file, sizeof s->file, "%s", path);
+    struct mb_node *root = mb_yaml_load_file(path, err);
+    if (!root)
+        return -1;
+    int rc = mb_scenario_load_node(root, path, s, err);
     mb_yaml_free(root);
     return rc;
 }

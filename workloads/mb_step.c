@@ -27,6 +27,7 @@
 #include "mb_engine.h"
 
 #define MB_MAX_STAGES 64
+#define MB_VISION_RANKS 256 /* data-parallel ranks whose images are drawn */
 #define BF16 2.0 /* bytes per bf16 element */
 
 static const char *const mb__cat_names[MB_CAT_COUNT] = {
@@ -496,77 +497,128 @@ static void mb__vision(struct mb_build *b, struct mb_oplist *l, double P, double
 
 /* ---- emission on the timeline ------------------------------------------- */
 
-/* Emit one op list forward (dir = 0) or backward (dir = 1) on stage st.
- * `prev` is the task the first op must follow; returns the last task.
- * mode_recompute: only ops whose module is in `mask` (or all, if full) are
- * emitted, forward, tagged MB_CAT_RECOMPUTE. frozen_bwd: dgrad only. */
-static int mb__emit(struct mb_build *b, int st, const struct mb_oplist *l, int dir, int prev, int recompute,
-                    unsigned mask, int skip_bwd)
+/* Emission state of one forward or backward unit (one microbatch on one
+ * virtual stage): the task the next compute op must follow, and a parallel
+ * communication (CP ring, overlapped TP) the op after next must wait for. */
+struct mb_em {
+    int last;
+    int pending;
+};
+
+/* Emit one op forward (dir = 0) or backward (dir = 1) on stage st. recompute:
+ * the forward again, tagged MB_CAT_RECOMPUTE. skip_bwd: dgrad only (frozen).
+ * Returns 1 when the op was an expert-parallel dispatch/combine (a
+ * point where an overlapped schedule may switch to the other microbatch). */
+static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
+                       int skip_bwd)
 {
-    int last = prev;       /* last task the next compute op must follow */
-    int pending = -1;      /* parallel comm the op after next must follow */
-    for (int idx = 0; idx < l->n; idx++) {
-        const struct mb_op *o = &l->op[dir ? l->n - 1 - idx : idx];
-        if (recompute && !(mask == ~0u || (o->module & mask)))
-            continue;
-        struct mb_task_desc d = {0};
-        if (o->type == MB_OP_COMP) {
-            d.stream = b->comp[st];
-            d.duration = recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
-            d.kind = recompute ? MB_CAT_RECOMPUTE : (int)o->cat;
-            if (d.duration <= 0)
-                continue;
-            int t = mb_engine_add_task(b->e, &d);
-            if (last >= 0)
-                mb_engine_add_dep(b->e, last, t);
-            if (pending >= 0) {
-                /* the parallel comm must finish before the op after this one */
-                last = t;
-                int wait = pending;
-                pending = -1;
-                /* join: next op depends on both */
-                struct mb_task_desc z = {0};
-                z.stream = b->comp[st];
-                z.kind = MB_CAT_COUNT; /* zero-length join, not accounted */
-                int j = mb_engine_add_task(b->e, &z);
-                mb_engine_add_dep(b->e, t, j);
-                mb_engine_add_dep(b->e, wait, j);
-                last = j;
-            } else {
-                last = t;
-            }
-        } else {
-            struct mb_flow_desc f[2];
-            int nf = 0;
-            if (o->bytes_nv > 0)
-                f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, 0};
-            if (o->bytes_nic > 0)
-                f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, 0};
-            d.stream = b->cstream[st][o->ck];
-            d.duration = o->latency;
-            d.n_flows = nf;
-            d.flows = f;
-            d.kind = 100 + o->ck;
-            int t = mb_engine_add_task(b->e, &d);
-            if (last >= 0)
-                mb_engine_add_dep(b->e, last, t);
-            if (o->parallel)
-                pending = t;
-            else
-                last = t;
+    struct mb_task_desc d = {0};
+    if (o->type == MB_OP_COMP) {
+        d.stream = b->comp[st];
+        d.duration = recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
+        d.kind = recompute ? MB_CAT_RECOMPUTE : (int)o->cat;
+        if (d.duration <= 0)
+            return 0;
+        int t = mb_engine_add_task(b->e, &d);
+        if (em->last >= 0)
+            mb_engine_add_dep(b->e, em->last, t);
+        em->last = t;
+        if (em->pending >= 0) { /* join: the op after this one also waits for the parallel comm */
+            struct mb_task_desc z = {0};
+            z.stream = b->comp[st];
+            z.kind = MB_CAT_COUNT; /* zero-length, not accounted */
+            int j = mb_engine_add_task(b->e, &z);
+            mb_engine_add_dep(b->e, t, j);
+            mb_engine_add_dep(b->e, em->pending, j);
+            em->pending = -1;
+            em->last = j;
         }
+        return 0;
     }
-    if (pending >= 0) {
-        struct mb_task_desc z = {0};
-        z.stream = b->comp[st];
-        z.kind = MB_CAT_COUNT;
-        int j = mb_engine_add_task(b->e, &z);
-        if (last >= 0)
-            mb_engine_add_dep(b->e, last, j);
-        mb_engine_add_dep(b->e, pending, j);
-        last = j;
+    struct mb_flow_desc f[2];
+    int nf = 0;
+    if (o->bytes_nv > 0)
+        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, 0};
+    if (o->bytes_nic > 0)
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, 0};
+    d.stream = b->cstream[st][o->ck];
+    d.duration = o->latency;
+    d.n_flows = nf;
+    d.flows = f;
+    d.kind = 100 + o->ck;
+    int t = mb_engine_add_task(b->e, &d);
+    if (em->last >= 0)
+        mb_engine_add_dep(b->e, em->last, t);
+    if (o->parallel)
+        em->pending = t;
+    else
+        em->last = t;
+    return o->ck == MB_CK_EP && !o->parallel;
+}
+
+/* Close a unit: wait for a parallel comm still in flight. */
+static void mb__em_close(struct mb_build *b, int st, struct mb_em *em)
+{
+    if (em->pending < 0)
+        return;
+    struct mb_task_desc z = {0};
+    z.stream = b->comp[st];
+    z.kind = MB_CAT_COUNT;
+    int j = mb_engine_add_task(b->e, &z);
+    if (em->last >= 0)
+        mb_engine_add_dep(b->e, em->last, j);
+    mb_engine_add_dep(b->e, em->pending, j);
+    em->pending = -1;
+    em->last = j;
+}
+
+/* Op i of list l in emission order. */
+static const struct mb_op *mb__op_at(const struct mb_oplist *l, int dir, int i)
+{
+    return &l->op[dir ? l->n - 1 - i : i];
+}
+
+/* Whether op o runs in this pass (recompute passes run only recomputed modules). */
+static int mb__op_selected(const struct mb_op *o, int recompute, unsigned mask)
+{
+    return !recompute || mask == ~0u || (o->module & mask);
+}
+
+/* A forward or backward unit as a flat list of items, so that two units can be
+ * emitted interleaved (expert-parallel communication overlap). */
+enum mb_itk { MB_IT_OPS, MB_IT_FSDP_AG, MB_IT_FSDP_RS, MB_IT_LASTB };
+
+struct mb_item {
+    enum mb_itk k;
+    const struct mb_oplist *l; /* MB_IT_OPS */
+    int dir, recompute, skip_bwd;
+    unsigned mask;
+    double bytes;              /* FSDP items */
+    int li;                    /* MB_IT_LASTB: layer whose last backward ends here */
+};
+
+struct mb_unit {
+    struct mb_item *it;
+    int n, cap;
+    int pos, opi;              /* next item, next op inside an MB_IT_OPS item */
+    struct mb_em em;
+    double ep_busy;            /* est. seconds of the EP transfer it last yielded on */
+};
+
+static void mb__it_add(struct mb_unit *u, struct mb_item x)
+{
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 64;
+        u->it = mb_realloc(u->it, (size_t)u->cap * sizeof *u->it);
     }
-    return last;
+    u->it[u->n++] = x;
+}
+
+static void mb__it_ops(struct mb_unit *u, const struct mb_oplist *l, int dir, int recompute, unsigned mask,
+                       int skip_bwd)
+{
+    struct mb_item x = {MB_IT_OPS, l, dir, recompute, skip_bwd, mask, 0, -1};
+    mb__it_add(u, x);
 }
 
 /* A single task on a stream after `dep`. */
@@ -714,6 +766,80 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
         mb_free(iv_e[c]);
     }
     mb_free(stage_of);
+}
+
+/* Run unit u from where it stopped. With `yield_on_ep` it returns 1 right
+ * after emitting an EP dispatch/combine, so the caller can switch to the other
+ * unit; otherwise it runs to the end and returns 0. `gate` implements FSDP
+ * prefetch depth 1; lastb[li] records each layer's last backward task. */
+static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, int *gate,
+                        int *lastb)
+{
+    const struct mb_scenario *s = b->s;
+    for (; u->pos < u->n; u->pos++, u->opi = 0) {
+        struct mb_item *x = &u->it[u->pos];
+        switch (x->k) {
+        case MB_IT_OPS:
+            while (u->opi < x->l->n) {
+                const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
+                if (!mb__op_selected(o, x->recompute, x->mask))
+                    continue;
+                if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
+                    u->ep_busy = o->latency + fmax(o->bytes_nv / b->nv_cap, o->bytes_nic / b->nic_cap);
+                    return 1;
+                }
+            }
+            break;
+        case MB_IT_FSDP_AG: {
+            mb__em_close(b, st, &u->em);
+            int t = mb__comm(b, st, MB_CK_FSDP, b->g_dp, x->bytes, 0, *gate);
+            *gate = u->em.last;
+            if (t >= 0 && t != *gate)
+                u->em.last = mb__join(b, st, u->em.last, t);
+            break;
+        }
+        case MB_IT_FSDP_RS:
+            mb__em_close(b, st, &u->em);
+            mb__comm_on(b, st, MB_CK_DP, MB_CK_FSDP, b->g_dp, x->bytes, u->em.last);
+            break;
+        case MB_IT_LASTB:
+            mb__em_close(b, st, &u->em);
+            lastb[x->li] = u->em.last;
+            break;
+        }
+    }
+    mb__em_close(b, st, &u->em);
+    (void)s;
+    return 0;
+}
+
+/* Emit units a and b interleaved at their EP dispatch/combine points: while
+ * one unit's all-to-all is in flight the other unit computes (Megatron's
+ * combined 1F1B all-to-all overlap). The dispatcher kernel occupies a share
+ * `sm_frac` of the SMs for its (estimated) duration, so the overlapping
+ * compute loses that share of the time: a stall of sm_frac x duration is
+ * charged to dispatch_combine_compute. */
+static void mb__run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
+                         int *gate, int *lastb)
+{
+    struct mb_unit *cur = ua, *other = ub;
+    while (ua->pos < ua->n || ub->pos < ub->n) {
+        if (cur->pos >= cur->n) {
+            struct mb_unit *t = cur;
+            cur = other;
+            other = t;
+            continue;
+        }
+        int switched = mb__run_unit(b, st, cur, other->pos < other->n, gate, lastb);
+        if (switched && other->pos < other->n) {
+            double stall = sm_frac * cur->ep_busy;
+            if (stall > 0)
+                other->em.last = mb__task(b, b->comp[st], MB_CAT_DISPATCH, stall, NULL, 0, other->em.last);
+            struct mb_unit *t = cur;
+            cur = other;
+            other = t;
+        }
+    }
 }
 
 /* ---- routing imbalance -------------------------------------------------- */
@@ -945,17 +1071,57 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, struct mb_result
     lay.params_expert_stage[p - 1] += mtp_experts;
     lay.params_vision = par.vision;
 
-    /* vision draws for the representative rank's microbatches */
-    struct mb_rng rng;
-    mb_rng_seed(&rng, s->images.seed);
+    /* Vision work per microbatch. Every data-parallel rank draws its own images
+     * (seeded). MoE layers synchronise the EP group at every all-to-all, so in
+     * each microbatch the rank with the most vision work in its EP group sets
+     * the pace; gradient synchronisation at the end of the step then waits for
+     * the slowest group. The simulated rank therefore carries, per microbatch,
+     * the group maximum of the slowest group. Up to MB_VISION_RANKS ranks are
+     * drawn (the expected maximum saturates long before that). */
     double *vP = mb_calloc((size_t)mbs_n, sizeof *vP), *vQ = mb_calloc((size_t)mbs_n, sizeof *vQ);
     double sumP = 0, sumQ = 0, sum_merged = 0, act_vision = 0;
-    for (int i = 0; i < mbs_n; i++) {
-        double mg;
-        vP[i] = mb__draw_images(s, m, &rng, &vQ[i], &mg);
-        sumP += vP[i];
-        sumQ += vQ[i];
-        sum_merged += mg;
+    {
+        int R = s->dp < MB_VISION_RANKS ? s->dp : MB_VISION_RANKS;
+        int G = (m->num_experts > 0 && s->ep > 1) ? (s->ep < R ? s->ep : R) : 1;
+        R -= R % G;
+        if (R < 1)
+            R = G = 1;
+        int vis_on = !(s->mock || s->images.dist == MB_IMG_NONE || m->vision.depth == 0);
+        if (!vis_on)
+            R = G = 1;
+        double *gP = mb_calloc((size_t)mbs_n, sizeof *gP), *gQ = mb_calloc((size_t)mbs_n, sizeof *gQ);
+        double best_total = -1, drawn_merged = 0, drawnP = 0, drawnQ = 0;
+        struct mb_rng rng;
+        mb_rng_seed(&rng, s->images.seed);
+        for (int g0 = 0; g0 < R; g0 += G) {
+            double total = 0;
+            for (int i = 0; i < mbs_n; i++) {
+                gP[i] = gQ[i] = 0;
+                for (int rk = 0; rk < G; rk++) {
+                    double q, mg;
+                    double pp = mb__draw_images(s, m, &rng, &q, &mg);
+                    drawnP += pp;
+                    drawnQ += q;
+                    drawn_merged += mg;
+                    if (pp > gP[i]) {
+                        gP[i] = pp;
+                        gQ[i] = q;
+                    }
+                }
+                total += gP[i];
+            }
+            if (total > best_total) {
+                best_total = total;
+                memcpy(vP, gP, (size_t)mbs_n * sizeof *vP);
+                memcpy(vQ, gQ, (size_t)mbs_n * sizeof *vQ);
+            }
+        }
+        mb_free(gP);
+        mb_free(gQ);
+        /* model FLOPs count the mean rank's images, not the slowest */
+        sumP = drawnP / R;
+        sumQ = drawnQ / R;
+        sum_merged = drawn_merged / R;
     }
     r->vision_tokens_per_sample = mbs_n ? sum_merged / ((double)mbs_n * s->micro_batch_size) : 0;
 
@@ -998,102 +1164,125 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, struct mb_result
     }
     int frozen_v = (s->freeze & MB_FREEZE_VISION) != 0, frozen_p = (s->freeze & MB_FREEZE_VISION_PROJ) != 0;
 
+    /* parameters (elements) of decoder layer li on this rank, for FSDP traffic */
+#define layer_params(li)                                                                                    \
+    (dense_layer_params / s->tp + (m->layer[li].ffn == MB_FFN_MOE ? expert_layer_params / (s->ep * s->etp) : 0))
+    /* vision op lists per microbatch (forward; projector-only when the encoder is frozen) */
+    struct mb_oplist *visl = mb_calloc((size_t)(mbs_n > 0 ? mbs_n : 1), sizeof *visl);
+    struct mb_oplist *visp = mb_calloc((size_t)(mbs_n > 0 ? mbs_n : 1), sizeof *visp);
+    for (int i = 0; i < mbs_n; i++) {
+        if (vP[i] <= 0)
+            continue;
+        mb__vision(&b, &visl[i], vP[i], vQ[i]);
+        for (int q = 0; q < visl[i].n; q++)
+            if (visl[i].op[q].cat == MB_CAT_PROJECTOR)
+                mb__push(&visp[i], &visl[i].op[q]);
+    }
+    int ep_overlap = s->overlap_ep_comm && m->num_experts > 0 && s->ep > 1;
+    /* a dispatcher kernel occupies dispatcher_sms of the GPU's SMs while it runs */
+    double sm_frac = b.gpu->sms > 0 ? fmin(1.0, (double)s->dispatcher_sms / b.gpu->sms) : 0;
+    struct mb_unit fu = {0}, bu = {0};
+
     for (int st = 0; st < p; st++) {
         int total = mbs_n * v, w = mb__warmup(st, p, v, mbs_n);
         int fk = 0, bk = 0;
         int gate = -1; /* FSDP prefetch depth 1: gather of layer l waits for layer l-2 to finish */
-        for (int stepi = 0; stepi < 2 * total; stepi++) {
+        while (fk < total || bk < total) {
             int is_f = fk < w ? 1 : fk >= total ? 0 : (fk - w) <= bk;
-            int c, i;
-            if (is_f) {
-                mb__fmap(fk++, p, v, &c, &i);
-                int vs = c * p + st;
-                int last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
-                fentry[SLOT(st, c, i)] = last;
-                if (fk == 1 && pg_done[st] >= 0)
-                    mb_engine_add_dep(b.e, pg_done[st], last);
-                if (vs == 0) {
-                    if (vP[i] > 0) {
-                        struct mb_oplist vis = {0};
-                        mb__vision(&b, &vis, vP[i], vQ[i]);
-                        last = mb__emit(&b, st, &vis, 0, last, 0, 0, 0);
-                        mb_free(vis.op);
-                    }
-                    last = mb__emit(&b, st, &emb, 0, last, 0, 0, 0);
-                }
-                for (int li = first[vs]; li < first[vs] + count[vs]; li++) {
-                    int k = mb__kind_of(&m->layer[li]);
-                    if (is_fsdp) {
-                        double lp = dense_layer_params / s->tp +
-                                    (m->layer[li].ffn == MB_FFN_MOE ? expert_layer_params / (s->ep * s->etp) : 0);
-                        int t = mb__comm(&b, st, MB_CK_FSDP, b.g_dp, lp * BF16, 0, gate);
-                        gate = last;
-                        if (t >= 0 && t != gate)
-                            last = mb__join(&b, st, last, t);
-                    }
-                    last = mb__emit(&b, st, &ops[k], 0, last, 0, 0, 0);
-                }
+            /* overlap pairs a backward with the forward that follows it in 1F1B
+             * order (Megatron's combined 1F1B): B(j) no longer depends on F(j+1),
+             * which the naive pairing F(j)+B(j) on the last stage would break */
+            int pair = ep_overlap && !is_f && fk < total;
+            int do_f = is_f || pair, do_b = !is_f;
+            int fc = 0, fi = 0, bc = 0, bi = 0;
+            fu.n = fu.pos = fu.opi = 0;
+            bu.n = bu.pos = bu.opi = 0;
+            /* the backward's entry first: in a pair it runs first on the stream */
+            if (do_b) {
+                mb__bmap(bk++, p, v, &bc, &bi);
+                int vs = bc * p + st;
+                bu.em.last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
+                bu.em.pending = -1;
+                bentry[SLOT(st, bc, bi)] = bu.em.last;
                 if (vs == nv_st - 1) {
-                    if (mtp_kind >= 0)
-                        for (int q = 0; q < m->mtp_layers; q++)
-                            last = mb__emit(&b, st, &ops[mtp_kind], 0, last, 0, 0, 0);
-                    last = mb__emit(&b, st, &head, 0, last, 0, 0, 0);
-                } else {
-                    fsend[SLOT(st, c, i)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
-                                                     b.pp_over_nic, last);
-                }
-            } else {
-                mb__bmap(bk++, p, v, &c, &i);
-                int vs = c * p + st;
-                int last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
-                bentry[SLOT(st, c, i)] = last;
-                if (vs == nv_st - 1) {
-                    last = mb__emit(&b, st, &head, 1, last, 0, 0, lang_frozen);
-                    if (mtp_kind >= 0)
-                        for (int q = 0; q < m->mtp_layers; q++)
-                            last = mb__emit(&b, st, &ops[mtp_kind], 1, last, 0, 0, lang_frozen);
+                    mb__it_ops(&bu, &head, 1, 0, 0, lang_frozen);
+                    for (int q = 0; mtp_kind >= 0 && q < m->mtp_layers; q++)
+                        mb__it_ops(&bu, &ops[mtp_kind], 1, 0, 0, lang_frozen);
                 }
                 for (int li = first[vs] + count[vs] - 1; li >= first[vs]; li--) {
-                    int k = mb__kind_of(&m->layer[li]);
-                    double lp = dense_layer_params / s->tp +
-                                (m->layer[li].ffn == MB_FFN_MOE ? expert_layer_params / (s->ep * s->etp) : 0);
+                    const struct mb_oplist *L = &ops[mb__kind_of(&m->layer[li])];
                     if (is_fsdp) {
-                        int t = mb__comm(&b, st, MB_CK_FSDP, b.g_dp, lp * BF16, 0, gate);
-                        gate = last;
-                        if (t >= 0 && t != gate)
-                            last = mb__join(&b, st, last, t);
+                        struct mb_item x = {MB_IT_FSDP_AG, NULL, 0, 0, 0, 0, layer_params(li) * BF16, li};
+                        mb__it_add(&bu, x);
                     }
                     if (rc_mask)
-                        last = mb__emit(&b, st, &ops[k], 0, last, 1, rc_mask, 0);
-                    last = mb__emit(&b, st, &ops[k], 1, last, 0, 0, lang_frozen);
-                    if (is_fsdp && !lang_frozen) /* reduce-scatter of this layer's fp32 main grads */
-                        mb__comm_on(&b, st, MB_CK_DP, MB_CK_FSDP, b.g_dp, lp * 4, last);
-                    lastb_layer[li] = last;
+                        mb__it_ops(&bu, L, 0, 1, rc_mask, 0);
+                    mb__it_ops(&bu, L, 1, 0, 0, lang_frozen);
+                    if (is_fsdp && !lang_frozen) { /* reduce-scatter of this layer's fp32 main grads */
+                        struct mb_item x = {MB_IT_FSDP_RS, NULL, 0, 0, 0, 0, layer_params(li) * 4, li};
+                        mb__it_add(&bu, x);
+                    }
+                    struct mb_item mk = {MB_IT_LASTB, NULL, 0, 0, 0, 0, 0, li};
+                    mb__it_add(&bu, mk);
                 }
                 if (vs == 0) {
-                    last = mb__emit(&b, st, &emb, 1, last, 0, 0, lang_frozen);
-                    if (vP[i] > 0 && !(frozen_v && frozen_p)) {
-                        struct mb_oplist vis = {0}, pj = {0};
-                        mb__vision(&b, &vis, vP[i], vQ[i]);
-                        if (frozen_v) { /* only the projector's weight gradients are needed */
-                            for (int q = 0; q < vis.n; q++)
-                                if (vis.op[q].cat == MB_CAT_PROJECTOR)
-                                    mb__push(&pj, &vis.op[q]);
-                            last = mb__emit(&b, st, &pj, 1, last, 0, 0, 0);
-                        } else {
-                            last = mb__emit(&b, st, &vis, 1, last, 0, 0, 0);
-                        }
-                        mb_free(vis.op);
-                        mb_free(pj.op);
-                    }
-                } else {
-                    bsend[SLOT(st, c, i)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
-                                                     b.pp_over_nic, last);
+                    mb__it_ops(&bu, &emb, 1, 0, 0, lang_frozen);
+                    if (visl[bi].n && !(frozen_v && frozen_p))
+                        mb__it_ops(&bu, frozen_v ? &visp[bi] : &visl[bi], 1, 0, 0, 0);
                 }
-                bdone[SLOT(st, c, i)] = last;
+            }
+            if (do_f) {
+                mb__fmap(fk++, p, v, &fc, &fi);
+                int vs = fc * p + st;
+                fu.em.last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
+                fu.em.pending = -1;
+                fentry[SLOT(st, fc, fi)] = fu.em.last;
+                if (fk == 1 && pg_done[st] >= 0)
+                    mb_engine_add_dep(b.e, pg_done[st], fu.em.last);
+                if (vs == 0) {
+                    if (visl[fi].n)
+                        mb__it_ops(&fu, &visl[fi], 0, 0, 0, 0);
+                    mb__it_ops(&fu, &emb, 0, 0, 0, 0);
+                }
+                for (int li = first[vs]; li < first[vs] + count[vs]; li++) {
+                    if (is_fsdp) {
+                        struct mb_item x = {MB_IT_FSDP_AG, NULL, 0, 0, 0, 0, layer_params(li) * BF16, li};
+                        mb__it_add(&fu, x);
+                    }
+                    mb__it_ops(&fu, &ops[mb__kind_of(&m->layer[li])], 0, 0, 0, 0);
+                }
+                if (vs == nv_st - 1) {
+                    for (int q = 0; mtp_kind >= 0 && q < m->mtp_layers; q++)
+                        mb__it_ops(&fu, &ops[mtp_kind], 0, 0, 0, 0);
+                    mb__it_ops(&fu, &head, 0, 0, 0, 0);
+                }
+            }
+            if (do_f && do_b)
+                mb__run_pair(&b, st, &bu, &fu, sm_frac, &gate, lastb_layer);
+            else if (do_f)
+                mb__run_unit(&b, st, &fu, 0, &gate, lastb_layer);
+            else
+                mb__run_unit(&b, st, &bu, 0, &gate, lastb_layer);
+            if (do_f && fc * p + st != nv_st - 1)
+                fsend[SLOT(st, fc, fi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
+                                                   b.pp_over_nic, fu.em.last);
+            if (do_b) {
+                if (bc * p + st != 0)
+                    bsend[SLOT(st, bc, bi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
+                                                       b.pp_over_nic, bu.em.last);
+                bdone[SLOT(st, bc, bi)] = bu.em.last;
             }
         }
     }
+    mb_free(fu.it);
+    mb_free(bu.it);
+    for (int i = 0; i < mbs_n; i++) {
+        mb_free(visl[i].op);
+        mb_free(visp[i].op);
+    }
+    mb_free(visl);
+    mb_free(visp);
+#undef layer_params
     /* cross-stage edges: forward of virtual stage vs after the send of vs-1,
      * backward of vs after the send of vs+1 (the interleaved wrap-around is
      * vs = c*p + s, so stage p-1 chunk c feeds stage 0 chunk c+1) */

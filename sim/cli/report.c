@@ -73,8 +73,6 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             fprintf(fp, " [%s]", s->meas_source);
         fprintf(fp, "\n");
     }
-    if (s->overlap_ep_comm && s->model.num_experts > 0)
-        fprintf(fp, "  note: overlap.ep_comm is not modeled yet; dispatch/combine stay on the critical path\n");
     fprintf(fp, "  simulated %zu tasks, %llu events in %.3f s\n", r->tasks, r->events, r->sim_wall_s);
 }
 
@@ -139,10 +137,6 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
             json_object_set_new(me, "source", json_string(s->meas_source));
         json_object_set_new(o, "measured", me);
     }
-    json_t *nm = json_array();
-    if (s->overlap_ep_comm && s->model.num_experts > 0)
-        json_array_append_new(nm, json_string("overlap.ep_comm"));
-    json_object_set_new(o, "not_modeled", nm);
     json_t *sim = json_object();
     json_object_set_new(sim, "tasks", json_integer((json_int_t)r->tasks));
     json_object_set_new(sim, "events", json_integer((json_int_t)r->events));
