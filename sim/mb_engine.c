@@ -516,3 +516,53 @@ unsigned long long mb_engine_n_events(const struct mb_engine *e) { return e->n_e
 unsigned long long mb_engine_n_solves(const struct mb_engine *e) { return e->n_solves; }
 
 int mb_engine_max_active_flows(const struct mb_engine *e) { return e->max_active; }
+
+/*
+ * Critical path: from the task that ends last, repeatedly step to the
+ * predecessor (a dependency, or the previous task on the same stream) that
+ * ended last, i.e. the one that released the task. Ties go to the lower id.
+ * O(tasks + deps).
+ */
+size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
+{
+    size_t n = e->n_tasks;
+    if (!n || !max)
+        return 0;
+    int *prev = mb_malloc(n * sizeof *prev);
+    int *roff = mb_calloc(n + 1, sizeof *roff);
+    int *rin = mb_malloc((e->n_deps ? e->n_deps : 1) * sizeof *rin);
+    for (size_t t = 0; t < n; t++)
+        prev[t] = -1;
+    for (int s = 0; s < e->n_streams; s++)
+        for (int t = e->streams[s].head, p = -1; t >= 0; p = t, t = e->tasks[t].next)
+            prev[t] = p;
+    for (size_t i = 0; i < e->n_deps; i++)
+        roff[e->dep_after[i] + 1]++;
+    for (size_t t = 0; t < n; t++)
+        roff[t + 1] += roff[t];
+    int *fill = mb_malloc(n * sizeof *fill);
+    memcpy(fill, roff, n * sizeof *fill);
+    for (size_t i = 0; i < e->n_deps; i++)
+        rin[fill[e->dep_after[i]]++] = e->dep_before[i];
+    int cur = 0;
+    for (size_t t = 1; t < n; t++)
+        if (e->tasks[t].end > e->tasks[cur].end)
+            cur = (int)t;
+    size_t k = 0;
+    while (cur >= 0 && k < max && e->tasks[cur].start >= 0) {
+        out[k++] = cur;
+        int best = prev[cur];
+        for (int i = roff[cur]; i < roff[cur + 1]; i++) {
+            int p = rin[i];
+            if (best < 0 || e->tasks[p].end > e->tasks[best].end ||
+                (e->tasks[p].end == e->tasks[best].end && p < best))
+                best = p;
+        }
+        cur = best;
+    }
+    mb_free(prev);
+    mb_free(roff);
+    mb_free(rin);
+    mb_free(fill);
+    return k;
+}

@@ -83,4 +83,13 @@ unsigned long long mb_engine_n_solves(const struct mb_engine *e);
 /** @brief Largest number of simultaneously active flows in the last run. */
 int mb_engine_max_active_flows(const struct mb_engine *e);
 
+/**
+ * @brief Critical path of the last run, latest task first: from the task that
+ * ends last, each step goes to the predecessor (dependency or previous task on
+ * the same stream) that ended last -- the one that released it.
+ * @param[out] out  task ids, at most max
+ * @return number of tasks written.
+ */
+size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max);
+
 #endif /* MB_ENGINE_H */

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "mb_engine.h"
 
 #define MB_MAX_STAGES 64
@@ -842,6 +844,83 @@ static void mb__run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct 
     }
 }
 
+/* Category of a task for reports: compute categories as they are, comm tasks
+ * by kind; -1 for zero-length joins. */
+static int mb__task_cat(const struct mb_engine *e, int t)
+{
+    int kd = mb_engine_task_kind(e, t);
+    if (kd >= 100 && kd < 100 + MB_CK_COUNT)
+        return (int)mb__comm_cat[kd - 100];
+    return kd < MB_CAT_COUNT ? kd : -1;
+}
+
+/* Critical path of the step by category (seconds): what to shorten to make
+ * the step shorter. Waits between a task and the one that released it
+ * (nothing running on the path) count as bubble. */
+static void mb__critical(struct mb_build *b, int p, struct mb_result *r)
+{
+    size_t nt = mb_engine_n_tasks(b->e);
+    int *path = mb_malloc((nt ? nt : 1) * sizeof *path);
+    size_t n = mb_engine_critical_path(b->e, path, nt);
+    for (size_t i = 0; i < n; i++) {
+        int t = path[i], c = mb__task_cat(b->e, t);
+        double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
+        if (c >= 0)
+            r->critical[c] += t1 - t0;
+        double released = i + 1 < n ? mb_engine_task_end(b->e, path[i + 1]) : 0;
+        if (t0 > released)
+            r->critical[MB_CAT_BUBBLE] += t0 - released;
+    }
+    (void)p;
+    mb_free(path);
+}
+
+/* Chrome/Perfetto trace of the simulated ranks: one process per pipeline
+ * stage (its representative rank), one thread for compute and one per
+ * communication kind; slices named by category. Written with jansson. */
+static int mb__trace(struct mb_build *b, int p, const char *path, struct mb_err *err)
+{
+    static const char *const ck_name[MB_CK_COUNT] = {"TP comm", "CP comm", "EP comm", "PP p2p", "DP comm", "FSDP comm"};
+    json_t *ev = json_array();
+    for (int st = 0; st < p; st++) {
+        char name[64];
+        snprintf(name, sizeof name, "pipeline stage %d (representative rank)", st);
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", "process_name", "pid", st,
+                                            "tid", 0, "args", "name", name));
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", "thread_name", "pid", st,
+                                            "tid", 0, "args", "name", "compute"));
+        for (int c = 0; c < MB_CK_COUNT; c++)
+            json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", "thread_name", "pid",
+                                                st, "tid", c + 1, "args", "name", ck_name[c]));
+    }
+    size_t nt = mb_engine_n_tasks(b->e);
+    for (size_t t = 0; t < nt; t++) {
+        int sid = mb_engine_task_stream(b->e, (int)t), c = mb__task_cat(b->e, (int)t);
+        double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
+        if (c < 0 || t1 <= t0)
+            continue;
+        int pid = -1, tid = 0;
+        for (int st = 0; st < p && pid < 0; st++) {
+            if (b->comp[st] == sid)
+                pid = st;
+            for (int k = 0; k < MB_CK_COUNT && pid < 0; k++)
+                if (b->cstream[st][k] == sid) {
+                    pid = st;
+                    tid = k + 1;
+                }
+        }
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:i}", "ph", "X", "name",
+                                            mb_cat_name((enum mb_cat)c), "cat", tid ? "comm" : "compute", "ts",
+                                            t0 * 1e6, "dur", (t1 - t0) * 1e6, "pid", pid, "tid", tid));
+    }
+    json_t *root = json_pack("{s:o,s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
+    int rc = json_dump_file(root, path, JSON_COMPACT);
+    json_decref(root);
+    if (rc)
+        return mb_err_set(err, path, 0, 0, "cannot write the trace");
+    return 0;
+}
+
 /* ---- routing imbalance -------------------------------------------------- */
 
 /* Most-loaded EP rank / mean under the routing model. Balanced: 1 (Megatron's
@@ -917,7 +996,8 @@ static int mb__warmup(int st, int p, int v, int m)
 static int mb__kind_of(const struct mb_layer *L) { return (int)L->mixer * 3 + (int)L->ffn; }
 
 /* Simulate the step with `mbs_n` microbatches per DP rank. */
-static int mb__simulate(const struct mb_scenario *s, int mbs_n, struct mb_result *r, struct mb_err *err)
+static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trace, struct mb_result *r,
+                        struct mb_err *err)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -1343,6 +1423,9 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, struct mb_result
         r->events = mb_engine_n_events(b.e);
         r->tasks = mb_engine_n_tasks(b.e);
         mb__breakdown(&b, p, step, r);
+        mb__critical(&b, p, r);
+        if (trace && mb__trace(&b, p, trace, err))
+            rc = -1;
 
         /* metrics */
         double gbs = (double)mbs_n * s->micro_batch_size * s->dp, seq = s->seq_length;
@@ -1402,16 +1485,18 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
     int cap = MB_STEP_MB_CAP > 4 * p ? MB_STEP_MB_CAP : 4 * p;
     cap -= cap % p;
     if (m <= cap)
-        return mb__simulate(s, m, r, err);
+        return mb__simulate(s, m, NULL, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
     struct mb_result r1;
-    if (mb__simulate(s, m1, &r1, err) || mb__simulate(s, m2, r, err))
+    if (mb__simulate(s, m1, NULL, &r1, err) || mb__simulate(s, m2, NULL, r, err))
         return -1;
     double k = (double)(m - m2) / (m2 - m1);
     double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
     double step = r->step_time_s + k * (r->step_time_s - r1.step_time_s);
-    for (int c = 0; c < MB_CAT_COUNT; c++)
+    for (int c = 0; c < MB_CAT_COUNT; c++) {
         r->breakdown[c] = fmax(0, r->breakdown[c] + k * (r->breakdown[c] - r1.breakdown[c]));
+        r->critical[c] = fmax(0, r->critical[c] + k * (r->critical[c] - r1.critical[c]));
+    }
     r->model_flops *= (double)m / m2;
     r->step_time_s = step;
     r->microbatches = m;
@@ -1425,5 +1510,14 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
 
 int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
 {
-    return mb__simulate(s, s->global_batch_size / (s->micro_batch_size * s->dp), r, err);
+    return mb__simulate(s, s->global_batch_size / (s->micro_batch_size * s->dp), NULL, r, err);
+}
+
+int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err)
+{
+    int m = s->global_batch_size / (s->micro_batch_size * s->dp);
+    int p = s->pp > 0 ? s->pp : 1;
+    int cap = MB_STEP_MB_CAP > 4 * p ? MB_STEP_MB_CAP : 4 * p;
+    cap -= cap % p;
+    return mb__simulate(s, m < cap ? m : cap, path, r, err);
 }

@@ -53,6 +53,7 @@ struct mb_result {
     double model_tflops_per_gpu;
     double mfu;                         /* model TFLOP/s/GPU / dense peak at the GEMM precision */
     double breakdown[MB_CAT_COUNT];     /* seconds, critical rank */
+    double critical[MB_CAT_COUNT];      /* seconds of the step's critical path by category */
     int critical_stage;
     int microbatches;                   /* per DP rank per step */
     double vision_tokens_per_sample;    /* mean LLM positions taken by images */
@@ -83,5 +84,14 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
  * the tests compare it against. Memory and time grow with the microbatch count.
  */
 int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
+
+/**
+ * @brief Simulate the step (at most the microbatches mb_step_simulate simulates)
+ * and write a Chrome/Perfetto trace (JSON Trace Event Format) to `path`: one
+ * process per pipeline stage's representative rank, a compute thread and one
+ * thread per communication kind, slices named by breakdown category.
+ * @return 0, or -1 with err when simulation fails or the file cannot be written.
+ */
+int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err);
 
 #endif /* MB_STEP_H */

@@ -24,7 +24,7 @@ static void usage_main(FILE *fp)
             "step time, tokens/s/GPU, model TFLOP/s/GPU, MFU and per-rank memory.\n"
             "\n"
             "commands:\n"
-            "  run FILE.yaml [--json] [--memory] [--roofline]\n"
+            "  run FILE.yaml [--json] [--memory] [--roofline] [--trace OUT.json]\n"
             "                                      simulate one steady-state training step\n"
             "  validate FILE.csv|FILE.yaml... [--json]\n"
             "                                      predict published/measured runs and report errors\n"
@@ -41,7 +41,7 @@ static void usage_main(FILE *fp)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mbsim run FILE.yaml [--json] [--memory] [--roofline]\n"
+            "usage: mbsim run FILE.yaml [--json] [--memory] [--roofline] [--trace OUT.json]\n"
             "\n"
             "Simulates one steady-state training step of the scenario in FILE.yaml\n"
             "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
@@ -50,7 +50,9 @@ static void usage_run(FILE *fp)
             "\n"
             "  --json       print one JSON object instead of the text report\n"
             "  --memory     add the per-rank memory breakdown to the text report\n"
-            "  --roofline   ignore measured kernel tables (roofline-only prediction)\n");
+            "  --roofline   ignore measured kernel tables (roofline-only prediction)\n"
+            "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F\n"
+            "               (open in ui.perfetto.dev or chrome://tracing)\n");
 }
 
 static void usage_validate(FILE *fp)
@@ -95,7 +97,7 @@ static int has_suffix(const char *s, const char *suf)
 
 static int cmd_run(int argc, char **argv)
 {
-    const char *file = NULL;
+    const char *file = NULL, *trace = NULL;
     int json = 0, memory = 0, roofline = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -107,6 +109,12 @@ static int cmd_run(int argc, char **argv)
             memory = 1;
         } else if (!strcmp(argv[i], "--roofline")) {
             roofline = 1;
+        } else if (!strcmp(argv[i], "--trace")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "mbsim run: --trace needs an output file\n");
+                return EXIT_USAGE;
+            }
+            trace = argv[++i];
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "mbsim run: unknown option '%s'\n", argv[i]);
             usage_run(stderr);
@@ -134,6 +142,14 @@ static int cmd_run(int argc, char **argv)
     }
     if (roofline)
         s.roofline = 1;
+    if (trace) {
+        struct mb_result tr;
+        if (mb_step_trace(&s, trace, &tr, &err)) {
+            print_err(&err);
+            mb_scenario_free(&s);
+            return EXIT_BAD_INPUT;
+        }
+    }
     if (mb_step_simulate(&s, &r, &err)) {
         print_err(&err);
         mb_scenario_free(&s);

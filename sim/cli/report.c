@@ -58,6 +58,28 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "    %-26s %9.4f  %5.1f %%\n", mb_cat_name((enum mb_cat)c), r->breakdown[c],
                 total > 0 ? 100 * r->breakdown[c] / total : 0);
     }
+    /* top contributors of the critical path */
+    double ctot = 0;
+    int top[3] = {-1, -1, -1};
+    for (int c = 0; c < MB_CAT_COUNT; c++) {
+        ctot += r->critical[c];
+        for (int k = 0; k < 3; k++) {
+            if (top[k] < 0 || r->critical[c] > r->critical[top[k]]) {
+                for (int j = 2; j > k; j--)
+                    top[j] = top[j - 1];
+                top[k] = c;
+                break;
+            }
+        }
+    }
+    if (ctot > 0) {
+        fprintf(fp, "  critical path:");
+        for (int k = 0; k < 3; k++)
+            if (top[k] >= 0 && r->critical[top[k]] > 0)
+                fprintf(fp, "%s %s %.0f %%", k ? "," : "", mb_cat_name((enum mb_cat)top[k]),
+                        100 * r->critical[top[k]] / ctot);
+        fprintf(fp, "\n");
+    }
     fprintf(fp, "\n  calibration: %s (%ld lookups, %ld roofline fallbacks)%s\n", r->calib_path, r->calib_lookups,
             r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
@@ -117,6 +139,10 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     for (int c = 0; c < MB_CAT_COUNT; c++)
         json_object_set_new(bd, mb_cat_name((enum mb_cat)c), json_real(r->breakdown[c]));
     json_object_set_new(o, "breakdown_s", bd);
+    json_t *cp = json_object();
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        json_object_set_new(cp, mb_cat_name((enum mb_cat)c), json_real(r->critical[c]));
+    json_object_set_new(o, "critical_path_s", cp);
     json_object_set_new(o, "critical_stage", json_integer(r->critical_stage));
     json_object_set_new(o, "vision_tokens_per_sample", json_real(r->vision_tokens_per_sample));
     json_t *cal = json_object();

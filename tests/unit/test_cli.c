@@ -84,8 +84,27 @@ static void test_json_report(void **state)
     assert_string_equal(a, b);
     mb_free(a);
     mb_free(b);
+    /* --trace writes a Chrome trace: complete slices on named tracks */
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --trace mbsim_test_trace.json --json", &a, 0), 0);
+    assert_non_null(strstr(a, "\"critical_path_s\""));
+    mb_free(a);
+    FILE *tf = fopen("mbsim_test_trace.json", "r");
+    assert_non_null(tf);
+    char head[4096] = "";
+    size_t got = fread(head, 1, sizeof head - 1, tf);
+    head[got] = '\0';
+    fclose(tf);
+    remove("mbsim_test_trace.json");
+    assert_non_null(strstr(head, "\"traceEvents\""));
+    assert_non_null(strstr(head, "\"process_name\""));
+    assert_non_null(strstr(head, "\"ph\":\"X\""));
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --trace", &a, 1), 2);
+    mb_free(a);
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --trace /nonexistent/dir/t.json", &a, 1), 1);
+    mb_free(a);
     assert_int_equal(run("run scenarios/gb200_ep32.yaml", &a, 0), 0);
     assert_non_null(strstr(a, "step time"));
+    assert_non_null(strstr(a, "critical path:"));
     assert_non_null(strstr(a, "peak memory"));
     mb_free(a);
 }

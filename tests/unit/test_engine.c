@@ -451,6 +451,30 @@ static void test_bad_input(void **state)
     }
 }
 
+/* Critical path: stream A runs t0 (1 s) then t1 (2 s); stream B runs t2 (5 s);
+ * t1 depends on t2. t1 starts at 5 (released by t2, not by t0 which ended at 1)
+ * and ends at 7, so the path is t1 <- t2. Stream C runs t3 (3 s) after t0:
+ * it ends at 4, before t1, so it is not on the path. */
+static void test_critical_path(void **state)
+{
+    (void)state;
+    struct mb_engine *e = mb_engine_new();
+    struct mb_err err;
+    mb_err_clear(&err);
+    int A = mb_engine_add_stream(e), B = mb_engine_add_stream(e), C = mb_engine_add_stream(e);
+    int t0 = add_compute(e, A, 1), t1 = add_compute(e, A, 2), t2 = add_compute(e, B, 5), t3 = add_compute(e, C, 3);
+    mb_engine_add_dep(e, t2, t1);
+    mb_engine_add_dep(e, t0, t3);
+    assert_int_equal(mb_engine_run(e, &err), 0);
+    int path[8];
+    size_t n = mb_engine_critical_path(e, path, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(path[0], t1);
+    assert_int_equal(path[1], t2);
+    (void)t3;
+    mb_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_deps_respected),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_critical_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,11 @@ static void test_bubble_1f1b(void **state)
         double pipe = r.step_time_s - r.breakdown[MB_CAT_OPTIMIZER];
         double frac = r.breakdown[MB_CAT_BUBBLE] / pipe;
         assert_int_equal(r.microbatches, m);
+        /* the critical path covers the step end to end: its categories sum to the step time */
+        double cp = 0;
+        for (int c = 0; c < MB_CAT_COUNT; c++)
+            cp += r.critical[c];
+        assert_true(fabs(cp / r.step_time_s - 1) < 1e-9);
         if (fabs(frac - closed) > 0.02 * closed)
             fail_msg("m=%d bubble fraction %.4f vs closed form %.4f", m, frac, closed);
     }
