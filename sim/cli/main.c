@@ -12,6 +12,10 @@
 #include "mb_validate.h"
 #include "report.h"
 
+int mb_cmd_tune(int argc, char **argv);
+int mb_cmd_collective(int argc, char **argv);
+int mb_cmd_calibrate(int argc, char **argv);
+
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
 
@@ -28,6 +32,11 @@ static void usage_main(FILE *fp)
             "                                      simulate one steady-state training step\n"
             "  validate FILE.csv|FILE.yaml... [--json]\n"
             "                                      predict published/measured runs and report errors\n"
+            "  tune FILE.yaml [-o OUT.yaml]        fit-first tuning: recommended scenario + runners-up\n"
+            "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
+            "                                      nccl-tests style table for one collective\n"
+            "  calibrate nccl-tests LOG... [-o OUT.yaml]\n"
+            "                                      turn measured logs into a calibration table\n"
             "  systems                             list system presets\n"
             "  models                              list shipped model files\n"
             "\n"
@@ -230,6 +239,17 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "validate"))
         return cmd_validate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "collective") || !strcmp(cmd, "calibrate")) {
+        int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+        if (!help && check_data_dir())
+            return EXIT_BAD_INPUT;
+        return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);
+    }
+    if (!strcmp(cmd, "tune")) {
+        if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
+            return EXIT_BAD_INPUT;
+        return mb_cmd_tune(argc - 2, argv + 2);
+    }
     if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
         char buf[4096];
         if (argc > 2) {

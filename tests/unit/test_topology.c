@@ -306,15 +306,15 @@ static void test_preset_list_and_unknown(void **state)
 
     /* The *.yaml stems of topology/systems, sorted. */
     mb_topo_list_presets(buf, sizeof buf);
-    assert_string_equal(buf, "dgx_a100, dgx_b200, dgx_b300, dgx_h100, gb200_nvl72, gb300_nvl72, h100_sxm");
+    assert_string_equal(buf, "a3_mega, dgx_a100, dgx_b200, dgx_b300, dgx_h100, gb200_nvl72, gb300_nvl72, h100_sxm");
 
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_system("dgx_h200", &s, &e), -1);
-    assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: dgx_a100, dgx_b200, dgx_b300, dgx_h100, "
+    assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: a3_mega, dgx_a100, dgx_b200, dgx_b300, dgx_h100, "
                                "gb200_nvl72, gb300_nvl72, h100_sxm");
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_system("../sim/x", &s, &e), -1);
-    assert_true(strncmp(e.msg, "unknown system '../sim/x'; known: dgx_a100", 42) == 0);
+    assert_true(strncmp(e.msg, "unknown system '../sim/x'; known: a3_mega, dgx_a100", 51) == 0);
 
     /* A path to an existing file is loaded as a system file; name defaults from the YAML. */
     mb_err_clear(&e);

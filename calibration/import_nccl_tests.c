@@ -1,0 +1,435 @@
+/*
+ * import_nccl_tests.c -- parse nccl-tests output (hardware.md C.1) into runs
+ * of (size, time, algbw, busbw) rows; see mb_import.h for what is accepted
+ * and docs/calibration.md "nccl-tests tables" for the YAML written.
+ *
+ * The column header is keyed by its text, not by position, so the older
+ * layout (no `root`, `error` instead of `#wrong`) and single-block tables
+ * parse with the same code.
+ */
+#include "mb_import.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCCL_MAX_TOK 48
+#define NCCL_MAX_HOSTS 256
+
+static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                       "sendrecv",   "broadcast",  "reduce",         "hypercube",
+                                       "scatter",    "gather"};
+
+/* Strip an MPI launcher prefix: "[1,0]<stdout>:" or "[1,0]:" (Open MPI --tag-output). */
+static char *strip_prefix(char *s)
+{
+    if (s[0] != '[')
+        return s;
+    char *p = s + 1;
+    while (isdigit((unsigned char)*p) || *p == ',')
+        p++;
+    if (*p != ']')
+        return s;
+    p++;
+    if (*p == '<') {
+        char *q = strchr(p, '>');
+        if (!q)
+            return s;
+        p = q + 1;
+    }
+    if (*p != ':')
+        return s;
+    return p + 1;
+}
+
+static int tokenize(char *s, char **tok, int max)
+{
+    int n = 0;
+    for (char *p = strtok(s, " \t\r\n"); p; p = strtok(NULL, " \t\r\n"))
+        if (n < max)
+            tok[n++] = p;
+        else
+            return max + 1;
+    return n;
+}
+
+static int num(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int type_size(const char *t)
+{
+    static const struct { const char *n; int s; } ts[] = {
+        {"float", 4}, {"half", 2}, {"bfloat16", 2}, {"double", 8}, {"int8", 1}, {"uint8", 1}, {"int32", 4},
+        {"uint32", 4}, {"int64", 8}, {"uint64", 8}, {"f8e4m3", 1}, {"f8e5m2", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if (!strcmp(t, ts[i].n))
+            return ts[i].s;
+    return 0;
+}
+
+/* Column layout of the current header. */
+struct layout {
+    int n;                     /* tokens per data row */
+    int size, count, type, redop, root;
+    int nb;                    /* blocks */
+    int time[2], algbw[2], busbw[2], wrong[2];
+};
+
+static int parse_header(char **tok, int n, struct layout *L)
+{
+    memset(L, -1, sizeof *L);
+    L->n = n;
+    L->nb = 0;
+    for (int i = 0; i < n; i++) {
+        const char *t = tok[i];
+        if (!strcmp(t, "size")) L->size = i;
+        else if (!strcmp(t, "count")) L->count = i;
+        else if (!strcmp(t, "type")) L->type = i;
+        else if (!strcmp(t, "redop")) L->redop = i;
+        else if (!strcmp(t, "root")) L->root = i;
+        else if (!strcmp(t, "time")) {
+            if (L->nb == 2)
+                return -1;
+            L->time[L->nb++] = i;
+        } else if (!strcmp(t, "algbw") && L->nb) L->algbw[L->nb - 1] = i;
+        else if (!strcmp(t, "busbw") && L->nb) L->busbw[L->nb - 1] = i;
+        else if ((!strcmp(t, "#wrong") || !strcmp(t, "error") || !strcmp(t, "wrong")) && L->nb)
+            L->wrong[L->nb - 1] = i;
+    }
+    if (L->size < 0 || L->count < 0 || L->type < 0 || L->nb < 1)
+        return -1;
+    for (int b = 0; b < L->nb; b++)
+        if (L->algbw[b] < 0 || L->busbw[b] < 0)
+            return -1;
+    return 0;
+}
+
+struct pstate {
+    char pending_op[32];
+    int n_ranks, n_hosts;
+    char *hosts[NCCL_MAX_HOSTS];
+    char gpu[64];
+};
+
+static void pstate_reset(struct pstate *p)
+{
+    for (int i = 0; i < p->n_hosts; i++)
+        mb_free(p->hosts[i]);
+    p->n_hosts = 0;
+    p->n_ranks = 0;
+    p->gpu[0] = '\0';
+}
+
+static void parse_rank_line(struct pstate *p, char *line)
+{
+    /* "  Rank  0 Group  0 Pid   6899 on HOST device  0 [0000:04:00] NVIDIA H100 80GB HBM3" */
+    char *on = strstr(line, " on ");
+    p->n_ranks++;
+    if (!on)
+        return;
+    char host[128];
+    if (sscanf(on + 4, "%127s", host) == 1) {
+        int k;
+        for (k = 0; k < p->n_hosts && strcmp(p->hosts[k], host); k++)
+            ;
+        if (k == p->n_hosts && p->n_hosts < NCCL_MAX_HOSTS)
+            p->hosts[p->n_hosts++] = mb_strdup(host);
+    }
+    char *br = strchr(on, ']');
+    if (p->n_ranks == 1 && br) {
+        br++;
+        while (*br == ' ')
+            br++;
+        snprintf(p->gpu, sizeof p->gpu, "%s", br);
+        size_t l = strlen(p->gpu);
+        while (l && isspace((unsigned char)p->gpu[l - 1]))
+            p->gpu[--l] = '\0';
+    }
+}
+
+static void run_push_point(struct mb_nccl_run *r, const struct mb_nccl_point *pt)
+{
+    r->points = mb_realloc(r->points, (size_t)(r->n_points + 1) * sizeof *r->points);
+    r->points[r->n_points++] = *pt;
+}
+
+/* Op from the columns when neither a header line nor the file name says it. */
+static void infer_op(struct mb_nccl_run *r, const char *path)
+{
+    if (r->op[0])
+        return;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (size_t i = 0; i < sizeof op_names / sizeof op_names[0]; i++) {
+        char nodash[32];
+        size_t k = 0;
+        for (const char *c = op_names[i]; *c && k + 1 < sizeof nodash; c++)
+            if (*c != '_')
+                nodash[k++] = *c;
+        nodash[k] = '\0';
+        if (strstr(base, op_names[i]) || strstr(base, nodash)) {
+            snprintf(r->op, sizeof r->op, "%s", op_names[i]);
+            snprintf(r->op_from, sizeof r->op_from, "file name");
+            return;
+        }
+    }
+    snprintf(r->op_from, sizeof r->op_from, "columns");
+    int ws = type_size(r->dtype);
+    const struct mb_nccl_point *p = r->n_points ? &r->points[0] : NULL;
+    double ratio = (p && ws && p->count > 0) ? p->size / (p->count * ws) : 0;
+    int sum = strcmp(r->redop, "none") != 0 && r->redop[0];
+    const char *op = "unknown";
+    if (ratio > 0.99 && ratio < 1.01)
+        op = sum ? (r->root >= 0 ? "reduce" : "all_reduce") : (r->root >= 0 ? "broadcast" : "sendrecv");
+    else if (ratio > 1.5)
+        op = sum ? "reduce_scatter" : "all_gather"; /* all_gather and alltoall print alike */
+    snprintf(r->op, sizeof r->op, "%s", op);
+}
+
+int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return mb_err_set(err, path, 0, 0, "cannot open nccl-tests log: %s", strerror(errno));
+    struct mb_nccl_log add = {0};
+    struct pstate ps;
+    memset(&ps, 0, sizeof ps);
+    struct layout L;
+    struct mb_nccl_run *cur = NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0, rc = 0;
+    while ((len = getline(&buf, &cap, f)) >= 0) {
+        lineno++;
+        int complete = len > 0 && buf[len - 1] == '\n';
+        char *s = strip_prefix(buf);
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '#') {
+            char copy[1024];
+            snprintf(copy, sizeof copy, "%s", s + 1);
+            char *start = strstr(copy, "Collective test starting:");
+            if (start) {
+                char name[64] = "";
+                if (sscanf(start + 25, "%63s", name) == 1) {
+                    char *suf = strstr(name, "_perf");
+                    if (suf)
+                        *suf = '\0';
+                    snprintf(ps.pending_op, sizeof ps.pending_op, "%s", name);
+                }
+                continue;
+            }
+            if (strstr(copy, "nThread")) {
+                pstate_reset(&ps);
+                cur = NULL;
+                continue;
+            }
+            char *rk = copy;
+            while (*rk == ' ')
+                rk++;
+            if (!strncmp(rk, "Rank ", 5)) {
+                parse_rank_line(&ps, rk);
+                continue;
+            }
+            if (strstr(copy, "Avg bus bandwidth") && cur) {
+                char *c = strchr(copy, ':');
+                double v;
+                char tmp[64];
+                if (c && sscanf(c + 1, "%63s", tmp) == 1 && !num(tmp, &v))
+                    cur->avg_busbw = v;
+                cur->truncated = 0;
+                cur = NULL;
+                continue;
+            }
+            char *tok[NCCL_MAX_TOK];
+            int nt = tokenize(copy, tok, NCCL_MAX_TOK);
+            int has_size = 0, has_time = 0;
+            for (int i = 0; i < nt && i < NCCL_MAX_TOK; i++) {
+                has_size |= !strcmp(tok[i], "size");
+                has_time |= !strcmp(tok[i], "time");
+            }
+            if (has_size && has_time) {
+                if (nt > NCCL_MAX_TOK || parse_header(tok, nt, &L)) {
+                    rc = mb_err_set(err, path, lineno, 1,
+                                    "unrecognized nccl-tests column header (need size, count, type, time, algbw, busbw)");
+                    break;
+                }
+                add.runs = mb_realloc(add.runs, (size_t)(add.n_runs + 1) * sizeof *add.runs);
+                cur = &add.runs[add.n_runs++];
+                memset(cur, 0, sizeof *cur);
+                snprintf(cur->file, sizeof cur->file, "%s", path);
+                cur->line = lineno;
+                cur->root = -1;
+                cur->avg_busbw = -1;
+                cur->truncated = 1; /* until a footer is seen */
+                cur->n_ranks = ps.n_ranks;
+                cur->n_hosts = ps.n_hosts;
+                snprintf(cur->gpu_name, sizeof cur->gpu_name, "%s", ps.gpu);
+                if (ps.pending_op[0]) {
+                    snprintf(cur->op, sizeof cur->op, "%s", ps.pending_op);
+                    snprintf(cur->op_from, sizeof cur->op_from, "header");
+                }
+            }
+            continue;
+        }
+        char tmp[1024];
+        snprintf(tmp, sizeof tmp, "%s", s);
+        char *tok[NCCL_MAX_TOK];
+        int nt = tokenize(tmp, tok, NCCL_MAX_TOK);
+        if (nt == 0 || strstr(s, "NCCL INFO") || strstr(s, "NCCL WARN") || !cur)
+            continue; /* blank, NCCL debug output, or launcher noise outside a table */
+        if (!isdigit((unsigned char)tok[0][0])) {
+            if (!complete && feof(f))
+                break;
+            rc = mb_err_set(err, path, lineno, 1, "expected an nccl-tests result row (size first), got '%.40s'",
+                            tok[0]);
+            break;
+        }
+        struct mb_nccl_point pt;
+        memset(&pt, 0, sizeof pt);
+        pt.line = lineno;
+        pt.n_blocks = L.nb;
+        const char *bad = NULL;
+        if (nt != L.n) {
+            if (!complete) { /* cut last row of a truncated file */
+                cur->truncated = 1;
+                break;
+            }
+            rc = mb_err_set(err, path, lineno, 1, "expected %d fields like the column header, got %d", L.n, nt);
+            break;
+        }
+        if (num(tok[L.size], &pt.size) || !(pt.size >= 0))
+            bad = "size";
+        else if (num(tok[L.count], &pt.count) || pt.count < 0)
+            bad = "count";
+        for (int b = 0; b < L.nb && !bad; b++) {
+            if (num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
+                bad = "time";
+            else if (num(tok[L.algbw[b]], &pt.algbw[b]) || pt.algbw[b] < 0)
+                bad = "algbw";
+            else if (num(tok[L.busbw[b]], &pt.busbw[b]) || pt.busbw[b] < 0)
+                bad = "busbw";
+            pt.wrong[b] = -1;
+            if (!bad && L.wrong[b] >= 0 && strcmp(tok[L.wrong[b]], "N/A")) {
+                double w;
+                if (num(tok[L.wrong[b]], &w) || w < 0)
+                    bad = "#wrong";
+                else
+                    pt.wrong[b] = (long)ceil(w);
+            }
+        }
+        if (bad) {
+            if (!complete) {
+                cur->truncated = 1;
+                break;
+            }
+            rc = mb_err_set(err, path, lineno, 1, "bad %s value in nccl-tests row", bad);
+            break;
+        }
+        if (cur->n_points && pt.size < cur->points[cur->n_points - 1].size) {
+            rc = mb_err_set(err, path, lineno, 1, "size %.0f after %.0f: rows must not decrease in size", pt.size,
+                            cur->points[cur->n_points - 1].size);
+            break;
+        }
+        if (cur->n_points == 0) {
+            snprintf(cur->dtype, sizeof cur->dtype, "%s", tok[L.type]);
+            snprintf(cur->redop, sizeof cur->redop, "%s", L.redop >= 0 ? tok[L.redop] : "");
+            double root;
+            if (L.root >= 0 && !num(tok[L.root], &root))
+                cur->root = (int)root;
+        }
+        run_push_point(cur, &pt);
+    }
+    free(buf);
+    fclose(f);
+    pstate_reset(&ps);
+    if (!rc) {
+        int pts = 0;
+        for (int i = 0; i < add.n_runs; i++)
+            pts += add.runs[i].n_points;
+        if (pts == 0)
+            rc = mb_err_set(err, path, lineno, 1, "no nccl-tests result rows found");
+    }
+    if (rc) {
+        mb_nccl_log_free(&add);
+        return -1;
+    }
+    for (int i = 0; i < add.n_runs; i++) {
+        if (add.runs[i].n_points == 0) {
+            mb_free(add.runs[i].points);
+            continue;
+        }
+        infer_op(&add.runs[i], path);
+        log->runs = mb_realloc(log->runs, (size_t)(log->n_runs + 1) * sizeof *log->runs);
+        log->runs[log->n_runs++] = add.runs[i];
+    }
+    mb_free(add.runs);
+    return 0;
+}
+
+void mb_nccl_log_free(struct mb_nccl_log *log)
+{
+    if (!log)
+        return;
+    for (int i = 0; i < log->n_runs; i++)
+        mb_free(log->runs[i].points);
+    mb_free(log->runs);
+    log->runs = NULL;
+    log->n_runs = 0;
+}
+
+static void yq(FILE *o, const char *s)
+{
+    fputc('"', o);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', o);
+        if ((unsigned char)*s >= 0x20)
+            fputc(*s, o);
+    }
+    fputc('"', o);
+}
+
+int mb_nccl_log_write_yaml(const struct mb_nccl_log *log, FILE *o)
+{
+    fprintf(o, "# nccl-tests calibration table written by `mbsim calibrate nccl-tests`\n");
+    fprintf(o, "schema_version: 1\nkind: nccl_tests\nruns:\n");
+    for (int i = 0; i < log->n_runs; i++) {
+        const struct mb_nccl_run *r = &log->runs[i];
+        fprintf(o, "  - op: %s\n    op_from: %s\n    source: ", r->op, r->op_from);
+        char src[600];
+        snprintf(src, sizeof src, "%s:%d", r->file, r->line);
+        yq(o, src);
+        fprintf(o, "\n    ranks: %d\n    hosts: %d\n    gpu: ", r->n_ranks, r->n_hosts);
+        yq(o, r->gpu_name);
+        fprintf(o, "\n    dtype: %s\n    redop: %s\n    root: %d\n", r->dtype, r->redop[0] ? r->redop : "none",
+                r->root);
+        if (r->avg_busbw >= 0)
+            fprintf(o, "    avg_busbw: %g GB/s\n", r->avg_busbw);
+        fprintf(o, "    truncated: %s\n", r->truncated ? "true" : "false");
+        fprintf(o, "    # size B, count, out-of-place time us / algbw GB/s / busbw GB/s / #wrong (-1 = N/A),"
+                   " in-place the same (absent when the log has one block)\n");
+        fprintf(o, "    points:\n");
+        for (int k = 0; k < r->n_points; k++) {
+            const struct mb_nccl_point *p = &r->points[k];
+            fprintf(o, "      - {size: %.0f, count: %.0f, time_us: %g, algbw: %g, busbw: %g, wrong: %ld", p->size,
+                    p->count, p->time_us[0], p->algbw[0], p->busbw[0], p->wrong[0]);
+            if (p->n_blocks > 1)
+                fprintf(o, ", ip_time_us: %g, ip_algbw: %g, ip_busbw: %g, ip_wrong: %ld", p->time_us[1],
+                        p->algbw[1], p->busbw[1], p->wrong[1]);
+            fprintf(o, "}\n");
+        }
+    }
+    return ferror(o) ? -1 : 0;
+}

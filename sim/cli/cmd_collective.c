@@ -1,0 +1,273 @@
+/*
+ * cmd_collective.c -- `mbsim collective`: predict an nccl-tests run.
+ *
+ * For each size of the sweep one engine is built with the system's fabric
+ * (topology/mb_fabric.h), one collective is added (sim/mb_coll.h) and run;
+ * the table printed has the columns and busBW conventions of nccl-tests
+ * (hardware.md B.3, C.1) so it can be diffed against a real log. The model
+ * does not distinguish in-place from out-of-place: both blocks show the same
+ * prediction.
+ *
+ * Exit codes: 0 ok, 1 bad input (system or calibration file), 2 usage.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_calib.h"
+#include "mb_coll.h"
+#include "mb_engine.h"
+#include "mb_fabric.h"
+#include "mb_topo.h"
+
+int mb_cmd_collective(int argc, char **argv);
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim collective --system NAME|FILE.yaml --gpus N --op OP [--sizes MIN:MAX]\n"
+            "                        [--factor F] [--dtype T] [--algo ring|tree|nvls|pairwise|auto]\n"
+            "\n"
+            "Predicts an nccl-tests sweep (all_reduce_perf -b MIN -e MAX -f F) on N GPUs and prints\n"
+            "the same table (size, count, type, redop, root, time us, algbw, busbw GB/s).\n"
+            "  OP     all_reduce | all_gather | reduce_scatter | broadcast | alltoall | sendrecv\n"
+            "  sizes  bytes with optional K/M/G suffix (powers of 1024, as nccl-tests); default 8:8G\n"
+            "  F      multiplication factor between sizes, > 1 (default 2)\n"
+            "  T      float (default) | half | bfloat16 (bf16) | double | int8 | int32 | int64 | fp8\n"
+            "  algo   default auto: NCCL-like choice by size and group shape (docs/collectives.md)\n"
+            "exit codes: 0 ok, 1 bad system, 2 usage error\n");
+}
+
+static int parse_size(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0))
+        return -1;
+    double m = 1;
+    if (*end) {
+        switch (*end) {
+        case 'K': case 'k': m = 1024.0; break;
+        case 'M': case 'm': m = 1024.0 * 1024; break;
+        case 'G': case 'g': m = 1024.0 * 1024 * 1024; break;
+        case 'T': case 't': m = 1024.0 * 1024 * 1024 * 1024; break;
+        default: return -1;
+        }
+        end++;
+        if (*end == 'B' || *end == 'b')
+            end++;
+        if (*end)
+            return -1;
+    }
+    *out = floor(v * m);
+    return *out >= 1 ? 0 : -1;
+}
+
+static const struct { const char *name, *nccl; int size; } dtypes[] = {
+    {"float", "float", 4},    {"fp32", "float", 4},       {"half", "half", 2},     {"fp16", "half", 2},
+    {"bfloat16", "bfloat16", 2}, {"bf16", "bfloat16", 2}, {"double", "double", 8}, {"fp64", "double", 8},
+    {"int8", "int8", 1},      {"uint8", "uint8", 1},      {"int32", "int32", 4},   {"uint32", "uint32", 4},
+    {"int64", "int64", 8},    {"uint64", "uint64", 8},    {"fp8", "f8e4m3", 1},    {"f8e4m3", "f8e4m3", 1},
+    {"f8e5m2", "f8e5m2", 1}};
+
+static void fmt_time(char *buf, size_t n, double us)
+{
+    if (us >= 10000)
+        snprintf(buf, n, "%7.0f", us);
+    else if (us >= 100)
+        snprintf(buf, n, "%7.1f", us);
+    else
+        snprintf(buf, n, "%7.2f", us);
+}
+
+int mb_cmd_collective(int argc, char **argv)
+{
+    const char *system = NULL, *sizes = "8:8G";
+    int gpus = 0, have_op = 0, dt = 0;
+    double factor = 2;
+    enum mb_coll_op op = MB_COLL_ALL_REDUCE;
+    enum mb_coll_algo algo = MB_COLL_ALGO_AUTO;
+    int i0 = (argc > 0 && !strcmp(argv[0], "collective")) ? 1 : 0;
+    for (int i = i0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (a[0] != '-' || i + 1 >= argc) {
+            fprintf(stderr, "mbsim collective: %s '%s'\n", a[0] == '-' ? "missing value after" : "unexpected argument", a);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        char *end;
+        if (!strcmp(a, "--system")) {
+            system = v;
+        } else if (!strcmp(a, "--gpus")) {
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1000000) {
+                fprintf(stderr, "mbsim collective: --gpus '%s': expected an integer >= 1\n", v);
+                return 2;
+            }
+            gpus = (int)n;
+        } else if (!strcmp(a, "--op")) {
+            if (mb_coll_op_parse(v, &op)) {
+                fprintf(stderr, "mbsim collective: --op '%s': expected all_reduce, all_gather, reduce_scatter, "
+                                "broadcast, alltoall or sendrecv\n", v);
+                return 2;
+            }
+            have_op = 1;
+        } else if (!strcmp(a, "--sizes")) {
+            sizes = v;
+        } else if (!strcmp(a, "--factor")) {
+            factor = strtod(v, &end);
+            if (*end || end == v || !(factor > 1) || !isfinite(factor)) {
+                fprintf(stderr, "mbsim collective: --factor '%s': expected a number > 1\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--dtype")) {
+            size_t k, nd = sizeof dtypes / sizeof dtypes[0];
+            for (k = 0; k < nd && strcmp(dtypes[k].name, v); k++)
+                ;
+            if (k == nd) {
+                fprintf(stderr, "mbsim collective: --dtype '%s': expected float, half, bfloat16, bf16, double, "
+                                "int8, uint8, int32, uint32, int64, uint64, fp8\n", v);
+                return 2;
+            }
+            dt = (int)k;
+        } else if (!strcmp(a, "--algo")) {
+            if (mb_coll_algo_parse(v, &algo)) {
+                fprintf(stderr, "mbsim collective: --algo '%s': expected auto, ring, tree, nvls or pairwise\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "mbsim collective: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!system || !gpus || !have_op) {
+        fprintf(stderr, "mbsim collective: --system, --gpus and --op are required\n");
+        usage(stderr);
+        return 2;
+    }
+    double smin, smax;
+    {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", sizes);
+        char *colon = strchr(buf, ':');
+        if (colon)
+            *colon = '\0';
+        if (parse_size(buf, &smin) || parse_size(colon ? colon + 1 : buf, &smax) || smax < smin) {
+            fprintf(stderr, "mbsim collective: --sizes '%s': expected MIN:MAX bytes (suffix K, M, G), MIN <= MAX\n",
+                    sizes);
+            return 2;
+        }
+    }
+    struct mb_err err;
+    mb_err_clear(&err);
+    struct mb_system sys;
+    char msg[1024];
+    if (mb_topo_load_system(system, &sys, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim collective: %s\n", msg);
+        return 1;
+    }
+    struct mb_calib *cal = NULL;
+    if (mb_calib_load(sys.gpu, NULL, &cal, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim collective: %s\n", msg);
+        return 1;
+    }
+    struct mb_fabric_params fp = {0};
+    fp.nvlink_eff = mb_calib_link_eff(cal, MB_LINK_NVLINK);
+    fp.nic_eff = mb_calib_link_eff(cal, MB_LINK_NIC);
+    fp.nvlink_lat = mb_calib_link_latency(cal, MB_LINK_NVLINK);
+    fp.nic_lat = mb_calib_link_latency(cal, MB_LINK_NIC);
+    mb_calib_free(cal);
+
+    /* validate the GPU count and algorithm once, on a throwaway fabric */
+    {
+        struct mb_engine *e = mb_engine_new();
+        struct mb_fabric *f = mb_fabric_build(e, &sys, gpus, &fp, &err);
+        if (!f) {
+            mb_err_format(&err, msg, sizeof msg);
+            fprintf(stderr, "mbsim collective: %s\n", msg);
+            mb_engine_free(e);
+            return 2;
+        }
+        struct mb_coll_req r = {op, algo, gpus, NULL, 0, 1 << 20, 0};
+        int bad = algo != MB_COLL_ALGO_AUTO && !mb_coll_algo_ok(mb_fabric_net(f), &r, algo);
+        mb_fabric_free(f);
+        mb_engine_free(e);
+        if (bad) {
+            fprintf(stderr, "mbsim collective: --algo %s does not apply to %s on %d GPUs of '%s'\n",
+                    mb_coll_algo_name(algo), mb_coll_op_name(op), gpus, sys.name);
+            return 2;
+        }
+    }
+    int ws = dtypes[dt].size;
+    int per_rank_count = op == MB_COLL_ALL_GATHER || op == MB_COLL_REDUCE_SCATTER || op == MB_COLL_ALLTOALL;
+    const char *redop = (op == MB_COLL_ALL_REDUCE || op == MB_COLL_REDUCE_SCATTER) ? "sum" : "none";
+    int root = op == MB_COLL_BROADCAST ? 0 : -1;
+    int nodes = (gpus + sys.gpus_per_node - 1) / sys.gpus_per_node;
+    printf("# mbsim collective: %s on %d GPUs of system '%s' (%d node%s x %d), dtype %s, algo %s\n",
+           mb_coll_op_name(op), gpus, sys.name, nodes, nodes > 1 ? "s" : "",
+           gpus < sys.gpus_per_node ? gpus : sys.gpus_per_node, dtypes[dt].nccl, mb_coll_algo_name(algo));
+    printf("# predicted (flow-level model, docs/collectives.md); columns and busbw as nccl-tests; "
+           "in-place = out-of-place\n#\n");
+    printf("#                                                              out-of-place                       in-place          \n");
+    printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+    printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n");
+    double sum_bus = 0;
+    int n_rows = 0;
+    char algos[1024] = "";
+    enum mb_coll_algo last = MB_COLL_ALGO_COUNT;
+    for (double s = smin; s <= smax * (1 + 1e-12); s = floor(s * factor)) {
+        double unit = per_rank_count ? (double)ws * gpus : ws;
+        double count = floor(s / unit);
+        if (count < 1)
+            continue;
+        double bytes = count * unit;
+        struct mb_engine *e = mb_engine_new();
+        struct mb_fabric *f = mb_fabric_build(e, &sys, gpus, &fp, &err);
+        int st = mb_engine_add_stream(e);
+        struct mb_coll_req r = {op, algo, gpus, NULL, 0, bytes, 0};
+        enum mb_coll_algo used;
+        int rc = f ? mb_coll_add(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
+        if (rc >= 0)
+            rc = mb_engine_run(e, &err);
+        double t = mb_engine_makespan(e);
+        mb_fabric_free(f);
+        mb_engine_free(e);
+        if (rc < 0) {
+            mb_err_format(&err, msg, sizeof msg);
+            fprintf(stderr, "mbsim collective: %s\n", msg);
+            return 1;
+        }
+        double us = t * 1e6;
+        double algbw = t > 0 ? bytes / t / 1e9 : 0;
+        double busbw = algbw * mb_coll_bus_factor(op, gpus);
+        char ts[32];
+        fmt_time(ts, sizeof ts, us);
+        printf("%12.0f  %12.0f  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s  %7s  %6.2f  %6.2f  %5s\n", bytes, count,
+               dtypes[dt].nccl, redop, root, ts, algbw, busbw, "N/A", ts, algbw, busbw, "N/A");
+        sum_bus += busbw;
+        n_rows++;
+        if (used != last) {
+            size_t l = strlen(algos);
+            snprintf(algos + l, sizeof algos - l, "%s%s from %.0f B", l ? ", " : "", mb_coll_algo_name(used),
+                     bytes);
+            last = used;
+        }
+        if (floor(s * factor) <= s)
+            break;
+    }
+    printf("# Out of bounds values : 0 OK\n");
+    printf("# Avg bus bandwidth    : %g \n", n_rows ? sum_bus / n_rows : 0.0);
+    printf("# Algorithm            : %s\n#\n", algos);
+    return 0;
+}

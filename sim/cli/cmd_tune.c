@@ -1,0 +1,94 @@
+/*
+ * cmd_tune.c -- `mbsim tune FILE.yaml [-o OUT.yaml]`: the fit-first tuning
+ * order (workloads/mb_tune.h), logged step by step, ending with the
+ * recommended scenario written as YAML and the runners-up.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_tune.h"
+
+int mb_cmd_tune(int argc, char **argv);
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: mbsim tune FILE.yaml [-o OUT.yaml]\n"
+                "\n"
+                "Applies the fit-first tuning order to the scenario: largest useful EP, smallest\n"
+                "TP/PP that fits, recompute, MBS, TP down, dispatcher, overlap and CUDA graphs,\n"
+                "on the FSDP and the 3D-parallel path, keeping workload, GBS, precision and\n"
+                "sequence shape fixed. Prints every step and writes the recommendation to\n"
+                "OUT.yaml (default: NAME_tuned.yaml in the current directory).\n");
+}
+
+int mb_cmd_tune(int argc, char **argv)
+{
+    const char *file = NULL, *outp = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-o")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "mbsim tune: -o needs a file name\n");
+                return 2;
+            }
+            outp = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "mbsim tune: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            fprintf(stderr, "mbsim tune: one scenario file expected, got '%s' too\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!file) {
+        usage(stderr);
+        return 2;
+    }
+    struct mb_scenario s;
+    struct mb_err err;
+    char msg[1024];
+    mb_err_clear(&err);
+    if (mb_scenario_load(file, &s, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim: %s\n", msg);
+        return 1;
+    }
+    struct mb_tune_result t;
+    if (mb_tune(&s, stdout, &t, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim: %s\n", msg);
+        mb_scenario_free(&s);
+        return 1;
+    }
+    char def[256];
+    if (!outp) {
+        snprintf(def, sizeof def, "%.200s_tuned.yaml", s.name);
+        outp = def;
+    }
+    FILE *fp = fopen(outp, "w");
+    int rc = 0;
+    if (!fp || mb_scenario_write_yaml(&t.best, fp)) {
+        fprintf(stderr, "mbsim: %s: cannot write the recommended scenario\n", outp);
+        rc = 1;
+    }
+    if (fp)
+        fclose(fp);
+    if (!rc)
+        printf("wrote %s\n", outp);
+    printf("runners-up:\n");
+    for (int i = 0; i < t.n_runners; i++) {
+        const struct mb_scenario *r = &t.runner[i];
+        printf("  %d. %s TP%d PP%d EP%d MBS %d: %.1f tok/s/GPU, %.1f GiB\n", i + 1,
+               r->strategy == MB_STRAT_FSDP ? "fsdp" : "3d", r->tp, r->pp, r->ep, r->micro_batch_size,
+               t.runner_r[i].tokens_per_s_per_gpu, t.runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
+    }
+    printf("%d simulations\n", t.evaluations);
+    mb_tune_free(&t);
+    mb_scenario_free(&s);
+    return rc;
+}

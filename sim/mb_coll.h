@@ -1,0 +1,138 @@
+/*
+ * mb_coll.h -- NCCL-style collectives executed as flows on the engine's links.
+ *
+ * A collective becomes ONE engine task on a caller-chosen stream: the task
+ * first holds the stream for the algorithm's latency (steps x per-step
+ * latency of the slowest hop class crossed, as in NCCL's cost model
+ * "latency + bytes / bandwidth"), then starts all its flows at once. The
+ * flows carry the bytes each rank puts on each hop for the whole operation
+ * (NCCL pipelines chunks through every step, so in steady state every hop of
+ * the algorithm is busy at the same time); the task ends when the slowest
+ * flow has delivered. Concurrent collectives on other streams share links
+ * max-min fairly through the engine's flow solver, which is how contention
+ * between e.g. an FSDP all-gather and an EP all-to-all is modeled.
+ *
+ * The fabric (which links a GPU-to-GPU transfer crosses) is not known here:
+ * the topology layer (topology/mb_fabric.h) fills a struct mb_coll_net with a
+ * route callback and per-GPU NVLink port ids. This keeps sim/ free of
+ * topology code (dependencies point one way, see CMakeLists.txt).
+ *
+ * Size conventions follow nccl-tests (hardware.md B.3): `bytes` is the
+ * per-rank buffer for all_reduce / broadcast / alltoall / sendrecv and the
+ * TOTAL (gathered) size for all_gather / reduce_scatter. busBW factors:
+ * 2(n-1)/n all_reduce, (n-1)/n all_gather / reduce_scatter / alltoall,
+ * 1 broadcast / sendrecv.
+ *
+ * Algorithms and the automatic choice are documented in docs/collectives.md.
+ */
+#ifndef MB_COLL_H
+#define MB_COLL_H
+
+#include "mb_engine.h"
+#include "mb_util.h"
+
+/** Collective operations (nccl-tests binaries of the same names). */
+enum mb_coll_op {
+    MB_COLL_ALL_REDUCE,
+    MB_COLL_ALL_GATHER,
+    MB_COLL_REDUCE_SCATTER,
+    MB_COLL_BROADCAST,
+    MB_COLL_ALLTOALL,
+    MB_COLL_SENDRECV,
+    MB_COLL_OP_COUNT
+};
+
+/** Algorithms. AUTO picks by NCCL's rule (min of latency + bytes/bw estimates). */
+enum mb_coll_algo {
+    MB_COLL_ALGO_AUTO,
+    MB_COLL_ALGO_RING,     /**< rings; one channel per local GPU when the group spans domains */
+    MB_COLL_ALGO_TREE,     /**< hierarchical: NVLink domain first, scale-out second (NCCL tree) */
+    MB_COLL_ALGO_NVLS,     /**< NVLink SHARP all_reduce (+ scale-out stage when spanning domains) */
+    MB_COLL_ALGO_PAIRWISE, /**< all flows at once (alltoall, sendrecv) */
+    MB_COLL_ALGO_COUNT
+};
+
+/** Hop classes, for per-step latency. */
+enum mb_coll_hop { MB_COLL_HOP_NVLINK, MB_COLL_HOP_NIC, MB_COLL_HOP_COUNT };
+
+/** Maximum number of links on a route returned by mb_coll_net.route. */
+#define MB_COLL_ROUTE_MAX MB_FLOW_MAX_LINKS
+
+/**
+ * What a fabric tells the collective layer. GPUs are numbered 0..n_gpus-1;
+ * GPU g sits in NVLink domain g / domain_size. Filled by mb_fabric_build().
+ */
+struct mb_coll_net {
+    int n_gpus;          /**< GPUs in the fabric */
+    int domain_size;     /**< GPUs per NVLink domain (8 HGX, 72 NVL72); >= 1 */
+    int nvls;            /**< NVLink SHARP available in the domain (NVSwitch gen3+) */
+    double nvl_bw;       /**< achieved NVLink bytes/s per GPU per direction (line x eff), for AUTO */
+    double nic_bw;       /**< achieved NIC bytes/s per GPU per direction (line x eff), for AUTO */
+    double nvls_bw;      /**< achieved NVLS all_reduce algorithm bandwidth per GPU, bytes/s (flow bound) */
+    double lat[MB_COLL_HOP_COUNT]; /**< per-step latency by hop class, s (calibration `links`) */
+    const int *nvl_tx;   /**< [n_gpus] link id of each GPU's NVLink port, GPU -> switch; -1 if none */
+    const int *nvl_rx;   /**< [n_gpus] link id of each GPU's NVLink port, switch -> GPU; -1 if none */
+    /**
+     * @brief Route of a transfer src -> dst (src != dst).
+     * @param[in]  ctx    the fabric
+     * @param[out] links  up to MB_COLL_ROUTE_MAX link ids
+     * @return number of links (1..MB_COLL_ROUTE_MAX).
+     */
+    int (*route)(const void *ctx, int src, int dst, int *links);
+    const void *ctx;     /**< passed to route */
+};
+
+/** One collective call. */
+struct mb_coll_req {
+    enum mb_coll_op op;
+    enum mb_coll_algo algo;  /**< MB_COLL_ALGO_AUTO or a forced algorithm */
+    int n_ranks;             /**< group size, >= 1 */
+    const int *ranks;        /**< [n_ranks] GPU of each rank; NULL = GPUs first_gpu .. first_gpu+n-1 */
+    int first_gpu;           /**< used when ranks == NULL */
+    double bytes;            /**< nccl-tests size convention (see file header), > 0 */
+    int root;                /**< broadcast root rank (0..n-1) */
+};
+
+/** @brief "all_reduce", "all_gather", ...; NULL for an out-of-range value. */
+const char *mb_coll_op_name(enum mb_coll_op op);
+/** @brief "auto", "ring", "tree", "nvls", "pairwise"; NULL for an out-of-range value. */
+const char *mb_coll_algo_name(enum mb_coll_algo a);
+/** @brief Parse an op name ("all_reduce", "allreduce", "alltoall", "sendrecv", ...). @return 0 or -1. */
+int mb_coll_op_parse(const char *s, enum mb_coll_op *out);
+/** @brief Parse an algorithm name. @return 0 or -1. */
+int mb_coll_algo_parse(const char *s, enum mb_coll_algo *out);
+
+/** @brief nccl-tests busBW factor for an op on n ranks (B.3). */
+double mb_coll_bus_factor(enum mb_coll_op op, int n);
+
+/**
+ * @brief Is `algo` implemented for this op and group on this net?
+ * ring: all ops but alltoall/sendrecv; tree: all_reduce, all_gather, reduce_scatter;
+ * nvls: all_reduce with net->nvls; pairwise: alltoall, sendrecv.
+ */
+int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req,
+                    enum mb_coll_algo algo);
+
+/**
+ * @brief NCCL-style analytic estimate (seconds) of an algorithm in isolation:
+ * steps x latency + max over hop classes of (bytes per GPU port / achieved bw).
+ * Used by AUTO; the simulated time (with contention) comes from mb_coll_add().
+ * @return seconds, or -1 when the algorithm does not apply.
+ */
+double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req *req,
+                        enum mb_coll_algo algo);
+
+/** @brief The algorithm AUTO resolves to: the applicable one with the least estimate. */
+enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req);
+
+/**
+ * @brief Add one collective as a task on `stream` of engine `e` (whose links
+ * the net refers to).
+ * @param[out] algo_out  algorithm used (AUTO resolved); may be NULL
+ * @param[out] err       "collective: ..." for a bad group, size or algorithm
+ * @return engine task id (>= 0; add dependencies to it as to any task), or -1.
+ */
+int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct mb_coll_req *req,
+                int stream, enum mb_coll_algo *algo_out, struct mb_err *err);
+
+#endif /* MB_COLL_H */

@@ -1,0 +1,76 @@
+/*
+ * test_tune.c -- the fit-first tuning order on the headline scenario: the
+ * log follows the guide's order, the recommendation fits and beats the start,
+ * and the recommended scenario written as YAML loads back to the same result.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_tune.h"
+
+static void test_tune_headline(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_load("scenarios/gb200_ep32.yaml", &s, &e), 0);
+    char *logbuf = NULL;
+    size_t loglen = 0;
+    FILE *log = open_memstream(&logbuf, &loglen);
+    struct mb_tune_result t;
+    assert_int_equal(mb_tune(&s, log, &t, &e), 0);
+    fclose(log);
+    /* the steps appear in the guide's order, on both paths */
+    const char *steps[] = {"FSDP path", "[1] EP", "[2] TP", "[3] recompute", "[4] MBS", "[5] TP down",
+                           "[6] dispatcher", "[7] communication overlap", "3D-parallel path", "[1] EP",
+                           "recommended:"};
+    const char *at = logbuf;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const char *p = strstr(at, steps[i]);
+        if (!p)
+            fail_msg("tune log lacks '%s' after position %td", steps[i], at - logbuf);
+        at = p + 1;
+    }
+    assert_true(t.start_ok);
+    assert_false(t.best_r.oom);
+    assert_true(t.best_r.tokens_per_s_per_gpu > t.start_r.tokens_per_s_per_gpu);
+    /* workload, GBS, precision and sequence stay fixed */
+    assert_int_equal(t.best.global_batch_size, s.global_batch_size);
+    assert_int_equal(t.best.seq_length, s.seq_length);
+    assert_string_equal(t.best.prec.label, s.prec.label);
+    assert_string_equal(t.best.model.name, s.model.name);
+    assert_true(t.evaluations > 10 && t.evaluations < 200);
+
+    /* YAML round trip: the written recommendation loads and predicts the same */
+    FILE *fp = fopen("mbsim_test_tuned.yaml", "w");
+    assert_non_null(fp);
+    assert_int_equal(mb_scenario_write_yaml(&t.best, fp), 0);
+    fclose(fp);
+    struct mb_scenario back;
+    if (mb_scenario_load("mbsim_test_tuned.yaml", &back, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    remove("mbsim_test_tuned.yaml");
+    struct mb_result r;
+    assert_int_equal(mb_step_simulate(&back, &r, &e), 0);
+    assert_true(fabs(r.step_time_s / t.best_r.step_time_s - 1) < 1e-12);
+    mb_scenario_free(&back);
+    mb_tune_free(&t);
+    mb_scenario_free(&s);
+    free(logbuf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tune_headline)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,548 @@
+/*
+ * mb_tune.c -- the fit-first tuning order (see mb_tune.h), and the scenario
+ * YAML writer that records its recommendation.
+ */
+#include "mb_tune.h"
+
+#include <math.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* ---- scenario copies ------------------------------------------------------ */
+
+static void mb__copy(struct mb_scenario *dst, const struct mb_scenario *src)
+{
+    *dst = *src;
+    if (src->model.n_layers > 0 && src->model.layer) {
+        size_t n = (size_t)src->model.n_layers * sizeof *src->model.layer;
+        dst->model.layer = mb_malloc(n);
+        memcpy(dst->model.layer, src->model.layer, n);
+    }
+}
+
+/* ---- evaluation ----------------------------------------------------------- */
+
+struct mb_eval {
+    int valid;         /* layout exists and simulated */
+    int fits;
+    double tput;       /* tokens/s/GPU */
+    double mem_gib;
+    char why[600];     /* reason when not valid */
+    struct mb_result r;
+};
+
+struct mb_tuner {
+    FILE *log;
+    int evals;
+    struct mb_tune_result *out;
+};
+
+static struct mb_eval mb__eval(struct mb_tuner *t, struct mb_scenario *s)
+{
+    struct mb_eval ev;
+    struct mb_err e;
+    memset(&ev, 0, sizeof ev);
+    mb_err_clear(&e);
+    if (mb_scenario_check(s, &e) || mb_step_simulate(s, &ev.r, &e)) {
+        snprintf(ev.why, sizeof ev.why, "%s", e.msg);
+        return ev;
+    }
+    t->evals++;
+    ev.valid = 1;
+    ev.fits = !ev.r.oom;
+    ev.tput = ev.r.tokens_per_s_per_gpu;
+    ev.mem_gib = ev.r.mem.peak_allocated / GIB;
+    return ev;
+}
+
+static void mb__say(struct mb_tuner *t, const char *what, const struct mb_eval *ev)
+{
+    if (!ev->valid)
+        fprintf(t->log, "      %-34s invalid: %s\n", what, ev->why);
+    else
+        fprintf(t->log, "      %-34s %9.1f tok/s/GPU  %6.1f GiB  %s\n", what, ev->tput, ev->mem_gib,
+                ev->fits ? "fits" : "OOM");
+}
+
+/* b is better than a: fits beats OOM, then throughput. */
+static int mb__better(const struct mb_eval *b, const struct mb_eval *a)
+{
+    if (!b->valid)
+        return 0;
+    if (!a->valid)
+        return 1;
+    if (b->fits != a->fits)
+        return b->fits;
+    return b->tput > a->tput * (1 + 1e-9);
+}
+
+/* ---- candidate spellings ---------------------------------------------------- */
+
+static const char *mb__disp_name(enum mb_dispatcher d)
+{
+    static const char *n[] = {"alltoall", "allgather", "hybridep", "deepep"};
+    return n[d];
+}
+
+static void mb__rc_name(unsigned gran, unsigned mods, char *buf, size_t len)
+{
+    static const struct {
+        unsigned f;
+        const char *n;
+    } names[] = {{MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
+                 {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
+                 {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}};
+    if (gran == MB_RC_NONE) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    if (gran == MB_RC_FULL) {
+        snprintf(buf, len, "full");
+        return;
+    }
+    size_t at = (size_t)snprintf(buf, len, "selective[");
+    int first = 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && at < len; i++)
+        if (mods & names[i].f) {
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", first ? "" : ",", names[i].n);
+            first = 0;
+        }
+    if (at < len)
+        snprintf(buf + at, len - at, "]");
+}
+
+static int mb__has(const struct mb_model *m, enum mb_mixer x, enum mb_ffn f)
+{
+    for (int i = 0; i < m->n_layers; i++)
+        if ((x != MB_MIX_NONE && m->layer[i].mixer == x) || (f != MB_FFN_NONE && m->layer[i].ffn == f))
+            return 1;
+    return 0;
+}
+
+/* ---- the steps ------------------------------------------------------------ */
+
+/* Step 2 helper: smallest TP (and PP for 3D) that fits with full recompute. */
+static int mb__fit_layout(struct mb_tuner *t, struct mb_scenario *cur, int allow_pp)
+{
+    static const int tps[] = {1, 2, 4, 8};
+    static const int pps[] = {1, 2, 4, 8, 16};
+    int npp = allow_pp ? 5 : 1;
+    for (int pi = 0; pi < npp; pi++) {
+        for (int ti = 0; ti < 4; ti++) {
+            struct mb_scenario c;
+            mb__copy(&c, cur);
+            c.tp = tps[ti];
+            c.pp = pps[pi];
+            c.vpp = 1;
+            c.sequence_parallel = -1;
+            c.recompute = MB_RC_FULL;
+            c.recompute_num_layers = 0;
+            if (c.pp > 1)
+                c.overlap_ep_comm = 0;
+            char what[64];
+            snprintf(what, sizeof what, "TP%d PP%d, full recompute", c.tp, c.pp);
+            struct mb_eval ev = mb__eval(t, &c);
+            mb__say(t, what, &ev);
+            if (ev.valid && ev.fits) {
+                fprintf(t->log, "    keep TP%d PP%d: the smallest that fits (full recompute only as the fit "
+                                "diagnostic)\n", c.tp, c.pp);
+                cur->tp = c.tp;
+                cur->pp = c.pp;
+                cur->vpp = 1;
+                cur->sequence_parallel = -1;
+                cur->overlap_ep_comm = c.overlap_ep_comm;
+                mb_scenario_free(&c);
+                return 0;
+            }
+            mb_scenario_free(&c);
+        }
+    }
+    return -1;
+}
+
+/* Step 3 (and 5): the fastest recompute policy that fits; full only if nothing else does. */
+static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario *cur)
+{
+    const struct mb_model *m = &cur->model;
+    unsigned cand[16][2];
+    int n = 0;
+    cand[n][0] = MB_RC_NONE, cand[n++][1] = 0;
+    cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_CORE_ATTN;
+    cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_LAYERNORM;
+    int moe = m->num_experts > 0, mla = mb__has(m, MB_MIX_MLA, MB_FFN_NONE);
+    if (moe) {
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MOE_ACT;
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MOE_ACT | MB_RCM_LAYERNORM;
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MOE;
+    }
+    if (mla) {
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLA_UP_PROJ;
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLA_UP_PROJ | (moe ? MB_RCM_MOE_ACT : MB_RCM_MLP);
+    }
+    if (mb__has(m, MB_MIX_NONE, MB_FFN_DENSE)) {
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLP;
+        cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLP | MB_RCM_LAYERNORM;
+    }
+    cand[n][0] = MB_RC_FULL, cand[n++][1] = 0;
+    struct mb_eval best = {0};
+    unsigned bg = 0, bm = 0;
+    for (int i = 0; i < n; i++) {
+        struct mb_scenario c;
+        mb__copy(&c, cur);
+        c.recompute = (enum mb_rc_gran)cand[i][0];
+        c.recompute_modules = cand[i][1];
+        c.recompute_num_layers = 0;
+        char what[96];
+        mb__rc_name(cand[i][0], cand[i][1], what, sizeof what);
+        struct mb_eval ev = mb__eval(t, &c);
+        mb__say(t, what, &ev);
+        mb_scenario_free(&c);
+        /* full recompute is kept only when nothing lighter fits */
+        if (cand[i][0] == MB_RC_FULL && best.valid && best.fits)
+            continue;
+        if (mb__better(&ev, &best)) {
+            best = ev;
+            bg = cand[i][0];
+            bm = cand[i][1];
+        }
+    }
+    if (best.valid) {
+        char what[96];
+        mb__rc_name(bg, bm, what, sizeof what);
+        fprintf(t->log, "    keep recompute %s: %s\n", what,
+                best.fits ? (bg == MB_RC_FULL ? "nothing lighter fits" : "fastest that fits")
+                          : "nothing fits; least bad");
+        cur->recompute = (enum mb_rc_gran)bg;
+        cur->recompute_modules = bm;
+        cur->recompute_num_layers = 0;
+    }
+    return best;
+}
+
+/* Try one change; keep it if it fits and is faster. */
+static int mb__try(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *cur_ev, struct mb_scenario *cand,
+                   const char *what)
+{
+    struct mb_eval ev = mb__eval(t, cand);
+    mb__say(t, what, &ev);
+    if (ev.valid && ev.fits && (!cur_ev->fits || ev.tput > cur_ev->tput * (1 + 1e-9))) {
+        mb_scenario_free(cur);
+        *cur = *cand;
+        *cur_ev = ev;
+        fprintf(t->log, "    keep %s\n", what);
+        return 1;
+    }
+    mb_scenario_free(cand);
+    return 0;
+}
+
+/* Keep the n best fitting configurations seen (runners-up). */
+static void mb__remember(struct mb_tuner *t, const struct mb_scenario *s, const struct mb_eval *ev)
+{
+    struct mb_tune_result *o = t->out;
+    if (!ev->valid || !ev->fits)
+        return;
+    int at = o->n_runners;
+    for (int i = 0; i < o->n_runners; i++)
+        if (ev->tput > o->runner_r[i].tokens_per_s_per_gpu) {
+            at = i;
+            break;
+        }
+    if (at >= MB_TUNE_RUNNERS_UP)
+        return;
+    if (o->n_runners == MB_TUNE_RUNNERS_UP)
+        mb_scenario_free(&o->runner[--o->n_runners]);
+    for (int i = o->n_runners; i > at; i--) {
+        o->runner[i] = o->runner[i - 1];
+        o->runner_r[i] = o->runner_r[i - 1];
+    }
+    mb__copy(&o->runner[at], s);
+    o->runner_r[at] = ev->r;
+    o->n_runners++;
+}
+
+/* One path (FSDP or 3D) through the tuning order; *cur holds the result. */
+static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *ev)
+{
+    const struct mb_model *m = &cur->model;
+    int fsdp = cur->strategy == MB_STRAT_FSDP;
+    /* (1) EP */
+    if (m->num_experts > 0) {
+        fprintf(t->log, "  [1] EP: the largest topology-compatible EP that shards the experts\n");
+        int best_ep = 0;
+        for (int ep = m->num_experts; ep >= 1; ep--) {
+            if (m->num_experts % ep)
+                continue;
+            struct mb_scenario c;
+            mb__copy(&c, cur);
+            c.ep = ep;
+            c.etp = 1;
+            c.tp = c.pp = c.vpp = 1;
+            struct mb_err e;
+            mb_err_clear(&e);
+            int ok = mb_scenario_check(&c, &e) == 0;
+            mb_scenario_free(&c);
+            if (ok) {
+                best_ep = ep;
+                break;
+            }
+        }
+        if (best_ep > 0) {
+            fprintf(t->log, "    keep EP%d: %d of %d experts per GPU\n", best_ep, m->num_experts / best_ep,
+                    m->num_experts);
+            cur->ep = best_ep;
+            cur->etp = 1;
+        }
+    } else {
+        fprintf(t->log, "  [1] EP: dense model, nothing to shard\n");
+    }
+    /* (2) smallest TP / PP that fits */
+    fprintf(t->log, "  [2] %s: the smallest that fits the non-expert weights\n", fsdp ? "TP" : "TP and PP");
+    if (mb__fit_layout(t, cur, !fsdp)) {
+        fprintf(t->log, "    nothing fits, even with full recompute at TP8%s\n", fsdp ? "" : " PP16");
+        return -1;
+    }
+    /* (3) recompute */
+    fprintf(t->log, "  [3] recompute: none or cheap selective boundaries; full only if nothing else fits\n");
+    *ev = mb__pick_recompute(t, cur);
+    mb__remember(t, cur, ev);
+    /* (4) MBS */
+    fprintf(t->log, "  [4] MBS: up while it fits and pays\n");
+    for (;;) {
+        struct mb_scenario c;
+        mb__copy(&c, cur);
+        c.micro_batch_size *= 2;
+        char what[64];
+        snprintf(what, sizeof what, "MBS %d", c.micro_batch_size);
+        if (!mb__try(t, cur, ev, &c, what))
+            break;
+        mb__remember(t, cur, ev);
+    }
+    /* (5) TP down where activations were the reason */
+    fprintf(t->log, "  [5] TP down (activations were the reason for TP): re-pick recompute at the lower TP\n");
+    while (cur->tp > 1) {
+        struct mb_scenario c;
+        mb__copy(&c, cur);
+        c.tp /= 2;
+        c.sequence_parallel = -1;
+        fprintf(t->log, "    TP%d:\n", c.tp);
+        struct mb_eval cev = mb__pick_recompute(t, &c);
+        if (cev.valid && cev.fits && cev.tput > ev->tput) {
+            mb_scenario_free(cur);
+            *cur = c;
+            *ev = cev;
+            fprintf(t->log, "    keep TP%d\n", cur->tp);
+            mb__remember(t, cur, ev);
+        } else {
+            mb_scenario_free(&c);
+            fprintf(t->log, "    keep TP%d: lower TP does not fit or pay\n", cur->tp);
+            break;
+        }
+    }
+    /* (6) dispatcher */
+    if (m->num_experts > 0 && cur->ep > 1) {
+        fprintf(t->log, "  [6] dispatcher: HybridEP vs DeepEP vs AllToAll on the same topology\n");
+        static const enum mb_dispatcher ds[] = {MB_DISP_HYBRIDEP, MB_DISP_DEEPEP, MB_DISP_ALLTOALL};
+        for (int i = 0; i < 3; i++) {
+            if (ds[i] == cur->dispatcher)
+                continue;
+            struct mb_scenario c;
+            mb__copy(&c, cur);
+            c.dispatcher = ds[i];
+            char what[64];
+            snprintf(what, sizeof what, "dispatcher %s", mb__disp_name(ds[i]));
+            if (mb__try(t, cur, ev, &c, what))
+                mb__remember(t, cur, ev);
+        }
+    }
+    /* (7) overlap and CUDA graphs last */
+    fprintf(t->log, "  [7] communication overlap and CUDA graphs\n");
+    if (m->num_experts > 0 && cur->ep > 1 && cur->pp == 1 && !cur->overlap_ep_comm) {
+        struct mb_scenario c;
+        mb__copy(&c, cur);
+        c.overlap_ep_comm = 1;
+        if (mb__try(t, cur, ev, &c, "overlap.ep_comm on"))
+            mb__remember(t, cur, ev);
+    }
+    if (cur->tp > 1 && !cur->overlap_tp_comm) {
+        struct mb_scenario c;
+        mb__copy(&c, cur);
+        c.overlap_tp_comm = 1;
+        if (mb__try(t, cur, ev, &c, "overlap.tp_comm on"))
+            mb__remember(t, cur, ev);
+    }
+    {
+        unsigned safe = MB_CG_ATTN | (m->num_experts > 0 ? MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS : MB_CG_MLP);
+        unsigned opts[2] = {safe, MB_CG_LAYER};
+        const char *names[2] = {m->num_experts > 0 ? "cuda_graph attn moe_router moe_preprocess"
+                                                   : "cuda_graph attn mlp",
+                                "cuda_graph whole layer"};
+        for (int i = 0; i < 2; i++) {
+            if (cur->cuda_graph == opts[i])
+                continue;
+            struct mb_scenario c;
+            mb__copy(&c, cur);
+            c.cuda_graph = opts[i];
+            if (mb__try(t, cur, ev, &c, names[i]))
+                mb__remember(t, cur, ev);
+        }
+    }
+    return 0;
+}
+
+int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *out, struct mb_err *err)
+{
+    struct mb_tuner t = {log, 0, out};
+    memset(out, 0, sizeof *out);
+    struct mb_scenario s0;
+    mb__copy(&s0, start);
+    struct mb_eval e0 = mb__eval(&t, &s0);
+    mb_scenario_free(&s0);
+    out->start_ok = e0.valid;
+    out->start_r = e0.r;
+    fprintf(log, "mbsim tune: %s (%s on %d x %s; GBS %d, seq %d, %s fixed)\n", start->name, start->model.name,
+            start->gpus, start->system.gpu, start->global_batch_size, start->seq_length, start->prec.label);
+    mb__say(&t, "starting scenario", &e0);
+
+    struct mb_scenario path[2];
+    struct mb_eval pev[2];
+    int ok[2];
+    for (int k = 0; k < 2; k++) {
+        mb__copy(&path[k], start);
+        path[k].strategy = k == 0 ? MB_STRAT_FSDP : MB_STRAT_3D;
+        path[k].meas_tokens_per_s_per_gpu = path[k].meas_model_tflops_per_gpu = path[k].meas_step_time_s = 0;
+        path[k].meas_peak_memory_gib = 0;
+        path[k].meas_source[0] = '\0';
+        if (k == 0) {
+            path[k].pp = 1;
+            path[k].vpp = 1;
+        }
+        fprintf(log, "\n%s path:\n", k == 0 ? "FSDP" : "3D-parallel");
+        memset(&pev[k], 0, sizeof pev[k]);
+        ok[k] = mb__tune_path(&t, &path[k], &pev[k]) == 0 && pev[k].valid && pev[k].fits;
+        if (ok[k])
+            fprintf(log, "  => %s: %.1f tok/s/GPU, %.1f GiB\n", k == 0 ? "FSDP" : "3D", pev[k].tput, pev[k].mem_gib);
+    }
+    int pick = ok[0] && ok[1] ? (pev[1].tput > pev[0].tput) : ok[1] ? 1 : 0;
+    if (!ok[pick]) {
+        mb_scenario_free(&path[0]);
+        mb_scenario_free(&path[1]);
+        mb_tune_free(out);
+        return mb_err_set(err, start->file, 0, 0, "no configuration of %s fits on %d x %s", start->model.name,
+                          start->gpus, start->system.gpu);
+    }
+    out->best = path[pick];
+    out->best_r = pev[pick].r;
+    snprintf(out->best.name, sizeof out->best.name, "%.110s_tuned", start->name);
+    mb_scenario_free(&path[!pick]);
+    fprintf(log, "\nrecommended: the %s path, %.1f tokens/s/GPU (%s%.1f%% vs the starting scenario), %.1f GiB of "
+                 "%.1f GiB\n",
+            pick ? "3D-parallel" : "FSDP", pev[pick].tput, e0.valid ? "" : "start did not simulate; ",
+            e0.valid ? 100 * (pev[pick].tput / e0.tput - 1) : 0.0, pev[pick].mem_gib,
+            pev[pick].r.mem.capacity / GIB);
+    out->evaluations = t.evals;
+    return 0;
+}
+
+void mb_tune_free(struct mb_tune_result *t)
+{
+    if (!t)
+        return;
+    mb_scenario_free(&t->best);
+    for (int i = 0; i < t->n_runners; i++)
+        mb_scenario_free(&t->runner[i]);
+    t->n_runners = 0;
+}
+
+/* ---- YAML writer ---------------------------------------------------------- */
+
+static const char *mb__prec_label(const struct mb_precision *p) { return p->label[0] ? p->label : "bf16"; }
+
+int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
+{
+    static const char *strat[] = {"3d", "fsdp"};
+    static const char *rcg[] = {"none", "selective", "full"};
+    static const struct {
+        unsigned f;
+        const char *n;
+    } rcm[] = {{MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
+               {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
+               {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}},
+      cgm[] = {{MB_CG_ATTN, "attn"},           {MB_CG_MLP, "mlp"},     {MB_CG_MOE, "moe"},
+               {MB_CG_MOE_ROUTER, "moe_router"}, {MB_CG_MOE_PREPROCESS, "moe_preprocess"},
+               {MB_CG_MAMBA, "mamba"},         {MB_CG_LAYER, "layer"}, {MB_CG_FULL_ITERATION, "full_iteration"}},
+      frz[] = {{MB_FREEZE_VISION, "vision"}, {MB_FREEZE_VISION_PROJ, "vision_projection"},
+               {MB_FREEZE_LANGUAGE, "language"}};
+    fprintf(fp, "# written by mbsim\nschema_version: 1\nname: %s\nmodel: %s\n", s->name, s->model.name);
+    fprintf(fp, "system:\n  preset: %s\n  gpus: %d\nprecision: %s\n", s->system.name, s->gpus, mb__prec_label(&s->prec));
+    fprintf(fp, "data:\n  seq_length: %d\n  global_batch_size: %d\n  micro_batch_size: %d\n  mock: %s\n",
+            s->seq_length, s->global_batch_size, s->micro_batch_size, s->mock ? "true" : "false");
+    if (s->images.dist != MB_IMG_NONE && !s->mock) {
+        fprintf(fp, "  images:\n    per_sample: [%d, %d]\n", s->images.per_sample_min, s->images.per_sample_max);
+        if (s->images.dist == MB_IMG_UNIFORM) {
+            fprintf(fp, "    sizes: {distribution: uniform, min: %d, max: %d}\n", s->images.side_min,
+                    s->images.side_max);
+        } else {
+            fprintf(fp, "    sizes: [");
+            for (int i = 0; i < s->images.n_sizes; i++)
+                fprintf(fp, "%s\"%dx%d\"", i ? ", " : "", s->images.height[i], s->images.width[i]);
+            fprintf(fp, "]\n");
+        }
+        fprintf(fp, "    seed: %llu\n", s->images.seed);
+    }
+    fprintf(fp, "parallel:\n  strategy: %s\n  tp: %d\n  pp: %d\n  vpp: %d\n  cp: %d\n  ep: %d\n  etp: %d\n",
+            strat[s->strategy], s->tp, s->pp, s->vpp > 0 ? s->vpp : 1, s->cp, s->ep, s->etp);
+    if (s->tp > 1)
+        fprintf(fp, "  sequence_parallel: %s\n", s->sequence_parallel ? "true" : "false");
+    if (s->model.num_experts > 0)
+        fprintf(fp, "moe:\n  dispatcher: %s\n  routing: %s\n  seed: %llu\n  dispatcher_sms: %d\n",
+                mb__disp_name(s->dispatcher), s->routing == MB_ROUTE_SKEWED ? "skewed" : "balanced",
+                s->routing_seed, s->dispatcher_sms);
+    if (s->model.num_experts > 0 && s->routing == MB_ROUTE_SKEWED)
+        fprintf(fp, "  skew: %g\n", s->routing_skew);
+    fprintf(fp, "recompute:\n  granularity: %s\n", rcg[s->recompute]);
+    if (s->recompute == MB_RC_SELECTIVE) {
+        fprintf(fp, "  modules: [");
+        int first = 1;
+        for (size_t i = 0; i < sizeof rcm / sizeof rcm[0]; i++)
+            if (s->recompute_modules & rcm[i].f) {
+                fprintf(fp, "%s%s", first ? "" : ", ", rcm[i].n);
+                first = 0;
+            }
+        fprintf(fp, "]\n");
+    }
+    if (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0)
+        fprintf(fp, "  num_layers: %d\n", s->recompute_num_layers);
+    if (s->cuda_graph) {
+        fprintf(fp, "cuda_graph:\n  modules: [");
+        int first = 1;
+        for (size_t i = 0; i < sizeof cgm / sizeof cgm[0]; i++)
+            if (s->cuda_graph & cgm[i].f) {
+                fprintf(fp, "%s%s", first ? "" : ", ", cgm[i].n);
+                first = 0;
+            }
+        fprintf(fp, "]\n");
+    }
+    if (s->freeze) {
+        fprintf(fp, "freeze: [");
+        int first = 1;
+        for (size_t i = 0; i < sizeof frz / sizeof frz[0]; i++)
+            if (s->freeze & frz[i].f) {
+                fprintf(fp, "%s%s", first ? "" : ", ", frz[i].n);
+                first = 0;
+            }
+        fprintf(fp, "]\n");
+    }
+    fprintf(fp, "overlap:\n  grad_reduce: %s\n  param_gather: %s\n  tp_comm: %s\n  ep_comm: %s\n",
+            s->overlap_grad_reduce ? "true" : "false", s->overlap_param_gather ? "true" : "false",
+            s->overlap_tp_comm ? "true" : "false", s->overlap_ep_comm ? "true" : "false");
+    if (s->calib_path[0] || s->roofline) {
+        fprintf(fp, "calibration:\n");
+        if (s->calib_path[0])
+            fprintf(fp, "  table: %s\n", s->calib_path);
+        if (s->roofline)
+            fprintf(fp, "  roofline: true\n");
+    }
+    return ferror(fp) ? -1 : 0;
+}
