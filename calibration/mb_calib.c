@@ -30,7 +30,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum { T_SPEC, T_GEMM, T_GROUPED, T_ATTN, T_MEM, T_LINKS, T_COUNT };
 static const char *const mb_calib__table_names[T_COUNT] = {"spec", "gemm", "grouped_gemm", "attention",
@@ -70,6 +72,9 @@ struct mb_calib {
     struct mb_calib__pt *attn[2][2];      /* x = seq, y = eff against the bf16 peak */
     double mem_eff, mem_floor;
     double link_eff[MB_LINK_COUNT], link_lat[MB_LINK_COUNT];
+    size_t n_measured;                    /* measured points merged from `measured:` sections */
+    size_t n_coll;
+    struct mb_calib_coll_point *coll;     /* measured collectives (strings owned) */
 };
 
 const char *mb_prec_name(enum mb_prec p)
@@ -450,13 +455,495 @@ static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, s
     return 0;
 }
 
+/* ------------------------------------------------- imported (measured) points */
+
+/*
+ * Tables imported from profiles (mbsim calibrate nsys|kineto, calibration/bench)
+ * are overlays: `base: <GPU name or table path>` plus a `measured:` section
+ * whose points take precedence over the base table's (docs/calibration.md,
+ * "Importing profiles"). A full table may carry a `measured:` section too.
+ *
+ * Precedence rule (mb_calib__merge): the measured points of one curve replace
+ * every base point whose size lies inside [smallest, largest] measured size;
+ * base points outside that range are kept, so the measured range is answered
+ * from measurements only and the base table still covers the rest. Measured
+ * points at the same size are averaged.
+ */
+static int mb_calib__load_file(struct mb_calib *c, const char *file, int depth, struct mb_err *err);
+static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, int depth, struct mb_err *err);
+static double mb_calib__gemm_eff(const struct mb_calib *c, enum mb_prec p, double x, int *fb);
+
+enum { MB_CALIB__MAX_BASE_DEPTH = 4 };
+
+static int mb_calib__pt_cmp(const void *a, const void *b)
+{
+    double x = ((const struct mb_calib__pt *)a)->x, y = ((const struct mb_calib__pt *)b)->x;
+    return (x > y) - (x < y);
+}
+
+/* Merges `m` measured points (any order) into *pts / *n by the precedence rule above. */
+static void mb_calib__merge(struct mb_calib__pt **pts, size_t *n, struct mb_calib__pt *add, size_t m)
+{
+    if (m == 0)
+        return;
+    qsort(add, m, sizeof *add, mb_calib__pt_cmp);
+    size_t u = 0; /* unique sizes, y averaged */
+    for (size_t i = 0; i < m;) {
+        size_t j = i;
+        double sum = 0;
+        while (j < m && mb_dbl_eq(add[j].x, add[i].x))
+            sum += add[j++].y;
+        add[u].x = add[i].x;
+        add[u++].y = sum / (double)(j - i);
+        i = j;
+    }
+    double lo = add[0].x, hi = add[u - 1].x;
+    struct mb_calib__pt *out = mb_calloc(*n + u, sizeof *out);
+    size_t k = 0, a = 0;
+    for (size_t i = 0; i < *n; i++) {
+        double x = (*pts)[i].x;
+        if (x >= lo * (1 - 1e-12) && x <= hi * (1 + 1e-12))
+            continue; /* superseded by measurements */
+        while (a < u && add[a].x < x)
+            out[k++] = add[a++];
+        out[k++] = (*pts)[i];
+    }
+    while (a < u)
+        out[k++] = add[a++];
+    mb_free(*pts);
+    *pts = out;
+    *n = k;
+}
+
+/* Replaces a section's source with "measured: <msrc> (N points); base: <old>". */
+static void mb_calib__note_source(struct mb_calib *c, int t, const char *msrc, size_t npts)
+{
+    const char *old = c->source[t] ? c->source[t] : "";
+    int len = snprintf(NULL, 0, "measured: %s (%zu points); base: %s", msrc, npts, old);
+    char *s = mb_malloc((size_t)len + 1);
+    snprintf(s, (size_t)len + 1, "measured: %s (%zu points); base: %s", msrc, npts, old);
+    mb_free(c->source[t]);
+    c->source[t] = s;
+}
+
+/* Turns a `from` curve (or a missing one) into an own-points curve so points can be merged. */
+static void mb_calib__materialize(struct mb_calib *c, int p)
+{
+    struct mb_calib__curve *cv = &c->gemm[p];
+    if (!cv->present) {
+        memset(cv, 0, sizeof *cv);
+        cv->present = 1;
+        cv->from = -1;
+        cv->scale = 1;
+        cv->plateau = c->roofline_eff;
+        return;
+    }
+    if (cv->from < 0)
+        return;
+    double scale = 1;
+    int assumed = 0, q = p;
+    while (c->gemm[q].from >= 0) { /* `from` names an earlier curve: the chain ends */
+        scale *= c->gemm[q].scale;
+        assumed |= c->gemm[q].assumed;
+        q = c->gemm[q].from;
+    }
+    const struct mb_calib__curve *base = &c->gemm[q];
+    cv->from = -1;
+    cv->assumed = assumed | base->assumed;
+    cv->plateau = base->plateau * scale;
+    cv->scale = 1;
+    cv->n = base->n;
+    cv->pts = mb_calloc(base->n ? base->n : 1, sizeof *cv->pts);
+    for (size_t i = 0; i < base->n; i++) {
+        cv->pts[i].x = base->pts[i].x;
+        cv->pts[i].y = base->pts[i].y * scale;
+    }
+}
+
+struct mb_calib__mgemm_in {
+    const struct mb_node *prec;
+    long m, n, k, batch, groups, causal, bwd, head_dim, instances;
+    double tokens, seq, batch_heads, achieved, time;
+};
+
+static const struct mb_field mb_calib__mgemm_fields[] = {
+    {"prec", MB_F_NODE, offsetof(struct mb_calib__mgemm_in, prec), 0, 1, 1, 0, MB_UNIT_NONE},
+    {"m", MB_F_INT, offsetof(struct mb_calib__mgemm_in, m), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+    {"n", MB_F_INT, offsetof(struct mb_calib__mgemm_in, n), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+    {"k", MB_F_INT, offsetof(struct mb_calib__mgemm_in, k), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+    {"batch", MB_F_INT, offsetof(struct mb_calib__mgemm_in, batch), 0, 0, 1, 1 << 20, MB_UNIT_NONE},
+    {"achieved", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, achieved), 0, 1, 1e6, 1e17, MB_UNIT_FLOPS},
+    {"time", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, time), 0, 0, 0, 1e3, MB_UNIT_TIME},
+    {"instances", MB_F_INT, offsetof(struct mb_calib__mgemm_in, instances), 0, 0, 1, 1e15, MB_UNIT_NONE},
+    {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+    {NULL, 0, 0, 0, 0, 0, 0, 0}};
+
+static const struct mb_field mb_calib__mgrouped_fields[] = {
+    {"prec", MB_F_NODE, offsetof(struct mb_calib__mgemm_in, prec), 0, 1, 1, 0, MB_UNIT_NONE},
+    {"groups", MB_F_INT, offsetof(struct mb_calib__mgemm_in, groups), 0, 1, 1, 1 << 20, MB_UNIT_NONE},
+    {"tokens", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, tokens), 0, 1, 1, 1e8, MB_UNIT_NONE},
+    {"n", MB_F_INT, offsetof(struct mb_calib__mgemm_in, n), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+    {"k", MB_F_INT, offsetof(struct mb_calib__mgemm_in, k), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+    {"achieved", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, achieved), 0, 1, 1e6, 1e17, MB_UNIT_FLOPS},
+    {"time", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, time), 0, 0, 0, 1e3, MB_UNIT_TIME},
+    {"instances", MB_F_INT, offsetof(struct mb_calib__mgemm_in, instances), 0, 0, 1, 1e15, MB_UNIT_NONE},
+    {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+    {NULL, 0, 0, 0, 0, 0, 0, 0}};
+
+static const struct mb_field mb_calib__mattn_fields[] = {
+    {"prec", MB_F_NODE, offsetof(struct mb_calib__mgemm_in, prec), 0, 0, 1, 0, MB_UNIT_NONE},
+    {"causal", MB_F_BOOL, offsetof(struct mb_calib__mgemm_in, causal), 0, 1, 1, 0, MB_UNIT_NONE},
+    {"bwd", MB_F_BOOL, offsetof(struct mb_calib__mgemm_in, bwd), 0, 1, 1, 0, MB_UNIT_NONE},
+    {"head_dim", MB_F_INT, offsetof(struct mb_calib__mgemm_in, head_dim), 0, 1, 1, 1024, MB_UNIT_NONE},
+    {"batch_heads", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, batch_heads), 0, 0, 1, 1e9, MB_UNIT_NONE},
+    {"seq", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, seq), 0, 1, 1, 1e8, MB_UNIT_NONE},
+    {"achieved", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, achieved), 0, 1, 1e6, 1e17, MB_UNIT_FLOPS},
+    {"time", MB_F_DOUBLE, offsetof(struct mb_calib__mgemm_in, time), 0, 0, 0, 1e3, MB_UNIT_TIME},
+    {"instances", MB_F_INT, offsetof(struct mb_calib__mgemm_in, instances), 0, 0, 1, 1e15, MB_UNIT_NONE},
+    {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+    {NULL, 0, 0, 0, 0, 0, 0, 0}};
+
+struct mb_calib__mcoll_in {
+    char *op, *dtype, *source;
+    long group, instances;
+    double bytes, time, busbw;
+};
+
+static const struct mb_field mb_calib__mcoll_fields[] = {
+    {"op", MB_F_STR, offsetof(struct mb_calib__mcoll_in, op), 0, 1, 1, 0, MB_UNIT_NONE},
+    {"group", MB_F_INT, offsetof(struct mb_calib__mcoll_in, group), 0, 1, 1, 1 << 24, MB_UNIT_NONE},
+    {"bytes", MB_F_DOUBLE, offsetof(struct mb_calib__mcoll_in, bytes), 0, 1, 0, 1e15, MB_UNIT_BYTES},
+    {"time", MB_F_DOUBLE, offsetof(struct mb_calib__mcoll_in, time), 0, 1, 1e-9, 1e3, MB_UNIT_TIME},
+    {"busbw", MB_F_DOUBLE, offsetof(struct mb_calib__mcoll_in, busbw), 0, 0, 0, 1e15, MB_UNIT_BW},
+    {"dtype", MB_F_STR, offsetof(struct mb_calib__mcoll_in, dtype), 0, 0, 1, 0, MB_UNIT_NONE},
+    {"instances", MB_F_INT, offsetof(struct mb_calib__mcoll_in, instances), 0, 0, 1, 1e15, MB_UNIT_NONE},
+    {"source", MB_F_STR, offsetof(struct mb_calib__mcoll_in, source), 0, 1, 1, 0, MB_UNIT_NONE},
+    {NULL, 0, 0, 0, 0, 0, 0, 0}};
+
+struct mb_calib__measured_in {
+    const struct mb_node *gemm, *grouped, *attn, *coll, *mem, *launch;
+};
+
+/* Sequence check shared by the point lists of `measured:`. */
+static int mb_calib__mseq(const struct mb_node *n, const char *what, struct mb_err *err)
+{
+    return n ? mb_yaml_expect(n, MB_NODE_SEQ, what, err) : 0;
+}
+
+static int mb_calib__apply_measured(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    struct mb_calib__measured_in in;
+    memset(&in, 0, sizeof in);
+    const struct mb_field f[] = {
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {"gemm", MB_F_NODE, offsetof(struct mb_calib__measured_in, gemm), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"grouped_gemm", MB_F_NODE, offsetof(struct mb_calib__measured_in, grouped), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"attention", MB_F_NODE, offsetof(struct mb_calib__measured_in, attn), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"collectives", MB_F_NODE, offsetof(struct mb_calib__measured_in, coll), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"membound", MB_F_NODE, offsetof(struct mb_calib__measured_in, mem), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"launch", MB_F_NODE, offsetof(struct mb_calib__measured_in, launch), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"summary", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+        {"unknown_kernels", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, f, &in, "measured", NULL, err))
+        return -1;
+    const struct mb_node *srcn = mb_yaml_get(sec, "source");
+    if (mb_yaml_expect(srcn, MB_NODE_SCALAR, "measured.source", err) ||
+        mb_calib__mseq(in.gemm, "measured.gemm", err) || mb_calib__mseq(in.grouped, "measured.grouped_gemm", err) ||
+        mb_calib__mseq(in.attn, "measured.attention", err) || mb_calib__mseq(in.coll, "measured.collectives", err))
+        return -1;
+    const char *msrc = srcn->str;
+
+    /* Dense GEMM, per precision: y = achieved / peak(p). */
+    if (in.gemm && in.gemm->n) {
+        size_t n = in.gemm->n;
+        struct mb_calib__pt *add = mb_calloc(n, sizeof *add);
+        int *prec = mb_calloc(n, sizeof *prec);
+        for (size_t i = 0; i < n; i++) {
+            const struct mb_node *pn = in.gemm->items[i];
+            struct mb_calib__mgemm_in g;
+            memset(&g, 0, sizeof g);
+            g.batch = 1;
+            if (mb_yaml_read_fields(pn, mb_calib__mgemm_fields, &g, "measured gemm point", NULL, err) ||
+                mb_calib__prec_parse(g.prec, &prec[i], err))
+                goto gemm_fail;
+            if (c->spec.peak[prec[i]] <= 0) {
+                mb_yaml_err(err, g.prec, "measured gemm point for %s but spec.peak.%s is not set",
+                            mb_calib__prec_names[prec[i]], mb_calib__prec_names[prec[i]]);
+                goto gemm_fail;
+            }
+            add[i].x = (double)g.batch * (double)g.m * (double)g.n * (double)g.k;
+            add[i].y = g.achieved / c->spec.peak[prec[i]];
+            if (add[i].y > 1 + 1e-9) {
+                mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
+                            "measured gemm point achieves %.4g of spec.peak.%s (more than 1)", add[i].y,
+                            mb_calib__prec_names[prec[i]]);
+                goto gemm_fail;
+            }
+        }
+        for (int p = 0; p < MB_PREC_COUNT; p++) {
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++)
+                m += prec[i] == p;
+            if (!m)
+                continue;
+            struct mb_calib__pt *sel = mb_calloc(m, sizeof *sel);
+            m = 0;
+            for (size_t i = 0; i < n; i++)
+                if (prec[i] == p)
+                    sel[m++] = add[i];
+            mb_calib__materialize(c, p);
+            mb_calib__merge(&c->gemm[p].pts, &c->gemm[p].n, sel, m);
+            mb_free(sel);
+        }
+        mb_calib__note_source(c, T_GEMM, msrc, n);
+        c->n_measured += n;
+        mb_free(add);
+        mb_free(prec);
+        goto gemm_done;
+    gemm_fail:
+        mb_free(add);
+        mb_free(prec);
+        return -1;
+    }
+gemm_done:
+
+    /* Grouped GEMM: rel = (achieved / peak) / eff_dense(ref_m * n * k), after the GEMM merge. */
+    if (in.grouped && in.grouped->n) {
+        size_t n = in.grouped->n;
+        struct mb_calib__pt *add = mb_calloc(n, sizeof *add);
+        for (size_t i = 0; i < n; i++) {
+            const struct mb_node *pn = in.grouped->items[i];
+            struct mb_calib__mgemm_in g;
+            memset(&g, 0, sizeof g);
+            int p = 0, fb = 0;
+            if (mb_yaml_read_fields(pn, mb_calib__mgrouped_fields, &g, "measured grouped_gemm point", NULL, err) ||
+                mb_calib__prec_parse(g.prec, &p, err)) {
+                mb_free(add);
+                return -1;
+            }
+            if (c->spec.peak[p] <= 0) {
+                mb_free(add);
+                return mb_yaml_err(err, g.prec, "measured grouped_gemm point for %s but spec.peak.%s is not set",
+                                   mb_calib__prec_names[p], mb_calib__prec_names[p]);
+            }
+            double dense = mb_calib__gemm_eff(c, (enum mb_prec)p, c->grouped_ref_m * (double)g.n * (double)g.k, &fb);
+            add[i].x = g.tokens;
+            add[i].y = g.achieved / c->spec.peak[p] / dense;
+            if (add[i].y > 1.5) {
+                mb_free(add);
+                return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
+                                   "measured grouped_gemm point is %.4g times the dense efficiency (more than 1.5)",
+                                   add[i].y);
+            }
+        }
+        mb_calib__merge(&c->grouped, &c->n_grouped, add, n);
+        mb_calib__note_source(c, T_GROUPED, msrc, n);
+        c->n_measured += n;
+        mb_free(add);
+    }
+
+    /* Attention: y = achieved / peak(bf16, or fp16 when prec: fp16), per (causal, bwd). */
+    if (in.attn && in.attn->n) {
+        size_t n = in.attn->n;
+        struct mb_calib__pt *add = mb_calloc(n, sizeof *add);
+        int *cb = mb_calloc(n, sizeof *cb);
+        for (size_t i = 0; i < n; i++) {
+            const struct mb_node *pn = in.attn->items[i];
+            struct mb_calib__mgemm_in g;
+            memset(&g, 0, sizeof g);
+            int p = MB_PREC_BF16;
+            if (mb_yaml_read_fields(pn, mb_calib__mattn_fields, &g, "measured attention point", NULL, err) ||
+                (g.prec && mb_calib__prec_parse(g.prec, &p, err))) {
+                mb_free(add);
+                mb_free(cb);
+                return -1;
+            }
+            double peak = (p == MB_PREC_FP16) ? c->spec.peak[MB_PREC_FP16] : c->spec.peak[MB_PREC_BF16];
+            add[i].x = g.seq;
+            add[i].y = g.achieved / peak;
+            cb[i] = (g.causal != 0) * 2 + (g.bwd != 0);
+            if (add[i].y > 1 + 1e-9) {
+                mb_free(add);
+                mb_free(cb);
+                return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
+                                   "measured attention point achieves %.4g of the peak (more than 1)", add[i].y);
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++)
+                m += cb[i] == k;
+            if (!m)
+                continue;
+            struct mb_calib__pt *sel = mb_calloc(m, sizeof *sel);
+            m = 0;
+            for (size_t i = 0; i < n; i++)
+                if (cb[i] == k)
+                    sel[m++] = add[i];
+            mb_calib__merge(&c->attn[k / 2][k % 2], &c->n_attn[k / 2][k % 2], sel, m);
+            mb_free(sel);
+        }
+        mb_calib__note_source(c, T_ATTN, msrc, n);
+        c->n_measured += n;
+        mb_free(add);
+        mb_free(cb);
+    }
+
+    /* Collectives: kept as reported points (mb_calib_coll_point); they do not change link efficiencies. */
+    if (in.coll && in.coll->n) {
+        size_t base = c->n_coll;
+        c->coll = mb_realloc(c->coll, (base + in.coll->n) * sizeof *c->coll);
+        for (size_t i = 0; i < in.coll->n; i++) {
+            struct mb_calib__mcoll_in g;
+            memset(&g, 0, sizeof g);
+            int rc = mb_yaml_read_fields(in.coll->items[i], mb_calib__mcoll_fields, &g, "measured collective", NULL,
+                                         err);
+            if (rc) {
+                mb_free(g.op);
+                mb_free(g.dtype);
+                mb_free(g.source);
+                return -1;
+            }
+            struct mb_calib_coll_point *cp = &c->coll[c->n_coll++];
+            cp->op = g.op;
+            cp->dtype = g.dtype ? g.dtype : mb_strdup("");
+            cp->source = g.source;
+            cp->group = (int)g.group;
+            cp->bytes = g.bytes;
+            cp->time_s = g.time;
+            cp->busbw = g.busbw;
+            cp->instances = g.instances > 0 ? g.instances : 1;
+        }
+    }
+
+    /* Memory-bound efficiency / floor and launch overhead: replaced when given. */
+    if (in.mem) {
+        struct mb_calib__mem_in m = {c->mem_eff, c->mem_floor};
+        const struct mb_field mf[] = {
+            {"eff", MB_F_DOUBLE, offsetof(struct mb_calib__mem_in, eff), 0, 0, 0.01, 1, MB_UNIT_NONE},
+            {"floor", MB_F_DOUBLE, offsetof(struct mb_calib__mem_in, floor), 0, 0, 0, 1e-3, MB_UNIT_TIME},
+            {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+            {NULL, 0, 0, 0, 0, 0, 0, 0}};
+        if (mb_yaml_read_fields(in.mem, mf, &m, "measured.membound", NULL, err))
+            return -1;
+        c->mem_eff = m.eff;
+        c->mem_floor = m.floor;
+        mb_calib__note_source(c, T_MEM, msrc, 1);
+        c->n_measured++;
+    }
+    if (in.launch) {
+        struct mb_calib__mem_in l = {c->spec.launch_s, 0};
+        const struct mb_field lf[] = {
+            {"time", MB_F_DOUBLE, offsetof(struct mb_calib__mem_in, eff), 0, 1, 0, 1e-3, MB_UNIT_TIME},
+            {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+            {NULL, 0, 0, 0, 0, 0, 0, 0}};
+        if (mb_yaml_read_fields(in.launch, lf, &l, "measured.launch", NULL, err))
+            return -1;
+        c->spec.launch_s = l.eff;
+        mb_calib__note_source(c, T_SPEC, msrc, 1);
+        c->n_measured++;
+    }
+    return 0;
+}
+
+/* Path of the shipped table for a known GPU name (case-insensitive), or NULL. */
+static char *mb_calib__shipped_path(const char *gpu)
+{
+    char up[32];
+    size_t i = 0;
+    if (!gpu || strlen(gpu) >= sizeof up)
+        return NULL;
+    for (; gpu[i]; i++)
+        up[i] = (char)toupper((unsigned char)gpu[i]);
+    up[i] = '\0';
+    for (const char *const *k = mb_calib__known; *k; k++)
+        if (strcmp(*k, up) == 0) {
+            char name[80];
+            snprintf(name, sizeof name, "calibration/tables/%s.yaml", up);
+            return mb_path_join(mb_data_dir(), name);
+        }
+    return NULL;
+}
+
+struct mb_calib__overlay_in {
+    long schema_version;
+    char gpu[32];
+    char base[512];
+    const struct mb_node *measured;
+};
+
+/*
+ * Overlay table: `schema_version`, `gpu`, `base` (a shipped GPU name, or a
+ * table path relative to this file's folder), `measured`. The base table is
+ * loaded first (itself possibly an overlay, at most 4 deep), then the
+ * measured points are merged.
+ */
+static int mb_calib__load_overlay(struct mb_calib *c, const struct mb_node *root, int depth, struct mb_err *err)
+{
+    struct mb_calib__overlay_in in;
+    memset(&in, 0, sizeof in);
+    const struct mb_field f[] = {
+        {"schema_version", MB_F_INT, offsetof(struct mb_calib__overlay_in, schema_version), 0, 1, 1, 1,
+         MB_UNIT_NONE},
+        {"gpu", MB_F_STRBUF, offsetof(struct mb_calib__overlay_in, gpu), 32, 1, 1, 0, MB_UNIT_NONE},
+        {"base", MB_F_STRBUF, offsetof(struct mb_calib__overlay_in, base), 512, 1, 1, 0, MB_UNIT_NONE},
+        {"measured", MB_F_NODE, offsetof(struct mb_calib__overlay_in, measured), 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(root, f, &in, "calibration overlay", NULL, err))
+        return -1;
+    const struct mb_node *bn = mb_yaml_get(root, "base");
+    if (depth >= MB_CALIB__MAX_BASE_DEPTH)
+        return mb_yaml_err(err, bn, "calibration base chain deeper than %d tables", MB_CALIB__MAX_BASE_DEPTH);
+    char *file = mb_calib__shipped_path(in.base);
+    if (!file) {
+        if (in.base[0] == '/') {
+            file = mb_strdup(in.base);
+        } else {
+            char dir[512];
+            snprintf(dir, sizeof dir, "%s", root->file ? root->file : ".");
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *slash = '\0';
+            else
+                snprintf(dir, sizeof dir, ".");
+            file = mb_path_join(dir, in.base);
+        }
+        if (!mb_file_exists(file)) {
+            mb_free(file);
+            return mb_yaml_err(err, bn,
+                               "base '%s' is neither a shipped GPU (A100, B200, B300, GB200, GB300, H100, H200) nor "
+                               "a table file (relative to this file's folder)",
+                               in.base);
+        }
+    }
+    int rc = mb_calib__load_file(c, file, depth + 1, err);
+    mb_free(file);
+    if (rc)
+        return -1;
+    if (strcasecmp(in.gpu, c->spec.name) != 0)
+        return mb_yaml_err(err, mb_yaml_get(root, "gpu"), "gpu '%s' does not match the base table's gpu '%s'",
+                           in.gpu, c->spec.name);
+    return mb_calib__apply_measured(c, in.measured, err);
+}
+
+static int mb_calib__load_file(struct mb_calib *c, const char *file, int depth, struct mb_err *err)
+{
+    struct mb_node *root = mb_yaml_load_file(file, err);
+    if (!root)
+        return -1;
+    int rc = mb_calib__load_tree(c, root, depth, err);
+    mb_yaml_free(root);
+    return rc;
+}
+
 struct mb_calib__top_in {
     long schema_version;
     char gpu[32];
     const struct mb_node *spec, *gemm, *grouped, *attn, *mem, *links;
 };
 
-static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, struct mb_err *err)
+static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, int depth, struct mb_err *err)
 {
     struct mb_calib__top_in in;
     memset(&in, 0, sizeof in);
@@ -470,7 +957,10 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, s
         {"attention", MB_F_NODE, offsetof(struct mb_calib__top_in, attn), 0, 1, 1, 0, MB_UNIT_NONE},
         {"membound", MB_F_NODE, offsetof(struct mb_calib__top_in, mem), 0, 1, 1, 0, MB_UNIT_NONE},
         {"links", MB_F_NODE, offsetof(struct mb_calib__top_in, links), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"measured", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_get(root, "base"))
+        return mb_calib__load_overlay(c, root, depth, err);
     if (mb_yaml_read_fields(root, f, &in, "calibration table", NULL, err))
         return -1;
     snprintf(c->spec.name, sizeof c->spec.name, "%s", in.gpu);
@@ -478,6 +968,9 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, s
         mb_calib__load_grouped(c, in.grouped, err) || mb_calib__load_attn(c, in.attn, err) ||
         mb_calib__load_mem(c, in.mem, err) || mb_calib__load_links(c, in.links, err))
         return -1;
+    const struct mb_node *measured = mb_yaml_get(root, "measured");
+    if (measured && !mb_yaml_is_null(measured))
+        return mb_calib__apply_measured(c, measured, err);
     return 0;
 }
 
@@ -509,15 +1002,9 @@ int mb_calib_load(const char *gpu, const char *path, struct mb_calib **out, stru
         snprintf(name, sizeof name, "calibration/tables/%s.yaml", up);
         file = mb_path_join(mb_data_dir(), name);
     }
-    struct mb_node *root = mb_yaml_load_file(file, err);
-    if (!root) {
-        mb_free(file);
-        return -1;
-    }
     struct mb_calib *c = mb_calloc(1, sizeof *c);
     c->path = file;
-    int rc = mb_calib__load_tree(c, root, err);
-    mb_yaml_free(root);
+    int rc = mb_calib__load_file(c, file, 0, err);
     if (rc) {
         mb_calib_free(c);
         return -1;
@@ -538,6 +1025,12 @@ void mb_calib_free(struct mb_calib *c)
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
             mb_free(c->attn[a][b]);
+    for (size_t i = 0; i < c->n_coll; i++) {
+        mb_free((char *)c->coll[i].op);
+        mb_free((char *)c->coll[i].dtype);
+        mb_free((char *)c->coll[i].source);
+    }
+    mb_free(c->coll);
     mb_free(c->path);
     mb_free(c);
 }
@@ -747,4 +1240,20 @@ void mb_calib_reset_usage(struct mb_calib *c)
 void mb_calib_set_roofline(struct mb_calib *c, int on)
 {
     c->roofline = on != 0;
+}
+
+size_t mb_calib_n_measured(const struct mb_calib *c)
+{
+    return c->n_measured;
+}
+
+size_t mb_calib_n_coll_points(const struct mb_calib *c)
+{
+    return c->n_coll;
+}
+
+struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t i)
+{
+    assert(c && i < c->n_coll);
+    return c->coll[i];
 }

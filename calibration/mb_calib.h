@@ -92,4 +92,32 @@ void mb_calib_reset_usage(struct mb_calib *c);
 /** @brief Roofline-only mode: ignore tables, use peak * eff_default (for A/B reports). */
 void mb_calib_set_roofline(struct mb_calib *c, int on);
 
+/*
+ * Imported measurements (docs/calibration.md, "Importing profiles"). A table
+ * file may be an overlay -- `base: <GPU or table path>` plus `measured:` -- or
+ * a full table with a `measured:` section; measured GEMM, grouped-GEMM and
+ * attention points take precedence over the base table's points in their
+ * size range, and measured membound/launch values replace the base's.
+ */
+
+/** @brief Number of measured points merged from `measured:` sections (0 for shipped tables). */
+size_t mb_calib_n_measured(const struct mb_calib *c);
+
+/** A measured collective (from an imported profile); reported, not used by lookups. */
+struct mb_calib_coll_point {
+    const char *op;       /* "allreduce", "allgather", ... as named by the profiler */
+    const char *dtype;    /* "" when unknown */
+    const char *source;
+    int group;            /* ranks in the communicator */
+    double bytes;         /* message size (nccl-tests convention) */
+    double time_s;        /* mean duration of one collective */
+    double busbw;         /* bytes/s, nccl-tests bus bandwidth; 0 when not given */
+    long instances;       /* collectives averaged */
+};
+
+/** @brief Number of measured collectives in the loaded table. */
+size_t mb_calib_n_coll_points(const struct mb_calib *c);
+/** @brief Measured collective i < mb_calib_n_coll_points(c); strings owned by c. */
+struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t i);
+
 #endif /* MB_CALIB_H */

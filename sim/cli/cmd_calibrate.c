@@ -28,7 +28,7 @@ int mb_cmd_calibrate(int argc, char **argv)
         return 0;
     }
     if (i >= argc || strcmp(argv[i], "nccl-tests")) {
-        fprintf(stderr, "mbsim calibrate: expected the source kind 'nccl-tests'%s%s\n", i < argc ? ", got " : "",
+        fprintf(stderr, "mbsim calibrate: expected the source kind 'nccl-tests', 'nsys' or 'kineto'%s%s\n", i < argc ? ", got " : "",
                 i < argc ? argv[i] : "");
         usage(stderr);
         return 2;

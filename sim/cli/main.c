@@ -15,6 +15,7 @@
 int mb_cmd_tune(int argc, char **argv);
 int mb_cmd_collective(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
+int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -36,7 +37,9 @@ static void usage_main(FILE *fp)
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
             "                                      nccl-tests style table for one collective\n"
             "  calibrate nccl-tests LOG... [-o OUT.yaml]\n"
-            "                                      turn measured logs into a calibration table\n"
+            "  calibrate nsys KERN_SUM.csv [--shapes S.yaml] [--base GPU] [-o OUT.yaml]\n"
+            "  calibrate kineto TRACE.json[.gz] [--base GPU] [-o OUT.yaml]\n"
+            "                                      turn measured logs/profiles into calibration tables\n"
             "  systems                             list system presets\n"
             "  models                              list shipped model files\n"
             "\n"
@@ -243,6 +246,8 @@ int main(int argc, char **argv)
         int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
         if (!help && check_data_dir())
             return EXIT_BAD_INPUT;
+        if (!strcmp(cmd, "calibrate") && argc > 2 && (!strcmp(argv[2], "nsys") || !strcmp(argv[2], "kineto")))
+            return mb_cmd_calibrate_profile(argv[2], argc - 3, argv + 3);
         return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "tune")) {

@@ -1,0 +1,114 @@
+/*
+ * cmd_calibrate_profile.c -- `mbsim calibrate nsys|kineto ...`: import a
+ * profile and write a calibration overlay table (docs/calibration.md,
+ * "Importing profiles").
+ *
+ *   mbsim calibrate nsys   KERN_SUM.csv [--shapes SHAPES.yaml] [--gpu NAME] [--base TABLE] [-o OUT.yaml]
+ *   mbsim calibrate kineto TRACE.json[.gz] [--gpu NAME] [--base TABLE] [-o OUT.yaml]
+ *
+ * The per-class summary (and any unknown kernels) goes to stderr when a table
+ * is written to stdout, else to stdout. Exit codes: 0 ok, 1 bad input, 2 usage.
+ */
+#include "mb_import.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static int mb_cp__usage(const char *kind, const char *msg)
+{
+    if (msg)
+        fprintf(stderr, "mbsim calibrate %s: %s\n", kind ? kind : "", msg);
+    fprintf(stderr,
+            "usage: mbsim calibrate nsys KERN_SUM.csv [--shapes SHAPES.yaml] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
+            "       mbsim calibrate kineto TRACE.json[.gz] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
+            "Writes a calibration overlay table (base table + measured points) usable as\n"
+            "`calibration: {table: OUT.yaml}` in a scenario; see docs/calibration.md.\n");
+    return 2;
+}
+
+static int mb_cp__fail(const struct mb_err *e)
+{
+    char buf[1024];
+    mb_err_format(e, buf, sizeof buf);
+    fprintf(stderr, "%s\n", buf);
+    return 1;
+}
+
+/**
+ * @brief `mbsim calibrate <kind> ARGS...`.
+ * @param[in] kind  "nsys" or "kineto"
+ * @param[in] argc, argv  the arguments after the kind word (argv[0] is the first of them)
+ * @return exit code: 0 ok, 1 bad input, 2 usage error.
+ */
+int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
+
+int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
+{
+    int nsys = kind && strcmp(kind, "nsys") == 0;
+    if (!nsys && !(kind && strcmp(kind, "kineto") == 0))
+        return mb_cp__usage(kind, "unknown profile kind (expected nsys or kineto)");
+    const char *in = NULL, *shapes_path = NULL, *gpu = NULL, *base = NULL, *outp = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            mb_cp__usage(kind, NULL);
+            return 0;
+        }
+        int takes = strcmp(a, "--shapes") == 0 || strcmp(a, "--gpu") == 0 || strcmp(a, "--base") == 0 ||
+                    strcmp(a, "-o") == 0;
+        if (takes && i + 1 >= argc)
+            return mb_cp__usage(kind, "option needs a value");
+        if (strcmp(a, "--shapes") == 0 && nsys)
+            shapes_path = argv[++i];
+        else if (strcmp(a, "--gpu") == 0)
+            gpu = argv[++i];
+        else if (strcmp(a, "--base") == 0)
+            base = argv[++i];
+        else if (strcmp(a, "-o") == 0)
+            outp = argv[++i];
+        else if (a[0] == '-' && a[1])
+            return mb_cp__usage(kind, "unknown option");
+        else if (in)
+            return mb_cp__usage(kind, "more than one input file");
+        else
+            in = a;
+    }
+    if (!in)
+        return mb_cp__usage(kind, "missing input file");
+
+    struct mb_err e;
+    mb_err_clear(&e);
+    struct mb_prof_shapes *shapes = NULL;
+    struct mb_prof *p = NULL;
+    if (shapes_path && mb_prof_shapes_load(shapes_path, &shapes, &e))
+        return mb_cp__fail(&e);
+    int rc = nsys ? mb_prof_nsys(in, shapes, &p, &e) : mb_prof_kineto(in, &p, &e);
+    mb_prof_shapes_free(shapes);
+    if (rc)
+        return mb_cp__fail(&e);
+    if (gpu)
+        snprintf(p->gpu, sizeof p->gpu, "%s", gpu);
+    if (!p->gpu[0]) {
+        mb_prof_free(p);
+        return mb_cp__usage(kind, "the profile does not name its GPU: give --gpu NAME (or gpu: in the shapes file)");
+    }
+    if (!base)
+        base = p->gpu;
+
+    FILE *out = stdout;
+    if (outp && !(out = fopen(outp, "w"))) {
+        fprintf(stderr, "%s: cannot write\n", outp);
+        mb_prof_free(p);
+        return 1;
+    }
+    char source[1024];
+    snprintf(source, sizeof source, "mbsim calibrate %s %s%s%s", kind, in, shapes_path ? " --shapes " : "",
+             shapes_path ? shapes_path : "");
+    rc = mb_prof_write_table(p, base, source, out, &e);
+    if (outp && fclose(out) != 0 && !rc)
+        rc = mb_err_set(&e, outp, 0, 0, "write error");
+    mb_prof_write_summary(p, outp ? stdout : stderr);
+    mb_prof_free(p);
+    return rc ? mb_cp__fail(&e) : 0;
+}
