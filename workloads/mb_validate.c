@@ -748,6 +748,7 @@ static int csv_record(struct csv_ctx *c)
     s.meas_tokens_per_s_per_gpu = tokens;
     s.meas_model_tflops_per_gpu = tflops;
     s.meas_step_time_s = step;
+    s.roofline = c->out->roofline;
 
     mb_err_clear(&cerr);
     if (mb_scenario_check(&s, &cerr) != 0) {
@@ -893,8 +894,10 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
     copy_str(r->source, sizeof r->source, path);
     if (s.meas_tokens_per_s_per_gpu <= 0 && s.meas_step_time_s <= 0 && s.meas_model_tflops_per_gpu <= 0)
         skip_row(r, "no measured block");
-    else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0)
+    else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
+        s.roofline |= out->roofline;
         predict_row(r, &s, 0);
+    }
     mb_scenario_free(&s);
     return 0;
 }

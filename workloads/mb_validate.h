@@ -85,6 +85,7 @@ struct mb_val_summary {
     struct mb_val_group *by_metric;  /* sorted by name */
     struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
     struct mb_val_row *rows;         /* n_rows rows, in input order */
+    int roofline;                    /* set before adding inputs: predict in roofline-only mode */
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
 };

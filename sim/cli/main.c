@@ -70,14 +70,15 @@ static void usage_run(FILE *fp)
 static void usage_validate(FILE *fp)
 {
     fprintf(fp,
-            "usage: mbsim validate FILE.csv|FILE.yaml... [--json]\n"
+            "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
             "or scenario files with a measured: block), predicts each and prints measured,\n"
             "predicted and error per run, then MAPE, median and max absolute error, MAPE per\n"
             "system and per model, and skipped rows grouped by reason (docs/validation.md).\n"
             "\n"
-            "  --json   print the summary as one JSON object\n");
+            "  --json       print the summary as one JSON object\n"
+            "  --roofline   predict without the measured kernel tables (to compare)\n");
 }
 
 static void print_err(const struct mb_err *e)
@@ -177,13 +178,15 @@ static int cmd_run(int argc, char **argv)
 
 static int cmd_validate(int argc, char **argv)
 {
-    int json = 0, nfiles = 0;
+    int json = 0, nfiles = 0, roofline = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage_validate(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--roofline")) {
+            roofline = 1;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "mbsim validate: unknown option '%s'\n", argv[i]);
             usage_validate(stderr);
@@ -202,6 +205,7 @@ static int cmd_validate(int argc, char **argv)
     if (check_data_dir())
         return EXIT_BAD_INPUT;
     mb_validate_init(&sum);
+    sum.roofline = roofline;
     for (int i = 0; i < argc; i++) {
         if (argv[i][0] == '-')
             continue;

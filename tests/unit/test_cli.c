@@ -114,7 +114,7 @@ static void test_json_report(void **state)
 static void test_validate_cli(void **state)
 {
     (void)state;
-    char *o;
+    char *o, *rf;
     assert_int_equal(run("validate tests/data/validate/small.csv --json", &o, 0), 0);
     assert_non_null(strstr(o, "\"n_predicted\""));
     assert_non_null(strstr(o, "\"mape_pct\""));
@@ -123,6 +123,11 @@ static void test_validate_cli(void **state)
     assert_non_null(strstr(o, "\"rows\""));
     const char *np = strstr(o, "\"n_predicted\"");
     assert_true(strtol(strchr(np, ':') + 1, NULL, 10) >= 1);
+    /* roofline-only mode predicts differently from the calibrated tables */
+    assert_int_equal(run("validate tests/data/validate/small.csv --json --roofline", &rf, 0), 0);
+    assert_non_null(strstr(rf, "\"mape_pct\""));
+    assert_string_not_equal(rf, o);
+    mb_free(rf);
     mb_free(o);
     assert_int_equal(run("validate scenarios/h100_llama3_70b_3d.yaml", &o, 0), 0);
     assert_non_null(strstr(o, "MAPE"));
