@@ -79,6 +79,33 @@ static int mb__better(const struct mb_eval *b, const struct mb_eval *a)
 
 /* ---- candidate spellings ---------------------------------------------------- */
 
+struct mb__flag_name {
+    unsigned f;
+    const char *n;
+};
+
+static const struct mb__flag_name mb__rcm[] = {
+    {MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
+    {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
+    {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}, {0, NULL}};
+static const struct mb__flag_name mb__cgm[] = {
+    {MB_CG_ATTN, "attn"},   {MB_CG_MLP, "mlp"},     {MB_CG_MOE, "moe"}, {MB_CG_MOE_ROUTER, "moe_router"},
+    {MB_CG_MOE_PREPROCESS, "moe_preprocess"}, {MB_CG_MAMBA, "mamba"}, {MB_CG_LAYER, "layer"},
+    {MB_CG_FULL_ITERATION, "full_iteration"}, {0, NULL}};
+static const struct mb__flag_name mb__frz[] = {
+    {MB_FREEZE_VISION, "vision"}, {MB_FREEZE_VISION_PROJ, "vision_projection"}, {MB_FREEZE_LANGUAGE, "language"},
+    {0, NULL}};
+
+/* "a,b,c" (sep ",") or "a, b, c" of the names of the flags set. */
+static void mb__flags(const struct mb__flag_name *t, unsigned flags, const char *sep, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (; t->n && at < len; t++)
+        if (flags & t->f)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? sep : "", t->n);
+}
+
 static const char *mb__disp_name(enum mb_dispatcher d)
 {
     static const char *n[] = {"alltoall", "allgather", "hybridep", "deepep"};
@@ -87,29 +114,12 @@ static const char *mb__disp_name(enum mb_dispatcher d)
 
 static void mb__rc_name(unsigned gran, unsigned mods, char *buf, size_t len)
 {
-    static const struct {
-        unsigned f;
-        const char *n;
-    } names[] = {{MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
-                 {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
-                 {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}};
-    if (gran == MB_RC_NONE) {
-        snprintf(buf, len, "none");
-        return;
-    }
-    if (gran == MB_RC_FULL) {
-        snprintf(buf, len, "full");
-        return;
-    }
-    size_t at = (size_t)snprintf(buf, len, "selective[");
-    int first = 1;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && at < len; i++)
-        if (mods & names[i].f) {
-            at += (size_t)snprintf(buf + at, len - at, "%s%s", first ? "" : ",", names[i].n);
-            first = 0;
-        }
-    if (at < len)
-        snprintf(buf + at, len - at, "]");
+    char list[160];
+    mb__flags(mb__rcm, mods, ",", list, sizeof list);
+    if (gran == MB_RC_SELECTIVE)
+        snprintf(buf, len, "selective[%.80s]", list);
+    else
+        snprintf(buf, len, "%s", gran == MB_RC_FULL ? "full" : "none");
 }
 
 static int mb__has(const struct mb_model *m, enum mb_mixer x, enum mb_ffn f)
@@ -463,17 +473,7 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
 {
     static const char *strat[] = {"3d", "fsdp"};
     static const char *rcg[] = {"none", "selective", "full"};
-    static const struct {
-        unsigned f;
-        const char *n;
-    } rcm[] = {{MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
-               {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
-               {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}},
-      cgm[] = {{MB_CG_ATTN, "attn"},           {MB_CG_MLP, "mlp"},     {MB_CG_MOE, "moe"},
-               {MB_CG_MOE_ROUTER, "moe_router"}, {MB_CG_MOE_PREPROCESS, "moe_preprocess"},
-               {MB_CG_MAMBA, "mamba"},         {MB_CG_LAYER, "layer"}, {MB_CG_FULL_ITERATION, "full_iteration"}},
-      frz[] = {{MB_FREEZE_VISION, "vision"}, {MB_FREEZE_VISION_PROJ, "vision_projection"},
-               {MB_FREEZE_LANGUAGE, "language"}};
+    char list[256];
     fprintf(fp, "# written by mbsim\nschema_version: 1\nname: %s\nmodel: %s\n", s->name, s->model.name);
     fprintf(fp, "system:\n  preset: %s\n  gpus: %d\nprecision: %s\n", s->system.name, s->gpus, mb__prec_label(&s->prec));
     fprintf(fp, "data:\n  seq_length: %d\n  global_batch_size: %d\n  micro_batch_size: %d\n  mock: %s\n",
@@ -503,36 +503,18 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
         fprintf(fp, "  skew: %g\n", s->routing_skew);
     fprintf(fp, "recompute:\n  granularity: %s\n", rcg[s->recompute]);
     if (s->recompute == MB_RC_SELECTIVE) {
-        fprintf(fp, "  modules: [");
-        int first = 1;
-        for (size_t i = 0; i < sizeof rcm / sizeof rcm[0]; i++)
-            if (s->recompute_modules & rcm[i].f) {
-                fprintf(fp, "%s%s", first ? "" : ", ", rcm[i].n);
-                first = 0;
-            }
-        fprintf(fp, "]\n");
+        mb__flags(mb__rcm, s->recompute_modules, ", ", list, sizeof list);
+        fprintf(fp, "  modules: [%s]\n", list);
     }
     if (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0)
         fprintf(fp, "  num_layers: %d\n", s->recompute_num_layers);
     if (s->cuda_graph) {
-        fprintf(fp, "cuda_graph:\n  modules: [");
-        int first = 1;
-        for (size_t i = 0; i < sizeof cgm / sizeof cgm[0]; i++)
-            if (s->cuda_graph & cgm[i].f) {
-                fprintf(fp, "%s%s", first ? "" : ", ", cgm[i].n);
-                first = 0;
-            }
-        fprintf(fp, "]\n");
+        mb__flags(mb__cgm, s->cuda_graph, ", ", list, sizeof list);
+        fprintf(fp, "cuda_graph:\n  modules: [%s]\n", list);
     }
     if (s->freeze) {
-        fprintf(fp, "freeze: [");
-        int first = 1;
-        for (size_t i = 0; i < sizeof frz / sizeof frz[0]; i++)
-            if (s->freeze & frz[i].f) {
-                fprintf(fp, "%s%s", first ? "" : ", ", frz[i].n);
-                first = 0;
-            }
-        fprintf(fp, "]\n");
+        mb__flags(mb__frz, s->freeze, ", ", list, sizeof list);
+        fprintf(fp, "freeze: [%s]\n", list);
     }
     fprintf(fp, "overlap:\n  grad_reduce: %s\n  param_gather: %s\n  tp_comm: %s\n  ep_comm: %s\n",
             s->overlap_grad_reduce ? "true" : "false", s->overlap_param_gather ? "true" : "false",
