@@ -15,6 +15,8 @@
 #include "mb_topo.h"
 #include "mb_util.h"
 
+struct mb_node; /* mb_yaml.h */
+
 enum mb_strategy { MB_STRAT_3D, MB_STRAT_FSDP };
 enum mb_dispatcher { MB_DISP_ALLTOALL, MB_DISP_ALLGATHER, MB_DISP_HYBRIDEP, MB_DISP_DEEPEP };
 enum mb_routing { MB_ROUTE_BALANCED, MB_ROUTE_SKEWED };
@@ -122,6 +124,15 @@ void mb_scenario_defaults(struct mb_scenario *s);
  * @return 0 or -1 with file:line:col in err.
  */
 int mb_scenario_load(const char *path, struct mb_scenario *s, struct mb_err *err);
+
+/**
+ * @brief Load a scenario from a YAML tree the caller owns (same rules and
+ * messages as mb_scenario_load, which calls it). `path` names the file in
+ * messages and anchors relative model/system paths. Used by `mbsim sweep`,
+ * whose files carry an extra `sweep:` block removed before the call.
+ * @return 0 or -1 with file:line:col in err.
+ */
+int mb_scenario_load_node(const struct mb_node *root, const char *path, struct mb_scenario *s, struct mb_err *err);
 
 /**
  * @brief Derive dp and check that the layout can exist; errors name the

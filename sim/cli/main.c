@@ -13,6 +13,8 @@
 #include "report.h"
 
 int mb_cmd_tune(int argc, char **argv);
+int mb_cmd_sweep(int argc, char **argv);
+int mb_cmd_plot(int argc, char **argv);
 int mb_cmd_collective(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
@@ -33,7 +35,11 @@ static void usage_main(FILE *fp)
             "                                      simulate one steady-state training step\n"
             "  validate FILE.csv|FILE.yaml... [--json]\n"
             "                                      predict published/measured runs and report errors\n"
+            "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
+            "                                      many configurations at once: ranked, Pareto front\n"
             "  tune FILE.yaml [-o OUT.yaml]        fit-first tuning: recommended scenario + runners-up\n"
+            "  plot validate|sweep|breakdown INPUT [-o OUT.png|.svg]\n"
+            "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
             "                                      nccl-tests style table for one collective\n"
             "  calibrate nccl-tests LOG... [-o OUT.yaml]\n"
@@ -253,6 +259,12 @@ int main(int argc, char **argv)
         if (!strcmp(cmd, "calibrate") && argc > 2 && (!strcmp(argv[2], "nsys") || !strcmp(argv[2], "kineto")))
             return mb_cmd_calibrate_profile(argv[2], argc - 3, argv + 3);
         return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);
+    }
+    if (!strcmp(cmd, "sweep") || !strcmp(cmd, "plot")) {
+        int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+        if (!help && !strcmp(cmd, "sweep") && check_data_dir())
+            return EXIT_BAD_INPUT;
+        return !strcmp(cmd, "sweep") ? mb_cmd_sweep(argc - 2, argv + 2) : mb_cmd_plot(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "tune")) {
         if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())

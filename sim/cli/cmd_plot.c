@@ -1,0 +1,534 @@
+/*
+ * cmd_plot.c -- `mbsim plot KIND INPUT [-o OUT.png|OUT.svg]` (docs/plots.md).
+ *
+ * The C side only turns mbsim's JSON/TSV outputs into tidy TSV files (one row
+ * per point, a header row) and runs
+ *     gnuplot -e "infile='...'; infile2='...'; outfile='...'" plots/KIND.gp
+ * The scripts in plots/ choose the terminal from the output's extension and
+ * read every column by name; no gnuplot syntax is generated here.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mb_util.h"
+
+#define EXIT_BAD_INPUT 1
+#define EXIT_USAGE 2
+
+int mb_cmd_plot(int argc, char **argv);
+
+static void usage_plot(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim plot KIND INPUT [-o OUT.png|OUT.svg]\n"
+            "\n"
+            "Draws a chart with gnuplot (scripts in plots/, docs/plots.md). KIND:\n"
+            "  validate   predicted vs measured, y = x and a +-10%% band; INPUT is the output of\n"
+            "             `mbsim validate --json` or a TSV with columns metric, measured, predicted\n"
+            "  sweep      best tokens/s/GPU vs micro-batch size per recompute granularity, and\n"
+            "             peak memory per rank of every configuration against the GPU capacity;\n"
+            "             INPUT is the TSV of `mbsim sweep --tsv`\n"
+            "  breakdown  step-time breakdown bars; INPUT is the output of `mbsim run --json`\n"
+            "\n"
+            "  -o FILE    output; the extension picks PNG or SVG (default KIND.png)\n"
+            "\n"
+            "Needs gnuplot on PATH (Debian: apt-get install gnuplot-nox), or its path in\n"
+            "$MBSIM_GNUPLOT.\n");
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* The gnuplot executable: $MBSIM_GNUPLOT, else `gnuplot` found on PATH. */
+static int find_gnuplot(char *out, size_t len)
+{
+    const char *env = getenv("MBSIM_GNUPLOT");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return access(out, X_OK) == 0 ? 0 : -1;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    char *dup = mb_strdup(path);
+    int rc = -1;
+    for (char *p = dup; p && rc; ) {
+        char *c = strchr(p, ':');
+        if (c)
+            *c = 0;
+        snprintf(out, len, "%s/gnuplot", *p ? p : ".");
+        if (access(out, X_OK) == 0)
+            rc = 0;
+        p = c ? c + 1 : NULL;
+    }
+    mb_free(dup);
+    return rc;
+}
+
+static FILE *tmp_tsv(char *path, size_t len)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, len, "%s/mbsim-plot-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    return fdopen(fd, "w");
+}
+
+static int quote_ok(const char *s)
+{
+    return !strchr(s, '\'') && !strchr(s, '\n');
+}
+
+/* Read a whole file (or stdin for "-"). */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, k = 0, got;
+    char *buf = mb_malloc(cap);
+    while ((got = fread(buf + k, 1, cap - k - 1, f)) > 0) {
+        k += got;
+        if (cap - k < 4096) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+    }
+    buf[k] = 0;
+    if (f != stdin)
+        fclose(f);
+    *n = k;
+    return buf;
+}
+
+static void clean_field(const char *s, FILE *fp)
+{
+    for (; *s; s++)
+        fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
+}
+
+/* ------------------------------------------------------------- validate */
+
+/* `mbsim validate --json` -> id, system, model, metric, measured, predicted, err_pct (predicted rows only). */
+static int conv_validate(const char *in, FILE *out)
+{
+    json_error_t je;
+    json_t *root = strcmp(in, "-") ? json_load_file(in, 0, &je) : json_loadf(stdin, 0, &je);
+    if (!root) {
+        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+        return -1;
+    }
+    json_t *rows = json_object_get(root, "rows");
+    if (!json_is_array(rows)) {
+        fprintf(stderr, "mbsim plot: %s: no \"rows\" array (expected the output of mbsim validate --json)\n", in);
+        json_decref(root);
+        return -1;
+    }
+    fprintf(out, "id\tsystem\tmodel\tmetric\tmeasured\tpredicted\terr_pct\n");
+    size_t i, k = 0;
+    json_t *r;
+    json_array_foreach(rows, i, r) {
+        json_t *pred = json_object_get(r, "predicted"), *meas = json_object_get(r, "measured");
+        if (!json_is_number(pred) || !json_is_number(meas) || json_is_true(json_object_get(r, "skipped")))
+            continue;
+        const char *f[4] = {json_string_value(json_object_get(r, "id")),
+                            json_string_value(json_object_get(r, "system")),
+                            json_string_value(json_object_get(r, "model")),
+                            json_string_value(json_object_get(r, "metric"))};
+        for (int j = 0; j < 4; j++) {
+            clean_field(f[j] ? f[j] : "NA", out);
+            fputc('\t', out);
+        }
+        json_t *e = json_object_get(r, "err_pct");
+        fprintf(out, "%.10g\t%.10g\t", json_number_value(meas), json_number_value(pred));
+        if (json_is_number(e))
+            fprintf(out, "%.6g\n", json_number_value(e));
+        else
+            fprintf(out, "NA\n");
+        k++;
+    }
+    json_decref(root);
+    if (!k) {
+        fprintf(stderr, "mbsim plot: %s: no predicted rows to plot\n", in);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- TSV reader */
+
+struct tsv {
+    char *buf;
+    int ncol;
+    char **col;          /* header names */
+    size_t nrow;
+    char ***cell;        /* cell[row][col] */
+};
+
+static void tsv_free(struct tsv *t)
+{
+    for (size_t r = 0; r < t->nrow; r++)
+        mb_free(t->cell[r]);
+    mb_free(t->cell);
+    mb_free(t->col);
+    mb_free(t->buf);
+}
+
+static int tsv_split(char *line, char ***out)
+{
+    int n = 1;
+    for (char *p = line; *p; p++)
+        n += *p == '\t';
+    char **f = mb_calloc((size_t)n, sizeof *f);
+    int k = 0;
+    for (char *p = line; p;) {
+        char *t = strchr(p, '\t');
+        if (t)
+            *t = 0;
+        f[k++] = p;
+        p = t ? t + 1 : NULL;
+    }
+    *out = f;
+    return n;
+}
+
+static int tsv_read(const char *path, struct tsv *t)
+{
+    size_t n;
+    memset(t, 0, sizeof *t);
+    t->buf = slurp(path, &n);
+    if (!t->buf)
+        return -1;
+    char *save = NULL, *line = strtok_r(t->buf, "\n", &save);
+    if (!line)
+        return -1;
+    if (has_suffix(line, "\r"))
+        line[strlen(line) - 1] = 0;
+    t->ncol = tsv_split(line, &t->col);
+    size_t cap = 0;
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        if (has_suffix(line, "\r"))
+            line[strlen(line) - 1] = 0;
+        if (!*line)
+            continue;
+        char **f;
+        if (tsv_split(line, &f) != t->ncol) {
+            mb_free(f);
+            continue;
+        }
+        if (t->nrow == cap) {
+            cap = cap ? 2 * cap : 256;
+            t->cell = mb_realloc(t->cell, cap * sizeof *t->cell);
+        }
+        t->cell[t->nrow++] = f;
+    }
+    return 0;
+}
+
+static int tsv_col(const struct tsv *t, const char *name)
+{
+    for (int c = 0; c < t->ncol; c++)
+        if (!strcmp(t->col[c], name))
+            return c;
+    return -1;
+}
+
+/* ------------------------------------------------------------- sweep */
+
+struct mem_pt {
+    double mem, cap;
+    int oom;
+    const char *config;
+};
+
+static int by_mem(const void *a, const void *b)
+{
+    const struct mem_pt *x = a, *y = b;
+    return x->mem < y->mem ? -1 : x->mem > y->mem;
+}
+
+/* Sweep TSV -> (1) micro_batch_size, none, selective, full: best tokens/s/GPU of
+ * the fitting configurations; (2) order, config, reserved_memory_gib,
+ * capacity_gib, fits_gib, oom_gib sorted by memory. The reserved memory (peak
+ * allocated plus the allocator's estimated reserve) is what the OOM verdict
+ * compares with the capacity, so points above the line are exactly the OOM ones. */
+static int conv_sweep(const char *in, FILE *out1, FILE *out2)
+{
+    struct tsv t;
+    if (tsv_read(in, &t)) {
+        fprintf(stderr, "mbsim plot: cannot read '%s'\n", in);
+        return -1;
+    }
+    int c_st = tsv_col(&t, "status"), c_tok = tsv_col(&t, "tokens_per_s_per_gpu"),
+        c_mem = tsv_col(&t, "reserved_memory_gib"), c_cap = tsv_col(&t, "capacity_gib"), c_oom = tsv_col(&t, "oom"),
+        c_cfg = tsv_col(&t, "config"), c_mbs = tsv_col(&t, "data.micro_batch_size"),
+        c_rc = tsv_col(&t, "recompute.granularity");
+    if (c_st < 0 || c_tok < 0 || c_mem < 0 || c_cap < 0 || c_oom < 0 || c_cfg < 0) {
+        fprintf(stderr, "mbsim plot: %s: not a sweep TSV (needs config, status, tokens_per_s_per_gpu, "
+                        "reserved_memory_gib, capacity_gib, oom columns; see docs/sweep.md)\n", in);
+        tsv_free(&t);
+        return -1;
+    }
+    static const char *const grans[3] = {"none", "selective", "full"};
+    int mbs_v[64], n_mbs = 0;
+    double best[64][3];
+    struct mem_pt *pts = mb_calloc(t.nrow ? t.nrow : 1, sizeof *pts);
+    size_t np = 0;
+    for (size_t r = 0; r < t.nrow; r++) {
+        char **f = t.cell[r];
+        if (strcmp(f[c_st], "ok"))
+            continue;
+        int oom = atoi(f[c_oom]);
+        pts[np++] = (struct mem_pt){atof(f[c_mem]), atof(f[c_cap]), oom, f[c_cfg]};
+        if (oom)
+            continue;
+        int mbs = c_mbs >= 0 ? atoi(f[c_mbs]) : 0;
+        int g = 0; /* without a recompute axis every row counts as the base's choice: "none" column */
+        if (c_rc >= 0)
+            for (int k = 0; k < 3; k++)
+                if (!strcmp(f[c_rc], grans[k]))
+                    g = k;
+        int m = 0;
+        while (m < n_mbs && mbs_v[m] != mbs)
+            m++;
+        if (m == n_mbs) {
+            if (n_mbs == 64)
+                continue;
+            mbs_v[n_mbs++] = mbs;
+            best[m][0] = best[m][1] = best[m][2] = -1;
+        }
+        double tok = atof(f[c_tok]);
+        if (tok > best[m][g])
+            best[m][g] = tok;
+    }
+    /* (1) sorted by micro-batch size */
+    fprintf(out1, "micro_batch_size\tnone\tselective\tfull\n");
+    for (int i = 0; i < n_mbs; i++) {
+        int lo = i;
+        for (int j = i + 1; j < n_mbs; j++)
+            if (mbs_v[j] < mbs_v[lo])
+                lo = j;
+        int tv = mbs_v[i];
+        mbs_v[i] = mbs_v[lo];
+        mbs_v[lo] = tv;
+        for (int k = 0; k < 3; k++) {
+            double tb = best[i][k];
+            best[i][k] = best[lo][k];
+            best[lo][k] = tb;
+        }
+        fprintf(out1, "%d", mbs_v[i]);
+        for (int k = 0; k < 3; k++)
+            if (best[i][k] >= 0)
+                fprintf(out1, "\t%.6g", best[i][k]);
+            else
+                fprintf(out1, "\tNA");
+        fprintf(out1, "\n");
+    }
+    /* (2) memory, ascending */
+    qsort(pts, np, sizeof *pts, by_mem);
+    fprintf(out2, "order\tconfig\treserved_memory_gib\tcapacity_gib\tfits_gib\toom_gib\n");
+    for (size_t i = 0; i < np; i++) {
+        fprintf(out2, "%zu\t%s\t%.6g\t%.6g\t", i, pts[i].config, pts[i].mem, pts[i].cap);
+        if (pts[i].oom)
+            fprintf(out2, "NA\t%.6g\n", pts[i].mem);
+        else
+            fprintf(out2, "%.6g\tNA\n", pts[i].mem);
+    }
+    mb_free(pts);
+    tsv_free(&t);
+    if (!np) {
+        fprintf(stderr, "mbsim plot: %s: no simulated configurations to plot\n", in);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- breakdown */
+
+struct term {
+    const char *name;
+    double s;
+};
+
+static int by_seconds(const void *a, const void *b)
+{
+    const struct term *x = a, *y = b;
+    return x->s > y->s ? -1 : x->s < y->s;
+}
+
+/* `mbsim run --json` -> term, seconds, share (non-zero terms, largest first). */
+static int conv_breakdown(const char *in, FILE *out)
+{
+    json_error_t je;
+    json_t *root = strcmp(in, "-") ? json_load_file(in, 0, &je) : json_loadf(stdin, 0, &je);
+    if (!root) {
+        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+        return -1;
+    }
+    json_t *bd = json_object_get(root, "breakdown_s");
+    if (!json_is_object(bd)) {
+        fprintf(stderr, "mbsim plot: %s: no \"breakdown_s\" object (expected the output of mbsim run --json)\n",
+                in);
+        json_decref(root);
+        return -1;
+    }
+    struct term t[64];
+    size_t n = 0;
+    double total = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(bd, key, v) {
+        if (n < 64 && json_is_number(v) && json_number_value(v) > 0) {
+            t[n++] = (struct term){key, json_number_value(v)};
+            total += json_number_value(v);
+        }
+    }
+    qsort(t, n, sizeof t[0], by_seconds);
+    fprintf(out, "term\tseconds\tshare_pct\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s\t%.6g\t%.4g\n", t[i].name, t[i].s, total > 0 ? 100 * t[i].s / total : 0);
+    json_decref(root);
+    if (!n) {
+        fprintf(stderr, "mbsim plot: %s: the breakdown is empty\n", in);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- command */
+
+static int run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out)
+{
+    char expr[4096];
+    snprintf(expr, sizeof expr, "infile='%s'; infile2='%s'; outfile='%s'", in1, in2 ? in2 : "", out);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "mbsim plot: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        execl(gp, "gnuplot", "-e", expr, script, (char *)NULL);
+        fprintf(stderr, "mbsim plot: cannot run %s: %s\n", gp, strerror(errno));
+        _exit(127);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+        fprintf(stderr, "mbsim plot: gnuplot failed on %s\n", script);
+        return -1;
+    }
+    return 0;
+}
+
+int mb_cmd_plot(int argc, char **argv)
+{
+    const char *kind = NULL, *in = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage_plot(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "mbsim plot: unknown option or missing value: '%s'\n", argv[i]);
+            usage_plot(stderr);
+            return EXIT_USAGE;
+        } else if (!kind) {
+            kind = argv[i];
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            fprintf(stderr, "mbsim plot: one input expected, got '%s' too\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!kind || !in) {
+        usage_plot(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(kind, "validate") && strcmp(kind, "sweep") && strcmp(kind, "breakdown")) {
+        fprintf(stderr, "mbsim plot: unknown kind '%s'; expected one of: validate, sweep, breakdown\n", kind);
+        return EXIT_USAGE;
+    }
+    char def_out[64];
+    if (!out) {
+        snprintf(def_out, sizeof def_out, "%s.png", kind);
+        out = def_out;
+    }
+    if (!has_suffix(out, ".png") && !has_suffix(out, ".svg")) {
+        fprintf(stderr, "mbsim plot: -o %s: the output must end in .png or .svg\n", out);
+        return EXIT_USAGE;
+    }
+    if (!quote_ok(out)) {
+        fprintf(stderr, "mbsim plot: -o %s: quotes and newlines are not allowed in the output path\n", out);
+        return EXIT_USAGE;
+    }
+    char gp[1024];
+    if (find_gnuplot(gp, sizeof gp)) {
+        fprintf(stderr, "mbsim plot: gnuplot not found (install it: apt-get install gnuplot-nox, or set "
+                        "MBSIM_GNUPLOT to its path); every other mbsim command works without it\n");
+        return EXIT_BAD_INPUT;
+    }
+    char script[1024];
+    snprintf(script, sizeof script, "%s/plots/%s.gp", mb_data_dir(), kind);
+    if (!mb_file_exists(script)) {
+        fprintf(stderr, "mbsim plot: script '%s' not found (set MBSIM_DATA_DIR to the mbsim source tree)\n",
+                script);
+        return EXIT_BAD_INPUT;
+    }
+    if (strcmp(in, "-") && !mb_file_exists(in)) {
+        fprintf(stderr, "mbsim plot: %s: cannot open\n", in);
+        return EXIT_BAD_INPUT;
+    }
+
+    char t1[1024], t2[1024];
+    FILE *f1 = tmp_tsv(t1, sizeof t1), *f2 = NULL;
+    if (!f1) {
+        fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
+        return EXIT_BAD_INPUT;
+    }
+    int rc;
+    if (!strcmp(kind, "validate")) {
+        if (has_suffix(in, ".tsv")) { /* a TSV with the columns already (docs/plots.md) */
+            size_t n;
+            char *buf = slurp(in, &n);
+            rc = buf ? (fwrite(buf, 1, n, f1) == n ? 0 : -1) : -1;
+            mb_free(buf);
+        } else {
+            rc = conv_validate(in, f1);
+        }
+    } else if (!strcmp(kind, "sweep")) {
+        f2 = tmp_tsv(t2, sizeof t2);
+        rc = f2 ? conv_sweep(in, f1, f2) : -1;
+    } else {
+        rc = conv_breakdown(in, f1);
+    }
+    fclose(f1);
+    if (f2)
+        fclose(f2);
+    if (!rc)
+        rc = run_gnuplot(gp, script, t1, f2 ? t2 : NULL, out);
+    unlink(t1);
+    if (f2)
+        unlink(t2);
+    if (rc)
+        return EXIT_BAD_INPUT;
+    struct stat st;
+    if (stat(out, &st) || st.st_size == 0) {
+        fprintf(stderr, "mbsim plot: gnuplot wrote nothing to %s\n", out);
+        return EXIT_BAD_INPUT;
+    }
+    fprintf(stderr, "mbsim plot: wrote %s\n", out);
+    return 0;
+}

@@ -1,0 +1,204 @@
+/*
+ * test_plot.c -- `mbsim plot`: every kind (validate, sweep, breakdown) writes a
+ * non-empty PNG (and one SVG) from real mbsim outputs; without gnuplot the
+ * command says so and exits 1. The binary comes from $MBSIM_BIN (set by
+ * CTest; $MBSIM_PLOT_BIN overrides it). Tests that need gnuplot are skipped
+ * with a message when it is not installed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "mb_util.h"
+
+static char tmpdir[256];
+
+static const char *bin(void)
+{
+    const char *b = getenv("MBSIM_PLOT_BIN");
+    if (!b || !*b)
+        b = getenv("MBSIM_BIN");
+    assert_non_null(b);
+    return b;
+}
+
+/* Run a shell command line, capture stdout+stderr, return the exit code. */
+static int sh(const char *cmd, char **out)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = mb_malloc(cap);
+    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += got;
+        if (cap - n < 4096) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        mb_free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int have_plot_command(void)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s plot --help", bin());
+    return sh(cmd, NULL) == 0;
+}
+
+static int have_gnuplot(void)
+{
+    return sh("command -v gnuplot", NULL) == 0;
+}
+
+#define NEED_PLOT()                                                                               \
+    do {                                                                                          \
+        if (!have_plot_command()) {                                                               \
+            fprintf(stderr, "SKIP: '%s plot' is not available in this binary\n", bin());          \
+            skip();                                                                               \
+        }                                                                                         \
+        if (!have_gnuplot()) {                                                                    \
+            fprintf(stderr, "SKIP: gnuplot is not installed (apt-get install gnuplot-nox)\n");    \
+            skip();                                                                               \
+        }                                                                                         \
+    } while (0)
+
+/* The file exists, is non-empty and starts with the format's signature. */
+static void assert_image(const char *path, int svg)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > 1000);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char head[256] = {0};
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    assert_true(n > 8);
+    if (svg)
+        assert_non_null(strstr(head, "<svg") ? strstr(head, "<svg") : strstr(head, "<?xml"));
+    else
+        assert_memory_equal(head, "\x89PNG\r\n\x1a\n", 8);
+}
+
+static void plot(const char *kind, const char *in, const char *out)
+{
+    char cmd[2048], *o;
+    snprintf(cmd, sizeof cmd, "%s plot %s %s -o %s", bin(), kind, in, out);
+    int rc = sh(cmd, &o);
+    if (rc)
+        fprintf(stderr, "%s\n%s\n", cmd, o);
+    assert_int_equal(rc, 0);
+    mb_free(o);
+}
+
+static void test_no_gnuplot(void **state)
+{
+    (void)state;
+    if (!have_plot_command()) {
+        fprintf(stderr, "SKIP: '%s plot' is not available in this binary\n", bin());
+        skip();
+    }
+    char cmd[2048], *o;
+    snprintf(cmd, sizeof cmd, "MBSIM_GNUPLOT=/nonexistent/gnuplot %s plot breakdown scenarios/gb200_ep32.yaml -o %s/x.png",
+             bin(), tmpdir);
+    assert_int_equal(sh(cmd, &o), 1);
+    assert_non_null(strstr(o, "gnuplot not found"));
+    mb_free(o);
+    /* usage errors */
+    snprintf(cmd, sizeof cmd, "%s plot nosuchkind x.json", bin());
+    assert_int_equal(sh(cmd, NULL), 2);
+    snprintf(cmd, sizeof cmd, "%s plot sweep x.tsv -o out.pdf", bin());
+    assert_int_equal(sh(cmd, NULL), 2);
+}
+
+static void test_validate_plot(void **state)
+{
+    (void)state;
+    NEED_PLOT();
+    char cmd[2048], json[512], png[512];
+    snprintf(json, sizeof json, "%s/validate.json", tmpdir);
+    snprintf(png, sizeof png, "%s/validate.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s validate scenarios/h100_llama3_70b_3d.yaml scenarios/h100_qwen3_30b_a3b_ep8.yaml "
+             "--json > %s", bin(), json);
+    assert_int_equal(sh(cmd, NULL), 0);
+    plot("validate", json, png);
+    assert_image(png, 0);
+    /* the documented TSV input */
+    snprintf(png, sizeof png, "%s/validate_tsv.svg", tmpdir);
+    plot("validate", "tests/data/sweep/validate_points.tsv", png);
+    assert_image(png, 1);
+}
+
+static void test_sweep_plot(void **state)
+{
+    (void)state;
+    NEED_PLOT();
+    char cmd[2048], tsv[512], png[512];
+    snprintf(tsv, sizeof tsv, "%s/sweep.tsv", tmpdir);
+    snprintf(png, sizeof png, "%s/sweep.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s sweep tests/data/sweep/small.yaml --tsv %s", bin(), tsv);
+    assert_int_equal(sh(cmd, NULL), 0);
+    plot("sweep", tsv, png);
+    assert_image(png, 0);
+}
+
+static void test_breakdown_plot(void **state)
+{
+    (void)state;
+    NEED_PLOT();
+    char cmd[2048], json[512], png[512];
+    snprintf(json, sizeof json, "%s/run.json", tmpdir);
+    snprintf(png, sizeof png, "%s/breakdown.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s run scenarios/gb200_ep32.yaml --json > %s", bin(), json);
+    assert_int_equal(sh(cmd, NULL), 0);
+    plot("breakdown", json, png);
+    assert_image(png, 0);
+    /* wrong input: a clear message, exit 1 */
+    char *o;
+    snprintf(cmd, sizeof cmd, "%s plot breakdown tests/data/sweep/validate_points.tsv -o %s/bad.png", bin(), tmpdir);
+    assert_int_equal(sh(cmd, &o), 1);
+    mb_free(o);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *t = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/mbsim-test-plot-XXXXXX", t && *t ? t : "/tmp");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return sh(cmd, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_gnuplot),
+        cmocka_unit_test(test_validate_plot),
+        cmocka_unit_test(test_sweep_plot),
+        cmocka_unit_test(test_breakdown_plot),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,309 @@
+/*
+ * test_sweep.c -- mb_sweep: the cartesian product's size and order, keys set
+ * by dotted name, invalid combinations kept with their reason, shard outputs
+ * concatenating to the full output, the Pareto front and the top-N ranking on
+ * hand-made rows, and the mb_scenario_load_node entry point.
+ * Run from the source tree (ctest sets WORKING_DIRECTORY and MBSIM_DATA_DIR).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_sweep.h"
+#include "mb_yaml.h"
+
+#define SMALL "tests/data/sweep/small.yaml"
+
+static void load_small(struct mb_sweep *sw)
+{
+    struct mb_err err;
+    mb_err_clear(&err);
+    int rc = mb_sweep_load(SMALL, sw, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+static void test_expansion(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    struct mb_err err;
+    load_small(&sw);
+    assert_int_equal(sw.n_axes, 4);
+    assert_int_equal(mb_sweep_size(&sw), 3 * 2 * 3 * 2);
+    assert_string_equal(sw.axis[0].key, "parallel.tp");
+    /* the last axis varies fastest */
+    assert_string_equal(mb_sweep_value(&sw, 0, 3), "none");
+    assert_string_equal(mb_sweep_value(&sw, 1, 3), "full");
+    assert_string_equal(mb_sweep_value(&sw, 2, 2), "8");
+    assert_string_equal(mb_sweep_value(&sw, 35, 0), "8");
+    /* --set replaces an axis of the block and adds new ones (aliases accepted) */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "tp=1,2", &err), 0);
+    assert_int_equal(mb_sweep_set(&sw, "moe.dispatcher=alltoall,hybridep,deepep", &err), 0);
+    assert_int_equal(mb_sweep_set(&sw, "cuda_graph.modules=none,attn+moe_router,layer", &err), 0);
+    assert_int_equal(sw.n_axes, 6);
+    assert_int_equal(mb_sweep_size(&sw), 2 * 2 * 3 * 2 * 3 * 3);
+    /* bad values and keys fail at once, naming the key */
+    assert_int_equal(mb_sweep_set(&sw, "parallel.pp=1,two", &err), -1);
+    assert_non_null(strstr(err.msg, "parallel.pp: expected an integer, got 'two'"));
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "parallel.tpp=1", &err), -1);
+    assert_non_null(strstr(err.msg, "unknown sweep key 'parallel.tpp'"));
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "moe.dispatcher=nccl", &err), -1);
+    assert_non_null(strstr(err.msg, "expected one of: alltoall"));
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "system.preset=no_such_system", &err), -1);
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "parallel.tp", &err), -1);
+    assert_int_equal(mb_sweep_size(&sw), 2 * 2 * 3 * 2 * 3 * 3);
+    mb_sweep_free(&sw);
+}
+
+static void test_block_errors(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/bad_key.yaml", &sw, &err), -1);
+    assert_non_null(strstr(err.msg, "unknown key 'parallel.tq' in sweep"));
+    assert_true(err.line > 0);
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/bad_value.yaml", &sw, &err), -1);
+    assert_non_null(strstr(err.msg, "recompute.granularity: unknown value 'most'"));
+    assert_true(err.line > 0);
+}
+
+static void test_scenario_set(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    struct mb_scenario s;
+    struct mb_err err;
+    load_small(&sw);
+    mb_err_clear(&err);
+    /* config 3: tp 1, mbs 1, ep 8, full recompute */
+    assert_int_equal(mb_sweep_scenario(&sw, 3, &s, &err), 0);
+    assert_int_equal(s.tp, 1);
+    assert_int_equal(s.ep, 8);
+    assert_int_equal(s.recompute, MB_RC_FULL);
+    assert_int_equal(s.dp, 8);
+    /* config 14: tp 2 turns sequence parallel on (not written in the file) */
+    assert_int_equal(mb_sweep_scenario(&sw, 14, &s, &err), 0);
+    assert_int_equal(s.tp, 2);
+    assert_int_equal(s.sequence_parallel, 1);
+    assert_int_equal(s.dp, 4);
+    /* selective without modules gets Megatron's default core_attn */
+    assert_int_equal(mb_sweep_set(&sw, "recompute.granularity=selective", &err), 0);
+    assert_int_equal(mb_sweep_scenario(&sw, 0, &s, &err), 0);
+    assert_int_equal(s.recompute_modules, MB_RCM_CORE_ATTN);
+    /* modules with another granularity is an invalid combination */
+    assert_int_equal(mb_sweep_set(&sw, "recompute.granularity=none", &err), 0);
+    assert_int_equal(mb_sweep_set(&sw, "recompute.modules=core_attn+moe_act", &err), 0);
+    assert_int_equal(mb_sweep_scenario(&sw, 0, &s, &err), -1);
+    assert_non_null(strstr(err.msg, "applies only to granularity: selective"));
+    mb_sweep_free(&sw);
+
+    struct mb_scenario t;
+    mb_err_clear(&err);
+    assert_int_equal(mb_scenario_load(SMALL ".nosweep.yaml", &t, &err), -1); /* no such file */
+    mb_scenario_defaults(&t);
+    assert_int_equal(mb_scenario_set(&t, "mbs", "4", &err), 0);
+    assert_int_equal(t.micro_batch_size, 4);
+    assert_int_equal(mb_scenario_set(&t, "freeze", "vision+vision_projection", &err), 0);
+    assert_int_equal(t.freeze, MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ);
+    assert_int_equal(mb_scenario_set(&t, "freeze", "none", &err), 0);
+    assert_int_equal(t.freeze, 0);
+    assert_int_equal(mb_scenario_set(&t, "parallel.strategy", "fsdp", &err), 0);
+    assert_int_equal(t.strategy, MB_STRAT_FSDP);
+    assert_int_equal(mb_scenario_set(&t, "overlap.ep_comm", "yes", &err), 0);
+    assert_int_equal(t.overlap_ep_comm, 1);
+    assert_int_equal(mb_scenario_set(&t, "cuda_graph.modules", "full_iteration+attn", &err), -1);
+}
+
+/* The same scenario through mb_scenario_load and mb_sweep_load (sweep block taken out). */
+static void test_load_node(void **state)
+{
+    (void)state;
+    struct mb_scenario a;
+    struct mb_sweep sw;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_scenario_load("scenarios/gb200_ep32.yaml", &a, &err), 0);
+    assert_int_equal(mb_sweep_load("scenarios/gb200_ep32.yaml", &sw, &err), 0);
+    assert_int_equal(mb_sweep_size(&sw), 1);
+    assert_string_equal(a.name, sw.base.name);
+    assert_int_equal(a.ep, sw.base.ep);
+    assert_int_equal(a.dp, sw.base.dp);
+    assert_int_equal(a.images.side_max, sw.base.images.side_max);
+    assert_string_equal(a.system.name, sw.base.system.name);
+    mb_scenario_free(&a);
+    mb_sweep_free(&sw);
+    /* the plain loader still rejects a sweep block */
+    assert_int_equal(mb_scenario_load(SMALL, &a, &err), -1);
+    assert_non_null(strstr(err.msg, "unknown key 'sweep'"));
+}
+
+static char *tsv_of(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, int header)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    assert_non_null(fp);
+    mb_sweep_write_tsv(sw, rows, n, header, fp);
+    fclose(fp);
+    return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Split into lines and sort (shards interleave configurations). */
+static size_t sorted_lines(char *text, char **lines, size_t max)
+{
+    size_t n = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l && n < max; l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    qsort(lines, n, sizeof *lines, cmp_str);
+    return n;
+}
+
+static void test_run_invalid_and_shards(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    load_small(&sw);
+    struct mb_sweep_row *rows;
+    size_t n;
+    assert_int_equal(mb_sweep_run(&sw, 0, 1, 2, NULL, NULL, &rows, &n), 0);
+    assert_int_equal(n, 36);
+    size_t ok = 0, invalid = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(rows[i].index, i);
+        if (rows[i].status == MB_SWEEP_OK) {
+            ok++;
+            assert_true(rows[i].step_time_s > 0);
+            assert_true(rows[i].tokens_per_s_per_gpu > 0);
+            assert_true(rows[i].peak_memory_gib > 0);
+            assert_true(rows[i].top_cat[0] >= 0);
+            assert_true(rows[i].top_s[0] >= rows[i].top_s[1]);
+        } else {
+            invalid++;
+            assert_int_equal(rows[i].status, MB_SWEEP_INVALID);
+            assert_true(rows[i].reason[0] != 0);
+        }
+    }
+    /* tp = 8 (12 rows) and ep = 16 with tp 1 or 2 (8 rows) cannot exist */
+    assert_int_equal(invalid, 20);
+    assert_int_equal(ok, 16);
+    assert_non_null(strstr(rows[24].reason, "tp = 8 does not divide num_kv_heads = 4"));
+    assert_non_null(strstr(rows[4].reason, "ep*etp = 16 does not divide tp*cp*dp = 8"));
+
+    /* the full TSV: one header and 36 rows; shards 0/3, 1/3, 2/3 concatenate to it */
+    char *full = tsv_of(&sw, rows, n, 1);
+    assert_non_null(strstr(full, "config\tparallel.tp\tdata.micro_batch_size\tparallel.ep\trecompute.granularity\t"
+                                 "status\tstep_time_s\ttokens_per_s_per_gpu"));
+    size_t cat_len = 0;
+    char *cat = mb_calloc(1, strlen(full) + 1);
+    for (size_t sh = 0; sh < 3; sh++) {
+        struct mb_sweep_row *r2;
+        size_t n2;
+        assert_int_equal(mb_sweep_run(&sw, sh, 3, 1, NULL, NULL, &r2, &n2), 0);
+        assert_int_equal(n2, 12);
+        assert_int_equal(r2[0].index, sh);
+        assert_int_equal(r2[1].index, sh + 3);
+        char *part = tsv_of(&sw, r2, n2, sh == 0);
+        assert_true(cat_len + strlen(part) <= strlen(full));
+        memcpy(cat + cat_len, part, strlen(part));
+        cat_len += strlen(part);
+        free(part);
+        mb_free(r2);
+    }
+    assert_int_equal(cat_len, strlen(full));
+    char *la[64], *lb[64];
+    size_t na = sorted_lines(full, la, 64), nb = sorted_lines(cat, lb, 64);
+    assert_int_equal(na, 37);
+    assert_int_equal(nb, 37);
+    for (size_t i = 0; i < na; i++)
+        assert_string_equal(la[i], lb[i]);
+    free(full);
+    mb_free(cat);
+
+    /* an empty shard (index beyond the product) is fine */
+    struct mb_sweep_row *r3;
+    size_t n3;
+    assert_int_equal(mb_sweep_run(&sw, 40, 50, 2, NULL, NULL, &r3, &n3), 0);
+    assert_int_equal(n3, 0);
+    mb_free(r3);
+    mb_free(rows);
+    mb_sweep_free(&sw);
+}
+
+static struct mb_sweep_row mk(size_t idx, double tok, double mem, int oom, enum mb_sweep_status st)
+{
+    struct mb_sweep_row r;
+    memset(&r, 0, sizeof r);
+    r.index = idx;
+    r.tokens_per_s_per_gpu = tok;
+    r.peak_memory_gib = mem;
+    r.oom = oom;
+    r.status = st;
+    return r;
+}
+
+static void test_pareto_and_rank(void **state)
+{
+    (void)state;
+    /* hand-made: (tokens/s, GiB) */
+    struct mb_sweep_row rows[] = {
+        mk(0, 100, 10, 0, MB_SWEEP_OK),      /* front: least memory */
+        mk(1, 90, 20, 0, MB_SWEEP_OK),       /* dominated by 0 */
+        mk(2, 150, 30, 0, MB_SWEEP_OK),      /* front */
+        mk(3, 150, 40, 0, MB_SWEEP_OK),      /* dominated by 2 (same throughput, more memory) */
+        mk(4, 200, 50, 0, MB_SWEEP_OK),      /* front */
+        mk(5, 500, 60, 1, MB_SWEEP_OK),      /* out of memory: never ranked */
+        mk(6, 0, 0, 0, MB_SWEEP_INVALID),    /* invalid: never ranked */
+        mk(7, 120, 25, 0, MB_SWEEP_OK),      /* front: between 0 and 2 */
+        mk(8, 199, 45, 0, MB_SWEEP_OK),      /* front: less memory than 4 */
+        mk(9, 200, 50, 0, MB_SWEEP_OK),      /* duplicate of 4: the lower index is kept */
+    };
+    size_t n = sizeof rows / sizeof rows[0], out[16];
+    size_t f = mb_sweep_pareto(rows, n, out);
+    size_t want_front[] = {0, 7, 2, 8, 4};
+    assert_int_equal(f, 5);
+    for (size_t i = 0; i < f; i++)
+        assert_int_equal(rows[out[i]].index, want_front[i]);
+
+    size_t m = mb_sweep_rank(rows, n, out);
+    size_t want_rank[] = {4, 9, 8, 2, 3, 7, 0, 1};
+    assert_int_equal(m, 8);
+    for (size_t i = 0; i < m; i++)
+        assert_int_equal(rows[out[i]].index, want_rank[i]);
+    /* nothing fits: empty */
+    struct mb_sweep_row none[] = {mk(0, 100, 10, 1, MB_SWEEP_OK), mk(1, 0, 0, 0, MB_SWEEP_FAILED)};
+    assert_int_equal(mb_sweep_pareto(none, 2, out), 0);
+    assert_int_equal(mb_sweep_rank(none, 2, out), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expansion),
+        cmocka_unit_test(test_block_errors),
+        cmocka_unit_test(test_scenario_set),
+        cmocka_unit_test(test_load_node),
+        cmocka_unit_test(test_run_invalid_and_shards),
+        cmocka_unit_test(test_pareto_and_rank),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,934 @@
+/*
+ * mb_sweep.c -- cartesian sweeps over scenario keys (mb_sweep.h, docs/sweep.md).
+ *
+ * The base scenario is loaded once through the ordinary loader (the `sweep:`
+ * pair is taken out of the YAML tree first). Each configuration is a struct
+ * copy of the base with one value per axis set by mb_scenario_set and then
+ * mb_scenario_check; models and systems named by the axes are loaded once up
+ * front and shared read-only, so worker threads never touch files except the
+ * calibration table mb_step_simulate reads itself.
+ */
+#include "mb_sweep.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "mb_yaml.h"
+
+struct mb_sweep__sys {
+    char key[MB_SWEEP_VAL_LEN];
+    struct mb_system sys;
+};
+
+struct mb_sweep__model {
+    char key[MB_SWEEP_VAL_LEN];
+    struct mb_model m;
+};
+
+/* ------------------------------------------------------------ key tables */
+
+struct mb_sw__name {
+    const char *name;
+    unsigned val;
+};
+
+static const struct mb_sw__name mb_sw__strategies[] = {{"3d", MB_STRAT_3D}, {"fsdp", MB_STRAT_FSDP}, {NULL, 0}};
+static const struct mb_sw__name mb_sw__dispatchers[] = {{"alltoall", MB_DISP_ALLTOALL},
+                                                        {"allgather", MB_DISP_ALLGATHER},
+                                                        {"hybridep", MB_DISP_HYBRIDEP},
+                                                        {"deepep", MB_DISP_DEEPEP},
+                                                        {NULL, 0}};
+static const struct mb_sw__name mb_sw__routings[] = {{"balanced", MB_ROUTE_BALANCED},
+                                                     {"skewed", MB_ROUTE_SKEWED},
+                                                     {NULL, 0}};
+static const struct mb_sw__name mb_sw__grans[] = {{"none", MB_RC_NONE},
+                                                  {"selective", MB_RC_SELECTIVE},
+                                                  {"full", MB_RC_FULL},
+                                                  {NULL, 0}};
+static const struct mb_sw__name mb_sw__methods[] = {{"uniform", MB_RC_UNIFORM}, {"block", MB_RC_BLOCK}, {NULL, 0}};
+static const struct mb_sw__name mb_sw__freezes[] = {{"vision", MB_FREEZE_VISION},
+                                                    {"vision_projection", MB_FREEZE_VISION_PROJ},
+                                                    {"language", MB_FREEZE_LANGUAGE},
+                                                    {NULL, 0}};
+
+/* Every key a sweep accepts, canonical dotted names. */
+static const char *const mb_sw__keys[] = {
+    "model", "system.preset", "system.gpus", "precision", "data.seq_length", "data.global_batch_size",
+    "data.micro_batch_size", "data.mock", "parallel.strategy", "parallel.tp", "parallel.pp", "parallel.vpp",
+    "parallel.cp", "parallel.ep", "parallel.etp", "parallel.sequence_parallel", "moe.dispatcher", "moe.routing",
+    "moe.skew", "moe.seed", "moe.dispatcher_sms", "recompute.granularity", "recompute.modules",
+    "recompute.method", "recompute.num_layers", "cuda_graph.modules", "freeze", "overlap.grad_reduce",
+    "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "calibration.roofline", NULL};
+
+/* Short spellings accepted on the command line and in sweep blocks. */
+static const struct {
+    const char *alias, *key;
+} mb_sw__aliases[] = {{"tp", "parallel.tp"},
+                      {"pp", "parallel.pp"},
+                      {"vpp", "parallel.vpp"},
+                      {"cp", "parallel.cp"},
+                      {"ep", "parallel.ep"},
+                      {"etp", "parallel.etp"},
+                      {"strategy", "parallel.strategy"},
+                      {"mbs", "data.micro_batch_size"},
+                      {"gbs", "data.global_batch_size"},
+                      {"seq_length", "data.seq_length"},
+                      {"dispatcher", "moe.dispatcher"},
+                      {"recompute", "recompute.granularity"},
+                      {"cuda_graph", "cuda_graph.modules"},
+                      {"gpus", "system.gpus"},
+                      {"system", "system.preset"},
+                      {NULL, NULL}};
+
+const char *mb_sweep_keys(void)
+{
+    static const char list[] =
+        "model, system.preset, system.gpus, precision, data.seq_length, data.global_batch_size, "
+        "data.micro_batch_size, data.mock, parallel.strategy, parallel.tp, parallel.pp, parallel.vpp, "
+        "parallel.cp, parallel.ep, parallel.etp, parallel.sequence_parallel, moe.dispatcher, moe.routing, "
+        "moe.skew, moe.seed, moe.dispatcher_sms, recompute.granularity, recompute.modules, recompute.method, "
+        "recompute.num_layers, cuda_graph.modules, freeze, overlap.grad_reduce, overlap.param_gather, "
+        "overlap.tp_comm, overlap.ep_comm, calibration.roofline (aliases: tp, pp, vpp, cp, ep, etp, strategy, "
+        "mbs, gbs, seq_length, dispatcher, recompute, cuda_graph, gpus, system)";
+    return list;
+}
+
+/* Canonical key for a name or alias; NULL if unknown. */
+static const char *mb_sw__canon(const char *key)
+{
+    for (int i = 0; mb_sw__keys[i]; i++)
+        if (!strcmp(mb_sw__keys[i], key))
+            return mb_sw__keys[i];
+    for (int i = 0; mb_sw__aliases[i].alias; i++)
+        if (!strcmp(mb_sw__aliases[i].alias, key))
+            return mb_sw__aliases[i].key;
+    return NULL;
+}
+
+static void mb_sw__list(const struct mb_sw__name *t, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; t[i].name && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", t[i].name);
+}
+
+static int mb_sw__enum(const char *key, const char *v, const struct mb_sw__name *t, unsigned *out,
+                       struct mb_err *err)
+{
+    for (int i = 0; t[i].name; i++)
+        if (!strcasecmp(t[i].name, v)) {
+            *out = t[i].val;
+            return 0;
+        }
+    char list[256];
+    mb_sw__list(t, list, sizeof list);
+    return mb_err_set(err, NULL, 0, 0, "%s: unknown value '%s'; expected one of: %s", key, v, list);
+}
+
+static int mb_sw__int(const char *key, const char *v, long lo, long hi, int *out, struct mb_err *err)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end)
+        return mb_err_set(err, NULL, 0, 0, "%s: expected an integer, got '%s'", key, v);
+    if (x < lo || x > hi)
+        return mb_err_set(err, NULL, 0, 0, "%s = %ld is out of range [%ld, %ld]", key, x, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
+static int mb_sw__bool(const char *key, const char *v, int *out, struct mb_err *err)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1", NULL}, *const no[] = {"false", "no", "off", "0", NULL};
+    for (int i = 0; yes[i]; i++)
+        if (!strcasecmp(v, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+    for (int i = 0; no[i]; i++)
+        if (!strcasecmp(v, no[i])) {
+            *out = 0;
+            return 0;
+        }
+    return mb_err_set(err, NULL, 0, 0, "%s: expected true or false, got '%s'", key, v);
+}
+
+static int mb_sw__is_none(const char *v)
+{
+    return !*v || !strcasecmp(v, "none") || !strcmp(v, "[]");
+}
+
+/* '+'-joined names into OR-ed flags through a lookup function or table. */
+static int mb_sw__flags(const char *key, const char *v, unsigned (*fn)(const char *), const struct mb_sw__name *t,
+                        unsigned *out, struct mb_err *err)
+{
+    *out = 0;
+    if (mb_sw__is_none(v))
+        return 0;
+    char buf[MB_SWEEP_VAL_LEN];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *p = buf; p;) {
+        char *plus = strchr(p, '+');
+        if (plus)
+            *plus = 0;
+        unsigned f = 0;
+        if (fn) {
+            f = fn(p);
+            if (!f)
+                return mb_err_set(err, NULL, 0, 0, "%s: unknown module '%s'", key, p);
+        } else if (mb_sw__enum(key, p, t, &f, err)) {
+            return -1;
+        }
+        *out |= f;
+        p = plus ? plus + 1 : NULL;
+    }
+    return 0;
+}
+
+int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, struct mb_err *err)
+{
+    const char *key = mb_sw__canon(key_in);
+    unsigned u;
+    if (!key)
+        return mb_err_set(err, NULL, 0, 0, "unknown key '%s'; expected one of: %s", key_in, mb_sweep_keys());
+    if (!strcmp(key, "precision")) {
+        if (mb_precision_parse(v, &s->prec))
+            return mb_err_set(err, NULL, 0, 0, "precision: unknown value '%s'; expected one of: bf16, fp16, fp8, "
+                              "fp8_cs, fp8_blockwise, mxfp8, nvfp4", v);
+        return 0;
+    }
+    if (!strcmp(key, "system.gpus"))
+        return mb_sw__int(key, v, 1, 1000000, &s->gpus, err);
+    if (!strcmp(key, "data.seq_length"))
+        return mb_sw__int(key, v, 1, 100000000, &s->seq_length, err);
+    if (!strcmp(key, "data.global_batch_size"))
+        return mb_sw__int(key, v, 1, 1000000000, &s->global_batch_size, err);
+    if (!strcmp(key, "data.micro_batch_size"))
+        return mb_sw__int(key, v, 1, 1000000, &s->micro_batch_size, err);
+    if (!strcmp(key, "data.mock"))
+        return mb_sw__bool(key, v, &s->mock, err);
+    if (!strcmp(key, "parallel.strategy")) {
+        if (mb_sw__enum(key, v, mb_sw__strategies, &u, err))
+            return -1;
+        s->strategy = (enum mb_strategy)u;
+        return 0;
+    }
+    static const struct {
+        const char *key;
+        size_t off;
+    } ints[] = {{"parallel.tp", offsetof(struct mb_scenario, tp)},   {"parallel.pp", offsetof(struct mb_scenario, pp)},
+                {"parallel.vpp", offsetof(struct mb_scenario, vpp)}, {"parallel.cp", offsetof(struct mb_scenario, cp)},
+                {"parallel.ep", offsetof(struct mb_scenario, ep)},   {"parallel.etp", offsetof(struct mb_scenario, etp)},
+                {NULL, 0}};
+    for (int i = 0; ints[i].key; i++)
+        if (!strcmp(key, ints[i].key))
+            return mb_sw__int(key, v, 1, 65536, (int *)(void *)((char *)s + ints[i].off), err);
+    if (!strcmp(key, "parallel.sequence_parallel"))
+        return mb_sw__bool(key, v, &s->sequence_parallel, err);
+    if (!strcmp(key, "moe.dispatcher")) {
+        if (mb_sw__enum(key, v, mb_sw__dispatchers, &u, err))
+            return -1;
+        s->dispatcher = (enum mb_dispatcher)u;
+        return 0;
+    }
+    if (!strcmp(key, "moe.routing")) {
+        if (mb_sw__enum(key, v, mb_sw__routings, &u, err))
+            return -1;
+        s->routing = (enum mb_routing)u;
+        return 0;
+    }
+    if (!strcmp(key, "moe.skew")) {
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v || *end || !(x >= 0 && x <= 100))
+            return mb_err_set(err, NULL, 0, 0, "moe.skew: expected a number in [0, 100], got '%s'", v);
+        s->routing_skew = x;
+        return 0;
+    }
+    if (!strcmp(key, "moe.seed")) {
+        char *end;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (end == v || *end || v[0] == '-')
+            return mb_err_set(err, NULL, 0, 0, "moe.seed: expected an integer >= 0, got '%s'", v);
+        s->routing_seed = x;
+        return 0;
+    }
+    if (!strcmp(key, "moe.dispatcher_sms"))
+        return mb_sw__int(key, v, 1, 1024, &s->dispatcher_sms, err);
+    if (!strcmp(key, "recompute.granularity")) {
+        if (mb_sw__enum(key, v, mb_sw__grans, &u, err))
+            return -1;
+        s->recompute = (enum mb_rc_gran)u;
+        return 0;
+    }
+    if (!strcmp(key, "recompute.modules"))
+        return mb_sw__flags(key, v, mb_recompute_module, NULL, &s->recompute_modules, err);
+    if (!strcmp(key, "recompute.method")) {
+        if (mb_sw__enum(key, v, mb_sw__methods, &u, err))
+            return -1;
+        s->recompute_method = (enum mb_rc_method)u;
+        return 0;
+    }
+    if (!strcmp(key, "recompute.num_layers"))
+        return mb_sw__int(key, v, 0, 100000, &s->recompute_num_layers, err);
+    if (!strcmp(key, "cuda_graph.modules")) {
+        /* "none" = no CUDA graphs; "layer" (or "full") = whole layer */
+        if (mb_sw__flags(key, v, mb_cuda_graph_module, NULL, &u, err))
+            return -1;
+        if ((u & MB_CG_FULL_ITERATION) && u != MB_CG_FULL_ITERATION)
+            return mb_err_set(err, NULL, 0, 0, "cuda_graph.modules: full_iteration cannot be combined with other "
+                              "modules");
+        if ((u & MB_CG_LAYER) && u != MB_CG_LAYER)
+            return mb_err_set(err, NULL, 0, 0, "cuda_graph.modules: layer (whole layer) cannot be combined with "
+                              "other modules");
+        s->cuda_graph = u;
+        return 0;
+    }
+    if (!strcmp(key, "freeze"))
+        return mb_sw__flags(key, v, NULL, mb_sw__freezes, &s->freeze, err);
+    if (!strcmp(key, "overlap.grad_reduce"))
+        return mb_sw__bool(key, v, &s->overlap_grad_reduce, err);
+    if (!strcmp(key, "overlap.param_gather"))
+        return mb_sw__bool(key, v, &s->overlap_param_gather, err);
+    if (!strcmp(key, "overlap.tp_comm"))
+        return mb_sw__bool(key, v, &s->overlap_tp_comm, err);
+    if (!strcmp(key, "overlap.ep_comm"))
+        return mb_sw__bool(key, v, &s->overlap_ep_comm, err);
+    if (!strcmp(key, "calibration.roofline"))
+        return mb_sw__bool(key, v, &s->roofline, err);
+    return mb_err_set(err, NULL, 0, 0, "%s: set it through a sweep (mb_sweep_add_axis), not mb_scenario_set", key);
+}
+
+/* ------------------------------------------------------------ references */
+
+/* Same rule as the scenario loader: a path contains '/' or ends in .yaml/.yml,
+ * relative to the scenario file's folder. Caller frees. */
+static char *mb_sw__ref(const char *dir, const char *ref)
+{
+    size_t n = strlen(ref);
+    int is_path = strchr(ref, '/') != NULL || (n > 5 && !strcmp(ref + n - 5, ".yaml")) ||
+                  (n > 4 && !strcmp(ref + n - 4, ".yml"));
+    if (!is_path || ref[0] == '/')
+        return mb_strdup(ref);
+    return mb_path_join(dir, ref);
+}
+
+static const struct mb_system *mb_sw__find_sys(const struct mb_sweep *sw, const char *key)
+{
+    for (int i = 0; i < sw->n_sys; i++)
+        if (!strcmp(sw->sys[i].key, key))
+            return &sw->sys[i].sys;
+    return NULL;
+}
+
+static const struct mb_model *mb_sw__find_model(const struct mb_sweep *sw, const char *key)
+{
+    for (int i = 0; i < sw->n_models; i++)
+        if (!strcmp(sw->models[i].key, key))
+            return &sw->models[i].m;
+    return NULL;
+}
+
+/* Load a system/model value once (main thread only). */
+static int mb_sw__preload(struct mb_sweep *sw, const char *key, const char *v, struct mb_err *err)
+{
+    struct mb_err sub;
+    mb_err_clear(&sub);
+    if (!strcmp(key, "system.preset") && !mb_sw__find_sys(sw, v)) {
+        struct mb_system sys;
+        char *ref = mb_sw__ref(sw->dir, v);
+        int r = mb_topo_load_system(ref, &sys, &sub);
+        mb_free(ref);
+        if (r)
+            return mb_err_set(err, sub.file[0] ? sub.file : NULL, sub.line, sub.col, "system.preset: %s", sub.msg);
+        sw->sys = mb_realloc(sw->sys, (size_t)(sw->n_sys + 1) * sizeof *sw->sys);
+        snprintf(sw->sys[sw->n_sys].key, MB_SWEEP_VAL_LEN, "%s", v);
+        sw->sys[sw->n_sys++].sys = sys;
+    } else if (!strcmp(key, "model") && !mb_sw__find_model(sw, v)) {
+        struct mb_model m;
+        char *ref = mb_sw__ref(sw->dir, v);
+        int r = mb_model_load(ref, &m, &sub);
+        mb_free(ref);
+        if (r)
+            return mb_err_set(err, sub.file[0] ? sub.file : NULL, sub.line, sub.col, "model: %s", sub.msg);
+        sw->models = mb_realloc(sw->models, (size_t)(sw->n_models + 1) * sizeof *sw->models);
+        snprintf(sw->models[sw->n_models].key, MB_SWEEP_VAL_LEN, "%s", v);
+        sw->models[sw->n_models++].m = m;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- axes */
+
+int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char *const *val, struct mb_err *err)
+{
+    const char *key = mb_sw__canon(key_in);
+    if (!key)
+        return mb_err_set(err, NULL, 0, 0, "unknown sweep key '%s'; expected one of: %s", key_in, mb_sweep_keys());
+    if (n < 1)
+        return mb_err_set(err, NULL, 0, 0, "sweep key '%s' has no values", key);
+    /* every value must parse (the combination is checked per configuration) */
+    for (int i = 0; i < n; i++) {
+        if (strlen(val[i]) >= MB_SWEEP_VAL_LEN)
+            return mb_err_set(err, NULL, 0, 0, "%s: value too long: '%s'", key, val[i]);
+        if (!strcmp(key, "system.preset") || !strcmp(key, "model")) {
+            if (mb_sw__preload(sw, key, val[i], err))
+                return -1;
+        } else {
+            struct mb_scenario tmp = sw->base;
+            if (mb_scenario_set(&tmp, key, val[i], err))
+                return -1;
+        }
+    }
+    int a = 0;
+    while (a < sw->n_axes && strcmp(sw->axis[a].key, key))
+        a++;
+    if (a == sw->n_axes) {
+        if (sw->n_axes == MB_SWEEP_MAX_AXES)
+            return mb_err_set(err, NULL, 0, 0, "too many sweep keys (at most %d)", MB_SWEEP_MAX_AXES);
+        sw->n_axes++;
+    } else {
+        mb_free(sw->axis[a].val);
+    }
+    struct mb_sweep_axis *ax = &sw->axis[a];
+    snprintf(ax->key, sizeof ax->key, "%s", key);
+    ax->n = n;
+    ax->val = mb_calloc((size_t)n, sizeof *ax->val);
+    for (int i = 0; i < n; i++)
+        snprintf(ax->val[i], MB_SWEEP_VAL_LEN, "%s", val[i]);
+    return 0;
+}
+
+int mb_sweep_set(struct mb_sweep *sw, const char *spec, struct mb_err *err)
+{
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1])
+        return mb_err_set(err, NULL, 0, 0, "--set '%s': expected key=v1,v2,...", spec);
+    char key[MB_SWEEP_KEY_LEN];
+    size_t kn = (size_t)(eq - spec);
+    if (kn >= sizeof key)
+        return mb_err_set(err, NULL, 0, 0, "--set '%s': key too long", spec);
+    memcpy(key, spec, kn);
+    key[kn] = 0;
+    char *vals = mb_strdup(eq + 1);
+    int n = 1;
+    for (char *p = vals; *p; p++)
+        n += *p == ',';
+    const char **v = mb_calloc((size_t)n, sizeof *v);
+    int k = 0;
+    for (char *p = vals; p;) {
+        char *c = strchr(p, ',');
+        if (c)
+            *c = 0;
+        v[k++] = p;
+        p = c ? c + 1 : NULL;
+    }
+    int rc = mb_sweep_add_axis(sw, key, n, v, err);
+    mb_free(v);
+    mb_free(vals);
+    return rc;
+}
+
+size_t mb_sweep_size(const struct mb_sweep *sw)
+{
+    size_t n = 1;
+    for (int a = 0; a < sw->n_axes; a++)
+        n *= (size_t)sw->axis[a].n;
+    return n;
+}
+
+const char *mb_sweep_value(const struct mb_sweep *sw, size_t idx, int a)
+{
+    for (int b = sw->n_axes - 1; b > a; b--)
+        idx /= (size_t)sw->axis[b].n;
+    return sw->axis[a].val[idx % (size_t)sw->axis[a].n];
+}
+
+/* ------------------------------------------------------------ loading */
+
+/* A sweep value node: a scalar, or a list of names joined with '+'. */
+static int mb_sw__value_text(const struct mb_node *n, char *buf, size_t len, struct mb_err *err)
+{
+    if (n->kind == MB_NODE_SCALAR) {
+        if (strlen(n->str) >= len)
+            return mb_yaml_err(err, n, "sweep value too long");
+        snprintf(buf, len, "%s", mb_yaml_is_null(n) ? "none" : n->str);
+        return 0;
+    }
+    if (n->kind != MB_NODE_SEQ)
+        return mb_yaml_err(err, n, "sweep value: expected a scalar or a list of names");
+    size_t k = 0;
+    buf[0] = 0;
+    if (n->n == 0) {
+        snprintf(buf, len, "none");
+        return 0;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        const struct mb_node *it = n->items[i];
+        if (it->kind != MB_NODE_SCALAR || strchr(it->str, '+'))
+            return mb_yaml_err(err, it, "sweep value: expected a name");
+        int w = snprintf(buf + k, len - k, "%s%s", i ? "+" : "", it->str);
+        if (w < 0 || (size_t)w >= len - k)
+            return mb_yaml_err(err, n, "sweep value too long");
+        k += (size_t)w;
+    }
+    return 0;
+}
+
+static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, struct mb_err *err)
+{
+    if (mb_yaml_expect(blk, MB_NODE_MAP, "sweep", err))
+        return -1;
+    for (size_t i = 0; i < blk->n; i++) {
+        const struct mb_pair *p = &blk->pairs[i];
+        const struct mb_node *v = p->val;
+        if (!mb_sw__canon(p->key))
+            return mb_err_set(err, v->file, p->line, p->col, "unknown key '%s' in sweep; expected one of: %s",
+                              p->key, mb_sweep_keys());
+        /* a scalar is one value; a list of scalars/lists is the values */
+        int n = v->kind == MB_NODE_SEQ ? (int)v->n : 1;
+        if (v->kind == MB_NODE_MAP || n < 1)
+            return mb_yaml_err(err, v, "sweep.%s: expected a non-empty list of values", p->key);
+        char(*txt)[MB_SWEEP_VAL_LEN] = mb_calloc((size_t)n, sizeof *txt);
+        const char **ptr = mb_calloc((size_t)n, sizeof *ptr);
+        int rc = 0;
+        for (int k = 0; k < n && !rc; k++) {
+            const struct mb_node *item = v->kind == MB_NODE_SEQ ? v->items[k] : v;
+            rc = mb_sw__value_text(item, txt[k], MB_SWEEP_VAL_LEN, err);
+            ptr[k] = txt[k];
+        }
+        if (!rc) {
+            struct mb_err sub;
+            mb_err_clear(&sub);
+            if (mb_sweep_add_axis(sw, p->key, n, ptr, &sub)) {
+                if (sub.file[0])
+                    mb_err_set(err, sub.file, sub.line, sub.col, "%s", sub.msg);
+                else
+                    mb_yaml_err(err, v, "%s", sub.msg);
+                rc = -1;
+            }
+        }
+        mb_free(ptr);
+        mb_free(txt);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err)
+{
+    memset(sw, 0, sizeof *sw);
+    if (!path)
+        return mb_err_set(err, NULL, 0, 0, "no scenario file given");
+    struct mb_node *root = mb_yaml_load_file(path, err);
+    if (!root)
+        return -1;
+    /* take the sweep pair out of the tree (moved last, hidden from the loader) */
+    const struct mb_node *blk = NULL;
+    size_t n_saved = root->n;
+    if (root->kind == MB_NODE_MAP) {
+        for (size_t i = 0; i < root->n; i++)
+            if (!strcmp(root->pairs[i].key, "sweep")) {
+                struct mb_pair t = root->pairs[i];
+                memmove(&root->pairs[i], &root->pairs[i + 1], (root->n - i - 1) * sizeof t);
+                root->pairs[root->n - 1] = t;
+                root->n--;
+                blk = t.val;
+                break;
+            }
+    }
+    int rc = mb_scenario_load_node(root, path, &sw->base, err);
+    if (!rc) {
+        const char *slash = strrchr(path, '/');
+        if (!slash)
+            snprintf(sw->dir, sizeof sw->dir, ".");
+        else if (slash == path)
+            snprintf(sw->dir, sizeof sw->dir, "/");
+        else
+            snprintf(sw->dir, sizeof sw->dir, "%.*s", (int)(slash - path), path);
+        const struct mb_node *par = mb_yaml_get(root, "parallel");
+        const struct mb_node *sp = par ? mb_yaml_get(par, "sequence_parallel") : NULL;
+        sw->sp_given = sp && !mb_yaml_is_null(sp);
+        if (blk && !mb_yaml_is_null(blk))
+            rc = mb_sw__read_block(sw, blk, err);
+    }
+    root->n = n_saved;
+    mb_yaml_free(root);
+    if (rc) {
+        mb_sweep_free(sw);
+        memset(sw, 0, sizeof *sw);
+    }
+    return rc;
+}
+
+void mb_sweep_free(struct mb_sweep *sw)
+{
+    if (!sw)
+        return;
+    for (int a = 0; a < sw->n_axes; a++)
+        mb_free(sw->axis[a].val);
+    for (int i = 0; i < sw->n_models; i++)
+        mb_model_free(&sw->models[i].m);
+    mb_free(sw->models);
+    mb_free(sw->sys);
+    mb_scenario_free(&sw->base);
+    sw->n_axes = sw->n_models = sw->n_sys = 0;
+    sw->models = NULL;
+    sw->sys = NULL;
+}
+
+/* ------------------------------------------------------------ one config */
+
+int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario *s, struct mb_err *err)
+{
+    *s = sw->base;
+    int gran_set = 0, mod_set = 0, layers_set = 0, method_set = 0;
+    for (int a = 0; a < sw->n_axes; a++) {
+        const char *key = sw->axis[a].key, *v = mb_sweep_value(sw, idx, a);
+        if (!strcmp(key, "system.preset")) {
+            const struct mb_system *sys = mb_sw__find_sys(sw, v);
+            if (!sys)
+                return mb_err_set(err, NULL, 0, 0, "system.preset '%s' was not loaded", v);
+            s->system = *sys;
+            continue;
+        }
+        if (!strcmp(key, "model")) {
+            const struct mb_model *m = mb_sw__find_model(sw, v);
+            if (!m)
+                return mb_err_set(err, NULL, 0, 0, "model '%s' was not loaded", v);
+            s->model = *m; /* shared, read-only */
+            continue;
+        }
+        if (mb_scenario_set(s, key, v, err))
+            return -1;
+        gran_set |= !strcmp(key, "recompute.granularity");
+        mod_set |= !strcmp(key, "recompute.modules") && !mb_sw__is_none(v);
+        layers_set |= !strcmp(key, "recompute.num_layers") && strcmp(v, "0");
+        method_set |= !strcmp(key, "recompute.method");
+    }
+    /* recompute options follow the loader's rules: modules only with selective,
+     * method/num_layers only with full; a granularity switched by the sweep drops
+     * the options of the base's granularity that do not apply. */
+    if (s->recompute != MB_RC_SELECTIVE) {
+        if (mod_set)
+            return mb_err_set(err, NULL, 0, 0, "recompute.modules applies only to granularity: selective");
+        s->recompute_modules = 0;
+    } else if (!s->recompute_modules) {
+        s->recompute_modules = MB_RCM_CORE_ATTN; /* Megatron-Core default ["core_attn"] */
+    }
+    if (s->recompute != MB_RC_FULL) {
+        if (layers_set)
+            return mb_err_set(err, NULL, 0, 0, "recompute.num_layers applies only to granularity: full");
+        if (method_set && s->recompute_method != MB_RC_UNIFORM)
+            return mb_err_set(err, NULL, 0, 0, "recompute.method applies only to granularity: full");
+        s->recompute_num_layers = 0;
+        s->recompute_method = MB_RC_UNIFORM;
+    }
+    (void)gran_set;
+    if (!sw->sp_given)
+        s->sequence_parallel = -1; /* "on when tp > 1", resolved by the check */
+    s->file[0] = 0;                /* hand-built: messages without a position */
+    return mb_scenario_check(s, err);
+}
+
+static void mb_sw__reason(char *dst, size_t len, const char *msg)
+{
+    snprintf(dst, len, "%s", msg);
+    for (char *p = dst; *p; p++)
+        if (*p == '\t' || *p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+/*
+ * mb_step_simulate with a lower microbatch cap: above `cap` microbatches per
+ * DP rank, simulate m1 and m2 (multiples of pp, m2 = cap >= 4*pp, m1 = m2/2)
+ * by shrinking the global batch, and extend the periodic steady state linearly
+ * to the real count -- the extrapolation mb_step_simulate itself applies above
+ * 64 microbatches (mb_step.h), so results agree with `mbsim run` to within
+ * the steady-state assumption (docs/sweep.md gives the measured difference).
+ * Memory comes from the m2 run: every in-flight microbatch of the schedule is
+ * already there once m2 >= 4*pp. When the per-step exposed DP/FSDP
+ * communication still differs between m1 and m2 (not yet hidden behind the
+ * backward of enough microbatches) the step is not yet linear in m and the
+ * full mb_step_simulate runs instead. cap <= 0: plain mb_step_simulate.
+ */
+static int mb_sw__simulate(const struct mb_scenario *s, int cap, struct mb_result *r, struct mb_err *err)
+{
+    long mbs_dp = (long)s->micro_batch_size * s->dp;
+    long m = s->global_batch_size / mbs_dp;
+    int p = s->pp > 0 ? s->pp : 1;
+    if (cap <= 0)
+        return mb_step_simulate(s, r, err);
+    if (cap < 4 * p)
+        cap = 4 * p;
+    cap -= cap % p;
+    if (m <= cap)
+        return mb_step_simulate(s, r, err);
+    long m2 = cap, m1 = cap / 2 - (cap / 2) % p;
+    struct mb_scenario s1 = *s, s2 = *s;
+    s1.global_batch_size = (int)(m1 * mbs_dp);
+    s2.global_batch_size = (int)(m2 * mbs_dp);
+    struct mb_result *r1 = mb_malloc(sizeof *r1);
+    int rc = mb_step_simulate(&s1, r1, err) || mb_step_simulate(&s2, r, err) ? -1 : 0;
+    /* Linear only once the per-step terms stopped changing: exposed DP/FSDP
+     * communication (hidden behind more backward work as m grows) must be the
+     * same at m1 and m2, otherwise fall back to the full simulation. */
+    double fixed1 = r1->breakdown[MB_CAT_COMM_DP] + r1->breakdown[MB_CAT_COMM_FSDP];
+    double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
+    if (!rc && fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s) {
+        mb_free(r1);
+        return mb_step_simulate(s, r, err);
+    }
+    if (!rc) {
+        double k = (double)(m - m2) / (double)(m2 - m1);
+        double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
+        double step = r->step_time_s + k * (r->step_time_s - r1->step_time_s);
+        for (int c = 0; c < MB_CAT_COUNT; c++)
+            r->breakdown[c] = fmax(0, r->breakdown[c] + k * (r->breakdown[c] - r1->breakdown[c]));
+        r->model_flops *= (double)m / (double)m2;
+        r->step_time_s = step;
+        r->microbatches = (int)m;
+        r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (step * s->gpus);
+        r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
+        r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+        r->sim_wall_s += r1->sim_wall_s;
+        r->events += r1->events;
+    }
+    mb_free(r1);
+    return rc;
+}
+
+void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row)
+{
+    struct mb_scenario s;
+    struct mb_err err;
+    memset(row, 0, sizeof *row);
+    row->index = idx;
+    for (int k = 0; k < MB_SWEEP_TOP; k++)
+        row->top_cat[k] = -1;
+    mb_err_clear(&err);
+    if (mb_sweep_scenario(sw, idx, &s, &err)) {
+        row->status = MB_SWEEP_INVALID;
+        mb_sw__reason(row->reason, sizeof row->reason, err.msg);
+        return;
+    }
+    row->dp = s.dp;
+    struct mb_result *r = mb_malloc(sizeof *r);
+    int rc = sw->exact ? mb_step_simulate_exact(&s, r, &err) : mb_sw__simulate(&s, sw->mb_cap, r, &err);
+    if (rc) {
+        row->status = MB_SWEEP_FAILED;
+        mb_sw__reason(row->reason, sizeof row->reason, err.msg);
+        mb_free(r);
+        return;
+    }
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    row->status = MB_SWEEP_OK;
+    row->step_time_s = r->step_time_s;
+    row->tokens_per_s_per_gpu = r->tokens_per_s_per_gpu;
+    row->model_tflops_per_gpu = r->model_tflops_per_gpu;
+    row->mfu = r->mfu;
+    row->peak_memory_gib = r->mem.peak_allocated / gib;
+    row->reserved_memory_gib = r->mem.reserved / gib;
+    row->capacity_gib = r->mem.capacity / gib;
+    row->oom = r->oom;
+    row->microbatches = r->microbatches;
+    row->sim_wall_s = r->sim_wall_s;
+    /* the three largest breakdown terms */
+    int used[MB_CAT_COUNT] = {0};
+    for (int k = 0; k < MB_SWEEP_TOP; k++) {
+        int best = -1;
+        for (int c = 0; c < MB_CAT_COUNT; c++)
+            if (!used[c] && r->breakdown[c] > 0 && (best < 0 || r->breakdown[c] > r->breakdown[best]))
+                best = c;
+        if (best < 0)
+            break;
+        used[best] = 1;
+        row->top_cat[k] = best;
+        row->top_s[k] = r->breakdown[best];
+    }
+    mb_free(r);
+}
+
+/* ------------------------------------------------------------ running */
+
+struct mb_sw__job {
+    const struct mb_sweep *sw;
+    size_t shard, nshards, count;
+    struct mb_sweep_row *rows;
+    atomic_size_t next, done;
+};
+
+static void *mb_sw__worker(void *arg)
+{
+    struct mb_sw__job *j = arg;
+    for (;;) {
+        size_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->count)
+            break;
+        mb_sweep_eval(j->sw, j->shard + k * j->nshards, &j->rows[k]);
+        atomic_fetch_add(&j->done, 1);
+    }
+    return NULL;
+}
+
+int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jobs, mb_sweep_progress_fn cb,
+                 void *ctx, struct mb_sweep_row **rows, size_t *n)
+{
+    size_t total = mb_sweep_size(sw);
+    if (nshards < 1)
+        nshards = 1;
+    size_t count = shard < total ? (total - shard + nshards - 1) / nshards : 0;
+    struct mb_sw__job j;
+    j.sw = sw;
+    j.shard = shard;
+    j.nshards = nshards;
+    j.count = count;
+    j.rows = mb_calloc(count ? count : 1, sizeof *j.rows);
+    atomic_init(&j.next, 0);
+    atomic_init(&j.done, 0);
+    if (jobs < 1)
+        jobs = 1;
+    if ((size_t)jobs > count)
+        jobs = count ? (int)count : 1;
+    pthread_t *th = mb_calloc((size_t)jobs, sizeof *th);
+    int started = 0;
+    for (int t = 0; t < jobs; t++)
+        if (pthread_create(&th[t], NULL, mb_sw__worker, &j) == 0)
+            started++;
+        else
+            break;
+    if (!started)
+        mb_sw__worker(&j); /* no threads: run here */
+    while (started && atomic_load(&j.done) < count) {
+        struct timespec ts = {0, 100000000L};
+        nanosleep(&ts, NULL);
+        if (cb)
+            cb(atomic_load(&j.done), count, ctx);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    mb_free(th);
+    if (cb)
+        cb(count, count, ctx);
+    *rows = j.rows;
+    *n = count;
+    return 0;
+}
+
+/* ------------------------------------------------------------ analysis */
+
+static int mb_sw__fits(const struct mb_sweep_row *r)
+{
+    return r->status == MB_SWEEP_OK && !r->oom;
+}
+
+struct mb_sw__key {
+    double tok, mem;
+    size_t idx, pos;
+};
+
+static int mb_sw__by_tok(const void *a, const void *b)
+{
+    const struct mb_sw__key *x = a, *y = b;
+    if (x->tok != y->tok)
+        return x->tok > y->tok ? -1 : 1;
+    if (x->mem != y->mem)
+        return x->mem < y->mem ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int mb_sw__by_mem(const void *a, const void *b)
+{
+    const struct mb_sw__key *x = a, *y = b;
+    if (x->mem != y->mem)
+        return x->mem < y->mem ? -1 : 1;
+    if (x->tok != y->tok)
+        return x->tok > y->tok ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static size_t mb_sw__keys_of(const struct mb_sweep_row *rows, size_t n, struct mb_sw__key *k)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mb_sw__fits(&rows[i]))
+            k[m++] = (struct mb_sw__key){rows[i].tokens_per_s_per_gpu, rows[i].peak_memory_gib, rows[i].index, i};
+    return m;
+}
+
+size_t mb_sweep_rank(const struct mb_sweep_row *rows, size_t n, size_t *order)
+{
+    struct mb_sw__key *k = mb_calloc(n ? n : 1, sizeof *k);
+    size_t m = mb_sw__keys_of(rows, n, k);
+    qsort(k, m, sizeof *k, mb_sw__by_tok);
+    for (size_t i = 0; i < m; i++)
+        order[i] = k[i].pos;
+    mb_free(k);
+    return m;
+}
+
+size_t mb_sweep_pareto(const struct mb_sweep_row *rows, size_t n, size_t *front)
+{
+    struct mb_sw__key *k = mb_calloc(n ? n : 1, sizeof *k);
+    size_t m = mb_sw__keys_of(rows, n, k), f = 0;
+    qsort(k, m, sizeof *k, mb_sw__by_mem);
+    double best = -1;
+    for (size_t i = 0; i < m; i++)
+        if (k[i].tok > best) { /* more throughput than everything using less or equal memory */
+            best = k[i].tok;
+            front[f++] = k[i].pos;
+        }
+    mb_free(k);
+    return f;
+}
+
+/* ------------------------------------------------------------ output */
+
+static const char *mb_sw__status(enum mb_sweep_status s)
+{
+    return s == MB_SWEEP_OK ? "ok" : s == MB_SWEEP_INVALID ? "invalid" : "error";
+}
+
+void mb_sweep_write_tsv(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, int header, FILE *fp)
+{
+    if (header) {
+        fprintf(fp, "config");
+        for (int a = 0; a < sw->n_axes; a++)
+            fprintf(fp, "\t%s", sw->axis[a].key);
+        fprintf(fp, "\tstatus\tstep_time_s\ttokens_per_s_per_gpu\tmodel_tflops_per_gpu\tmfu\tpeak_memory_gib"
+                    "\treserved_memory_gib\tcapacity_gib\toom\tdp\tmicrobatches");
+        for (int k = 1; k <= MB_SWEEP_TOP; k++)
+            fprintf(fp, "\ttop%d\ttop%d_s", k, k);
+        fprintf(fp, "\treason\n");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct mb_sweep_row *r = &rows[i];
+        fprintf(fp, "%zu", r->index);
+        for (int a = 0; a < sw->n_axes; a++)
+            fprintf(fp, "\t%s", mb_sweep_value(sw, r->index, a));
+        fprintf(fp, "\t%s", mb_sw__status(r->status));
+        if (r->status == MB_SWEEP_OK) {
+            fprintf(fp, "\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%d\t%d\t%d", r->step_time_s,
+                    r->tokens_per_s_per_gpu, r->model_tflops_per_gpu, r->mfu, r->peak_memory_gib,
+                    r->reserved_memory_gib, r->capacity_gib, r->oom, r->dp, r->microbatches);
+            for (int k = 0; k < MB_SWEEP_TOP; k++)
+                if (r->top_cat[k] >= 0)
+                    fprintf(fp, "\t%s\t%.6g", mb_cat_name((enum mb_cat)r->top_cat[k]), r->top_s[k]);
+                else
+                    fprintf(fp, "\tNA\tNA");
+            fprintf(fp, "\tNA\n");
+        } else {
+            for (int k = 0; k < 10 + 2 * MB_SWEEP_TOP; k++)
+                fprintf(fp, "\tNA");
+            fprintf(fp, "\t%s\n", r->reason[0] ? r->reason : "NA");
+        }
+    }
+}

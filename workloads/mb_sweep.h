@@ -1,0 +1,164 @@
+/*
+ * mb_sweep.h -- many predictions at once: the cartesian product of scenario
+ * keys ("what-if" studies behind `mbsim sweep`, docs/sweep.md).
+ *
+ * A sweep is a base scenario plus axes: a dotted scenario key (parallel.tp,
+ * data.micro_batch_size, moe.dispatcher, system.preset, ...) with a list of
+ * values. Axes come from the scenario file's `sweep:` mapping and from
+ * `--set key=v1,v2` (mb_sweep_set). Configuration i of the product is built
+ * by copying the base scenario, setting one value per axis and re-running
+ * mb_scenario_check; a combination the checks reject is kept as an INVALID
+ * row with the reason, never dropped.
+ *
+ * Values are strings as written in YAML: integers, enum names, booleans.
+ * List-valued keys (recompute.modules, cuda_graph.modules, freeze) take a
+ * YAML list or, on the command line, names joined by '+' ("attn+moe_router");
+ * `none` (or an empty YAML list for freeze) means "not set".
+ *
+ * Configurations run on worker threads (mb_step_simulate is reentrant: no
+ * mutable static state; models and systems of the product are loaded once,
+ * before the threads start, and shared read-only).
+ */
+#ifndef MB_SWEEP_H
+#define MB_SWEEP_H
+
+#include <stdio.h>
+
+#include "mb_scenario.h"
+#include "mb_step.h"
+
+#define MB_SWEEP_MAX_AXES 32
+#define MB_SWEEP_KEY_LEN 48
+#define MB_SWEEP_VAL_LEN 128
+
+struct mb_sweep_axis {
+    char key[MB_SWEEP_KEY_LEN];     /* canonical dotted key, e.g. "parallel.tp" */
+    int n;                          /* number of values */
+    char (*val)[MB_SWEEP_VAL_LEN];  /* values as text (lists joined with '+') */
+};
+
+struct mb_sweep__sys;
+struct mb_sweep__model;
+
+struct mb_sweep {
+    struct mb_scenario base;        /* the scenario without its sweep block (owns the model) */
+    char dir[512];                  /* folder of the scenario file (relative references) */
+    int sp_given;                   /* parallel.sequence_parallel was written in the file */
+    int n_axes;
+    struct mb_sweep_axis axis[MB_SWEEP_MAX_AXES];
+    int n_sys, n_models;            /* loaded once, shared read-only by every configuration */
+    struct mb_sweep__sys *sys;
+    struct mb_sweep__model *models;
+    int exact;                      /* 1: mb_step_simulate_exact (every microbatch) */
+    int mb_cap;                     /* > 0: simulate at most this many microbatches per DP rank
+                                       (at least 4*pp) and extrapolate; 0: mb_step_simulate (cap 64) */
+};
+
+/** Status of one configuration. */
+enum mb_sweep_status { MB_SWEEP_OK, MB_SWEEP_INVALID, MB_SWEEP_FAILED };
+
+#define MB_SWEEP_TOP 3
+
+/** One configuration's outcome (a TSV row). */
+struct mb_sweep_row {
+    size_t index;                   /* position in the full product (0-based) */
+    enum mb_sweep_status status;
+    char reason[512];               /* INVALID/FAILED: why (from mb_scenario_check / simulation) */
+    double step_time_s, tokens_per_s_per_gpu, model_tflops_per_gpu, mfu;
+    double peak_memory_gib, reserved_memory_gib, capacity_gib;
+    int oom;
+    int dp, microbatches;
+    int top_cat[MB_SWEEP_TOP];      /* largest breakdown terms (enum mb_cat), -1 if none */
+    double top_s[MB_SWEEP_TOP];
+    double sim_wall_s;
+};
+
+/**
+ * @brief Load a scenario file that may carry a `sweep:` mapping of dotted keys
+ * to lists of values. The base scenario must itself be valid.
+ * @return 0 or -1 with file:line:col in err.
+ */
+int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err);
+
+/**
+ * @brief Add (or replace) an axis from "key=v1,v2,..." (the --set option).
+ * Every value is tried on the base scenario at once, so a typo fails here.
+ */
+int mb_sweep_set(struct mb_sweep *sw, const char *spec, struct mb_err *err);
+
+/**
+ * @brief Add (or replace) an axis from a key and its values.
+ * @param[in] val  n strings (lists joined with '+')
+ */
+int mb_sweep_add_axis(struct mb_sweep *sw, const char *key, int n, const char *const *val, struct mb_err *err);
+
+/** @brief Number of configurations: product of the axis sizes (1 with no axes). */
+size_t mb_sweep_size(const struct mb_sweep *sw);
+
+/** @brief Value of axis a in configuration idx (the last axis varies fastest). */
+const char *mb_sweep_value(const struct mb_sweep *sw, size_t idx, int a);
+
+/**
+ * @brief Build configuration idx: base + one value per axis, then checked.
+ * `out` shares the model with the sweep (do not mb_scenario_free it).
+ * @return 0, or -1 with the reason the combination cannot exist.
+ */
+int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario *out, struct mb_err *err);
+
+/**
+ * @brief Set one scenario key by dotted name from text (no model/system keys,
+ * no check). Keys: precision, data.{seq_length,global_batch_size,
+ * micro_batch_size,mock}, parallel.{strategy,tp,pp,vpp,cp,ep,etp,
+ * sequence_parallel}, moe.{dispatcher,routing,skew,seed,dispatcher_sms},
+ * recompute.{granularity,modules,method,num_layers}, cuda_graph.modules,
+ * freeze, overlap.{grad_reduce,param_gather,tp_comm,ep_comm},
+ * calibration.roofline, system.gpus.
+ * @return 0 or -1 ("parallel.tp: expected an integer, got 'x'", "unknown key").
+ */
+int mb_scenario_set(struct mb_scenario *s, const char *key, const char *value, struct mb_err *err);
+
+/** @brief Comma-separated list of the keys a sweep accepts (for messages and --help). */
+const char *mb_sweep_keys(void);
+
+/** Progress callback: called from the calling thread a few times a second. */
+typedef void (*mb_sweep_progress_fn)(size_t done, size_t total, void *ctx);
+
+/**
+ * @brief Run configurations shard, shard + nshards, ... on `jobs` threads.
+ * @param[out] rows  malloc'd array of *n rows in index order (free with mb_free)
+ * @return 0 (invalid configurations are rows, not errors).
+ */
+int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jobs, mb_sweep_progress_fn cb,
+                 void *ctx, struct mb_sweep_row **rows, size_t *n);
+
+/** @brief Evaluate configuration idx into row (used by mb_sweep_run; reentrant). */
+void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row);
+
+/**
+ * @brief The configurations that ran and fit (status OK, not OOM), best
+ * first: tokens/s/GPU descending, ties by lower peak memory, then index.
+ * @param[out] order  indices into rows (room for n)
+ * @return how many.
+ */
+size_t mb_sweep_rank(const struct mb_sweep_row *rows, size_t n, size_t *order);
+
+/**
+ * @brief Throughput-vs-memory Pareto front of the fitting configurations: no
+ * other fitting row has >= throughput and <= peak memory with one strictly
+ * better. Sorted by peak memory ascending (throughput ascending with it).
+ * @param[out] front  indices into rows (room for n)
+ * @return how many.
+ */
+size_t mb_sweep_pareto(const struct mb_sweep_row *rows, size_t n, size_t *front);
+
+/**
+ * @brief Write rows as TSV: config, each swept key, status, metrics, top
+ * breakdown terms, reason (docs/sweep.md). Numbers that do not exist are NA.
+ */
+void mb_sweep_write_tsv(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, int header,
+                        FILE *fp);
+
+/** @brief Free what the sweep owns; accepts NULL. */
+void mb_sweep_free(struct mb_sweep *sw);
+
+#endif /* MB_SWEEP_H */
