@@ -35,6 +35,7 @@ static void usage_plot(FILE *fp)
             "             peak memory per rank of every configuration against the GPU capacity;\n"
             "             INPUT is the TSV of `mbsim sweep --tsv`\n"
             "  breakdown  step-time breakdown bars; INPUT is the output of `mbsim run --json`\n"
+            "  gantt      timeline of the simulated ranks; INPUT is a `mbsim run --trace` file\n"
             "\n"
             "  -o FILE    output; the extension picks PNG or SVG (default KIND.png)\n"
             "\n"
@@ -407,6 +408,49 @@ static int conv_breakdown(const char *in, FILE *out)
     return 0;
 }
 
+/* ------------------------------------------------------------- gantt */
+
+/* `mbsim run --trace` JSON -> one row per slice: track (y), start/end (ms),
+ * category. Tracks are numbered stage by stage: compute, then each comm kind. */
+static int conv_gantt(const char *in, FILE *out)
+{
+    json_error_t je;
+    json_t *root = strcmp(in, "-") ? json_load_file(in, 0, &je) : json_loadf(stdin, 0, &je);
+    if (!root) {
+        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+        return -1;
+    }
+    json_t *ev = json_object_get(root, "traceEvents");
+    if (!json_is_array(ev)) {
+        fprintf(stderr, "mbsim plot: %s: no \"traceEvents\" array (expected the output of mbsim run --trace)\n", in);
+        json_decref(root);
+        return -1;
+    }
+    size_t i, n = 0;
+    json_t *e;
+    fprintf(out, "track\tlabel\tstart_ms\tend_ms\tcategory\n");
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (!ph || strcmp(ph, "X") || !name)
+            continue;
+        int pid = (int)json_integer_value(json_object_get(e, "pid"));
+        int tid = (int)json_integer_value(json_object_get(e, "tid"));
+        double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
+        /* 7 tracks per stage: compute + 6 communication kinds (mb_step_trace) */
+        static const char *const track[7] = {"compute", "TP", "CP", "EP", "PP", "DP", "FSDP"};
+        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", pid * 7 + tid, pid, track[tid >= 0 && tid < 7 ? tid : 0],
+                ts / 1e3, (ts + dur) / 1e3, name);
+        n++;
+    }
+    json_decref(root);
+    if (!n) {
+        fprintf(stderr, "mbsim plot: %s: the trace has no slices\n", in);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------- command */
 
 static int run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out)
@@ -457,8 +501,8 @@ int mb_cmd_plot(int argc, char **argv)
         usage_plot(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(kind, "validate") && strcmp(kind, "sweep") && strcmp(kind, "breakdown")) {
-        fprintf(stderr, "mbsim plot: unknown kind '%s'; expected one of: validate, sweep, breakdown\n", kind);
+    if (strcmp(kind, "validate") && strcmp(kind, "sweep") && strcmp(kind, "breakdown") && strcmp(kind, "gantt")) {
+        fprintf(stderr, "mbsim plot: unknown kind '%s'; expected one of: validate, sweep, breakdown, gantt\n", kind);
         return EXIT_USAGE;
     }
     char def_out[64];
@@ -511,6 +555,8 @@ int mb_cmd_plot(int argc, char **argv)
     } else if (!strcmp(kind, "sweep")) {
         f2 = tmp_tsv(t2, sizeof t2);
         rc = f2 ? conv_sweep(in, f1, f2) : -1;
+    } else if (!strcmp(kind, "gantt")) {
+        rc = conv_gantt(in, f1);
     } else {
         rc = conv_breakdown(in, f1);
     }

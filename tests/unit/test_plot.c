@@ -1,5 +1,5 @@
 /*
- * test_plot.c -- `mbsim plot`: every kind (validate, sweep, breakdown) writes a
+ * test_plot.c -- `mbsim plot`: every kind (validate, sweep, breakdown, gantt) writes a
  * non-empty PNG (and one SVG) from real mbsim outputs; without gnuplot the
  * command says so and exits 1. The binary comes from $MBSIM_BIN (set by
  * CTest; $MBSIM_PLOT_BIN overrides it). Tests that need gnuplot are skipped
@@ -176,6 +176,24 @@ static void test_breakdown_plot(void **state)
     mb_free(o);
 }
 
+static void test_gantt_plot(void **state)
+{
+    (void)state;
+    NEED_PLOT();
+    char cmd[2048], trace[512], png[512];
+    snprintf(trace, sizeof trace, "%s/trace.json", tmpdir);
+    snprintf(png, sizeof png, "%s/gantt.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s run scenarios/gb200_ep32.yaml --trace %s > /dev/null", bin(), trace);
+    assert_int_equal(sh(cmd, NULL), 0);
+    plot("gantt", trace, png);
+    assert_image(png, 0);
+    /* a file that is not a trace: a clear message, exit 1 */
+    char *o;
+    snprintf(cmd, sizeof cmd, "%s plot gantt tests/data/sweep/validate_points.tsv -o %s/bad.png", bin(), tmpdir);
+    assert_int_equal(sh(cmd, &o), 1);
+    mb_free(o);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -199,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_validate_plot),
         cmocka_unit_test(test_sweep_plot),
         cmocka_unit_test(test_breakdown_plot),
+        cmocka_unit_test(test_gantt_plot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,39 @@
+# gantt.gp -- timeline of the simulated ranks from `mbsim run --trace` (docs/plots.md).
+# Driven by `mbsim plot gantt TRACE.json -o OUT`, which sets
+#   infile   track, label, start_ms, end_ms, category: one row per slice; track =
+#            7*stage + (0 compute, 1..6 TP/CP/EP/PP/DP/FSDP communication)
+#   outfile  .png (pngcairo) or .svg
+# Columns are read by name; colours by category (compute categories blue/green
+# shades, communication orange/red, recompute purple).
+if (strstrt(outfile, ".svg") > 0) {
+    set terminal svg size 1400,700 dynamic enhanced font "sans,12" background rgb "white"
+} else {
+    set terminal pngcairo size 1400,700 enhanced font "sans,11"
+}
+set output outfile
+set datafile separator "\t"
+set datafile columnheaders
+
+stats infile using "end_ms" nooutput
+tmax = STATS_max
+stats infile using "track" nooutput
+ymax = STATS_max
+set title "simulated step timeline (pipeline stage x {compute, TP, CP, EP, PP, DP, FSDP})"
+set xlabel "time (ms)"
+set xrange [0:tmax * 1.01]
+set yrange [ymax + 0.6:-0.6]
+set ytics nomirror font ",9"
+set grid xtics lc rgb "#eeeeee"
+set key outside right top noenhanced
+unset colorbox
+col(c) = c eq "vision_encoder" ? 0x2ca02c : c eq "projector" ? 0x98df8a : c eq "decoder_attention" ? 0x1f77b4 : \
+         c eq "moe_experts" ? 0x17becf : c eq "dispatch_combine_compute" ? 0xaec7e8 : c eq "dense_other" ? 0x7f7f7f : \
+         c eq "recompute" ? 0x9467bd : c eq "optimizer" ? 0x8c564b : c eq "exposed_ep_comm" ? 0xd62728 : \
+         c eq "exposed_tp_comm" ? 0xff7f0e : c eq "exposed_pp_comm" ? 0xe377c2 : c eq "exposed_dp_comm" ? 0xbcbd22 : \
+         c eq "exposed_fsdp_comm" ? 0xffbb78 : 0x555555
+set style fill solid 0.9 noborder
+plot infile using ((column("start_ms") + column("end_ms")) / 2):"track": \
+          ((column("end_ms") - column("start_ms")) / 2):(0.35):(col(strcol("category"))):ytic(strcol("label")) \
+          with boxxyerror lc rgb variable notitle, \
+     for [c in "vision_encoder decoder_attention moe_experts dispatch_combine_compute dense_other recompute exposed_ep_comm exposed_tp_comm exposed_pp_comm exposed_dp_comm exposed_fsdp_comm"] \
+          NaN with boxes lc rgb col(c) title c
