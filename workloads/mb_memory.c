@@ -40,8 +40,22 @@ static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist 
     return sum;
 }
 
+double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_oplist *layer_ops,
+                           int st, int c)
+{
+    const struct mb_model *m = &s->model;
+    int vs = c * lay->p + st;
+    double a = 0;
+    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
+        int kind = (int)m->layer[li].mixer * 3 + (int)m->layer[li].ffn;
+        a += mb__layer_act(s, &layer_ops[kind], k);
+    }
+    return a;
+}
+
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_oplist *layer_ops,
-                       const int *have_kind, double act_vision, double hbm_bytes, struct mb_memory *out)
+                       const int *have_kind, double act_vision, double hbm_bytes, const double *act_timeline,
+                       struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
     int p = lay->p, v = lay->v;
@@ -90,13 +104,30 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double act = per_chunk * inflight;
         if (st == 0 && !frozen_vis)
             act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
+        /* the timeline's own peak (allocations at each forward's end, frees at
+         * each backward's end) replaces the in-flight formula when given */
+        if (act_timeline)
+            act = act_timeline[st];
         double T = (double)s->micro_batch_size * s->seq_length / s->cp;
         double buf = MB_WORKSPACE_BYTES;
         if (st == p - 1) /* fp32 logits and their gradient (vocab-parallel cross-entropy) */
             buf += 2 * T * (double)m->vocab / s->tp * 4;
         if (m->num_experts > 0) /* dispatch + combine buffers of one MoE layer (two with EP overlap) */
             buf += (s->overlap_ep_comm ? 2 : 1) * 2 * T / s->tp * m->topk * m->hidden * 2.0 * s->etp;
-        double total_b = w + g + o + act + buf;
+        double graphs = lay->graph_bytes_stage[st];
+        double total_b = w + g + o + act + buf + graphs;
+        if (st < 64) {
+            struct mb_memory_stage *ps = &out->per_stage[st];
+            ps->weights = w;
+            ps->grads = g;
+            ps->optimizer = o;
+            ps->activations = act;
+            ps->buffers = buf;
+            ps->graphs = graphs;
+            ps->peak_allocated = total_b;
+            ps->reserved = total_b * MB_RESERVE_FACTOR;
+            out->n_stages = st + 1;
+        }
         if (total_b > best) {
             best = total_b;
             out->weights = w;
@@ -104,16 +135,17 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             out->optimizer = o;
             out->activations = act;
             out->buffers = buf;
+            out->graphs = graphs;
             out->stage = st;
         }
     }
     out->peak_allocated = best;
     out->reserved = best * MB_RESERVE_FACTOR;
     out->capacity = hbm_bytes;
-    const char *names[] = {"weights", "gradients", "optimizer", "activations", "buffers"};
-    double vals[] = {out->weights, out->grads, out->optimizer, out->activations, out->buffers};
+    const char *names[] = {"weights", "gradients", "optimizer", "activations", "buffers", "cuda_graphs"};
+    double vals[] = {out->weights, out->grads, out->optimizer, out->activations, out->buffers, out->graphs};
     int bi = 0;
-    for (int i = 1; i < 5; i++)
+    for (int i = 1; i < 6; i++)
         if (vals[i] > vals[bi])
             bi = i;
     out->dominant = names[bi];

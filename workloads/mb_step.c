@@ -12,8 +12,13 @@
  *    1/local share over the NIC); all-to-all as direct pairwise traffic split
  *    by destination domain; HybridEP/DeepEP send a token over the scale-out
  *    fabric once per destination domain.
- *  - Kernel time = calibrated GPU time, floored by the host launch cost
- *    unless the op is inside a captured CUDA graph.
+ *  - Kernel time = calibrated GPU time. Each pipeline stage's rank has a host
+ *    thread (a serial stream) that launches every kernel in program order:
+ *    launch_s of host time per kernel, one launch per captured CUDA-graph
+ *    region; a GPU op cannot start before its launch, and the host waits for
+ *    the GPU at a device-to-host sync (the token counts before an EP
+ *    dispatch). Kernels per op are counted from the Megatron-Core /
+ *    Transformer Engine code paths (see mb__kernels comments).
  *  - Schedules: 1F1B and Megatron's interleaved 1F1B (VPP), executed on the
  *    timeline; p2p activations on the real links.
  */
@@ -35,7 +40,7 @@
 static const char *const mb__cat_names[MB_CAT_COUNT] = {
     "vision_encoder", "projector", "decoder_attention", "moe_experts", "dispatch_combine_compute",
     "dense_other", "recompute", "optimizer", "exposed_tp_comm", "exposed_cp_comm", "exposed_ep_comm",
-    "exposed_pp_comm", "exposed_dp_comm", "exposed_fsdp_comm", "pipeline_bubble"};
+    "exposed_pp_comm", "exposed_dp_comm", "exposed_fsdp_comm", "exposed_host_launch", "pipeline_bubble"};
 
 const char *mb_cat_name(enum mb_cat c) { return c < MB_CAT_COUNT ? mb__cat_names[c] : "?"; }
 
@@ -82,12 +87,21 @@ struct mb_build {
     double nv_cap, nic_cap, nv_lat, nic_lat;
     struct mb_group g_tp, g_cp, g_ep, g_dp, g_edp;
     int pp_over_nic;
-    double launch;
+    double launch;            /* host seconds per kernel or graph launch (0: full-iteration graph) */
+    int region_seq;           /* last CUDA-graph region id handed out */
+    int layer_region;         /* region of the layer being built (whole-layer graphs) */
+    int cur_region;           /* region communication ops pushed now belong to */
     double route_imbalance;   /* most-loaded EP rank / mean (1 = balanced) */
     /* per stage resources */
     int comp[MB_MAX_STAGES];
     int cstream[MB_MAX_STAGES][MB_CK_COUNT];
     int l_nv[MB_MAX_STAGES], l_nic[MB_MAX_STAGES];
+    int host[MB_MAX_STAGES];  /* host launch thread of each stage's rank */
+    int *hostdep;             /* [task] host launch task a GPU task waited for, or -1 */
+    /* activation memory counter per stage (time, bytes), for the trace */
+    double *mem_t[MB_MAX_STAGES], *mem_v[MB_MAX_STAGES];
+    int mem_n[MB_MAX_STAGES];
+    size_t hostdep_n, hostdep_cap;
     /* task bookkeeping for the breakdown */
     int last_comp[MB_MAX_STAGES];
 };
@@ -101,10 +115,26 @@ static void mb__push(struct mb_oplist *l, const struct mb_op *o)
     l->op[l->n++] = *o;
 }
 
-/* Kernel time with the host launch floor (no floor inside a CUDA graph). */
-static double mb__k(const struct mb_build *b, double t, int graphed)
+/* GPU time of a kernel. The host launch cost is not folded in here: it is
+ * paid on the stage's host stream (mb__host), where the GPU may wait for it. */
+static double mb__k(const struct mb_build *b, double t, int region)
 {
-    return graphed ? t : (t > b->launch ? t : b->launch);
+    (void)b;
+    (void)region;
+    return t;
+}
+
+/* CUDA-graph region for a module about to be built: 0 when the module is not
+ * captured (`on` = 0), the layer's region for whole-layer graphs, else a new id
+ * (one graph per captured module per layer, as TE's make_graphed_callables
+ * captures each scoped module of each layer separately). */
+static int mb__region(struct mb_build *b, int on)
+{
+    if (!on)
+        return 0;
+    if (b->s->cuda_graph & MB_CG_LAYER)
+        return b->layer_region;
+    return ++b->region_seq;
 }
 
 /* GEMM C[M,N] = A[M,K] B[K,N]: forward and backward (dgrad + wgrad) seconds. */
@@ -121,6 +151,11 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     double wgrad = mb__k(b, mb_calib_gemm(b->cal, p, K, N, M), graphed);
     o.bwd = frozen ? dgrad : dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
+    o.region = graphed;
+    /* TE Linear: one cuBLASLt GEMM forward; dgrad + wgrad backward (main-grad
+     * accumulation fused into wgrad); fp8 adds one cast(-transpose) kernel each way */
+    o.kf = 1 + (b->s->prec.quantize ? 1 : 0);
+    o.kb = 2 + (b->s->prec.quantize ? 1 : 0);
     /* low-precision recipes keep the quantized copy of the GEMM input for wgrad
      * (Transformer Engine saves the fp8 tensor, 1 byte instead of 2) */
     o.saved = b->s->prec.quantize ? saved / 2 : saved;
@@ -150,6 +185,12 @@ static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, do
     double wgrad = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg), graphed);
     o.bwd = dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
+    o.region = graphed;
+    /* TE GroupedLinear (TEGroupedMLP) runs one cuBLAS GEMM per local expert
+     * (general_grouped_gemm over num_gemms): E/ep launches forward, dgrad and
+     * wgrad per expert backward; fp8 adds one multi-tensor quantize each way */
+    o.kf = ceil(groups) + (b->s->prec.quantize ? 1 : 0);
+    o.kb = 2 * ceil(groups) + (b->s->prec.quantize ? 1 : 0);
     o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb__gemm */
     if (b->s->prec.quantize) { /* as in mb__gemm */
         o.fwd += mb__k(b, mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0)), graphed);
@@ -172,6 +213,8 @@ static void mb__mem(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, un
     o.bwd = mb__k(b, mb_calib_membound(b->cal, 2 * bytes), graphed);
     o.bwd_dgrad_only = o.bwd;
     o.saved = saved;
+    o.region = graphed;
+    o.kf = o.kb = 1; /* one fused elementwise kernel each way (callers override) */
     mb__push(l, &o);
 }
 
@@ -187,6 +230,12 @@ static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     o.bwd = mb__k(b, mb_calib_attn(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, causal, 1), graphed);
     o.bwd_dgrad_only = o.bwd;
     o.saved = saved;
+    o.region = graphed;
+    /* flash attention: one forward kernel; backward = preprocess (rowsum dO*O),
+     * the main kernel and the dQ fp32->bf16 conversion (FlashAttention-2/3 and
+     * cuDNN fused attention all split backward this way) */
+    o.kf = 1;
+    o.kb = 3;
     mb__push(l, &o);
 }
 
@@ -205,6 +254,7 @@ static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, 
     o.bytes_nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
     o.bytes_nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
     o.latency = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    o.region = b->cur_region; /* NCCL kernels inside a captured module are part of its graph */
     mb__push(l, &o);
 }
 
@@ -219,6 +269,7 @@ static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, 
     o.bytes_nv = bytes_nv_share;
     o.bytes_nic = bytes_nic_share;
     o.latency = b->nv_lat + (g.domains > 1 ? b->nic_lat : 0);
+    o.region = b->cur_region;
     if (o.bytes_nv > 0 || o.bytes_nic > 0)
         mb__push(l, &o);
 }
@@ -229,6 +280,7 @@ static void mb__norm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, i
 {
     /* read + write one activation, plus the input kept for backward */
     mb__mem(b, l, cat, MB_RCM_LAYERNORM, g, 2 * tok * h * BF16, tok * h * BF16);
+    l->op[l->n - 1].kb = 2; /* TE (RMS)LayerNorm backward: dx kernel + dgamma reduction */
 }
 
 static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int frozen)
@@ -239,11 +291,12 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
     double T = (double)s->micro_batch_size * s->seq_length / s->cp; /* tokens on this rank */
     double Tsp = T / tp;
     int h = m->hidden;
-    int g = (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0;
+    int g = mb__region(b, (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0);
     enum mb_cat cat = MB_CAT_ATTN;
     double seq = s->seq_length;
     if (mix == MB_MIX_NONE)
         return;
+    b->cur_region = g;
     mb__norm(b, l, cat, g, Tsp, h);
     mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA) {
@@ -276,6 +329,8 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
             double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
             mb__gemm(b, l, cat, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
             mb__mem(b, l, cat, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
+            /* TE fused RoPE on q and on k; qk-norm adds a norm kernel for each */
+            l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
             gq = kv;
         }
         (void)gq;
@@ -315,6 +370,7 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
     }
     mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     mb__mem(b, l, cat, 0, g, 3 * Tsp * h * BF16, Tsp * h); /* residual add + 1-byte dropout mask */
+    b->cur_region = 0;
 }
 
 static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)
@@ -330,8 +386,9 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
     if (ffn == MB_FFN_NONE)
         return;
     if (ffn == MB_FFN_DENSE) {
-        int g = (s->cuda_graph & (MB_CG_MLP | MB_CG_LAYER)) != 0;
+        int g = mb__region(b, (s->cuda_graph & (MB_CG_MLP | MB_CG_LAYER)) != 0);
         double f = (double)m->ffn_hidden / tp;
+        b->cur_region = g;
         mb__norm(b, l, MB_CAT_DENSE, g, Tsp, h);
         mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, T, up * f, h, Tsp * h * BF16, frozen);
@@ -339,12 +396,17 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
         mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
         mb__mem(b, l, MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h);
+        b->cur_region = 0;
         return;
     }
     /* MoE: tokens stay sequence-sharded (T/tp per rank) through the dispatcher */
-    int graphed_moe = (s->cuda_graph & (MB_CG_MOE | MB_CG_LAYER)) != 0;
-    int g_router = (s->cuda_graph & (MB_CG_MOE_ROUTER | MB_CG_LAYER)) != 0;
-    int g_pre = (s->cuda_graph & (MB_CG_MOE_PREPROCESS | MB_CG_LAYER)) != 0;
+    /* TE-scoped graphs capture the router and (with moe_preprocess) the
+     * dispatcher's preprocessing up to its host sync as one graph per layer;
+     * `moe` (drop-and-pad only) captures the experts */
+    int g_router = mb__region(b, (s->cuda_graph & (MB_CG_MOE_ROUTER | MB_CG_LAYER)) != 0);
+    int g_pre = (s->cuda_graph & (MB_CG_MOE_PREPROCESS | MB_CG_LAYER)) ? (g_router ? g_router : mb__region(b, 1)) : 0;
+    int graphed_moe = mb__region(b, (s->cuda_graph & (MB_CG_MOE | MB_CG_LAYER)) != 0);
+    int g_tail = (s->cuda_graph & MB_CG_LAYER) ? b->layer_region : 0;
     double Tm = Tsp;
     int E = m->num_experts, k = m->topk, ep = s->ep, etp = s->etp;
     double fe = (double)m->moe_ffn_hidden / etp;
@@ -353,10 +415,25 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
     double recv = copies * etp * imb;              /* copies this rank's experts process (most loaded rank) */
     double groups = (double)E / ep;
     double tpg = recv / groups;
+    b->cur_region = g_router;
     mb__norm(b, l, MB_CAT_DENSE, g_router, Tsp, h);
     mb__gemm(b, l, MB_CAT_DISPATCH, 0, g_router, Tm, E, h, 0, frozen);           /* router */
     mb__mem(b, l, MB_CAT_DISPATCH, 0, g_router, 3 * Tm * E * 4.0, Tm * E * 4.0);   /* softmax/top-k */
+    /* Megatron-Core router (moe/router.py, moe_utils.py topk_softmax_with_capacity,
+     * switch_load_balancing_loss_func), unfused: softmax, topk, two zeros+scatter
+     * for the routing map and probs, tokens-per-expert sum and the aux-loss
+     * products/sums: ~12 kernels forward, ~8 backward (an estimate from the
+     * op sequence; TE's fused router would be ~3) */
+    l->op[l->n - 1].kf = 12;
+    l->op[l->n - 1].kb = 8;
+    b->cur_region = g_pre;
     mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, 0);           /* permute */
+    /* dispatcher preprocess (token counts per expert, their all-gather over EP)
+     * + fused permute (TE moe_permute: row-id map and the gather): ~5 forward,
+     * 1 backward (the unpermute of the gradient) */
+    l->op[l->n - 1].kf = 5;
+    l->op[l->n - 1].kb = 1;
+    b->cur_region = g_tail;
     /* dispatch */
     double tokb = h * BF16;
     struct mb_group g = b->g_ep;
@@ -380,8 +457,15 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
                 nv += nic * (g.local - 1) / (double)g.local; /* fan-out over NVLink on arrival */
             }
             mb__a2a(b, l, g, nv, nic, 0);
+            /* AlltoAll-V needs the split sizes on the host: the dispatcher copies
+             * the token counts device-to-host and synchronises before the
+             * all-to-all (MoEAlltoAllTokenDispatcher cuda_sync_point); DeepEP and
+             * HybridEP likewise wait for the receive count in their normal mode */
+            if (l->n > 0 && l->op[l->n - 1].type == MB_OP_COMM && l->op[l->n - 1].ck == MB_CK_EP)
+                l->op[l->n - 1].host_sync = 1;
         }
     }
+    b->cur_region = graphed_moe;
     if (etp > 1)
         mb__ring(b, l, MB_CK_TP, mb__group(etp, 1, b->s->system.nvlink_domain), copies * etp * tokb, 0);
     mb__grouped(b, l, graphed_moe, groups, tpg, up * fe, h, recv * h * BF16);
@@ -389,6 +473,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
     mb__grouped(b, l, graphed_moe, groups, tpg, h, fe, recv * fe * BF16);
     if (etp > 1)
         mb__ring(b, l, MB_CK_TP, mb__group(etp, 1, b->s->system.nvlink_domain), copies * etp * tokb, 0);
+    b->cur_region = g_tail;
     if (ep > 1) {
         /* combine mirrors dispatch */
         int i = l->n - 1;
@@ -396,12 +481,14 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
             i--;
         if (i >= 0) {
             struct mb_op c = l->op[i];
+            c.host_sync = 0;
             mb__push(l, &c);
         }
     }
     /* unpermute: a weighted scatter-add; Megatron-Core applies the routing probs
      * inside the expert activation, so nothing of this size is saved here */
-    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, copies * 4.0);
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_tail, 2 * copies * h * BF16, copies * 4.0);
+    l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
     if (m->shared_ffn_hidden > 0) {
         double fs = (double)m->shared_ffn_hidden / tp;
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, up * fs, h, 0, frozen);
@@ -409,7 +496,8 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
                 up * T * fs * BF16);
         mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, h, fs, T * fs * BF16, frozen);
     }
-    mb__mem(b, l, MB_CAT_DENSE, 0, g_router, 3 * Tsp * h * BF16, Tsp * h);
+    mb__mem(b, l, MB_CAT_DENSE, 0, g_tail, 3 * Tsp * h * BF16, Tsp * h);
+    b->cur_region = 0;
 }
 
 /* ---- vision encoder ----------------------------------------------------- */
@@ -505,7 +593,53 @@ static void mb__vision(struct mb_build *b, struct mb_oplist *l, double P, double
 struct mb_em {
     int last;
     int pending;
+    int region;   /* CUDA-graph region of the last op emitted (0 = eager) */
 };
+
+static int mb__task(struct mb_build *b, int stream, int kind, double dur, const struct mb_flow_desc *f, int nf,
+                    int dep);
+
+/* The host side of op o: the stage's host thread issues the op's kernels in
+ * program order, launch_s each (kf forward or recomputed, kb backward; one NCCL
+ * kernel per communication op), or a single cudaGraphLaunch when the op opens
+ * a captured region (the rest of the region costs the host nothing). The
+ * host never waits for the GPU, except at a device-to-host sync (o->host_sync
+ * in a forward pass), where it cannot issue further work until the GPU has
+ * reached that point. Returns the host task the GPU op must wait for, or -1. */
+static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute)
+{
+    if (b->launch <= 0)
+        return -1; /* full-iteration graph: one launch per step */
+    double n;
+    if (o->region) {
+        n = o->region == em->region ? 0 : 1;
+        em->region = o->region;
+    } else {
+        n = o->type == MB_OP_COMM ? 1 : (dir && !recompute ? o->kb : o->kf);
+        em->region = 0;
+    }
+    int sync = o->host_sync && (!dir || recompute) && em->last >= 0;
+    if (n <= 0 && !sync)
+        return -1;
+    return mb__task(b, b->host[st], MB_CAT_HOST, n * b->launch, NULL, 0, sync ? em->last : -1);
+}
+
+/* Remember that GPU task t waited for host task h (for the breakdown). */
+static void mb__note_host(struct mb_build *b, int t, int h)
+{
+    if (t < 0)
+        return;
+    if ((size_t)t >= b->hostdep_cap) {
+        size_t cap = b->hostdep_cap ? 2 * b->hostdep_cap : 4096;
+        while (cap <= (size_t)t)
+            cap *= 2;
+        b->hostdep = mb_realloc(b->hostdep, cap * sizeof *b->hostdep);
+        for (size_t i = b->hostdep_cap; i < cap; i++)
+            b->hostdep[i] = -1;
+        b->hostdep_cap = cap;
+    }
+    b->hostdep[t] = h;
+}
 
 /* Emit one op forward (dir = 0) or backward (dir = 1) on stage st. recompute:
  * the forward again, tagged MB_CAT_RECOMPUTE. skip_bwd: dgrad only (frozen).
@@ -521,9 +655,14 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
         d.kind = recompute ? MB_CAT_RECOMPUTE : (int)o->cat;
         if (d.duration <= 0)
             return 0;
+        int h = mb__host(b, st, em, o, dir, recompute);
         int t = mb_engine_add_task(b->e, &d);
         if (em->last >= 0)
             mb_engine_add_dep(b->e, em->last, t);
+        if (h >= 0) {
+            mb_engine_add_dep(b->e, h, t);
+            mb__note_host(b, t, h);
+        }
         em->last = t;
         if (em->pending >= 0) { /* join: the op after this one also waits for the parallel comm */
             struct mb_task_desc z = {0};
@@ -548,9 +687,12 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     d.n_flows = nf;
     d.flows = f;
     d.kind = 100 + o->ck;
+    int h = mb__host(b, st, em, o, dir, recompute);
     int t = mb_engine_add_task(b->e, &d);
     if (em->last >= 0)
         mb_engine_add_dep(b->e, em->last, t);
+    if (h >= 0)
+        mb_engine_add_dep(b->e, h, t);
     if (o->parallel)
         em->pending = t;
     else
@@ -694,10 +836,15 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
 {
     size_t nt = mb_engine_n_tasks(b->e);
     int nstream = 0;
-    for (int q = 0; q < p; q++)
+    for (int q = 0; q < p; q++) {
         for (int c = 0; c < MB_CK_COUNT; c++)
             if (b->cstream[q][c] + 1 > nstream)
                 nstream = b->cstream[q][c] + 1;
+        if (b->host[q] + 1 > nstream)
+            nstream = b->host[q] + 1;
+        if (b->comp[q] + 1 > nstream)
+            nstream = b->comp[q] + 1;
+    }
     int *stage_of = mb_malloc((size_t)nstream * sizeof *stage_of);
     for (int i = 0; i < nstream; i++)
         stage_of[i] = -1;
@@ -714,15 +861,21 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
         if (busy[q] > busy[cs])
             cs = q;
     r->critical_stage = cs;
-    /* comm intervals of stage cs per kind; each stream is FIFO so they are sorted by start */
-    double *iv_s[MB_CK_COUNT], *iv_e[MB_CK_COUNT];
-    int iv_n[MB_CK_COUNT] = {0}, ptr[MB_CK_COUNT] = {0};
-    for (int c = 0; c < MB_CK_COUNT; c++) {
+    /* comm intervals of stage cs per kind, and (index MB_CK_COUNT) its host
+     * launch thread; each stream is FIFO so they are sorted by start */
+    double *iv_s[MB_CK_COUNT + 1], *iv_e[MB_CK_COUNT + 1];
+    int iv_n[MB_CK_COUNT + 1] = {0}, ptr[MB_CK_COUNT + 1] = {0};
+    for (int c = 0; c <= MB_CK_COUNT; c++) {
         iv_s[c] = mb_malloc((nt + 1) * sizeof(double));
         iv_e[c] = mb_malloc((nt + 1) * sizeof(double));
     }
     for (size_t t = 0; t < nt; t++) {
         int sid = mb_engine_task_stream(b->e, (int)t), kd = mb_engine_task_kind(b->e, (int)t);
+        if (sid == b->host[cs] && mb_engine_task_end(b->e, (int)t) > mb_engine_task_start(b->e, (int)t)) {
+            iv_s[MB_CK_COUNT][iv_n[MB_CK_COUNT]] = mb_engine_task_start(b->e, (int)t);
+            iv_e[MB_CK_COUNT][iv_n[MB_CK_COUNT]++] = mb_engine_task_end(b->e, (int)t);
+            continue;
+        }
         if (kd < 100)
             continue;
         for (int c = 0; c < MB_CK_COUNT; c++)
@@ -741,9 +894,14 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
         if (kd < MB_CAT_COUNT)
             r->breakdown[kd] += t1 - t0;
         if (t0 > prev_end) {
-            double ov[MB_CK_COUNT] = {0}, best = 0;
+            double ov[MB_CK_COUNT + 1] = {0}, best = 0;
             int bestk = -1;
-            for (int c = 0; c < MB_CK_COUNT; c++) {
+            /* the host is to blame only when this task's launch ended as it started */
+            int hd = (size_t)t < b->hostdep_cap ? b->hostdep[t] : -1;
+            int host_late = hd >= 0 && mb_engine_task_end(b->e, hd) >= t0 - 1e-12;
+            for (int c = 0; c <= MB_CK_COUNT; c++) {
+                if (c == MB_CK_COUNT && !host_late)
+                    break;
                 while (ptr[c] < iv_n[c] && iv_e[c][ptr[c]] <= prev_end)
                     ptr[c]++;
                 for (int j = ptr[c]; j < iv_n[c] && iv_s[c][j] < t0; j++)
@@ -755,7 +913,7 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
             }
             double gap = t0 - prev_end, covered = bestk >= 0 ? fmin(best, gap) : 0;
             if (bestk >= 0)
-                r->breakdown[mb__comm_cat[bestk]] += covered;
+                r->breakdown[bestk == MB_CK_COUNT ? MB_CAT_HOST : mb__comm_cat[bestk]] += covered;
             r->breakdown[MB_CAT_BUBBLE] += gap - covered;
         }
         if (t1 > prev_end)
@@ -763,7 +921,7 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
     }
     if (step > prev_end)
         r->breakdown[MB_CAT_BUBBLE] += step - prev_end;
-    for (int c = 0; c < MB_CK_COUNT; c++) {
+    for (int c = 0; c <= MB_CK_COUNT; c++) {
         mb_free(iv_s[c]);
         mb_free(iv_e[c]);
     }
@@ -782,6 +940,8 @@ static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield
         struct mb_item *x = &u->it[u->pos];
         switch (x->k) {
         case MB_IT_OPS:
+            if (u->opi == 0)
+                u->em.region = 0; /* each layer's module is a graph of its own */
             while (u->opi < x->l->n) {
                 const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
                 if (!mb__op_selected(o, x->recompute, x->mask))
@@ -892,6 +1052,8 @@ static int mb__trace(struct mb_build *b, int p, const char *path, struct mb_err 
         for (int c = 0; c < MB_CK_COUNT; c++)
             json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", "thread_name", "pid",
                                                 st, "tid", c + 1, "args", "name", ck_name[c]));
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", "thread_name", "pid", st,
+                                            "tid", MB_CK_COUNT + 1, "args", "name", "host (kernel launches)"));
     }
     size_t nt = mb_engine_n_tasks(b->e);
     for (size_t t = 0; t < nt; t++) {
@@ -903,6 +1065,10 @@ static int mb__trace(struct mb_build *b, int p, const char *path, struct mb_err 
         for (int st = 0; st < p && pid < 0; st++) {
             if (b->comp[st] == sid)
                 pid = st;
+            if (b->host[st] == sid) {
+                pid = st;
+                tid = MB_CK_COUNT + 1;
+            }
             for (int k = 0; k < MB_CK_COUNT && pid < 0; k++)
                 if (b->cstream[st][k] == sid) {
                     pid = st;
@@ -910,9 +1076,16 @@ static int mb__trace(struct mb_build *b, int p, const char *path, struct mb_err 
                 }
         }
         json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:i}", "ph", "X", "name",
-                                            mb_cat_name((enum mb_cat)c), "cat", tid ? "comm" : "compute", "ts",
+                                            tid == MB_CK_COUNT + 1 ? "launch" : mb_cat_name((enum mb_cat)c), "cat",
+                                            tid == MB_CK_COUNT + 1 ? "host" : tid ? "comm" : "compute", "ts",
                                             t0 * 1e6, "dur", (t1 - t0) * 1e6, "pid", pid, "tid", tid));
     }
+    /* activation memory of each stage's rank as a counter track */
+    for (int st = 0; st < p; st++)
+        for (int i = 0; i < b->mem_n[st]; i++)
+            json_array_append_new(ev, json_pack("{s:s,s:s,s:f,s:i,s:{s:f}}", "ph", "C", "name", "activation memory",
+                                                "ts", b->mem_t[st][i] * 1e6, "pid", st, "args", "GiB",
+                                                b->mem_v[st][i] / (1024.0 * 1024.0 * 1024.0)));
     json_t *root = json_pack("{s:o,s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
     int rc = json_dump_file(root, path, JSON_COMPACT);
     json_decref(root);
@@ -1070,6 +1243,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         if (have[k])
             continue;
         have[k] = 1;
+        b.layer_region = ++b.region_seq;
         mb__mixer(&b, &ops[k], m->layer[i].mixer, lang_frozen);
         int start = ops[k].n;
         mb__ffn(&b, &ops[k], m->layer[i].ffn, lang_frozen);
@@ -1090,6 +1264,11 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                      lang_frozen);
             /* fp32 logits: softmax cross-entropy reads/writes them (vocab-parallel CE) */
             mb__mem(&b, &head, MB_CAT_DENSE, 0, 0, 3 * T * (double)m->vocab / s->tp * 4, T * (double)m->vocab / s->tp * 4);
+            /* Megatron _VocabParallelCrossEntropy, unfused: max, subtract, exp, sum,
+             * target masking/gather (~4), log, mean: ~10 kernels forward (its two
+             * small TP all-reduces ignored), softmax-minus-one-hot ~4 backward */
+            head.op[head.n - 1].kf = 10;
+            head.op[head.n - 1].kb = 4;
         }
     }
     int mtp_kind = -1;
@@ -1111,6 +1290,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
             b.cstream[st][c] = mb_engine_add_stream(b.e);
         b.l_nv[st] = mb_engine_add_link(b.e, b.nv_cap > 0 ? b.nv_cap : 1e9);
         b.l_nic[st] = mb_engine_add_link(b.e, b.nic_cap > 0 ? b.nic_cap : 1e9);
+        b.host[st] = mb_engine_add_stream(b.e);
     }
 
     /* parameters per stage (elements), for DP/FSDP traffic and memory */
@@ -1150,6 +1330,31 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     lay.params_dense_stage[p - 1] += par.output + par.mtp - mtp_experts;
     lay.params_expert_stage[p - 1] += mtp_experts;
     lay.params_vision = par.vision;
+    /* CUDA-graph memory: TE's make_graphed_callables (Megatron-Core
+     * --cuda-graph-impl transformer_engine) captures one forward and one
+     * backward graph per captured module, layer and microbatch, each with
+     * static input and output tensors that stay allocated for the whole run:
+     * 2 hidden-state buffers [s/tp, b, h] per graph and direction. The pool's
+     * intermediate tensors are the activations already counted. A
+     * full-iteration graph keeps no per-module static buffers. */
+    if (s->cuda_graph && !(s->cuda_graph & MB_CG_FULL_ITERATION)) {
+        double hbuf = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+        int m_all = s->global_batch_size / (s->micro_batch_size * s->dp);
+        for (int st = 0; st < p; st++)
+            for (int c = 0; c < v; c++) {
+                int vs = c * p + st;
+                for (int i = first[vs]; i < first[vs] + count[vs]; i++) {
+                    const struct mb_oplist *L = &ops[mb__kind_of(&m->layer[i])];
+                    int nreg = 0, last = 0;
+                    for (int q = 0; q < L->n; q++)
+                        if (L->op[q].region && L->op[q].region != last) {
+                            nreg++;
+                            last = L->op[q].region;
+                        }
+                    lay.graph_bytes_stage[st] += nreg * 2.0 * 2.0 * hbuf * m_all;
+                }
+            }
+    }
 
     /* Vision work per microbatch. Every data-parallel rank draws its own images
      * (seeded). MoE layers synchronise the EP group at every all-to-all, so in
@@ -1224,9 +1429,9 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     size_t nslots = (size_t)p * v * (mbs_n > 0 ? mbs_n : 1);
     int *fentry = mb_malloc(nslots * sizeof(int)), *fsend = mb_malloc(nslots * sizeof(int));
     int *bentry = mb_malloc(nslots * sizeof(int)), *bsend = mb_malloc(nslots * sizeof(int));
-    int *bdone = mb_malloc(nslots * sizeof(int));
+    int *bdone = mb_malloc(nslots * sizeof(int)), *fdone = mb_malloc(nslots * sizeof(int));
     for (size_t i = 0; i < nslots; i++)
-        fentry[i] = fsend[i] = bentry[i] = bsend[i] = bdone[i] = -1;
+        fentry[i] = fsend[i] = bentry[i] = bsend[i] = bdone[i] = fdone[i] = -1;
 #define SLOT(st, c, i) (((size_t)(c) * p + (st)) * mbs_n + (i))
     int *lastb_layer = mb_malloc((size_t)(nl > 0 ? nl : 1) * sizeof(int));
     for (int i = 0; i < nl; i++)
@@ -1283,6 +1488,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                 int vs = bc * p + st;
                 bu.em.last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
                 bu.em.pending = -1;
+                bu.em.region = 0;
                 bentry[SLOT(st, bc, bi)] = bu.em.last;
                 if (vs == nv_st - 1) {
                     mb__it_ops(&bu, &head, 1, 0, 0, lang_frozen);
@@ -1316,6 +1522,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                 int vs = fc * p + st;
                 fu.em.last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
                 fu.em.pending = -1;
+                fu.em.region = 0;
                 fentry[SLOT(st, fc, fi)] = fu.em.last;
                 if (fk == 1 && pg_done[st] >= 0)
                     mb_engine_add_dep(b.e, pg_done[st], fu.em.last);
@@ -1343,6 +1550,8 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                 mb__run_unit(&b, st, &fu, 0, &gate, lastb_layer);
             else
                 mb__run_unit(&b, st, &bu, 0, &gate, lastb_layer);
+            if (do_f)
+                fdone[SLOT(st, fc, fi)] = fu.em.last;
             if (do_f && fc * p + st != nv_st - 1)
                 fsend[SLOT(st, fc, fi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
                                                    b.pp_over_nic, fu.em.last);
@@ -1414,7 +1623,6 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
             shard += lay.params_vision / s->tp / s->dp;
         mb__task(&b, b.comp[st], MB_CAT_OPTIMIZER, mb_calib_membound(b.cal, shard * 30), NULL, 0, last);
     }
-#undef SLOT
 
     int rc = mb_engine_run(b.e, err);
     if (rc == 0) {
@@ -1424,6 +1632,57 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         r->tasks = mb_engine_n_tasks(b.e);
         mb__breakdown(&b, p, step, r);
         mb__critical(&b, p, r);
+        /* activation memory over the timeline: a microbatch's activations of a
+         * chunk count from the start of its forward (they are allocated while it
+         * runs: counting them whole from its start bounds the peak inside it)
+         * until its backward ends; the running sum's maximum is the stage's
+         * activation peak */
+        double act_tl[MB_MAX_STAGES];
+        for (int st = 0; st < p; st++) {
+            int ne = 2 * v * mbs_n;
+            double *et = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *et);
+            double *ev = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *ev);
+            int k = 0;
+            for (int c = 0; c < v; c++) {
+                double a = mb_memory_chunk_act(s, &lay, ops, st, c);
+                for (int i = 0; i < mbs_n; i++) {
+                    double ai = a;
+                    if (st == 0 && c == 0 && !frozen_v && vP[i] > 0)
+                        ai += act_vision * vP[i] / vP[vis_max];
+                    if (fentry[SLOT(st, c, i)] >= 0 && bdone[SLOT(st, c, i)] >= 0) {
+                        et[k] = mb_engine_task_end(b.e, fentry[SLOT(st, c, i)]);
+                        ev[k++] = ai;
+                        et[k] = mb_engine_task_end(b.e, bdone[SLOT(st, c, i)]);
+                        ev[k++] = -ai;
+                    }
+                }
+            }
+            /* insertion sort by time (frees first at equal times: a backward that
+             * ends as the next forward starts has released its memory) */
+            for (int i = 1; i < k; i++) {
+                double tt = et[i], vv = ev[i];
+                int j = i - 1;
+                while (j >= 0 && (et[j] > tt || (et[j] == tt && ev[j] > 0 && vv < 0))) {
+                    et[j + 1] = et[j];
+                    ev[j + 1] = ev[j];
+                    j--;
+                }
+                et[j + 1] = tt;
+                ev[j + 1] = vv;
+            }
+            double cur = 0, peak = 0;
+            for (int i = 0; i < k; i++) {
+                cur += ev[i];
+                ev[i] = cur;
+                if (cur > peak)
+                    peak = cur;
+            }
+            act_tl[st] = peak;
+            b.mem_t[st] = et;
+            b.mem_v[st] = ev;
+            b.mem_n[st] = k;
+        }
+#undef SLOT
         if (trace && mb__trace(&b, p, trace, err))
             rc = -1;
 
@@ -1440,7 +1699,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         int kinds[18];
         for (int k = 0; k < 18; k++)
             kinds[k] = have[k];
-        mb_memory_estimate(s, &lay, ops, kinds, act_vision, b.gpu->hbm_bytes, &r->mem);
+        mb_memory_estimate(s, &lay, ops, kinds, act_vision, b.gpu->hbm_bytes, act_tl, &r->mem);
         r->oom = r->mem.reserved > r->mem.capacity;
         snprintf(r->calib_path, sizeof r->calib_path, "%s", mb_calib_path(b.cal));
         for (size_t i = 0; i < mb_calib_n_tables(b.cal); i++) {
@@ -1463,6 +1722,12 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     mb_free(bsend);
     mb_free(bdone);
     mb_free(lastb_layer);
+    mb_free(b.hostdep);
+    for (int st = 0; st < p; st++) {
+        mb_free(b.mem_t[st]);
+        mb_free(b.mem_v[st]);
+    }
+    mb_free(fdone);
     mb_engine_free(b.e);
     mb_calib_free(b.cal);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -27,6 +27,7 @@ enum mb_cat {
     MB_CAT_COMM_PP,
     MB_CAT_COMM_DP,
     MB_CAT_COMM_FSDP,
+    MB_CAT_HOST,          /* GPU idle waiting for the host to launch the next kernel */
     MB_CAT_BUBBLE,        /* idle with nothing in flight: pipeline bubble */
     MB_CAT_COUNT
 };
@@ -34,16 +35,28 @@ enum mb_cat {
 /** @brief Short name of a category, e.g. "vision_encoder", "exposed_ep_comm". */
 const char *mb_cat_name(enum mb_cat c);
 
+/** Memory (bytes) of one pipeline stage's rank. */
+struct mb_memory_stage {
+    double weights, grads, optimizer;   /* static state */
+    double activations;                 /* saved activations at the stage's peak (timeline) */
+    double buffers;                     /* comm/dispatch buffers, workspace, logits */
+    double graphs;                      /* CUDA-graph static buffers and pools */
+    double peak_allocated, reserved;
+};
+
 /** Per-rank memory (bytes) on the most loaded rank. */
 struct mb_memory {
     double weights, grads, optimizer;   /* static state on the rank */
     double activations;                 /* in-flight microbatches at the peak */
     double buffers;                     /* comm/dispatch buffers, workspace, logits */
+    double graphs;                      /* CUDA-graph static buffers and pools */
     double peak_allocated;              /* sum of the above */
     double reserved;                    /* estimated allocator reserve */
     double capacity;                    /* GPU usable HBM */
     int stage;                          /* pipeline stage holding the peak */
     const char *dominant;               /* name of the largest term */
+    int n_stages;                       /* entries of per_stage */
+    struct mb_memory_stage per_stage[64]; /* every stage's rank (index = stage) */
 };
 
 struct mb_result {

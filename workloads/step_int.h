@@ -27,6 +27,11 @@ struct mb_op {
     double latency;           /* MB_OP_COMM: seconds before bytes flow */
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
     double saved;             /* activation bytes saved for backward per microbatch */
+    double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
+    int region;               /* CUDA-graph capture region (0 = eager); ops of one region are
+                               * launched by one cudaGraphLaunch */
+    int host_sync;            /* forward: the host waits for the GPU before issuing this op
+                               * (D2H copy of the token counts before an EP dispatch) */
 };
 
 struct mb_oplist {
@@ -44,10 +49,18 @@ struct mb_layout {
     double params_expert_stage[64]; /* routed expert params per stage, before EP*ETP split */
     double params_vision;     /* vision encoder + projector (stage 0) */
     double act_layer_max;     /* unused placeholder */
+    double graph_bytes_stage[64]; /* CUDA-graph static buffers / pools per stage (bytes) */
 };
 
+/* Per-rank memory of every stage; act_timeline[st] (or NULL: the in-flight
+ * formula) gives each stage's activation peak. */
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
                        const struct mb_oplist *layer_ops, const int *layer_kind, double act_vision,
-                       double hbm_bytes, struct mb_memory *out);
+                       double hbm_bytes, const double *act_timeline, struct mb_memory *out);
+
+/* Activation bytes one microbatch leaves saved on virtual chunk c of stage st
+ * (recompute applied). */
+double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay,
+                           const struct mb_oplist *layer_ops, int st, int c);
 
 #endif

@@ -47,6 +47,15 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "      optimizer    %8.2f GiB\n", r->mem.optimizer / GIB);
         fprintf(fp, "      activations  %8.2f GiB\n", r->mem.activations / GIB);
         fprintf(fp, "      buffers      %8.2f GiB\n", r->mem.buffers / GIB);
+        fprintf(fp, "      cuda graphs  %8.2f GiB\n", r->mem.graphs / GIB);
+        fprintf(fp, "    every stage (GiB): stage  weights  grads  optim  activ  buffers  graphs  peak  reserved\n");
+        for (int st = 0; st < r->mem.n_stages; st++) {
+            const struct mb_memory_stage *m = &r->mem.per_stage[st];
+            fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %8.2f %7.2f %5.1f %9.1f%s\n", st,
+                    m->weights / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB, m->buffers / GIB,
+                    m->graphs / GIB, m->peak_allocated / GIB, m->reserved / GIB,
+                    m->reserved > r->mem.capacity ? "  OOM" : "");
+        }
     }
     fprintf(fp, "\n  time breakdown (pipeline stage %d, seconds per step):\n", r->critical_stage);
     double total = 0;
@@ -133,7 +142,19 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(mem, "optimizer_gib", json_real(r->mem.optimizer / GIB));
     json_object_set_new(mem, "activations_gib", json_real(r->mem.activations / GIB));
     json_object_set_new(mem, "buffers_gib", json_real(r->mem.buffers / GIB));
+    json_object_set_new(mem, "cuda_graphs_gib", json_real(r->mem.graphs / GIB));
     json_object_set_new(mem, "dominant", json_string(r->mem.dominant));
+    json_t *stages = json_array();
+    for (int st = 0; st < r->mem.n_stages; st++) {
+        const struct mb_memory_stage *m = &r->mem.per_stage[st];
+        json_array_append_new(stages, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", st, "weights_gib",
+                                                m->weights / GIB, "gradients_gib", m->grads / GIB, "optimizer_gib",
+                                                m->optimizer / GIB, "activations_gib", m->activations / GIB,
+                                                "buffers_gib", m->buffers / GIB, "cuda_graphs_gib", m->graphs / GIB,
+                                                "peak_gib", m->peak_allocated / GIB, "reserved_gib",
+                                                m->reserved / GIB));
+    }
+    json_object_set_new(mem, "per_stage", stages);
     json_object_set_new(o, "memory", mem);
     json_t *bd = json_object();
     for (int c = 0; c < MB_CAT_COUNT; c++)

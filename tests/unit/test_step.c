@@ -215,12 +215,76 @@ static void test_ep_overlap(void **state)
     mb_scenario_free(&s);
 }
 
+/* Activation memory over the timeline (allocated from each forward's start,
+ * freed at its backward's end) against the closed forms (hardware.md D.2):
+ * 1F1B keeps p - s microbatches in flight on stage s, so every stage's
+ * activations are (p - s)/p of stage 0's; interleaving (v = 2) multiplies
+ * stage 0's by Megatron's penalty 1 + (p - 1)/(p v) = 1 + 3/8 = 1.375
+ * (warm-up (p-1)*2 + (v-1)*p = 10 chunk-forwards + 1 = 11 chunks of 2 layers
+ * = 22 layer-activations vs 4 microbatches x 4 layers = 16). */
+static void test_memory_timeline(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r, ri;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    sim(&s, &r);
+    assert_int_equal(r.mem.n_stages, 4);
+    double a0 = r.mem.per_stage[0].activations;
+    for (int st = 1; st < 4; st++) {
+        double want = a0 * (4 - st) / 4.0, got = r.mem.per_stage[st].activations;
+        if (fabs(got / want - 1) > 0.01)
+            fail_msg("stage %d activations %.4g vs (p-s)/p of stage 0 %.4g", st, got, want);
+    }
+    s.vpp = 2;
+    sim(&s, &ri);
+    double pen = ri.mem.per_stage[0].activations / a0, closed = 1 + 3.0 / 8;
+    if (fabs(pen / closed - 1) > 0.01)
+        fail_msg("interleaved penalty %.4f vs 1 + (p-1)/(p v) = %.4f", pen, closed);
+    mb_scenario_free(&s);
+}
+
+/* Host launch thread. tests/data/step/launch_bound.yaml has kernels shorter than
+ * the 4 us launch cost (calibration H100 spec), so the GPU waits for the host and
+ * the step is the host's launch time. Kernels launched per microbatch (see the
+ * counts in mb_step.c): per dense layer forward 12 (norm, QKV, RoPE q and k,
+ * attention, projection, residual, norm, FC1, GeLU, FC2, residual), backward 20
+ * (norms 2 each, GEMMs 2 each, RoPE 2, attention 3, elementwise 1 each);
+ * embedding 1 + 1; head 12 forward (norm, GEMM, cross-entropy 10) and 8
+ * backward (2 + 2 + 4): 2 x 32 + 22 = 86 per microbatch, 4 microbatches =
+ * 344 launches = 1.376 ms. The step (less the optimizer, which runs after the
+ * last kernel) must be within 5% above it. A whole-layer CUDA graph launches
+ * each layer's forward and backward as one graph (86 -> 2 x 2 + 22 = 26 per
+ * microbatch); a full-iteration graph launches nothing per kernel: both faster,
+ * and no host-launch time left exposed in the full-iteration case. */
+static void test_launch_bound(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result eager, layer, full;
+    load("tests/data/step/launch_bound.yaml", &s);
+    sim(&s, &eager);
+    double host = 344 * 4e-6, t = eager.step_time_s - eager.breakdown[MB_CAT_OPTIMIZER];
+    if (t < host || t > 1.05 * host)
+        fail_msg("launch-bound step %.4g s vs host launch time %.4g s", t, host);
+    assert_true(eager.breakdown[MB_CAT_HOST] > 0.3 * eager.step_time_s);
+    s.cuda_graph = MB_CG_LAYER;
+    sim(&s, &layer);
+    s.cuda_graph = MB_CG_FULL_ITERATION;
+    sim(&s, &full);
+    assert_true(layer.step_time_s < 0.6 * eager.step_time_s);
+    assert_true(full.step_time_s < layer.step_time_s);
+    assert_true(full.breakdown[MB_CAT_HOST] == 0);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap),
+        cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
