@@ -99,6 +99,8 @@ struct mb_engine {
     double makespan;
     unsigned long long n_events, n_solves;
     int max_active;
+    int *now_stack;               /* zero-length tasks started at `now`, not yet completed */
+    int n_now, cap_now;
 };
 
 /* Record the first misuse found while building; mb_engine_run reports it. */
@@ -143,6 +145,7 @@ void mb_engine_free(struct mb_engine *e)
 {
     if (!e)
         return;
+    mb_free(e->now_stack);
     mb_engine__free_run(e);
     mb_free(e->tasks);
     mb_free(e->streams);
@@ -268,6 +271,16 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
     tk->start = e->now;
+    if (tk->duration == 0 && tk->n_flows == 0) {
+        /* zero-length (join) task: completes at this instant without a trip
+         * through the event queue; drained by mb_engine_run before the next pop */
+        if (e->n_now == e->cap_now) {
+            e->cap_now = e->cap_now ? 2 * e->cap_now : 64;
+            e->now_stack = mb_realloc(e->now_stack, (size_t)e->cap_now * sizeof *e->now_stack);
+        }
+        e->now_stack[e->n_now++] = t;
+        return;
+    }
     mb_queue_push(e->q, e->now + tk->duration, EV_TASK_DELAY, t, 0);
 }
 
@@ -421,6 +434,7 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
     e->n_done = 0;
     e->makespan = 0;
     e->n_events = e->n_solves = 0;
+    e->n_now = 0;
     e->max_active = 0;
     for (size_t t = 0; t < e->n_tasks; t++)
         e->tasks[t].start = e->tasks[t].end = -1;
@@ -434,6 +448,11 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
 
     struct mb_event ev;
     for (;;) {
+        while (e->n_now > 0) {
+            int t = e->now_stack[--e->n_now];
+            e->n_events++;
+            mb_engine__complete(e, t);
+        }
         if (e->dirty) {
             /* solve once per instant, after all of its events */
             if (!mb_queue_peek(e->q, &ev) || ev.time > e->now)

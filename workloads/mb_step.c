@@ -1169,7 +1169,7 @@ static int mb__warmup(int st, int p, int v, int m)
 static int mb__kind_of(const struct mb_layer *L) { return (int)L->mixer * 3 + (int)L->ffn; }
 
 /* Simulate the step with `mbs_n` microbatches per DP rank. */
-static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trace, struct mb_result *r,
+static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trace, int critical, struct mb_result *r,
                         struct mb_err *err)
 {
     struct timespec t0, t1;
@@ -1631,7 +1631,8 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         r->events = mb_engine_n_events(b.e);
         r->tasks = mb_engine_n_tasks(b.e);
         mb__breakdown(&b, p, step, r);
-        mb__critical(&b, p, r);
+        if (critical)
+            mb__critical(&b, p, r);
         /* activation memory over the timeline: a microbatch's activations of a
          * chunk count from the start of its forward (they are allocated while it
          * runs: counting them whole from its start bounds the peak inside it)
@@ -1737,24 +1738,37 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
 
 /* Steady-state 1F1B is periodic: past the warm-up, every extra microbatch adds
  * the same time to the step. Large microbatch counts are therefore simulated at
- * two counts m1 < m2 <= MB_STEP_MB_CAP (multiples of pp, as interleaving needs)
- * and the step extended linearly: T(m) = T(m2) + (m - m2) (T(m2) - T(m1)) / (m2 - m1).
+ * two counts m1 < m2 <= cap (multiples of pp, as interleaving needs) and the
+ * step extended linearly: T(m) = T(m2) + (m - m2) (T(m2) - T(m1)) / (m2 - m1).
  * This keeps time and memory bounded for any global batch size; the tests
- * check it against a full simulation. */
+ * check it against a full simulation. The per-step terms must have stopped
+ * changing for the step to be linear in m: when the exposed DP/FSDP
+ * communication (hidden behind more backward work as m grows) still differs
+ * between m1 and m2, the full simulation runs instead. */
 #define MB_STEP_MB_CAP 64
 
-int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                          struct mb_err *err)
 {
     int m = s->global_batch_size / (s->micro_batch_size * s->dp);
     int p = s->pp > 0 ? s->pp : 1;
-    int cap = MB_STEP_MB_CAP > 4 * p ? MB_STEP_MB_CAP : 4 * p;
+    int crit = o ? o->critical_path : 1;
+    int cap = o && o->mb_cap ? o->mb_cap : MB_STEP_MB_CAP;
+    if (cap < 0)
+        return mb__simulate(s, m, NULL, crit, r, err);
+    if (cap < 4 * p)
+        cap = 4 * p;
     cap -= cap % p;
     if (m <= cap)
-        return mb__simulate(s, m, NULL, r, err);
+        return mb__simulate(s, m, NULL, crit, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
     struct mb_result r1;
-    if (mb__simulate(s, m1, NULL, &r1, err) || mb__simulate(s, m2, NULL, r, err))
+    if (mb__simulate(s, m1, NULL, crit, &r1, err) || mb__simulate(s, m2, NULL, crit, r, err))
         return -1;
+    double fixed1 = r1.breakdown[MB_CAT_COMM_DP] + r1.breakdown[MB_CAT_COMM_FSDP];
+    double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
+    if (fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s)
+        return mb__simulate(s, m, NULL, crit, r, err);
     double k = (double)(m - m2) / (m2 - m1);
     double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
     double step = r->step_time_s + k * (r->step_time_s - r1.step_time_s);
@@ -1773,9 +1787,15 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
     return 0;
 }
 
+int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+{
+    return mb_step_simulate_opts(s, NULL, r, err);
+}
+
 int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
 {
-    return mb__simulate(s, s->global_batch_size / (s->micro_batch_size * s->dp), NULL, r, err);
+    struct mb_step_opts o = {-1, 1};
+    return mb_step_simulate_opts(s, &o, r, err);
 }
 
 int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err)
@@ -1784,5 +1804,5 @@ int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_resul
     int p = s->pp > 0 ? s->pp : 1;
     int cap = MB_STEP_MB_CAP > 4 * p ? MB_STEP_MB_CAP : 4 * p;
     cap -= cap % p;
-    return mb__simulate(s, m < cap ? m : cap, path, r, err);
+    return mb__simulate(s, m < cap ? m : cap, path, 1, r, err);
 }

@@ -89,6 +89,21 @@ struct mb_result {
  */
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
 
+/** Options of a simulation. */
+struct mb_step_opts {
+    int mb_cap;          /* simulate at most this many microbatches per DP rank (at least 4*pp) and
+                            extend the periodic steady state linearly; 0 = default 64, < 0 = all */
+    int critical_path;   /* compute r->critical (costs ~10% of a simulation) */
+};
+
+/**
+ * @brief mb_step_simulate with options (NULL = defaults: cap 64, critical path on).
+ * `mbsim sweep` uses a lower cap and no critical path; validate and tune skip
+ * the critical path.
+ */
+int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                          struct mb_err *err);
+
 /**
  * @brief As mb_step_simulate, but always simulates every microbatch of the step.
  * mb_step_simulate simulates at most 64 (or 4*pp) microbatches per DP rank and

@@ -647,63 +647,12 @@ static void mb_sw__reason(char *dst, size_t len, const char *msg)
             *p = ' ';
 }
 
-/*
- * mb_step_simulate with a lower microbatch cap: above `cap` microbatches per
- * DP rank, simulate m1 and m2 (multiples of pp, m2 = cap >= 4*pp, m1 = m2/2)
- * by shrinking the global batch, and extend the periodic steady state linearly
- * to the real count -- the extrapolation mb_step_simulate itself applies above
- * 64 microbatches (mb_step.h), so results agree with `mbsim run` to within
- * the steady-state assumption (docs/sweep.md gives the measured difference).
- * Memory comes from the m2 run: every in-flight microbatch of the schedule is
- * already there once m2 >= 4*pp. When the per-step exposed DP/FSDP
- * communication still differs between m1 and m2 (not yet hidden behind the
- * backward of enough microbatches) the step is not yet linear in m and the
- * full mb_step_simulate runs instead. cap <= 0: plain mb_step_simulate.
- */
+/* mb_step_simulate with the sweep's microbatch cap (0: the default 64, < 0:
+ * every microbatch) and no critical path (sweeps rank by throughput and memory). */
 static int mb_sw__simulate(const struct mb_scenario *s, int cap, struct mb_result *r, struct mb_err *err)
 {
-    long mbs_dp = (long)s->micro_batch_size * s->dp;
-    long m = s->global_batch_size / mbs_dp;
-    int p = s->pp > 0 ? s->pp : 1;
-    if (cap <= 0)
-        return mb_step_simulate(s, r, err);
-    if (cap < 4 * p)
-        cap = 4 * p;
-    cap -= cap % p;
-    if (m <= cap)
-        return mb_step_simulate(s, r, err);
-    long m2 = cap, m1 = cap / 2 - (cap / 2) % p;
-    struct mb_scenario s1 = *s, s2 = *s;
-    s1.global_batch_size = (int)(m1 * mbs_dp);
-    s2.global_batch_size = (int)(m2 * mbs_dp);
-    struct mb_result *r1 = mb_malloc(sizeof *r1);
-    int rc = mb_step_simulate(&s1, r1, err) || mb_step_simulate(&s2, r, err) ? -1 : 0;
-    /* Linear only once the per-step terms stopped changing: exposed DP/FSDP
-     * communication (hidden behind more backward work as m grows) must be the
-     * same at m1 and m2, otherwise fall back to the full simulation. */
-    double fixed1 = r1->breakdown[MB_CAT_COMM_DP] + r1->breakdown[MB_CAT_COMM_FSDP];
-    double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
-    if (!rc && fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s) {
-        mb_free(r1);
-        return mb_step_simulate(s, r, err);
-    }
-    if (!rc) {
-        double k = (double)(m - m2) / (double)(m2 - m1);
-        double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
-        double step = r->step_time_s + k * (r->step_time_s - r1->step_time_s);
-        for (int c = 0; c < MB_CAT_COUNT; c++)
-            r->breakdown[c] = fmax(0, r->breakdown[c] + k * (r->breakdown[c] - r1->breakdown[c]));
-        r->model_flops *= (double)m / (double)m2;
-        r->step_time_s = step;
-        r->microbatches = (int)m;
-        r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (step * s->gpus);
-        r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
-        r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
-        r->sim_wall_s += r1->sim_wall_s;
-        r->events += r1->events;
-    }
-    mb_free(r1);
-    return rc;
+    struct mb_step_opts o = {cap, 0};
+    return mb_step_simulate_opts(s, &o, r, err);
 }
 
 void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row)
@@ -722,7 +671,7 @@ void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *r
     }
     row->dp = s.dp;
     struct mb_result *r = mb_malloc(sizeof *r);
-    int rc = sw->exact ? mb_step_simulate_exact(&s, r, &err) : mb_sw__simulate(&s, sw->mb_cap, r, &err);
+    int rc = mb_sw__simulate(&s, sw->exact ? -1 : sw->mb_cap, r, &err);
     if (rc) {
         row->status = MB_SWEEP_FAILED;
         mb_sw__reason(row->reason, sizeof row->reason, err.msg);
