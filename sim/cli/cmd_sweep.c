@@ -5,7 +5,6 @@
  */
 #include <jansson.h>
 #if defined(__GLIBC__) || defined(__linux__)
-#include <malloc.h>
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,13 +393,6 @@ int mb_cmd_sweep(int argc, char **argv)
         }
     sw.exact = exact;
     sw.mb_cap = mb_cap == 64 ? 0 : (int)mb_cap;
-#if defined(M_TRIM_THRESHOLD) && defined(M_TOP_PAD)
-    /* Every simulation grows and frees engine arrays of tens of MB; keeping the
-     * freed heap mapped (no trim) avoids refaulting it for each configuration
-     * (about a third of the run time on glibc). */
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    mallopt(M_TOP_PAD, 64 << 20);
-#endif
 
     size_t total = mb_sweep_size(&sw);
     struct progress pr = {now_s(), isatty(2)};

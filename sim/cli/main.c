@@ -2,6 +2,7 @@
  * main.c -- the mbsim command line: the only place that prints errors and
  * chooses exit codes (0 ok, 1 bad input, 2 usage).
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -233,8 +234,20 @@ static int cmd_validate(int argc, char **argv)
     return 0;
 }
 
+/* Every simulation grows and frees engine arrays of tens of MB; keeping the
+ * freed heap mapped (no trim) avoids page-faulting it in again for each
+ * simulation (about a third of a sweep's time on glibc). */
+static void tune_malloc(void)
+{
+#if defined(M_TRIM_THRESHOLD) && defined(M_TOP_PAD)
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_TOP_PAD, 64 << 20);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    tune_malloc();
     if (argc < 2) {
         usage_main(stderr);
         return EXIT_USAGE;
