@@ -197,6 +197,19 @@ static void mb_engine__check_flow(struct mb_engine *e, int task, int i,
             }
 }
 
+void mb_engine_reserve(struct mb_engine *e, size_t tasks, size_t deps)
+{
+    if (tasks > e->cap_tasks) {
+        e->cap_tasks = tasks;
+        e->tasks = mb_realloc(e->tasks, e->cap_tasks * sizeof *e->tasks);
+    }
+    if (deps > e->cap_deps) {
+        e->cap_deps = deps;
+        e->dep_before = mb_realloc(e->dep_before, e->cap_deps * sizeof *e->dep_before);
+        e->dep_after = mb_realloc(e->dep_after, e->cap_deps * sizeof *e->dep_after);
+    }
+}
+
 int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
 {
     if (d->stream < 0 || d->stream >= e->n_streams) {

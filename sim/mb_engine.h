@@ -54,6 +54,12 @@ int mb_engine_add_link(struct mb_engine *e, double capacity);
 /** @brief Add a stream. @return stream id (0, 1, ...). */
 int mb_engine_add_stream(struct mb_engine *e);
 
+/**
+ * @brief Pre-size the task and dependency arrays (a hint: they still grow past
+ * it). Saves the copies and page faults of repeated doubling on large graphs.
+ */
+void mb_engine_reserve(struct mb_engine *e, size_t tasks, size_t deps);
+
 /** @brief Append a task to its stream. @return task id (0, 1, ...). */
 int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d);
 

@@ -1284,6 +1284,15 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
 
     /* engine resources */
     b.e = mb_engine_new();
+    {
+        /* size hint: every layer op runs forward, backward and maybe again in
+         * recompute, each with a host launch task and a couple of edges */
+        size_t per_mb = 64;
+        for (int i = 0; i < nl; i++)
+            per_mb += (size_t)ops[mb__kind_of(&m->layer[i])].n;
+        size_t est = per_mb * 3 * 2 * (size_t)(mbs_n > 0 ? mbs_n : 1) + 1024;
+        mb_engine_reserve(b.e, est, 2 * est);
+    }
     for (int st = 0; st < p; st++) {
         b.comp[st] = mb_engine_add_stream(b.e);
         for (int c = 0; c < MB_CK_COUNT; c++)
