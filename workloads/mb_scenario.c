@@ -539,6 +539,7 @@ struct mb_scn__data {
     long seq_length, global_batch_size, micro_batch_size;
     int mock;
     const struct mb_node *images;
+    const struct mb_node *packing, *text_tokens;
 };
 static const struct mb_field mb_scn__data_fields[] = {
     F_(mb_scn__data, "seq_length", MB_F_INT, seq_length, 1, 1, 1e8, MB_UNIT_NONE),
@@ -546,6 +547,8 @@ static const struct mb_field mb_scn__data_fields[] = {
     F_(mb_scn__data, "micro_batch_size", MB_F_INT, micro_batch_size, 0, 1, 1e6, MB_UNIT_NONE),
     F_(mb_scn__data, "mock", MB_F_BOOL, mock, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__data, "images", MB_F_NODE, images, 0, 1, 0, MB_UNIT_NONE),
+    F_(mb_scn__data, "packing", MB_F_NODE, packing, 0, 1, 0, MB_UNIT_NONE),
+    F_(mb_scn__data, "text_tokens", MB_F_NODE, text_tokens, 0, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__img {
@@ -812,7 +815,7 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
     }
 
     /* data */
-    struct mb_scn__data d = {0, 0, s->micro_batch_size, s->mock, NULL};
+    struct mb_scn__data d = {0, 0, s->micro_batch_size, s->mock, NULL, NULL, NULL};
     if (mb_yaml_read_fields(top->data, mb_scn__data_fields, &d, "data", NULL, err))
         return -1;
     s->seq_length = (int)d.seq_length;
@@ -828,6 +831,31 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
         mk->images = d.images;
         if (mb_scn__images(d.images, &s->images, err))
             return -1;
+    }
+    if (mb_scn__given(d.packing)) {
+        static const struct mb_scn__name packs[] = {{"padded", 0}, {"packed", 1}, {NULL, 0}};
+        unsigned pv;
+        if (mb_scn__enum(d.packing, "data.packing", packs, &pv, err))
+            return -1;
+        s->packed = (int)pv;
+    }
+    const struct mb_node *tt = mb_scn__given(d.text_tokens);
+    if (tt) {
+        if (s->mock)
+            return mb_yaml_err(err, tt, "data.text_tokens describes real samples; mock data fills whole sequences");
+        if (tt->kind == MB_NODE_SEQ) {
+            if (tt->n != 2)
+                return mb_yaml_err(err, tt, "data.text_tokens: expected N or [min, max], got %zu items", tt->n);
+            if (mb_scn__int(tt->items[0], "data.text_tokens min", 1, 100000000, &s->text_min, err) ||
+                mb_scn__int(tt->items[1], "data.text_tokens max", 1, 100000000, &s->text_max, err))
+                return -1;
+            if (s->text_min > s->text_max)
+                return mb_yaml_err(err, tt, "data.text_tokens: min %d > max %d", s->text_min, s->text_max);
+        } else {
+            if (mb_scn__int(tt, "data.text_tokens", 1, 100000000, &s->text_min, err))
+                return -1;
+            s->text_max = s->text_min;
+        }
     }
 
     /* parallel */

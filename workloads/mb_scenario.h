@@ -85,6 +85,10 @@ struct mb_scenario {
     int micro_batch_size;
     int mock;                          /* image-free mock data */
     struct mb_images images;
+    int text_min, text_max;            /* text tokens per real sample, uniform in [min, max];
+                                          0 = each sample fills its sequence */
+    int packed;                        /* data.packing: 0 padded (a sample per sequence),
+                                          1 packed (samples concatenated, per-sample attention) */
     /* parallel */
     enum mb_strategy strategy;
     int tp, pp, vpp, cp, ep, etp;

@@ -502,21 +502,20 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
 
 /* ---- vision encoder ----------------------------------------------------- */
 
-/* Images of one microbatch: patches per image drawn from the scenario's
- * distribution with the scenario's seed. Returns total patches; sq gets the
- * sum of squared patches (attention runs within each image). */
-static double mb__draw_images(const struct mb_scenario *s, const struct mb_model *m, struct mb_rng *rng,
-                              double *sq, double *merged_out)
+/* Real samples: images (count and sizes from the scenario's distribution)
+ * plus text tokens; seeded, so the same scenario draws the same data. */
+struct mb_sample {
+    double len;     /* LLM positions: text + merged image tokens, at most seq_length */
+    double P, Q;    /* ViT patches and sum of squared patches (attention within each image) */
+    double merged;  /* LLM tokens taken by images */
+};
+
+static void mb__draw_sample(const struct mb_scenario *s, const struct mb_model *m, struct mb_rng *rng,
+                            struct mb_sample *x)
 {
     const struct mb_images *im = &s->images;
-    double P = 0, Q = 0, merged = 0;
-    *sq = 0;
-    if (s->mock || im->dist == MB_IMG_NONE || m->vision.depth == 0) {
-        if (merged_out)
-            *merged_out = 0;
-        return 0;
-    }
-    for (int smp = 0; smp < s->micro_batch_size; smp++) {
+    memset(x, 0, sizeof *x);
+    if (!(s->mock || im->dist == MB_IMG_NONE || m->vision.depth == 0)) {
         int lo = im->per_sample_min, hi = im->per_sample_max > lo ? im->per_sample_max : lo;
         int cnt = lo + (int)(mb_rng_uniform(rng) * (hi - lo + 1));
         if (cnt > hi)
@@ -536,15 +535,65 @@ static double mb__draw_images(const struct mb_scenario *s, const struct mb_model
             }
             double mg;
             double p = mb_model_image_patches(m, hh, ww, &mg);
-            P += p;
-            Q += p * p;
-            merged += mg;
+            x->P += p;
+            x->Q += p * p;
+            x->merged += mg;
         }
     }
-    *sq = Q;
-    if (merged_out)
-        *merged_out = merged;
-    return P;
+    double text;
+    if (s->mock || s->text_max <= 0) {
+        text = s->seq_length - x->merged; /* the sample fills its sequence */
+    } else {
+        int span = s->text_max - s->text_min + 1;
+        text = s->text_min + (int)(mb_rng_uniform(rng) * span);
+        if (text > s->text_max)
+            text = s->text_max;
+    }
+    x->len = fmin(s->seq_length, fmax(0, text) + x->merged);
+}
+
+/* One microbatch (micro_batch_size sequences) of one rank: vision work, the
+ * LLM positions that carry data (`useful`), the sum of squared attention
+ * lengths (`lsq`) and the number of samples. Padded: one sample per sequence,
+ * padded to seq_length, attention over the whole padded sequence. Packed:
+ * samples are concatenated greedily until the next does not fit (it opens the
+ * next sequence); attention runs within each sample (THD), so the attention
+ * work is sum(L_i^2) instead of seq^2. */
+struct mb_mbdraw {
+    double P, Q, merged, useful, lsq, samples;
+};
+
+struct mb_sampler {
+    struct mb_rng rng;
+    int pending;
+    struct mb_sample next;
+};
+
+static void mb__draw_microbatch(const struct mb_scenario *s, const struct mb_model *m, struct mb_sampler *sm,
+                                struct mb_mbdraw *d)
+{
+    double seq = s->seq_length;
+    memset(d, 0, sizeof *d);
+    for (int q = 0; q < s->micro_batch_size; q++) {
+        double fill = 0;
+        do {
+            if (!sm->pending) {
+                mb__draw_sample(s, m, &sm->rng, &sm->next);
+                sm->pending = 1;
+            }
+            if (fill > 0 && fill + sm->next.len > seq)
+                break;
+            struct mb_sample *x = &sm->next;
+            d->P += x->P;
+            d->Q += x->Q;
+            d->merged += x->merged;
+            d->samples += 1;
+            d->lsq += s->packed ? x->len * x->len : seq * seq;
+            fill += x->len;
+            sm->pending = 0;
+        } while (s->packed && s->text_max > 0 && !s->mock && fill < seq);
+        d->useful += fill;
+    }
 }
 
 /* ViT forward/backward ops for P patches (sum of squares Q) on stage 0. */
@@ -1374,6 +1423,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
      * drawn (the expected maximum saturates long before that). */
     double *vP = mb_calloc((size_t)mbs_n, sizeof *vP), *vQ = mb_calloc((size_t)mbs_n, sizeof *vQ);
     double sumP = 0, sumQ = 0, sum_merged = 0, act_vision = 0;
+    double drawn_useful = 0, drawn_lsq = 0, drawn_samples = 0, draws = 0, R_used = 1;
     {
         int R = s->dp < MB_VISION_RANKS ? s->dp : MB_VISION_RANKS;
         int G = (m->num_experts > 0 && s->ep > 1) ? (s->ep < R ? s->ep : R) : 1;
@@ -1381,25 +1431,30 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         if (R < 1)
             R = G = 1;
         int vis_on = !(s->mock || s->images.dist == MB_IMG_NONE || m->vision.depth == 0);
-        if (!vis_on)
-            R = G = 1;
+        if (!vis_on && (s->text_max <= 0 || s->mock))
+            R = G = 1; /* every rank's data is the same: full text sequences */
+        R_used = R;
         double *gP = mb_calloc((size_t)mbs_n, sizeof *gP), *gQ = mb_calloc((size_t)mbs_n, sizeof *gQ);
         double best_total = -1, drawn_merged = 0, drawnP = 0, drawnQ = 0;
-        struct mb_rng rng;
-        mb_rng_seed(&rng, s->images.seed);
+        struct mb_sampler sm;
+        memset(&sm, 0, sizeof sm);
+        mb_rng_seed(&sm.rng, s->images.seed);
         for (int g0 = 0; g0 < R; g0 += G) {
             double total = 0;
             for (int i = 0; i < mbs_n; i++) {
                 gP[i] = gQ[i] = 0;
                 for (int rk = 0; rk < G; rk++) {
-                    double q, mg;
-                    double pp = mb__draw_images(s, m, &rng, &q, &mg);
-                    drawnP += pp;
-                    drawnQ += q;
-                    drawn_merged += mg;
-                    if (pp > gP[i]) {
-                        gP[i] = pp;
-                        gQ[i] = q;
+                    struct mb_mbdraw d;
+                    mb__draw_microbatch(s, m, &sm, &d);
+                    drawnP += d.P;
+                    drawnQ += d.Q;
+                    drawn_merged += d.merged;
+                    drawn_useful += d.useful;
+                    drawn_lsq += d.lsq;
+                    drawn_samples += d.samples;
+                    if (d.P > gP[i]) {
+                        gP[i] = d.P;
+                        gQ[i] = d.Q;
                     }
                 }
                 total += gP[i];
@@ -1412,12 +1467,30 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         }
         mb_free(gP);
         mb_free(gQ);
-        /* model FLOPs count the mean rank's images, not the slowest */
+        /* model FLOPs count the mean rank's data, not the slowest */
         sumP = drawnP / R;
         sumQ = drawnQ / R;
         sum_merged = drawn_merged / R;
+        draws = (double)R * mbs_n;
     }
-    r->vision_tokens_per_sample = mbs_n ? sum_merged / ((double)mbs_n * s->micro_batch_size) : 0;
+    r->vision_tokens_per_sample = drawn_samples > 0 ? sum_merged * R_used / drawn_samples : 0;
+    /* per sequence: positions carrying data and the attention work relative to seq^2 */
+    double useful_per_seq = draws > 0 ? drawn_useful / (draws * s->micro_batch_size) : s->seq_length;
+    double lsq_per_seq = draws > 0 ? drawn_lsq / (draws * s->micro_batch_size)
+                                   : (double)s->seq_length * s->seq_length;
+    double attn_scale = lsq_per_seq / ((double)s->seq_length * s->seq_length);
+    if (attn_scale < 1.0) {
+        /* packed sequences: attention runs within each sample (THD) */
+        for (int k = 0; k < 18; k++)
+            for (int i = 0; i < ops[k].n; i++) {
+                struct mb_op *o = &ops[k].op[i];
+                if (o->type == MB_OP_COMP && o->cat == MB_CAT_ATTN && (o->module & MB_RCM_CORE_ATTN)) {
+                    o->fwd *= attn_scale;
+                    o->bwd *= attn_scale;
+                    o->bwd_dgrad_only *= attn_scale;
+                }
+            }
+    }
 
     /* ---- the step graph ---- */
     int is_fsdp = s->strategy == MB_STRAT_FSDP;
@@ -1699,7 +1772,11 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         /* metrics */
         double gbs = (double)mbs_n * s->micro_batch_size * s->dp, seq = s->seq_length;
         r->tokens_per_s_per_gpu = gbs * seq / (step * s->gpus);
-        double llm = mb_model_flops(m, gbs * seq, gbs * seq * seq);
+        r->useful_tokens_per_s_per_gpu = gbs * useful_per_seq / (step * s->gpus);
+        /* Megatron's count: padded (BSHD) sequences count every position; packed
+         * (THD) sequences count real tokens and per-sample squared lengths */
+        double llm = s->packed ? mb_model_flops(m, gbs * useful_per_seq, gbs * lsq_per_seq)
+                               : mb_model_flops(m, gbs * seq, gbs * seq * seq);
         double vit = mb_model_vit_flops(m, sumP * s->dp, sumQ * s->dp);
         r->model_flops = llm + vit;
         r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
@@ -1788,7 +1865,9 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
     r->model_flops *= (double)m / m2;
     r->step_time_s = step;
     r->microbatches = m;
+    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
     r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (step * s->gpus);
+    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
     r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
     r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
     r->sim_wall_s += r1.sim_wall_s;

@@ -62,6 +62,7 @@ struct mb_memory {
 struct mb_result {
     double step_time_s;
     double tokens_per_s_per_gpu;        /* GBS * seq / (step * gpus) */
+    double useful_tokens_per_s_per_gpu; /* positions carrying data (padding excluded) / (step * gpus) */
     double model_flops;                 /* Megatron model FLOP per step (LLM + ViT) */
     double model_tflops_per_gpu;
     double mfu;                         /* model TFLOP/s/GPU / dense peak at the GEMM precision */

@@ -492,6 +492,10 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
         }
         fprintf(fp, "    seed: %llu\n", s->images.seed);
     }
+    if (s->text_max > 0 && !s->mock)
+        fprintf(fp, "  text_tokens: [%d, %d]\n", s->text_min, s->text_max);
+    if (s->packed)
+        fprintf(fp, "  packing: packed\n");
     fprintf(fp, "parallel:\n  strategy: %s\n  tp: %d\n  pp: %d\n  vpp: %d\n  cp: %d\n  ep: %d\n  etp: %d\n",
             strat[s->strategy], s->tp, s->pp, s->vpp > 0 ? s->vpp : 1, s->cp, s->ep, s->etp);
     if (s->tp > 1)

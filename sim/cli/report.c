@@ -30,11 +30,14 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, ", dispatcher %s", mb__disp(s->dispatcher));
     fprintf(fp, "\n");
     if (s->model.vision.depth > 0)
-        fprintf(fp, "  data: %s, %.0f vision tokens per sample on average\n", s->mock ? "mock (no images)" : "real images",
-                r->vision_tokens_per_sample);
+        fprintf(fp, "  data: %s, %.0f vision tokens per sample on average%s\n", s->mock ? "mock (no images)" : "real images",
+                r->vision_tokens_per_sample, s->packed ? ", packed sequences" : "");
     fprintf(fp, "\n");
     fprintf(fp, "  step time            %10.4f s\n", r->step_time_s);
     fprintf(fp, "  tokens/s/GPU         %10.1f\n", r->tokens_per_s_per_gpu);
+    if (r->useful_tokens_per_s_per_gpu < 0.999 * r->tokens_per_s_per_gpu)
+        fprintf(fp, "  useful tokens/s/GPU  %10.1f  (padding excluded: %.0f %% of positions carry data)\n",
+                r->useful_tokens_per_s_per_gpu, 100 * r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu);
     fprintf(fp, "  model TFLOP/s/GPU    %10.1f\n", r->model_tflops_per_gpu);
     fprintf(fp, "  MFU                  %10.1f %%  (of %s dense peak)\n", 100 * r->mfu, mb_prec_name(s->prec.gemm));
     fprintf(fp, "  peak memory          %10.1f GiB of %.1f GiB (reserved ~%.1f GiB) -> %s; largest term: %s\n",
@@ -129,6 +132,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(o, "layout", lay);
     json_object_set_new(o, "step_time_s", json_real(r->step_time_s));
     json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s_per_gpu));
+    json_object_set_new(o, "useful_tokens_per_s_per_gpu", json_real(r->useful_tokens_per_s_per_gpu));
     json_object_set_new(o, "model_tflops_per_gpu", json_real(r->model_tflops_per_gpu));
     json_object_set_new(o, "mfu", json_real(r->mfu));
     json_object_set_new(o, "peak_memory_gib", json_real(r->mem.peak_allocated / GIB));
