@@ -69,6 +69,10 @@ static void test_headline(void **state)
     assert_int_equal(s.recompute, MB_RC_NONE);
     assert_int_equal(s.sequence_parallel, 0); /* tp = 1 */
     assert_true(s.overlap_grad_reduce && s.overlap_param_gather && s.overlap_ep_comm);
+    /* real samples: text 64..1536 tokens, packed */
+    assert_int_equal(s.text_min, 64);
+    assert_int_equal(s.text_max, 1536);
+    assert_int_equal(s.packed, 1);
     mb_scenario_free(&s);
 }
 
@@ -167,6 +171,7 @@ static const struct {
      "25:5: data.images: a sample can hold 2 images of up to 1600 LLM tokens each (3200 tokens), more than "
      "seq_length = 64"},
     {"bad_kv_tp.yaml", "21:7: tp = 16 does not divide num_kv_heads = 8 (query groups) of model llama3_70b"},
+    {"bad_text_mock.yaml", "10:16: data.text_tokens describes real samples; mock data fills whole sequences"},
     {"bad_gbs.yaml",
      "9:22: global_batch_size = 100 is not divisible by micro_batch_size*dp = 16 (micro_batch_size = 1, dp = 16)"},
     {"bad_inline_model.yaml",
