@@ -1,7 +1,7 @@
 # gantt.gp -- timeline of the simulated ranks from `mbsim run --trace` (docs/plots.md).
 # Driven by `mbsim plot gantt TRACE.json -o OUT`, which sets
 #   infile   track, label, start_ms, end_ms, category: one row per slice; track =
-#            7*stage + (0 compute, 1..6 TP/CP/EP/PP/DP/FSDP communication)
+#            8*stage + (0 compute, 1..6 TP/CP/EP/PP/DP/FSDP communication, 7 host launches)
 #   outfile  .png (pngcairo) or .svg
 # Columns are read by name; colours by category (compute categories blue/green
 # shades, communication orange/red, recompute purple).
@@ -18,7 +18,7 @@ stats infile using "end_ms" nooutput
 tmax = STATS_max
 stats infile using "track" nooutput
 ymax = STATS_max
-set title "simulated step timeline (pipeline stage x {compute, TP, CP, EP, PP, DP, FSDP})"
+set title "simulated step timeline (pipeline stage x {compute, TP, CP, EP, PP, DP, FSDP, host})"
 set xlabel "time (ms)"
 set xrange [0:tmax * 1.01]
 set yrange [ymax + 0.6:-0.6]
@@ -30,10 +30,18 @@ col(c) = c eq "vision_encoder" ? 0x2ca02c : c eq "projector" ? 0x98df8a : c eq "
          c eq "moe_experts" ? 0x17becf : c eq "dispatch_combine_compute" ? 0xaec7e8 : c eq "dense_other" ? 0x7f7f7f : \
          c eq "recompute" ? 0x9467bd : c eq "optimizer" ? 0x8c564b : c eq "exposed_ep_comm" ? 0xd62728 : \
          c eq "exposed_tp_comm" ? 0xff7f0e : c eq "exposed_pp_comm" ? 0xe377c2 : c eq "exposed_dp_comm" ? 0xbcbd22 : \
-         c eq "exposed_fsdp_comm" ? 0xffbb78 : 0x555555
+         c eq "exposed_fsdp_comm" ? 0xffbb78 : c eq "EP comm" ? 0xd62728 : c eq "TP comm" ? 0xff7f0e : \
+         c eq "PP p2p" ? 0xe377c2 : c eq "DP comm" ? 0xbcbd22 : c eq "FSDP comm" ? 0xffbb78 : c eq "CP comm" ? 0x8c564b : \
+         c eq "launch" ? 0xc7c7c7 : 0x555555
 set style fill solid 0.9 noborder
 plot infile using ((column("start_ms") + column("end_ms")) / 2):"track": \
           ((column("end_ms") - column("start_ms")) / 2):(0.35):(col(strcol("category"))):ytic(strcol("label")) \
           with boxxyerror lc rgb variable notitle, \
-     for [c in "vision_encoder decoder_attention moe_experts dispatch_combine_compute dense_other recompute exposed_ep_comm exposed_tp_comm exposed_pp_comm exposed_dp_comm exposed_fsdp_comm"] \
-          NaN with boxes lc rgb col(c) title c
+     for [c in "vision_encoder decoder_attention moe_experts dispatch_combine_compute dense_other recompute optimizer"] \
+          NaN with boxes lc rgb col(c) title c, \
+     NaN with boxes lc rgb col("TP comm") title "TP comm", \
+     NaN with boxes lc rgb col("EP comm") title "EP comm", \
+     NaN with boxes lc rgb col("PP p2p") title "PP p2p", \
+     NaN with boxes lc rgb col("DP comm") title "DP comm", \
+     NaN with boxes lc rgb col("FSDP comm") title "FSDP comm", \
+     NaN with boxes lc rgb col("launch") title "host launches"

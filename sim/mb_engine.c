@@ -598,3 +598,12 @@ size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
     mb_free(fill);
     return k;
 }
+
+size_t mb_engine_n_deps(const struct mb_engine *e) { return e->n_deps; }
+
+void mb_engine_dep(const struct mb_engine *e, size_t i, int *before, int *after)
+{
+    assert(i < e->n_deps);
+    *before = e->dep_before[i];
+    *after = e->dep_after[i];
+}

@@ -98,4 +98,9 @@ int mb_engine_max_active_flows(const struct mb_engine *e);
  */
 size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max);
 
+/** @brief Number of dependencies added (mb_engine_add_dep calls). */
+size_t mb_engine_n_deps(const struct mb_engine *e);
+/** @brief Dependency i < mb_engine_n_deps(e): task `after` waited for task `before`. */
+void mb_engine_dep(const struct mb_engine *e, size_t i, int *before, int *after);
+
 #endif /* MB_ENGINE_H */

@@ -1104,31 +1104,63 @@ static int mb__trace(struct mb_build *b, int p, const char *path, struct mb_err 
         json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", "thread_name", "pid", st,
                                             "tid", MB_CK_COUNT + 1, "args", "name", "host (kernel launches)"));
     }
+    /* stream -> (process, track) */
+    int nstream = 0;
+    for (int st = 0; st < p; st++) {
+        int ids[MB_CK_COUNT + 2] = {b->comp[st], b->host[st]};
+        for (int k = 0; k < MB_CK_COUNT; k++)
+            ids[k + 2] = b->cstream[st][k];
+        for (int k = 0; k < MB_CK_COUNT + 2; k++)
+            if (ids[k] + 1 > nstream)
+                nstream = ids[k] + 1;
+    }
+    int *spid = mb_malloc((size_t)nstream * sizeof *spid), *stid = mb_malloc((size_t)nstream * sizeof *stid);
+    for (int i = 0; i < nstream; i++)
+        spid[i] = -1, stid[i] = 0;
+    for (int st = 0; st < p; st++) {
+        spid[b->comp[st]] = st;
+        spid[b->host[st]] = st;
+        stid[b->host[st]] = MB_CK_COUNT + 1;
+        for (int k = 0; k < MB_CK_COUNT; k++) {
+            spid[b->cstream[st][k]] = st;
+            stid[b->cstream[st][k]] = k + 1;
+        }
+    }
     size_t nt = mb_engine_n_tasks(b->e);
     for (size_t t = 0; t < nt; t++) {
         int sid = mb_engine_task_stream(b->e, (int)t), c = mb__task_cat(b->e, (int)t);
         double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
         if (c < 0 || t1 <= t0)
             continue;
-        int pid = -1, tid = 0;
-        for (int st = 0; st < p && pid < 0; st++) {
-            if (b->comp[st] == sid)
-                pid = st;
-            if (b->host[st] == sid) {
-                pid = st;
-                tid = MB_CK_COUNT + 1;
-            }
-            for (int k = 0; k < MB_CK_COUNT && pid < 0; k++)
-                if (b->cstream[st][k] == sid) {
-                    pid = st;
-                    tid = k + 1;
-                }
-        }
-        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:i}", "ph", "X", "name",
-                                            tid == MB_CK_COUNT + 1 ? "launch" : mb_cat_name((enum mb_cat)c), "cat",
+        int pid = spid[sid], tid = stid[sid];
+        const char *name = tid == MB_CK_COUNT + 1 ? "launch" : tid ? ck_name[tid - 1] : mb_cat_name((enum mb_cat)c);
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:i}", "ph", "X", "name", name, "cat",
                                             tid == MB_CK_COUNT + 1 ? "host" : tid ? "comm" : "compute", "ts",
                                             t0 * 1e6, "dur", (t1 - t0) * 1e6, "pid", pid, "tid", tid));
     }
+    /* dependencies between pipeline stages (activations and gradients handed
+     * over) as flow arrows: from the end of the producer to the consumer */
+    size_t nd = mb_engine_n_deps(b->e);
+    int flow_id = 0;
+    for (size_t i = 0; i < nd; i++) {
+        int u, w;
+        mb_engine_dep(b->e, i, &u, &w);
+        int su = mb_engine_task_stream(b->e, u), sw = mb_engine_task_stream(b->e, w);
+        if (spid[su] == spid[sw])
+            continue;
+        double te = mb_engine_task_end(b->e, u), ts = mb_engine_task_start(b->e, w);
+        if (te < 0 || ts < 0)
+            continue;
+        flow_id++;
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:i,s:f,s:i,s:i}", "ph", "s", "name", "p2p", "cat",
+                                            "pipeline", "id", flow_id, "ts", te * 1e6, "pid", spid[su], "tid",
+                                            stid[su]));
+        json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:i,s:f,s:i,s:i,s:s}", "ph", "f", "name", "p2p", "cat",
+                                            "pipeline", "id", flow_id, "ts", ts * 1e6, "pid", spid[sw], "tid",
+                                            stid[sw], "bp", "e"));
+    }
+    mb_free(spid);
+    mb_free(stid);
     /* activation memory of each stage's rank as a counter track */
     for (int st = 0; st < p; st++)
         for (int i = 0; i < b->mem_n[st]; i++)

@@ -411,7 +411,7 @@ static int conv_breakdown(const char *in, FILE *out)
 /* ------------------------------------------------------------- gantt */
 
 /* `mbsim run --trace` JSON -> one row per slice: track (y), start/end (ms),
- * category. Tracks are numbered stage by stage: compute, then each comm kind. */
+ * category. Tracks are numbered stage by stage: compute, each comm kind, host. */
 static int conv_gantt(const char *in, FILE *out)
 {
     json_error_t je;
@@ -437,9 +437,9 @@ static int conv_gantt(const char *in, FILE *out)
         int pid = (int)json_integer_value(json_object_get(e, "pid"));
         int tid = (int)json_integer_value(json_object_get(e, "tid"));
         double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
-        /* 7 tracks per stage: compute + 6 communication kinds (mb_step_trace) */
-        static const char *const track[7] = {"compute", "TP", "CP", "EP", "PP", "DP", "FSDP"};
-        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", pid * 7 + tid, pid, track[tid >= 0 && tid < 7 ? tid : 0],
+        /* 8 tracks per stage: compute, 6 communication kinds, host launches (mb_step_trace) */
+        static const char *const track[8] = {"compute", "TP", "CP", "EP", "PP", "DP", "FSDP", "host"};
+        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", pid * 8 + tid, pid, track[tid >= 0 && tid < 8 ? tid : 0],
                 ts / 1e3, (ts + dur) / 1e3, name);
         n++;
     }
