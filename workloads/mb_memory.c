@@ -24,10 +24,19 @@
 #define MB_WORKSPACE_BYTES (1.0 * GIB)
 #define MB_RESERVE_FACTOR 1.05
 
+/* Megatron-Core full recompute (transformer_block.py _checkpointed_forward):
+ * block: the first num_layers layers of each model chunk are checkpointed
+ * (their input kept), the rest keep all activations; uniform: the layers are
+ * checkpointed in groups of num_layers, keeping only each group's input. */
 static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist *l, int layer_in_stage)
 {
-    if (s->recompute == MB_RC_FULL && (s->recompute_num_layers <= 0 || layer_in_stage < s->recompute_num_layers))
-        return l->input_bytes;
+    if (s->recompute == MB_RC_FULL) {
+        int n = s->recompute_num_layers;
+        if (s->recompute_method == MB_RC_UNIFORM)
+            return n > 1 ? l->input_bytes / n : l->input_bytes;
+        if (n <= 0 || layer_in_stage < n)
+            return l->input_bytes;
+    }
     double sum = 0;
     for (int i = 0; i < l->n; i++) {
         const struct mb_op *o = &l->op[i];

@@ -1649,7 +1649,12 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                         struct mb_item x = {MB_IT_FSDP_AG, NULL, 0, 0, 0, 0, layer_params(li) * BF16, li};
                         mb__it_add(&bu, x);
                     }
-                    if (rc_mask)
+                    /* full recompute, block method: only the first num_layers layers of
+                     * each chunk are checkpointed; uniform re-forwards every layer */
+                    int rc_here = rc_mask && !(s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_BLOCK &&
+                                               s->recompute_num_layers > 0 &&
+                                               li - first[vs] >= s->recompute_num_layers);
+                    if (rc_here)
                         mb__it_ops(&bu, L, 0, 1, rc_mask, 0);
                     mb__it_ops(&bu, L, 1, 0, 0, lang_frozen);
                     if (is_fsdp && !lang_frozen) { /* reduce-scatter of this layer's fp32 main grads */

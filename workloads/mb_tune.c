@@ -512,7 +512,8 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
         fprintf(fp, "  modules: [%s]\n", list);
     }
     if (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0)
-        fprintf(fp, "  num_layers: %d\n", s->recompute_num_layers);
+        fprintf(fp, "  method: %s\n  num_layers: %d\n", s->recompute_method == MB_RC_BLOCK ? "block" : "uniform",
+                s->recompute_num_layers);
     if (s->cuda_graph) {
         mb__flags(mb__cgm, s->cuda_graph, ", ", list, sizeof list);
         fprintf(fp, "cuda_graph:\n  modules: [%s]\n", list);

@@ -329,12 +329,44 @@ static void test_mock_real_ratio(void **state)
     mb_scenario_free(&s);
 }
 
+/* Full recompute methods (Megatron-Core transformer_block.py) on the uniform
+ * 16-layer, 4-stage fixture (4 layers per stage, 4 microbatches in flight on
+ * stage 0). Per layer: all activations A = 34 s b h = 570,425,344 B (Korthikanti),
+ * layer input I = s b h * 2 bytes = 33,554,432 B.
+ *   block, num_layers 2: 2 layers keep I, 2 keep A; half the re-forward work of
+ *     recomputing every layer -> activations 4 * (2 I + 2 A);
+ *   uniform, num_layers 2: every layer re-forwarded, one input kept per pair of
+ *     layers -> activations 4 * 4 * I / 2. */
+static void test_recompute_methods(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result all, blk, uni;
+    const double A = 34.0 * 4096 * 4096, I = 2.0 * 4096 * 4096;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.recompute = MB_RC_FULL;
+    s.recompute_num_layers = 0;
+    sim(&s, &all);
+    s.recompute_method = MB_RC_BLOCK;
+    s.recompute_num_layers = 2;
+    sim(&s, &blk);
+    s.recompute_method = MB_RC_UNIFORM;
+    sim(&s, &uni);
+    assert_true(fabs(blk.breakdown[MB_CAT_RECOMPUTE] / all.breakdown[MB_CAT_RECOMPUTE] - 0.5) < 0.01);
+    assert_true(fabs(uni.breakdown[MB_CAT_RECOMPUTE] / all.breakdown[MB_CAT_RECOMPUTE] - 1.0) < 0.01);
+    if (fabs(blk.mem.activations / (4 * (2 * I + 2 * A)) - 1) > 0.01)
+        fail_msg("block: activations %.4g B, expected %.4g B", blk.mem.activations, 4 * (2 * I + 2 * A));
+    if (fabs(uni.mem.activations / (4 * 4 * I / 2) - 1) > 0.01)
+        fail_msg("uniform: activations %.4g B, expected %.4g B", uni.mem.activations, 4 * 4 * I / 2);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
