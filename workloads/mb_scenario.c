@@ -254,7 +254,7 @@ void mb_scenario_free(struct mb_scenario *s)
 struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
-    const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap;
+    const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -408,6 +408,36 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
                                "interleaved pipeline (vpp = %d) needs microbatches %% pp == 0; "
                                "microbatches = global_batch_size/(micro_batch_size*dp) = %ld, pp = %d",
                                s->vpp, microbatches, s->pp);
+    }
+
+    if (s->pipeline_layout[0]) {
+        /* Megatron: one segment per virtual stage, E first, L last, every decoder
+         * (and MTP) layer placed exactly once */
+        const struct mb_node *at = mk->layout;
+        int segs = 1, nt = 0, nm = 0;
+        for (const char *c = s->pipeline_layout; *c; c++) {
+            segs += *c == '|';
+            nt += *c == 't';
+            nm += *c == 'm';
+        }
+        const char *lastseg = strrchr(s->pipeline_layout, '|');
+        lastseg = lastseg ? lastseg + 1 : s->pipeline_layout;
+        size_t firstlen = strcspn(s->pipeline_layout, "|");
+        if (segs != s->pp * s->vpp)
+            return mb_scn__err(err, s, at, "pipeline_layout has %d stages; pp*vpp = %d", segs, s->pp * s->vpp);
+        if (nt != m->num_layers)
+            return mb_scn__err(err, s, at, "pipeline_layout places %d decoder layers ('t'); model %s has %d", nt, mn,
+                               m->num_layers);
+        if (nm != m->mtp_layers)
+            return mb_scn__err(err, s, at, "pipeline_layout places %d MTP layers ('m'); model %s has %d", nm, mn,
+                               m->mtp_layers);
+        if (memchr(s->pipeline_layout, 'E', firstlen) == NULL || strchr(s->pipeline_layout, 'E') !=
+                                                                      memchr(s->pipeline_layout, 'E', firstlen))
+            return mb_scn__err(err, s, at, "pipeline_layout: the embedding 'E' must be in the first stage, once");
+        if (!strchr(lastseg, 'L') || strchr(s->pipeline_layout, 'L') != strchr(lastseg, 'L'))
+            return mb_scn__err(err, s, at, "pipeline_layout: the loss 'L' must be in the last stage, once");
+        if (nm > 0 && (int)(strchr(lastseg, 'm') ? 1 : 0) == 0)
+            return mb_scn__err(err, s, at, "pipeline_layout: MTP layers 'm' must be in the last stage");
     }
 
     if (s->recompute == MB_RC_SELECTIVE) {
@@ -572,13 +602,13 @@ static const struct mb_field mb_scn__dist_fields[] = {
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__par {
-    const struct mb_node *strategy, *tp, *pp, *vpp, *cp, *ep, *etp;
+    const struct mb_node *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *layout;
     int sequence_parallel;
 };
 #define FP_(key, member) F_(mb_scn__par, key, MB_F_NODE, member, 0, 1, 0, MB_UNIT_NONE)
 static const struct mb_field mb_scn__par_fields[] = {
     FP_("strategy", strategy), FP_("tp", tp), FP_("pp", pp), FP_("vpp", vpp), FP_("cp", cp),
-    FP_("ep", ep), FP_("etp", etp),
+    FP_("ep", ep), FP_("etp", etp), FP_("pipeline_layout", layout),
     F_(mb_scn__par, "sequence_parallel", MB_F_BOOL, sequence_parallel, 0, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
@@ -739,6 +769,117 @@ static int mb_scn__images(const struct mb_node *map, struct mb_images *im, struc
     return 0;
 }
 
+/* ------------------------------------------------------------ pipeline layout */
+
+struct mb_scn__lay {
+    const char *in;
+    size_t at;
+    char *out;
+    size_t n, len;
+    char msg[200];
+};
+
+static int mb_scn__lay_put(struct mb_scn__lay *p, char c)
+{
+    if (p->n + 1 >= p->len) {
+        snprintf(p->msg, sizeof p->msg, "expands to more than %zu items", p->len - 1);
+        return -1;
+    }
+    p->out[p->n++] = c;
+    p->out[p->n] = '\0';
+    return 0;
+}
+
+static int mb_scn__lay_seq(struct mb_scn__lay *p, int depth);
+
+/* "*N" after an item or group: the repeat count, 1 when absent. */
+static int mb_scn__lay_count(struct mb_scn__lay *p, long *n)
+{
+    *n = 1;
+    if (p->in[p->at] != '*')
+        return 0;
+    p->at++;
+    char *end;
+    long v = strtol(p->in + p->at, &end, 10);
+    if (end == p->in + p->at || v < 0 || v > 100000) {
+        snprintf(p->msg, sizeof p->msg, "expected a repeat count after '*'");
+        return -1;
+    }
+    p->at = (size_t)(end - p->in);
+    *n = v;
+    return 0;
+}
+
+static int mb_scn__lay_seq(struct mb_scn__lay *p, int depth)
+{
+    while (p->in[p->at] && p->in[p->at] != ')') {
+        char c = p->in[p->at];
+        if (c == ' ') {
+            p->at++;
+            continue;
+        }
+        if (c == '(') {
+            size_t open = p->at++;
+            size_t from = p->n;
+            if (depth > 16) {
+                snprintf(p->msg, sizeof p->msg, "groups nested too deep");
+                return -1;
+            }
+            if (mb_scn__lay_seq(p, depth + 1))
+                return -1;
+            if (p->in[p->at] != ')') {
+                p->at = open;
+                snprintf(p->msg, sizeof p->msg, "unclosed '('");
+                return -1;
+            }
+            p->at++;
+            long k;
+            if (mb_scn__lay_count(p, &k))
+                return -1;
+            size_t glen = p->n - from;
+            char grp[1024];
+            if (glen >= sizeof grp) {
+                snprintf(p->msg, sizeof p->msg, "group too long");
+                return -1;
+            }
+            memcpy(grp, p->out + from, glen);
+            p->n = from;
+            for (long r = 0; r < k; r++)
+                for (size_t i = 0; i < glen; i++)
+                    if (mb_scn__lay_put(p, grp[i]))
+                        return -1;
+            continue;
+        }
+        if (!strchr("EtmL|", c)) {
+            snprintf(p->msg, sizeof p->msg, "unexpected '%c'; expected E, t, m, L, |, (...) or *N", c);
+            return -1;
+        }
+        p->at++;
+        long k;
+        if (mb_scn__lay_count(p, &k))
+            return -1;
+        for (long r = 0; r < k; r++)
+            if (mb_scn__lay_put(p, c))
+                return -1;
+    }
+    return 0;
+}
+
+int mb_pipeline_layout_expand(const char *in, char *out, size_t len, size_t *bad, char *msg, size_t msglen)
+{
+    struct mb_scn__lay p = {in, 0, out, 0, len, ""};
+    out[0] = '\0';
+    if (mb_scn__lay_seq(&p, 0) == 0 && in[p.at] == ')')
+        snprintf(p.msg, sizeof p.msg, "')' without '('");
+    if (p.msg[0]) {
+        *bad = p.at;
+        snprintf(msg, msglen, "%s", p.msg);
+        out[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 /* Directory part of path ("." if none); caller frees. */
 static char *mb_scn__dirname(const char *path)
 {
@@ -879,6 +1020,18 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
             mb_scn__int(p.etp, "parallel.etp", 1, 65536, &s->etp, err))
             return -1;
         s->sequence_parallel = p.sequence_parallel;
+        const struct mb_node *ly = mb_scn__given(p.layout);
+        if (ly) {
+            char msg[200];
+            size_t bad = 0;
+            if (mb_yaml_expect(ly, MB_NODE_SCALAR, "parallel.pipeline_layout", err))
+                return -1;
+            if (mb_pipeline_layout_expand(ly->str, s->pipeline_layout, sizeof s->pipeline_layout, &bad, msg,
+                                          sizeof msg))
+                return mb_err_set(err, ly->file, ly->line, ly->col + (ly->quoted ? 1 : 0) + (int)bad,
+                                  "parallel.pipeline_layout: %s", msg);
+            mk->layout = ly;
+        }
         mk->strategy = mb_scn__given(p.strategy);
         mk->tp = mb_scn__given(p.tp);
         mk->pp = mb_scn__given(p.pp);

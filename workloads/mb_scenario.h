@@ -93,6 +93,9 @@ struct mb_scenario {
     enum mb_strategy strategy;
     int tp, pp, vpp, cp, ep, etp;
     int dp;                            /* derived: gpus / (tp*pp*cp) */
+    char pipeline_layout[1024];        /* Megatron --pipeline-model-parallel-layout, expanded: one
+                                          char per item (E embedding, t layer, m MTP, L loss) and
+                                          '|' between virtual stages; "" = even split */
     int sequence_parallel;
     /* moe */
     enum mb_dispatcher dispatcher;
@@ -153,6 +156,15 @@ unsigned mb_recompute_module(const char *name);
 
 /** @brief Parse a CUDA-graph module name into its MB_CG_* flag (0 if unknown). */
 unsigned mb_cuda_graph_module(const char *name);
+
+/**
+ * @brief Expand a pipeline layout in Megatron's notation ("Et*3|(tt|)*29m|L":
+ * E embedding, t decoder layer, m MTP layer, L loss, | stage boundary, X*N and
+ * (...)*N repeat) into `out` (items and '|' only).
+ * @param[out] bad  on error: 0-based offset of the offending character
+ * @return 0, or -1 with a message in msg.
+ */
+int mb_pipeline_layout_expand(const char *in, char *out, size_t len, size_t *bad, char *msg, size_t msglen);
 
 /** @brief Free what the scenario owns (the model); accepts NULL. */
 void mb_scenario_free(struct mb_scenario *s);

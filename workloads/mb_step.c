@@ -1344,6 +1344,22 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         first[i] = at;
         at += count[i];
     }
+    if (s->pipeline_layout[0]) {
+        /* an explicit Megatron layout: the 't's of each '|'-separated segment
+         * (segment i is virtual stage i, as in Megatron) */
+        int seg = 0;
+        memset(count, 0, (size_t)nv_st * sizeof *count);
+        for (const char *c = s->pipeline_layout; *c && seg < nv_st; c++) {
+            if (*c == '|')
+                seg++;
+            else if (*c == 't')
+                count[seg]++;
+        }
+        for (int i = 0, at = 0; i < nv_st; i++) {
+            first[i] = at;
+            at += count[i];
+        }
+    }
 
     /* op lists per layer kind */
     struct mb_oplist ops[18];

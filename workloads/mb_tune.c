@@ -500,6 +500,8 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
             strat[s->strategy], s->tp, s->pp, s->vpp > 0 ? s->vpp : 1, s->cp, s->ep, s->etp);
     if (s->tp > 1)
         fprintf(fp, "  sequence_parallel: %s\n", s->sequence_parallel ? "true" : "false");
+    if (s->pipeline_layout[0])
+        fprintf(fp, "  pipeline_layout: \"%s\"\n", s->pipeline_layout);
     if (s->model.num_experts > 0)
         fprintf(fp, "moe:\n  dispatcher: %s\n  routing: %s\n  seed: %llu\n  dispatcher_sms: %d\n",
                 mb__disp_name(s->dispatcher), s->routing == MB_ROUTE_SKEWED ? "skewed" : "balanced",

@@ -361,12 +361,54 @@ static void test_recompute_methods(void **state)
     mb_scenario_free(&s);
 }
 
+/* Explicit pipeline layout "Et*3|(t*5|)*2t*3L" (Megatron notation) on the
+ * uniform fixture: stages hold 3, 5, 5, 3 layers; 1F1B keeps 4, 3, 2, 1
+ * microbatches in flight, so activations are 12, 15, 10, 3 layer-microbatches
+ * of A = 34 s b h (Korthikanti) each, and the peak moves to stage 1. */
+static void test_pipeline_layout(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    const double A = 34.0 * 4096 * 4096;
+    static const double lm[4] = {12, 15, 10, 3};
+    load("tests/data/step/layout.yaml", &s);
+    sim(&s, &r);
+    assert_int_equal(r.mem.n_stages, 4);
+    for (int st = 0; st < 4; st++)
+        if (fabs(r.mem.per_stage[st].activations / (lm[st] * A) - 1) > 0.01)
+            fail_msg("stage %d activations %.4g B, expected %.4g B", st, r.mem.per_stage[st].activations, lm[st] * A);
+    assert_int_equal(r.mem.stage, 1);
+    /* layouts that cannot exist */
+    struct mb_err e;
+    char msg[512];
+    size_t bad;
+    assert_int_equal(mb_pipeline_layout_expand("Et*8|t*8L", s.pipeline_layout, sizeof s.pipeline_layout, &bad, msg,
+                                               sizeof msg), 0);
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    mb_err_format(&e, msg, sizeof msg);
+    assert_string_equal(msg, "tests/data/step/layout.yaml: pipeline_layout has 2 stages; pp*vpp = 4");
+    assert_int_equal(mb_pipeline_layout_expand("Et*3|t*5|t*5|t*2L", s.pipeline_layout, sizeof s.pipeline_layout,
+                                               &bad, msg, sizeof msg), 0);
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    assert_string_equal(e.msg, "pipeline_layout places 15 decoder layers ('t'); model uniform16 has 16");
+    char out[64];
+    assert_int_equal(mb_pipeline_layout_expand("Et*2|(tx)*2", out, sizeof out, &bad, msg, sizeof msg), -1);
+    assert_int_equal(bad, 7);
+    assert_string_equal(msg, "unexpected 'x'; expected E, t, m, L, |, (...) or *N");
+    assert_int_equal(mb_pipeline_layout_expand("E(t|)*2tL", out, sizeof out, &bad, msg, sizeof msg), 0);
+    assert_string_equal(out, "Et|t|tL");
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
