@@ -24,6 +24,7 @@
  */
 #include "step_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -1199,10 +1200,10 @@ static int mb__trace(struct mb_build *b, int p, const char *path, struct mb_err 
                                                 "ts", b->mem_t[st][i] * 1e6, "pid", st, "args", "GiB",
                                                 b->mem_v[st][i] / (1024.0 * 1024.0 * 1024.0)));
     json_t *root = json_pack("{s:o,s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
-    int rc = json_dump_file(root, path, JSON_COMPACT);
+    int rc = strcmp(path, "-") ? json_dump_file(root, path, JSON_COMPACT) : json_dumpf(root, stdout, JSON_COMPACT);
     json_decref(root);
     if (rc)
-        return mb_err_set(err, path, 0, 0, "cannot write the trace");
+        return mb_err_set(err, path, 0, 0, "cannot write the trace: %s", strerror(errno));
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
+#define MB_TUNE_MIN_GAIN 0.005 /* 0.5 %: below typical step-time noise of a training run */
 
 /* ---- scenario copies ------------------------------------------------------ */
 
@@ -237,7 +238,10 @@ static int mb__try(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *
 {
     struct mb_eval ev = mb__eval(t, cand);
     mb__say(t, what, &ev);
-    if (ev.valid && ev.fits && (!cur_ev->fits || ev.tput > cur_ev->tput * (1 + 1e-9))) {
+    /* a change that costs memory must pay at least MB_TUNE_MIN_GAIN: a gain below
+     * run-to-run noise is not worth the headroom (guide: "fits and pays") */
+    double need = ev.mem_gib > cur_ev->mem_gib ? 1 + MB_TUNE_MIN_GAIN : 1 + 1e-9;
+    if (ev.valid && ev.fits && (!cur_ev->fits || ev.tput > cur_ev->tput * need)) {
         mb_scenario_free(cur);
         *cur = *cand;
         *cur_ev = ev;

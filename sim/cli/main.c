@@ -39,13 +39,13 @@ static void usage_main(FILE *fp)
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
             "  tune FILE.yaml [-o OUT.yaml]        fit-first tuning: recommended scenario + runners-up\n"
-            "  plot validate|sweep|breakdown INPUT [-o OUT.png|.svg]\n"
+            "  plot validate|sweep|breakdown|gantt INPUT [-o OUT.png|.svg]\n"
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
             "                                      nccl-tests style table for one collective\n"
             "  calibrate nccl-tests LOG... [-o OUT.yaml]\n"
-            "  calibrate nsys KERN_SUM.csv [--shapes S.yaml] [--base GPU] [-o OUT.yaml]\n"
-            "  calibrate kineto TRACE.json[.gz] [--base GPU] [-o OUT.yaml]\n"
+            "  calibrate nsys KERN_SUM.csv --gpu GPU [--shapes S.yaml] [--base TABLE] [-o OUT.yaml]\n"
+            "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"
             "  systems                             list system presets\n"
             "  models                              list shipped model files\n"
@@ -70,7 +70,7 @@ static void usage_run(FILE *fp)
             "  --json       print one JSON object instead of the text report\n"
             "  --memory     add the per-rank memory breakdown to the text report\n"
             "  --roofline   ignore measured kernel tables (roofline-only prediction)\n"
-            "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F\n"
+            "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F (- = stdout)\n"
             "               (open in ui.perfetto.dev or chrome://tracing)\n");
 }
 
@@ -288,6 +288,11 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
         char buf[4096];
+        if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: mbsim %s\n\nLists the shipped %s, comma separated.\n", cmd,
+                   !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
+            return 0;
+        }
         if (argc > 2) {
             fprintf(stderr, "mbsim %s: takes no arguments, got '%s'\n", cmd, argv[2]);
             return EXIT_USAGE;
