@@ -602,13 +602,13 @@ static const struct mb_field mb_scn__dist_fields[] = {
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__par {
-    const struct mb_node *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *layout;
+    const struct mb_node *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *layout, *cp_comm;
     int sequence_parallel;
 };
 #define FP_(key, member) F_(mb_scn__par, key, MB_F_NODE, member, 0, 1, 0, MB_UNIT_NONE)
 static const struct mb_field mb_scn__par_fields[] = {
     FP_("strategy", strategy), FP_("tp", tp), FP_("pp", pp), FP_("vpp", vpp), FP_("cp", cp),
-    FP_("ep", ep), FP_("etp", etp), FP_("pipeline_layout", layout),
+    FP_("ep", ep), FP_("etp", etp), FP_("pipeline_layout", layout), FP_("cp_comm_type", cp_comm),
     F_(mb_scn__par, "sequence_parallel", MB_F_BOOL, sequence_parallel, 0, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
@@ -1020,6 +1020,14 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
             mb_scn__int(p.etp, "parallel.etp", 1, 65536, &s->etp, err))
             return -1;
         s->sequence_parallel = p.sequence_parallel;
+        if (mb_scn__given(p.cp_comm)) {
+            /* Megatron --cp-comm-type: p2p (ring attention) or a2a (DeepSpeed-Ulysses style) */
+            static const struct mb_scn__name cpt[] = {{"p2p", 0}, {"a2a", 1}, {NULL, 0}};
+            unsigned cv;
+            if (mb_scn__enum(p.cp_comm, "parallel.cp_comm_type", cpt, &cv, err))
+                return -1;
+            s->cp_a2a = (int)cv;
+        }
         const struct mb_node *ly = mb_scn__given(p.layout);
         if (ly) {
             char msg[200];

@@ -97,6 +97,7 @@ struct mb_scenario {
                                           char per item (E embedding, t layer, m MTP, L loss) and
                                           '|' between virtual stages; "" = even split */
     int sequence_parallel;
+    int cp_a2a;                        /* parallel.cp_comm_type: 0 p2p (ring attention), 1 a2a (Ulysses) */
     /* moe */
     enum mb_dispatcher dispatcher;
     enum mb_routing routing;

@@ -275,6 +275,21 @@ static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, 
         mb__push(l, &o);
 }
 
+/* CP all-to-all of `bytes` (this rank's tokens, all heads) over the CP group:
+ * (cp-1)/cp of them leave, split by destination domain. */
+static void mb__cp_a2a(struct mb_build *b, struct mb_oplist *l, double bytes)
+{
+    struct mb_group g = b->g_cp;
+    struct mb_op o = {0};
+    o.type = MB_OP_COMM;
+    o.ck = MB_CK_CP;
+    o.bytes_nv = bytes * (g.local - 1) / g.size;
+    o.bytes_nic = bytes * (g.size - g.local) / g.size;
+    o.latency = b->nv_lat + (g.domains > 1 ? b->nic_lat : 0);
+    o.kf = o.kb = 1;
+    mb__push(l, &o);
+}
+
 /* ---- per-layer op lists ------------------------------------------------- */
 
 static void mb__norm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, int g, double tok, int h)
@@ -343,13 +358,20 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
         }
         double flop = 2.0 * T * ctx * nl * (dq + dv);
         /* CP ring attention: KV blocks pass around the ring beside the compute */
-        if (s->cp > 1) {
-            double kvb = T * 2 * (mix == MB_MIX_MLA ? nl * (dq + dv) / 2 : (m->num_kv_heads >= tp ? (double)m->num_kv_heads / tp : 1.0) * m->head_dim) * BF16;
-            mb__ring(b, l, MB_CK_CP, b->g_cp, kvb * s->cp, 1);
-        }
+        double kvl_d = mix == MB_MIX_MLA ? nl * (dq + dv) / 2
+                                         : (m->num_kv_heads >= tp ? (double)m->num_kv_heads / tp : 1.0) * m->head_dim;
+        if (s->cp > 1 && !s->cp_a2a)
+            mb__ring(b, l, MB_CK_CP, b->g_cp, T * 2 * kvl_d * BF16 * s->cp, 1);
+        /* CP all-to-all (Ulysses): Q, K, V go from sequence-sharded to head-sharded
+         * before attention (blocking), the output back after it; each rank sends
+         * (cp-1)/cp of its tokens' heads */
+        if (s->cp > 1 && s->cp_a2a)
+            mb__cp_a2a(b, l, T * (nl * dq + 2 * kvl_d) * BF16);
         /* flash attention keeps its output (counted once, as the output GEMM's input)
          * and the fp32 log-sum-exp per head and token */
         mb__attn(b, l, cat, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq, causal, T * nl * 4.0);
+        if (s->cp > 1 && s->cp_a2a)
+            mb__cp_a2a(b, l, T * nl * dv * BF16);
         mb__gemm(b, l, cat, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
     } else if (mix == MB_MIX_GDN) {
         double qd = (double)m->gdn_k_heads * m->gdn_k_dim / tp, vd = (double)m->gdn_v_heads * m->gdn_v_dim / tp;

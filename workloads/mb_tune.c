@@ -504,6 +504,8 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
             strat[s->strategy], s->tp, s->pp, s->vpp > 0 ? s->vpp : 1, s->cp, s->ep, s->etp);
     if (s->tp > 1)
         fprintf(fp, "  sequence_parallel: %s\n", s->sequence_parallel ? "true" : "false");
+    if (s->cp_a2a)
+        fprintf(fp, "  cp_comm_type: a2a\n");
     if (s->pipeline_layout[0])
         fprintf(fp, "  pipeline_layout: \"%s\"\n", s->pipeline_layout);
     if (s->model.num_experts > 0)

@@ -159,7 +159,7 @@ static const struct {
      "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
-     "pipeline_layout, sequence_parallel"},
+     "pipeline_layout, cp_comm_type, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
     {"bad_wrong_type.yaml", "11:7: expected an integer, got 'four'"},
     {"bad_enum.yaml",

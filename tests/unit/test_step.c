@@ -403,12 +403,37 @@ static void test_pipeline_layout(void **state)
     mb_scenario_free(&s);
 }
 
+/* CP all-to-all (Ulysses) on Llama-3-8B, seq 8192, CP2 in one H100 node
+ * (tests/data/step/cp_a2a.yaml). Per layer and microbatch, forward: Q, K, V of
+ * this rank's T = 4096 tokens, 4096 + 2*1024 columns in bf16 = 50,331,648 B, half
+ * of which leaves; the output back, 4096*4096*2 = 33,554,432 B, half leaving:
+ * 41.9 MB; backward mirrors it. 32 layers x 4 microbatches (GBS 16 / DP 4):
+ * 10.74 GB over NVLink at 450 GB/s x 0.81 (calibrated) = 29.5 ms, all of it on
+ * the critical path (the exchange blocks attention), plus per-op latency.
+ * Ring attention (p2p) overlaps its exchange with the attention compute. */
+static void test_cp_a2a(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a2a, p2p;
+    load("tests/data/step/cp_a2a.yaml", &s);
+    sim(&s, &a2a);
+    double expect = (50331648.0 + 33554432.0) / 2 * 2 * 32 * 4 / (450e9 * 0.81);
+    double got = a2a.breakdown[MB_CAT_COMM_CP];
+    if (got < expect || got > 1.1 * expect)
+        fail_msg("exposed CP all-to-all %.4f s, expected %.4f s (+10%% latency)", got, expect);
+    s.cp_a2a = 0;
+    sim(&s, &p2p);
+    assert_true(p2p.breakdown[MB_CAT_COMM_CP] < 0.1 * got);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
