@@ -85,8 +85,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             g = 4 * (train_dense + train_vis) / s->dp + 4 * train_exp / lay->edp;
             o = 12 * (train_dense + train_vis) / s->dp + 12 * train_exp / lay->edp;
             /* unsharded working copies: current + prefetched layer (bf16), one layer of fp32 grads */
-            int nl = m->n_layers > 0 ? m->n_layers : 1;
-            double layer = (dense + expert) / nl;
+            double layer = lay->layer_params;
             w += 2 * 2 * layer;
             g += 4 * layer;
         } else {

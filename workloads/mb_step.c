@@ -1481,6 +1481,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
             }
         }
     }
+    lay.layer_params = dense_layer_params / s->tp + (n_moe ? expert_layer_params / (s->ep * s->etp) : 0);
     lay.params_dense_stage[0] += par.embedding;
     /* output layer and MTP block on the last stage; an MTP block whose layer is MoE
      * holds one layer of routed experts, sharded by EP like the others */
@@ -1943,8 +1944,8 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
  * between m1 and m2, the full simulation runs instead. */
 #define MB_STEP_MB_CAP 64
 
-int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
-                          struct mb_err *err)
+static int mb__simulate_mb(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                           struct mb_err *err)
 {
     int m = s->global_batch_size / (s->micro_batch_size * s->dp);
     int p = s->pp > 0 ? s->pp : 1;
@@ -1985,6 +1986,96 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
     return 0;
 }
 
+/* Linear extension in the number of decoder layers (`layer_cap`, used by
+ * sweeps): when every decoder layer is of one kind and the layers divide evenly
+ * when the same number of layers is added to every virtual pipeline stage,
+ * every term of the step -- time, breakdown, static memory, activations, model
+ * FLOPs -- changes by the same amount each time, so the step is simulated with
+ * about 2 and 4 layers per virtual stage and extended to the real count, as the
+ * microbatch extension does for microbatches. */
+static int mb__uniform_layers(const struct mb_model *m)
+{
+    for (int i = 1; i < m->n_layers; i++)
+        if (m->layer[i].mixer != m->layer[0].mixer || m->layer[i].ffn != m->layer[0].ffn)
+            return 0;
+    return m->n_layers > 0 && !m->pattern[0];
+}
+
+static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
+
+int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                          struct mb_err *err)
+{
+    int nv = s->pp * (s->vpp > 0 ? s->vpp : 1);
+    int L = s->model.n_layers;
+    /* remove the same number of layers from every virtual stage, so an uneven
+     * split keeps its shape: about 2 and 4 layers per virtual stage remain */
+    int base = L / nv, q1 = base - 2, q2 = base - 4;
+    int L1 = L - nv * q1, L2 = L - nv * q2;
+    if (!o || o->layer_cap <= 0 || q2 < 1 || s->pipeline_layout[0] || !mb__uniform_layers(&s->model) ||
+        s->model.num_layers != s->model.n_layers || (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0))
+        return mb__simulate_mb(s, o, r, err);
+    struct mb_scenario s1 = *s, s2 = *s;
+    s1.model.n_layers = s1.model.num_layers = L1;
+    s2.model.n_layers = s2.model.num_layers = L2;
+    struct mb_result r1;
+    if (mb__simulate_mb(&s1, o, &r1, err) || mb__simulate_mb(&s2, o, r, err))
+        return -1;
+    double k = (double)(L - L2) / (L2 - L1);
+    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
+    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
+    r->step_time_s = mb__lin(r->step_time_s, r1.step_time_s, k);
+    r->model_flops = mb__lin(r->model_flops, r1.model_flops, k);
+    for (int c = 0; c < MB_CAT_COUNT; c++) {
+        r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1.breakdown[c], k));
+        r->critical[c] = fmax(0, mb__lin(r->critical[c], r1.critical[c], k));
+    }
+    struct mb_memory *M = &r->mem;
+    int best = 0;
+    for (int i = 0; i < M->n_stages && i < r1.mem.n_stages; i++) {
+        struct mb_memory_stage *a = &M->per_stage[i];
+        const struct mb_memory_stage *b1 = &r1.mem.per_stage[i];
+        a->weights = mb__lin(a->weights, b1->weights, k);
+        a->grads = mb__lin(a->grads, b1->grads, k);
+        a->optimizer = mb__lin(a->optimizer, b1->optimizer, k);
+        a->activations = mb__lin(a->activations, b1->activations, k);
+        a->buffers = mb__lin(a->buffers, b1->buffers, k);
+        a->graphs = mb__lin(a->graphs, b1->graphs, k);
+        a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);
+        a->reserved = mb__lin(a->reserved, b1->reserved, k);
+        if (a->peak_allocated > M->per_stage[best].peak_allocated)
+            best = i;
+    }
+    if (M->n_stages > 0) {
+        const struct mb_memory_stage *a = &M->per_stage[best];
+        static const char *const names[] = {"weights", "gradients", "optimizer", "activations", "buffers",
+                                            "cuda graphs"};
+        double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs};
+        int d = 0;
+        for (int i = 1; i < 6; i++)
+            if (v[i] > v[d])
+                d = i;
+        M->weights = a->weights;
+        M->grads = a->grads;
+        M->optimizer = a->optimizer;
+        M->activations = a->activations;
+        M->buffers = a->buffers;
+        M->graphs = a->graphs;
+        M->peak_allocated = a->peak_allocated;
+        M->reserved = a->reserved;
+        M->stage = best;
+        M->dominant = names[d];
+    }
+    r->oom = M->reserved > M->capacity;
+    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
+    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
+    r->model_tflops_per_gpu = r->model_flops / (r->step_time_s * 1e12 * s->gpus);
+    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+    r->events += r1.events;
+    r->sim_wall_s += r1.sim_wall_s;
+    return 0;
+}
+
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
 {
     return mb_step_simulate_opts(s, NULL, r, err);
@@ -1992,7 +2083,7 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
 
 int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
 {
-    struct mb_step_opts o = {-1, 1};
+    struct mb_step_opts o = {-1, 1, 0};
     return mb_step_simulate_opts(s, &o, r, err);
 }
 

@@ -95,6 +95,9 @@ struct mb_step_opts {
     int mb_cap;          /* simulate at most this many microbatches per DP rank (at least 4*pp) and
                             extend the periodic steady state linearly; 0 = default 64, < 0 = all */
     int critical_path;   /* compute r->critical (costs ~10% of a simulation) */
+    int layer_cap;       /* > 0: models whose decoder layers are all of one kind and divide evenly
+                            over the virtual stages are simulated with 2 and 4 layers per virtual
+                            stage and extended linearly (sweeps); 0 = every layer */
 };
 
 /**

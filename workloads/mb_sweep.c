@@ -648,10 +648,11 @@ static void mb_sw__reason(char *dst, size_t len, const char *msg)
 }
 
 /* mb_step_simulate with the sweep's microbatch cap (0: the default 64, < 0:
- * every microbatch) and no critical path (sweeps rank by throughput and memory). */
-static int mb_sw__simulate(const struct mb_scenario *s, int cap, struct mb_result *r, struct mb_err *err)
+ * every microbatch), the layer extension for models of identical layers
+ * (layers != 0) and no critical path (sweeps rank by throughput and memory). */
+static int mb_sw__simulate(const struct mb_scenario *s, int cap, int layers, struct mb_result *r, struct mb_err *err)
 {
-    struct mb_step_opts o = {cap, 0};
+    struct mb_step_opts o = {cap, 0, layers};
     return mb_step_simulate_opts(s, &o, r, err);
 }
 
@@ -671,7 +672,7 @@ void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *r
     }
     row->dp = s.dp;
     struct mb_result *r = mb_malloc(sizeof *r);
-    int rc = mb_sw__simulate(&s, sw->exact ? -1 : sw->mb_cap, r, &err);
+    int rc = mb_sw__simulate(&s, sw->exact ? -1 : sw->mb_cap, !sw->exact, r, &err);
     if (rc) {
         row->status = MB_SWEEP_FAILED;
         mb_sw__reason(row->reason, sizeof row->reason, err.msg);

@@ -48,7 +48,8 @@ struct mb_layout {
     double params_dense_stage[64];  /* non-expert params (elements) per stage, before TP split */
     double params_expert_stage[64]; /* routed expert params per stage, before EP*ETP split */
     double params_vision;     /* vision encoder + projector (stage 0) */
-    double act_layer_max;     /* unused placeholder */
+    double layer_params;      /* params (elements) of one decoder layer on this rank, before sharding:
+                                 dense / tp + routed experts / (ep * etp) */
     double graph_bytes_stage[64]; /* CUDA-graph static buffers / pools per stage (bytes) */
 };
 
