@@ -5,19 +5,21 @@
 #   outfile  .png (pngcairo) or .svg
 # Columns are read by name; colours by category (compute categories blue/green
 # shades, communication orange/red, recompute purple).
-if (strstrt(outfile, ".svg") > 0) {
-    set terminal svg size 1400,700 dynamic enhanced font "sans,12" background rgb "white"
-} else {
-    set terminal pngcairo size 1400,700 enhanced font "sans,11"
-}
-set output outfile
 set datafile separator "\t"
 set datafile columnheaders
-
 stats infile using "end_ms" nooutput
 tmax = STATS_max
 stats infile using "track" nooutput
 ymax = STATS_max
+# about 16 px per track so the labels of stacked stages do not overlap
+height = 120 + 16 * (ymax + 1)
+if (height < 500) { height = 500 }
+if (strstrt(outfile, ".svg") > 0) {
+    set terminal svg size 1400,height dynamic enhanced font "sans,12" background rgb "white"
+} else {
+    set terminal pngcairo size 1400,height enhanced font "sans,11"
+}
+set output outfile
 set title "simulated step timeline (pipeline stage x {compute, TP, CP, EP, PP, DP, FSDP, host})"
 set xlabel "time (ms)"
 set xrange [0:tmax * 1.01]
