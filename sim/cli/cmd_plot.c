@@ -548,6 +548,12 @@ int mb_cmd_plot(int argc, char **argv)
             size_t n;
             char *buf = slurp(in, &n);
             rc = buf ? (fwrite(buf, 1, n, f1) == n ? 0 : -1) : -1;
+            /* a header and at least one row of numbers, or gnuplot fails obscurely */
+            const char *row = buf ? strchr(buf, '\n') : NULL;
+            if (!rc && (!row || !row[1] || !strpbrk(row + 1, "0123456789"))) {
+                fprintf(stderr, "mbsim plot: %s: no data rows after the header (docs/plots.md gives the columns)\n", in);
+                rc = -1;
+            }
             mb_free(buf);
         } else {
             rc = conv_validate(in, f1);
