@@ -1257,3 +1257,38 @@ struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t 
     assert(c && i < c->n_coll);
     return c->coll[i];
 }
+
+/* "all_gather", "AllGather", "allgather" -> "allgather" (letters only, lower case). */
+static void mb_calib__opkey(const char *in, char *out, size_t len)
+{
+    size_t n = 0;
+    for (; *in && n + 1 < len; in++)
+        if ((*in >= 'a' && *in <= 'z') || (*in >= 'A' && *in <= 'Z'))
+            out[n++] = (char)(*in | 0x20);
+    out[n] = '\0';
+}
+
+double mb_calib_coll_busbw(const struct mb_calib *c, const char *op, int group, double bytes)
+{
+    char want[32], have[32];
+    mb_calib__opkey(op, want, sizeof want);
+    double lo_x = 0, lo_y = 0, hi_x = 0, hi_y = 0;
+    for (size_t i = 0; i < c->n_coll; i++) {
+        const struct mb_calib_coll_point *q = &c->coll[i];
+        mb_calib__opkey(q->op, have, sizeof have);
+        if (strcmp(have, want) || q->group != group || !(q->busbw > 0) || !(q->bytes > 0))
+            continue;
+        if (q->bytes <= bytes && q->bytes > lo_x)
+            lo_x = q->bytes, lo_y = q->busbw;
+        if (q->bytes >= bytes && (hi_x == 0 || q->bytes < hi_x))
+            hi_x = q->bytes, hi_y = q->busbw;
+    }
+    if (lo_x > 0 && hi_x > 0)
+        return lo_x == hi_x ? lo_y : lo_y + (hi_y - lo_y) * log(bytes / lo_x) / log(hi_x / lo_x);
+    /* one side only: the measured point stands for sizes within a factor of 2 */
+    if (lo_x > 0 && bytes <= 2 * lo_x)
+        return lo_y;
+    if (hi_x > 0 && bytes >= hi_x / 2)
+        return hi_y;
+    return 0;
+}

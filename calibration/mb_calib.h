@@ -117,6 +117,16 @@ struct mb_calib_coll_point {
 
 /** @brief Number of measured collectives in the loaded table. */
 size_t mb_calib_n_coll_points(const struct mb_calib *c);
+/**
+ * @brief Measured bus bandwidth (bytes/s, nccl-tests convention) of collective
+ * `op` ("allgather", "all_gather", "AllGather" ... alike) on `group` ranks for a
+ * `bytes` message: interpolated in log(bytes) between the measured points of
+ * that op and group size; a size outside them uses the nearest point only
+ * within a factor of 2 (no silent extrapolation).
+ * @return busbw, or 0 when nothing measured applies.
+ */
+double mb_calib_coll_busbw(const struct mb_calib *c, const char *op, int group, double bytes);
+
 /** @brief Measured collective i < mb_calib_n_coll_points(c); strings owned by c. */
 struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t i);
 

@@ -240,6 +240,14 @@ static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     mb__push(l, &o);
 }
 
+/* Measured bus bandwidth of this collective from the scenario's calibration
+ * (profiles imported with `mbsim calibrate kineto|nsys`): it caps the
+ * transfer's rate (busBW is what one rank moves per second); 0 = none. */
+static double mb__coll_bound(struct mb_build *b, const char *op, struct mb_group g, double total)
+{
+    return g.size > 1 ? mb_calib_coll_busbw(b->cal, op, g.size, total) : 0;
+}
+
 /* Ring all-gather / reduce-scatter of a `total`-byte buffer over group g:
  * hierarchical -- NVLink inside the domain, then the NIC for the 1/local
  * share across domains. */
@@ -256,6 +264,9 @@ static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, 
     o.bytes_nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
     o.latency = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
     o.region = b->cur_region; /* NCCL kernels inside a captured module are part of its graph */
+    /* all-gather and reduce-scatter move the same bytes per rank (nccl-tests busBW) */
+    if (ck != MB_CK_CP)
+        o.bound = mb__coll_bound(b, "allgather", g, total);
     mb__push(l, &o);
 }
 
@@ -271,6 +282,9 @@ static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, 
     o.bytes_nic = bytes_nic_share;
     o.latency = b->nv_lat + (g.domains > 1 ? b->nic_lat : 0);
     o.region = b->cur_region;
+    /* nccl-tests alltoall size = the rank's whole send buffer (g.size/(g.size-1) of what leaves) */
+    double leaving = bytes_nv_share + bytes_nic_share;
+    o.bound = mb__coll_bound(b, "alltoall", g, g.size > 1 ? leaving * g.size / (g.size - 1) : 0);
     if (o.bytes_nv > 0 || o.bytes_nic > 0)
         mb__push(l, &o);
 }
@@ -782,9 +796,9 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     struct mb_flow_desc f[2];
     int nf = 0;
     if (o->bytes_nv > 0)
-        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, 0};
+        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, o->bound};
     if (o->bytes_nic > 0)
-        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, 0};
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, o->bound};
     d.stream = b->cstream[st][o->ck];
     d.duration = o->latency;
     d.n_flows = nf;
@@ -881,27 +895,16 @@ static int mb__task(struct mb_build *b, int stream, int kind, double dur, const 
 
 /* Transfer of `bytes` from stage st (p2p for PP, collectives for DP/FSDP) on
  * the given comm stream, hierarchical over group g when g.size > 1. */
+static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, struct mb_group g,
+                       double total, int dep);
+
 static int mb__comm(struct mb_build *b, int st, enum mb_commk ck, struct mb_group g, double total, int p2p_nic,
                     int dep)
 {
-    struct mb_flow_desc f[2];
-    int nf = 0;
-    double lat;
-    if (g.size <= 1 && !p2p_nic && ck != MB_CK_PP)
-        return dep;
-    if (ck == MB_CK_PP) {
-        f[nf++] = (struct mb_flow_desc){total, 1, {p2p_nic ? b->l_nic[st] : b->l_nv[st]}, 0};
-        lat = p2p_nic ? b->nic_lat : b->nv_lat;
-    } else {
-        double nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
-        double nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
-        if (nv > 0)
-            f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, 0};
-        if (nic > 0)
-            f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, 0};
-        lat = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
-    }
-    return mb__task(b, b->cstream[st][ck], 100 + ck, lat, f, nf, dep);
+    if (ck != MB_CK_PP)
+        return mb__comm_on(b, st, ck, ck, g, total, dep);
+    struct mb_flow_desc f = {total, 1, {p2p_nic ? b->l_nic[st] : b->l_nv[st]}, 0};
+    return mb__task(b, b->cstream[st][ck], 100 + ck, p2p_nic ? b->nic_lat : b->nv_lat, &f, 1, dep);
 }
 
 
@@ -924,10 +927,11 @@ static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_com
     int nf = 0;
     double nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
     double nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
+    double bound = mb__coll_bound(b, "allgather", g, total); /* reduce-scatter moves the same bytes */
     if (nv > 0)
-        f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, 0};
+        f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, bound};
     if (nic > 0)
-        f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, 0};
+        f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, bound};
     double lat = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
     return mb__task(b, b->cstream[st][on], 100 + ck, lat, f, nf, dep);
 }

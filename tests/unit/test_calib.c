@@ -321,9 +321,33 @@ static void test_bad_tables(void **state)
                "increasing tokens (32 after 64)");
 }
 
+/* Measured collectives from an imported overlay (tests/data/step/gb200_a2a_overlay.yaml):
+ * alltoall on 32 ranks at 1 MiB 50 GB/s, 64 MiB and 256 MiB 100 GB/s. At 8 MiB,
+ * log interpolation: 50 + 50 * log(8/1)/log(64/1) = 50 + 50 * 0.5 = 75 GB/s.
+ * 512 MiB is within a factor 2 of 256 MiB: 100 GB/s; 0.25 MiB is 4x below the
+ * smallest point and 1 GiB 4x above the largest: nothing (0). Another group
+ * size or op: nothing. Op names match regardless of case and underscores. */
+static void test_coll_busbw(void **state)
+{
+    (void)state;
+    struct mb_calib *c;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("GB200", "tests/data/step/gb200_a2a_overlay.yaml", &c, &e), 0);
+    const double MiB = 1048576.0;
+    assert_true(fabs(mb_calib_coll_busbw(c, "alltoall", 32, 8 * MiB) / 75e9 - 1) < 1e-9);
+    assert_true(fabs(mb_calib_coll_busbw(c, "all_to_all", 32, 512 * MiB) / 100e9 - 1) < 1e-9);
+    assert_true(mb_calib_coll_busbw(c, "alltoall", 32, 0.25 * MiB) == 0);
+    assert_true(mb_calib_coll_busbw(c, "alltoall", 32, 1024 * MiB) == 0);
+    assert_true(mb_calib_coll_busbw(c, "alltoall", 16, 8 * MiB) == 0);
+    assert_true(mb_calib_coll_busbw(c, "allgather", 32, 8 * MiB) == 0);
+    mb_calib_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_coll_busbw),
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_attention),
