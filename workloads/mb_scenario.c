@@ -616,6 +616,8 @@ struct mb_scn__moe {
     const struct mb_node *dispatcher, *routing;
     double skew;
     long seed, dispatcher_sms;
+    double capacity_factor;
+    int shared_overlap;
 };
 static const struct mb_field mb_scn__moe_fields[] = {
     F_(mb_scn__moe, "dispatcher", MB_F_NODE, dispatcher, 0, 1, 0, MB_UNIT_NONE),
@@ -623,6 +625,8 @@ static const struct mb_field mb_scn__moe_fields[] = {
     F_(mb_scn__moe, "skew", MB_F_DOUBLE, skew, 0, 0, 100, MB_UNIT_NONE),
     F_(mb_scn__moe, "seed", MB_F_INT, seed, 0, 0, 9.2e18, MB_UNIT_NONE),
     F_(mb_scn__moe, "dispatcher_sms", MB_F_INT, dispatcher_sms, 0, 1, 1024, MB_UNIT_NONE),
+    F_(mb_scn__moe, "capacity_factor", MB_F_DOUBLE, capacity_factor, 0, 0, 1000, MB_UNIT_NONE),
+    F_(mb_scn__moe, "shared_expert_overlap", MB_F_BOOL, shared_overlap, 0, 0, 1, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__rc {
@@ -1052,7 +1056,8 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
 
     /* moe */
     if (mb_scn__given(top->moe)) {
-        struct mb_scn__moe mo = {NULL, NULL, s->routing_skew, (long)s->routing_seed, s->dispatcher_sms};
+        struct mb_scn__moe mo = {NULL, NULL, s->routing_skew, (long)s->routing_seed, s->dispatcher_sms,
+                                 s->capacity_factor, s->shared_expert_overlap};
         if (mb_yaml_read_fields(top->moe, mb_scn__moe_fields, &mo, "moe", NULL, err))
             return -1;
         if (mb_scn__given(mo.dispatcher)) {
@@ -1068,6 +1073,12 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
         s->routing_skew = mo.skew;
         s->routing_seed = (unsigned long long)mo.seed;
         s->dispatcher_sms = (int)mo.dispatcher_sms;
+        s->capacity_factor = mo.capacity_factor;
+        s->shared_expert_overlap = mo.shared_overlap;
+        if (s->capacity_factor > 0 && s->capacity_factor < 1)
+            return mb_yaml_err(err, mb_yaml_get(top->moe, "capacity_factor"),
+                               "moe.capacity_factor = %g: below 1 even balanced routing would drop tokens; "
+                               "use >= 1, or 0 for dropless", s->capacity_factor);
     }
 
     /* recompute */

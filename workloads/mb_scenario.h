@@ -104,6 +104,9 @@ struct mb_scenario {
     double routing_skew;               /* skewed: Zipf exponent over experts */
     unsigned long long routing_seed;
     int dispatcher_sms;                /* SMs a HybridEP/DeepEP kernel occupies */
+    double capacity_factor;            /* moe.capacity_factor: expert capacity = cf x balanced load
+                                          (tokens beyond it are dropped); 0 = dropless */
+    int shared_expert_overlap;         /* moe.shared_expert_overlap: shared experts beside the dispatch */
     /* training options */
     enum mb_rc_gran recompute;
     unsigned recompute_modules;        /* MB_RCM_* */

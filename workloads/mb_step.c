@@ -410,6 +410,16 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
     b->cur_region = 0;
 }
 
+/* Shared experts: a dense gated MLP of shared_ffn_hidden on every token. */
+static void mb__shared_experts(struct mb_build *b, struct mb_oplist *l, double T, double up, int graphed, int frozen)
+{
+    double fs = (double)b->m->shared_ffn_hidden / b->s->tp;
+    int h = b->m->hidden;
+    mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed, T, up * fs, h, 0, frozen);
+    mb__mem(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed, (up + 1) * T * fs * BF16, up * T * fs * BF16);
+    mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed, T, h, fs, T * fs * BF16, frozen);
+}
+
 static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)
 {
     const struct mb_scenario *s = b->s;
@@ -503,6 +513,14 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
         }
     }
     b->cur_region = graphed_moe;
+    /* --moe-shared-expert-overlap: the shared experts run while the dispatch
+     * all-to-all is in flight (Megatron-Core MoE shared-expert overlap) */
+    int shared_early = s->shared_expert_overlap && m->shared_ffn_hidden > 0 && ep > 1 && l->n > 0 &&
+                       l->op[l->n - 1].type == MB_OP_COMM && l->op[l->n - 1].ck == MB_CK_EP;
+    if (shared_early) {
+        l->op[l->n - 1].parallel = 1;
+        mb__shared_experts(b, l, T, up, graphed_moe, frozen);
+    }
     if (etp > 1)
         mb__ring(b, l, MB_CK_TP, mb__group(etp, 1, b->s->system.nvlink_domain), copies * etp * tokb, 0);
     mb__grouped(b, l, graphed_moe, groups, tpg, up * fe, h, recv * h * BF16);
@@ -519,6 +537,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
         if (i >= 0) {
             struct mb_op c = l->op[i];
             c.host_sync = 0;
+            c.parallel = 0;
             mb__push(l, &c);
         }
     }
@@ -526,13 +545,8 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
      * inside the expert activation, so nothing of this size is saved here */
     mb__mem(b, l, MB_CAT_DISPATCH, 0, g_tail, 2 * copies * h * BF16, copies * 4.0);
     l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
-    if (m->shared_ffn_hidden > 0) {
-        double fs = (double)m->shared_ffn_hidden / tp;
-        mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, up * fs, h, 0, frozen);
-        mb__mem(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, (up + 1) * T * fs * BF16,
-                up * T * fs * BF16);
-        mb__gemm(b, l, MB_CAT_DENSE, MB_RCM_SHARED_EXPERTS, graphed_moe, T, h, fs, T * fs * BF16, frozen);
-    }
+    if (m->shared_ffn_hidden > 0 && !shared_early)
+        mb__shared_experts(b, l, T, up, graphed_moe, frozen);
     mb__mem(b, l, MB_CAT_DENSE, 0, g_tail, 3 * Tsp * h * BF16, Tsp * h);
     b->cur_region = 0;
 }
@@ -1349,6 +1363,10 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     b.g_edp = mb__group(edp, s->ep * s->etp, dom);
     b.pp_over_nic = (long)s->tp * s->cp * s->dp * 2 > dom;
     b.route_imbalance = mb__imbalance(s);
+    /* with a capacity factor (Megatron --moe-expert-capacity-factor) no expert
+     * takes more than cf x its balanced share; the rest is dropped */
+    if (s->capacity_factor >= 1 && b.route_imbalance > s->capacity_factor)
+        b.route_imbalance = s->capacity_factor;
 
     int p = s->pp, v = s->vpp > 0 ? s->vpp : 1;
     r->microbatches = mbs_n;

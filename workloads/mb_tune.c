@@ -514,6 +514,10 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
                 s->routing_seed, s->dispatcher_sms);
     if (s->model.num_experts > 0 && s->routing == MB_ROUTE_SKEWED)
         fprintf(fp, "  skew: %g\n", s->routing_skew);
+    if (s->model.num_experts > 0 && s->capacity_factor > 0)
+        fprintf(fp, "  capacity_factor: %g\n", s->capacity_factor);
+    if (s->model.num_experts > 0 && s->shared_expert_overlap)
+        fprintf(fp, "  shared_expert_overlap: true\n");
     fprintf(fp, "recompute:\n  granularity: %s\n", rcg[s->recompute]);
     if (s->recompute == MB_RC_SELECTIVE) {
         mb__flags(mb__rcm, s->recompute_modules, ", ", list, sizeof list);

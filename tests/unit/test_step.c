@@ -472,12 +472,41 @@ static void test_measured_collective_cap(void **state)
     mb_scenario_free(&s);
 }
 
+/* MoE options on Moonlight-16B-A3B, 16 H100, EP16 over two nodes
+ * (tests/data/step/moonlight_ep16.yaml):
+ * - shared-expert overlap runs the shared experts while the dispatch is in
+ *   flight: less exposed EP time, a shorter step, the same compute;
+ * - a capacity factor caps the most loaded expert at cf x its balanced share:
+ *   under skewed routing the step falls between balanced and uncapped skewed. */
+static void test_moe_options(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result plain, ovl, bal, skew, cap;
+    load("tests/data/step/moonlight_ep16.yaml", &s);
+    sim(&s, &plain);
+    s.shared_expert_overlap = 1;
+    sim(&s, &ovl);
+    assert_true(ovl.breakdown[MB_CAT_COMM_EP] < plain.breakdown[MB_CAT_COMM_EP]);
+    assert_true(ovl.step_time_s < plain.step_time_s);
+    assert_true(fabs(ovl.breakdown[MB_CAT_DENSE] / plain.breakdown[MB_CAT_DENSE] - 1) < 1e-9);
+    s.shared_expert_overlap = 0;
+    bal = plain;
+    s.routing = MB_ROUTE_SKEWED;
+    s.routing_skew = 1.2;
+    sim(&s, &skew);
+    s.capacity_factor = 1.25;
+    sim(&s, &cap);
+    assert_true(cap.step_time_s > bal.step_time_s && cap.step_time_s < skew.step_time_s);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
