@@ -70,7 +70,6 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     int p = lay->p, v = lay->v;
     int frozen_lang = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
     int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
-    double best = -1;
     (void)have_kind;
     memset(out, 0, sizeof *out);
     for (int st = 0; st < p; st++) {
@@ -136,26 +135,35 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->reserved = total_b * MB_RESERVE_FACTOR;
             out->n_stages = st + 1;
         }
-        if (total_b > best) {
-            best = total_b;
-            out->weights = w;
-            out->grads = g;
-            out->optimizer = o;
-            out->activations = act;
-            out->buffers = buf;
-            out->graphs = graphs;
-            out->stage = st;
-        }
     }
-    out->peak_allocated = best;
-    out->reserved = best * MB_RESERVE_FACTOR;
     out->capacity = hbm_bytes;
-    const char *names[] = {"weights", "gradients", "optimizer", "activations", "buffers", "cuda_graphs"};
-    double vals[] = {out->weights, out->grads, out->optimizer, out->activations, out->buffers, out->graphs};
-    int bi = 0;
-    for (int i = 1; i < 6; i++)
-        if (vals[i] > vals[bi])
-            bi = i;
-    out->dominant = names[bi];
+    mb_memory_summarize(out);
     return 0;
+}
+
+void mb_memory_summarize(struct mb_memory *m)
+{
+    static const char *const names[] = {"weights", "gradients", "optimizer", "activations", "buffers", "cuda_graphs"};
+    int best = 0;
+    for (int i = 1; i < m->n_stages; i++)
+        if (m->per_stage[i].peak_allocated > m->per_stage[best].peak_allocated)
+            best = i;
+    if (m->n_stages <= 0)
+        return;
+    const struct mb_memory_stage *a = &m->per_stage[best];
+    m->weights = a->weights;
+    m->grads = a->grads;
+    m->optimizer = a->optimizer;
+    m->activations = a->activations;
+    m->buffers = a->buffers;
+    m->graphs = a->graphs;
+    m->peak_allocated = a->peak_allocated;
+    m->reserved = a->reserved;
+    m->stage = best;
+    double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs};
+    int d = 0;
+    for (int i = 1; i < 6; i++)
+        if (v[i] > v[d])
+            d = i;
+    m->dominant = names[d];
 }

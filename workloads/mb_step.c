@@ -1955,6 +1955,50 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     return rc;
 }
 
+static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
+
+/* Extend r (simulated at count n2) linearly to count n2 + k (n2 - n1), given r1
+ * simulated at n1: step, breakdown, critical path and model FLOPs (exact when
+ * each extra unit adds the same), and with `mem` the per-stage memory too (the
+ * layer extension; with microbatches memory is already steady). `flops` > 0
+ * replaces the extended model FLOPs (microbatches: the m2 run's per-microbatch
+ * mean, which averages more image draws). Rates are recomputed from the step. */
+static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k,
+                       int mem, double flops)
+{
+    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
+    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
+    r->step_time_s = mb__lin(r->step_time_s, r1->step_time_s, k);
+    r->model_flops = flops > 0 ? flops : mb__lin(r->model_flops, r1->model_flops, k);
+    for (int c = 0; c < MB_CAT_COUNT; c++) {
+        r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1->breakdown[c], k));
+        r->critical[c] = fmax(0, mb__lin(r->critical[c], r1->critical[c], k));
+    }
+    if (mem) {
+        struct mb_memory *M = &r->mem;
+        for (int i = 0; i < M->n_stages && i < r1->mem.n_stages; i++) {
+            struct mb_memory_stage *a = &M->per_stage[i];
+            const struct mb_memory_stage *b1 = &r1->mem.per_stage[i];
+            a->weights = mb__lin(a->weights, b1->weights, k);
+            a->grads = mb__lin(a->grads, b1->grads, k);
+            a->optimizer = mb__lin(a->optimizer, b1->optimizer, k);
+            a->activations = mb__lin(a->activations, b1->activations, k);
+            a->buffers = mb__lin(a->buffers, b1->buffers, k);
+            a->graphs = mb__lin(a->graphs, b1->graphs, k);
+            a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);
+            a->reserved = mb__lin(a->reserved, b1->reserved, k);
+        }
+        mb_memory_summarize(M);
+        r->oom = M->reserved > M->capacity;
+    }
+    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
+    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
+    r->model_tflops_per_gpu = r->model_flops / (r->step_time_s * 1e12 * s->gpus);
+    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+    r->sim_wall_s += r1->sim_wall_s;
+    r->events += r1->events;
+}
+
 /* Steady-state 1F1B is periodic: past the warm-up, every extra microbatch adds
  * the same time to the step. Large microbatch counts are therefore simulated at
  * two counts m1 < m2 <= cap (multiples of pp, as interleaving needs) and the
@@ -1988,23 +2032,8 @@ static int mb__simulate_mb(const struct mb_scenario *s, const struct mb_step_opt
     double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
     if (fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s)
         return mb__simulate(s, m, NULL, crit, r, err);
-    double k = (double)(m - m2) / (m2 - m1);
-    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
-    double step = r->step_time_s + k * (r->step_time_s - r1.step_time_s);
-    for (int c = 0; c < MB_CAT_COUNT; c++) {
-        r->breakdown[c] = fmax(0, r->breakdown[c] + k * (r->breakdown[c] - r1.breakdown[c]));
-        r->critical[c] = fmax(0, r->critical[c] + k * (r->critical[c] - r1.critical[c]));
-    }
-    r->model_flops *= (double)m / m2;
-    r->step_time_s = step;
+    mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
     r->microbatches = m;
-    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
-    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (step * s->gpus);
-    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
-    r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
-    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
-    r->sim_wall_s += r1.sim_wall_s;
-    r->events += r1.events;
     return 0;
 }
 
@@ -2022,8 +2051,6 @@ static int mb__uniform_layers(const struct mb_model *m)
             return 0;
     return m->n_layers > 0 && !m->pattern[0];
 }
-
-static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
 
 int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                           struct mb_err *err)
@@ -2043,58 +2070,7 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
     struct mb_result r1;
     if (mb__simulate_mb(&s1, o, &r1, err) || mb__simulate_mb(&s2, o, r, err))
         return -1;
-    double k = (double)(L - L2) / (L2 - L1);
-    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
-    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
-    r->step_time_s = mb__lin(r->step_time_s, r1.step_time_s, k);
-    r->model_flops = mb__lin(r->model_flops, r1.model_flops, k);
-    for (int c = 0; c < MB_CAT_COUNT; c++) {
-        r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1.breakdown[c], k));
-        r->critical[c] = fmax(0, mb__lin(r->critical[c], r1.critical[c], k));
-    }
-    struct mb_memory *M = &r->mem;
-    int best = 0;
-    for (int i = 0; i < M->n_stages && i < r1.mem.n_stages; i++) {
-        struct mb_memory_stage *a = &M->per_stage[i];
-        const struct mb_memory_stage *b1 = &r1.mem.per_stage[i];
-        a->weights = mb__lin(a->weights, b1->weights, k);
-        a->grads = mb__lin(a->grads, b1->grads, k);
-        a->optimizer = mb__lin(a->optimizer, b1->optimizer, k);
-        a->activations = mb__lin(a->activations, b1->activations, k);
-        a->buffers = mb__lin(a->buffers, b1->buffers, k);
-        a->graphs = mb__lin(a->graphs, b1->graphs, k);
-        a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);
-        a->reserved = mb__lin(a->reserved, b1->reserved, k);
-        if (a->peak_allocated > M->per_stage[best].peak_allocated)
-            best = i;
-    }
-    if (M->n_stages > 0) {
-        const struct mb_memory_stage *a = &M->per_stage[best];
-        static const char *const names[] = {"weights", "gradients", "optimizer", "activations", "buffers",
-                                            "cuda graphs"};
-        double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs};
-        int d = 0;
-        for (int i = 1; i < 6; i++)
-            if (v[i] > v[d])
-                d = i;
-        M->weights = a->weights;
-        M->grads = a->grads;
-        M->optimizer = a->optimizer;
-        M->activations = a->activations;
-        M->buffers = a->buffers;
-        M->graphs = a->graphs;
-        M->peak_allocated = a->peak_allocated;
-        M->reserved = a->reserved;
-        M->stage = best;
-        M->dominant = names[d];
-    }
-    r->oom = M->reserved > M->capacity;
-    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
-    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
-    r->model_tflops_per_gpu = r->model_flops / (r->step_time_s * 1e12 * s->gpus);
-    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
-    r->events += r1.events;
-    r->sim_wall_s += r1.sim_wall_s;
+    mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
     return 0;
 }
 

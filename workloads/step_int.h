@@ -65,4 +65,8 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
 double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay,
                            const struct mb_oplist *layer_ops, int st, int c);
 
+/* Set the rank-level fields (peak stage, its terms, reserved, dominant term)
+ * from m->per_stage[0 .. n_stages). */
+void mb_memory_summarize(struct mb_memory *m);
+
 #endif
