@@ -63,14 +63,12 @@ double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *
 }
 
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_oplist *layer_ops,
-                       const int *have_kind, double act_vision, double hbm_bytes, const double *act_timeline,
-                       struct mb_memory *out)
+                       double act_vision, double hbm_bytes, const double *act_timeline, struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
     int p = lay->p, v = lay->v;
     int frozen_lang = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
     int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
-    (void)have_kind;
     memset(out, 0, sizeof *out);
     for (int st = 0; st < p; st++) {
         double dense = lay->params_dense_stage[st] / s->tp;

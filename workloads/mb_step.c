@@ -116,15 +116,6 @@ static void mb__push(struct mb_oplist *l, const struct mb_op *o)
     l->op[l->n++] = *o;
 }
 
-/* GPU time of a kernel. The host launch cost is not folded in here: it is
- * paid on the stage's host stream (mb__host), where the GPU may wait for it. */
-static double mb__k(const struct mb_build *b, double t, int region)
-{
-    (void)b;
-    (void)region;
-    return t;
-}
-
 /* CUDA-graph region for a module about to be built: 0 when the module is not
  * captured (`on` = 0), the layer's region for whole-layer graphs, else a new id
  * (one graph per captured module per layer, as TE's make_graphed_callables
@@ -147,9 +138,9 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     o.type = MB_OP_COMP;
     o.cat = cat;
     o.module = mod;
-    o.fwd = mb__k(b, mb_calib_gemm(b->cal, p, M, N, K), graphed);
-    double dgrad = mb__k(b, mb_calib_gemm(b->cal, p, M, K, N), graphed);
-    double wgrad = mb__k(b, mb_calib_gemm(b->cal, p, K, N, M), graphed);
+    o.fwd = mb_calib_gemm(b->cal, p, M, N, K);
+    double dgrad = mb_calib_gemm(b->cal, p, M, K, N);
+    double wgrad = mb_calib_gemm(b->cal, p, K, N, M);
     o.bwd = frozen ? dgrad : dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.region = graphed;
@@ -165,8 +156,8 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
          * precision: the activation input in forward (read bf16, write 1 byte)
          * and the output gradient in backward (quantized once, used by dgrad and
          * wgrad, plus its transposed copy for wgrad). */
-        o.fwd += mb__k(b, mb_calib_membound(b->cal, M * K * (BF16 + 1.0)), graphed);
-        double q = mb__k(b, mb_calib_membound(b->cal, M * N * (BF16 + 2.0)), graphed);
+        o.fwd += mb_calib_membound(b->cal, M * K * (BF16 + 1.0));
+        double q = mb_calib_membound(b->cal, M * N * (BF16 + 2.0));
         o.bwd += q;
         o.bwd_dgrad_only += q;
     }
@@ -181,9 +172,9 @@ static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, do
     o.type = MB_OP_COMP;
     o.cat = MB_CAT_EXPERTS;
     o.module = MB_RCM_MOE;
-    o.fwd = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K), graphed);
-    double dgrad = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N), graphed);
-    double wgrad = mb__k(b, mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg), graphed);
+    o.fwd = mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K);
+    double dgrad = mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N);
+    double wgrad = mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg);
     o.bwd = dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.region = graphed;
@@ -194,8 +185,8 @@ static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, do
     o.kb = 2 * ceil(groups) + (b->s->prec.quantize ? 1 : 0);
     o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb__gemm */
     if (b->s->prec.quantize) { /* as in mb__gemm */
-        o.fwd += mb__k(b, mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0)), graphed);
-        double q = mb__k(b, mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0)), graphed);
+        o.fwd += mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0));
+        double q = mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0));
         o.bwd += q;
         o.bwd_dgrad_only += q;
     }
@@ -210,8 +201,8 @@ static void mb__mem(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, un
     o.type = MB_OP_COMP;
     o.cat = cat;
     o.module = mod;
-    o.fwd = mb__k(b, mb_calib_membound(b->cal, bytes), graphed);
-    o.bwd = mb__k(b, mb_calib_membound(b->cal, 2 * bytes), graphed);
+    o.fwd = mb_calib_membound(b->cal, bytes);
+    o.bwd = mb_calib_membound(b->cal, 2 * bytes);
     o.bwd_dgrad_only = o.bwd;
     o.saved = saved;
     o.region = graphed;
@@ -226,9 +217,9 @@ static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     o.type = MB_OP_COMP;
     o.cat = cat;
     o.module = mod;
-    o.fwd = mb__k(b, mb_calib_attn(b->cal, b->s->prec.attn, flop, seq, head_dim, causal, 0), graphed);
+    o.fwd = mb_calib_attn(b->cal, b->s->prec.attn, flop, seq, head_dim, causal, 0);
     /* flash backward recomputes QK^T: 2.5x the forward FLOPs (FlashAttention-2/3 papers' convention) */
-    o.bwd = mb__k(b, mb_calib_attn(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, causal, 1), graphed);
+    o.bwd = mb_calib_attn(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, causal, 1);
     o.bwd_dgrad_only = o.bwd;
     o.saved = saved;
     o.region = graphed;
@@ -332,7 +323,7 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
     if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA) {
         int n = m->num_heads;
         double nl = (double)n / tp;
-        double dq, dv, gq;
+        double dq, dv;
         if (mix == MB_MIX_MLA) {
             dq = m->qk_head_dim + m->qk_rope_head_dim;
             dv = m->v_head_dim;
@@ -351,7 +342,6 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
             /* rope on q and k: read + write */
             mb__mem(b, l, cat, MB_RCM_MLA_UP_PROJ, g, 2 * T * nl * (dq + dq + dv) * BF16,
                     T * nl * (dq + dq + dv) * BF16);
-            gq = n;
         } else {
             int d = m->head_dim, kv = m->num_kv_heads;
             double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
@@ -361,9 +351,7 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
             mb__mem(b, l, cat, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
             /* TE fused RoPE on q and on k; qk-norm adds a norm kernel for each */
             l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
-            gq = kv;
         }
-        (void)gq;
         double ctx = seq / 2; /* causal average context */
         int causal = 1;
         if (mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq) {
@@ -1056,7 +1044,6 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
 static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, int *gate,
                         int *lastb)
 {
-    const struct mb_scenario *s = b->s;
     for (; u->pos < u->n; u->pos++, u->opi = 0) {
         struct mb_item *x = &u->it[u->pos];
         switch (x->k) {
@@ -1092,7 +1079,6 @@ static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield
         }
     }
     mb__em_close(b, st, &u->em);
-    (void)s;
     return 0;
 }
 
@@ -1138,7 +1124,7 @@ static int mb__task_cat(const struct mb_engine *e, int t)
 /* Critical path of the step by category (seconds): what to shorten to make
  * the step shorter. Waits between a task and the one that released it
  * (nothing running on the path) count as bubble. */
-static void mb__critical(struct mb_build *b, int p, struct mb_result *r)
+static void mb__critical(struct mb_build *b, struct mb_result *r)
 {
     size_t nt = mb_engine_n_tasks(b->e);
     int *path = mb_malloc((nt ? nt : 1) * sizeof *path);
@@ -1152,7 +1138,6 @@ static void mb__critical(struct mb_build *b, int p, struct mb_result *r)
         if (t0 > released)
             r->critical[MB_CAT_BUBBLE] += t0 - released;
     }
-    (void)p;
     mb_free(path);
 }
 
@@ -1847,7 +1832,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         r->tasks = mb_engine_n_tasks(b.e);
         mb__breakdown(&b, p, step, r);
         if (critical)
-            mb__critical(&b, p, r);
+            mb__critical(&b, r);
         /* activation memory over the timeline: a microbatch's activations of a
          * chunk count from the start of its forward (they are allocated while it
          * runs: counting them whole from its start bounds the peak inside it)
@@ -1916,10 +1901,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         r->mfu = r->model_tflops_per_gpu * 1e12 / b.gpu->peak[s->prec.gemm];
 
         /* memory */
-        int kinds[18];
-        for (int k = 0; k < 18; k++)
-            kinds[k] = have[k];
-        mb_memory_estimate(s, &lay, ops, kinds, act_vision, b.gpu->hbm_bytes, act_tl, &r->mem);
+        mb_memory_estimate(s, &lay, ops, act_vision, b.gpu->hbm_bytes, act_tl, &r->mem);
         r->oom = r->mem.reserved > r->mem.capacity;
         snprintf(r->calib_path, sizeof r->calib_path, "%s", mb_calib_path(b.cal));
         for (size_t i = 0; i < mb_calib_n_tables(b.cal); i++) {

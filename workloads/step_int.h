@@ -57,8 +57,8 @@ struct mb_layout {
 /* Per-rank memory of every stage; act_timeline[st] (or NULL: the in-flight
  * formula) gives each stage's activation peak. */
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
-                       const struct mb_oplist *layer_ops, const int *layer_kind, double act_vision,
-                       double hbm_bytes, const double *act_timeline, struct mb_memory *out);
+                       const struct mb_oplist *layer_ops, double act_vision, double hbm_bytes,
+                       const double *act_timeline, struct mb_memory *out);
 
 /* Activation bytes one microbatch leaves saved on virtual chunk c of stage st
  * (recompute applied). */
