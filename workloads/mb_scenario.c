@@ -470,11 +470,12 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
         return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module mamba needs a Mamba model; %s has none", mn);
 
     /* 1F1B all-to-all overlap pairs each backward with the next forward on one
-     * stage; with pp > 1 Megatron runs it only inside interleaved schedules,
-     * which mbsim does not pair yet */
-    if (s->overlap_ep_comm && s->pp > 1)
+     * stage; with pp > 1 Megatron runs it only inside interleaved schedules
+     * (combined 1F1B needs a virtual pipeline) */
+    if (s->overlap_ep_comm && s->pp > 1 && s->vpp < 2)
         return mb_scn__err(err, s, mk->overlap,
-                           "overlap.ep_comm is simulated for pp = 1 only (got pp = %d); set it to false", s->pp);
+                           "overlap.ep_comm with pp = %d needs an interleaved schedule (parallel.vpp >= 2), as "
+                           "Megatron-Core's combined 1F1B does; set vpp or turn the overlap off", s->pp);
 
     int vision = m->vision.depth > 0;
     if ((s->freeze & (MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ)) && !vision)

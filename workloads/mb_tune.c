@@ -373,7 +373,7 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
     }
     /* (7) overlap and CUDA graphs last */
     fprintf(t->log, "  [7] communication overlap and CUDA graphs\n");
-    if (m->num_experts > 0 && cur->ep > 1 && cur->pp == 1 && !cur->overlap_ep_comm) {
+    if (m->num_experts > 0 && cur->ep > 1 && (cur->pp == 1 || cur->vpp > 1) && !cur->overlap_ep_comm) {
         struct mb_scenario c;
         mb__copy(&c, cur);
         c.overlap_ep_comm = 1;
