@@ -442,8 +442,9 @@ static int pick_metric(struct mb_val_row *r, double tokens, double step, double 
 }
 
 /* Simulate a checked scenario and compare on r->metric. fsdp_group > 0: the
- * CSV's sharding group, noted when it differs from DP. */
-static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int fsdp_group)
+ * CSV's sharding group, noted when it differs from DP; `applied`: what the
+ * notes column set (mb_validate_apply_notes), noted when not empty. */
+static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int fsdp_group, const char *applied)
 {
     struct mb_result res;
     struct mb_err err;
@@ -475,6 +476,10 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
     if (fsdp_group > 0 && s->strategy == MB_STRAT_FSDP && fsdp_group != s->dp)
         snprintf(r->note, sizeof r->note, "FSDP sharding group %d differs from DP %d (simulated over DP)",
                  fsdp_group, s->dp);
+    if (applied && applied[0]) {
+        size_t l = strlen(r->note);
+        snprintf(r->note + l, sizeof r->note - l, "%sfrom notes: %s", l ? "; " : "", applied);
+    }
     if (res.oom) {
         size_t l = strlen(r->note);
         snprintf(r->note + l, sizeof r->note - l, "%spredicted OOM (peak %.1f GiB, reserved %.1f GiB, capacity %.1f GiB)",
@@ -629,6 +634,58 @@ static const char *cell(struct csv_ctx *c, int k)
 }
 
 /* Map one data record onto a scenario, simulate it, append the row. */
+/* Append ", what" (or "what" first) to buf of size n. */
+static void note_add(char *buf, size_t n, const char *what)
+{
+    size_t l = strlen(buf);
+    if (l < n)
+        snprintf(buf + l, n - l, "%s%s", l ? ", " : "", what);
+}
+
+int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n)
+{
+    int moe_ep = s->model.num_experts > 0 && s->ep > 1, count = 0;
+    char what[64];
+    if (applied && n)
+        applied[0] = '\0';
+    const char *p = notes ? notes : "";
+    while (*p) {
+        size_t len = strcspn(p, ";,");
+        char item[96];
+        size_t k = 0;
+        for (size_t i = 0; i < len && k < sizeof item - 1; i++)
+            item[k++] = (char)tolower((unsigned char)p[i]);
+        item[k] = '\0';
+        const char *t = item + strspn(item, " \"");
+        int sms;
+        what[0] = '\0';
+        if (moe_ep && !strncmp(t, "hybridep", 8)) {
+            s->dispatcher = MB_DISP_HYBRIDEP;
+            if (sscanf(t + 8, "%d sms", &sms) == 1 && sms > 0 && sms <= 1024)
+                s->dispatcher_sms = sms;
+            snprintf(what, sizeof what, "dispatcher hybridep (%d SMs)", s->dispatcher_sms);
+        } else if (moe_ep && !strncmp(t, "deepep", 6)) {
+            s->dispatcher = MB_DISP_DEEPEP;
+            snprintf(what, sizeof what, "dispatcher deepep");
+        } else if (strstr(t, "ep overlap") || strstr(t, "ep comm overlap")) {
+            s->overlap_ep_comm = !strstr(t, " off") && moe_ep && (s->pp == 1 || s->vpp > 1);
+            snprintf(what, sizeof what, "EP overlap %s", s->overlap_ep_comm ? "on" : "off");
+        } else if (!strncmp(t, "full-iteration cuda graph", 25)) {
+            s->cuda_graph = MB_CG_FULL_ITERATION;
+            snprintf(what, sizeof what, "full-iteration CUDA graph");
+        }
+        if (what[0]) {
+            count++;
+            if (applied && n)
+                note_add(applied, n, what);
+        }
+        p += len;
+        if (*p)
+            p++;
+    }
+    return count;
+}
+
 static int csv_record(struct csv_ctx *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
@@ -746,6 +803,9 @@ static int csv_record(struct csv_ctx *c)
      * own weights, gradients and optimizer state are negligible next to it */
     if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora"))
         s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
+    char applied[160] = "";
+    if (c->notes_idx >= 0)
+        mb_validate_apply_notes(&s, c->f[c->notes_idx].text, applied, sizeof applied);
     s.meas_tokens_per_s_per_gpu = tokens;
     s.meas_model_tflops_per_gpu = tflops;
     s.meas_step_time_s = step;
@@ -758,7 +818,7 @@ static int csv_record(struct csv_ctx *c)
         copy_str(why, sizeof why, msg);
         skip_row(r, why);
     } else {
-        predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0);
+        predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, applied);
     }
     mb_scenario_free(&s);
     return 0;
@@ -897,7 +957,7 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
         skip_row(r, "no measured block");
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
-        predict_row(r, &s, 0);
+        predict_row(r, &s, 0, NULL);
     }
     mb_scenario_free(&s);
     return 0;

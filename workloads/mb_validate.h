@@ -166,6 +166,26 @@ void mb_validate_free(struct mb_val_summary *s);
 /* ---- building blocks, exposed for tests and for the CLI's messages ---- */
 
 /**
+ * @brief Apply the configuration a CSV row's notes column states in words, as
+ * the published sources write it. Items are separated by ';' or ',' and
+ * matched case-insensitively:
+ *  - "HybridEP[ N SMs]" / "DeepEP": moe.dispatcher (and moe.dispatcher_sms);
+ *  - "EP overlap", "EP overlap on", "EP comm overlap ON", "EP overlap + delayed
+ *    wgrad": overlap.ep_comm on; an item that also says "off": off (delayed
+ *    wgrad is not modelled);
+ *  - "full-iteration CUDA graph": cuda_graph full_iteration.
+ * Other items are ignored. Dispatcher and overlap apply only where a scenario
+ * may ask for them (MoE model with ep > 1; overlap also needs pp = 1 or vpp > 1),
+ * so a note never makes a row invalid.
+ * @param[in,out] s        scenario built from the row (model, ep, pp, vpp set)
+ * @param[in]      notes    the notes cell (may be NULL)
+ * @param[out]     applied  comma-separated summary of what was set (may be NULL)
+ * @param[in]      n        size of applied
+ * @return the number of items applied.
+ */
+int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n);
+
+/**
  * @brief Exact statistics of absolute percentage errors.
  * @param[in]  err_pct  signed errors in percent (n values)
  * @param[out] mape     mean of |err_pct|

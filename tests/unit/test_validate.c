@@ -438,6 +438,67 @@ static void test_bad_csv(void **state)
 }
 
 /* Step 9: end to end on the public measured CSV. */
+/* Configuration stated in the notes column, in the publishers' own words
+ * (public_measured.csv rows mbcard_qwen3_30b_a3b_h100_bf16_16,
+ * mbskill_qwen3_30b_a3b_h100_16_baseline, mbcard_deepseek_v3_gb300_fp8_mx_256):
+ * each expectation is read off the note text. */
+static void test_apply_notes(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    char applied[160];
+    mb_err_clear(&e);
+    if (mb_scenario_load("tests/data/step/qwen3_30b_h100_16_ep.yaml", &s, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    /* MoE, EP16, pp 1: "HybridEP 32 SMs" and "EP comm overlap on" both apply */
+    s.dispatcher = MB_DISP_ALLTOALL;
+    s.overlap_ep_comm = 0;
+    assert_int_equal(mb_validate_apply_notes(&s, "task=pretrain; HybridEP 32 SMs, 64-token combine chunks, "
+                                                 "permute fusion; EP comm overlap on, delayed wgrad off",
+                                             applied, sizeof applied),
+                     2);
+    assert_int_equal(s.dispatcher, MB_DISP_HYBRIDEP);
+    assert_int_equal(s.dispatcher_sms, 32);
+    assert_int_equal(s.overlap_ep_comm, 1);
+    assert_string_equal(applied, "dispatcher hybridep (32 SMs), EP overlap on");
+    /* "controlled A/B: EP comm overlap OFF" turns it off; "DeepEP" picks DeepEP */
+    assert_int_equal(mb_validate_apply_notes(&s, "controlled A/B: EP comm overlap OFF; DeepEP", applied,
+                                             sizeof applied),
+                     2);
+    assert_int_equal(s.overlap_ep_comm, 0);
+    assert_int_equal(s.dispatcher, MB_DISP_DEEPEP);
+    /* "EP overlap + delayed wgrad" and "full-iteration CUDA graph" */
+    assert_int_equal(mb_validate_apply_notes(&s, "HybridEP; full-iteration CUDA graph; EP overlap + delayed wgrad",
+                                             NULL, 0),
+                     3);
+    assert_int_equal(s.overlap_ep_comm, 1);
+    assert_int_equal(s.cuda_graph, MB_CG_FULL_ITERATION);
+    /* pp 2 without interleaving: Megatron cannot overlap, so the note leaves it off
+     * and the row stays valid */
+    s.overlap_ep_comm = 0;
+    s.pp = 2;
+    s.vpp = 1;
+    mb_validate_apply_notes(&s, "EP overlap", NULL, 0);
+    assert_int_equal(s.overlap_ep_comm, 0);
+    s.vpp = 2;
+    mb_validate_apply_notes(&s, "EP overlap", NULL, 0);
+    assert_int_equal(s.overlap_ep_comm, 1);
+    /* nothing recognised: nothing changes */
+    s.dispatcher = MB_DISP_ALLTOALL;
+    assert_int_equal(mb_validate_apply_notes(&s, "task=pretrain; tokens/s derived", applied, sizeof applied), 0);
+    assert_string_equal(applied, "");
+    assert_int_equal(s.dispatcher, MB_DISP_ALLTOALL);
+    assert_int_equal(mb_validate_apply_notes(&s, NULL, applied, sizeof applied), 0);
+    /* a dense model ignores dispatcher and overlap words */
+    s.model.num_experts = 0;
+    assert_int_equal(mb_validate_apply_notes(&s, "HybridEP", NULL, 0), 0);
+    assert_int_equal(s.dispatcher, MB_DISP_ALLTOALL);
+    mb_scenario_free(&s);
+}
+
 static void test_public_csv(void **state)
 {
     (void)state;
@@ -488,7 +549,7 @@ int main(void)
         cmocka_unit_test(test_system_map),     cmocka_unit_test(test_precision_map),
         cmocka_unit_test(test_small_csv),      cmocka_unit_test(test_reports),
         cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
-        cmocka_unit_test(test_public_csv),
+        cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
