@@ -27,6 +27,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,6 +358,130 @@ static int mb_kin__shape_eq(const struct mb_prof_shape *a, const struct mb_prof_
            a->head_dim == b->head_dim && a->causal == b->causal && a->bwd == b->bwd;
 }
 
+/* ------------------------------------------------------------ host time per launch */
+
+struct mb_kin__call {
+    long long pid, tid;
+    double ts, dur; /* microseconds */
+};
+
+static int mb_kin__call_cmp(const void *a, const void *b)
+{
+    const struct mb_kin__call *x = a, *y = b;
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    if (x->tid != y->tid)
+        return (x->tid > y->tid) - (x->tid < y->tid);
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static int mb_kin__dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double mb_kin__median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, mb_kin__dbl_cmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int mb_kin__is_launch(const char *name)
+{
+    static const char *const launch[] = {"cudaLaunchKernel",  "cudaLaunchKernelExC", "cuLaunchKernel",
+                                         "cuLaunchKernelEx",  "cudaLaunchCooperativeKernel",
+                                         "cudaGraphLaunch",   NULL};
+    for (size_t i = 0; launch[i]; i++)
+        if (strcmp(name, launch[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int mb_kin__is_sync(const char *name)
+{
+    return strstr(name, "Synchronize") != NULL || strcmp(name, "cudaMemcpy") == 0 ||
+           (strncmp(name, "cuMemcpy", 8) == 0 && strstr(name, "Async") == NULL);
+}
+
+/* A runtime/driver call's thread and interval; 0 when ids or times are missing. */
+static int mb_kin__call(json_t *e, struct mb_kin__call *c)
+{
+    json_t *pid = json_object_get(e, "pid"), *tid = json_object_get(e, "tid");
+    json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
+    if (!json_is_integer(pid) || !json_is_integer(tid) || !json_is_number(ts) || !json_is_number(dur))
+        return 0;
+    *c = (struct mb_kin__call){json_integer_value(pid), json_integer_value(tid), json_number_value(ts),
+                               json_number_value(dur)};
+    return c->dur >= 0;
+}
+
+/* Fill p->host_*: see mb_prof_kineto in mb_import.h. */
+static void mb_kin__host(json_t *evs, struct mb_prof *p)
+{
+    size_t nev = json_array_size(evs), nl = 0, ns = 0;
+    struct mb_kin__call *l = mb_malloc((nev ? nev : 1) * sizeof *l), *sy = mb_malloc((nev ? nev : 1) * sizeof *sy);
+    for (size_t i = 0; i < nev; i++) {
+        json_t *e = json_array_get(evs, i);
+        const char *cat = mb_kin__str(e, "cat"), *name = mb_kin__str(e, "name"), *ph = mb_kin__str(e, "ph");
+        if (!cat || !name || !ph || strcmp(ph, "X") != 0 ||
+            (strcmp(cat, "cuda_runtime") != 0 && strcmp(cat, "cuda_driver") != 0))
+            continue;
+        struct mb_kin__call c;
+        if (!mb_kin__call(e, &c))
+            continue;
+        if (mb_kin__is_launch(name))
+            l[nl++] = c;
+        else if (mb_kin__is_sync(name))
+            sy[ns++] = c;
+    }
+    qsort(l, nl, sizeof *l, mb_kin__call_cmp);
+    qsort(sy, ns, sizeof *sy, mb_kin__call_cmp);
+    /* the thread with the most launches (ties: the first in (pid, tid) order) */
+    size_t best = 0, best_n = 0;
+    for (size_t i = 0; i < nl;) {
+        size_t j = i;
+        while (j < nl && l[j].pid == l[i].pid && l[j].tid == l[i].tid)
+            j++;
+        if (j - i > best_n) {
+            best = i;
+            best_n = j - i;
+        }
+        i = j;
+    }
+    if (best_n > 0) {
+        const struct mb_kin__call *t = l + best;
+        double *v = mb_malloc(best_n * sizeof *v);
+        for (size_t i = 0; i < best_n; i++)
+            v[i] = t[i].dur;
+        double med_call = mb_kin__median(v, best_n);
+        size_t ng = 0, k = 0;
+        double sum = 0;
+        for (size_t i = 0; i + 1 < best_n; i++) {
+            /* any synchronizing call of this thread starting inside [ts_i, ts_i+1) */
+            while (k < ns && (sy[k].pid < t->pid || (sy[k].pid == t->pid && sy[k].tid < t->tid) ||
+                              (sy[k].pid == t->pid && sy[k].tid == t->tid && sy[k].ts < t[i].ts)))
+                k++;
+            if (k < ns && sy[k].pid == t->pid && sy[k].tid == t->tid && sy[k].ts < t[i + 1].ts)
+                continue;
+            double g = t[i + 1].ts - t[i].ts - fmax(0.0, t[i].dur - med_call);
+            v[ng++] = g > 0 ? g : 0;
+            sum += g > 0 ? g : 0;
+        }
+        p->host_launches = (long)best_n;
+        p->host_gaps = (long)ng;
+        p->host_pid = t->pid;
+        p->host_tid = t->tid;
+        if (ng) {
+            p->host_launch_s = sum / (double)ng * 1e-6;
+            p->host_launch_med_s = mb_kin__median(v, ng) * 1e-6;
+        }
+        mb_free(v);
+    }
+    mb_free(l);
+    mb_free(sy);
+}
+
 /* GPU type from deviceProperties[0].name ("NVIDIA A100-PG509-200" -> "A100"). */
 static void mb_kin__gpu(json_t *root, char *out, size_t len)
 {
@@ -529,6 +654,8 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
             pt->achieved = pt->time_s > 0 ? mb_prof_shape_flop(&pt->shape) / pt->time_s : 0;
         }
     }
+    if (!rc)
+        mb_kin__host(evs, p);
     mb_free(inst);
     mb_free(ops);
     mb_free(rts);

@@ -676,6 +676,16 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
                     p->file ? p->file : "");
         }
     }
+    if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS) {
+        fprintf(f, "  launch: {time: %.6g us, source: ", p->host_launch_s * 1e6);
+        char src[400];
+        snprintf(src, sizeof src,
+                 "Kineto %s: mean host gap between %ld consecutive kernel launches on thread %ld/%ld (median %.6g "
+                 "us; gaps holding a synchronizing call left out)",
+                 p->file ? p->file : "", p->host_gaps, p->host_pid, p->host_tid, p->host_launch_med_s * 1e6);
+        mb_prof__yq(f, src);
+        fprintf(f, "}\n");
+    }
     fprintf(f, "  summary:   # per kernel class: distinct kernels, instances, total GPU time\n");
     for (int k = 0; k < MB_KC_COUNT; k++)
         if (p->cls_kernels[k])
@@ -707,6 +717,15 @@ void mb_prof_write_summary(const struct mb_prof *p, FILE *f)
                     p->cls_instances[k], p->cls_time_s[k] * 1e3,
                     p->total_s > 0 ? 100.0 * p->cls_time_s[k] / p->total_s : 0.0);
     fprintf(f, "points: %zu (gemm/grouped/attention with a shape), collectives: %zu\n", p->n_points, p->n_coll);
+    if (p->host_launches) {
+        fprintf(f, "host: %ld kernel launches on thread %ld/%ld, %ld gaps used", p->host_launches, p->host_pid,
+                p->host_tid, p->host_gaps);
+        if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS)
+            fprintf(f, ": %.4g us per launch (median %.4g us) -> measured.launch\n", p->host_launch_s * 1e6,
+                    p->host_launch_med_s * 1e6);
+        else
+            fprintf(f, ": too few to estimate the host time per launch (need %d)\n", MB_PROF_MIN_HOST_GAPS);
+    }
     if (p->n_noshape)
         fprintf(f, "kernels of a shaped class without a shape: %zu\n", p->n_noshape);
     if (p->n_unused_shapes)

@@ -180,6 +180,13 @@ struct mb_prof {
     struct mb_prof_point *points;
     size_t n_coll;
     struct mb_prof_coll *coll;
+    /* Kineto: host time per kernel launch on the thread that launches most
+     * kernels (mb_prof_kineto; 0 gaps when the trace has no launches) */
+    long host_launches;                /* kernel/graph launches on that thread */
+    long host_gaps;                    /* gaps between consecutive launches used */
+    long host_pid, host_tid;           /* the launching thread */
+    double host_launch_s;              /* mean gap (seconds): host time per launch */
+    double host_launch_med_s;          /* median gap (seconds) */
     size_t n_unused_shapes;            /* nsys: side-file rules that matched no kernel */
     size_t n_noshape;                  /* shaped-class kernels / NCCL kernels without shape or args */
 };
@@ -195,6 +202,9 @@ struct mb_prof {
  */
 int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct mb_prof **out, struct mb_err *err);
 
+/** Fewest launch gaps from which a Kineto import writes `measured.launch`. */
+#define MB_PROF_MIN_HOST_GAPS 20
+
 /**
  * @brief Import a PyTorch profiler / Kineto Chrome trace (.json or .json.gz).
  * Kernels are joined to their launching CPU op (args["External id"], or
@@ -202,6 +212,16 @@ int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct m
  * (aten::mm, addmm, bmm, baddbmm, linear, _grouped_mm, scaled-dot-product /
  * flash attention fwd and bwd) give points; NCCL kernels with collective
  * arguments give collectives.
+ * Host time per launch (host_* fields): on the CPU thread with the most
+ * kernel launches (cudaLaunchKernel[ExC], cuLaunchKernel[Ex],
+ * cudaLaunchCooperativeKernel, cudaGraphLaunch), the gaps between consecutive
+ * launches, each less the part of the earlier launch call beyond the median
+ * launch-call duration (a launch blocked on a full queue is waiting, not
+ * working); gaps that contain a synchronizing call (name containing
+ * "Synchronize", cudaMemcpy, cuMemcpy without Async) are the host waiting
+ * for the GPU and are left out. Mean and median of the rest, in seconds.
+ * This is the quantity the step model charges per kernel (spec.launch): the
+ * framework's whole host cost per kernel, Python and dispatch included.
  * @param[out] err  "file:line:col: JSON error ..." or "file: $.traceEvents[i].key: ..."
  * @return 0 or -1.
  */

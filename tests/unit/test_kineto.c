@@ -125,6 +125,54 @@ static void test_shaped_json_and_gzip(void **state)
     check_shaped("tests/data/kineto/shaped_trace.json.gz");
 }
 
+/*
+ * Host time per launch, tests/data/kineto/host_trace.json (constructed): thread 100/100 issues 25
+ * cudaLaunchKernel calls, 5 us each except launch 10 (105 us: blocked on a full queue); the gaps
+ * between starts are 30 us, except 60 us after launches 3 and 7, 130 us after launch 10 (100 us of
+ * it inside the blocked call: 130 - (105 - median 5) = 30) and 530 us after launch 15, which holds a
+ * cudaStreamSynchronize (left out). A cudaMemcpyAsync inside a gap (not synchronizing) and a
+ * cudaDeviceSynchronize on another thread change nothing; thread 100/200 has only 3 launches.
+ * So 23 gaps: 21 x 30 + 2 x 60 = 750 us -> mean 32.6087 us, median 30 us. 23 >= 20 gaps, so the
+ * overlay carries measured.launch, and the loaded table's launch_s is the mean.
+ * The real sample has 1 launch on its thread: no gap, no launch entry (the A100 table keeps its own).
+ */
+static void test_host_launch(void **state)
+{
+    (void)state;
+    struct mb_prof *p = import_ok("tests/data/kineto/host_trace.json");
+    assert_int_equal(p->host_launches, 25);
+    assert_int_equal(p->host_gaps, 23);
+    assert_int_equal(p->host_pid, 100);
+    assert_int_equal(p->host_tid, 100);
+    assert_true(fabs(p->host_launch_s - 750e-6 / 23) < 1e-12);
+    assert_true(fabs(p->host_launch_med_s - 30e-6) < 1e-12);
+
+    char tmp[] = "/tmp/mbsim_kineto_host_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_prof_write_table(p, "H100", "test", f, &e), 0);
+    fclose(f);
+    struct mb_calib *c = NULL;
+    if (mb_calib_load(NULL, tmp, &c, &e) != 0) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    assert_true(fabs(mb_calib_spec(c)->launch_s / (750e-6 / 23) - 1) < 1e-5);
+    mb_calib_free(c);
+    remove(tmp);
+    mb_prof_free(p);
+
+    p = import_ok(SAMPLE);
+    assert_int_equal(p->host_launches, 1);
+    assert_int_equal(p->host_gaps, 0);
+    assert_true(p->host_launch_s == 0);
+    mb_prof_free(p);
+}
+
 static void test_broken(void **state)
 {
     (void)state;
@@ -145,7 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_shaped_json_and_gzip),
-        cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_broken), cmocka_unit_test(test_host_launch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
