@@ -10,7 +10,8 @@
  *     max(FLOP / (peak(prec) * eff(shape)), bytes / bandwidth)
  * where eff(shape) is interpolated linearly in eff against log(size) between
  * measured points (size = b*m*n*k for GEMM, tokens per group for grouped GEMM,
- * sequence length for attention). Every number in the tables comes from a
+ * sequence length for attention; attention also interpolates in log(head dim)
+ * between curves and corrects for wave quantization over the SMs). Every number in the tables comes from a
  * kernel/hardware measurement cited in the table (docs/calibration.md), never
  * from end-to-end training runs. Outside the measured range the lookup falls
  * back (see each lookup) and counts the fallback so reports can show where the
@@ -56,6 +57,19 @@ struct mb_calib__curve {
     struct mb_calib__pt *pts; /* x = b*m*n*k, y = achieved * scale / peak */
 };
 
+/* One attention curve: efficiency over seq at one head dim. */
+struct mb_calib__acurve {
+    int head_dim;             /* Q.K head dim the curve was measured at */
+    size_t n;
+    struct mb_calib__pt *pts; /* x = seq, y = achieved * scale / peak.bf16, at the benchmark shape */
+};
+
+/* The attention curves of one (causal, bwd) kind, sorted by increasing head_dim (no duplicates). */
+struct mb_calib__akind {
+    size_t n;
+    struct mb_calib__acurve *cv;
+};
+
 struct mb_calib {
     struct mb_gpu_spec spec;
     double roofline_eff;                  /* spec-level default efficiency (roofline mode) */
@@ -68,8 +82,7 @@ struct mb_calib {
     size_t n_grouped;
     struct mb_calib__pt *grouped;         /* x = tokens per group, y = relative efficiency */
     double attn_margin;                   /* clamp factor outside the attention range */
-    size_t n_attn[2][2];                  /* [causal][bwd] */
-    struct mb_calib__pt *attn[2][2];      /* x = seq, y = eff against the bf16 peak */
+    struct mb_calib__akind attn[2][2];    /* [causal][bwd]: curves by head dim */
     double mem_eff, mem_floor;
     double link_eff[MB_LINK_COUNT], link_lat[MB_LINK_COUNT];
     size_t n_measured;                    /* measured points merged from `measured:` sections */
@@ -349,6 +362,77 @@ struct mb_calib__apt_in {
     double seq, achieved;
 };
 
+/* The curve of kind k at exactly head dim d, or NULL. */
+static struct mb_calib__acurve *mb_calib__acurve_find(struct mb_calib__akind *k, int d)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (k->cv[i].head_dim == d)
+            return &k->cv[i];
+    return NULL;
+}
+
+/* Inserts an empty curve at head dim d (not yet present) keeping k sorted by head dim. */
+static struct mb_calib__acurve *mb_calib__acurve_insert(struct mb_calib__akind *k, int d)
+{
+    assert(!mb_calib__acurve_find(k, d));
+    k->cv = mb_realloc(k->cv, (k->n + 1) * sizeof *k->cv);
+    size_t i = k->n;
+    while (i > 0 && k->cv[i - 1].head_dim > d) {
+        k->cv[i] = k->cv[i - 1];
+        i--;
+    }
+    k->n++;
+    memset(&k->cv[i], 0, sizeof k->cv[i]);
+    k->cv[i].head_dim = d;
+    return &k->cv[i];
+}
+
+/*
+ * Wave quantization of a FlashAttention kernel (a mechanism, not a fit).
+ *
+ * FlashAttention-2/3 launch one CTA per (batch*head, 128-row query block) in
+ * the forward pass and one per (batch*head, 128-column key/value block) in
+ * the backward pass; for self-attention (seq_q = seq_k) both give
+ *     tiles(bh, seq) = bh * ceil(seq / 128).
+ * With one resident CTA per SM the tiles run in waves of `sms`, and the
+ * fraction of SM-time doing work is
+ *     occ(t) = t / (ceil(t / sms) * sms)        (continuous in t >= 0).
+ * The curves hold efficiencies at the FA3 benchmark shape (batch*seq = 16384
+ * tokens, heads*head_dim = 2048, hardware.md B.2), i.e. at
+ *     bh_bench(seq, hd) = 16384 / seq * 2048 / hd,
+ * so a kernel over bh problems runs at
+ *     eff * occ(tiles(bh, seq)) / occ(tiles(bh_bench(seq_b, hd), seq_b))
+ * where seq_b is the curve seq that answered (seq itself inside the range).
+ * Block size 128: FA2 paper (arXiv 2307.08691 sec. 3.3: blocks of
+ * {64,128} x {64,128} by head dim) and FA3 (arXiv 2407.08608: 128-row query
+ * tiles at hdim 128) -- from memory, not in hardware.md; ASSUMPTION: 128 for
+ * every head dim. Limits: every tile counts as equal work (causal tiles are
+ * not; FA3 schedules them longest first), one CTA per SM, no split-KV.
+ * bh <= 0 (unknown) or no SM count: 1 (no correction).
+ */
+enum { MB_CALIB__ATTN_BLOCK = 128 };
+static const double mb_calib__attn_bench_tokens = 16384; /* FA3 benchmark batch * seq */
+static const double mb_calib__attn_bench_hidden = 2048;  /* FA3 benchmark heads * head_dim */
+
+static double mb_calib__occ(double tiles, int sms)
+{
+    return tiles / (ceil(tiles / sms) * sms);
+}
+
+static double mb_calib__attn_wave(const struct mb_calib *c, double bh, double seq, double seq_b, double hd)
+{
+    if (!(bh > 0) || !(seq > 0) || !(seq_b > 0) || !(hd > 0) || c->spec.sms <= 0)
+        return 1.0;
+    double bh_bench = mb_calib__attn_bench_tokens / seq_b * mb_calib__attn_bench_hidden / hd;
+    double t = bh * ceil(seq / MB_CALIB__ATTN_BLOCK);
+    double t_bench = bh_bench * ceil(seq_b / MB_CALIB__ATTN_BLOCK);
+    return mb_calib__occ(t, c->spec.sms) / mb_calib__occ(t_bench, c->spec.sms);
+}
+
+/*
+ * attention: curves keyed by (causal, bwd, head_dim); several head dims per
+ * (causal, bwd) kind are allowed, a repeated key is an error.
+ */
 static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
     struct mb_calib__attn_in in = {1.0, 2.0, NULL};
@@ -380,16 +464,19 @@ static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, st
         struct mb_calib__acurve_in a = {0, 0, 0, NULL};
         if (mb_yaml_read_fields(cn, cf, &a, "attention curve", NULL, err))
             return -1;
-        if (c->attn[a.causal][a.bwd])
-            return mb_yaml_err(err, cn, "duplicate attention curve (causal %d, bwd %d)", a.causal, a.bwd);
+        struct mb_calib__akind *kind = &c->attn[a.causal][a.bwd];
+        if (mb_calib__acurve_find(kind, (int)a.head_dim))
+            return mb_yaml_err(err, cn, "duplicate attention curve (causal %d, bwd %d, head_dim %ld)", a.causal,
+                               a.bwd, a.head_dim);
         if (mb_yaml_expect(a.points, MB_NODE_SEQ, "attention curve points", err))
             return -1;
         if (a.points->n == 0)
             return mb_yaml_err(err, a.points, "attention curve has no points");
         size_t n = a.points->n;
         struct mb_calib__pt *pts = mb_calloc(n, sizeof *pts);
-        c->attn[a.causal][a.bwd] = pts;
-        c->n_attn[a.causal][a.bwd] = n;
+        struct mb_calib__acurve *cv = mb_calib__acurve_insert(kind, (int)a.head_dim);
+        cv->pts = pts;
+        cv->n = n;
         for (size_t i = 0; i < n; i++) {
             struct mb_calib__apt_in g = {0, 0};
             const struct mb_node *pn = a.points->items[i];
@@ -743,11 +830,13 @@ gemm_done:
         mb_free(add);
     }
 
-    /* Attention: y = achieved / peak(bf16, or fp16 when prec: fp16), per (causal, bwd). */
+    /* Attention: y = achieved / peak(bf16, or fp16 when prec: fp16) / wave factor at the point's
+     * batch_heads (so the curve holds benchmark-shape efficiencies, mb_calib__attn_wave), merged per
+     * (causal, bwd, head_dim); a head dim the kind lacks gets a new curve. */
     if (in.attn && in.attn->n) {
         size_t n = in.attn->n;
         struct mb_calib__pt *add = mb_calloc(n, sizeof *add);
-        int *cb = mb_calloc(n, sizeof *cb);
+        long *key = mb_calloc(n, sizeof *key); /* (causal * 2 + bwd) * 2048 + head_dim; -1 once merged */
         for (size_t i = 0; i < n; i++) {
             const struct mb_node *pn = in.attn->items[i];
             struct mb_calib__mgemm_in g;
@@ -756,38 +845,44 @@ gemm_done:
             if (mb_yaml_read_fields(pn, mb_calib__mattn_fields, &g, "measured attention point", NULL, err) ||
                 (g.prec && mb_calib__prec_parse(g.prec, &p, err))) {
                 mb_free(add);
-                mb_free(cb);
+                mb_free(key);
                 return -1;
             }
             double peak = (p == MB_PREC_FP16) ? c->spec.peak[MB_PREC_FP16] : c->spec.peak[MB_PREC_BF16];
             add[i].x = g.seq;
             add[i].y = g.achieved / peak;
-            cb[i] = (g.causal != 0) * 2 + (g.bwd != 0);
+            key[i] = ((g.causal != 0) * 2 + (g.bwd != 0)) * 2048L + g.head_dim;
             if (add[i].y > 1 + 1e-9) {
                 mb_free(add);
-                mb_free(cb);
+                mb_free(key);
                 return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
                                    "measured attention point achieves %.4g of the peak (more than 1)", add[i].y);
             }
+            add[i].y /= mb_calib__attn_wave(c, g.batch_heads, g.seq, g.seq, (double)g.head_dim);
         }
-        for (int k = 0; k < 4; k++) {
-            size_t m = 0;
-            for (size_t i = 0; i < n; i++)
-                m += cb[i] == k;
-            if (!m)
+        struct mb_calib__pt *sel = mb_calloc(n, sizeof *sel);
+        for (size_t i = 0; i < n; i++) {
+            long k = key[i];
+            if (k < 0)
                 continue;
-            struct mb_calib__pt *sel = mb_calloc(m, sizeof *sel);
-            m = 0;
-            for (size_t i = 0; i < n; i++)
-                if (cb[i] == k)
-                    sel[m++] = add[i];
-            mb_calib__merge(&c->attn[k / 2][k % 2], &c->n_attn[k / 2][k % 2], sel, m);
-            mb_free(sel);
+            size_t m = 0;
+            for (size_t j = i; j < n; j++)
+                if (key[j] == k) {
+                    sel[m++] = add[j];
+                    key[j] = -1;
+                }
+            int kind = (int)(k / 2048), d = (int)(k % 2048);
+            struct mb_calib__akind *ak = &c->attn[kind / 2][kind % 2];
+            struct mb_calib__acurve *cv = mb_calib__acurve_find(ak, d);
+            if (!cv)
+                cv = mb_calib__acurve_insert(ak, d);
+            mb_calib__merge(&cv->pts, &cv->n, sel, m);
         }
         mb_calib__note_source(c, T_ATTN, msrc, n);
         c->n_measured += n;
+        mb_free(sel);
         mb_free(add);
-        mb_free(cb);
+        mb_free(key);
     }
 
     /* Collectives: kept as reported points (mb_calib_coll_point); they do not change link efficiencies. */
@@ -1023,8 +1118,11 @@ void mb_calib_free(struct mb_calib *c)
         mb_free(c->source[t]);
     mb_free(c->grouped);
     for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++)
-            mb_free(c->attn[a][b]);
+        for (int b = 0; b < 2; b++) {
+            for (size_t i = 0; i < c->attn[a][b].n; i++)
+                mb_free(c->attn[a][b].cv[i].pts);
+            mb_free(c->attn[a][b].cv);
+        }
     for (size_t i = 0; i < c->n_coll; i++) {
         mb_free((char *)c->coll[i].op);
         mb_free((char *)c->coll[i].dtype);
@@ -1147,17 +1245,175 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups, 
     return t_flop > t_mem ? t_flop : t_mem;
 }
 
+/* Interpolation as mb_calib__interp, clamped to the end points outside [x_0, x_n-1]. */
+static double mb_calib__interp_clamp(const struct mb_calib__pt *pts, size_t n, double x)
+{
+    if (x <= pts[0].x)
+        return pts[0].y;
+    if (x >= pts[n - 1].x)
+        return pts[n - 1].y;
+    return mb_calib__interp(pts, n, x);
+}
+
+/* The densest curve of a kind (most seq points; ties: the lower head dim): it
+ * sets the kind's seq range and the seq shape of its other curves. */
+static size_t mb_calib__akind_ref(const struct mb_calib__akind *k)
+{
+    size_t r = 0;
+    for (size_t i = 1; i < k->n; i++)
+        if (k->cv[i].n > k->cv[r].n)
+            r = i;
+    return r;
+}
+
 /*
- * Attention: eff(seq) of the (causal, bwd) curve, measured at head dim 128 in
- * BF16 (FA3 on H100; scaled for other GPUs). Attention is timed at the BF16
- * (or FP16) peak for every precision: Megatron keeps core attention in BF16
- * under FP8 recipes. head_dim is not used for the efficiency (only hdim-128
- * curves are complete in the source). Outside [first, last] seq but within a
- * factor clamp_margin: the end point (not a fallback). Farther out: the
- * curve's asymptotic (longest-seq) efficiency, counted as fallback.
+ * Efficiency of curve i of kind k at seq s. The densest curve R is
+ * interpolated in ln(seq) (clamped to its end points). Another curve C
+ * follows R's shape: its ratio to R at C's own points, rho_j = C(x_j) / R(x_j),
+ * is interpolated in ln(seq) (clamped) and eff = R(s) * rho(s), so C's points
+ * are reproduced. Why: the hdim-64 bwd and hdim-256 fwd curves have only the
+ * seq 512 and 16k end points, and a straight line in ln(seq) between them
+ * misses the saturation every measured hdim-128 curve shows (hdim-128 bwd at
+ * 2k: 501 TFLOP/s against 414 on its 512-16k chord, -17%). ASSUMPTION: the
+ * head-dim ratio varies linearly in ln(seq) between its measured seqs.
  */
-double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim, int causal,
-                     int bwd)
+static double mb_calib__acurve_eff(const struct mb_calib__akind *k, size_t i, double s)
+{
+    const struct mb_calib__acurve *r = &k->cv[mb_calib__akind_ref(k)], *cv = &k->cv[i];
+    double base = mb_calib__interp_clamp(r->pts, r->n, s);
+    if (cv == r)
+        return base;
+    size_t a = 0, b = 0; /* C's points bracketing s (a == b at and beyond the ends) */
+    if (s >= cv->pts[cv->n - 1].x) {
+        a = b = cv->n - 1;
+    } else if (s > cv->pts[0].x) {
+        while (cv->pts[a + 1].x < s)
+            a++;
+        b = a + 1;
+    }
+    double ra = cv->pts[a].y / mb_calib__interp_clamp(r->pts, r->n, cv->pts[a].x);
+    double rb = cv->pts[b].y / mb_calib__interp_clamp(r->pts, r->n, cv->pts[b].x);
+    double rho = ra;
+    if (b != a)
+        rho = ra + (rb - ra) * (log(s) - log(cv->pts[a].x)) / (log(cv->pts[b].x) - log(cv->pts[a].x));
+    return base * rho;
+}
+
+/* Efficiency of kind k at seq s and head dim d inside [lowest, highest head dim of k]:
+ * linear in ln(d) between the two nearest curves, exact at a curve's head dim. */
+static double mb_calib__akind_eff(const struct mb_calib__akind *k, double s, double d)
+{
+    assert(k->n >= 1 && d >= k->cv[0].head_dim && d <= k->cv[k->n - 1].head_dim);
+    size_t i = 0;
+    while (i + 1 < k->n && k->cv[i + 1].head_dim <= d)
+        i++;
+    double e0 = mb_calib__acurve_eff(k, i, s);
+    if (i + 1 == k->n || d <= k->cv[i].head_dim)
+        return e0;
+    double e1 = mb_calib__acurve_eff(k, i + 1, s), d0 = k->cv[i].head_dim, d1 = k->cv[i + 1].head_dim;
+    return e0 + (e1 - e0) * (log(d) - log(d0)) / (log(d1) - log(d0));
+}
+
+/* The curves answering (causal, bwd): a kind without curves uses the other
+ * mask's (FA3 has no causal bwd panel: causal bwd runs on the non-causal bwd
+ * curves, as documented, not counted); NULL when neither has curves. */
+static const struct mb_calib__akind *mb_calib__akind_get(const struct mb_calib *c, int causal, int bwd)
+{
+    const struct mb_calib__akind *k = &c->attn[causal != 0][bwd != 0];
+    if (k->n == 0)
+        k = &c->attn[causal == 0][bwd != 0];
+    return k->n ? k : NULL;
+}
+
+/* Kind k has curves at head dims at or below lo and at or above hi. */
+static int mb_calib__akind_covers(const struct mb_calib__akind *k, double lo, double hi)
+{
+    return k && k->n && k->cv[0].head_dim <= lo && k->cv[k->n - 1].head_dim >= hi;
+}
+
+/*
+ * Attention efficiency (fraction of the bf16 peak) of (causal, bwd) at seq and
+ * head dim hd, at the benchmark shape (no wave correction). *seq_b and *hd_b
+ * get the seq and head dim of the curves that answered (for the wave factor).
+ *  - seq, on the kind's densest curve range [lo, hi]: inside, interpolated;
+ *    outside but within a factor clamp_margin, the end point (not counted);
+ *    farther, the asymptotic (longest-seq) efficiency, fallback.
+ *  - head dim outside every curve of the table (all kinds): clamped to the
+ *    nearest curve's, fallback.
+ *  - inside the kind's own head-dim range: linear in ln(hd) between its two
+ *    nearest curves (mb_calib__akind_eff).
+ *  - outside it (e.g. fwd at hdim 64 when only bwd has an hdim-64 curve):
+ *    ASSUMPTION, not counted: the head-dim ratio measured on another kind at
+ *    the same seq, donor(hd) / donor(hd_edge), times this kind at its nearest
+ *    head dim hd_edge. Donors in order: the same direction with the other
+ *    mask, then the other direction (same mask first); a donor must span
+ *    [hd, hd_edge]. No donor: the hd_edge curve, fallback.
+ *  - no curve for either mask of the direction: spec roofline_eff, fallback.
+ */
+static double mb_calib__attn_eff(const struct mb_calib *c, int causal, int bwd, double seq, double hd,
+                                 double *seq_b, double *hd_b, int *fb)
+{
+    causal = causal != 0;
+    bwd = bwd != 0;
+    const struct mb_calib__akind *k = mb_calib__akind_get(c, causal, bwd);
+    *seq_b = seq;
+    *hd_b = hd;
+    if (!k) {
+        *fb = 1;
+        return c->roofline_eff;
+    }
+    const struct mb_calib__acurve *r = &k->cv[mb_calib__akind_ref(k)];
+    double lo = r->pts[0].x, hi = r->pts[r->n - 1].x, s = seq;
+    if (seq < lo) {
+        int far = seq * c->attn_margin < lo;
+        *fb |= far;
+        s = far ? hi : lo;
+    } else if (seq > hi) {
+        *fb |= seq > hi * c->attn_margin;
+        s = hi;
+    }
+    double dmin = 0, dmax = 0;
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const struct mb_calib__akind *q = &c->attn[a][b];
+            if (q->n && (dmin == 0 || q->cv[0].head_dim < dmin))
+                dmin = q->cv[0].head_dim;
+            if (q->n && q->cv[q->n - 1].head_dim > dmax)
+                dmax = q->cv[q->n - 1].head_dim;
+        }
+    double d = hd;
+    if (d < dmin || d > dmax) {
+        *fb = 1;
+        d = d < dmin ? dmin : dmax;
+    }
+    *seq_b = s;
+    *hd_b = d;
+    double klo = k->cv[0].head_dim, khi = k->cv[k->n - 1].head_dim;
+    if (d >= klo && d <= khi)
+        return mb_calib__akind_eff(k, s, d);
+    double de = d < klo ? klo : khi;
+    const struct mb_calib__akind *donors[3] = {mb_calib__akind_get(c, !causal, bwd),
+                                               mb_calib__akind_get(c, causal, !bwd),
+                                               mb_calib__akind_get(c, !causal, !bwd)};
+    for (int i = 0; i < 3; i++) {
+        const struct mb_calib__akind *q = donors[i];
+        if (q == k || !mb_calib__akind_covers(q, d < de ? d : de, d < de ? de : d))
+            continue;
+        return mb_calib__akind_eff(k, s, de) * mb_calib__akind_eff(q, s, d) / mb_calib__akind_eff(q, s, de);
+    }
+    *fb = 1;
+    *hd_b = de;
+    return mb_calib__akind_eff(k, s, de);
+}
+
+/*
+ * Attention: t = flop / (peak * eff), eff from mb_calib__attn_eff times the
+ * wave-quantization factor for batch_heads problems (mb_calib__attn_wave),
+ * capped at 1. Attention is timed at the BF16 (or FP16) peak for every
+ * precision: Megatron keeps core attention in BF16 under FP8 recipes.
+ */
+double mb_calib_attn_bh(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim,
+                        double batch_heads, int causal, int bwd)
 {
     assert(c && p >= 0 && p < MB_PREC_COUNT);
     if (!(flop > 0) || !(seq > 0) || head_dim <= 0)
@@ -1165,24 +1421,26 @@ double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq
     int fb = 0;
     c->lookups[T_ATTN]++;
     double peak = (p == MB_PREC_FP16) ? c->spec.peak[MB_PREC_FP16] : c->spec.peak[MB_PREC_BF16];
-    const struct mb_calib__pt *pts = c->attn[causal != 0][bwd != 0];
-    size_t n = c->n_attn[causal != 0][bwd != 0];
     double eff;
-    if (c->roofline || !pts) {
+    if (c->roofline) {
         fb = 1;
         eff = c->roofline_eff;
-    } else if (seq < pts[0].x) {
-        fb = seq * c->attn_margin < pts[0].x;
-        eff = fb ? pts[n - 1].y : pts[0].y;
-    } else if (seq > pts[n - 1].x) {
-        fb = seq > pts[n - 1].x * c->attn_margin;
-        eff = pts[n - 1].y;
     } else {
-        eff = mb_calib__interp(pts, n, seq);
+        double seq_b, hd_b;
+        eff = mb_calib__attn_eff(c, causal, bwd, seq, head_dim, &seq_b, &hd_b, &fb);
+        eff *= mb_calib__attn_wave(c, batch_heads, seq, seq_b, hd_b);
+        if (eff > 1)
+            eff = 1; /* never above peak */
     }
     if (fb)
         c->fallbacks[T_ATTN]++;
     return flop / (peak * eff);
+}
+
+double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim, int causal,
+                     int bwd)
+{
+    return mb_calib_attn_bh(c, p, flop, seq, head_dim, 0, causal, bwd);
 }
 
 /* Memory-bound op: max(bytes / (hbm_bw * eff), floor); roofline: bytes / hbm_bw. */

@@ -58,10 +58,33 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups,
                              double tokens_per_group, double n, double k);
 
 /**
- * @brief Fused (flash) attention core: `flop` model FLOPs (QK^T and PV, causal
- * already halved by the caller) for sequences of length seq with head_dim.
- * bwd selects the backward kernel table. Seconds.
+ * @brief Fused (flash) attention core: seconds for `flop` model FLOPs.
+ *
+ * t = flop / (peak * eff * wave), peak = BF16 (FP16 for p = fp16) for every
+ * precision. eff comes from the table's attention curves (FA3 paper Fig. 5/6,
+ * hardware.md B.2, measured at batch*seq = 16384 tokens, heads*head_dim = 2048):
+ * interpolated in ln(seq) and, between curves of other head dims, in
+ * ln(head_dim); head dims a (causal, bwd) kind lacks use the ratio measured on
+ * another kind; seq or head dim outside every curve is clamped and counted as
+ * a fallback (docs/calibration.md, "Attention"). wave = occ(bh * ceil(seq/128))
+ * / occ(benchmark tiles), occ(t) = t / (ceil(t/sms) * sms): FlashAttention runs
+ * one CTA per (batch*head, 128-row block) in waves over the SMs.
+ * @param[in] p            precision of the surrounding layer (fp16 selects the fp16 peak)
+ * @param[in] flop         FLOPs of QK^T and PV over all problems (4*bh*seq*ctx*hd; causal
+ *                         already halved by the caller; backward: 2.5x the forward)
+ * @param[in] seq          query length of one problem, tokens (selects the curve point)
+ * @param[in] head_dim     Q.K head dim (MLA: qk_head_dim, e.g. 192); <= 0 returns 0
+ * @param[in] batch_heads  number of independent (batch x query head) problems in one kernel
+ *                         call (micro-batch sequences x heads on this rank); <= 0: unknown,
+ *                         no wave correction (the benchmark shape's occupancy is assumed)
+ * @param[in] causal       causal mask (the non-causal curves answer when a kind has none)
+ * @param[in] bwd          backward kernel
+ * @return seconds; 0 when flop, seq or head_dim is not positive.
  */
+double mb_calib_attn_bh(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim,
+                        double batch_heads, int causal, int bwd);
+
+/** @brief mb_calib_attn_bh with batch_heads unknown (0: no wave correction). Seconds. */
 double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq,
                      int head_dim, int causal, int bwd);
 

@@ -211,15 +211,15 @@ static void mb__mem(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, un
 }
 
 static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
-                     double flop, double seq, int head_dim, int causal, double saved)
+                     double flop, double seq, int head_dim, double bh, int causal, double saved)
 {
     struct mb_op o = {0};
     o.type = MB_OP_COMP;
     o.cat = cat;
     o.module = mod;
-    o.fwd = mb_calib_attn(b->cal, b->s->prec.attn, flop, seq, head_dim, causal, 0);
+    o.fwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, flop, seq, head_dim, bh, causal, 0);
     /* flash backward recomputes QK^T: 2.5x the forward FLOPs (FlashAttention-2/3 papers' convention) */
-    o.bwd = mb_calib_attn(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, causal, 1);
+    o.bwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, bh, causal, 1);
     o.bwd_dgrad_only = o.bwd;
     o.saved = saved;
     o.region = graphed;
@@ -371,7 +371,9 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
             mb__cp_a2a(b, l, T * (nl * dq + 2 * kvl_d) * BF16);
         /* flash attention keeps its output (counted once, as the output GEMM's input)
          * and the fp32 log-sum-exp per head and token */
-        mb__attn(b, l, cat, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq, causal, T * nl * 4.0);
+        /* one kernel over MBS x heads-per-rank (batch x head) problems */
+        mb__attn(b, l, cat, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq, (double)s->micro_batch_size * nl, causal,
+                 T * nl * 4.0);
         if (s->cp > 1 && s->cp_a2a)
             mb__cp_a2a(b, l, T * nl * dv * BF16);
         mb__gemm(b, l, cat, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
@@ -655,7 +657,8 @@ static void mb__vision(struct mb_build *b, struct mb_oplist *l, double P, double
         mb__ring(b, l, MB_CK_TP, b->g_tp, P * hv * BF16, 0);
         mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, 3 * hl, hv, P * hv * BF16, frozen);
         /* bidirectional attention within each image: 4 p^2 h_v FLOP per image */
-        mb__attn(b, l, MB_CAT_VISION, 0, 0, 4.0 * Q * hl, Q / P, hd, 0, P * hl * BF16 * 4);
+        /* varlen kernel over images x heads per rank; P^2/Q images of the mean size */
+        mb__attn(b, l, MB_CAT_VISION, 0, 0, 4.0 * Q * hl, Q / P, hd, P * P / Q * hl / hd, 0, P * hl * BF16 * 4);
         mb__gemm(b, l, MB_CAT_VISION, 0, 0, P, hv, hl, P * hl * BF16, frozen);
         mb__ring(b, l, MB_CK_TP, b->g_tp, P * hv * BF16, 0);
         mb__mem(b, l, MB_CAT_VISION, 0, 0, 2 * P * hv * BF16, P * hv * BF16);

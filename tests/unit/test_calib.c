@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_calib.h"
@@ -221,6 +222,238 @@ static void test_attention(void **state)
     mb_calib_free(c);
 }
 
+/* Achieved TFLOP/s of an attention lookup (1 TFLOP of work). */
+static double attn_tflops(struct mb_calib *c, double seq, int hd, double bh, int causal, int bwd)
+{
+    return 1e12 / mb_calib_attn_bh(c, MB_PREC_BF16, 1e12, seq, hd, bh, causal, bwd) / TF;
+}
+
+/*
+ * The head-dim curves reproduce their points (hardware.md B.2 "other panels"):
+ *   H100 bwd hdim 64: 272 at seq 512, 474 at 16k; fwd causal hdim 256: 286, 642.
+ *   B200 = the same points x scale 2.1797: bwd hdim 64 at 512 -> 272 x 2.1797 = 592.88.
+ *   A100 (FA2 column x 0.6071): bwd hdim 64 at 16k -> 291 x 0.6071 = 176.67.
+ * Causal bwd has no curve of its own: it uses the non-causal bwd curve
+ * (hdim 128 at 4k: 542), not counted (it used to fall to roofline 0.803 x 989 = 794).
+ */
+static void test_attention_head_dim_points(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    assert_true(close_rel(attn_tflops(c, 512, 64, 0, 0, 1), 272, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 16384, 64, 0, 0, 1), 474, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 512, 256, 0, 1, 0), 286, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 16384, 256, 0, 1, 0), 642, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 0, 1, 1), 542, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 0, 0, 1), 542, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    mb_calib_free(c);
+    c = load_ok("B200");
+    assert_true(close_rel(attn_tflops(c, 512, 64, 0, 0, 1), 272 * 2.1797, 1e-12));
+    mb_calib_free(c);
+    c = load_ok("A100");
+    assert_true(close_rel(attn_tflops(c, 16384, 64, 0, 0, 1), 291 * 0.6071, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    mb_calib_free(c);
+}
+
+/*
+ * Between head dims: linear in ln(head_dim), H100.
+ *   bwd hdim 96 at seq 512, between hdim 64 (272) and 128 (316):
+ *     t = ln(96/64) / ln(128/64) = 0.5849625 -> 272 + 44 t = 297.738.
+ *   fwd causal hdim 192 (MLA q-k) between 128 and 256, same t = ln 1.5 / ln 2:
+ *     seq 16k: 616 + 26 t = 631.209; seq 512: 292 - 6 t = 288.490.
+ * Along seq the two-point hdim-64 curve follows the hdim-128 curve's shape:
+ *   rho(512) = 272/316 = 0.860759, rho(16k) = 474/561 = 0.844920; at 2k
+ *   (ln 4 / ln 32 = 0.4 of the way): rho = 0.854424 -> 501 x rho = 428.066,
+ *   not the 512-16k chord 272 + 0.4 x 202 = 352.8.
+ */
+static void test_attention_head_dim_interp(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    double t = log(1.5) / log(2.0);
+    assert_true(close_rel(attn_tflops(c, 512, 96, 0, 0, 1), 272 + 44 * t, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 16384, 192, 0, 1, 0), 616 + 26 * t, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 512, 192, 0, 1, 0), 292 - 6 * t, 1e-12));
+    double rho = 272.0 / 316 + (474.0 / 561 - 272.0 / 316) * 0.4;
+    assert_true(close_rel(attn_tflops(c, 2048, 64, 0, 0, 1), 501 * rho, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    mb_calib_free(c);
+}
+
+/*
+ * A kind without a curve at the head dim borrows the other kind's measured
+ * ratio at the same seq (assumption, not counted), H100:
+ *   fwd no-mask hdim 64 at 512: 467 x bwd(64)/bwd(128) = 467 x 272/316 = 401.975;
+ *   bwd hdim 256 at 16k: 561 x fwd causal(256)/(128) = 561 x 642/616 = 584.679.
+ * Outside every curve's head dims (64..256): clamped, counted as fallbacks:
+ *   bwd hdim 32 at 512 -> the hdim-64 value 272; fwd causal hdim 512 at 16k -> 642.
+ */
+static void test_attention_head_dim_donor_and_clamp(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    assert_true(close_rel(attn_tflops(c, 512, 64, 0, 0, 0), 467.0 * 272 / 316, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 16384, 256, 0, 0, 1), 561.0 * 642 / 616, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    assert_true(close_rel(attn_tflops(c, 512, 32, 0, 0, 1), 272, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 1);
+    assert_true(close_rel(attn_tflops(c, 16384, 512, 0, 1, 0), 642, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 2);
+    assert_int_equal(lookups(c, "attention"), 4);
+    mb_calib_free(c);
+}
+
+/*
+ * Wave quantization: tiles = bh x ceil(seq/128) over the SMs,
+ * occ(t) = t / (ceil(t/sms) x sms); factor = occ(tiles) / occ(benchmark tiles),
+ * benchmark bh = 16384/seq x 2048/hdim.
+ *   H100 (132 SMs), fwd causal hdim 128, seq 4096 (579 TFLOP/s): benchmark bh
+ *   = 4 x 16 = 64, tiles 64 x 32 = 2048 -> 16 waves, occ 2048/2112 = 0.969697.
+ *   bh 5: 160 tiles -> 2 waves, occ 160/264 = 0.606061; factor 0.625 -> 361.875.
+ *   bh 66: 2112 tiles fill 16 waves, occ 1; factor 2112/2048 -> 597.094.
+ *   bh 64 (the benchmark) -> 579; bh 0 or < 0 (unknown) -> 579.
+ *   hdim 96 (no curve): benchmark bh = 4 x 2048/96 = 85.33, tiles 2730.67 ->
+ *   21 waves, occ 2730.67/2772 = 0.985089; bh 5: factor 0.606061/0.985089 =
+ *   0.615234 (checked as a time ratio, independent of the efficiency).
+ *   B200 (148 SMs): occ(160) = 160/296, occ(2048) = 2048/2072; factor 0.546875.
+ */
+static void test_attention_wave(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 579 * 0.625, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 66, 1, 0), 579 * 2112.0 / 2048, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 64, 1, 0), 579, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 0, 1, 0), 579, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, -3, 1, 0), 579, 1e-12));
+    assert_true(close_rel(mb_calib_attn(c, MB_PREC_BF16, 1e12, 4096, 128, 1, 0), 1e12 / 579e12, 1e-12));
+    double f = mb_calib_attn(c, MB_PREC_BF16, 1e12, 4096, 96, 1, 0) /
+               mb_calib_attn_bh(c, MB_PREC_BF16, 1e12, 4096, 96, 5, 1, 0);
+    assert_true(close_rel(f, (160.0 / 264) / ((4 * 2048.0 / 96 * 32) / 2772), 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    /* roofline mode ignores the correction: peak x 0.803 */
+    mb_calib_set_roofline(c, 1);
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 0.803 * 989, 1e-12));
+    mb_calib_free(c);
+    c = load_ok("B200");
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 579 * 2.1797 * 0.546875, 1e-12));
+    mb_calib_free(c);
+}
+
+/* Writes text to a fresh temporary file; path receives its name. */
+static void write_tmp(const char *text, char *path)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * Table format: several curves per (causal, bwd) at different head dims, in
+ * any order (sorted on load); a repeated (causal, bwd, head_dim) is an error
+ * naming the curve's line:col. TEST GPU (bf16 peak 1000), fwd causal:
+ *   hdim 128: 300 at 512; hdim 64: 200 at 512 (listed second).
+ *   hdim 96: 200 + 100 x ln(1.5)/ln 2 = 258.496; hdim 64: 200; hdim 128: 300.
+ */
+static void test_attention_table_curves(void **state)
+{
+    (void)state;
+    static const char head[] =
+        "schema_version: 1\n"
+        "gpu: TEST\n"
+        "spec:\n"
+        "  peak: {fp32: 500 TFLOP/s, bf16: 1000 TFLOP/s, fp16: 1000 TFLOP/s}\n"
+        "  hbm: 80 GB\n"
+        "  hbm_bw: 3 TB/s\n"
+        "  sms: 100\n"
+        "  launch: 4 us\n"
+        "  roofline_eff: 0.8\n"
+        "  source: \"t\"\n"
+        "gemm: {source: \"t\", curves: [{prec: bf16, plateau: 800 TFLOP/s, source: \"t\"}]}\n"
+        "grouped_gemm: {source: \"t\", ref_m: 4096, points: [{tokens: 64, rel: 0.2}]}\n"
+        "membound: {eff: 0.8, floor: 1 us, source: \"t\"}\n"
+        "links:\n"
+        "  source: \"t\"\n"
+        "  nvlink: {eff: 0.8, latency: 1 us}\n"
+        "  nic: {eff: 0.9, latency: 4 us}\n"
+        "  pcie: {eff: 0.9, latency: 2 us}\n"
+        "attention:\n"
+        "  source: \"t\"\n"
+        "  curves:\n"
+        "    - {causal: true, bwd: false, head_dim: 128, source: \"t\", points: [{seq: 512, achieved: 300 TFLOP/s}]}\n"
+        "    - {causal: true, bwd: false, head_dim: 64, source: \"t\", points: [{seq: 512, achieved: 200 TFLOP/s}]}\n";
+    char path[] = "/tmp/mbsim_calib_XXXXXX";
+    write_tmp(head, path);
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, path, &c, &e), 0);
+    assert_true(close_rel(attn_tflops(c, 512, 64, 0, 1, 0), 200, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 512, 128, 0, 1, 0), 300, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 512, 96, 0, 1, 0), 200 + 100 * log(1.5) / log(2.0), 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    mb_calib_free(c);
+    remove(path);
+
+    char text[sizeof head + 200];
+    snprintf(text, sizeof text, "%s%s", head,
+             "    - {causal: true, bwd: false, head_dim: 64, source: \"u\", points: [{seq: 1024, achieved: 250 "
+             "TFLOP/s}]}\n");
+    char bad[] = "/tmp/mbsim_calib_XXXXXX";
+    write_tmp(text, bad);
+    char want[200], buf[800];
+    snprintf(want, sizeof want, "%s:24:7: duplicate attention curve (causal 1, bwd 0, head_dim 64)", bad);
+    c = NULL;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, bad, &c, &e), -1);
+    assert_null(c);
+    mb_err_format(&e, buf, sizeof buf);
+    assert_string_equal(buf, want);
+    remove(bad);
+}
+
+/*
+ * Measured overlay points (base H100): a point with batch_heads is stored at
+ * the benchmark shape (divided by its wave factor) so a lookup at the same bh
+ * gives it back; a point at a head dim the kind lacks starts a new curve.
+ *   fwd causal hdim 128, bh 5, seq 4k, 300 TFLOP/s: factor 0.625 (test_attention_wave)
+ *   -> stored 480; lookup bh 5 -> 300, bh unknown -> 480.
+ *   bwd hdim 96, seq 2k, 400 TFLOP/s (no bh): new curve; at 2k -> 400; at 4k it
+ *   follows the hdim-128 shape: 542 x 400/501 = 432.735.
+ */
+static void test_attention_measured(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/mbsim_calib_XXXXXX";
+    write_tmp("schema_version: 1\n"
+              "gpu: H100\n"
+              "base: H100\n"
+              "measured:\n"
+              "  source: \"test\"\n"
+              "  attention:\n"
+              "    - {causal: true, bwd: false, head_dim: 128, batch_heads: 5, seq: 4096, achieved: 300 TFLOP/s, "
+              "source: \"t\"}\n"
+              "    - {causal: false, bwd: true, head_dim: 96, seq: 2048, achieved: 400 TFLOP/s, source: \"t\"}\n",
+              path);
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, path, &c, &e), 0);
+    assert_int_equal(mb_calib_n_measured(c), 2);
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 300, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 128, 0, 1, 0), 480, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 2048, 96, 0, 0, 1), 400, 1e-12));
+    assert_true(close_rel(attn_tflops(c, 4096, 96, 0, 0, 1), 542.0 * 400 / 501, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    mb_calib_free(c);
+    remove(path);
+}
+
 /* Grouped GEMM efficiency falls as tokens per expert fall (DeepGEMM H800 ratios):
  * H100 BF16, N x K = 4096 x 7168. At 1024 tokens: rel 0.8745 x dense eff at
  * 4096 x 4096 x 7168, which lies between 4096^3 (783) and 8192^3 (795) at
@@ -351,6 +584,9 @@ int main(void)
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention_head_dim_points), cmocka_unit_test(test_attention_head_dim_interp),
+        cmocka_unit_test(test_attention_head_dim_donor_and_clamp), cmocka_unit_test(test_attention_wave),
+        cmocka_unit_test(test_attention_table_curves), cmocka_unit_test(test_attention_measured),
         cmocka_unit_test(test_grouped_monotone),  cmocka_unit_test(test_roofline_mode),
         cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_bad_tables),
     };

@@ -314,8 +314,9 @@ static void test_check_hand_built(void **state)
     hand(&s);
     s.pp = 2;
     s.vpp = 1;
-    s.overlap_ep_comm = 1; /* 1F1B all-to-all overlap is simulated for pp = 1 only */
-    check_fails(&s, "overlap.ep_comm is simulated for pp = 1 only (got pp = 2); set it to false");
+    s.overlap_ep_comm = 1; /* with pp > 1, combined 1F1B needs an interleaved schedule */
+    check_fails(&s, "overlap.ep_comm with pp = 2 needs an interleaved schedule (parallel.vpp >= 2), as "
+                    "Megatron-Core's combined 1F1B does; set vpp or turn the overlap off");
     s.overlap_ep_comm = 0;
     s.vpp = 6; /* 12 virtual stages for 8 layers + embedding + loss: some would be empty */
     check_fails(&s, "pp*vpp = 12 exceeds num_layers + 2 = 10 of model toy (embedding and loss may each take "
