@@ -85,7 +85,7 @@ static const struct mb_field top_fields[] = {
 /* Section tables: all fields are longs in a small array-like struct. */
 #define S_(st, k, mem, req, lo, hi) { k, MB_F_INT, offsetof(struct st, mem), 0, req, lo, hi, MB_UNIT_NONE }
 
-struct raw_moe { long num_experts, topk, ffn_hidden, shared, first_dense, latent; };
+struct raw_moe { long num_experts, topk, ffn_hidden, shared, first_dense, latent, groups, group_topk; };
 static const struct mb_field moe_fields[] = {
     S_(raw_moe, "num_experts", num_experts, 1, 1, 1e6),
     S_(raw_moe, "topk", topk, 1, 1, 1e6),
@@ -93,6 +93,8 @@ static const struct mb_field moe_fields[] = {
     S_(raw_moe, "shared_ffn_hidden", shared, 0, 0, 1e8),
     S_(raw_moe, "first_dense_layers", first_dense, 0, 0, 100000),
     S_(raw_moe, "latent_size", latent, 0, 0, 1e7),
+    S_(raw_moe, "router_groups", groups, 0, 1, 1e6),
+    S_(raw_moe, "router_group_topk", group_topk, 0, 1, 1e6),
     { NULL, 0, 0, 0, 0, 0, 0, 0 }
 };
 
@@ -211,9 +213,23 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
 {
     const struct mb_node *s;
     if ((s = section(t->moe))) {
-        struct raw_moe r = { 0, 0, 0, 0, 0, 0 };
+        struct raw_moe r = { 0, 0, 0, 0, 0, 0, 1, 0 };
         if (mb_yaml_read_fields(s, moe_fields, &r, "model.moe", NULL, err))
             return -1;
+        if (r.group_topk == 0)
+            r.group_topk = r.groups;
+        if (r.num_experts % r.groups)
+            return mb_yaml_err(err, mb_yaml_get(s, "router_groups"),
+                               "model.moe.router_groups = %ld does not divide num_experts = %ld", r.groups,
+                               r.num_experts);
+        if (r.group_topk > r.groups)
+            return mb_yaml_err(err, mb_yaml_get(s, "router_group_topk"),
+                               "model.moe.router_group_topk = %ld exceeds router_groups = %ld", r.group_topk,
+                               r.groups);
+        if (r.topk > r.group_topk * (r.num_experts / r.groups))
+            return mb_yaml_err(err, mb_yaml_get(s, "router_group_topk"),
+                               "model.moe.topk = %ld exceeds the %ld experts of router_group_topk = %ld groups",
+                               r.topk, r.group_topk * (r.num_experts / r.groups), r.group_topk);
         if (r.topk > r.num_experts)
             return mb_yaml_err(err, mb_yaml_get(s, "topk"), "model.moe.topk = %ld exceeds num_experts = %ld",
                                r.topk, r.num_experts);
@@ -227,6 +243,8 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
         m->shared_ffn_hidden = (int)r.shared;
         m->first_dense = (int)r.first_dense;
         m->moe_latent = (int)r.latent;
+        m->router_groups = (int)r.groups;
+        m->router_group_topk = (int)r.group_topk;
     }
     if ((s = section(t->mla))) {
         struct raw_mla r = { 0, 0, 0, 0, 0 };

@@ -71,6 +71,8 @@ struct mb_model {
     int shared_ffn_hidden;    /* f_sh, total over shared experts, 0 = none */
     int first_dense;          /* leading dense layers (DeepSeek: 3) */
     int moe_latent;           /* latent MoE size l, 0 = none */
+    int router_groups;        /* group-limited routing: expert groups (Megatron --moe-router-num-groups), 1 = none */
+    int router_group_topk;    /* groups a token may route to (--moe-router-group-topk) */
     int mtp_layers;           /* m */
     /* MLA */
     int q_lora_rank;          /* 0 = no q LoRA */

@@ -232,6 +232,10 @@ void mb_scenario_defaults(struct mb_scenario *s)
     /* HybridEP README (shared/docs/reference/hardware.md B.4): GB200 MNNVL runs
      * use 32 SMs, B200/H100 runs 8-16; DeepEP V2 min-SM mode 24. */
     s->dispatcher_sms = 24;
+    /* --moe-permute-fusion-into-hybridep: published HybridEP runs enable it
+     * (e.g. public_measured.csv mbcard_qwen3_30b_a3b_h100_bf16_16 "HybridEP 32
+     * SMs, ..., permute fusion") */
+    s->hybridep_permute_fusion = 1;
     s->recompute = MB_RC_NONE;
     s->recompute_method = MB_RC_UNIFORM;
     s->overlap_grad_reduce = 1;
@@ -618,7 +622,7 @@ struct mb_scn__moe {
     double skew;
     long seed, dispatcher_sms;
     double capacity_factor;
-    int shared_overlap;
+    int shared_overlap, permute_fusion;
 };
 static const struct mb_field mb_scn__moe_fields[] = {
     F_(mb_scn__moe, "dispatcher", MB_F_NODE, dispatcher, 0, 1, 0, MB_UNIT_NONE),
@@ -628,6 +632,7 @@ static const struct mb_field mb_scn__moe_fields[] = {
     F_(mb_scn__moe, "dispatcher_sms", MB_F_INT, dispatcher_sms, 0, 1, 1024, MB_UNIT_NONE),
     F_(mb_scn__moe, "capacity_factor", MB_F_DOUBLE, capacity_factor, 0, 0, 1000, MB_UNIT_NONE),
     F_(mb_scn__moe, "shared_expert_overlap", MB_F_BOOL, shared_overlap, 0, 0, 1, MB_UNIT_NONE),
+    F_(mb_scn__moe, "hybridep_permute_fusion", MB_F_BOOL, permute_fusion, 0, 0, 1, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__rc {
@@ -1058,7 +1063,7 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
     /* moe */
     if (mb_scn__given(top->moe)) {
         struct mb_scn__moe mo = {NULL, NULL, s->routing_skew, (long)s->routing_seed, s->dispatcher_sms,
-                                 s->capacity_factor, s->shared_expert_overlap};
+                                 s->capacity_factor, s->shared_expert_overlap, s->hybridep_permute_fusion};
         if (mb_yaml_read_fields(top->moe, mb_scn__moe_fields, &mo, "moe", NULL, err))
             return -1;
         if (mb_scn__given(mo.dispatcher)) {
@@ -1076,6 +1081,7 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
         s->dispatcher_sms = (int)mo.dispatcher_sms;
         s->capacity_factor = mo.capacity_factor;
         s->shared_expert_overlap = mo.shared_overlap;
+        s->hybridep_permute_fusion = mo.permute_fusion;
         if (s->capacity_factor > 0 && s->capacity_factor < 1)
             return mb_yaml_err(err, mb_yaml_get(top->moe, "capacity_factor"),
                                "moe.capacity_factor = %g: below 1 even balanced routing would drop tokens; "

@@ -107,6 +107,8 @@ struct mb_scenario {
     double capacity_factor;            /* moe.capacity_factor: expert capacity = cf x balanced load
                                           (tokens beyond it are dropped); 0 = dropless */
     int shared_expert_overlap;         /* moe.shared_expert_overlap: shared experts beside the dispatch */
+    int hybridep_permute_fusion;       /* moe.hybridep_permute_fusion: HybridEP dispatch/combine write
+                                          tokens in expert order (no separate permute/unpermute pass) */
     /* training options */
     enum mb_rc_gran recompute;
     unsigned recompute_modules;        /* MB_RCM_* */

@@ -231,6 +231,39 @@ static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     mb__push(l, &o);
 }
 
+/* Probability that a token's k routed experts include at least one of a
+ * given set of `e` experts that sit together (one rank's or one domain's
+ * E/ep or E/D experts), for balanced routing: k experts uniform without
+ * replacement, 1 - C(E - e, k) / C(E, k). With group-limited routing
+ * (router_groups G, router_group_topk g; DeepSeek-V3 8 / 4) the token first
+ * picks g of the G groups of E/G experts: a set inside one group is hit with
+ * probability g/G x (1 - C(g E/G - e, k) / C(g E/G, k)); a set of n whole
+ * groups with probability 1 - C(G - n, g) / C(G, g) (every picked group
+ * receiving at least one of the k experts, which top-k group selection by
+ * expert scores makes near certain). */
+static double mb__p_hit(const struct mb_model *m, double e)
+{
+    double E = m->num_experts, k = m->topk;
+    int G = m->router_groups > 1 ? m->router_groups : 1, gk = m->router_group_topk > 0 ? m->router_group_topk : G;
+    double miss = 1.0, scale = 1.0, pool = E;
+    if (e <= 0)
+        return 0;
+    if (G > 1 && gk < G) {
+        double eg = E / G;
+        if (e >= eg) {
+            double n = floor(e / eg + 1e-9);
+            for (int i = 0; i < gk; i++)
+                miss *= (G - n - i) > 0 ? (G - n - i) / (double)(G - i) : 0.0;
+            return 1.0 - miss;
+        }
+        scale = (double)gk / G;
+        pool = gk * eg;
+    }
+    for (int i = 0; i < (int)k; i++)
+        miss *= (pool - e - i) > 0 ? (pool - e - i) / (pool - i) : 0.0;
+    return scale * (1.0 - miss);
+}
+
 /* Measured bus bandwidth of this collective from the scenario's calibration
  * (profiles imported with `mbsim calibrate kineto|nsys`): it caps the
  * transfer's rate (busBW is what one rank moves per second); 0 = none. */
@@ -464,15 +497,28 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
     l->op[l->n - 1].kf = 12;
     l->op[l->n - 1].kb = 8;
     b->cur_region = g_pre;
-    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, 2 * copies * h * BF16, 0);           /* permute */
+    int flex = ep > 1 && (s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP);
+    /* permute: a gather of the routed copies (read + write); its backward is the
+     * inverse gather of the gradients, the same bytes. HybridEP with
+     * --moe-permute-fusion-into-hybridep writes the received tokens in expert
+     * order itself, so no separate pass is left */
+    double perm_bytes = (flex && s->dispatcher == MB_DISP_HYBRIDEP && s->hybridep_permute_fusion)
+                            ? 0 : 2 * copies * h * BF16;
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, perm_bytes, 0);
+    l->op[l->n - 1].bwd = l->op[l->n - 1].bwd_dgrad_only = l->op[l->n - 1].fwd;
     /* dispatcher preprocess (token counts per expert, their all-gather over EP)
      * + fused permute (TE moe_permute: row-id map and the gather): ~5 forward,
      * 1 backward (the unpermute of the gradient) */
     l->op[l->n - 1].kf = 5;
     l->op[l->n - 1].kb = 1;
     b->cur_region = g_tail;
-    /* dispatch */
-    double tokb = h * BF16;
+    /* dispatch: BF16 tokens; DeepEP/HybridEP under a quantized recipe dispatch
+     * the FP8 copy the expert GEMM needs (1 byte per element; per-block scales,
+     * <= 3 %, left out) and combine in BF16 (hardware.md B.4: "FP8 dispatch,
+     * BF16 combine") */
+    double tokb = h * BF16, tokb_c = h * BF16;
+    if (flex && s->prec.quantize)
+        tokb = h * 1.0;
     struct mb_group g = b->g_ep;
     if (ep > 1) {
         if (s->dispatcher == MB_DISP_ALLGATHER) {
@@ -482,16 +528,21 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
             double remote_frac_nic = (double)(g.size - g.local) / g.size;
             double nv = copies * tokb * remote_frac_nv * imb;
             double nic = copies * tokb * remote_frac_nic * imb;
-            if ((s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP) && g.domains > 1) {
-                /* a token crosses the scale-out fabric once per remote domain that holds one
-                 * of its k experts: E[#domains hit] = D * (1 - C(E - E/D, k) / C(E, k)) */
-                double D = g.domains, per = E / D, pmiss = 1.0;
-                for (int i = 0; i < k; i++)
-                    pmiss *= (E - per - i) / (double)(E - i);
-                double hit = D * (1.0 - (pmiss > 0 ? pmiss : 0));
-                double remote_domains = hit * (D - 1) / D;
-                nic = Tm * tokb * remote_domains * imb;
-                nv += nic * (g.local - 1) / (double)g.local; /* fan-out over NVLink on arrival */
+            if (flex) {
+                /* DeepEP/HybridEP send a token once per destination rank (the receiver
+                 * expands it to its local experts), and across the scale-out fabric
+                 * once per destination domain, then fan it out over NVLink; Megatron's
+                 * alltoall dispatcher sends one copy per routed expert */
+                double p_rank = mb__p_hit(m, E / (double)ep);
+                nv = Tm * tokb * (g.local - 1) * p_rank * imb;
+                if (g.domains > 1) {
+                    double D = g.domains, p_dom = mb__p_hit(m, E / D);
+                    nic = Tm * tokb * (D - 1) * p_dom * imb;
+                    /* an arriving token goes on to the other hit ranks of its domain:
+                     * (local - 1) * p_rank / p_dom of them on average */
+                    if (p_dom > 0)
+                        nv += nic * (g.local - 1) * p_rank / p_dom;
+                }
             }
             mb__a2a(b, l, g, nv, nic, 0);
             /* AlltoAll-V needs the split sizes on the host: the dispatcher copies
@@ -528,12 +579,16 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
             struct mb_op c = l->op[i];
             c.host_sync = 0;
             c.parallel = 0;
+            c.bytes_nv *= tokb_c / tokb;
+            c.bytes_nic *= tokb_c / tokb;
             mb__push(l, &c);
         }
     }
-    /* unpermute: a weighted scatter-add; Megatron-Core applies the routing probs
-     * inside the expert activation, so nothing of this size is saved here */
-    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_tail, 2 * copies * h * BF16, copies * 4.0);
+    /* unpermute: a scatter-add of the copies back to their tokens (Megatron-Core
+     * applies the routing probs inside the expert activation, so nothing of this
+     * size is saved here); backward gathers the gradient per copy: same bytes */
+    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_tail, perm_bytes, copies * 4.0);
+    l->op[l->n - 1].bwd = l->op[l->n - 1].bwd_dgrad_only = l->op[l->n - 1].fwd;
     l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
     if (m->shared_ffn_hidden > 0 && !shared_early)
         mb__shared_experts(b, l, T, up, graphed_moe, frozen);

@@ -518,6 +518,8 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
         fprintf(fp, "  capacity_factor: %g\n", s->capacity_factor);
     if (s->model.num_experts > 0 && s->shared_expert_overlap)
         fprintf(fp, "  shared_expert_overlap: true\n");
+    if (s->model.num_experts > 0 && !s->hybridep_permute_fusion)
+        fprintf(fp, "  hybridep_permute_fusion: false\n");
     fprintf(fp, "recompute:\n  granularity: %s\n", rcg[s->recompute]);
     if (s->recompute == MB_RC_SELECTIVE) {
         mb__flags(mb__rcm, s->recompute_modules, ", ", list, sizeof list);

@@ -560,7 +560,7 @@ static void test_bad_files(void **state)
                  "unknown activation 'relu'; expected one of: swiglu, gelu, squared_relu, geglu");
     expect_error("moe_unknown_key.yaml", 10, 3,
                  "unknown key 'top_k' in model.moe; expected one of: num_experts, topk, ffn_hidden, "
-                 "shared_ffn_hidden, first_dense_layers, latent_size");
+                 "shared_ffn_hidden, first_dense_layers, latent_size, router_groups, router_group_topk");
     expect_error("bad_pattern.yaml", 8, 10,
                  "bad character 'X' at position 3 of pattern; expected M (Mamba), E (MoE), * (attention) "
                  "or - (MLP)");
@@ -612,6 +612,34 @@ static void test_from_node_errors(void **state)
     assert_string_equal(e.msg, "missing required key 'ffn_hidden' in model (the model has dense layers)");
     assert_int_equal(e.line, 1);
     mb_yaml_free(root);
+
+    /* group-limited routing: G must divide E, g <= G, and k must fit in g * E/G experts;
+     * the column is the offending value's ("moe: " + the flow mapping up to it, 1-based) */
+    static const struct {
+        const char *moe, *msg;
+        int col;
+    } bad[] = {
+        {"{num_experts: 8, topk: 2, ffn_hidden: 4, router_groups: 3}",
+         "model.moe.router_groups = 3 does not divide num_experts = 8", 62},
+        {"{num_experts: 8, topk: 2, ffn_hidden: 4, router_groups: 4, router_group_topk: 5}",
+         "model.moe.router_group_topk = 5 exceeds router_groups = 4", 84},
+        {"{num_experts: 8, topk: 6, ffn_hidden: 4, router_groups: 4, router_group_topk: 2}",
+         "model.moe.topk = 6 exceeds the 4 experts of router_group_topk = 2 groups", 84},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char d[400];
+        snprintf(d, sizeof d, "name: x\nsource: y\nnum_layers: 2\nhidden: 8\nnum_heads: 2\nvocab: 10\nmoe: %s\n",
+                 bad[i].moe);
+        mb_err_clear(&e);
+        root = mb_yaml_load_string(d, strlen(d), "<inline>", &e);
+        assert_non_null(root);
+        assert_int_equal(mb_model_from_node(root, &m, &e), -1);
+        assert_string_equal(e.msg, bad[i].msg);
+        assert_int_equal(e.line, 7);
+        if (e.col != bad[i].col)
+            fail_msg("case %zu: column %d, want %d", i, e.col, bad[i].col);
+        mb_yaml_free(root);
+    }
 }
 
 int main(void)

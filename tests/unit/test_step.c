@@ -115,8 +115,12 @@ static void test_memory_static(void **state)
 }
 
 /* Dispatcher mechanism inside one NVLink domain: HybridEP's scale-out saving
- * does not apply (no NIC traffic), so the two dispatchers stay within a few
- * percent on the headline scenario; across two H100 nodes (EP16) HybridEP
+ * does not apply (no NIC traffic); what is left is sending a token once per
+ * destination rank (E = 128, 4 experts per rank of EP32, k = 8: a rank is hit
+ * with probability 1 - C(124,8)/C(128,8) = 0.2278, 31 x 0.2278 = 7.06 remote
+ * ranks against 8 x 31/32 = 7.75 copies) and the permute fused into its
+ * dispatch, so the two stay within a few percent (the acceptance: "either one
+ * ahead by a few percent") on the headline scenario; across two H100 nodes (EP16) HybridEP
  * sends each token once per remote node: with E = 128, k = 8, D = 2 domains,
  * a token reaches the other node with probability 1 - C(64,8)/C(128,8) = 0.9965,
  * instead of k/2 = 4 copies, so its NIC bytes drop ~4x and the step is faster. */
@@ -130,7 +134,8 @@ static void test_dispatchers(void **state)
     sim(&s, &a);
     s.dispatcher = MB_DISP_HYBRIDEP;
     sim(&s, &h);
-    assert_true(fabs(h.step_time_s / a.step_time_s - 1) < 0.03);
+    if (fabs(h.step_time_s / a.step_time_s - 1) > 0.05)
+        fail_msg("HybridEP/alltoall step %.4f inside NVL72", h.step_time_s / a.step_time_s);
     mb_scenario_free(&s);
 
     load("scenarios/h100_qwen3_30b_a3b_ep8.yaml", &s);
@@ -188,6 +193,90 @@ static void test_extrapolation(void **state)
     assert_true(fabs(fast.model_flops / full.model_flops - 1) < 1e-9);
     assert_true(fast.tasks < full.tasks);
     mb_scenario_free(&s);
+}
+
+/* MoE layer seconds (forward + backward of one microbatch) from a one-layer
+ * step's breakdown: experts, router/permute, exposed all-to-all and host
+ * waits, plus `shared_s` for the shared experts, which the breakdown counts
+ * under dense_other. */
+static double moe_layer_s(const char *path, double shared_s, struct mb_result *r)
+{
+    struct mb_scenario s;
+    load(path, &s);
+    sim(&s, r);
+    mb_scenario_free(&s);
+    return r->breakdown[MB_CAT_EXPERTS] + r->breakdown[MB_CAT_DISPATCH] + r->breakdown[MB_CAT_COMM_EP] +
+           r->breakdown[MB_CAT_HOST] + shared_s;
+}
+
+/*
+ * The Megatron-Core MoE layer benchmark (moe_perf baseline.json, hardware.md B.1: one MoELayer
+ * forward + backward timed with CUDA events, TP1 EP8 on 8 H100, 4096 tokens per rank,
+ * force-balanced routing), a kernel-level measurement independent of the published runs:
+ *   Mixtral proxy BF16 alltoall 4.33 + 7.68 = 12.01 ms; FP8 alltoall 3.79 + 6.62 = 10.41,
+ *   FP8 HybridEP 3.70 + 6.57 = 10.27;
+ *   DeepSeek proxy BF16 alltoall 7.12 + 10.48 = 17.60, DeepEP 5.68 + 9.06 = 14.74,
+ *   HybridEP 5.39 + 8.80 = 14.19.
+ * Mechanisms checked by hand first: DeepEP/HybridEP send a token once per destination rank,
+ * alltoall once per routed expert. Mixtral (1 expert per rank, top-2): no saving, EP bytes
+ * ratio 1. DeepSeek proxy (4 experts per rank = one router group of 4, top-4 of 8 groups):
+ * a rank is hit with probability 1 - C(7,4)/C(8,4) = 0.5, so 7 x 0.5 = 3.5 remote ranks per
+ * token against 8 x 7/8 = 7 remote copies: ratio 0.5; without group-limited routing
+ * 1 - C(28,8)/C(32,8) = 0.70450 per rank, ratio 7 x 0.70450 / 7 = 0.70450.
+ * Then against the measurement: BF16 layer times within 20 %, and the dispatcher ratios
+ * (HybridEP/alltoall, DeepEP/alltoall) within 0.05 of the measured ones.
+ */
+static void test_moe_layer_benchmark(void **state)
+{
+    (void)state;
+    const char *d = "tests/data/step/moe_perf/";
+    char p[256];
+    struct mb_result a, h, x;
+#define F(name) (snprintf(p, sizeof p, "%s%s.yaml", d, name), p)
+    /* shared experts: dense_other with and without them */
+    moe_layer_s(F("deepseek_alltoall"), 0, &a);
+    moe_layer_s(F("deepseek_alltoall_noshared"), 0, &x);
+    double shared = a.breakdown[MB_CAT_DENSE] - x.breakdown[MB_CAT_DENSE];
+    assert_true(shared > 0);
+
+    double ds_a2a = moe_layer_s(F("deepseek_alltoall"), shared, &a);
+    double ds_hyb = moe_layer_s(F("deepseek_hybridep"), shared, &h);
+    double ds_deep = moe_layer_s(F("deepseek_deepep"), shared, &x);
+    double r = h.breakdown[MB_CAT_COMM_EP] / a.breakdown[MB_CAT_COMM_EP];
+    if (fabs(r - 0.5) > 0.01)
+        fail_msg("DeepSeek proxy EP time HybridEP/alltoall %.4f, expected 0.5", r);
+    moe_layer_s(F("deepseek_hybridep_nogroups"), shared, &x);
+    r = x.breakdown[MB_CAT_COMM_EP] / a.breakdown[MB_CAT_COMM_EP];
+    if (fabs(r - 0.70450) > 0.01)
+        fail_msg("DeepSeek proxy EP time without router groups %.4f, expected 0.7045", r);
+
+    double mx_a2a = moe_layer_s(F("mixtral_alltoall"), 0, &a);
+    moe_layer_s(F("mixtral_hybridep"), 0, &h);
+    r = h.breakdown[MB_CAT_COMM_EP] / a.breakdown[MB_CAT_COMM_EP];
+    if (fabs(r - 1.0) > 0.01)
+        fail_msg("Mixtral proxy EP time HybridEP/alltoall %.4f, expected 1", r);
+    double mx8_a2a = moe_layer_s(F("mixtral_alltoall_fp8"), 0, &a);
+    double mx8_hyb = moe_layer_s(F("mixtral_hybridep_fp8"), 0, &h);
+#undef F
+
+    static const struct {
+        const char *what;
+        double pred, meas, tol;
+    } c[] = {
+        {"Mixtral BF16 alltoall (ms)", 0, 12.01, 0.20},
+        {"DeepSeek BF16 alltoall (ms)", 0, 17.60, 0.20},
+        {"DeepSeek BF16 DeepEP (ms)", 0, 14.74, 0.20},
+        {"DeepSeek BF16 HybridEP (ms)", 0, 14.19, 0.20},
+    };
+    double pred[] = {mx_a2a, ds_a2a, ds_deep, ds_hyb};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (fabs(pred[i] * 1e3 / c[i].meas - 1) > c[i].tol)
+            fail_msg("%s: predicted %.2f, measured %.2f", c[i].what, pred[i] * 1e3, c[i].meas);
+    double ratios[][2] = {{ds_hyb / ds_a2a, 14.19 / 17.60}, {ds_deep / ds_a2a, 14.74 / 17.60},
+                          {mx8_hyb / mx8_a2a, 10.27 / 10.41}};
+    for (size_t i = 0; i < 3; i++)
+        if (fabs(ratios[i][0] - ratios[i][1]) > 0.05)
+            fail_msg("dispatcher ratio %zu: predicted %.3f, measured %.3f", i, ratios[i][0], ratios[i][1]);
 }
 
 /* EP overlap with pp > 1 runs inside the interleaved schedule (Megatron-Core's
@@ -545,7 +634,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
