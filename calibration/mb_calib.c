@@ -88,6 +88,11 @@ struct mb_calib {
     size_t n_measured;                    /* measured points merged from `measured:` sections */
     size_t n_coll;
     struct mb_calib_coll_point *coll;     /* measured collectives (strings owned) */
+    int n_recipe;                         /* `recipes:` GEMM-time scales per precision recipe */
+    struct {
+        char name[32];
+        double gemm_time_scale;
+    } recipe[MB_CALIB_MAX_RECIPES];
 };
 
 const char *mb_prec_name(enum mb_prec p)
@@ -1035,8 +1040,54 @@ static int mb_calib__load_file(struct mb_calib *c, const char *file, int depth, 
 struct mb_calib__top_in {
     long schema_version;
     char gpu[32];
-    const struct mb_node *spec, *gemm, *grouped, *attn, *mem, *links;
+    const struct mb_node *spec, *gemm, *grouped, *attn, *mem, *links, *recipes;
 };
+
+struct mb_calib__recipe_in {
+    char recipe[32];
+    double scale;
+};
+
+/* Optional `recipes:` list: {recipe, gemm_time_scale, source} per precision
+ * recipe whose GEMMs run slower (or faster) than the table's curve for their
+ * precision predicts (docs/calibration.md, "Recipes"). */
+static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    const struct mb_field f[] = {
+        {"recipe", MB_F_STRBUF, offsetof(struct mb_calib__recipe_in, recipe), 32, 1, 1, 0, MB_UNIT_NONE},
+        {"gemm_time_scale", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, scale), 0, 1, 0.1, 10,
+         MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (!sec || mb_yaml_is_null(sec))
+        return 0;
+    if (mb_yaml_expect(sec, MB_NODE_SEQ, "recipes", err))
+        return -1;
+    for (size_t i = 0; i < sec->n; i++) {
+        struct mb_calib__recipe_in in;
+        memset(&in, 0, sizeof in);
+        if (mb_yaml_read_fields(sec->items[i], f, &in, "recipes[]", NULL, err))
+            return -1;
+        for (int j = 0; j < c->n_recipe; j++)
+            if (strcmp(c->recipe[j].name, in.recipe) == 0)
+                return mb_yaml_err(err, mb_yaml_get(sec->items[i], "recipe"), "duplicate recipe '%s'", in.recipe);
+        if (c->n_recipe == MB_CALIB_MAX_RECIPES)
+            return mb_yaml_err(err, sec->items[i], "more than %d recipes", MB_CALIB_MAX_RECIPES);
+        snprintf(c->recipe[c->n_recipe].name, sizeof c->recipe[0].name, "%s", in.recipe);
+        c->recipe[c->n_recipe++].gemm_time_scale = in.scale;
+    }
+    return 0;
+}
+
+double mb_calib_recipe_gemm_scale(const struct mb_calib *c, const char *recipe)
+{
+    if (!c || !recipe || c->roofline)
+        return 1.0;
+    for (int i = 0; i < c->n_recipe; i++)
+        if (strcmp(c->recipe[i].name, recipe) == 0)
+            return c->recipe[i].gemm_time_scale;
+    return 1.0;
+}
 
 static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, int depth, struct mb_err *err)
 {
@@ -1052,6 +1103,7 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, i
         {"attention", MB_F_NODE, offsetof(struct mb_calib__top_in, attn), 0, 1, 1, 0, MB_UNIT_NONE},
         {"membound", MB_F_NODE, offsetof(struct mb_calib__top_in, mem), 0, 1, 1, 0, MB_UNIT_NONE},
         {"links", MB_F_NODE, offsetof(struct mb_calib__top_in, links), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"recipes", MB_F_NODE, offsetof(struct mb_calib__top_in, recipes), 0, 0, 1, 0, MB_UNIT_NONE},
         {"measured", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
     if (mb_yaml_get(root, "base"))
@@ -1061,7 +1113,8 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, i
     snprintf(c->spec.name, sizeof c->spec.name, "%s", in.gpu);
     if (mb_calib__load_spec(c, in.spec, err) || mb_calib__load_gemm(c, in.gemm, err) ||
         mb_calib__load_grouped(c, in.grouped, err) || mb_calib__load_attn(c, in.attn, err) ||
-        mb_calib__load_mem(c, in.mem, err) || mb_calib__load_links(c, in.links, err))
+        mb_calib__load_mem(c, in.mem, err) || mb_calib__load_links(c, in.links, err) ||
+        mb_calib__load_recipes(c, in.recipes, err))
         return -1;
     const struct mb_node *measured = mb_yaml_get(root, "measured");
     if (measured && !mb_yaml_is_null(measured))

@@ -84,6 +84,20 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups,
 double mb_calib_attn_bh(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim,
                         double batch_heads, int causal, int bwd);
 
+/** Most `recipes:` entries one table holds. */
+#define MB_CALIB_MAX_RECIPES 16
+
+/**
+ * @brief GEMM-time multiplier of a precision recipe (the scenario's canonical
+ * precision label, e.g. "fp8_blockwise"): the table's `recipes:` entry
+ * `gemm_time_scale`, applied by the step model to the GEMM and grouped-GEMM
+ * time of that recipe (not to its quantization passes). Each entry cites the
+ * measurement it is derived from (docs/calibration.md, "Recipes").
+ * @return the scale, or 1 when the table has none for the recipe, c is NULL
+ *         or roofline mode is on.
+ */
+double mb_calib_recipe_gemm_scale(const struct mb_calib *c, const char *recipe);
+
 /** @brief mb_calib_attn_bh with batch_heads unknown (0: no wave correction). Seconds. */
 double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq,
                      int head_dim, int causal, int bwd);

@@ -86,6 +86,7 @@ struct mb_build {
     const struct mb_gpu_spec *gpu;
     struct mb_engine *e;
     double nv_cap, nic_cap, nv_lat, nic_lat;
+    double gemm_scale;        /* GEMM-time multiplier of the precision recipe (calibration `recipes:`) */
     struct mb_group g_tp, g_cp, g_ep, g_dp, g_edp;
     int pp_over_nic;
     double launch;            /* host seconds per kernel or graph launch (0: full-iteration graph) */
@@ -138,9 +139,9 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
     o.type = MB_OP_COMP;
     o.cat = cat;
     o.module = mod;
-    o.fwd = mb_calib_gemm(b->cal, p, M, N, K);
-    double dgrad = mb_calib_gemm(b->cal, p, M, K, N);
-    double wgrad = mb_calib_gemm(b->cal, p, K, N, M);
+    o.fwd = b->gemm_scale * mb_calib_gemm(b->cal, p, M, N, K);
+    double dgrad = b->gemm_scale * mb_calib_gemm(b->cal, p, M, K, N);
+    double wgrad = b->gemm_scale * mb_calib_gemm(b->cal, p, K, N, M);
     o.bwd = frozen ? dgrad : dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.region = graphed;
@@ -172,9 +173,9 @@ static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, do
     o.type = MB_OP_COMP;
     o.cat = MB_CAT_EXPERTS;
     o.module = MB_RCM_MOE;
-    o.fwd = mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K);
-    double dgrad = mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N);
-    double wgrad = mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg);
+    o.fwd = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K);
+    double dgrad = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N);
+    double wgrad = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg);
     o.bwd = dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.region = graphed;
@@ -1390,6 +1391,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         return rc;
     }
     b.launch = (s->cuda_graph & MB_CG_FULL_ITERATION) ? 0 : b.gpu->launch_s;
+    b.gemm_scale = mb_calib_recipe_gemm_scale(b.cal, s->prec.label);
     b.nv_cap = s->system.nvlink_bw * mb_calib_link_eff(b.cal, MB_LINK_NVLINK);
     b.nic_cap = s->system.nic_bw * mb_calib_link_eff(b.cal, MB_LINK_NIC);
     b.nv_lat = s->system.nvlink_latency + mb_calib_link_latency(b.cal, MB_LINK_NVLINK);

@@ -554,6 +554,42 @@ static void test_bad_tables(void **state)
                "increasing tokens (32 after 64)");
 }
 
+/* Recipe GEMM-time scales (`recipes:`): the shipped H100 and H200 tables carry
+ * fp8_blockwise 1.41 (derived from the Megatron-Core MoE layer benchmark, see
+ * the table's source); other recipes, other GPUs and roofline mode get 1. A
+ * fixture with two entries returns each; a repeated recipe and a scale out of
+ * [0.1, 10] are errors at the offending line:col. */
+static void test_recipes(void **state)
+{
+    (void)state;
+    struct mb_calib *c = load_ok("H100");
+    assert_true(mb_calib_recipe_gemm_scale(c, "fp8_blockwise") == 1.41);
+    assert_true(mb_calib_recipe_gemm_scale(c, "fp8_cs") == 1.0);
+    assert_true(mb_calib_recipe_gemm_scale(c, NULL) == 1.0);
+    mb_calib_set_roofline(c, 1);
+    assert_true(mb_calib_recipe_gemm_scale(c, "fp8_blockwise") == 1.0);
+    mb_calib_free(c);
+    c = load_ok("H200");
+    assert_true(mb_calib_recipe_gemm_scale(c, "fp8_blockwise") == 1.41);
+    mb_calib_free(c);
+    c = load_ok("B200");
+    assert_true(mb_calib_recipe_gemm_scale(c, "fp8_blockwise") == 1.0);
+    mb_calib_free(c);
+
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, "tests/data/calib/good_recipes.yaml", &c, &e), 0);
+    assert_true(mb_calib_recipe_gemm_scale(c, "fp8_blockwise") == 1.5);
+    assert_true(mb_calib_recipe_gemm_scale(c, "mxfp8") == 0.9);
+    assert_true(mb_calib_recipe_gemm_scale(c, "bf16") == 1.0);
+    mb_calib_free(c);
+    expect_bad("tests/data/calib/bad_recipe_dup.yaml",
+               "tests/data/calib/bad_recipe_dup.yaml:38:14: duplicate recipe 'fp8_blockwise'");
+    expect_bad("tests/data/calib/bad_recipe_scale.yaml",
+               "tests/data/calib/bad_recipe_scale.yaml:37:46: recipes[].gemm_time_scale = 50 is out of range "
+               "[0.1, 10]");
+}
+
 /* Measured collectives from an imported overlay (tests/data/step/gb200_a2a_overlay.yaml):
  * alltoall on 32 ranks at 1 MiB 50 GB/s, 64 MiB and 256 MiB 100 GB/s. At 8 MiB,
  * log interpolation: 50 + 50 * log(8/1)/log(64/1) = 50 + 50 * 0.5 = 75 GB/s.
@@ -588,7 +624,7 @@ int main(void)
         cmocka_unit_test(test_attention_head_dim_donor_and_clamp), cmocka_unit_test(test_attention_wave),
         cmocka_unit_test(test_attention_table_curves), cmocka_unit_test(test_attention_measured),
         cmocka_unit_test(test_grouped_monotone),  cmocka_unit_test(test_roofline_mode),
-        cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_bad_tables),
+        cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_bad_tables), cmocka_unit_test(test_recipes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
