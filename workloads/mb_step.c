@@ -130,29 +130,31 @@ static int mb__region(struct mb_build *b, int on)
     return ++b->region_seq;
 }
 
-/* GEMM C[M,N] = A[M,K] B[K,N]: forward and backward (dgrad + wgrad) seconds. */
-static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
-                     double M, double N, double K, double saved, int frozen)
+/* GEMM C[M,N] = A[M,K] B[K,N] at precision p (quantized: an FP8/FP4 recipe's
+ * GEMM, with its cast kernels and recipe time scale): forward and backward
+ * (dgrad + wgrad) seconds. */
+static void mb__gemm_p(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
+                       enum mb_prec p, int quantize, double M, double N, double K, double saved, int frozen)
 {
-    enum mb_prec p = b->s->prec.gemm;
+    double sc = quantize ? b->gemm_scale : 1.0;
     struct mb_op o = {0};
     o.type = MB_OP_COMP;
     o.cat = cat;
     o.module = mod;
-    o.fwd = b->gemm_scale * mb_calib_gemm(b->cal, p, M, N, K);
-    double dgrad = b->gemm_scale * mb_calib_gemm(b->cal, p, M, K, N);
-    double wgrad = b->gemm_scale * mb_calib_gemm(b->cal, p, K, N, M);
+    o.fwd = sc * mb_calib_gemm(b->cal, p, M, N, K);
+    double dgrad = sc * mb_calib_gemm(b->cal, p, M, K, N);
+    double wgrad = sc * mb_calib_gemm(b->cal, p, K, N, M);
     o.bwd = frozen ? dgrad : dgrad + wgrad;
     o.bwd_dgrad_only = dgrad;
     o.region = graphed;
     /* TE Linear: one cuBLASLt GEMM forward; dgrad + wgrad backward (main-grad
      * accumulation fused into wgrad); fp8 adds one cast(-transpose) kernel each way */
-    o.kf = 1 + (b->s->prec.quantize ? 1 : 0);
-    o.kb = 2 + (b->s->prec.quantize ? 1 : 0);
+    o.kf = 1 + (quantize ? 1 : 0);
+    o.kb = 2 + (quantize ? 1 : 0);
     /* low-precision recipes keep the quantized copy of the GEMM input for wgrad
      * (Transformer Engine saves the fp8 tensor, 1 byte instead of 2) */
-    o.saved = b->s->prec.quantize ? saved / 2 : saved;
-    if (b->s->prec.quantize) {
+    o.saved = quantize ? saved / 2 : saved;
+    if (quantize) {
         /* fp8/fp4 recipes quantize every GEMM operand that is not already low
          * precision: the activation input in forward (read bf16, write 1 byte)
          * and the output gradient in backward (quantized once, used by dgrad and
@@ -163,6 +165,13 @@ static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, u
         o.bwd_dgrad_only += q;
     }
     mb__push(l, &o);
+}
+
+/* A linear layer's GEMM in the scenario's recipe. */
+static void mb__gemm(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
+                     double M, double N, double K, double saved, int frozen)
+{
+    mb__gemm_p(b, l, cat, mod, graphed, b->s->prec.gemm, b->s->prec.quantize, M, N, K, saved, frozen);
 }
 
 static void mb__grouped(struct mb_build *b, struct mb_oplist *l, int graphed, double groups, double tpg,
@@ -422,11 +431,20 @@ static void mb__mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix
         mb__mem(b, l, cat, MB_RCM_GDN_NORM_OUT, g, 2 * T * vd * BF16, T * vd * BF16);
         mb__gemm(b, l, cat, 0, g, T, h, vd, T * vd * BF16, frozen);
     } else if (mix == MB_MIX_MAMBA) {
-        double din = 2.0 * h / tp;
-        double proj = 2 * din + (2.0 * m->mamba_groups * m->mamba_state + m->mamba_heads) / tp;
+        /* Mamba-2 mixer (Megatron MambaMixer): in_proj to z, x, B, C, dt; causal
+         * conv1d over x, B, C; the SSD chunked scan; gated RMSNorm; out_proj.
+         * d_inner = heads x head_dim (hybrid_flops' d_in) */
+        double din = (double)m->mamba_heads * m->mamba_head_dim / tp;
+        double gn = 2.0 * m->mamba_groups * m->mamba_state / tp;
+        double proj = 2 * din + gn + (double)m->mamba_heads / tp;
         mb__gemm(b, l, cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
-        /* SSD chunked scan: 7 T d_in state FLOP (Megatron hybrid_flops), matmul-based */
-        mb__gemm(b, l, cat, 0, g, T, din, 3.5 * m->mamba_state, T * proj * BF16, 1);
+        /* causal_conv1d: read and write the x, B, C channels */
+        mb__mem(b, l, cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
+        /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), matmul-like;
+         * the mamba_ssm Triton kernels run in BF16 whatever the GEMM recipe */
+        mb__gemm_p(b, l, cat, 0, g, MB_PREC_BF16, 0, T, din, 3.5 * m->mamba_state, T * din * BF16, 1);
+        /* gated RMSNorm: read y and z, write the normalized output */
+        mb__mem(b, l, cat, 0, g, 3 * T * din * BF16, T * din * BF16);
         mb__gemm(b, l, cat, 0, g, T, h, din, T * din * BF16, frozen);
     }
     mb__ring(b, l, MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);

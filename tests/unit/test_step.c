@@ -195,6 +195,34 @@ static void test_extrapolation(void **state)
     mb_scenario_free(&s);
 }
 
+/*
+ * Mamba-2 mixer op by op (tests/data/step/mamba_one_layer.yaml: h 2048, 32 heads x head dim 64 so
+ * d_inner = 2048, 1 group, state 128, T = 8192 tokens, BF16, roofline mode on one H100: GEMM
+ * max(2mnk / (989 TFLOP/s x 0.803), 2(mk + kn + mn) B / 3.35 TB/s), memory ops bytes / 3.35 TB/s,
+ * backward memory ops twice the bytes). Megatron MambaMixer: in_proj h -> 2 d_inner + 2 G N + heads
+ * = 4384 (fwd, dgrad, wgrad); the SSD scan, 7 T d_inner N FLOP = a T x d_inner x 3.5N GEMM in BF16
+ * (fwd, dgrad; no weights); out_proj d_inner -> h (fwd, dgrad, wgrad). Memory passes: pre-norm
+ * 2Th, causal conv1d 2T(d_inner + 2GN), gated RMSNorm 3T d_inner, residual 3Th elements of 2 B.
+ */
+static void test_mamba_mixer(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/step/mamba_one_layer.yaml", &s);
+    sim(&s, &r);
+    const double T = 8192, h = 2048, din = 2048, gn = 256, proj = 2 * din + gn + 32, pk = 989e12 * 0.803,
+                 bw = 3.35e12;
+#define G(m, n, k) fmax(2 * (m) * (n) * (k) / pk, 2 * ((m) * (k) + (k) * (n) + (m) * (n)) / bw)
+    double gemm = G(T, proj, h) + G(T, h, proj) + G(h, proj, T) + G(T, din, 448) + G(T, 448, din) + G(T, h, din) +
+                  G(T, din, h) + G(h, h, T);
+#undef G
+    double mem = 3 * (2 * T * h + 2 * T * (din + gn) + 3 * T * din + 3 * T * h) * 2 / bw;
+    if (fabs(r.breakdown[MB_CAT_ATTN] / (gemm + mem) - 1) > 1e-3)
+        fail_msg("Mamba mixer %.2f us, hand %.2f us", r.breakdown[MB_CAT_ATTN] * 1e6, (gemm + mem) * 1e6);
+    mb_scenario_free(&s);
+}
+
 /* MoE layer seconds (forward + backward of one microbatch) from a one-layer
  * step's breakdown: experts, router/permute, exposed all-to-all and host
  * waits, plus `shared_s` for the shared experts, which the breakdown counts
@@ -649,7 +677,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
