@@ -322,6 +322,30 @@ static void test_moe_layer_benchmark(void **state)
             fail_msg("dispatcher ratio %zu: predicted %.3f, measured %.3f", i, ratios[i][0], ratios[i][1]);
 }
 
+/* EP overlap is not free: the dispatcher keeps moe.dispatcher_sms of the SMs
+ * while its transfer runs, and the compute beside it loses that share. Inside
+ * one H100 node (NVLink-only dispatch, a small share of the step) with 24 of
+ * 132 SMs the overlap still gains; with a dispatcher holding all 132 SMs the
+ * overlapped compute stalls for the whole transfer, nothing is saved, and the
+ * paired schedule's ordering constraints make the step slower than without
+ * overlap. Memory: one more microbatch in flight (test_ep_overlap). */
+static void test_ep_overlap_costs(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result off, on;
+    load("tests/data/step/qwen3_30b_h100_8_overlap.yaml", &s);
+    sim(&s, &off);
+    s.overlap_ep_comm = 1;
+    sim(&s, &on);
+    assert_true(on.step_time_s < off.step_time_s);
+    s.dispatcher_sms = 132;
+    sim(&s, &on);
+    if (!(on.step_time_s > off.step_time_s))
+        fail_msg("overlap with all SMs taken: %.4f s vs %.4f s without", on.step_time_s, off.step_time_s);
+    mb_scenario_free(&s);
+}
+
 /* EP overlap with pp > 1 runs inside the interleaved schedule (Megatron-Core's
  * combined 1F1B needs a virtual pipeline). Qwen3-30B-A3B (48 layers) on 16 H100,
  * TP1 PP2 VPP2 EP8: 12 layers per chunk. Interleaved 1F1B warms up
@@ -677,7 +701,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
-        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
+        cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
