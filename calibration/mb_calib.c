@@ -40,7 +40,7 @@ static const char *const mb_calib__table_names[T_COUNT] = {"spec", "gemm", "grou
                                                             "membound", "links"};
 static const char *const mb_calib__known[] = {"A100", "B200", "B300", "GB200", "GB300", "H100", "H200", NULL};
 static const char *const mb_calib__prec_names[MB_PREC_COUNT] = {"fp32", "bf16", "fp16", "fp8", "fp4"};
-static const char *const mb_calib__link_names[MB_LINK_COUNT] = {"nvlink", "nic", "pcie"};
+static const char *const mb_calib__link_names[MB_LINK_COUNT] = {"nvlink", "nic", "pcie", "nvls"};
 
 /* One interpolation point: x = size measure (> 0, strictly increasing), y = efficiency. */
 struct mb_calib__pt {
@@ -526,6 +526,7 @@ static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, s
     const struct mb_field f[] = {{"nvlink", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {"nic", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {"pcie", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                 {"nvls", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
                                  {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {NULL, 0, 0, 0, 0, 0, 0, 0}};
     const struct mb_field lf[] = {
@@ -538,6 +539,10 @@ static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, s
     for (int k = 0; k < MB_LINK_COUNT; k++) {
         struct mb_calib__link_in in = {0, 0};
         char what[32];
+        if (k == MB_LINK_NVLS && !mb_yaml_get(sec, mb_calib__link_names[k])) {
+            c->link_eff[k] = c->link_lat[k] = 0; /* optional: no NVLS figures */
+            continue;
+        }
         snprintf(what, sizeof what, "links.%s", mb_calib__link_names[k]);
         if (mb_yaml_read_fields(mb_yaml_get(sec, mb_calib__link_names[k]), lf, &in, what, NULL, err))
             return -1;

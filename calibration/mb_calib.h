@@ -31,7 +31,10 @@ struct mb_gpu_spec {
 };
 
 /** Link classes whose achieved fraction of line rate is calibrated. */
-enum mb_link_kind { MB_LINK_NVLINK, MB_LINK_NIC, MB_LINK_PCIE, MB_LINK_COUNT };
+/* MB_LINK_NVLS: NVLink SHARP all-reduce (optional in tables; eff 0 and
+ * latency 0 when absent) -- its eff is algbw / NVLink line rate, its latency a
+ * fixed cost per all-reduce */
+enum mb_link_kind { MB_LINK_NVLINK, MB_LINK_NIC, MB_LINK_PCIE, MB_LINK_NVLS, MB_LINK_COUNT };
 
 struct mb_calib;
 

@@ -24,7 +24,8 @@
  *   nvls all_reduce        S through the GPU's NVLink port (multimem
  *                          ld_reduce + st), rate bound = achieved NVLS bw,
  *                          plus the tree's scale-out flow when D>1; 2 steps
- *                          (+ 2 ceil(log2 D) NIC steps)
+ *                          (+ 2 ceil(log2 D) NIC steps) + the measured fixed
+ *                          cost of an NVLS all_reduce (links.nvls.latency)
  *   pairwise alltoall      S/n to each other rank, 1 step
  *   sendrecv               S to rank r+1, 1 step
  * Rings that span domains use C = L channels: channel c visits each domain's
@@ -243,7 +244,7 @@ static double coll_latency(const struct mb_coll_net *net, const struct mb_coll_r
             return 2.0 * ((s->L - 1) * lnv + log2ceil(s->D) * lnic);
         return (s->L - 1) * lnv + (s->D - 1) * lnic;
     case MB_COLL_ALGO_NVLS:
-        return 2.0 * (lnv + log2ceil(s->D) * lnic);
+        return 2.0 * (lnv + log2ceil(s->D) * lnic) + net->nvls_lat;
     case MB_COLL_ALGO_PAIRWISE:
         return lmax;
     default:

@@ -70,6 +70,7 @@ struct mb_coll_net {
     double nic_bw;       /**< achieved NIC bytes/s per GPU per direction (line x eff), for AUTO */
     double nvls_bw;      /**< achieved NVLS all_reduce algorithm bandwidth per GPU, bytes/s (flow bound) */
     double lat[MB_COLL_HOP_COUNT]; /**< per-step latency by hop class, s (calibration `links`) */
+    double nvls_lat;     /**< fixed cost of one NVLS all_reduce, s (calibration `links.nvls`) */
     const int *nvl_tx;   /**< [n_gpus] link id of each GPU's NVLink port, GPU -> switch; -1 if none */
     const int *nvl_rx;   /**< [n_gpus] link id of each GPU's NVLink port, switch -> GPU; -1 if none */
     /**

@@ -121,6 +121,7 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     net->nvls_bw = sys->nvlink_bw * (p->nvls_eff > 0 ? p->nvls_eff : MB_FABRIC_NVLS_EFF);
     net->lat[MB_COLL_HOP_NVLINK] = p->nvlink_lat;
     net->lat[MB_COLL_HOP_NIC] = p->nic_lat;
+    net->nvls_lat = p->nvls_lat;
     net->nvl_tx = f->nvl_tx;
     net->nvl_rx = f->nvl_rx;
     net->route = route_cb;

@@ -49,6 +49,7 @@ struct mb_fabric_params {
     double nvls_eff;     /**< NVLS algbw / NVLink line rate; 0 = MB_FABRIC_NVLS_EFF */
     double nvlink_lat;   /**< s per NVLink collective step */
     double nic_lat;      /**< s per scale-out collective step */
+    double nvls_lat;     /**< s fixed cost of one NVLS all_reduce (calibration links.nvls.latency) */
 };
 
 struct mb_fabric;

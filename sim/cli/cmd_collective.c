@@ -187,6 +187,8 @@ int mb_cmd_collective(int argc, char **argv)
     fp.nic_eff = mb_calib_link_eff(cal, MB_LINK_NIC);
     fp.nvlink_lat = mb_calib_link_latency(cal, MB_LINK_NVLINK);
     fp.nic_lat = mb_calib_link_latency(cal, MB_LINK_NIC);
+    fp.nvls_eff = mb_calib_link_eff(cal, MB_LINK_NVLS); /* 0 when the table has none: MB_FABRIC_NVLS_EFF */
+    fp.nvls_lat = mb_calib_link_latency(cal, MB_LINK_NVLS);
     mb_calib_free(cal);
 
     /* validate the GPU count and algorithm once, on a throwaway fabric */

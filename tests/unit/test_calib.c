@@ -513,7 +513,13 @@ static void test_membound_links(void **state)
     assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_NIC), 0.94, 1e-12));
     assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_PCIE), 0.88, 1e-12));
     assert_true(close_rel(mb_calib_link_latency(c, MB_LINK_NIC), 4.1e-6, 1e-9));
+    /* optional NVLS entry: H100 275/450 and 147 us (derived in the table's source); B200 has none */
+    assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_NVLS), 0.6111, 1e-12));
+    assert_true(close_rel(mb_calib_link_latency(c, MB_LINK_NVLS), 147e-6, 1e-9));
     assert_string_equal(mb_prec_name(MB_PREC_FP8), "fp8");
+    mb_calib_free(c);
+    c = load_ok("B200");
+    assert_true(mb_calib_link_eff(c, MB_LINK_NVLS) == 0 && mb_calib_link_latency(c, MB_LINK_NVLS) == 0);
     mb_calib_free(c);
 }
 

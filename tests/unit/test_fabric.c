@@ -10,7 +10,7 @@
 #include "mb_fabric.h"
 
 /* H100 links from calibration/tables/H100.yaml: NVLink eff 0.81, NIC eff 0.94, 1 us / 4.1 us per step. */
-static const struct mb_fabric_params H100P = {0.81, 0.94, 0, 1e-6, 4.1e-6};
+static const struct mb_fabric_params H100P = {0.81, 0.94, 0, 1e-6, 4.1e-6, 0};
 
 /* 16 GPUs of dgx_h100: 4 links per GPU + 2 per leaf (8 rails x 1 node group); routes as documented. */
 static void test_dgx_h100(void **state)
