@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "mb_calib.h"
 #include "mb_scenario.h"
 #include "mb_step.h"
 
@@ -440,14 +441,14 @@ static void test_memory_timeline(void **state)
 }
 
 /* Host launch thread. tests/data/step/launch_bound.yaml has kernels shorter than
- * the 4 us launch cost (calibration H100 spec), so the GPU waits for the host and
+ * the launch cost L (calibration H100 spec.launch), so the GPU waits for the host and
  * the step is the host's launch time. Kernels launched per microbatch (see the
  * counts in mb_step.c): per dense layer forward 12 (norm, QKV, RoPE q and k,
  * attention, projection, residual, norm, FC1, GeLU, FC2, residual), backward 20
  * (norms 2 each, GEMMs 2 each, RoPE 2, attention 3, elementwise 1 each);
  * embedding 1 + 1; head 12 forward (norm, GEMM, cross-entropy 10) and 8
  * backward (2 + 2 + 4): 2 x 32 + 22 = 86 per microbatch, 4 microbatches =
- * 344 launches = 1.376 ms. The step (less the optimizer, which runs after the
+ * 344 launches = 344 L. The step (less the optimizer, which runs after the
  * last kernel) must be within 5% above it. A whole-layer CUDA graph launches
  * each layer's forward and backward as one graph (86 -> 2 x 2 + 22 = 26 per
  * microbatch); a full-iteration graph launches nothing per kernel: both faster,
@@ -459,7 +460,12 @@ static void test_launch_bound(void **state)
     struct mb_result eager, layer, full;
     load("tests/data/step/launch_bound.yaml", &s);
     sim(&s, &eager);
-    double host = 344 * 4e-6, t = eager.step_time_s - eager.breakdown[MB_CAT_OPTIMIZER];
+    struct mb_calib *cal = NULL;
+    struct mb_err ce;
+    mb_err_clear(&ce);
+    assert_int_equal(mb_calib_load("H100", NULL, &cal, &ce), 0);
+    double host = 344 * mb_calib_spec(cal)->launch_s, t = eager.step_time_s - eager.breakdown[MB_CAT_OPTIMIZER];
+    mb_calib_free(cal);
     if (t < host || t > 1.05 * host)
         fail_msg("launch-bound step %.4g s vs host launch time %.4g s", t, host);
     assert_true(eager.breakdown[MB_CAT_HOST] > 0.3 * eager.step_time_s);
