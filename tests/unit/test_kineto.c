@@ -48,6 +48,28 @@ static void expect_err(const char *path, const char *want)
     assert_string_equal(buf, want);
 }
 
+/* Write p as an overlay on `base` to a temporary file and load it (the file is removed). */
+static struct mb_calib *overlay_load(const struct mb_prof *p, const char *base)
+{
+    char tmp[] = "/tmp/mbsim_kineto_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_prof_write_table(p, base, "test", f, &e), 0);
+    fclose(f);
+    struct mb_calib *c = NULL;
+    if (mb_calib_load(NULL, tmp, &c, &e) != 0) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        remove(tmp);
+        fail_msg("%s", buf);
+    }
+    remove(tmp);
+    return c;
+}
+
 /*
  * The sample by hand: GPU events with ph X are 2 kernels (cutlass_80_tensorop_s1688gemm -> gemm,
  * 114.911 us; ncclKernel_AllReduce_RING_LL_Sum_float -> nccl, 2636.669 us), 1 gpu_memset (4.96 us)
@@ -76,20 +98,10 @@ static void test_sample(void **state)
     assert_true(fabs(p->coll[0].busbw / (26550272.0 / 2636.669e-6) - 1) < 1e-9);
 
     /* the written overlay loads over the shipped A100 table and reports the collective */
-    char tmp[] = "/tmp/mbsim_kineto_XXXXXX";
-    int fd = mkstemp(tmp);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    struct mb_err e;
-    mb_err_clear(&e);
-    assert_int_equal(mb_prof_write_table(p, "A100", "test", f, &e), 0);
-    fclose(f);
-    struct mb_calib *c = NULL;
-    assert_int_equal(mb_calib_load(NULL, tmp, &c, &e), 0);
+    struct mb_calib *c = overlay_load(p, "A100");
     assert_int_equal(mb_calib_n_coll_points(c), 1);
     assert_true(fabs(mb_calib_coll_point(c, 0).busbw / 10.0696e9 - 1) < 1e-5);
     mb_calib_free(c);
-    remove(tmp);
     mb_prof_free(p);
 }
 
@@ -147,23 +159,9 @@ static void test_host_launch(void **state)
     assert_true(fabs(p->host_launch_s - 750e-6 / 23) < 1e-12);
     assert_true(fabs(p->host_launch_med_s - 30e-6) < 1e-12);
 
-    char tmp[] = "/tmp/mbsim_kineto_host_XXXXXX";
-    int fd = mkstemp(tmp);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    struct mb_err e;
-    mb_err_clear(&e);
-    assert_int_equal(mb_prof_write_table(p, "H100", "test", f, &e), 0);
-    fclose(f);
-    struct mb_calib *c = NULL;
-    if (mb_calib_load(NULL, tmp, &c, &e) != 0) {
-        char buf[1024];
-        mb_err_format(&e, buf, sizeof buf);
-        fail_msg("%s", buf);
-    }
+    struct mb_calib *c = overlay_load(p, "H100");
     assert_true(fabs(mb_calib_spec(c)->launch_s / (750e-6 / 23) - 1) < 1e-5);
     mb_calib_free(c);
-    remove(tmp);
     mb_prof_free(p);
 
     p = import_ok(SAMPLE);
