@@ -404,20 +404,35 @@ static int mb_kin__is_sync(const char *name)
            (strncmp(name, "cuMemcpy", 8) == 0 && strstr(name, "Async") == NULL);
 }
 
-/* A runtime/driver call's thread and interval; 0 when ids or times are missing. */
-static int mb_kin__call(json_t *e, struct mb_kin__call *c)
+/* A launch or synchronizing runtime/driver call (event i): its thread and
+ * interval. Events without integer pid/tid are not a CPU thread's and are
+ * skipped (0); a missing, non-numeric, negative or non-finite ts or dur is an
+ * error (-1), as for kernels. */
+static int mb_kin__call(json_t *e, size_t i, const char *name, struct mb_kin__call *c, const char *path,
+                        struct mb_err *err)
 {
     json_t *pid = json_object_get(e, "pid"), *tid = json_object_get(e, "tid");
     json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
-    if (!json_is_integer(pid) || !json_is_integer(tid) || !json_is_number(ts) || !json_is_number(dur))
+    if (!json_is_integer(pid) || !json_is_integer(tid))
         return 0;
+    if (!json_is_number(ts) || !isfinite(json_number_value(ts)) || json_number_value(ts) < 0)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].ts: missing or not a non-negative number (%s)", i,
+                          name);
+    if (!json_is_number(dur) || !isfinite(json_number_value(dur)) || json_number_value(dur) < 0)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].dur: missing or not a non-negative number (%s)", i,
+                          name);
     *c = (struct mb_kin__call){json_integer_value(pid), json_integer_value(tid), json_number_value(ts),
                                json_number_value(dur)};
-    return c->dur >= 0;
+    return 1;
 }
 
+/* Gaps above this (microseconds) are not a per-kernel host cost (data
+ * loading, logging, the step boundary): left out of the mean. It is also the
+ * largest `launch` a calibration table accepts. */
+#define MB_KIN_MAX_GAP_US 1000.0
+
 /* Fill p->host_*: see mb_prof_kineto in mb_import.h. */
-static void mb_kin__host(json_t *evs, struct mb_prof *p)
+static int mb_kin__host(json_t *evs, struct mb_prof *p, const char *path, struct mb_err *err)
 {
     size_t nev = json_array_size(evs), nl = 0, ns = 0;
     struct mb_kin__call *l = mb_malloc((nev ? nev : 1) * sizeof *l), *sy = mb_malloc((nev ? nev : 1) * sizeof *sy);
@@ -427,12 +442,21 @@ static void mb_kin__host(json_t *evs, struct mb_prof *p)
         if (!cat || !name || !ph || strcmp(ph, "X") != 0 ||
             (strcmp(cat, "cuda_runtime") != 0 && strcmp(cat, "cuda_driver") != 0))
             continue;
-        struct mb_kin__call c;
-        if (!mb_kin__call(e, &c))
+        int launch = mb_kin__is_launch(name), sync = !launch && mb_kin__is_sync(name);
+        if (!launch && !sync)
             continue;
-        if (mb_kin__is_launch(name))
+        struct mb_kin__call c;
+        int rc = mb_kin__call(e, i, name, &c, path, err);
+        if (rc < 0) {
+            mb_free(l);
+            mb_free(sy);
+            return -1;
+        }
+        if (rc == 0)
+            continue;
+        if (launch)
             l[nl++] = c;
-        else if (mb_kin__is_sync(name))
+        else
             sy[ns++] = c;
     }
     qsort(l, nl, sizeof *l, mb_kin__call_cmp);
@@ -465,6 +489,8 @@ static void mb_kin__host(json_t *evs, struct mb_prof *p)
             if (k < ns && sy[k].pid == t->pid && sy[k].tid == t->tid && sy[k].ts < t[i + 1].ts)
                 continue;
             double g = t[i + 1].ts - t[i].ts - fmax(0.0, t[i].dur - med_call);
+            if (g > MB_KIN_MAX_GAP_US)
+                continue;
             v[ng++] = g > 0 ? g : 0;
             sum += g > 0 ? g : 0;
         }
@@ -480,6 +506,7 @@ static void mb_kin__host(json_t *evs, struct mb_prof *p)
     }
     mb_free(l);
     mb_free(sy);
+    return 0;
 }
 
 /* GPU type from deviceProperties[0].name ("NVIDIA A100-PG509-200" -> "A100"). */
@@ -506,7 +533,8 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
     json_t *root = json_loadb(buf, len, 0, &je);
     mb_free(buf);
     if (!root)
-        return mb_err_set(err, path, je.line, je.column, "JSON error: %s (byte offset %d)", je.text, je.position);
+        return mb_err_set(err, path, je.line > 0 ? je.line : 1, je.column > 0 ? je.column : 1,
+                          "JSON error: %s (byte offset %d)", je.text, je.position);
     json_t *evs = json_object_get(root, "traceEvents");
     if (!json_is_object(root) || !json_is_array(evs)) {
         json_decref(root);
@@ -655,7 +683,7 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
         }
     }
     if (!rc)
-        mb_kin__host(evs, p);
+        rc = mb_kin__host(evs, p, path, err);
     mb_free(inst);
     mb_free(ops);
     mb_free(rts);

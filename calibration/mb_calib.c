@@ -1053,6 +1053,15 @@ struct mb_calib__recipe_in {
     double scale;
 };
 
+/* Canonical precision recipe labels (as mb_precision_parse writes them). */
+static const char *const mb_calib__recipe_names[] = {"bf16", "fp16", "fp8", "fp8_cs", "fp8_blockwise", "mxfp8",
+                                                     "nvfp4", NULL};
+
+const char *const *mb_calib_recipe_names(void)
+{
+    return mb_calib__recipe_names;
+}
+
 /* Optional `recipes:` list: {recipe, gemm_time_scale, source} per precision
  * recipe whose GEMMs run slower (or faster) than the table's curve for their
  * precision predicts (docs/calibration.md, "Recipes"). */
@@ -1073,6 +1082,14 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
         memset(&in, 0, sizeof in);
         if (mb_yaml_read_fields(sec->items[i], f, &in, "recipes[]", NULL, err))
             return -1;
+        int known = 0;
+        for (const char *const *r = mb_calib__recipe_names; *r; r++)
+            known |= strcmp(*r, in.recipe) == 0;
+        if (!known)
+            return mb_yaml_err(err, mb_yaml_get(sec->items[i], "recipe"),
+                               "unknown recipe '%s'; expected one of: bf16, fp16, fp8, fp8_cs, fp8_blockwise, "
+                               "mxfp8, nvfp4",
+                               in.recipe);
         for (int j = 0; j < c->n_recipe; j++)
             if (strcmp(c->recipe[j].name, in.recipe) == 0)
                 return mb_yaml_err(err, mb_yaml_get(sec->items[i], "recipe"), "duplicate recipe '%s'", in.recipe);

@@ -87,6 +87,11 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups,
 double mb_calib_attn_bh(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim,
                         double batch_heads, int causal, int bwd);
 
+/** @brief NULL-terminated canonical recipe labels a `recipes:` entry may name
+ *  (the labels mb_precision_parse produces: bf16, fp16, fp8, fp8_cs,
+ *  fp8_blockwise, mxfp8, nvfp4). */
+const char *const *mb_calib_recipe_names(void);
+
 /** Most `recipes:` entries one table holds. */
 #define MB_CALIB_MAX_RECIPES 16
 

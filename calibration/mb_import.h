@@ -219,7 +219,10 @@ int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct m
  * launch-call duration (a launch blocked on a full queue is waiting, not
  * working); gaps that contain a synchronizing call (name containing
  * "Synchronize", cudaMemcpy, cuMemcpy without Async) are the host waiting
- * for the GPU and are left out. Mean and median of the rest, in seconds.
+ * for the GPU and are left out, as are gaps over 1 ms (data loading,
+ * logging, step boundaries). Mean and median of the rest, in seconds. A
+ * launch or synchronizing call with a missing, non-numeric, negative or
+ * non-finite ts or dur is an error, as for kernels.
  * This is the quantity the step model charges per kernel (spec.launch): the
  * framework's whole host cost per kernel, Python and dispatch included.
  * @param[out] err  "file:line:col: JSON error ..." or "file: $.traceEvents[i].key: ..."

@@ -9,6 +9,7 @@
  * The per-class summary (and any unknown kernels) goes to stderr when a table
  * is written to stdout, else to stdout. Exit codes: 0 ok, 1 bad input, 2 usage.
  */
+#include "mb_calib.h"
 #include "mb_import.h"
 
 #include <stdio.h>
@@ -27,11 +28,11 @@ static int mb_cp__usage(const char *kind, const char *msg)
     return 2;
 }
 
-static int mb_cp__fail(const struct mb_err *e)
+static int mb_cp__fail(const char *kind, const struct mb_err *e)
 {
     char buf[1024];
     mb_err_format(e, buf, sizeof buf);
-    fprintf(stderr, "%s\n", buf);
+    fprintf(stderr, "mbsim calibrate %s: %s\n", kind, buf);
     return 1;
 }
 
@@ -82,11 +83,11 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     struct mb_prof_shapes *shapes = NULL;
     struct mb_prof *p = NULL;
     if (shapes_path && mb_prof_shapes_load(shapes_path, &shapes, &e))
-        return mb_cp__fail(&e);
+        return mb_cp__fail(kind, &e);
     int rc = nsys ? mb_prof_nsys(in, shapes, &p, &e) : mb_prof_kineto(in, &p, &e);
     mb_prof_shapes_free(shapes);
     if (rc)
-        return mb_cp__fail(&e);
+        return mb_cp__fail(kind, &e);
     if (gpu)
         snprintf(p->gpu, sizeof p->gpu, "%s", gpu);
     if (!p->gpu[0]) {
@@ -95,6 +96,17 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     }
     if (!base)
         base = p->gpu;
+    /* a base named as a GPU must be a shipped table (a path is resolved when the overlay loads) */
+    if (!strchr(base, '/') && !strstr(base, ".yaml") && !strstr(base, ".yml")) {
+        struct mb_calib *c = NULL;
+        if (mb_calib_load(base, NULL, &c, &e)) {
+            mb_prof_free(p);
+            char buf[1024];
+            mb_err_format(&e, buf, sizeof buf);
+            return mb_cp__usage(kind, buf);
+        }
+        mb_calib_free(c);
+    }
 
     FILE *out = stdout;
     if (outp && !(out = fopen(outp, "w"))) {
@@ -110,5 +122,5 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
         rc = mb_err_set(&e, outp, 0, 0, "write error");
     mb_prof_write_summary(p, outp ? stdout : stderr);
     mb_prof_free(p);
-    return rc ? mb_cp__fail(&e) : 0;
+    return rc ? mb_cp__fail(kind, &e) : 0;
 }

@@ -591,6 +591,9 @@ static void test_recipes(void **state)
     mb_calib_free(c);
     expect_bad("tests/data/calib/bad_recipe_dup.yaml",
                "tests/data/calib/bad_recipe_dup.yaml:38:14: duplicate recipe 'fp8_blockwise'");
+    expect_bad("tests/data/calib/bad_recipe_name.yaml",
+               "tests/data/calib/bad_recipe_name.yaml:37:14: unknown recipe 'FP8-blockwise'; expected one of: bf16, "
+               "fp16, fp8, fp8_cs, fp8_blockwise, mxfp8, nvfp4");
     expect_bad("tests/data/calib/bad_recipe_scale.yaml",
                "tests/data/calib/bad_recipe_scale.yaml:37:46: recipes[].gemm_time_scale = 50 is out of range "
                "[0.1, 10]");

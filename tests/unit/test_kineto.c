@@ -164,6 +164,19 @@ static void test_host_launch(void **state)
     mb_calib_free(c);
     mb_prof_free(p);
 
+    /* a 5 ms gap (no synchronizing call) is no per-kernel cost: 24 gaps, one of 5000 us left out */
+    p = import_ok("tests/data/kineto/host_long_gap.json");
+    assert_int_equal(p->host_gaps, 23);
+    assert_true(fabs(p->host_launch_s - 30e-6) < 1e-12);
+    mb_prof_free(p);
+    /* launch calls with a bad ts or dur are errors, as kernels' are */
+    expect_err("tests/data/kineto/host_bad_ts.json",
+                "tests/data/kineto/host_bad_ts.json: $.traceEvents[1].ts: missing or not a non-negative number "
+                "(cudaLaunchKernel)");
+    expect_err("tests/data/kineto/host_bad_dur.json",
+                "tests/data/kineto/host_bad_dur.json: $.traceEvents[2].dur: missing or not a non-negative number "
+                "(cudaLaunchKernel)");
+
     p = import_ok(SAMPLE);
     assert_int_equal(p->host_launches, 1);
     assert_int_equal(p->host_gaps, 0);
@@ -175,7 +188,7 @@ static void test_broken(void **state)
 {
     (void)state;
     expect_err("tests/data/kineto/truncated.json",
-               "tests/data/kineto/truncated.json:208:0: JSON error: ']' expected near end of file (byte offset 3271)");
+               "tests/data/kineto/truncated.json:208:1: JSON error: ']' expected near end of file (byte offset 3271)");
     expect_err("tests/data/kineto/truncated.json.gz",
                "tests/data/kineto/truncated.json.gz: gzip error: unexpected end of file (truncated file?)");
     expect_err("tests/data/kineto/bad_dur.json",

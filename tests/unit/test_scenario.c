@@ -14,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "mb_calib.h"
 #include "mb_scenario.h"
 
 #define FIX "tests/data/scenario/"
@@ -230,6 +231,11 @@ static void test_precision(void **state)
     assert_int_equal(mb_precision_parse("int8", &p), -1);
     assert_int_equal(mb_precision_parse("FP8-finer-granularity (MXFP8 on GB200/B200; 128x128 blockwise on H100)", &p), -1);
     assert_int_equal(mb_precision_parse("", &p), -1);
+    /* every recipe a calibration table's `recipes:` may name is a canonical scenario label */
+    for (const char *const *r = mb_calib_recipe_names(); *r; r++) {
+        assert_int_equal(mb_precision_parse(*r, &p), 0);
+        assert_string_equal(p.label, *r);
+    }
     assert_int_equal(mb_precision_parse(NULL, &p), -1);
 }
 
