@@ -36,6 +36,10 @@
 /* Reads a whole (possibly gzip-compressed) file into a NUL-terminated buffer. */
 static char *mb_kin__read(const char *path, size_t *len, struct mb_err *err)
 {
+    if (mb_dir_exists(path)) {
+        mb_err_set(err, path, 0, 0, "is a directory, expected a Kineto trace (.json or .json.gz)");
+        return NULL;
+    }
     FILE *probe = fopen(path, "rb");
     if (!probe) {
         mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));

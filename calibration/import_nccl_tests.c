@@ -198,6 +198,8 @@ static void infer_op(struct mb_nccl_run *r, const char *path)
 
 int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_err *err)
 {
+    if (mb_dir_exists(path))
+        return mb_err_set(err, path, 0, 0, "is a directory, expected an nccl-tests log file");
     FILE *f = fopen(path, "r");
     if (!f)
         return mb_err_set(err, path, 0, 0, "cannot open nccl-tests log: %s", strerror(errno));

@@ -542,6 +542,8 @@ static void mb_nsys__row(int term, void *data)
 int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct mb_prof **out, struct mb_err *err)
 {
     *out = NULL;
+    if (mb_dir_exists(path))
+        return mb_err_set(err, path, 0, 0, "is a directory, expected an nsys cuda_gpu_kern_sum CSV file");
     FILE *fp = fopen(path, "r");
     if (!fp)
         return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));

@@ -119,6 +119,12 @@ int mb_file_exists(const char *path)
     return path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+int mb_dir_exists(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 const char *mb_data_dir(void)
 {
     const char *d = getenv("MBSIM_DATA_DIR");

@@ -72,6 +72,9 @@ char *mb_path_join(const char *dir, const char *name);
 /** @brief 1 if path names a readable regular file, else 0. */
 int mb_file_exists(const char *path);
 
+/** @brief 1 if path names an existing directory, else 0 (NULL: 0). */
+int mb_dir_exists(const char *path);
+
 /**
  * @brief Directory of mbsim's shipped data (topology/, workloads/, calibration/).
  * Resolution order: $MBSIM_DATA_DIR, then the source tree recorded at build

@@ -406,8 +406,10 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
                               p->key, what, list);
         }
         const struct mb_node *v = p->val;
-        if (mb_yaml_is_null(v) && f->type != MB_F_NODE && f->type != MB_F_SKIP)
-            continue;
+        /* `key:` with nothing after it is a value left out, not "use the default" */
+        if (mb_yaml_is_null(v) && f->type != MB_F_SKIP)
+            return mb_err_set(err, map->file, p->line, p->col,
+                              "key '%s' in %s has no value; give one or leave the key out", p->key, what);
         if (seen && fi < 64)
             *seen |= 1ULL << fi;
         char *at = (char *)dst + f->offset;

@@ -263,6 +263,11 @@ int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct 
             path = NULL;
         }
     }
+    if (!path && mb_dir_exists(name_or_path))
+        return mb_err_set(err, NULL, 0, 0, "system '%s' is a directory; expected a preset name or a system YAML file",
+                          name_or_path);
+    if (!path && !mb_topo__plain_name(name_or_path))
+        return mb_err_set(err, NULL, 0, 0, "system file '%s' not found", name_or_path);
     if (!path) {
         char known[1024];
         mb_topo_list_presets(known, sizeof known);

@@ -218,6 +218,9 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
             return -1;
         if (r.group_topk == 0)
             r.group_topk = r.groups;
+        if (r.topk > r.num_experts)
+            return mb_yaml_err(err, mb_yaml_get(s, "topk"), "model.moe.topk = %ld exceeds num_experts = %ld",
+                               r.topk, r.num_experts);
         if (r.num_experts % r.groups)
             return mb_yaml_err(err, mb_yaml_get(s, "router_groups"),
                                "model.moe.router_groups = %ld does not divide num_experts = %ld", r.groups,
@@ -226,13 +229,12 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
             return mb_yaml_err(err, mb_yaml_get(s, "router_group_topk"),
                                "model.moe.router_group_topk = %ld exceeds router_groups = %ld", r.group_topk,
                                r.groups);
-        if (r.topk > r.group_topk * (r.num_experts / r.groups))
-            return mb_yaml_err(err, mb_yaml_get(s, "router_group_topk"),
+        if (r.topk > r.group_topk * (r.num_experts / r.groups)) {
+            const struct mb_node *at = mb_yaml_get(s, "router_group_topk");
+            return mb_yaml_err(err, at ? at : mb_yaml_get(s, "topk"),
                                "model.moe.topk = %ld exceeds the %ld experts of router_group_topk = %ld groups",
                                r.topk, r.group_topk * (r.num_experts / r.groups), r.group_topk);
-        if (r.topk > r.num_experts)
-            return mb_yaml_err(err, mb_yaml_get(s, "topk"), "model.moe.topk = %ld exceeds num_experts = %ld",
-                               r.topk, r.num_experts);
+        }
         if (r.first_dense > t->num_layers)
             return mb_yaml_err(err, mb_yaml_get(s, "first_dense_layers"),
                                "model.moe.first_dense_layers = %ld exceeds num_layers = %ld", r.first_dense,

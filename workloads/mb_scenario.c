@@ -593,7 +593,7 @@ struct mb_scn__img {
 static const struct mb_field mb_scn__img_fields[] = {
     F_(mb_scn__img, "per_sample", MB_F_NODE, per_sample, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__img, "sizes", MB_F_NODE, sizes, 1, 1, 0, MB_UNIT_NONE),
-    F_(mb_scn__img, "seed", MB_F_INT, seed, 0, 0, 9.2e18, MB_UNIT_NONE),
+    F_(mb_scn__img, "seed", MB_F_INT, seed, 0, 0, 1e18, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__dist {
@@ -628,7 +628,7 @@ static const struct mb_field mb_scn__moe_fields[] = {
     F_(mb_scn__moe, "dispatcher", MB_F_NODE, dispatcher, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__moe, "routing", MB_F_NODE, routing, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__moe, "skew", MB_F_DOUBLE, skew, 0, 0, 100, MB_UNIT_NONE),
-    F_(mb_scn__moe, "seed", MB_F_INT, seed, 0, 0, 9.2e18, MB_UNIT_NONE),
+    F_(mb_scn__moe, "seed", MB_F_INT, seed, 0, 0, 1e18, MB_UNIT_NONE),
     F_(mb_scn__moe, "dispatcher_sms", MB_F_INT, dispatcher_sms, 0, 1, 1024, MB_UNIT_NONE),
     F_(mb_scn__moe, "capacity_factor", MB_F_DOUBLE, capacity_factor, 0, 0, 1000, MB_UNIT_NONE),
     F_(mb_scn__moe, "shared_expert_overlap", MB_F_BOOL, shared_overlap, 0, 0, 1, MB_UNIT_NONE),
@@ -919,10 +919,15 @@ static char *mb_scn__ref(const char *dir, const char *ref)
 
 /* Move an error from a sub-loader into err: keep its own position when it has
  * one (an error inside the model file), otherwise place it at node n. */
+/* An error from a file the scenario names (model, system, calibration table):
+ * with a position inside that file it is reported there; without one (cannot
+ * open, a directory) at the scenario's key, naming the file. */
 static int mb_scn__relay(struct mb_err *err, const struct mb_node *n, const struct mb_err *sub)
 {
-    if (sub->file[0])
+    if (sub->file[0] && sub->line > 0)
         return mb_err_set(err, sub->file, sub->line, sub->col, "%s", sub->msg);
+    if (sub->file[0])
+        return mb_yaml_err(err, n, "%s: %s", sub->file, sub->msg);
     return mb_yaml_err(err, n, "%s", sub->msg);
 }
 
@@ -1177,9 +1182,14 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
         if (c.table[0]) {
             char *p = c.table[0] == '/' ? mb_strdup(c.table) : mb_path_join(dir, c.table);
             int ok = strlen(p) < sizeof s->calib_path && mb_file_exists(p);
+            int dir_given = !ok && mb_dir_exists(p);
             if (ok)
                 snprintf(s->calib_path, sizeof s->calib_path, "%s", p);
             mb_free(p);
+            if (dir_given)
+                return mb_yaml_err(err, mb_yaml_get(top->calibration, "table"),
+                                   "calibration.table '%s' is a directory; expected a calibration table file",
+                                   c.table);
             if (!ok)
                 return mb_yaml_err(err, mb_yaml_get(top->calibration, "table"),
                                    "calibration.table '%s' not found (relative paths are taken from the "
@@ -1282,6 +1292,26 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
     }
     if (mb_scn__check_system(s, &mk, err))
         goto out;
+    /* a named calibration table loads here (its errors carry its own file:line:col)
+     * and must be for the system's GPU: a table for another GPU would mix its
+     * kernel rates and capacity with this system's fabric */
+    if (s->calib_path[0]) {
+        struct mb_calib *cal = NULL;
+        mb_err_clear(&sub);
+        if (mb_calib_load(NULL, s->calib_path, &cal, &sub)) {
+            mb_scn__relay(err, mb_yaml_get(top.calibration, "table"), &sub);
+            goto out;
+        }
+        const char *tg = mb_calib_spec(cal)->name;
+        int same = strcasecmp(tg, s->system.gpu) == 0;
+        if (!same) {
+            mb_yaml_err(err, mb_yaml_get(top.calibration, "table"),
+                        "calibration.table is a table for %s, but the system's GPUs are %s", tg, s->system.gpu);
+            mb_calib_free(cal);
+            goto out;
+        }
+        mb_calib_free(cal);
+    }
     rc = 0;
 out:
     if (rc && model_loaded)

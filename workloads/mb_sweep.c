@@ -62,7 +62,8 @@ static const char *const mb_sw__keys[] = {
     "model", "system.preset", "system.gpus", "precision", "data.seq_length", "data.global_batch_size",
     "data.micro_batch_size", "data.mock", "parallel.strategy", "parallel.tp", "parallel.pp", "parallel.vpp",
     "parallel.cp", "parallel.ep", "parallel.etp", "parallel.sequence_parallel", "moe.dispatcher", "moe.routing",
-    "moe.skew", "moe.seed", "moe.dispatcher_sms", "recompute.granularity", "recompute.modules",
+    "moe.skew", "moe.seed", "moe.dispatcher_sms", "moe.hybridep_permute_fusion", "recompute.granularity",
+    "recompute.modules",
     "recompute.method", "recompute.num_layers", "cuda_graph.modules", "freeze", "overlap.grad_reduce",
     "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "calibration.roofline", NULL};
 
@@ -92,7 +93,8 @@ const char *mb_sweep_keys(void)
         "model, system.preset, system.gpus, precision, data.seq_length, data.global_batch_size, "
         "data.micro_batch_size, data.mock, parallel.strategy, parallel.tp, parallel.pp, parallel.vpp, "
         "parallel.cp, parallel.ep, parallel.etp, parallel.sequence_parallel, moe.dispatcher, moe.routing, "
-        "moe.skew, moe.seed, moe.dispatcher_sms, recompute.granularity, recompute.modules, recompute.method, "
+        "moe.skew, moe.seed, moe.dispatcher_sms, moe.hybridep_permute_fusion, recompute.granularity, "
+        "recompute.modules, recompute.method, "
         "recompute.num_layers, cuda_graph.modules, freeze, overlap.grad_reduce, overlap.param_gather, "
         "overlap.tp_comm, overlap.ep_comm, calibration.roofline (aliases: tp, pp, vpp, cp, ep, etp, strategy, "
         "mbs, gbs, seq_length, dispatcher, recompute, cuda_graph, gpus, system)";
@@ -301,6 +303,8 @@ int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, st
         return mb_sw__bool(key, v, &s->overlap_tp_comm, err);
     if (!strcmp(key, "overlap.ep_comm"))
         return mb_sw__bool(key, v, &s->overlap_ep_comm, err);
+    if (!strcmp(key, "moe.hybridep_permute_fusion"))
+        return mb_sw__bool(key, v, &s->hybridep_permute_fusion, err);
     if (!strcmp(key, "calibration.roofline"))
         return mb_sw__bool(key, v, &s->roofline, err);
     return mb_err_set(err, NULL, 0, 0, "%s: set it through a sweep (mb_sweep_add_axis), not mb_scenario_set", key);
@@ -492,6 +496,9 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
         if (!mb_sw__canon(p->key))
             return mb_err_set(err, v->file, p->line, p->col, "unknown key '%s' in sweep; expected one of: %s",
                               p->key, mb_sweep_keys());
+        if (mb_yaml_is_null(v))
+            return mb_err_set(err, v->file, p->line, p->col, "sweep.%s has no value; give a list of values",
+                              p->key);
         /* a scalar is one value; a list of scalars/lists is the values */
         int n = v->kind == MB_NODE_SEQ ? (int)v->n : 1;
         if (v->kind == MB_NODE_MAP || n < 1)

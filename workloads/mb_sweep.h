@@ -109,7 +109,7 @@ int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario 
  * @brief Set one scenario key by dotted name from text (no model/system keys,
  * no check). Keys: precision, data.{seq_length,global_batch_size,
  * micro_batch_size,mock}, parallel.{strategy,tp,pp,vpp,cp,ep,etp,
- * sequence_parallel}, moe.{dispatcher,routing,skew,seed,dispatcher_sms},
+ * sequence_parallel}, moe.{dispatcher,routing,skew,seed,dispatcher_sms,hybridep_permute_fusion},
  * recompute.{granularity,modules,method,num_layers}, cuda_graph.modules,
  * freeze, overlap.{grad_reduce,param_gather,tp_comm,ep_comm},
  * calibration.roofline, system.gpus.

@@ -628,12 +628,21 @@ static int cell_num(struct csv_ctx *c, int k, double *v)
     return 0;
 }
 
+/* A measured value, when given, must be positive: 0 or below is a typo, not "not stated". */
+static int measured_positive(struct csv_ctx *c, int k, double v)
+{
+    struct csv_field *f = &c->f[c->idx[k]];
+    if (is_absent(trim(f->text)) || v > 0)
+        return 0;
+    return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': expected a positive number, got '%.60s'",
+                      mb_val__colname[k], trim(f->text));
+}
+
 static const char *cell(struct csv_ctx *c, int k)
 {
     return trim(c->f[c->idx[k]].text);
 }
 
-/* Map one data record onto a scenario, simulate it, append the row. */
 /* Append ", what" (or "what" first) to buf of size n. */
 static void note_add(char *buf, size_t n, const char *what)
 {
@@ -686,6 +695,7 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
     return count;
 }
 
+/* Map one data record onto a scenario, simulate it, append the row. */
 static int csv_record(struct csv_ctx *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
@@ -711,7 +721,9 @@ static int csv_record(struct csv_ctx *c)
     for (i = 0; i < I_N; i++)
         if (cell_int(c, icol[i], &iv[i], &ip[i]) != 0)
             return -1;
-    if (cell_num(c, C_TOKENS, &tokens) || cell_num(c, C_TFLOPS, &tflops) || cell_num(c, C_STEP, &step))
+    if (cell_num(c, C_TOKENS, &tokens) || cell_num(c, C_TFLOPS, &tflops) || cell_num(c, C_STEP, &step) ||
+        measured_positive(c, C_TOKENS, tokens) || measured_positive(c, C_TFLOPS, tflops) ||
+        measured_positive(c, C_STEP, step))
         return -1;
 
     r = new_row(c->out);
@@ -844,6 +856,10 @@ static void csv_on_record(int term, void *vctx)
 
 static char *read_file(const char *path, size_t *len, struct mb_err *err)
 {
+    if (mb_dir_exists(path)) {
+        mb_err_set(err, path, 0, 0, "is a directory, expected a CSV file");
+        return NULL;
+    }
     FILE *fp = fopen(path, "rb");
     char *buf = NULL;
     size_t cap = 0, n = 0, got;

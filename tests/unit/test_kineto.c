@@ -169,6 +169,7 @@ static void test_host_launch(void **state)
     assert_int_equal(p->host_gaps, 23);
     assert_true(fabs(p->host_launch_s - 30e-6) < 1e-12);
     mb_prof_free(p);
+    expect_err("tests/data/kineto", "tests/data/kineto: is a directory, expected a Kineto trace (.json or .json.gz)");
     /* launch calls with a bad ts or dur are errors, as kernels' are */
     expect_err("tests/data/kineto/host_bad_ts.json",
                 "tests/data/kineto/host_bad_ts.json: $.traceEvents[1].ts: missing or not a non-negative number "

@@ -619,6 +619,7 @@ static void test_from_node_errors(void **state)
         const char *moe, *msg;
         int col;
     } bad[] = {
+        {"{num_experts: 8, topk: 9, ffn_hidden: 4}", "model.moe.topk = 9 exceeds num_experts = 8", 29},
         {"{num_experts: 8, topk: 2, ffn_hidden: 4, router_groups: 3}",
          "model.moe.router_groups = 3 does not divide num_experts = 8", 62},
         {"{num_experts: 8, topk: 2, ffn_hidden: 4, router_groups: 4, router_group_topk: 5}",

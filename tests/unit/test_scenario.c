@@ -181,6 +181,10 @@ static const struct {
      "attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, gdn, mamba, vision"},
     {"bad_vlm_no_images.yaml",
      "8:3: model qwen3_vl_30b_a3b has a vision encoder: give data.images or data.mock: true"},
+    {"bad_null_value.yaml", "11:3: key 'tp' in parallel has no value; give one or leave the key out"},
+    {"bad_calib_gpu.yaml", "11:10: calibration.table is a table for H100, but the system's GPUs are GB200"},
+    {"bad_calib_dir.yaml",
+     "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
 };
 
 static void test_bad_fixtures(void **state)

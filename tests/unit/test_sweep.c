@@ -79,6 +79,11 @@ static void test_block_errors(void **state)
     assert_int_equal(mb_sweep_load("tests/data/sweep/bad_value.yaml", &sw, &err), -1);
     assert_non_null(strstr(err.msg, "recompute.granularity: unknown value 'most'"));
     assert_true(err.line > 0);
+    /* `parallel.ep:` with nothing after it: said so, at its line (17) */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/bad_null.yaml", &sw, &err), -1);
+    assert_string_equal(err.msg, "sweep.parallel.ep has no value; give a list of values");
+    assert_int_equal(err.line, 17);
 }
 
 static void test_scenario_set(void **state)

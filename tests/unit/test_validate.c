@@ -419,6 +419,9 @@ static void test_bad_csv(void **state)
         {FIX "bad_quote.csv", FIX "bad_quote.csv:2:7: malformed quoted field (a quote inside an unquoted "
                                   "field, or text after a closing quote)"},
         {FIX "bad_metric.csv", FIX "bad_metric.csv:2:69: column 'step_time_s': expected a number, got 'fast'"},
+        /* a measured -5 tokens/s is a typo, not "not stated": column 75 of line 2 */
+        {FIX "bad_negative.csv",
+         FIX "bad_negative.csv:2:75: column 'tokens_per_s_per_gpu': expected a positive number, got '-5'"},
         {FIX "short_record.csv", FIX "short_record.csv:2:1: record has 3 fields, the header has 20"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open (No such file or directory)"},
