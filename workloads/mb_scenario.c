@@ -344,9 +344,6 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
                            "tp*pp*cp = %ld does not divide gpus = %d", tpc, s->gpus);
     s->dp = (int)(s->gpus / tpc);
 
-    if (s->strategy == MB_STRAT_FSDP && s->pp != 1)
-        return mb_scn__err(err, s, mb_scn__at(mk->pp, mk->strategy, mk->parallel),
-                           "strategy fsdp requires pp = 1, got pp = %d", s->pp);
 
     if (m->num_heads > 0 && m->num_heads % s->tp)
         return mb_scn__err(err, s, mb_scn__at(mk->tp, mk->parallel, NULL),

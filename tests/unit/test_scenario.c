@@ -315,9 +315,6 @@ static void test_check_hand_built(void **state)
     s.model.num_heads = 24;
     check_fails(&s, "tp = 16 does not divide num_heads = 24 of model toy");
     hand(&s);
-    s.strategy = MB_STRAT_FSDP;
-    s.pp = 2;
-    check_fails(&s, "strategy fsdp requires pp = 1, got pp = 2");
     hand(&s);
     s.vpp = 2;
     check_fails(&s, "vpp = 2 requires pp > 1");

@@ -115,6 +115,39 @@ static void test_memory_static(void **state)
     mb_scenario_free(&s);
 }
 
+/* FSDP with PP (PyTorch FSDP2 + pipelining, as NeMo AutoModel runs DeepSeek-V3 with PP 4): each
+ * stage's parameters are sharded over its DP group. pipe_1f1b.yaml on 8 GPUs, PP 4, DP 2: a stage
+ * holds P = 4 layers of L = 12 h^2 parameters; FSDP keeps bf16 weights 2P/dp plus the current and
+ * the prefetched layer unsharded (2 x 2L), fp32 grads 4P/dp plus one unsharded layer (4L), Adam
+ * 12P/dp: 8L, 12L and 24L bytes on stage 0 (embedding 128 x 4096 negligible). The distributed
+ * optimizer with the same layout keeps 2P = 8L weights, 4P = 16L grads, 12P/dp = 24L optimizer. */
+static void test_fsdp_pp(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result f, d;
+    struct mb_err e;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.gpus = 8;
+    s.strategy = MB_STRAT_FSDP;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    assert_int_equal(s.dp, 2);
+    sim(&s, &f);
+    const double L = 12.0 * 4096 * 4096;
+    const struct mb_memory_stage *m = &f.mem.per_stage[0];
+    assert_true(fabs(m->weights / (8 * L) - 1) < 0.005);
+    assert_true(fabs(m->grads / (12 * L) - 1) < 0.005);
+    assert_true(fabs(m->optimizer / (24 * L) - 1) < 0.005);
+    assert_true(f.tokens_per_s_per_gpu > 0);
+    s.strategy = MB_STRAT_3D;
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, &d);
+    assert_true(fabs(d.mem.per_stage[0].grads / (16 * L) - 1) < 0.005);
+    assert_true(m->grads < d.mem.per_stage[0].grads);
+    mb_scenario_free(&s);
+}
+
 /* Dispatcher mechanism inside one NVLink domain: HybridEP's scale-out saving
  * does not apply (no NIC traffic); what is left is sending a token once per
  * destination rank (E = 128, 4 experts per rank of EP32, k = 8: a rank is hit
@@ -706,7 +739,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers),
+        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
