@@ -651,6 +651,45 @@ static void note_add(char *buf, size_t n, const char *what)
         snprintf(buf + l, n - l, "%s%s", l ? ", " : "", what);
 }
 
+/* The module list after "CUDA graph(s)" in a note ("attn+moe_router+moe_preprocess",
+ * "for attention and Mamba"), as MB_CG_* flags; 0 when the list is absent, holds a
+ * name this does not know, or names a module the model lacks (never guessed). */
+static unsigned note_graph_modules(const char *p, const struct mb_model *m)
+{
+    static const struct {
+        const char *name;
+        unsigned flag;
+    } names[] = {{"attention", MB_CG_ATTN}, {"attn", MB_CG_ATTN},     {"moe_router", MB_CG_MOE_ROUTER},
+                 {"moe_preprocess", MB_CG_MOE_PREPROCESS},          {"mamba", MB_CG_MAMBA},
+                 {"mlp", MB_CG_MLP},          {"moe", MB_CG_MOE}};
+    unsigned cg = 0;
+    if (*p == 's')
+        p++;
+    p += strspn(p, " :");
+    if (!strncmp(p, "for ", 4))
+        p += 4;
+    while (*p) {
+        size_t n = strcspn(p, "+ ");
+        if (n == 3 && !strncmp(p, "and", 3)) {
+            p += n + strspn(p + n, "+ ");
+            continue;
+        }
+        unsigned f = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
+                f = names[i].flag;
+        if (!f)
+            return 0;
+        cg |= f;
+        p += n + strspn(p + n, "+ ");
+    }
+    int moe = m->num_experts > 0, mamba = m->mamba_heads > 0;
+    if (((cg & (MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS | MB_CG_MOE)) && !moe) || ((cg & MB_CG_MAMBA) && !mamba) ||
+        ((cg & MB_CG_MOE_PREPROCESS) && !(cg & MB_CG_MOE_ROUTER)))
+        return 0;
+    return cg;
+}
+
 int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n)
 {
     int moe_ep = s->model.num_experts > 0 && s->ep > 1, count = 0;
@@ -679,9 +718,26 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
         } else if (strstr(t, "ep overlap") || strstr(t, "ep comm overlap")) {
             s->overlap_ep_comm = !strstr(t, " off") && moe_ep && (s->pp == 1 || s->vpp > 1);
             snprintf(what, sizeof what, "EP overlap %s", s->overlap_ep_comm ? "on" : "off");
-        } else if (!strncmp(t, "full-iteration cuda graph", 25)) {
+        } else if (!strncmp(t, "full-iteration cuda graph", 25) || strstr(t, "full_cuda_graph")) {
             s->cuda_graph = MB_CG_FULL_ITERATION;
             snprintf(what, sizeof what, "full-iteration CUDA graph");
+        } else if (strstr(t, "cuda graphs off")) {
+            s->cuda_graph = 0;
+            snprintf(what, sizeof what, "no CUDA graphs");
+        } else if (strstr(t, "cuda graph") && !strstr(t, "a/b")) {
+            unsigned cg = note_graph_modules(strstr(t, "cuda graph") + 10, &s->model);
+            if (cg) {
+                /* MB_CG_ATTN .. MB_CG_MAMBA are bits 0..5 in this order */
+                static const char *const mod[] = {"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"};
+                char list[80] = "";
+                for (int b = 0; b < 6; b++)
+                    if (cg & (1u << b)) {
+                        size_t l = strlen(list);
+                        snprintf(list + l, sizeof list - l, "%s%s", l ? "+" : "", mod[b]);
+                    }
+                s->cuda_graph = cg;
+                snprintf(what, sizeof what, "CUDA graphs %s", list);
+            }
         }
         if (what[0]) {
             count++;

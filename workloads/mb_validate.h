@@ -173,7 +173,10 @@ void mb_validate_free(struct mb_val_summary *s);
  *  - "EP overlap", "EP overlap on", "EP comm overlap ON", "EP overlap + delayed
  *    wgrad": overlap.ep_comm on; an item that also says "off": off (delayed
  *    wgrad is not modelled);
- *  - "full-iteration CUDA graph": cuda_graph full_iteration.
+ *  - "full-iteration CUDA graph" or "FULL_CUDA_GRAPH": cuda_graph full_iteration;
+ *    "CUDA graph(s) [for] a+b" / "a and b" with known module names the model has
+ *    (attn/attention, mlp, moe, moe_router, moe_preprocess, mamba): those modules;
+ *    "CUDA graphs off": none.
  * Other items are ignored. Dispatcher and overlap apply only where a scenario
  * may ask for them (MoE model with ep > 1; overlap also needs pp = 1 or vpp > 1),
  * so a note never makes a row invalid.

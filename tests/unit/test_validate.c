@@ -489,6 +489,22 @@ static void test_apply_notes(void **state)
     s.vpp = 2;
     mb_validate_apply_notes(&s, "EP overlap", NULL, 0);
     assert_int_equal(s.overlap_ep_comm, 1);
+    /* CUDA-graph scopes as the notes name them; an unknown scope or one the model lacks is not guessed */
+    assert_int_equal(mb_validate_apply_notes(&s, "TE CUDA graphs moe_router+moe_preprocess", applied, sizeof applied),
+                     1);
+    assert_int_equal(s.cuda_graph, MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS);
+    assert_string_equal(applied, "CUDA graphs moe_router+moe_preprocess");
+    assert_int_equal(mb_validate_apply_notes(&s, "CUDA graph attn+moe_router+moe_preprocess", NULL, 0), 1);
+    assert_int_equal(s.cuda_graph, MB_CG_ATTN | MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS);
+    assert_int_equal(mb_validate_apply_notes(&s, "CUDA graphs off", NULL, 0), 1);
+    assert_int_equal(s.cuda_graph, 0);
+    assert_int_equal(mb_validate_apply_notes(&s, "CUDA graphs: FULL_CUDA_GRAPH,MCORE_CUDA_GRAPH", NULL, 0), 1);
+    assert_int_equal(s.cuda_graph, MB_CG_FULL_ITERATION);
+    s.cuda_graph = 0;
+    assert_int_equal(mb_validate_apply_notes(&s, "TE CUDA graphs for attention and Mamba", NULL, 0), 0);
+    assert_int_equal(s.cuda_graph, 0); /* qwen3_30b_a3b has no Mamba layers */
+    assert_int_equal(mb_validate_apply_notes(&s, "TE CUDA graphs; CUDA graphs on; CUDA graph warp_magic", NULL, 0), 0);
+    assert_int_equal(s.cuda_graph, 0);
     /* nothing recognised: nothing changes */
     s.dispatcher = MB_DISP_ALLTOALL;
     assert_int_equal(mb_validate_apply_notes(&s, "task=pretrain; tokens/s derived", applied, sizeof applied), 0);
