@@ -81,9 +81,10 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             w = 2 * (dense + vis) / s->dp + 2 * expert / lay->edp;
             g = 4 * (train_dense + train_vis) / s->dp + 4 * train_exp / lay->edp;
             o = 12 * (train_dense + train_vis) / s->dp + 12 * train_exp / lay->edp;
-            /* unsharded working copies: current + prefetched layer (bf16), one layer of fp32 grads */
+            /* unsharded working copies: the current layer and the fsdp_prefetch layers
+             * gathered ahead (bf16), one layer of fp32 grads */
             double layer = lay->layer_params;
-            w += 2 * 2 * layer;
+            w += 2.0 * (1 + s->fsdp_prefetch) * layer;
             g += 4 * layer;
         } else {
             w = 2 * (dense + expert + vis);

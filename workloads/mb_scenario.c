@@ -242,6 +242,7 @@ void mb_scenario_defaults(struct mb_scenario *s)
     s->overlap_param_gather = 1;
     s->overlap_tp_comm = 0;
     s->overlap_ep_comm = 0;
+    s->fsdp_prefetch = 1;
 }
 
 void mb_scenario_free(struct mb_scenario *s)
@@ -651,12 +652,14 @@ static const struct mb_field mb_scn__cg_fields[] = {
 
 struct mb_scn__ovl {
     int grad_reduce, param_gather, tp_comm, ep_comm;
+    long fsdp_prefetch;
 };
 static const struct mb_field mb_scn__ovl_fields[] = {
     F_(mb_scn__ovl, "grad_reduce", MB_F_BOOL, grad_reduce, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__ovl, "param_gather", MB_F_BOOL, param_gather, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__ovl, "tp_comm", MB_F_BOOL, tp_comm, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__ovl, "ep_comm", MB_F_BOOL, ep_comm, 0, 1, 0, MB_UNIT_NONE),
+    F_(mb_scn__ovl, "fsdp_prefetch", MB_F_INT, fsdp_prefetch, 0, 0, MB_MAX_FSDP_PREFETCH, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
 struct mb_scn__cal {
@@ -1159,13 +1162,14 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
     if (mb_scn__given(top->overlap)) {
         mk->overlap = top->overlap;
         struct mb_scn__ovl o = {s->overlap_grad_reduce, s->overlap_param_gather, s->overlap_tp_comm,
-                                s->overlap_ep_comm};
+                                s->overlap_ep_comm, s->fsdp_prefetch};
         if (mb_yaml_read_fields(top->overlap, mb_scn__ovl_fields, &o, "overlap", NULL, err))
             return -1;
         s->overlap_grad_reduce = o.grad_reduce;
         s->overlap_param_gather = o.param_gather;
         s->overlap_tp_comm = o.tp_comm;
         s->overlap_ep_comm = o.ep_comm;
+        s->fsdp_prefetch = (int)o.fsdp_prefetch;
     }
 
     /* calibration */

@@ -18,6 +18,9 @@
 struct mb_node; /* mb_yaml.h */
 
 enum mb_strategy { MB_STRAT_3D, MB_STRAT_FSDP };
+/** Deepest FSDP prefetch (layers gathered ahead of the one computing). */
+#define MB_MAX_FSDP_PREFETCH 4
+
 enum mb_dispatcher { MB_DISP_ALLTOALL, MB_DISP_ALLGATHER, MB_DISP_HYBRIDEP, MB_DISP_DEEPEP };
 enum mb_routing { MB_ROUTE_BALANCED, MB_ROUTE_SKEWED };
 enum mb_rc_gran { MB_RC_NONE, MB_RC_SELECTIVE, MB_RC_FULL };
@@ -117,6 +120,7 @@ struct mb_scenario {
     unsigned cuda_graph;               /* MB_CG_* */
     unsigned freeze;                   /* MB_FREEZE_* */
     int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm, overlap_ep_comm;
+    int fsdp_prefetch;                 /* overlap.fsdp_prefetch: layers gathered ahead (0..4, default 1) */
     /* calibration */
     char calib_path[512];              /* "" = shipped table for the system's GPU */
     int roofline;                      /* ignore tables (roofline-only mode) */

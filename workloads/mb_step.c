@@ -1114,11 +1114,18 @@ static void mb__breakdown(struct mb_build *b, int p, double step, struct mb_resu
     mb_free(stage_of);
 }
 
+/* The compute task before each FSDP gather of a stage (a ring of the last
+ * MB_MAX_FSDP_PREFETCH + 1), n gathers so far. */
+struct mb_gate {
+    int hist[MB_MAX_FSDP_PREFETCH + 1];
+    int n;
+};
+
 /* Run unit u from where it stopped. With `yield_on_ep` it returns 1 right
  * after emitting an EP dispatch/combine, so the caller can switch to the other
- * unit; otherwise it runs to the end and returns 0. `gate` implements FSDP
- * prefetch depth 1; lastb[li] records each layer's last backward task. */
-static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, int *gate,
+ * unit; otherwise it runs to the end and returns 0. `gate` implements the
+ * FSDP prefetch depth; lastb[li] records each layer's last backward task. */
+static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, struct mb_gate *gate,
                         int *lastb)
 {
     for (; u->pos < u->n; u->pos++, u->opi = 0) {
@@ -1139,9 +1146,14 @@ static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield
             break;
         case MB_IT_FSDP_AG: {
             mb__em_close(b, st, &u->em);
-            int t = mb__comm(b, st, MB_CK_FSDP, b->g_dp, x->bytes, 0, *gate);
-            *gate = u->em.last;
-            if (t >= 0 && t != *gate)
+            /* the k-th gather waits for the compute that preceded gather k - depth:
+             * depth 0 gathers a layer only once the previous one is done, depth d
+             * keeps d layers gathered ahead (FSDP forward/backward prefetch) */
+            int k = gate->n++, d = b->s->fsdp_prefetch;
+            gate->hist[k % (MB_MAX_FSDP_PREFETCH + 1)] = u->em.last;
+            int dep = k - d >= 0 ? gate->hist[(k - d) % (MB_MAX_FSDP_PREFETCH + 1)] : -1;
+            int t = mb__comm(b, st, MB_CK_FSDP, b->g_dp, x->bytes, 0, dep);
+            if (t >= 0 && t != u->em.last)
                 u->em.last = mb__join(b, st, u->em.last, t);
             break;
         }
@@ -1166,7 +1178,7 @@ static int mb__run_unit(struct mb_build *b, int st, struct mb_unit *u, int yield
  * compute loses that share of the time: a stall of sm_frac x duration is
  * charged to dispatch_combine_compute. */
 static void mb__run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
-                         int *gate, int *lastb)
+                         struct mb_gate *gate, int *lastb)
 {
     struct mb_unit *cur = ua, *other = ub;
     while (ua->pos < ua->n || ub->pos < ub->n) {
@@ -1744,7 +1756,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     for (int st = 0; st < p; st++) {
         int total = mbs_n * v, w = mb__warmup(st, p, v, mbs_n);
         int fk = 0, bk = 0;
-        int gate = -1; /* FSDP prefetch depth 1: gather of layer l waits for layer l-2 to finish */
+        struct mb_gate gate = {{0}, 0}; /* FSDP gathers of this stage, for the prefetch depth */
         while (fk < total || bk < total) {
             int is_f = fk < w ? 1 : fk >= total ? 0 : (fk - w) <= bk;
             /* overlap pairs a backward with the forward that follows it in 1F1B

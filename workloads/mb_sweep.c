@@ -65,7 +65,8 @@ static const char *const mb_sw__keys[] = {
     "moe.skew", "moe.seed", "moe.dispatcher_sms", "moe.hybridep_permute_fusion", "recompute.granularity",
     "recompute.modules",
     "recompute.method", "recompute.num_layers", "cuda_graph.modules", "freeze", "overlap.grad_reduce",
-    "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "calibration.roofline", NULL};
+    "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "overlap.fsdp_prefetch", "calibration.roofline",
+    NULL};
 
 /* Short spellings accepted on the command line and in sweep blocks. */
 static const struct {
@@ -96,7 +97,8 @@ const char *mb_sweep_keys(void)
         "moe.skew, moe.seed, moe.dispatcher_sms, moe.hybridep_permute_fusion, recompute.granularity, "
         "recompute.modules, recompute.method, "
         "recompute.num_layers, cuda_graph.modules, freeze, overlap.grad_reduce, overlap.param_gather, "
-        "overlap.tp_comm, overlap.ep_comm, calibration.roofline (aliases: tp, pp, vpp, cp, ep, etp, strategy, "
+        "overlap.tp_comm, overlap.ep_comm, overlap.fsdp_prefetch, calibration.roofline (aliases: tp, pp, vpp, cp, "
+        "ep, etp, strategy, "
         "mbs, gbs, seq_length, dispatcher, recompute, cuda_graph, gpus, system)";
     return list;
 }
@@ -303,6 +305,8 @@ int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, st
         return mb_sw__bool(key, v, &s->overlap_tp_comm, err);
     if (!strcmp(key, "overlap.ep_comm"))
         return mb_sw__bool(key, v, &s->overlap_ep_comm, err);
+    if (!strcmp(key, "overlap.fsdp_prefetch"))
+        return mb_sw__int(key, v, 0, MB_MAX_FSDP_PREFETCH, &s->fsdp_prefetch, err);
     if (!strcmp(key, "moe.hybridep_permute_fusion"))
         return mb_sw__bool(key, v, &s->hybridep_permute_fusion, err);
     if (!strcmp(key, "calibration.roofline"))

@@ -387,6 +387,13 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
         if (mb__try(t, cur, ev, &c, "overlap.tp_comm on"))
             mb__remember(t, cur, ev);
     }
+    if (cur->strategy == MB_STRAT_FSDP && cur->fsdp_prefetch < 2) {
+        struct mb_scenario c;
+        mb__copy(&c, cur);
+        c.fsdp_prefetch = 2; /* one more layer gathered ahead: costs one layer of bf16 weights */
+        if (mb__try(t, cur, ev, &c, "overlap.fsdp_prefetch 2"))
+            mb__remember(t, cur, ev);
+    }
     {
         unsigned safe = MB_CG_ATTN | (m->num_experts > 0 ? MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS : MB_CG_MLP);
         unsigned opts[2] = {safe, MB_CG_LAYER};
@@ -539,6 +546,8 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
     fprintf(fp, "overlap:\n  grad_reduce: %s\n  param_gather: %s\n  tp_comm: %s\n  ep_comm: %s\n",
             s->overlap_grad_reduce ? "true" : "false", s->overlap_param_gather ? "true" : "false",
             s->overlap_tp_comm ? "true" : "false", s->overlap_ep_comm ? "true" : "false");
+    if (s->fsdp_prefetch != 1)
+        fprintf(fp, "  fsdp_prefetch: %d\n", s->fsdp_prefetch);
     if (s->calib_path[0] || s->roofline) {
         fprintf(fp, "calibration:\n");
         if (s->calib_path[0])

@@ -148,6 +148,33 @@ static void test_fsdp_pp(void **state)
     mb_scenario_free(&s);
 }
 
+/* FSDP prefetch depth (overlap.fsdp_prefetch) changes the timeline and the memory: with depth 0 a
+ * layer's all-gather starts only after the previous layer is done, so it is exposed; depth 1 gathers
+ * the next layer during the current one; deeper keeps more layers unsharded. Llama3-8B layer:
+ * attention 4096 x (4096 + 2 x 8 x 128) + 4096 x 4096 = 41,943,040, MLP 3 x 4096 x 14336 = 176,160,768,
+ * two norms 8,192: 218,112,000 parameters, so each extra layer of prefetch holds 2 x 218,112,000 B
+ * more bf16 weights. */
+static void test_fsdp_prefetch(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r[3];
+    load("tests/data/step/fsdp_prefetch.yaml", &s);
+    for (int d = 0; d < 3; d++) {
+        s.fsdp_prefetch = d;
+        sim(&s, &r[d]);
+    }
+    assert_true(r[0].breakdown[MB_CAT_COMM_FSDP] > 0.2 * r[0].step_time_s);
+    assert_true(r[1].breakdown[MB_CAT_COMM_FSDP] < 0.05 * r[0].breakdown[MB_CAT_COMM_FSDP]);
+    assert_true(r[1].step_time_s < 0.8 * r[0].step_time_s);
+    assert_true(r[2].step_time_s <= r[1].step_time_s);
+    for (int d = 1; d < 3; d++)
+        if (fabs(r[d].mem.weights - r[d - 1].mem.weights - 2.0 * 218112000) > 1e3)
+            fail_msg("prefetch %d adds %.0f B of weights, expected %.0f", d, r[d].mem.weights - r[d - 1].mem.weights,
+                     2.0 * 218112000);
+    mb_scenario_free(&s);
+}
+
 /* Dispatcher mechanism inside one NVLink domain: HybridEP's scale-out saving
  * does not apply (no NIC traffic); what is left is sending a token once per
  * destination rank (E = 128, 4 experts per rank of EP32, k = 8: a rank is hit
@@ -739,7 +766,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp),
+        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_fsdp_prefetch),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
