@@ -23,6 +23,7 @@
  *    timeline; p2p activations on the real links.
  */
 #include "step_int.h"
+#include "mb_fabric.h"
 
 #include <errno.h>
 #include <math.h>
@@ -55,13 +56,14 @@ static const enum mb_cat mb__comm_cat[MB_CK_COUNT] = {MB_CAT_COMM_TP, MB_CAT_COM
  * NVLink domain of `dom` GPUs; `domains` = size / local. */
 struct mb_group {
     int size, local, domains;
+    int stride; /* rank distance between consecutive members */
 };
 
 static struct mb_group mb__group(int size, int stride, int dom)
 {
-    struct mb_group g = {size, size, 1};
+    struct mb_group g = {size, size, 1, stride};
     if (size <= 1)
-        return (struct mb_group){1, 1, 1};
+        return (struct mb_group){1, 1, 1, stride};
     long span = (long)size * stride;
     if (span <= dom) {
         g.local = size;
@@ -305,6 +307,26 @@ static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, 
 }
 
 /* All-to-all: `bytes` leave this rank spread evenly over the g.size peers. */
+/* Scale-out rate left to one rank of an all-to-all over group g when every
+ * group sends at once, on an oversubscribed fabric (topology/mb_fabric.h:
+ * rail leaves of MB_FABRIC_LEAF_NODES nodes whose uplink carries that many
+ * NICs' worth / oversubscription). A fraction x of the rank's NIC bytes goes
+ * to peers under other leaves; the symmetric max-min share of the uplink is
+ * nic_cap / (oversubscription * x) per NIC, binding when that product
+ * exceeds 1. Rings cross a leaf boundary on a single edge per leaf, so only
+ * all-to-alls are capped. 0 = no cap. */
+static double mb__a2a_nic_cap(const struct mb_build *b, struct mb_group g)
+{
+    double os = b->s->system.oversubscription;
+    if (!(os > 1) || g.domains <= 1 || g.size <= g.local)
+        return 0;
+    double leaf = (double)b->s->system.gpus_per_node * MB_FABRIC_LEAF_NODES;
+    double same = ceil(leaf / (g.stride > 0 ? g.stride : 1)); /* members under the first member's leaf */
+    same = fmin(fmax(same, g.local), g.size);
+    double x = (g.size - same) / (g.size - g.local);
+    return os * x > 1 ? b->nic_cap / (os * x) : 0;
+}
+
 static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double bytes_nv_share,
                     double bytes_nic_share, int parallel)
 {
@@ -319,6 +341,7 @@ static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, 
     /* nccl-tests alltoall size = the rank's whole send buffer (g.size/(g.size-1) of what leaves) */
     double leaving = bytes_nv_share + bytes_nic_share;
     o.bound = mb__coll_bound(b, "alltoall", g, g.size > 1 ? leaving * g.size / (g.size - 1) : 0);
+    o.bound_nic = mb__a2a_nic_cap(b, g);
     if (o.bytes_nv > 0 || o.bytes_nic > 0)
         mb__push(l, &o);
 }
@@ -334,6 +357,7 @@ static void mb__cp_a2a(struct mb_build *b, struct mb_oplist *l, double bytes)
     o.bytes_nv = bytes * (g.local - 1) / g.size;
     o.bytes_nic = bytes * (g.size - g.local) / g.size;
     o.latency = b->nv_lat + (g.domains > 1 ? b->nic_lat : 0);
+    o.bound_nic = mb__a2a_nic_cap(b, g);
     o.kf = o.kb = 1;
     mb__push(l, &o);
 }
@@ -876,8 +900,10 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     int nf = 0;
     if (o->bytes_nv > 0)
         f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, o->bound};
-    if (o->bytes_nic > 0)
-        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, o->bound};
+    if (o->bytes_nic > 0) {
+        double cap = o->bound > 0 && (o->bound_nic <= 0 || o->bound < o->bound_nic) ? o->bound : o->bound_nic;
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, cap};
+    }
     d.stream = b->cstream[st][o->ck];
     d.duration = o->latency;
     d.n_flows = nf;
@@ -1843,11 +1869,11 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
             if (do_f)
                 fdone[SLOT(st, fc, fi)] = fu.em.last;
             if (do_f && fc * p + st != nv_st - 1)
-                fsend[SLOT(st, fc, fi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
+                fsend[SLOT(st, fc, fi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1, 1}, act_bytes,
                                                    b.pp_over_nic, fu.em.last);
             if (do_b) {
                 if (bc * p + st != 0)
-                    bsend[SLOT(st, bc, bi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1}, act_bytes,
+                    bsend[SLOT(st, bc, bi)] = mb__comm(&b, st, MB_CK_PP, (struct mb_group){1, 1, 1, 1}, act_bytes,
                                                        b.pp_over_nic, bu.em.last);
                 bdone[SLOT(st, bc, bi)] = bu.em.last;
             }

@@ -175,6 +175,31 @@ static void test_fsdp_prefetch(void **state)
     mb_scenario_free(&s);
 }
 
+/* Oversubscribed scale-out under an all-to-all (system.oversubscription): EP384 on 48 DGX-H100
+ * nodes spans two rail leaves of 32 nodes (256 GPUs). From the first rank, 256 group members share
+ * its leaf and 8 its node, so x = (384 - 256) / (384 - 8) = 0.34043 of its NIC bytes leave the leaf.
+ * With every group sending, each NIC gets nic / (os x) of an uplink that carries 32 NICs / os:
+ * os 4 -> the NIC flow runs 4 x 0.34043 = 1.3617 times slower; os 2 -> 0.68 < 1, no effect. The
+ * EP time is dominated by the NIC flow (376 of the 384 destinations are off-node), so the exposed
+ * EP time grows by 1.3617 within 3 % (latencies and the NVLink part are unchanged). */
+static void test_oversubscribed_a2a(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r1, r2, r4;
+    load("tests/data/step/ep384_leaves.yaml", &s);
+    sim(&s, &r1);
+    s.system.oversubscription = 2;
+    sim(&s, &r2);
+    s.system.oversubscription = 4;
+    sim(&s, &r4);
+    assert_true(fabs(r2.breakdown[MB_CAT_COMM_EP] / r1.breakdown[MB_CAT_COMM_EP] - 1) < 1e-9);
+    double ratio = r4.breakdown[MB_CAT_COMM_EP] / r1.breakdown[MB_CAT_COMM_EP];
+    if (fabs(ratio / (4 * 128.0 / 376) - 1) > 0.03)
+        fail_msg("EP time ratio %.4f at oversubscription 4, expected %.4f", ratio, 4 * 128.0 / 376);
+    mb_scenario_free(&s);
+}
+
 /* Dispatcher mechanism inside one NVLink domain: HybridEP's scale-out saving
  * does not apply (no NIC traffic); what is left is sending a token once per
  * destination rank (E = 128, 4 experts per rank of EP32, k = 8: a rank is hit
@@ -766,7 +791,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_fsdp_prefetch),
+        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
