@@ -84,7 +84,12 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             /* unsharded working copies: the current layer and the fsdp_prefetch layers
              * gathered ahead (bf16), one layer of fp32 grads */
             double layer = lay->layer_params;
-            w += 2.0 * (1 + s->fsdp_prefetch) * layer;
+            int held = 1 + s->fsdp_prefetch, on_stage = 0; /* no more layers than the stage has */
+            for (int c = 0; c < v; c++)
+                on_stage += lay->count[c * p + st];
+            if (on_stage > 0 && held > on_stage)
+                held = on_stage;
+            w += 2.0 * held * layer;
             g += 4 * layer;
         } else {
             w = 2 * (dense + expert + vis);

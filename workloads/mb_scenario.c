@@ -474,6 +474,10 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     /* 1F1B all-to-all overlap pairs each backward with the next forward on one
      * stage; with pp > 1 Megatron runs it only inside interleaved schedules
      * (combined 1F1B needs a virtual pipeline) */
+    if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
+        return mb_scn__err(err, s, mk->overlap,
+                           "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
+                           s->fsdp_prefetch);
     if (s->overlap_ep_comm && s->pp > 1 && s->vpp < 2)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.ep_comm with pp = %d needs an interleaved schedule (parallel.vpp >= 2), as "
@@ -684,13 +688,16 @@ static const struct mb_field mb_scn__meas_fields[] = {
     F_(mb_scn__meas, "source", MB_F_STRBUF, source, 0, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
 
-/* An integer node in [lo, hi]; absent (NULL or null) leaves *out untouched. */
+/* An integer node in [lo, hi]; absent (NULL) leaves *out untouched; a null
+ * node (an empty list item such as [~, 100]) is an error. */
 static int mb_scn__int(const struct mb_node *n, const char *what, long lo, long hi, int *out,
                        struct mb_err *err)
 {
     long v;
-    if (!n || mb_yaml_is_null(n))
+    if (!n)
         return 0;
+    if (mb_yaml_is_null(n))
+        return mb_yaml_err(err, n, "%s has no value", what);
     if (mb_yaml_int(n, &v, err))
         return -1;
     if (v < lo || v > hi)

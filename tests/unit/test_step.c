@@ -200,6 +200,27 @@ static void test_oversubscribed_a2a(void **state)
     mb_scenario_free(&s);
 }
 
+/* CUDA-graph static buffers (cuda_graph whole layer on pipe_1f1b.yaml: 4 stages of 4 layers, 16
+ * microbatches): one graph region per layer, forward and backward, each with a static input and
+ * output [s, b, h] bf16 = 4096 x 4096 x 2 B; held for the microbatches in flight on the stage,
+ * p - stage of them (1F1B): stage 0 4 x 2 x 2 x 32 MiB x 4 = 2 GiB, stage 3 0.5 GiB. */
+static void test_graph_memory(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.cuda_graph = MB_CG_LAYER;
+    sim(&s, &r);
+    const double buf = 4096.0 * 4096 * 2;
+    for (int st = 0; st < 4; st++) {
+        double want = 4 * 2 * 2 * buf * (4 - st);
+        if (fabs(r.mem.per_stage[st].graphs / want - 1) > 1e-9)
+            fail_msg("stage %d graphs %.6g B, expected %.6g", st, r.mem.per_stage[st].graphs, want);
+    }
+    mb_scenario_free(&s);
+}
+
 /* Dispatcher mechanism inside one NVLink domain: HybridEP's scale-out saving
  * does not apply (no NIC traffic); what is left is sending a token once per
  * destination rank (E = 128, 4 experts per rank of EP32, k = 8: a rank is hit
@@ -791,7 +812,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
+        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
