@@ -651,6 +651,21 @@ static void note_add(char *buf, size_t n, const char *what)
         snprintf(buf + l, n - l, "%s%s", l ? ", " : "", what);
 }
 
+/* A note item that says "off": a word off, no, without, disabled or false
+ * ("offload" is not "off"). */
+static int note_negated(const char *t)
+{
+    static const char *const neg[] = {"off", "no", "without", "disabled", "false", NULL};
+    for (const char *p = t; *p;) {
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz");
+        for (int i = 0; n && neg[i]; i++)
+            if (strlen(neg[i]) == n && !strncmp(p, neg[i], n))
+                return 1;
+        p += n ? n : 1;
+    }
+    return 0;
+}
+
 /* The module list after "CUDA graph(s)" in a note ("attn+moe_router+moe_preprocess",
  * "for attention and Mamba"), as MB_CG_* flags; 0 when the list is absent, holds a
  * name this does not know, or names a module the model lacks (never guessed). */
@@ -693,7 +708,7 @@ static unsigned note_graph_modules(const char *p, const struct mb_model *m)
 int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n)
 {
     int moe_ep = s->model.num_experts > 0 && s->ep > 1, count = 0;
-    char what[64];
+    char what[128];
     if (applied && n)
         applied[0] = '\0';
     const char *p = notes ? notes : "";
@@ -709,15 +724,23 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
         what[0] = '\0';
         if (moe_ep && !strncmp(t, "hybridep", 8)) {
             s->dispatcher = MB_DISP_HYBRIDEP;
-            if (sscanf(t + 8, "%d sms", &sms) == 1 && sms > 0 && sms <= 1024)
+            int given = sscanf(t + 8, "%d sms", &sms) == 1;
+            if (given && sms > 0 && sms <= 1024)
                 s->dispatcher_sms = sms;
-            snprintf(what, sizeof what, "dispatcher hybridep (%d SMs)", s->dispatcher_sms);
+            snprintf(what, sizeof what, "dispatcher hybridep (%d SMs%s)", s->dispatcher_sms,
+                     given && (sms <= 0 || sms > 1024) ? "; the note's SM count is out of range" : "");
         } else if (moe_ep && !strncmp(t, "deepep", 6)) {
             s->dispatcher = MB_DISP_DEEPEP;
             snprintf(what, sizeof what, "dispatcher deepep");
         } else if (strstr(t, "ep overlap") || strstr(t, "ep comm overlap")) {
-            s->overlap_ep_comm = !strstr(t, " off") && moe_ep && (s->pp == 1 || s->vpp > 1);
-            snprintf(what, sizeof what, "EP overlap %s", s->overlap_ep_comm ? "on" : "off");
+            int on = !note_negated(t), ok = moe_ep && (s->pp == 1 || s->vpp > 1);
+            if (!on || ok) {
+                s->overlap_ep_comm = on;
+                snprintf(what, sizeof what, "EP overlap %s", on ? "on" : "off");
+            } else {
+                snprintf(what, sizeof what, "EP overlap not applicable (%s)",
+                         moe_ep ? "pp > 1 without vpp" : "no expert parallelism");
+            }
         } else if (!strncmp(t, "full-iteration cuda graph", 25) || strstr(t, "full_cuda_graph")) {
             s->cuda_graph = MB_CG_FULL_ITERATION;
             snprintf(what, sizeof what, "full-iteration CUDA graph");
@@ -871,7 +894,7 @@ static int csv_record(struct csv_ctx *c)
      * own weights, gradients and optimizer state are negligible next to it */
     if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora"))
         s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
-    char applied[160] = "";
+    char applied[200] = "";
     if (c->notes_idx >= 0)
         mb_validate_apply_notes(&s, c->f[c->notes_idx].text, applied, sizeof applied);
     s.meas_tokens_per_s_per_gpu = tokens;

@@ -53,7 +53,7 @@ struct mb_val_row {
     double err_pct;      /* (predicted - measured) / measured * 100 (0 if skipped) */
     int skipped;         /* 1 if not predicted; `reason` says why */
     char reason[200];    /* skip reason, "" for predicted rows */
-    char note[200];      /* informational remark on a predicted row (FSDP group != DP, OOM), or "" */
+    char note[400];      /* informational remark on a predicted row (FSDP group != DP, OOM), or "" */
 };
 
 /** MAPE of one group of predicted rows (one system, model or metric). */

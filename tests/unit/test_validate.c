@@ -489,6 +489,28 @@ static void test_apply_notes(void **state)
     s.vpp = 2;
     mb_validate_apply_notes(&s, "EP overlap", NULL, 0);
     assert_int_equal(s.overlap_ep_comm, 1);
+    /* negations are words: "no EP overlap", "without", "disabled", ": false"; "offload" is not "off" */
+    static const char *const offs[] = {"no EP overlap", "without EP comm overlap", "EP overlap disabled",
+                                       "EP overlap: false"};
+    for (int i = 0; i < 4; i++) {
+        s.overlap_ep_comm = 1;
+        mb_validate_apply_notes(&s, offs[i], NULL, 0);
+        assert_int_equal(s.overlap_ep_comm, 0);
+    }
+    s.pp = 1;
+    s.overlap_ep_comm = 0;
+    mb_validate_apply_notes(&s, "EP overlap on with CPU offload", applied, sizeof applied);
+    assert_int_equal(s.overlap_ep_comm, 1);
+    /* asked for where it cannot apply: said so, and left as it was */
+    s.pp = 2;
+    s.vpp = 1;
+    s.overlap_ep_comm = 0;
+    mb_validate_apply_notes(&s, "EP comm overlap on", applied, sizeof applied);
+    assert_int_equal(s.overlap_ep_comm, 0);
+    assert_string_equal(applied, "EP overlap not applicable (pp > 1 without vpp)");
+    s.pp = 1;
+    mb_validate_apply_notes(&s, "HybridEP 99999 SMs", applied, sizeof applied);
+    assert_non_null(strstr(applied, "out of range"));
     /* CUDA-graph scopes as the notes name them; an unknown scope or one the model lacks is not guessed */
     assert_int_equal(mb_validate_apply_notes(&s, "TE CUDA graphs moe_router+moe_preprocess", applied, sizeof applied),
                      1);
