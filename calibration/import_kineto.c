@@ -409,16 +409,20 @@ static int mb_kin__is_sync(const char *name)
 }
 
 /* A launch or synchronizing runtime/driver call (event i): its thread and
- * interval. Events without integer pid/tid are not a CPU thread's and are
- * skipped (0); a missing, non-numeric, negative or non-finite ts or dur is an
- * error (-1), as for kernels. */
+ * interval. A pid or tid that is not a non-negative integer, or a missing,
+ * non-numeric, negative or non-finite ts or dur, is an error (-1), as for
+ * kernels: such an event cannot be placed on a thread's timeline. */
 static int mb_kin__call(json_t *e, size_t i, const char *name, struct mb_kin__call *c, const char *path,
                         struct mb_err *err)
 {
     json_t *pid = json_object_get(e, "pid"), *tid = json_object_get(e, "tid");
     json_t *ts = json_object_get(e, "ts"), *dur = json_object_get(e, "dur");
-    if (!json_is_integer(pid) || !json_is_integer(tid))
-        return 0;
+    if (!json_is_integer(pid) || json_integer_value(pid) < 0)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].pid: missing or not a non-negative integer (%s)", i,
+                          name);
+    if (!json_is_integer(tid) || json_integer_value(tid) < 0)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].tid: missing or not a non-negative integer (%s)", i,
+                          name);
     if (!json_is_number(ts) || !isfinite(json_number_value(ts)) || json_number_value(ts) < 0)
         return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].ts: missing or not a non-negative number (%s)", i,
                           name);
@@ -456,8 +460,6 @@ static int mb_kin__host(json_t *evs, struct mb_prof *p, const char *path, struct
             mb_free(sy);
             return -1;
         }
-        if (rc == 0)
-            continue;
         if (launch)
             l[nl++] = c;
         else

@@ -678,7 +678,7 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
                     p->file ? p->file : "");
         }
     }
-    if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS) {
+    if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS && p->host_launch_s > 0) {
         fprintf(f, "  launch: {time: %.6g us, source: ", p->host_launch_s * 1e6);
         char src[400];
         snprintf(src, sizeof src,
@@ -722,9 +722,11 @@ void mb_prof_write_summary(const struct mb_prof *p, FILE *f)
     if (p->host_launches) {
         fprintf(f, "host: %ld kernel launches on thread %ld/%ld, %ld gaps used", p->host_launches, p->host_pid,
                 p->host_tid, p->host_gaps);
-        if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS)
+        if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS && p->host_launch_s > 0)
             fprintf(f, ": %.4g us per launch (median %.4g us) -> measured.launch\n", p->host_launch_s * 1e6,
                     p->host_launch_med_s * 1e6);
+        else if (p->host_gaps >= MB_PROF_MIN_HOST_GAPS)
+            fprintf(f, ": every gap is 0 (launches at one time stamp?): no host time per launch written\n");
         else
             fprintf(f, ": too few to estimate the host time per launch (need %d)\n", MB_PROF_MIN_HOST_GAPS);
     }

@@ -174,6 +174,9 @@ static void test_host_launch(void **state)
     expect_err("tests/data/kineto/host_bad_ts.json",
                 "tests/data/kineto/host_bad_ts.json: $.traceEvents[1].ts: missing or not a non-negative number "
                 "(cudaLaunchKernel)");
+    expect_err("tests/data/kineto/host_bad_pid.json",
+               "tests/data/kineto/host_bad_pid.json: $.traceEvents[1].pid: missing or not a non-negative integer "
+               "(cudaLaunchKernel)");
     expect_err("tests/data/kineto/host_bad_dur.json",
                 "tests/data/kineto/host_bad_dur.json: $.traceEvents[2].dur: missing or not a non-negative number "
                 "(cudaLaunchKernel)");
