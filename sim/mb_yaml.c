@@ -394,7 +394,7 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
             if (strcmp(f->key, p->key) == 0)
                 break;
         if (!f->key) {
-            char list[400] = "";
+            char list[1024] = "";
             for (const struct mb_field *g = fields; g->key; g++) {
                 if (strlen(list) + strlen(g->key) + 3 >= sizeof list)
                     break;
@@ -468,7 +468,12 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
         if (!f->required)
             continue;
         const struct mb_node *v = mb_yaml_get(map, f->key);
-        if (!v || (mb_yaml_is_null(v) && f->type != MB_F_NODE))
+        if (v && mb_yaml_is_null(v))
+            for (size_t i = 0; i < map->n; i++)
+                if (strcmp(map->pairs[i].key, f->key) == 0)
+                    return mb_err_set(err, map->file, map->pairs[i].line, map->pairs[i].col,
+                                      "key '%s' in %s has no value; give one or leave the key out", f->key, what);
+        if (!v)
             return mb_yaml_err(err, map, "missing required key '%s' in %s", f->key, what);
     }
     return 0;

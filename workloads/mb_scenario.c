@@ -1187,6 +1187,9 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
         if (mb_yaml_read_fields(top->calibration, mb_scn__cal_fields, &c, "calibration", NULL, err))
             return -1;
         s->roofline = c.roofline;
+        if (mb_yaml_get(top->calibration, "table") && !c.table[0])
+            return mb_yaml_err(err, mb_yaml_get(top->calibration, "table"),
+                               "calibration.table is empty; give a table file or leave the key out");
         if (c.table[0]) {
             char *p = c.table[0] == '/' ? mb_strdup(c.table) : mb_path_join(dir, c.table);
             int ok = strlen(p) < sizeof s->calib_path && mb_file_exists(p);
@@ -1245,9 +1248,13 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
     if (mb_yaml_expect(root, MB_NODE_MAP, "scenario", err))
         goto out;
     const struct mb_node *ver = mb_yaml_get(root, "schema_version");
-    if (!ver || mb_yaml_is_null(ver)) {
+    if (!ver) {
         mb_yaml_err(err, root, "missing required key 'schema_version' in scenario (this mbsim reads "
                     "schema_version: 1)");
+        goto out;
+    }
+    if (mb_yaml_is_null(ver)) {
+        mb_yaml_err(err, ver, "key 'schema_version' has no value (this mbsim reads schema_version: 1)");
         goto out;
     }
     long vn;
@@ -1258,6 +1265,10 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
     }
     if (mb_yaml_read_fields(root, mb_scn__top_fields, &top, "scenario", NULL, err))
         goto out;
+    if (!top.name[0]) {
+        mb_yaml_err(err, mb_yaml_get(root, "name"), "name is empty; give the scenario a name");
+        goto out;
+    }
     snprintf(s->name, sizeof s->name, "%s", top.name);
     mk.model = top.model;
 

@@ -568,7 +568,9 @@ int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err)
         const struct mb_node *par = mb_yaml_get(root, "parallel");
         const struct mb_node *sp = par ? mb_yaml_get(par, "sequence_parallel") : NULL;
         sw->sp_given = sp && !mb_yaml_is_null(sp);
-        if (blk && !mb_yaml_is_null(blk))
+        if (blk && (mb_yaml_is_null(blk) || (blk->kind == MB_NODE_MAP && blk->n == 0)))
+            rc = mb_yaml_err(err, blk, "sweep block is empty; give keys with lists of values, or leave it out");
+        else if (blk)
             rc = mb_sw__read_block(sw, blk, err);
     }
     root->n = n_saved;

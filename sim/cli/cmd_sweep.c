@@ -389,7 +389,7 @@ int mb_cmd_sweep(int argc, char **argv)
             mb_err_format(&err, buf, sizeof buf);
             fprintf(stderr, "%s\n", buf);
             mb_sweep_free(&sw);
-            return EXIT_BAD_INPUT;
+            return EXIT_USAGE; /* a bad command-line option */
         }
     sw.exact = exact;
     sw.mb_cap = mb_cap == 64 ? 0 : (int)mb_cap;
