@@ -2165,8 +2165,11 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
     int nv = s->pp * (s->vpp > 0 ? s->vpp : 1);
     int L = s->model.n_layers;
     /* remove the same number of layers from every virtual stage, so an uneven
-     * split keeps its shape: about 2 and 4 layers per virtual stage remain */
-    int base = L / nv, q1 = base - 2, q2 = base - 4;
+     * split keeps its shape: about k and 2k layers per virtual stage remain,
+     * k = 2, or more than the FSDP prefetch depth so its ramp and the unsharded
+     * layers it holds fit inside the shortened stages */
+    int k = s->strategy == MB_STRAT_FSDP && s->fsdp_prefetch + 2 > 2 ? s->fsdp_prefetch + 2 : 2;
+    int base = L / nv, q1 = base - k, q2 = base - 2 * k;
     int L1 = L - nv * q1, L2 = L - nv * q2;
     if (!o || o->layer_cap <= 0 || q2 < 1 || s->pipeline_layout[0] || !mb__uniform_layers(&s->model) ||
         s->model.num_layers != s->model.n_layers || (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0))
