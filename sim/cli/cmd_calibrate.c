@@ -13,11 +13,16 @@ int mb_cmd_calibrate(int argc, char **argv);
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: mbsim calibrate nccl-tests LOG... [-o table.yaml]\n"
+                "       mbsim calibrate nsys KERN_SUM.csv [--shapes S.yaml] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
+                "       mbsim calibrate kineto TRACE.json[.gz] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
                 "\n"
-                "Parses nccl-tests output (out-of-place/in-place blocks, several runs per file,\n"
-                "MPI-prefixed lines, #wrong or error column, truncated files) and writes a YAML\n"
+                "nccl-tests: parses nccl-tests output (out-of-place/in-place blocks, several runs per\n"
+                "file, MPI-prefixed lines, #wrong or error column, truncated files) and writes a YAML\n"
                 "table of size, time, algbw and busbw per run (stdout without -o).\n"
-                "exit codes: 0 ok, 1 bad log (file:line: message), 2 usage error\n");
+                "nsys / kineto: import a profile into a calibration overlay table (measured GEMM,\n"
+                "attention and grouped-GEMM points, collectives, host time per launch) that a\n"
+                "scenario names as calibration: {table: OUT.yaml}; see `mbsim calibrate nsys --help`.\n"
+                "exit codes: 0 ok, 1 bad input (file:line: message), 2 usage error\n");
 }
 
 int mb_cmd_calibrate(int argc, char **argv)
