@@ -2,7 +2,8 @@
  * mb_memory.c -- per-rank memory of one training step (first accounting).
  *
  * Static state follows Megatron's theoretical_memory_usage.py and the
- * distributed-optimizer table (shared/docs/reference/hardware.md D.2):
+ * distributed-optimizer table (shared/docs/reference/hardware.md D.2), by
+ * default (optimizer.main_grads / optimizer.states change the 4 and the 8 of 12):
  * bf16 parameters (2 B), fp32 main gradients (4 B), fp32 master weights and
  * Adam m, v (12 B) sharded over the data-parallel group (expert-DP for
  * experts): 6 + 12/d bytes per parameter. FSDP shards all 18 bytes and keeps
@@ -77,10 +78,13 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double train_dense = frozen_lang ? 0 : dense, train_exp = frozen_lang ? 0 : expert;
         double train_vis = frozen_vis ? 0 : vis;
         double w, g, o;
+        /* main grads (fp32, or bf16 with --grad-reduce-in-bf16) and fp32 master weights
+         * plus Adam's two moments (fp32, or bf16 with the precision-aware optimizer) */
+        double gb = s->grad_bytes, ob = 4.0 + s->state_bytes;
         if (s->strategy == MB_STRAT_FSDP) {
             w = 2 * (dense + vis) / s->dp + 2 * expert / lay->edp;
-            g = 4 * (train_dense + train_vis) / s->dp + 4 * train_exp / lay->edp;
-            o = 12 * (train_dense + train_vis) / s->dp + 12 * train_exp / lay->edp;
+            g = gb * (train_dense + train_vis) / s->dp + gb * train_exp / lay->edp;
+            o = ob * (train_dense + train_vis) / s->dp + ob * train_exp / lay->edp;
             /* unsharded working copies: the current layer and the fsdp_prefetch layers
              * gathered ahead (bf16), one layer of fp32 grads */
             double layer = lay->layer_params;
@@ -90,11 +94,11 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             if (on_stage > 0 && held > on_stage)
                 held = on_stage;
             w += 2.0 * held * layer;
-            g += 4 * layer;
+            g += gb * layer;
         } else {
             w = 2 * (dense + expert + vis);
-            g = 4 * (train_dense + train_exp + train_vis);
-            o = 12 * (train_dense + train_vis) / s->dp + 12 * train_exp / lay->edp;
+            g = gb * (train_dense + train_exp + train_vis);
+            o = ob * (train_dense + train_vis) / s->dp + ob * train_exp / lay->edp;
         }
         /* activations of one chunk-forward, averaged over the stage's chunks */
         double act_chunks = 0;

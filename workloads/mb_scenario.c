@@ -243,6 +243,8 @@ void mb_scenario_defaults(struct mb_scenario *s)
     s->overlap_tp_comm = 0;
     s->overlap_ep_comm = 0;
     s->fsdp_prefetch = 1;
+    s->grad_bytes = 4;
+    s->state_bytes = 8;
 }
 
 void mb_scenario_free(struct mb_scenario *s)
@@ -542,7 +544,7 @@ int mb_scenario_check(struct mb_scenario *s, struct mb_err *err)
 /* Top level: every section is taken as a node and read by its own table. */
 struct mb_scn__top {
     const struct mb_node *schema_version, *model, *system, *precision, *data, *parallel, *moe;
-    const struct mb_node *recompute, *cuda_graph, *freeze, *overlap, *calibration, *measured;
+    const struct mb_node *recompute, *cuda_graph, *freeze, *overlap, *optimizer, *calibration, *measured;
     char name[128];
 };
 #define FT_(key, type, member, req) F_(mb_scn__top, key, type, member, req, 1, 0, MB_UNIT_NONE)
@@ -559,6 +561,7 @@ static const struct mb_field mb_scn__top_fields[] = {
     FT_("cuda_graph", MB_F_NODE, cuda_graph, 0),
     FT_("freeze", MB_F_NODE, freeze, 0),
     FT_("overlap", MB_F_NODE, overlap, 0),
+    FT_("optimizer", MB_F_NODE, optimizer, 0),
     FT_("calibration", MB_F_NODE, calibration, 0),
     FT_("measured", MB_F_NODE, measured, 0),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
@@ -618,6 +621,16 @@ static const struct mb_field mb_scn__par_fields[] = {
     FP_("ep", ep), FP_("etp", etp), FP_("pipeline_layout", layout), FP_("cp_comm_type", cp_comm),
     F_(mb_scn__par, "sequence_parallel", MB_F_BOOL, sequence_parallel, 0, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
+
+struct mb_scn__opt {
+    const struct mb_node *main_grads, *states;
+};
+static const struct mb_field mb_scn__opt_fields[] = {
+    F_(mb_scn__opt, "main_grads", MB_F_NODE, main_grads, 0, 1, 0, MB_UNIT_NONE),
+    F_(mb_scn__opt, "states", MB_F_NODE, states, 0, 1, 0, MB_UNIT_NONE),
+    {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
+/* bytes per element of the optimizer dtypes */
+static const struct mb_scn__name mb_scn__dtypes[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
 
 struct mb_scn__moe {
     const struct mb_node *dispatcher, *routing;
@@ -1177,6 +1190,24 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
         s->overlap_tp_comm = o.tp_comm;
         s->overlap_ep_comm = o.ep_comm;
         s->fsdp_prefetch = (int)o.fsdp_prefetch;
+    }
+
+    /* optimizer: main-grad and Adam-state precision (Megatron --grad-reduce-in-bf16,
+     * --use-precision-aware-optimizer with --exp-avg-dtype/--exp-avg-sq-dtype bf16) */
+    if (mb_scn__given(top->optimizer)) {
+        struct mb_scn__opt o = {NULL, NULL};
+        if (mb_yaml_read_fields(top->optimizer, mb_scn__opt_fields, &o, "optimizer", NULL, err))
+            return -1;
+        if (mb_scn__given(o.main_grads)) {
+            if (mb_scn__enum(o.main_grads, "optimizer.main_grads", mb_scn__dtypes, &v, err))
+                return -1;
+            s->grad_bytes = v;
+        }
+        if (mb_scn__given(o.states)) {
+            if (mb_scn__enum(o.states, "optimizer.states", mb_scn__dtypes, &v, err))
+                return -1;
+            s->state_bytes = 2 * v;
+        }
     }
 
     /* calibration */

@@ -121,6 +121,10 @@ struct mb_scenario {
     unsigned freeze;                   /* MB_FREEZE_* */
     int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm, overlap_ep_comm;
     int fsdp_prefetch;                 /* overlap.fsdp_prefetch: layers gathered ahead (0..4, default 1) */
+    int grad_bytes;                    /* optimizer.main_grads: 4 (fp32, Megatron's default) or 2 (bf16,
+                                          --grad-reduce-in-bf16): main-grad buffer and DP reduction */
+    int state_bytes;                   /* optimizer.states: Adam exp_avg + exp_avg_sq bytes per parameter,
+                                          8 (fp32) or 4 (bf16, precision-aware optimizer) */
     /* calibration */
     char calib_path[512];              /* "" = shipped table for the system's GPU */
     int roofline;                      /* ignore tables (roofline-only mode) */

@@ -1830,7 +1830,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                         mb__it_ops(&bu, L, 0, 1, rc_mask, 0);
                     mb__it_ops(&bu, L, 1, 0, 0, lang_frozen);
                     if (is_fsdp && !lang_frozen) { /* reduce-scatter of this layer's fp32 main grads */
-                        struct mb_item x = {MB_IT_FSDP_RS, NULL, 0, 0, 0, 0, layer_params(li) * 4, li};
+                        struct mb_item x = {MB_IT_FSDP_RS, NULL, 0, 0, 0, 0, layer_params(li) * s->grad_bytes, li};
                         mb__it_add(&bu, x);
                     }
                     struct mb_item mk = {MB_IT_LASTB, NULL, 0, 0, 0, 0, 0, li};
@@ -1926,27 +1926,31 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                 for (int c = v - 1; c >= 0; c--) {
                     int vs = c * p + st;
                     for (int li = first[vs] + count[vs] - 1; li >= first[vs]; li--) {
-                        int t = mb__comm(&b, st, MB_CK_DP, b.g_dp, dense_layer_params / s->tp * 4, 0, lastb_layer[li]);
+                        int t = mb__comm(&b, st, MB_CK_DP, b.g_dp, dense_layer_params / s->tp * s->grad_bytes, 0,
+                                         lastb_layer[li]);
                         rest -= dense_layer_params;
                         if (m->layer[li].ffn == MB_FFN_MOE) {
-                            t = mb__comm(&b, st, MB_CK_DP, b.g_edp, expert_layer_params / (s->ep * s->etp) * 4, 0, t);
+                            t = mb__comm(&b, st, MB_CK_DP, b.g_edp, expert_layer_params / (s->ep * s->etp) * s->grad_bytes, 0,
+                                         t);
                             exp_rest -= expert_layer_params;
                         }
                     }
                 }
             }
             /* what is left (all of it without overlap; embedding/output with it) */
-            last = mb__comm(&b, st, MB_CK_DP, b.g_dp, fmax(rest, 0) / s->tp * 4, 0, stage_end);
-            last = mb__comm(&b, st, MB_CK_DP, b.g_edp, fmax(exp_rest, 0) / (s->ep * s->etp) * 4, 0, last);
+            last = mb__comm(&b, st, MB_CK_DP, b.g_dp, fmax(rest, 0) / s->tp * s->grad_bytes, 0, stage_end);
+            last = mb__comm(&b, st, MB_CK_DP, b.g_edp, fmax(exp_rest, 0) / (s->ep * s->etp) * s->grad_bytes, 0, last);
         }
-        /* Adam over this rank's shard, memory-bound: fp32 param, grad, m, v read and
-         * param, m, v written, bf16 param written = 4*4 + 3*4 + 2 = 30 bytes per element */
+        /* Adam over this rank's shard, memory-bound: fp32 master, grad, m, v read and
+         * master, m, v written, bf16 param written = 10 + grad + 2 (m + v) bytes per
+         * element: 30 with fp32 grads and moments */
         double shard = lang_frozen ? 0
                                    : lay.params_dense_stage[st] / s->tp / s->dp +
                                          lay.params_expert_stage[st] / (s->ep * s->etp) / edp;
         if (st == 0 && !frozen_v)
             shard += lay.params_vision / s->tp / s->dp;
-        mb__task(&b, b.comp[st], MB_CAT_OPTIMIZER, mb_calib_membound(b.cal, shard * 30), NULL, 0, last);
+        mb__task(&b, b.comp[st], MB_CAT_OPTIMIZER,
+                 mb_calib_membound(b.cal, shard * (10.0 + s->grad_bytes + 2.0 * s->state_bytes)), NULL, 0, last);
     }
 
     int rc = mb_engine_run(b.e, err);

@@ -65,8 +65,8 @@ static const char *const mb_sw__keys[] = {
     "moe.skew", "moe.seed", "moe.dispatcher_sms", "moe.hybridep_permute_fusion", "recompute.granularity",
     "recompute.modules",
     "recompute.method", "recompute.num_layers", "cuda_graph.modules", "freeze", "overlap.grad_reduce",
-    "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "overlap.fsdp_prefetch", "calibration.roofline",
-    NULL};
+    "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "overlap.fsdp_prefetch", "optimizer.main_grads",
+    "optimizer.states", "calibration.roofline", NULL};
 
 /* Short spellings accepted on the command line and in sweep blocks. */
 static const struct {
@@ -97,7 +97,8 @@ const char *mb_sweep_keys(void)
         "moe.skew, moe.seed, moe.dispatcher_sms, moe.hybridep_permute_fusion, recompute.granularity, "
         "recompute.modules, recompute.method, "
         "recompute.num_layers, cuda_graph.modules, freeze, overlap.grad_reduce, overlap.param_gather, "
-        "overlap.tp_comm, overlap.ep_comm, overlap.fsdp_prefetch, calibration.roofline (aliases: tp, pp, vpp, cp, "
+        "overlap.tp_comm, overlap.ep_comm, overlap.fsdp_prefetch, optimizer.main_grads, optimizer.states, "
+        "calibration.roofline (aliases: tp, pp, vpp, cp, "
         "ep, etp, strategy, "
         "mbs, gbs, seq_length, dispatcher, recompute, cuda_graph, gpus, system)";
     return list;
@@ -305,6 +306,16 @@ int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, st
         return mb_sw__bool(key, v, &s->overlap_tp_comm, err);
     if (!strcmp(key, "overlap.ep_comm"))
         return mb_sw__bool(key, v, &s->overlap_ep_comm, err);
+    if (!strcmp(key, "optimizer.main_grads") || !strcmp(key, "optimizer.states")) {
+        static const struct mb_sw__name dt[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
+        if (mb_sw__enum(key, v, dt, &u, err))
+            return -1;
+        if (key[10] == 'm')
+            s->grad_bytes = (int)u;
+        else
+            s->state_bytes = 2 * (int)u;
+        return 0;
+    }
     if (!strcmp(key, "overlap.fsdp_prefetch"))
         return mb_sw__int(key, v, 0, MB_MAX_FSDP_PREFETCH, &s->fsdp_prefetch, err);
     if (!strcmp(key, "moe.hybridep_permute_fusion"))

@@ -111,7 +111,8 @@ int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario 
  * micro_batch_size,mock}, parallel.{strategy,tp,pp,vpp,cp,ep,etp,
  * sequence_parallel}, moe.{dispatcher,routing,skew,seed,dispatcher_sms,hybridep_permute_fusion},
  * recompute.{granularity,modules,method,num_layers}, cuda_graph.modules,
- * freeze, overlap.{grad_reduce,param_gather,tp_comm,ep_comm},
+ * freeze, overlap.{grad_reduce,param_gather,tp_comm,ep_comm,fsdp_prefetch},
+ * optimizer.{main_grads,states},
  * calibration.roofline, system.gpus.
  * @return 0 or -1 ("parallel.tp: expected an integer, got 'x'", "unknown key").
  */

@@ -548,6 +548,9 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
             s->overlap_tp_comm ? "true" : "false", s->overlap_ep_comm ? "true" : "false");
     if (s->fsdp_prefetch != 1)
         fprintf(fp, "  fsdp_prefetch: %d\n", s->fsdp_prefetch);
+    if (s->grad_bytes != 4 || s->state_bytes != 8)
+        fprintf(fp, "optimizer:\n  main_grads: %s\n  states: %s\n", s->grad_bytes == 2 ? "bf16" : "fp32",
+                s->state_bytes == 4 ? "bf16" : "fp32");
     if (s->calib_path[0] || s->roofline) {
         fprintf(fp, "calibration:\n");
         if (s->calib_path[0])

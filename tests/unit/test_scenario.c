@@ -156,8 +156,8 @@ static const struct {
      "1:1: missing required key 'schema_version' in scenario (this mbsim reads schema_version: 1)"},
     {"bad_schema_version_2.yaml", "1:17: unsupported schema_version '2'; this mbsim reads schema_version: 1"},
     {"bad_unknown_top_key.yaml",
-     "10:1: unknown key 'optimizer' in scenario; expected one of: schema_version, name, model, system, "
-     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, calibration, measured"},
+     "10:1: unknown key 'optimiser' in scenario; expected one of: schema_version, name, model, system, "
+     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, optimizer, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
      "pipeline_layout, cp_comm_type, sequence_parallel"},

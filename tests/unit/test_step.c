@@ -221,6 +221,31 @@ static void test_graph_memory(void **state)
     mb_scenario_free(&s);
 }
 
+/* Optimizer precision (hardware.md D.2's bytes per parameter: bf16 params, fp32 main grads and
+ * fp32 Adam = 2 + 4 + 12): pipe_1f1b.yaml (one GPU per stage, 4 layers of L = 12 h^2 per stage).
+ * optimizer.main_grads bf16 (--grad-reduce-in-bf16): grads 2 B per parameter instead of 4;
+ * optimizer.states bf16 (precision-aware optimizer, bf16 moments): 4 + 2 + 2 = 8 B instead of 12.
+ * The Adam step reads master, grad, m, v and writes master, m, v and the bf16 copy:
+ * 10 + grad + 2 (m + v) B per parameter = 30 by default, 10 + 2 + 2 x 4 = 20 with both in bf16. */
+static void test_optimizer_precision(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, b;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    sim(&s, &a);
+    s.grad_bytes = 2;
+    s.state_bytes = 4;
+    sim(&s, &b);
+    const double P = 4 * 12.0 * 4096 * 4096;
+    assert_true(fabs(a.mem.grads / (4 * P) - 1) < 0.005 && fabs(b.mem.grads / (2 * P) - 1) < 0.005);
+    assert_true(fabs(a.mem.optimizer / (12 * P) - 1) < 0.005 && fabs(b.mem.optimizer / (8 * P) - 1) < 0.005);
+    double r = b.breakdown[MB_CAT_OPTIMIZER] / a.breakdown[MB_CAT_OPTIMIZER];
+    if (fabs(r - 20.0 / 30.0) > 0.005)
+        fail_msg("Adam time ratio %.4f, expected 20/30", r);
+    mb_scenario_free(&s);
+}
+
 /* Dispatcher mechanism inside one NVLink domain: HybridEP's scale-out saving
  * does not apply (no NIC traffic); what is left is sending a token once per
  * destination rank (E = 128, 4 experts per rank of EP32, k = 8: a rank is hit
@@ -812,7 +837,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
+        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective_cap), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
     };
