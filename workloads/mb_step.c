@@ -306,7 +306,6 @@ static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, 
     mb__push(l, &o);
 }
 
-/* All-to-all: `bytes` leave this rank spread evenly over the g.size peers. */
 /* Scale-out rate left to one rank of an all-to-all over group g when every
  * group sends at once, on an oversubscribed fabric (topology/mb_fabric.h:
  * rail leaves of MB_FABRIC_LEAF_NODES nodes whose uplink carries that many
@@ -327,6 +326,7 @@ static double mb__a2a_nic_cap(const struct mb_build *b, struct mb_group g)
     return os * x > 1 ? b->nic_cap / (os * x) : 0;
 }
 
+/* All-to-all: `bytes` leave this rank spread evenly over the g.size peers. */
 static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double bytes_nv_share,
                     double bytes_nic_share, int parallel)
 {

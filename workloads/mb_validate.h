@@ -184,7 +184,7 @@ void mb_validate_free(struct mb_val_summary *s);
  * @param[in]      notes    the notes cell (may be NULL)
  * @param[out]     applied  comma-separated summary of what was set (may be NULL)
  * @param[in]      n        size of applied
- * @return the number of items applied.
+ * @return the number of items recognised (applied, or said in `applied` to be not applicable).
  */
 int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n);
 
