@@ -304,8 +304,8 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
             }
         }
         if (best_ep > 0) {
-            fprintf(t->log, "    keep EP%d: %d of %d experts per GPU\n", best_ep, m->num_experts / best_ep,
-                    m->num_experts);
+            fprintf(t->log, "    %s EP%d: %d of %d experts per GPU\n", best_ep == cur->ep ? "keep" : "set",
+                    best_ep, m->num_experts / best_ep, m->num_experts);
             cur->ep = best_ep;
             cur->etp = 1;
         }
