@@ -1312,6 +1312,18 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups, 
         } else
             rel = mb_calib__interp(g, ng, M);
         eff = rel * mb_calib__gemm_eff(c, e, c->grouped_ref_m * n * k, &fb);
+        /* From ref_m tokens per group on, a group is a full-size GEMM: Megatron's
+         * TE GroupedLinear runs each expert's GEMM as a cuBLAS GEMM, so it is
+         * never slower than a dense GEMM of its own shape (the dense table, by
+         * volume only, would flatter the skinny shapes of smaller groups) */
+        if (M >= c->grouped_ref_m) {
+            int fb2 = 0;
+            double dense = mb_calib__gemm_eff(c, e, M * n * k, &fb2);
+            if (dense > eff) {
+                eff = dense;
+                fb = fb2;
+            }
+        }
     }
     if (fb)
         c->fallbacks[T_GROUPED]++;
