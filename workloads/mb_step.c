@@ -222,6 +222,16 @@ static void mb__mem(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, un
     mb__push(l, &o);
 }
 
+/* Memory-bound gather/scatter of `bytes` (permute, unpermute): its backward is
+ * the inverse gather, the same bytes. */
+static void mb__mem_sym(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
+                        double bytes, double saved)
+{
+    mb__mem(b, l, cat, mod, graphed, bytes, saved);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = o->fwd;
+}
+
 static void mb__attn(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, unsigned mod, int graphed,
                      double flop, double seq, int head_dim, double bh, int causal, double saved)
 {
@@ -547,8 +557,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
      * order itself, so no separate pass is left */
     double perm_bytes = (flex && s->dispatcher == MB_DISP_HYBRIDEP && s->hybridep_permute_fusion)
                             ? 0 : 2 * copies * h * BF16;
-    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_pre, perm_bytes, 0);
-    l->op[l->n - 1].bwd = l->op[l->n - 1].bwd_dgrad_only = l->op[l->n - 1].fwd;
+    mb__mem_sym(b, l, MB_CAT_DISPATCH, 0, g_pre, perm_bytes, 0);
     /* dispatcher preprocess (token counts per expert, their all-gather over EP)
      * + fused permute (TE moe_permute: row-id map and the gather): ~5 forward,
      * 1 backward (the unpermute of the gradient) */
@@ -630,8 +639,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
     /* unpermute: a scatter-add of the copies back to their tokens (Megatron-Core
      * applies the routing probs inside the expert activation, so nothing of this
      * size is saved here); backward gathers the gradient per copy: same bytes */
-    mb__mem(b, l, MB_CAT_DISPATCH, 0, g_tail, perm_bytes, copies * 4.0);
-    l->op[l->n - 1].bwd = l->op[l->n - 1].bwd_dgrad_only = l->op[l->n - 1].fwd;
+    mb__mem_sym(b, l, MB_CAT_DISPATCH, 0, g_tail, perm_bytes, copies * 4.0);
     l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
     if (m->shared_ffn_hidden > 0 && !shared_early)
         mb__shared_experts(b, l, T, up, graphed_moe, frozen);
@@ -900,10 +908,10 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     int nf = 0;
     if (o->bytes_nv > 0)
         f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, o->bound};
-    if (o->bytes_nic > 0) {
-        double cap = o->bound > 0 && (o->bound_nic <= 0 || o->bound < o->bound_nic) ? o->bound : o->bound_nic;
-        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, cap};
-    }
+    if (o->bytes_nic > 0) /* the tighter of the measured and the oversubscription cap (0 = none) */
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]},
+                                        o->bound_nic > 0 && (o->bound <= 0 || o->bound_nic < o->bound) ? o->bound_nic
+                                                                                                       : o->bound};
     d.stream = b->cstream[st][o->ck];
     d.duration = o->latency;
     d.n_flows = nf;
@@ -970,6 +978,17 @@ struct mb_unit {
     struct mb_em em;
     double ep_busy;            /* est. seconds of the EP transfer it last yielded on */
 };
+
+/* Start unit u on stage st: no items yet, and a zero-length entry task on the
+ * compute stream that the cross-stage dependencies attach to (returned). */
+static int mb__unit_open(struct mb_build *b, int st, struct mb_unit *u)
+{
+    u->n = u->pos = u->opi = 0;
+    u->em.last = mb__task(b, b->comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
+    u->em.pending = -1;
+    u->em.region = 0;
+    return u->em.last;
+}
 
 static void mb__it_add(struct mb_unit *u, struct mb_item x)
 {
@@ -1800,16 +1819,11 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
             int pair = ep_overlap && !is_f && fk < total;
             int do_f = is_f || pair, do_b = !is_f;
             int fc = 0, fi = 0, bc = 0, bi = 0;
-            fu.n = fu.pos = fu.opi = 0;
-            bu.n = bu.pos = bu.opi = 0;
             /* the backward's entry first: in a pair it runs first on the stream */
             if (do_b) {
                 mb__bmap(bk++, p, v, &bc, &bi);
                 int vs = bc * p + st;
-                bu.em.last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
-                bu.em.pending = -1;
-                bu.em.region = 0;
-                bentry[SLOT(st, bc, bi)] = bu.em.last;
+                bentry[SLOT(st, bc, bi)] = mb__unit_open(&b, st, &bu);
                 if (vs == nv_st - 1) {
                     mb__it_ops(&bu, &head, 1, 0, 0, lang_frozen);
                     for (int q = 0; mtp_kind >= 0 && q < m->mtp_layers; q++)
@@ -1845,10 +1859,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
             if (do_f) {
                 mb__fmap(fk++, p, v, &fc, &fi);
                 int vs = fc * p + st;
-                fu.em.last = mb__task(&b, b.comp[st], MB_CAT_COUNT, 0, NULL, 0, -1);
-                fu.em.pending = -1;
-                fu.em.region = 0;
-                fentry[SLOT(st, fc, fi)] = fu.em.last;
+                fentry[SLOT(st, fc, fi)] = mb__unit_open(&b, st, &fu);
                 if (fk == 1 && pg_done[st] >= 0)
                     mb_engine_add_dep(b.e, pg_done[st], fu.em.last);
                 if (vs == 0) {

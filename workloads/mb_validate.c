@@ -666,17 +666,20 @@ static int note_negated(const char *t)
     return 0;
 }
 
+/* CUDA-graph module names in notes; the first name of a flag is how it is reported. */
+static const struct {
+    const char *name;
+    unsigned flag;
+} graph_names[] = {{"attn", MB_CG_ATTN},           {"attention", MB_CG_ATTN},
+                   {"mlp", MB_CG_MLP},             {"moe", MB_CG_MOE},
+                   {"moe_router", MB_CG_MOE_ROUTER}, {"moe_preprocess", MB_CG_MOE_PREPROCESS},
+                   {"mamba", MB_CG_MAMBA}};
+
 /* The module list after "CUDA graph(s)" in a note ("attn+moe_router+moe_preprocess",
  * "for attention and Mamba"), as MB_CG_* flags; 0 when the list is absent, holds a
  * name this does not know, or names a module the model lacks (never guessed). */
 static unsigned note_graph_modules(const char *p, const struct mb_model *m)
 {
-    static const struct {
-        const char *name;
-        unsigned flag;
-    } names[] = {{"attention", MB_CG_ATTN}, {"attn", MB_CG_ATTN},     {"moe_router", MB_CG_MOE_ROUTER},
-                 {"moe_preprocess", MB_CG_MOE_PREPROCESS},          {"mamba", MB_CG_MAMBA},
-                 {"mlp", MB_CG_MLP},          {"moe", MB_CG_MOE}};
     unsigned cg = 0;
     if (*p == 's')
         p++;
@@ -690,9 +693,9 @@ static unsigned note_graph_modules(const char *p, const struct mb_model *m)
             continue;
         }
         unsigned f = 0;
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
-                f = names[i].flag;
+        for (size_t i = 0; i < sizeof graph_names / sizeof graph_names[0]; i++)
+            if (strlen(graph_names[i].name) == n && !strncmp(p, graph_names[i].name, n))
+                f = graph_names[i].flag;
         if (!f)
             return 0;
         cg |= f;
@@ -750,13 +753,13 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
         } else if (strstr(t, "cuda graph") && !strstr(t, "a/b")) {
             unsigned cg = note_graph_modules(strstr(t, "cuda graph") + 10, &s->model);
             if (cg) {
-                /* MB_CG_ATTN .. MB_CG_MAMBA are bits 0..5 in this order */
-                static const char *const mod[] = {"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"};
                 char list[80] = "";
-                for (int b = 0; b < 6; b++)
-                    if (cg & (1u << b)) {
+                unsigned said = 0;
+                for (size_t i = 0; i < sizeof graph_names / sizeof graph_names[0]; i++)
+                    if ((cg & graph_names[i].flag) && !(said & graph_names[i].flag)) {
                         size_t l = strlen(list);
-                        snprintf(list + l, sizeof list - l, "%s%s", l ? "+" : "", mod[b]);
+                        snprintf(list + l, sizeof list - l, "%s%s", l ? "+" : "", graph_names[i].name);
+                        said |= graph_names[i].flag;
                     }
                 s->cuda_graph = cg;
                 snprintf(what, sizeof what, "CUDA graphs %s", list);
