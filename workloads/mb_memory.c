@@ -86,7 +86,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             g = gb * (train_dense + train_vis) / s->dp + gb * train_exp / lay->edp;
             o = ob * (train_dense + train_vis) / s->dp + ob * train_exp / lay->edp;
             /* unsharded working copies: the current layer and the fsdp_prefetch layers
-             * gathered ahead (bf16), one layer of fp32 grads */
+             * gathered ahead (bf16), one layer of main grads */
             double layer = lay->layer_params;
             int held = 1 + s->fsdp_prefetch, on_stage = 0; /* no more layers than the stage has */
             for (int c = 0; c < v; c++)

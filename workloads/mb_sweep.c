@@ -310,7 +310,7 @@ int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, st
         static const struct mb_sw__name dt[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
         if (mb_sw__enum(key, v, dt, &u, err))
             return -1;
-        if (key[10] == 'm')
+        if (!strcmp(key, "optimizer.main_grads"))
             s->grad_bytes = (int)u;
         else
             s->state_bytes = 2 * (int)u;
