@@ -403,35 +403,81 @@ static void yq(FILE *o, const char *s)
     fputc('"', o);
 }
 
-int mb_nccl_log_write_yaml(const struct mb_nccl_log *log, FILE *o)
+/* Group size of run r: its "# Rank" lines, else the caller's `ranks`. */
+static int run_group(const struct mb_nccl_run *r, int ranks)
 {
-    fprintf(o, "# nccl-tests calibration table written by `mbsim calibrate nccl-tests`\n");
-    fprintf(o, "schema_version: 1\nkind: nccl_tests\nruns:\n");
+    return ranks > 0 ? ranks : r->n_ranks;
+}
+
+int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, const char *base, int ranks, FILE *o,
+                            struct mb_err *err)
+{
+    /* every run must say what it measured before anything is written */
     for (int i = 0; i < log->n_runs; i++) {
         const struct mb_nccl_run *r = &log->runs[i];
-        fprintf(o, "  - op: %s\n    op_from: %s\n    source: ", r->op, r->op_from);
-        char src[600];
-        snprintf(src, sizeof src, "%s:%d", r->file, r->line);
-        yq(o, src);
-        fprintf(o, "\n    ranks: %d\n    hosts: %d\n    gpu: ", r->n_ranks, r->n_hosts);
-        yq(o, r->gpu_name);
-        fprintf(o, "\n    dtype: %s\n    redop: %s\n    root: %d\n", r->dtype, r->redop[0] ? r->redop : "none",
-                r->root);
-        if (r->avg_busbw >= 0)
-            fprintf(o, "    avg_busbw: %g GB/s\n", r->avg_busbw);
-        fprintf(o, "    truncated: %s\n", r->truncated ? "true" : "false");
-        fprintf(o, "    # size B, count, out-of-place time us / algbw GB/s / busbw GB/s / #wrong (-1 = N/A),"
-                   " in-place the same (absent when the log has one block)\n");
-        fprintf(o, "    points:\n");
+        if (!strcmp(r->op, "unknown"))
+            return mb_err_set(err, r->file, r->line, 0,
+                              "cannot tell which collective this run measured (no header line names it, the file "
+                              "name has no test name such as all_reduce_perf, and the columns fit several); "
+                              "rename the log after its test binary");
+        if (run_group(r, ranks) < 2)
+            return mb_err_set(err, r->file, r->line, 0,
+                              "the log lists %d rank(s) ('#  Rank N ...' lines); give the group size with "
+                              "--ranks N",
+                              r->n_ranks);
+    }
+    if (!o)
+        return 0;
+    fprintf(o, "# Calibration overlay written by `mbsim calibrate nccl-tests` (docs/calibration.md,\n"
+               "# \"Measured collectives\"): every valid row of every run, out-of-place and in-place.\n"
+               "# A scenario names it as calibration: {table: FILE}; `mbsim collective --calib FILE` uses it.\n");
+    fprintf(o, "schema_version: 1\ngpu: %s\nbase: ", gpu);
+    yq(o, base);
+    fprintf(o, "\nmeasured:\n  source: ");
+    char src[1200];
+    int n = snprintf(src, sizeof src, "nccl-tests log%s", log->n_runs > 1 ? "s" : "");
+    for (int i = 0; i < log->n_runs && n > 0 && (size_t)n < sizeof src; i++)
+        if (i == 0 || strcmp(log->runs[i].file, log->runs[i - 1].file))
+            n += snprintf(src + n, sizeof src - (size_t)n, "%s%s", i ? ", " : " ", log->runs[i].file);
+    yq(o, src);
+    fprintf(o, "\n  collectives:\n");
+    long skipped = 0;
+    for (int i = 0; i < log->n_runs; i++) {
+        const struct mb_nccl_run *r = &log->runs[i];
         for (int k = 0; k < r->n_points; k++) {
             const struct mb_nccl_point *p = &r->points[k];
-            fprintf(o, "      - {size: %.0f, count: %.0f, time_us: %g, algbw: %g, busbw: %g, wrong: %ld", p->size,
-                    p->count, p->time_us[0], p->algbw[0], p->busbw[0], p->wrong[0]);
-            if (p->n_blocks > 1)
-                fprintf(o, ", ip_time_us: %g, ip_algbw: %g, ip_busbw: %g, ip_wrong: %ld", p->time_us[1],
-                        p->algbw[1], p->busbw[1], p->wrong[1]);
-            fprintf(o, "}\n");
+            for (int bl = 0; bl < p->n_blocks; bl++) {
+                if (!(p->size > 0) || !(p->time_us[bl] > 0) || p->wrong[bl] > 0) {
+                    skipped++; /* empty message, no time, or a run that failed validation */
+                    continue;
+                }
+                fprintf(o, "    - {op: %s, group: %d, bytes: %.0f B, time: %.6g us, busbw: %.6g GB/s, dtype: %s, "
+                           "source: ",
+                        r->op, run_group(r, ranks), p->size, p->time_us[bl], p->busbw[bl], r->dtype);
+                snprintf(src, sizeof src, "%s:%d %s", r->file, p->line, bl ? "in-place" : "out-of-place");
+                yq(o, src);
+                fprintf(o, "}\n");
+            }
         }
     }
-    return ferror(o) ? -1 : 0;
+    fprintf(o, "  summary:   # informative, not read: the runs (rows skipped: %ld with size 0, no time or #wrong > 0)\n",
+            skipped);
+    for (int i = 0; i < log->n_runs; i++) {
+        const struct mb_nccl_run *r = &log->runs[i];
+        fprintf(o, "    - {op: %s, op_from: %s, ranks: %d, hosts: %d, rows: %d, dtype: %s, redop: %s, root: %d, "
+                   "truncated: %s",
+                r->op, r->op_from, r->n_ranks, r->n_hosts, r->n_points, r->dtype, r->redop[0] ? r->redop : "none",
+                r->root, r->truncated ? "true" : "false");
+        if (r->avg_busbw >= 0)
+            fprintf(o, ", avg_busbw: %g GB/s", r->avg_busbw);
+        fprintf(o, ", gpu: ");
+        yq(o, r->gpu_name);
+        snprintf(src, sizeof src, "%s:%d", r->file, r->line);
+        fprintf(o, ", source: ");
+        yq(o, src);
+        fprintf(o, "}\n");
+    }
+    if (ferror(o))
+        return mb_err_set(err, NULL, 0, 0, "write error");
+    return 0;
 }

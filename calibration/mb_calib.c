@@ -895,7 +895,7 @@ gemm_done:
         mb_free(key);
     }
 
-    /* Collectives: kept as reported points (mb_calib_coll_point); they do not change link efficiencies. */
+    /* Collectives: measured points answering mb_calib_coll_line(); they do not change link efficiencies. */
     if (in.coll && in.coll->n) {
         size_t base = c->n_coll;
         c->coll = mb_realloc(c->coll, (base + in.coll->n) * sizeof *c->coll);
@@ -1613,27 +1613,112 @@ static void mb_calib__opkey(const char *in, char *out, size_t len)
     out[n] = '\0';
 }
 
-double mb_calib_coll_busbw(const struct mb_calib *c, const char *op, int group, double bytes)
+/* One measured size of a collective curve: mean time over its points. */
+struct mb_calib__cpt {
+    double s, t;
+};
+
+static int mb_calib__cpt_cmp(const void *a, const void *b)
+{
+    double x = ((const struct mb_calib__cpt *)a)->s, y = ((const struct mb_calib__cpt *)b)->s;
+    return (x > y) - (x < y);
+}
+
+/* Line through measured sizes i < j: t = *a + S * *k. @return 1 when it rises (k > 0). */
+static int mb_calib__cline(const struct mb_calib__cpt *p, size_t i, size_t j, double *a, double *k)
+{
+    if (!(p[j].t > p[i].t))
+        return 0;
+    *k = (p[j].t - p[i].t) / (p[j].s - p[i].s);
+    *a = p[i].t - *k * p[i].s;
+    return 1;
+}
+
+int mb_calib_coll_line(const struct mb_calib *c, const char *op, int group, double bytes, double *lat_s,
+                       double *bw)
 {
     char want[32], have[32];
     mb_calib__opkey(op, want, sizeof want);
-    double lo_x = 0, lo_y = 0, hi_x = 0, hi_y = 0;
+    if (!(bytes > 0))
+        return 0;
+    struct mb_calib__cpt *p = NULL;
+    size_t m = 0;
     for (size_t i = 0; i < c->n_coll; i++) {
         const struct mb_calib_coll_point *q = &c->coll[i];
         mb_calib__opkey(q->op, have, sizeof have);
-        if (strcmp(have, want) || q->group != group || !(q->busbw > 0) || !(q->bytes > 0))
+        if (strcmp(have, want) || q->group != group || !(q->bytes > 0) || !(q->time_s > 0))
             continue;
-        if (q->bytes <= bytes && q->bytes > lo_x)
-            lo_x = q->bytes, lo_y = q->busbw;
-        if (q->bytes >= bytes && (hi_x == 0 || q->bytes < hi_x))
-            hi_x = q->bytes, hi_y = q->busbw;
+        if (!p)
+            p = mb_calloc(c->n_coll, sizeof *p);
+        p[m++] = (struct mb_calib__cpt){q->bytes, q->time_s};
     }
-    if (lo_x > 0 && hi_x > 0)
-        return lo_x == hi_x ? lo_y : lo_y + (hi_y - lo_y) * log(bytes / lo_x) / log(hi_x / lo_x);
-    /* one side only: the measured point stands for sizes within a factor of 2 */
-    if (lo_x > 0 && bytes <= 2 * lo_x)
-        return lo_y;
-    if (hi_x > 0 && bytes >= hi_x / 2)
-        return hi_y;
-    return 0;
+    if (!m)
+        return 0;
+    /* equal sizes (in-place and out-of-place blocks, repeated runs) are averaged */
+    qsort(p, m, sizeof *p, mb_calib__cpt_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < m;) {
+        size_t j = i;
+        double sum = 0;
+        while (j < m && mb_dbl_eq(p[j].s, p[i].s))
+            sum += p[j++].t;
+        p[u++] = (struct mb_calib__cpt){p[i].s, sum / (double)(j - i)};
+        i = j;
+    }
+    /* t: the answer; (fa, fk): the line it lies on when that line rises, so its
+     * intercept is the fixed (latency) part; otherwise the whole time is rate */
+    double t = -1, a, k, fa = 0, fk = 0;
+    if (bytes > 2 * p[u - 1].s || (u == 1 && bytes < p[0].s / 2)) {
+        t = -1; /* no silent extrapolation above the measured range */
+    } else if (u == 1) {
+        t = p[0].t * bytes / p[0].s;
+    } else if (bytes <= p[0].s) {
+        /* below the range: the first segment's line (an upper bound for a concave
+         * curve), or the smallest size's time when that line has no positive intercept */
+        if (mb_calib__cline(p, 0, 1, &a, &k) && a > 0)
+            t = a + k * bytes, fa = a, fk = k;
+        else
+            t = p[0].t;
+    } else if (bytes >= p[u - 1].s) {
+        if (mb_calib__cline(p, u - 2, u - 1, &a, &k))
+            t = a + k * bytes, fa = a, fk = k;
+        else
+            t = p[u - 1].t;
+    } else {
+        size_t i = 0;
+        while (p[i + 1].s < bytes)
+            i++;
+        /* the neighbour segments' lines extended over this segment (upper bounds for a
+         * concave curve: NCCL's min over algorithm/protocol of latency + bytes/bw) ... */
+        t = INFINITY;
+        if (i >= 1 && mb_calib__cline(p, i - 1, i, &a, &k) && a + k * bytes < t)
+            t = a + k * bytes, fa = a, fk = k;
+        if (i + 2 < u && mb_calib__cline(p, i + 1, i + 2, &a, &k) && a + k * bytes < t)
+            t = a + k * bytes, fa = a, fk = k;
+        /* ... never below the segment's own chord (a lower bound) nor above the
+         * larger end (times do not fall with size; guards noisy, non-concave data);
+         * a measured size answers with its own time */
+        double lo = p[i].t + (p[i + 1].t - p[i].t) * (bytes - p[i].s) / (p[i + 1].s - p[i].s);
+        if (mb_dbl_eq(bytes, p[i + 1].s))
+            lo = p[i + 1].t, t = INFINITY;
+        if (t > fmax(p[i].t, p[i + 1].t))
+            t = INFINITY;
+        if (!(t > lo) || isinf(t)) {
+            t = lo;
+            fa = fk = 0;
+            if (mb_calib__cline(p, i, i + 1, &a, &k))
+                fa = a, fk = k;
+        }
+    }
+    mb_free(p);
+    if (!(t > 0))
+        return 0;
+    if (fk > 0 && fa >= 0) {
+        *lat_s = fa;
+        *bw = 1 / fk;
+    } else {
+        *lat_s = 0;
+        *bw = bytes / t;
+    }
+    return 1;
 }

@@ -148,7 +148,7 @@ void mb_calib_set_roofline(struct mb_calib *c, int on);
 /** @brief Number of measured points merged from `measured:` sections (0 for shipped tables). */
 size_t mb_calib_n_measured(const struct mb_calib *c);
 
-/** A measured collective (from an imported profile); reported, not used by lookups. */
+/** A measured collective (nccl-tests log or imported profile); answers mb_calib_coll_line(). */
 struct mb_calib_coll_point {
     const char *op;       /* "allreduce", "allgather", ... as named by the profiler */
     const char *dtype;    /* "" when unknown */
@@ -163,14 +163,30 @@ struct mb_calib_coll_point {
 /** @brief Number of measured collectives in the loaded table. */
 size_t mb_calib_n_coll_points(const struct mb_calib *c);
 /**
- * @brief Measured bus bandwidth (bytes/s, nccl-tests convention) of collective
- * `op` ("allgather", "all_gather", "AllGather" ... alike) on `group` ranks for a
- * `bytes` message: interpolated in log(bytes) between the measured points of
- * that op and group size; a size outside them uses the nearest point only
- * within a factor of 2 (no silent extrapolation).
- * @return busbw, or 0 when nothing measured applies.
+ * @brief Measured time of collective `op` ("allgather", "all_gather",
+ * "AllGather" ... alike) on `group` ranks for a `bytes` message (nccl-tests
+ * size convention), in NCCL's cost-model form t = *lat_s + bytes / *bw.
+ *
+ * The measured points of that op and group (equal sizes averaged) are read as
+ * NCCL's own model, the minimum over algorithm/protocol of latency + bytes/bw:
+ * a concave curve of straight pieces. Between two measured sizes the answer is
+ * the lower of the two neighbouring segments' lines extended over the gap
+ * (exact when each neighbour pair lies on one regime, e.g. across a protocol
+ * switch), never below the gap's own chord, and the chord when those lines
+ * overshoot the gap's larger end (noisy data); at a measured size it is that
+ * size's time. Below the smallest size: the first segment's line (or the
+ * smallest size's time when that line has no positive intercept). Above the
+ * largest: the last segment's line, up to 2x the largest size only. A single
+ * measured size answers within a factor of 2 of it at its bandwidth.
+ * docs/calibration.md "Measured collectives"; held-out check in
+ * tests/unit/test_nccl_tests.c against the real 2x8 H100 log.
+ * @param[out] lat_s  fixed part, seconds (>= 0): the line's intercept, or 0
+ *                    when the answer is not on a rising line with one
+ * @param[out] bw     bytes (nccl-tests size) per second of the rest, > 0
+ * @return 1 with both set, or 0 when nothing measured applies (outputs untouched).
  */
-double mb_calib_coll_busbw(const struct mb_calib *c, const char *op, int group, double bytes);
+int mb_calib_coll_line(const struct mb_calib *c, const char *op, int group, double bytes, double *lat_s,
+                       double *bw);
 
 /** @brief Measured collective i < mb_calib_n_coll_points(c); strings owned by c. */
 struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t i);

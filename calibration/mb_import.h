@@ -68,11 +68,23 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
 void mb_nccl_log_free(struct mb_nccl_log *log);
 
 /**
- * @brief Write the log as an nccl-tests calibration table (YAML,
- * `kind: nccl_tests`; format in docs/calibration.md "nccl-tests tables").
- * @return 0, or -1 on a write error.
+ * @brief Write the log as a calibration overlay table (YAML): `gpu`, `base`
+ * and a `measured:` section whose `collectives` hold one point per valid row
+ * and block (op, group, bytes, time, busbw, dtype, source file:line), which
+ * mb_calib_coll_line() answers from; `measured.summary` lists the runs
+ * (informative). Rows of size 0, without a time or with #wrong > 0 are left out.
+ * Format: docs/calibration.md "Measured collectives".
+ * @param[in] gpu    shipped GPU name the table is for (e.g. "H100")
+ * @param[in] base   base table: a GPU name or a table path
+ * @param[in] ranks  group size for every run (> 0), or 0 to use each run's "# Rank" lines
+ * @param[in] out    stream, or NULL to check the runs only
+ * @param[out] err   "file:line: ..." for a run whose op is "unknown" or whose group
+ *                   size is unknown (< 2 ranks listed and no `ranks`); nothing is
+ *                   written then. "write error" when the stream fails.
+ * @return 0, or -1.
  */
-int mb_nccl_log_write_yaml(const struct mb_nccl_log *log, FILE *out);
+int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, const char *base, int ranks, FILE *out,
+                            struct mb_err *err);
 
 /* ===== end of nccl-tests section ========================================== */
 

@@ -472,6 +472,14 @@ int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct
     struct mb_task_desc t = {0};
     t.stream = stream;
     t.duration = coll_latency(net, req, &s, a);
+    if (req->meas_paced > 0) { /* a measured time: its fixed part, flows paced to its rest */
+        t.duration = req->meas_lat > 0 ? req->meas_lat : 0;
+        for (int i = 0; i < f.n; i++) {
+            double cap = f.v[i].bytes / req->meas_paced;
+            if (f.v[i].bound <= 0 || cap < f.v[i].bound)
+                f.v[i].bound = cap;
+        }
+    }
     t.n_flows = f.n;
     t.flows = f.v;
     t.kind = (int)req->op;

@@ -92,6 +92,11 @@ struct mb_coll_req {
     int first_gpu;           /**< used when ranks == NULL */
     double bytes;            /**< nccl-tests size convention (see file header), > 0 */
     int root;                /**< broadcast root rank (0..n-1) */
+    /** A measured time for this call (calibration `measured.collectives`, mb_calib_coll_line):
+     *  when meas_paced > 0 the task holds the stream for meas_lat seconds instead of the
+     *  algorithm's latency and every flow is capped at its bytes / meas_paced, so the call
+     *  alone takes meas_lat + meas_paced and contention on its links slows it further. */
+    double meas_lat, meas_paced;
 };
 
 /** @brief "all_reduce", "all_gather", ...; NULL for an out-of-range value. */

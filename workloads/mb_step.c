@@ -286,12 +286,31 @@ static double mb__p_hit(const struct mb_model *m, double e)
     return scale * (1.0 - miss);
 }
 
-/* Measured bus bandwidth of this collective from the scenario's calibration
- * (profiles imported with `mbsim calibrate kineto|nsys`): it caps the
- * transfer's rate (busBW is what one rank moves per second); 0 = none. */
-static double mb__coll_bound(struct mb_build *b, const char *op, struct mb_group g, double total)
+/* A measured curve of this collective in the scenario's calibration (an
+ * nccl-tests table or an imported profile; mb_calib_coll_line): replaces the
+ * op's fixed latency by the curve's fixed part and returns the time (s) the
+ * op's flows take when alone -- each flow is capped at its bytes / that time,
+ * so an uncontended op takes the measured time and contention on the links
+ * slows it further. `size` in the nccl-tests convention. 0 = link model only.
+ * All-gather and reduce-scatter move the same bytes and answer for each other. */
+static double mb__coll_meas(struct mb_build *b, const char *op, struct mb_group g, double size, double *lat)
 {
-    return g.size > 1 ? mb_calib_coll_busbw(b->cal, op, g.size, total) : 0;
+    double a, bw;
+    if (g.size <= 1 || !(size > 0))
+        return 0;
+    if (!mb_calib_coll_line(b->cal, op, g.size, size, &a, &bw) &&
+        !(strcmp(op, "allgather") == 0 && mb_calib_coll_line(b->cal, "reducescatter", g.size, size, &a, &bw)))
+        return 0;
+    *lat = a;
+    return size / bw;
+}
+
+/* Per-flow rate cap of an op whose flows must take `paced` seconds alone
+ * (mb__coll_meas), combined with another cap (0 = none). */
+static double mb__cap(double bytes, double paced, double other)
+{
+    double c = paced > 0 ? bytes / paced : 0;
+    return other > 0 && (c <= 0 || other < c) ? other : c;
 }
 
 /* Ring all-gather / reduce-scatter of a `total`-byte buffer over group g:
@@ -310,9 +329,8 @@ static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, 
     o.bytes_nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
     o.latency = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
     o.region = b->cur_region; /* NCCL kernels inside a captured module are part of its graph */
-    /* all-gather and reduce-scatter move the same bytes per rank (nccl-tests busBW) */
     if (ck != MB_CK_CP)
-        o.bound = mb__coll_bound(b, "allgather", g, total);
+        o.paced = mb__coll_meas(b, "allgather", g, total, &o.latency);
     mb__push(l, &o);
 }
 
@@ -336,21 +354,23 @@ static double mb__a2a_nic_cap(const struct mb_build *b, struct mb_group g)
     return os * x > 1 ? b->nic_cap / (os * x) : 0;
 }
 
-/* All-to-all: `bytes` leave this rank spread evenly over the g.size peers. */
+/* All-to-all: `bytes` leave this rank spread evenly over the g.size peers.
+ * `nccl`: an NCCL all-to-all (Megatron's alltoall dispatcher), which a measured
+ * alltoall curve answers; DeepEP/HybridEP run their own kernels (0). */
 static void mb__a2a(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double bytes_nv_share,
-                    double bytes_nic_share, int parallel)
+                    double bytes_nic_share, int nccl)
 {
     struct mb_op o = {0};
     o.type = MB_OP_COMM;
     o.ck = MB_CK_EP;
-    o.parallel = parallel;
     o.bytes_nv = bytes_nv_share;
     o.bytes_nic = bytes_nic_share;
     o.latency = b->nv_lat + (g.domains > 1 ? b->nic_lat : 0);
     o.region = b->cur_region;
     /* nccl-tests alltoall size = the rank's whole send buffer (g.size/(g.size-1) of what leaves) */
     double leaving = bytes_nv_share + bytes_nic_share;
-    o.bound = mb__coll_bound(b, "alltoall", g, g.size > 1 ? leaving * g.size / (g.size - 1) : 0);
+    if (nccl)
+        o.paced = mb__coll_meas(b, "alltoall", g, g.size > 1 ? leaving * g.size / (g.size - 1) : 0, &o.latency);
     o.bound_nic = mb__a2a_nic_cap(b, g);
     if (o.bytes_nv > 0 || o.bytes_nic > 0)
         mb__push(l, &o);
@@ -596,7 +616,7 @@ static void mb__ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, in
                         nv += nic * (g.local - 1) * p_rank / p_dom;
                 }
             }
-            mb__a2a(b, l, g, nv, nic, 0);
+            mb__a2a(b, l, g, nv, nic, !flex);
             /* AlltoAll-V needs the split sizes on the host: the dispatcher copies
              * the token counts device-to-host and synchronises before the
              * all-to-all (MoEAlltoAllTokenDispatcher cuda_sync_point); DeepEP and
@@ -907,11 +927,9 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     struct mb_flow_desc f[2];
     int nf = 0;
     if (o->bytes_nv > 0)
-        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, o->bound};
-    if (o->bytes_nic > 0) /* the tighter of the measured and the oversubscription cap (0 = none) */
-        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]},
-                                        o->bound_nic > 0 && (o->bound <= 0 || o->bound_nic < o->bound) ? o->bound_nic
-                                                                                                       : o->bound};
+        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, mb__cap(o->bytes_nv, o->paced, 0)};
+    if (o->bytes_nic > 0) /* the tighter of the measured pace and the oversubscription cap */
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, mb__cap(o->bytes_nic, o->paced, o->bound_nic)};
     d.stream = b->cstream[st][o->ck];
     d.duration = o->latency;
     d.n_flows = nf;
@@ -1051,12 +1069,12 @@ static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_com
     int nf = 0;
     double nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
     double nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
-    double bound = mb__coll_bound(b, "allgather", g, total); /* reduce-scatter moves the same bytes */
-    if (nv > 0)
-        f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, bound};
-    if (nic > 0)
-        f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, bound};
     double lat = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    double paced = mb__coll_meas(b, "allgather", g, total, &lat);
+    if (nv > 0)
+        f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, mb__cap(nv, paced, 0)};
+    if (nic > 0)
+        f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, mb__cap(nic, paced, 0)};
     return mb__task(b, b->cstream[st][on], 100 + ck, lat, f, nf, dep);
 }
 

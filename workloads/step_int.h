@@ -25,7 +25,7 @@ struct mb_op {
     enum mb_commk ck;         /* MB_OP_COMM: kind */
     double bytes_nv, bytes_nic; /* MB_OP_COMM: bytes this rank sends on NVLink / NIC */
     double latency;           /* MB_OP_COMM: seconds before bytes flow */
-    double bound;             /* MB_OP_COMM: measured bus bandwidth caps each flow (bytes/s), 0 = none */
+    double paced;             /* MB_OP_COMM: a measured collective's flows take this long alone (s), 0 = none */
     double bound_nic;         /* MB_OP_COMM: cap on the NIC flow alone (oversubscribed scale-out), 0 = none */
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
     double saved;             /* activation bytes saved for backward per microbatch */

@@ -1,24 +1,32 @@
 /*
- * cmd_calibrate.c -- `mbsim calibrate nccl-tests LOG... [-o table.yaml]`:
- * turn real nccl-tests logs into a calibration table (docs/calibration.md,
- * "nccl-tests tables"). Exit codes: 0 ok, 1 bad log (file:line: message), 2 usage.
+ * cmd_calibrate.c -- `mbsim calibrate nccl-tests LOG... [--gpu NAME] [--base TABLE]
+ * [--ranks N] [-o table.yaml]`: turn real nccl-tests logs into a calibration
+ * overlay table that scenarios and `mbsim collective --calib` name
+ * (docs/calibration.md, "Measured collectives"). Exit codes: 0 ok, 1 bad log
+ * (file:line: message), 2 usage.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "calib_target.h"
 #include "mb_import.h"
 
 int mb_cmd_calibrate(int argc, char **argv);
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: mbsim calibrate nccl-tests LOG... [-o table.yaml]\n"
+    fprintf(fp, "usage: mbsim calibrate nccl-tests LOG... [--gpu NAME] [--base TABLE] [--ranks N] [-o table.yaml]\n"
                 "       mbsim calibrate nsys KERN_SUM.csv [--shapes S.yaml] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
                 "       mbsim calibrate kineto TRACE.json[.gz] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
                 "\n"
                 "nccl-tests: parses nccl-tests output (out-of-place/in-place blocks, several runs per\n"
-                "file, MPI-prefixed lines, #wrong or error column, truncated files) and writes a YAML\n"
-                "table of size, time, algbw and busbw per run (stdout without -o).\n"
+                "file, MPI-prefixed lines, #wrong or error column, truncated files) and writes a\n"
+                "calibration overlay (stdout without -o) whose measured collectives answer the\n"
+                "simulated ones of that op and group size: `calibration: {table: OUT.yaml}` in a\n"
+                "scenario, or `mbsim collective --calib OUT.yaml`. The GPU comes from the log's\n"
+                "device names unless --gpu is given; --base defaults to that GPU's shipped table;\n"
+                "--ranks gives the group size when the log lists no '#  Rank' lines.\n"
                 "nsys / kineto: import a profile into a calibration overlay table (measured GEMM,\n"
                 "attention and grouped-GEMM points, collectives, host time per launch) that a\n"
                 "scenario names as calibration: {table: OUT.yaml}; see `mbsim calibrate nsys --help`.\n"
@@ -38,24 +46,40 @@ int mb_cmd_calibrate(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *out = NULL;
+    const char *out = NULL, *gpu = NULL, *base = NULL;
     const char *logs[256];
-    int n = 0;
+    int n = 0, ranks = 0;
     for (i++; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "mbsim calibrate: -o needs a file name\n");
+        const char *a = argv[i];
+        int takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--gpu") || !strcmp(a, "--base") ||
+                    !strcmp(a, "--ranks");
+        if (takes && i + 1 >= argc) {
+            fprintf(stderr, "mbsim calibrate: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--gpu")) {
+            gpu = argv[++i];
+        } else if (!strcmp(a, "--base")) {
+            base = argv[++i];
+        } else if (!strcmp(a, "--ranks")) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 2 || v > 1 << 24) {
+                fprintf(stderr, "mbsim calibrate: --ranks '%s': expected a group size from 2 to %d\n", argv[i],
+                        1 << 24);
                 return 2;
             }
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            ranks = (int)v;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "mbsim calibrate: unknown option '%s'\n", argv[i]);
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "mbsim calibrate: unknown option '%s'\n", a);
             return 2;
         } else if (n < 256) {
-            logs[n++] = argv[i];
+            logs[n++] = a;
         } else {
             fprintf(stderr, "mbsim calibrate: at most 256 logs\n");
             return 2;
@@ -69,26 +93,61 @@ int mb_cmd_calibrate(int argc, char **argv)
     struct mb_nccl_log log = {0};
     struct mb_err err;
     mb_err_clear(&err);
+    char msg[1024];
     for (int k = 0; k < n; k++)
         if (mb_import_nccl_tests(logs[k], &log, &err)) {
-            char msg[1024];
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "mbsim calibrate: %s\n", msg);
             mb_nccl_log_free(&log);
             return 1;
         }
+    /* the GPU: --gpu, else the device name the logs print (all runs must agree) */
+    char found[64] = "";
+    for (int k = 0; !gpu && k < log.n_runs; k++) {
+        const struct mb_nccl_run *r = &log.runs[k];
+        char g[64];
+        if (!r->gpu_name[0] || mb_calib_target_gpu(r->gpu_name, g, sizeof g))
+            continue;
+        if (found[0] && strcmp(found, g)) {
+            fprintf(stderr, "mbsim calibrate: %s:%d: the logs were measured on %s and %s; calibrate each GPU "
+                            "separately\n", r->file, r->line, found, g);
+            mb_nccl_log_free(&log);
+            return 1;
+        }
+        snprintf(found, sizeof found, "%s", g);
+    }
+    if (!gpu && !found[0]) {
+        fprintf(stderr, "mbsim calibrate: no device line of the logs names a known GPU (%s); give --gpu NAME\n",
+                log.runs[0].gpu_name[0] ? log.runs[0].gpu_name : "none printed");
+        mb_nccl_log_free(&log);
+        return 2;
+    }
+    if (!gpu)
+        gpu = found;
+    if (mb_calib_target_check(gpu, base ? base : gpu, msg, sizeof msg)) {
+        fprintf(stderr, "mbsim calibrate: %s\n", msg);
+        mb_nccl_log_free(&log);
+        return 2;
+    }
+    if (mb_nccl_log_write_table(&log, gpu, base ? base : gpu, ranks, NULL, &err)) { /* check before -o truncates */
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim calibrate: %s\n", msg);
+        mb_nccl_log_free(&log);
+        return 1;
+    }
     FILE *o = out ? fopen(out, "w") : stdout;
     if (!o) {
         fprintf(stderr, "mbsim calibrate: cannot write '%s'\n", out);
         mb_nccl_log_free(&log);
         return 1;
     }
-    int rc = mb_nccl_log_write_yaml(&log, o);
-    if (out && fclose(o))
-        rc = -1;
+    int rc = mb_nccl_log_write_table(&log, gpu, base ? base : gpu, ranks, o, &err);
+    if (out && fclose(o) && !rc)
+        rc = mb_err_set(&err, out, 0, 0, "write error");
     mb_nccl_log_free(&log);
     if (rc) {
-        fprintf(stderr, "mbsim calibrate: write error on '%s'\n", out ? out : "stdout");
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim calibrate: %s\n", msg);
         return 1;
     }
     return 0;

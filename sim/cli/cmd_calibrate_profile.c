@@ -9,12 +9,11 @@
  * The per-class summary (and any unknown kernels) goes to stderr when a table
  * is written to stdout, else to stdout. Exit codes: 0 ok, 1 bad input, 2 usage.
  */
-#include "mb_calib.h"
+#include "calib_target.h"
 #include "mb_import.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 static int mb_cp__usage(const char *kind, const char *msg)
@@ -89,47 +88,18 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     mb_prof_shapes_free(shapes);
     if (rc)
         return mb_cp__fail(kind, &e);
-    if (gpu) {
-        /* --gpu names a shipped GPU (the overlay's gpu: must match its base's) */
-        struct mb_calib *c = NULL;
-        if (strlen(gpu) >= sizeof p->gpu || mb_calib_load(gpu, NULL, &c, &e)) {
-            mb_prof_free(p);
-            char buf[1024];
-            if (strlen(gpu) >= sizeof p->gpu)
-                snprintf(buf, sizeof buf, "--gpu '%.60s' is not a GPU name", gpu);
-            else
-                mb_err_format(&e, buf, sizeof buf);
-            return mb_cp__usage(kind, buf);
-        }
-        mb_calib_free(c);
+    if (gpu)
         snprintf(p->gpu, sizeof p->gpu, "%s", gpu);
-    }
     if (!p->gpu[0]) {
         mb_prof_free(p);
         return mb_cp__usage(kind, "the profile does not name its GPU: give --gpu NAME (or gpu: in the shapes file)");
     }
     if (!base)
         base = p->gpu;
-    /* the base must load: a shipped GPU name, or a table file (checked here from the
-     * current folder; when the overlay loads, a relative base is taken from its folder) */
-    {
-        int is_path = strchr(base, '/') || strstr(base, ".yaml") || strstr(base, ".yml");
-        struct mb_calib *c = NULL;
-        if (mb_calib_load(is_path ? NULL : base, is_path ? base : NULL, &c, &e)) {
-            mb_prof_free(p);
-            char buf[1024];
-            mb_err_format(&e, buf, sizeof buf);
-            return mb_cp__usage(kind, buf);
-        }
-        int same = strcasecmp(mb_calib_spec(c)->name, p->gpu) == 0;
-        if (!same) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "--base %.100s is a table for %s, not %s", base, mb_calib_spec(c)->name, p->gpu);
-            mb_calib_free(c);
-            mb_prof_free(p);
-            return mb_cp__usage(kind, buf);
-        }
-        mb_calib_free(c);
+    char msg[1024];
+    if (mb_calib_target_check(gpu ? gpu : p->gpu, base, msg, sizeof msg)) {
+        mb_prof_free(p);
+        return mb_cp__usage(kind, msg);
     }
 
     FILE *out = stdout;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mb_calib.h"
 #include "mb_coll.h"
@@ -29,6 +30,7 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: mbsim collective --system NAME|FILE.yaml --gpus N --op OP [--sizes MIN:MAX]\n"
             "                        [--factor F] [--dtype T] [--algo ring|tree|nvls|pairwise|auto]\n"
+            "                        [--calib TABLE.yaml]\n"
             "\n"
             "Predicts an nccl-tests sweep (all_reduce_perf -b MIN -e MAX -f F) on N GPUs and prints\n"
             "the same table (size, count, type, redop, root, time us, algbw, busbw GB/s).\n"
@@ -37,6 +39,8 @@ static void usage(FILE *fp)
             "  F      multiplication factor between sizes, > 1 (default 2)\n"
             "  T      float (default) | half | bfloat16 (bf16) | double | int8 | int32 | int64 | fp8\n"
             "  algo   default auto: NCCL-like choice by size and group shape (docs/collectives.md)\n"
+            "  calib  a calibration table for the system's GPU (e.g. from `mbsim calibrate nccl-tests`):\n"
+            "         its measured times of this op and group size answer the sizes they cover\n"
             "exit codes: 0 ok, 1 bad system, 2 usage error\n");
 }
 
@@ -85,7 +89,7 @@ static void fmt_time(char *buf, size_t n, double us)
 
 int mb_cmd_collective(int argc, char **argv)
 {
-    const char *system = NULL, *sizes = "8:8G";
+    const char *system = NULL, *sizes = "8:8G", *calib = NULL;
     int gpus = 0, have_op = 0, dt = 0;
     double factor = 2;
     enum mb_coll_op op = MB_COLL_ALL_REDUCE;
@@ -138,6 +142,8 @@ int mb_cmd_collective(int argc, char **argv)
                 return 2;
             }
             dt = (int)k;
+        } else if (!strcmp(a, "--calib")) {
+            calib = v;
         } else if (!strcmp(a, "--algo")) {
             if (mb_coll_algo_parse(v, &algo)) {
                 fprintf(stderr, "mbsim collective: --algo '%s': expected auto, ring, tree, nvls or pairwise\n", v);
@@ -177,9 +183,15 @@ int mb_cmd_collective(int argc, char **argv)
         return 1;
     }
     struct mb_calib *cal = NULL;
-    if (mb_calib_load(sys.gpu, NULL, &cal, &err)) {
+    if (mb_calib_load(calib ? NULL : sys.gpu, calib, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim collective: %s\n", msg);
+        return 1;
+    }
+    if (strcasecmp(mb_calib_spec(cal)->name, sys.gpu)) {
+        fprintf(stderr, "mbsim collective: --calib %s is a table for %s, but system '%s' has %s GPUs\n", calib,
+                mb_calib_spec(cal)->name, sys.name, sys.gpu);
+        mb_calib_free(cal);
         return 1;
     }
     struct mb_fabric_params fp = {0};
@@ -189,8 +201,8 @@ int mb_cmd_collective(int argc, char **argv)
     fp.nic_lat = mb_calib_link_latency(cal, MB_LINK_NIC);
     fp.nvls_eff = mb_calib_link_eff(cal, MB_LINK_NVLS); /* 0 when the table has none: MB_FABRIC_NVLS_EFF */
     fp.nvls_lat = mb_calib_link_latency(cal, MB_LINK_NVLS);
-    mb_calib_free(cal);
 
+    int rc_out = 0;
     /* validate the GPU count and algorithm once, on a throwaway fabric */
     {
         struct mb_engine *e = mb_engine_new();
@@ -199,16 +211,18 @@ int mb_cmd_collective(int argc, char **argv)
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "mbsim collective: %s\n", msg);
             mb_engine_free(e);
-            return 2;
+            rc_out = 2;
+            goto done;
         }
-        struct mb_coll_req r = {op, algo, gpus, NULL, 0, 1 << 20, 0};
+        struct mb_coll_req r = {op, algo, gpus, NULL, 0, 1 << 20, 0, 0, 0};
         int bad = algo != MB_COLL_ALGO_AUTO && !mb_coll_algo_ok(mb_fabric_net(f), &r, algo);
         mb_fabric_free(f);
         mb_engine_free(e);
         if (bad) {
             fprintf(stderr, "mbsim collective: --algo %s does not apply to %s on %d GPUs of '%s'\n",
                     mb_coll_algo_name(algo), mb_coll_op_name(op), gpus, sys.name);
-            return 2;
+            rc_out = 2;
+            goto done;
         }
     }
     int ws = dtypes[dt].size;
@@ -220,12 +234,16 @@ int mb_cmd_collective(int argc, char **argv)
            mb_coll_op_name(op), gpus, sys.name, nodes, nodes > 1 ? "s" : "",
            gpus < sys.gpus_per_node ? gpus : sys.gpus_per_node, dtypes[dt].nccl, mb_coll_algo_name(algo));
     printf("# predicted (flow-level model, docs/collectives.md); columns and busbw as nccl-tests; "
-           "in-place = out-of-place\n#\n");
+           "in-place = out-of-place\n");
+    if (calib)
+        printf("# measured times of %s on %d ranks from %s answer the sizes they cover\n", mb_coll_op_name(op),
+               gpus, calib);
+    printf("#\n");
     printf("#                                                              out-of-place                       in-place          \n");
     printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
     printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n");
     double sum_bus = 0;
-    int n_rows = 0;
+    int n_rows = 0, n_meas = 0;
     char algos[1024] = "";
     enum mb_coll_algo last = MB_COLL_ALGO_COUNT;
     for (double s = smin; s <= smax * (1 + 1e-12); s = floor(s * factor)) {
@@ -237,7 +255,12 @@ int mb_cmd_collective(int argc, char **argv)
         struct mb_engine *e = mb_engine_new();
         struct mb_fabric *f = mb_fabric_build(e, &sys, gpus, &fp, &err);
         int st = mb_engine_add_stream(e);
-        struct mb_coll_req r = {op, algo, gpus, NULL, 0, bytes, 0};
+        struct mb_coll_req r = {op, algo, gpus, NULL, 0, bytes, 0, 0, 0};
+        double bw;
+        if (calib && mb_calib_coll_line(cal, mb_coll_op_name(op), gpus, bytes, &r.meas_lat, &bw)) {
+            r.meas_paced = bytes / bw;
+            n_meas++;
+        }
         enum mb_coll_algo used;
         int rc = f ? mb_coll_add(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
         if (rc >= 0)
@@ -248,7 +271,8 @@ int mb_cmd_collective(int argc, char **argv)
         if (rc < 0) {
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "mbsim collective: %s\n", msg);
-            return 1;
+            rc_out = 1;
+            goto done;
         }
         double us = t * 1e6;
         double algbw = t > 0 ? bytes / t / 1e9 : 0;
@@ -273,10 +297,16 @@ int mb_cmd_collective(int argc, char **argv)
         double unit = per_rank_count ? (double)ws * gpus : ws;
         fprintf(stderr, "mbsim collective: no size in --sizes %s holds one %s element%s (at least %.0f B)\n", sizes,
                 dtypes[dt].nccl, per_rank_count ? " per rank" : "", unit);
-        return 2;
+        rc_out = 2;
+        goto done;
     }
     printf("# Out of bounds values : 0 OK\n");
     printf("# Avg bus bandwidth    : %g \n", sum_bus / n_rows);
-    printf("# Algorithm            : %s\n#\n", algos);
-    return 0;
+    printf("# Algorithm            : %s\n", algos);
+    if (calib)
+        printf("# Measured             : %d of %d sizes from %s (the rest: link model)\n", n_meas, n_rows, calib);
+    printf("#\n");
+done:
+    mb_calib_free(cal);
+    return rc_out;
 }

@@ -43,7 +43,7 @@ static void usage_main(FILE *fp)
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
             "                                      nccl-tests style table for one collective\n"
-            "  calibrate nccl-tests LOG... [-o OUT.yaml]\n"
+            "  calibrate nccl-tests LOG... [--gpu GPU] [--base TABLE] [--ranks N] [-o OUT.yaml]\n"
             "  calibrate nsys KERN_SUM.csv --gpu GPU [--shapes S.yaml] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"

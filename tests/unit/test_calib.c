@@ -609,33 +609,56 @@ static void test_recipes(void **state)
                "[0.1, 10]");
 }
 
-/* Measured collectives from an imported overlay (tests/data/step/gb200_a2a_overlay.yaml):
- * alltoall on 32 ranks at 1 MiB 50 GB/s, 64 MiB and 256 MiB 100 GB/s. At 8 MiB,
- * log interpolation: 50 + 50 * log(8/1)/log(64/1) = 50 + 50 * 0.5 = 75 GB/s.
- * 512 MiB is within a factor 2 of 256 MiB: 100 GB/s; 0.25 MiB is 4x below the
- * smallest point and 1 GiB 4x above the largest: nothing (0). Another group
- * size or op: nothing. Op names match regardless of case and underscores. */
-static void test_coll_busbw(void **state)
+/* t = lat + bytes / bw of a measured-curve answer, microseconds. */
+static double coll_us(const struct mb_calib *c, const char *op, int group, double mib, double *lat_us)
+{
+    double lat = -1, bw = -1;
+    if (!mb_calib_coll_line(c, op, group, mib * 1048576.0, &lat, &bw))
+        return 0;
+    *lat_us = lat * 1e6;
+    return (lat + mib * 1048576.0 / bw) * 1e6;
+}
+
+/* Measured collectives (tests/data/calib/coll_curve.yaml): points on
+ * min(A: 20 + 20 x, B: 60 + 5 x) us, x in MiB, measured at 1, 2, 4 (twice,
+ * averaging 80), 16 and 32 MiB. Hand values by the documented rule:
+ *  - 3 MiB (gap 2..4): left line 1-2 is A -> 80, right line 4-16 is B -> 75;
+ *    the lower, 75 (= min(A, B) at 3, across the switch), is above the chord
+ *    60 + 20 * 1/2 = 70: 75 us, fixed part B's 60 us;
+ *  - 8 MiB (gap 4..16): left line 2-4 (60 + 10 x) -> 140, right line 16-32 is
+ *    B -> 100 = the chord (4 and 16 both lie on B): 100 us, fixed part 60 us;
+ *  - 1.5 MiB (gap 1..2, no left line): right line 2-4 (40 + 10 x) -> 55 us,
+ *    above the chord 50 (the rule's upper-bound error where a pair straddles
+ *    the switch);
+ *  - 4 MiB (measured): 80 us; 0.5 MiB below the range: A -> 30 us;
+ *  - 48 MiB above the range (<= 2 x 32): B -> 300 us; 65 MiB: nothing;
+ *  - another group size or op: nothing. Op names match regardless of case and
+ *    underscores. */
+static void test_coll_line(void **state)
 {
     (void)state;
     struct mb_calib *c;
     struct mb_err e;
     mb_err_clear(&e);
-    assert_int_equal(mb_calib_load("GB200", "tests/data/step/gb200_a2a_overlay.yaml", &c, &e), 0);
-    const double MiB = 1048576.0;
-    assert_true(fabs(mb_calib_coll_busbw(c, "alltoall", 32, 8 * MiB) / 75e9 - 1) < 1e-9);
-    assert_true(fabs(mb_calib_coll_busbw(c, "all_to_all", 32, 512 * MiB) / 100e9 - 1) < 1e-9);
-    assert_true(mb_calib_coll_busbw(c, "alltoall", 32, 0.25 * MiB) == 0);
-    assert_true(mb_calib_coll_busbw(c, "alltoall", 32, 1024 * MiB) == 0);
-    assert_true(mb_calib_coll_busbw(c, "alltoall", 16, 8 * MiB) == 0);
-    assert_true(mb_calib_coll_busbw(c, "allgather", 32, 8 * MiB) == 0);
+    assert_int_equal(mb_calib_load("H100", "tests/data/calib/coll_curve.yaml", &c, &e), 0);
+    assert_int_equal((int)mb_calib_n_coll_points(c), 6);
+    double lat;
+    assert_true(fabs(coll_us(c, "alltoall", 32, 3, &lat) - 75) < 1e-6 && fabs(lat - 60) < 1e-6);
+    assert_true(fabs(coll_us(c, "all_to_all", 32, 8, &lat) - 100) < 1e-6 && fabs(lat - 60) < 1e-6);
+    assert_true(fabs(coll_us(c, "AllToAll", 32, 1.5, &lat) - 55) < 1e-6 && fabs(lat - 40) < 1e-6);
+    assert_true(fabs(coll_us(c, "alltoall", 32, 4, &lat) - 80) < 1e-6);
+    assert_true(fabs(coll_us(c, "alltoall", 32, 0.5, &lat) - 30) < 1e-6 && fabs(lat - 20) < 1e-6);
+    assert_true(fabs(coll_us(c, "alltoall", 32, 48, &lat) - 300) < 1e-6 && fabs(lat - 60) < 1e-6);
+    assert_true(coll_us(c, "alltoall", 32, 65, &lat) == 0);
+    assert_true(coll_us(c, "alltoall", 16, 8, &lat) == 0);
+    assert_true(coll_us(c, "allgather", 32, 8, &lat) == 0);
     mb_calib_free(c);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_coll_busbw),
+        cmocka_unit_test(test_coll_line),
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_attention),

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "mb_util.h"
@@ -136,9 +137,56 @@ static void test_validate_cli(void **state)
     mb_free(o);
 }
 
+/* `mbsim calibrate nccl-tests` on the real A3-Mega log writes a table that
+ * `mbsim collective --calib` and scenarios load: the 1 MiB row predicts the
+ * mean of the log's two blocks (203.2 and 207.2 us -> 205.2 us). The GPU comes
+ * from the log's device lines ("NVIDIA H100 80GB HBM3" -> H100), so the table
+ * does not fit an A100 system; unusable input is refused with its reason. */
+static void test_calibrate_nccl_cli(void **state)
+{
+    (void)state;
+    char *o, args[1024];
+    const char *sh = getenv("MBSIM_SHARED_DIR");
+    char tmp[] = "/tmp/mbsim_a3_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(args, sizeof args, "calibrate nccl-tests %s/data/formats/nccl_tests_all_reduce.txt -o %s",
+             sh ? sh : "../shared", tmp);
+    assert_int_equal(run(args, &o, 1), 0);
+    mb_free(o);
+    snprintf(args, sizeof args, "collective --system a3_mega --gpus 16 --op all_reduce --sizes 1M:1M --calib %s",
+             tmp);
+    assert_int_equal(run(args, &o, 1), 0);
+    assert_non_null(strstr(o, "    205.2"));
+    assert_non_null(strstr(o, "# Measured             : 1 of 1 sizes"));
+    mb_free(o);
+    snprintf(args, sizeof args, "collective --system dgx_a100 --gpus 8 --op all_reduce --calib %s", tmp);
+    assert_int_equal(run(args, &o, 1), 1);
+    assert_non_null(strstr(o, "is a table for H100, but system 'dgx_a100' has A100 GPUs"));
+    mb_free(o);
+    remove(tmp);
+    assert_int_equal(run("calibrate nccl-tests tests/data/nccl/mpi_prefixed.txt", &o, 1), 2);
+    assert_non_null(strstr(o, "give --gpu NAME"));
+    mb_free(o);
+    assert_int_equal(run("calibrate nccl-tests tests/data/nccl/mpi_prefixed.txt --gpu H100", &o, 1), 1);
+    assert_non_null(strstr(o, "give the group size with --ranks N"));
+    mb_free(o);
+    assert_int_equal(run("calibrate nccl-tests tests/data/nccl/mpi_prefixed.txt --gpu H100 --ranks 16", &o, 0), 0);
+    assert_non_null(strstr(o, "group: 16, bytes: 8589934592 B"));
+    mb_free(o);
+    assert_int_equal(run("calibrate nccl-tests tests/data/nccl/mpi_prefixed.txt --gpu H100 --ranks 1", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("calibrate nccl-tests tests/data/nccl/mpi_prefixed.txt --gpu H100 --base A100 --ranks 8",
+                         &o, 1), 2);
+    assert_non_null(strstr(o, "--base A100 is a table for A100, not H100"));
+    mb_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
-                                       cmocka_unit_test(test_validate_cli)};
+                                       cmocka_unit_test(test_validate_cli),
+                                       cmocka_unit_test(test_calibrate_nccl_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@ static double busbw(const char *system, int gpus, enum mb_coll_op op, enum mb_co
     struct mb_engine *eng = mb_engine_new();
     struct mb_fabric *f = mb_fabric_build(eng, &sys, gpus, &H100P, &e);
     assert_non_null(f);
-    struct mb_coll_req r = {op, algo, n, ranks, 0, bytes, 0};
+    struct mb_coll_req r = {op, algo, n, ranks, 0, bytes, 0, 0, 0};
     int st = mb_engine_add_stream(eng);
     assert_true(mb_coll_add(eng, mb_fabric_net(f), &r, st, used, &e) >= 0);
     assert_int_equal(mb_engine_run(eng, &e), 0);
@@ -129,8 +129,8 @@ static void test_contention(void **state)
     struct mb_fabric *f = mb_fabric_build(eng, &sys, 16, &H100P, &e);
     int pair[2] = {0, 8};
     double X = 256e6, C = 50e9 * 0.94, lat = 4.1e-6;
-    struct mb_coll_req ag = {MB_COLL_ALL_GATHER, MB_COLL_ALGO_RING, 2, pair, 0, 2 * X, 0};
-    struct mb_coll_req a2a = {MB_COLL_ALLTOALL, MB_COLL_ALGO_AUTO, 2, pair, 0, 6 * X, 0};
+    struct mb_coll_req ag = {MB_COLL_ALL_GATHER, MB_COLL_ALGO_RING, 2, pair, 0, 2 * X, 0, 0, 0};
+    struct mb_coll_req a2a = {MB_COLL_ALLTOALL, MB_COLL_ALGO_AUTO, 2, pair, 0, 6 * X, 0, 0, 0};
     int s0 = mb_engine_add_stream(eng), s1 = mb_engine_add_stream(eng);
     int t0 = mb_coll_add(eng, mb_fabric_net(f), &ag, s0, NULL, &e);
     int t1 = mb_coll_add(eng, mb_fabric_net(f), &a2a, s1, NULL, &e);
@@ -139,6 +139,38 @@ static void test_contention(void **state)
     assert_true(fabs(mb_engine_task_end(eng, t1) - (lat + 4 * X / C)) < 1e-9);
     mb_fabric_free(f);
     mb_engine_free(eng);
+}
+
+/* A measured time (meas_lat, meas_paced) replaces the algorithm's latency and
+ * paces its flows. Ring all-gather of 2X over GPUs 0 and 8 (one NIC edge each
+ * way, X bytes per NIC, C = 50 GB/s x 0.94; link model alone: 4.1 us + X/C):
+ *  - alone, measured 100 us + 1.5 X/C: ends at exactly that (the pace, C/1.5
+ *    per flow, is below the link's C);
+ *  - two of them at once on the same NICs: max-min gives each C/2 < C/1.5,
+ *    so both end at 100 us + X/(C/2) = 100 us + 2 X/C. */
+static void test_measured_pacing(void **state)
+{
+    (void)state;
+    struct mb_system sys;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("dgx_h100", &sys, &e), 0);
+    int pair[2] = {0, 8};
+    double X = 256e6, C = 50e9 * 0.94;
+    struct mb_coll_req ag = {MB_COLL_ALL_GATHER, MB_COLL_ALGO_RING, 2, pair, 0, 2 * X, 0, 100e-6, 1.5 * X / C};
+    for (int k = 1; k <= 2; k++) {
+        struct mb_engine *eng = mb_engine_new();
+        struct mb_fabric *f = mb_fabric_build(eng, &sys, 16, &H100P, &e);
+        int t[2];
+        for (int j = 0; j < k; j++)
+            t[j] = mb_coll_add(eng, mb_fabric_net(f), &ag, mb_engine_add_stream(eng), NULL, &e);
+        assert_int_equal(mb_engine_run(eng, &e), 0);
+        double want = 100e-6 + (k == 1 ? 1.5 : 2.0) * X / C;
+        for (int j = 0; j < k; j++)
+            assert_true(fabs(mb_engine_task_end(eng, t[j]) - want) < 1e-9);
+        mb_fabric_free(f);
+        mb_engine_free(eng);
+    }
 }
 
 /* A ring over 4096 GPUs (512 dgx_h100 nodes, 8 channels = 32768 flows) runs in one solve. */
@@ -165,7 +197,7 @@ static void test_bad(void **state)
     assert_int_equal(mb_topo_load_system("dgx_a100", &sys, &e), 0);
     struct mb_engine *eng = mb_engine_new();
     struct mb_fabric *f = mb_fabric_build(eng, &sys, 8, &H100P, &e);
-    struct mb_coll_req r = {MB_COLL_ALL_REDUCE, MB_COLL_ALGO_NVLS, 8, NULL, 0, 1e6, 0};
+    struct mb_coll_req r = {MB_COLL_ALL_REDUCE, MB_COLL_ALGO_NVLS, 8, NULL, 0, 1e6, 0, 0, 0};
     assert_int_equal(mb_coll_add(eng, mb_fabric_net(f), &r, 0, NULL, &e), -1);
     assert_string_equal(e.msg, "collective: algorithm 'nvls' does not apply to all_reduce on 8 ranks (no NVLS on this system)");
     mb_err_clear(&e);
@@ -181,7 +213,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h100_ring),  cmocka_unit_test(test_h100_nvls),     cmocka_unit_test(test_nic),
-        cmocka_unit_test(test_a3_mega_large), cmocka_unit_test(test_contention), cmocka_unit_test(test_big_ring),
+        cmocka_unit_test(test_a3_mega_large), cmocka_unit_test(test_contention), cmocka_unit_test(test_measured_pacing),
+        cmocka_unit_test(test_big_ring),
         cmocka_unit_test(test_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

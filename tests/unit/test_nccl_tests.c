@@ -10,7 +10,12 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <math.h>
+#include <unistd.h>
+
+#include "mb_calib.h"
 #include "mb_import.h"
+#include "mb_util.h"
 
 static char path_buf[1024];
 
@@ -48,7 +53,7 @@ static void test_sample(void **state)
     /* YAML table writes without error */
     FILE *tmp = tmpfile();
     assert_non_null(tmp);
-    assert_int_equal(mb_nccl_log_write_yaml(&log, tmp), 0);
+    assert_int_equal(mb_nccl_log_write_table(&log, "H100", "H100", 0, tmp, &e), 0);
     assert_true(ftell(tmp) > 1000);
     fclose(tmp);
     mb_nccl_log_free(&log);
@@ -138,11 +143,122 @@ static void test_bad(void **state)
     assert_non_null(strstr(e.msg, "cannot open"));
 }
 
+/* Write `log` as a calibration overlay on H100 to a temporary file and load it. */
+static struct mb_calib *table_load(const struct mb_nccl_log *log, int ranks)
+{
+    char tmp[] = "/tmp/mbsim_nccl_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_nccl_log_write_table(log, "H100", "H100", ranks, f, &e), 0);
+    fclose(f);
+    struct mb_calib *c = NULL;
+    int rc = mb_calib_load(NULL, tmp, &c, &e);
+    remove(tmp);
+    if (rc) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    return c;
+}
+
+/* 6. Held-out check of measured-collective answers on the real 2 x 8 H100
+ * A3-Mega all-reduce log: calibrate from the out-of-place times of every other
+ * size (8 B, 32 B, ..., 8 GiB: factor 4), then answer the 15 sizes in between
+ * (16 B ... 4 GiB), which the table never saw, and compare with both measured
+ * blocks. Issue 3's targets: within 10 % from 1 MiB up, within 25 % for
+ * latency-bound sizes. The 16 MiB size sits on the log's switch between its two
+ * regimes (150 us + S/20 GB/s up to 16 MiB, 0.87 ms + S/185 GB/s from 32 MiB):
+ * the chord of 8-32 MiB would be -25 %, the neighbouring lines give -1.7 %.
+ * Also: a table of the whole log answers each measured size with the mean of
+ * its two blocks. */
+static void test_held_out(void **state)
+{
+    (void)state;
+    struct mb_nccl_log log = {0}, half = {0};
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_import_nccl_tests(sample(), &log, &e), 0);
+    const struct mb_nccl_run *r = &log.runs[0];
+    half.n_runs = 1;
+    half.runs = mb_calloc(1, sizeof *half.runs);
+    half.runs[0] = *r;
+    half.runs[0].points = mb_calloc((size_t)r->n_points, sizeof *r->points);
+    half.runs[0].n_points = 0;
+    for (int k = 0; k < r->n_points; k += 2) {
+        struct mb_nccl_point p = r->points[k];
+        p.n_blocks = 1;
+        half.runs[0].points[half.runs[0].n_points++] = p;
+    }
+    struct mb_calib *c = table_load(&half, 0);
+    assert_int_equal((int)mb_calib_n_coll_points(c), 16);
+    double worst_big = 0, worst_small = 0;
+    for (int k = 1; k < r->n_points; k += 2) {
+        const struct mb_nccl_point *p = &r->points[k];
+        double lat, bw;
+        assert_int_equal(mb_calib_coll_line(c, "all_reduce", 16, p->size, &lat, &bw), 1);
+        double t = (lat + p->size / bw) * 1e6;
+        for (int bl = 0; bl < 2; bl++) {
+            double err = fabs(t / p->time_us[bl] - 1);
+            if (p->size >= 1048576)
+                worst_big = fmax(worst_big, err);
+            else
+                worst_small = fmax(worst_small, err);
+        }
+    }
+    printf("held out: worst %.1f %% from 1 MiB, %.1f %% below\n", 100 * worst_big, 100 * worst_small);
+    assert_true(worst_big < 0.10);
+    assert_true(worst_small < 0.25);
+    mb_calib_free(c);
+    mb_free(half.runs[0].points);
+    half.runs[0].points = NULL;
+    mb_free(half.runs);
+
+    c = table_load(&log, 0);
+    assert_int_equal((int)mb_calib_n_coll_points(c), 62);
+    for (int k = 0; k < r->n_points; k++) {
+        const struct mb_nccl_point *p = &r->points[k];
+        double lat, bw;
+        assert_int_equal(mb_calib_coll_line(c, "allreduce", 16, p->size, &lat, &bw), 1);
+        double mean = (p->time_us[0] + p->time_us[1]) / 2 * 1e-6;
+        assert_true(fabs((lat + p->size / bw) / mean - 1) < 1e-9);
+    }
+    /* another group size has no measurement */
+    double lat, bw;
+    assert_int_equal(mb_calib_coll_line(c, "all_reduce", 8, 1 << 20, &lat, &bw), 0);
+    mb_calib_free(c);
+    mb_nccl_log_free(&log);
+}
+
+/* 7. Runs the table cannot use are refused before anything is written: no
+ * "# Rank" lines (mpi_prefixed.txt) without a group size; --ranks supplies it. */
+static void test_table_needs_ranks(void **state)
+{
+    (void)state;
+    struct mb_nccl_log log = {0};
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_import_nccl_tests("tests/data/nccl/mpi_prefixed.txt", &log, &e), 0);
+    assert_int_equal(mb_nccl_log_write_table(&log, "H100", "H100", 0, NULL, &e), -1);
+    char buf[1024];
+    mb_err_format(&e, buf, sizeof buf);
+    assert_non_null(strstr(buf, "tests/data/nccl/mpi_prefixed.txt:"));
+    assert_non_null(strstr(buf, "give the group size with --ranks N"));
+    struct mb_calib *c = table_load(&log, 16);
+    assert_int_equal((int)mb_calib_n_coll_points(c), 18);
+    mb_calib_free(c);
+    mb_nccl_log_free(&log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample),    cmocka_unit_test(test_mpi_prefix), cmocka_unit_test(test_multi_old),
         cmocka_unit_test(test_truncated), cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_held_out),  cmocka_unit_test(test_table_needs_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
