@@ -21,6 +21,8 @@
  *                          volume per NIC); 2((L-1) + ceil(log2 D)) steps
  *   tree all_reduce, D=1   chain: S down, S back up; 2(L-1) steps
  *   tree AG / RS, D>1      (D-1) S/n over the NIC, S/L to each domain peer
+ *                          (a hierarchical variant NCCL does not have: only
+ *                          when asked for; AUTO uses the ring, as NCCL does)
  *   nvls all_reduce        S through the GPU's NVLink port (multimem
  *                          ld_reduce + st), rate bound = achieved NVLS bw,
  *                          plus the tree's scale-out flow when D>1; 2 steps
@@ -261,16 +263,9 @@ double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req 
         return -1;
     int n = s.n, L = s.L, D = s.D;
     double S = req->bytes, nv = 0, nic = 0, nvls = 0; /* bytes per GPU port per direction */
-    double V = req->op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) / n * S
-             : req->op == MB_COLL_BROADCAST ? S : (double)(n - 1) / n * S;
     switch (a) {
     case MB_COLL_ALGO_RING:
-        if (D == 1)
-            nv = V;
-        else {
-            nic = V / L;
-            nv = V * (L - 1) / L;
-        }
+        mb_coll_ring_volume(req->op, n, L, D, S, &nv, &nic);
         break;
     case MB_COLL_ALGO_TREE:
         if (req->op == MB_COLL_ALL_REDUCE && D == 1)
@@ -312,12 +307,22 @@ double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req 
     return t;
 }
 
+double mb_coll_ring_volume(enum mb_coll_op op, int n, int L, int D, double S, double *nv, double *nic)
+{
+    double V = op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) / n * S : op == MB_COLL_BROADCAST ? S : (double)(n - 1) / n * S;
+    *nv = D > 1 ? V * (L - 1) / L : V;
+    *nic = D > 1 ? V / L : 0;
+    return op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+}
+
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req)
 {
     enum mb_coll_algo best = MB_COLL_ALGO_RING;
     double tbest = -1;
     /* order = preference on ties: ring, tree, nvls, pairwise */
     for (int a = MB_COLL_ALGO_RING; a < MB_COLL_ALGO_COUNT; a++) {
+        if (a == MB_COLL_ALGO_TREE && req->op != MB_COLL_ALL_REDUCE)
+            continue; /* NCCL's trees are all_reduce only */
         double t = mb_coll_estimate(net, req, (enum mb_coll_algo)a);
         if (t >= 0 && (tbest < 0 || t < tbest * (1 - 1e-12))) {
             tbest = t;

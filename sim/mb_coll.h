@@ -128,7 +128,22 @@ int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req
 double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req *req,
                         enum mb_coll_algo algo);
 
-/** @brief The algorithm AUTO resolves to: the applicable one with the least estimate. */
+/**
+ * @brief Per-rank volumes of the ring algorithm (NCCL's rail-aligned rings, the
+ * only NCCL algorithm for all_gather / reduce_scatter across nodes): a group of
+ * n ranks in D NVLink domains of L ranks, nccl-tests size S (bytes). Every rank
+ * sends V = 2(n-1)/n S (all_reduce), S (broadcast) or (n-1)/n S (the rest);
+ * with D > 1 the L channels put 1/L of it on each rank's NIC and the rest on
+ * NVLink. The shared formula of mb_coll_estimate() and the training step.
+ * @param[out] nv, nic  bytes per rank per direction on its NVLink port and its NIC
+ * @return the number of pipelined steps (each costs the slowest hop's latency:
+ *         the NIC's when D > 1): 2(n-1) all_reduce, n-1 otherwise.
+ */
+double mb_coll_ring_volume(enum mb_coll_op op, int n, int L, int D, double S, double *nv, double *nic);
+
+/** @brief The algorithm AUTO resolves to: the applicable one with the least estimate
+ *  (all_gather / reduce_scatter: ring or nvls only -- NCCL has no tree for them;
+ *  `tree` stays available when asked for). */
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req);
 
 /**

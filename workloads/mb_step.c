@@ -23,6 +23,7 @@
  *    timeline; p2p activations on the real links.
  */
 #include "step_int.h"
+#include "mb_coll.h"
 #include "mb_fabric.h"
 
 #include <errno.h>
@@ -313,9 +314,18 @@ static double mb__cap(double bytes, double paced, double other)
     return other > 0 && (c <= 0 || other < c) ? other : c;
 }
 
-/* Ring all-gather / reduce-scatter of a `total`-byte buffer over group g:
- * hierarchical -- NVLink inside the domain, then the NIC for the 1/local
- * share across domains. */
+/* Per-rank NVLink and NIC bytes of a ring all-gather / reduce-scatter of a
+ * `total`-byte buffer over group g -- NCCL's rings, the same volumes as
+ * `mbsim collective` (mb_coll_ring_volume): (n-1)/n of it leaves each rank,
+ * 1/local of that on the NIC when g spans domains. Returns the latency: one
+ * per-step latency of the slowest hop per step. */
+static double mb__ring_volume(const struct mb_build *b, struct mb_group g, double total, double *nv, double *nic)
+{
+    double steps = mb_coll_ring_volume(MB_COLL_ALL_GATHER, g.size, g.local, g.domains, total, nv, nic);
+    return steps * (g.domains > 1 ? b->nic_lat : b->nv_lat);
+}
+
+/* Ring all-gather / reduce-scatter of a `total`-byte buffer over group g. */
 static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, struct mb_group g, double total,
                      int parallel)
 {
@@ -325,9 +335,7 @@ static void mb__ring(struct mb_build *b, struct mb_oplist *l, enum mb_commk ck, 
     o.type = MB_OP_COMM;
     o.ck = ck;
     o.parallel = parallel;
-    o.bytes_nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
-    o.bytes_nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
-    o.latency = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    o.latency = mb__ring_volume(b, g, total, &o.bytes_nv, &o.bytes_nic);
     o.region = b->cur_region; /* NCCL kernels inside a captured module are part of its graph */
     if (ck != MB_CK_CP)
         o.paced = mb__coll_meas(b, "allgather", g, total, &o.latency);
@@ -1067,9 +1075,8 @@ static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_com
         return dep;
     struct mb_flow_desc f[2];
     int nf = 0;
-    double nv = g.local > 1 ? total * (g.local - 1) / g.size : 0;
-    double nic = g.domains > 1 ? total / g.local * (g.domains - 1) / g.domains : 0;
-    double lat = (g.local - 1) * b->nv_lat + (g.domains - 1) * b->nic_lat;
+    double nv, nic;
+    double lat = mb__ring_volume(b, g, total, &nv, &nic);
     double paced = mb__coll_meas(b, "allgather", g, total, &lat);
     if (nv > 0)
         f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, mb__cap(nv, paced, 0)};

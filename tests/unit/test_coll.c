@@ -141,6 +141,24 @@ static void test_contention(void **state)
     mb_engine_free(eng);
 }
 
+/* Reduce-scatter across two 8-GPU H100 nodes: NCCL has no tree for it, so AUTO
+ * runs the rail-aligned rings. By hand (mb_coll_ring_volume, n 16, L 8, D 2):
+ * each rank sends V = 15/16 S, V/8 on its NIC and 7V/8 on NVLink; NIC time
+ * (15/16 x 4 GiB / 8) / (50 GB/s x 0.94) = 10.709 ms beats NVLink's
+ * (15/16 x 7/8 x 4 GiB) / (450 GB/s x 0.81) = 9.66 ms, so the NIC binds; plus
+ * 15 steps x 4.1 us of NIC latency: 10.771 ms. */
+static void test_reduce_scatter_ring(void **state)
+{
+    (void)state;
+    double S = 4294967296.0, nv, nic, t;
+    assert_true(mb_coll_ring_volume(MB_COLL_REDUCE_SCATTER, 16, 8, 2, S, &nv, &nic) == 15);
+    assert_true(fabs(nv - 15.0 / 16 * 7 / 8 * S) < 1 && fabs(nic - 15.0 / 16 / 8 * S) < 1);
+    enum mb_coll_algo a;
+    busbw("dgx_h100", 16, MB_COLL_REDUCE_SCATTER, MB_COLL_ALGO_AUTO, 16, NULL, S, &t, &a);
+    assert_int_equal(a, MB_COLL_ALGO_RING);
+    assert_true(fabs(t - (15 * 4.1e-6 + 15.0 / 16 * S / 8 / (50e9 * 0.94))) < 1e-9);
+}
+
 /* A measured time (meas_lat, meas_paced) replaces the algorithm's latency and
  * paces its flows. Ring all-gather of 2X over GPUs 0 and 8 (one NIC edge each
  * way, X bytes per NIC, C = 50 GB/s x 0.94; link model alone: 4.1 us + X/C):
@@ -214,6 +232,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_h100_ring),  cmocka_unit_test(test_h100_nvls),     cmocka_unit_test(test_nic),
         cmocka_unit_test(test_a3_mega_large), cmocka_unit_test(test_contention), cmocka_unit_test(test_measured_pacing),
+        cmocka_unit_test(test_reduce_scatter_ring),
         cmocka_unit_test(test_big_ring),
         cmocka_unit_test(test_bad),
     };
