@@ -229,29 +229,82 @@ int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req
     return ok;
 }
 
+int mb_coll_volume(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, struct mb_coll_vol *v)
+{
+    memset(v, 0, sizeof *v);
+    if ((unsigned)a >= MB_COLL_ALGO_COUNT || a == MB_COLL_ALGO_AUTO)
+        return -1;
+    if (n <= 1)
+        return 0;
+    double V = op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) / n * S : op == MB_COLL_BROADCAST ? S : (double)(n - 1) / n * S;
+    double *lmax = D > 1 ? &v->steps_nic : &v->steps_nv; /* a step costs its slowest hop */
+    switch (a) {
+    case MB_COLL_ALGO_RING:
+        v->nv = D > 1 ? V * (L - 1) / L : V;
+        v->nic = D > 1 ? V / L : 0;
+        *lmax = op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+        break;
+    case MB_COLL_ALGO_TREE:
+        if (op == MB_COLL_ALL_REDUCE && D == 1) {
+            v->nv = 2 * S;
+        } else if (op == MB_COLL_ALL_REDUCE) {
+            v->nv = 2 * S * (L - 1) / L;
+            v->nic = 2.0 * (D - 1) / D * S / L;
+        } else {
+            v->nv = S * (L - 1) / L;
+            v->nic = (D - 1) * S / n;
+        }
+        v->steps_nv = (op == MB_COLL_ALL_REDUCE ? 2.0 : 1.0) * (L - 1);
+        v->steps_nic = op == MB_COLL_ALL_REDUCE ? 2.0 * log2ceil(D) : D - 1;
+        break;
+    case MB_COLL_ALGO_NVLS:
+        v->nvls = S;
+        v->nic = D > 1 ? 2.0 * (D - 1) / D * S / L : 0;
+        v->steps_nv = 2;
+        v->steps_nic = 2.0 * log2ceil(D);
+        v->nvls_fixed = 1;
+        break;
+    default: /* pairwise */
+        if (op == MB_COLL_ALLTOALL) {
+            v->nv = (double)(L - 1) * S / n;
+            v->nic = (double)(n - L) * S / n;
+        } else if (D > 1) {
+            v->nic = S;
+        } else {
+            v->nv = S;
+        }
+        *lmax = 1;
+        break;
+    }
+    return 0;
+}
+
+double mb_coll_vol_latency(const struct mb_coll_vol *v, double nv_lat, double nic_lat, double nvls_lat)
+{
+    return v->steps_nv * nv_lat + v->steps_nic * nic_lat + (v->nvls_fixed ? nvls_lat : 0);
+}
+
+double mb_coll_vol_time(const struct mb_coll_vol *v, double nv_bw, double nic_bw, double nvls_bw, double nv_lat,
+                        double nic_lat, double nvls_lat)
+{
+    double t = 0;
+    if (v->nv > 0 && nv_bw > 0)
+        t = fmax(t, v->nv / nv_bw);
+    if (v->nic > 0 && nic_bw > 0)
+        t = fmax(t, v->nic / nic_bw);
+    if (v->nvls > 0 && nvls_bw > 0)
+        t = fmax(t, v->nvls / nvls_bw);
+    return t + mb_coll_vol_latency(v, nv_lat, nic_lat, nvls_lat);
+}
+
 /* Latency of an algorithm: steps x per-step latency of the slowest hop. */
 static double coll_latency(const struct mb_coll_net *net, const struct mb_coll_req *req, const struct shape *s,
                            enum mb_coll_algo a)
 {
-    int n = s->n;
-    double lnv = net->lat[MB_COLL_HOP_NVLINK], lnic = net->lat[MB_COLL_HOP_NIC];
-    double lmax = s->D > 1 ? lnic : lnv;
-    if (n == 1)
+    struct mb_coll_vol v;
+    if (mb_coll_volume(req->op, a, s->n, s->L, s->D, req->bytes, &v))
         return 0;
-    switch (a) {
-    case MB_COLL_ALGO_RING:
-        return (req->op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) : (double)(n - 1)) * lmax;
-    case MB_COLL_ALGO_TREE:
-        if (req->op == MB_COLL_ALL_REDUCE)
-            return 2.0 * ((s->L - 1) * lnv + log2ceil(s->D) * lnic);
-        return (s->L - 1) * lnv + (s->D - 1) * lnic;
-    case MB_COLL_ALGO_NVLS:
-        return 2.0 * (lnv + log2ceil(s->D) * lnic) + net->nvls_lat;
-    case MB_COLL_ALGO_PAIRWISE:
-        return lmax;
-    default:
-        return 0;
-    }
+    return mb_coll_vol_latency(&v, net->lat[MB_COLL_HOP_NVLINK], net->lat[MB_COLL_HOP_NIC], net->nvls_lat);
 }
 
 double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req *req, enum mb_coll_algo a)
@@ -261,58 +314,11 @@ double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req 
     struct shape s;
     if (shape_make(net, req, &s, NULL))
         return -1;
-    int n = s.n, L = s.L, D = s.D;
-    double S = req->bytes, nv = 0, nic = 0, nvls = 0; /* bytes per GPU port per direction */
-    switch (a) {
-    case MB_COLL_ALGO_RING:
-        mb_coll_ring_volume(req->op, n, L, D, S, &nv, &nic);
-        break;
-    case MB_COLL_ALGO_TREE:
-        if (req->op == MB_COLL_ALL_REDUCE && D == 1)
-            nv = 2 * S;
-        else if (req->op == MB_COLL_ALL_REDUCE) {
-            nv = 2 * S * (L - 1) / L;
-            nic = 2.0 * (D - 1) / D * S / L;
-        } else {
-            nv = S * (L - 1) / L;
-            nic = (D - 1) * S / n;
-        }
-        break;
-    case MB_COLL_ALGO_NVLS:
-        nvls = S;
-        if (D > 1)
-            nic = 2.0 * (D - 1) / D * S / L;
-        break;
-    case MB_COLL_ALGO_PAIRWISE:
-        if (req->op == MB_COLL_ALLTOALL) {
-            nv = (L - 1) * S / n;
-            nic = (n - L) * S / n;
-        } else if (D > 1)
-            nic = S;
-        else
-            nv = S;
-        break;
-    default:
-        break;
-    }
-    double t = 0;
-    if (nv > 0 && net->nvl_bw > 0)
-        t = fmax(t, nv / net->nvl_bw);
-    if (nic > 0 && net->nic_bw > 0)
-        t = fmax(t, nic / net->nic_bw);
-    if (nvls > 0 && net->nvls_bw > 0)
-        t = fmax(t, nvls / net->nvls_bw);
-    t += coll_latency(net, req, &s, a);
+    struct mb_coll_vol v;
+    mb_coll_volume(req->op, a, s.n, s.L, s.D, req->bytes, &v);
     shape_free(&s);
-    return t;
-}
-
-double mb_coll_ring_volume(enum mb_coll_op op, int n, int L, int D, double S, double *nv, double *nic)
-{
-    double V = op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) / n * S : op == MB_COLL_BROADCAST ? S : (double)(n - 1) / n * S;
-    *nv = D > 1 ? V * (L - 1) / L : V;
-    *nic = D > 1 ? V / L : 0;
-    return op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) : (double)(n - 1);
+    return mb_coll_vol_time(&v, net->nvl_bw, net->nic_bw, net->nvls_bw, net->lat[MB_COLL_HOP_NVLINK],
+                            net->lat[MB_COLL_HOP_NIC], net->nvls_lat);
 }
 
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req)

@@ -128,18 +128,34 @@ int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req
 double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req *req,
                         enum mb_coll_algo algo);
 
+/** What one rank moves in an algorithm (mb_coll_volume), per direction. */
+struct mb_coll_vol {
+    double nv, nic, nvls;          /**< bytes on its NVLink port, its NIC, through NVLS (multimem) */
+    double steps_nv, steps_nic;    /**< pipelined steps paying the NVLink / the NIC per-step latency */
+    int nvls_fixed;                /**< pays the NVLS fixed cost per call (links.nvls.latency) */
+};
+
 /**
- * @brief Per-rank volumes of the ring algorithm (NCCL's rail-aligned rings, the
- * only NCCL algorithm for all_gather / reduce_scatter across nodes): a group of
- * n ranks in D NVLink domains of L ranks, nccl-tests size S (bytes). Every rank
- * sends V = 2(n-1)/n S (all_reduce), S (broadcast) or (n-1)/n S (the rest);
- * with D > 1 the L channels put 1/L of it on each rank's NIC and the rest on
- * NVLink. The shared formula of mb_coll_estimate() and the training step.
- * @param[out] nv, nic  bytes per rank per direction on its NVLink port and its NIC
- * @return the number of pipelined steps (each costs the slowest hop's latency:
- *         the NIC's when D > 1): 2(n-1) all_reduce, n-1 otherwise.
+ * @brief Per-rank volumes and steps of algorithm `a` for `op` on a group of n
+ * ranks in D NVLink domains of L ranks (n = L x D), nccl-tests size S (bytes):
+ * the table in sim/mb_coll.c's header. Ring: every rank sends V = 2(n-1)/n S
+ * (all_reduce), S (broadcast) or (n-1)/n S; with D > 1 the L rail-aligned
+ * channels put V/L on each NIC and the rest on NVLink. The one formula of
+ * mb_coll_estimate(), mb_coll_add()'s latency and the training step.
+ * Applicability is not checked here (mb_coll_algo_ok()).
+ * @return 0, or -1 for MB_COLL_ALGO_AUTO / an unknown algorithm (v zeroed).
  */
-double mb_coll_ring_volume(enum mb_coll_op op, int n, int L, int D, double S, double *nv, double *nic);
+int mb_coll_volume(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, struct mb_coll_vol *v);
+
+/** @brief Latency (s) of a volume: steps x per-step latency by hop, + the NVLS fixed cost. */
+double mb_coll_vol_latency(const struct mb_coll_vol *v, double nv_lat, double nic_lat, double nvls_lat);
+
+/**
+ * @brief NCCL-style estimate (s) of a volume in isolation: latency + the slowest
+ * port's bytes / achieved rate (bytes/s; 0 = that port is not used).
+ */
+double mb_coll_vol_time(const struct mb_coll_vol *v, double nv_bw, double nic_bw, double nvls_bw, double nv_lat,
+                        double nic_lat, double nvls_lat);
 
 /** @brief The algorithm AUTO resolves to: the applicable one with the least estimate
  *  (all_gather / reduce_scatter: ring or nvls only -- NCCL has no tree for them;

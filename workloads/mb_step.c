@@ -316,13 +316,16 @@ static double mb__cap(double bytes, double paced, double other)
 
 /* Per-rank NVLink and NIC bytes of a ring all-gather / reduce-scatter of a
  * `total`-byte buffer over group g -- NCCL's rings, the same volumes as
- * `mbsim collective` (mb_coll_ring_volume): (n-1)/n of it leaves each rank,
+ * `mbsim collective` (mb_coll_volume): (n-1)/n of it leaves each rank,
  * 1/local of that on the NIC when g spans domains. Returns the latency: one
  * per-step latency of the slowest hop per step. */
 static double mb__ring_volume(const struct mb_build *b, struct mb_group g, double total, double *nv, double *nic)
 {
-    double steps = mb_coll_ring_volume(MB_COLL_ALL_GATHER, g.size, g.local, g.domains, total, nv, nic);
-    return steps * (g.domains > 1 ? b->nic_lat : b->nv_lat);
+    struct mb_coll_vol v;
+    mb_coll_volume(MB_COLL_ALL_GATHER, MB_COLL_ALGO_RING, g.size, g.local, g.domains, total, &v);
+    *nv = v.nv;
+    *nic = v.nic;
+    return mb_coll_vol_latency(&v, b->nv_lat, b->nic_lat, 0);
 }
 
 /* Ring all-gather / reduce-scatter of a `total`-byte buffer over group g. */

@@ -142,7 +142,7 @@ static void test_contention(void **state)
 }
 
 /* Reduce-scatter across two 8-GPU H100 nodes: NCCL has no tree for it, so AUTO
- * runs the rail-aligned rings. By hand (mb_coll_ring_volume, n 16, L 8, D 2):
+ * runs the rail-aligned rings. By hand (mb_coll_volume, ring, n 16, L 8, D 2):
  * each rank sends V = 15/16 S, V/8 on its NIC and 7V/8 on NVLink; NIC time
  * (15/16 x 4 GiB / 8) / (50 GB/s x 0.94) = 10.709 ms beats NVLink's
  * (15/16 x 7/8 x 4 GiB) / (450 GB/s x 0.81) = 9.66 ms, so the NIC binds; plus
@@ -150,9 +150,11 @@ static void test_contention(void **state)
 static void test_reduce_scatter_ring(void **state)
 {
     (void)state;
-    double S = 4294967296.0, nv, nic, t;
-    assert_true(mb_coll_ring_volume(MB_COLL_REDUCE_SCATTER, 16, 8, 2, S, &nv, &nic) == 15);
-    assert_true(fabs(nv - 15.0 / 16 * 7 / 8 * S) < 1 && fabs(nic - 15.0 / 16 / 8 * S) < 1);
+    double S = 4294967296.0, t;
+    struct mb_coll_vol v;
+    assert_int_equal(mb_coll_volume(MB_COLL_REDUCE_SCATTER, MB_COLL_ALGO_RING, 16, 8, 2, S, &v), 0);
+    assert_true(v.steps_nic == 15 && v.steps_nv == 0);
+    assert_true(fabs(v.nv - 15.0 / 16 * 7 / 8 * S) < 1 && fabs(v.nic - 15.0 / 16 / 8 * S) < 1);
     enum mb_coll_algo a;
     busbw("dgx_h100", 16, MB_COLL_REDUCE_SCATTER, MB_COLL_ALGO_AUTO, 16, NULL, S, &t, &a);
     assert_int_equal(a, MB_COLL_ALGO_RING);
