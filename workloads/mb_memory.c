@@ -6,7 +6,8 @@
  * default (optimizer.main_grads / optimizer.states change the 4 and the 8 of 12):
  * bf16 parameters (2 B), fp32 main gradients (4 B), fp32 master weights and
  * Adam m, v (12 B) sharded over the data-parallel group (expert-DP for
- * experts): 6 + 12/d bytes per parameter. FSDP shards all 18 bytes and keeps
+ * experts): 6 + 12/d bytes per parameter; 18 without the distributed
+ * optimizer (optimizer.distributed: false, D.2's DDP row). FSDP shards all 18 bytes and keeps
  * the current and the prefetched layer unsharded.
  *
  * Activations are the bytes each op saves for backward (set where the op list
@@ -96,9 +97,11 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             w += 2.0 * held * layer;
             g += gb * layer;
         } else {
+            /* the distributed optimizer shards master weights and moments over DP; DDP keeps them whole */
+            double dpd = s->dist_opt ? s->dp : 1, edpd = s->dist_opt ? lay->edp : 1;
             w = 2 * (dense + expert + vis);
             g = gb * (train_dense + train_exp + train_vis);
-            o = ob * (train_dense + train_vis) / s->dp + ob * train_exp / lay->edp;
+            o = ob * (train_dense + train_vis) / dpd + ob * train_exp / edpd;
         }
         /* activations of one chunk-forward, averaged over the stage's chunks */
         double act_chunks = 0;

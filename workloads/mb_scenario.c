@@ -21,6 +21,7 @@
  * where it comes from).
  */
 #include "mb_scenario.h"
+#include "mb_coll.h"
 #include "mb_yaml.h"
 
 #include <stddef.h>
@@ -245,6 +246,8 @@ void mb_scenario_defaults(struct mb_scenario *s)
     s->fsdp_prefetch = 1;
     s->grad_bytes = 4;
     s->state_bytes = 8;
+    s->dist_opt = 1;
+    s->allreduce_algo = MB_COLL_ALGO_AUTO;
 }
 
 void mb_scenario_free(struct mb_scenario *s)
@@ -262,6 +265,7 @@ struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
+    const struct mb_node *dist_opt, *allreduce;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -476,6 +480,10 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     /* 1F1B all-to-all overlap pairs each backward with the next forward on one
      * stage; with pp > 1 Megatron runs it only inside interleaved schedules
      * (combined 1F1B needs a virtual pipeline) */
+    if (!s->dist_opt && s->strategy == MB_STRAT_FSDP)
+        return mb_scn__err(err, s, mk->dist_opt ? mk->dist_opt : mk->strategy,
+                           "optimizer.distributed: false needs strategy 3d (FSDP shards the optimizer state "
+                           "by construction)");
     if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
@@ -523,6 +531,10 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
 
 static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
 {
+    if (s->allreduce_algo == MB_COLL_ALGO_NVLS && !s->system.nvls)
+        return mb_scn__err(err, s, mk ? mk->allreduce : NULL,
+                           "collectives.all_reduce: nvls needs NVLink SHARP (NVSwitch gen3+); system %s has none",
+                           s->system.name);
     if (s->system.max_gpus > 0 && s->gpus > s->system.max_gpus)
         return mb_scn__err(err, s, mk ? mk->gpus : NULL, "gpus = %d exceeds max_gpus = %d of system %s",
                            s->gpus, s->system.max_gpus, s->system.name);
@@ -544,7 +556,8 @@ int mb_scenario_check(struct mb_scenario *s, struct mb_err *err)
 /* Top level: every section is taken as a node and read by its own table. */
 struct mb_scn__top {
     const struct mb_node *schema_version, *model, *system, *precision, *data, *parallel, *moe;
-    const struct mb_node *recompute, *cuda_graph, *freeze, *overlap, *optimizer, *calibration, *measured;
+    const struct mb_node *recompute, *cuda_graph, *freeze, *overlap, *optimizer, *collectives, *calibration;
+    const struct mb_node *measured;
     char name[128];
 };
 #define FT_(key, type, member, req) F_(mb_scn__top, key, type, member, req, 1, 0, MB_UNIT_NONE)
@@ -562,6 +575,7 @@ static const struct mb_field mb_scn__top_fields[] = {
     FT_("freeze", MB_F_NODE, freeze, 0),
     FT_("overlap", MB_F_NODE, overlap, 0),
     FT_("optimizer", MB_F_NODE, optimizer, 0),
+    FT_("collectives", MB_F_NODE, collectives, 0),
     FT_("calibration", MB_F_NODE, calibration, 0),
     FT_("measured", MB_F_NODE, measured, 0),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
@@ -624,11 +638,26 @@ static const struct mb_field mb_scn__par_fields[] = {
 
 struct mb_scn__opt {
     const struct mb_node *main_grads, *states;
+    int distributed;
 };
 static const struct mb_field mb_scn__opt_fields[] = {
     F_(mb_scn__opt, "main_grads", MB_F_NODE, main_grads, 0, 1, 0, MB_UNIT_NONE),
     F_(mb_scn__opt, "states", MB_F_NODE, states, 0, 1, 0, MB_UNIT_NONE),
+    F_(mb_scn__opt, "distributed", MB_F_BOOL, distributed, 0, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
+
+struct mb_scn__coll {
+    const struct mb_node *all_reduce;
+};
+static const struct mb_field mb_scn__coll_fields[] = {
+    F_(mb_scn__coll, "all_reduce", MB_F_NODE, all_reduce, 0, 1, 0, MB_UNIT_NONE),
+    {NULL, MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE}};
+/* NCCL_ALGO names for all_reduce (sim/mb_coll.h) */
+static const struct mb_scn__name mb_scn__ar_algos[] = {{"auto", MB_COLL_ALGO_AUTO},
+                                                       {"ring", MB_COLL_ALGO_RING},
+                                                       {"tree", MB_COLL_ALGO_TREE},
+                                                       {"nvls", MB_COLL_ALGO_NVLS},
+                                                       {NULL, 0}};
 /* bytes per element of the optimizer dtypes */
 static const struct mb_scn__name mb_scn__dtypes[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
 
@@ -1195,9 +1224,11 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
     /* optimizer: main-grad and Adam-state precision (Megatron --grad-reduce-in-bf16,
      * --use-precision-aware-optimizer with --exp-avg-dtype/--exp-avg-sq-dtype bf16) */
     if (mb_scn__given(top->optimizer)) {
-        struct mb_scn__opt o = {NULL, NULL};
+        struct mb_scn__opt o = {NULL, NULL, s->dist_opt};
         if (mb_yaml_read_fields(top->optimizer, mb_scn__opt_fields, &o, "optimizer", NULL, err))
             return -1;
+        s->dist_opt = o.distributed;
+        mk->dist_opt = mb_yaml_get(top->optimizer, "distributed");
         if (mb_scn__given(o.main_grads)) {
             if (mb_scn__enum(o.main_grads, "optimizer.main_grads", mb_scn__dtypes, &v, err))
                 return -1;
@@ -1207,6 +1238,19 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
             if (mb_scn__enum(o.states, "optimizer.states", mb_scn__dtypes, &v, err))
                 return -1;
             s->state_bytes = 2 * v;
+        }
+    }
+
+    /* collectives: NCCL_ALGO for the all-reduces (DP gradients without the distributed optimizer) */
+    if (mb_scn__given(top->collectives)) {
+        struct mb_scn__coll c = {NULL};
+        if (mb_yaml_read_fields(top->collectives, mb_scn__coll_fields, &c, "collectives", NULL, err))
+            return -1;
+        if (mb_scn__given(c.all_reduce)) {
+            if (mb_scn__enum(c.all_reduce, "collectives.all_reduce", mb_scn__ar_algos, &v, err))
+                return -1;
+            s->allreduce_algo = v;
+            mk->allreduce = c.all_reduce;
         }
     }
 

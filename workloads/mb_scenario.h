@@ -125,6 +125,11 @@ struct mb_scenario {
                                           --grad-reduce-in-bf16): main-grad buffer and DP reduction */
     int state_bytes;                   /* optimizer.states: Adam exp_avg + exp_avg_sq bytes per parameter,
                                           8 (fp32) or 4 (bf16, precision-aware optimizer) */
+    int dist_opt;                      /* optimizer.distributed: 1 = Megatron's distributed optimizer (grads
+                                          reduce-scattered, params all-gathered, optimizer state sharded over
+                                          DP; the default); 0 = DDP: grads all-reduced, state replicated */
+    int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/mb_coll.h) AUTO,
+                                          RING, TREE or NVLS -- NCCL_ALGO for the DP gradient all-reduce */
     /* calibration */
     char calib_path[512];              /* "" = shipped table for the system's GPU */
     int roofline;                      /* ignore tables (roofline-only mode) */

@@ -89,6 +89,7 @@ struct mb_build {
     const struct mb_gpu_spec *gpu;
     struct mb_engine *e;
     double nv_cap, nic_cap, nv_lat, nic_lat;
+    double nvls_bw, nvls_lat; /* NVLS all-reduce rate (0: the system has none) and fixed cost */
     double gemm_scale;        /* GEMM-time multiplier of the precision recipe (calibration `recipes:`) */
     struct mb_group g_tp, g_cp, g_ep, g_dp, g_edp;
     int pp_over_nic;
@@ -1088,6 +1089,48 @@ static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_com
     return mb__task(b, b->cstream[st][on], 100 + ck, lat, f, nf, dep);
 }
 
+/* DP gradient all-reduce of `bytes` over group g (DDP: optimizer.distributed
+ * false), on the DP stream: the scenario's collectives.all_reduce algorithm, or
+ * NCCL-like AUTO -- the least mb_coll_vol_time() of ring, tree and NVLS (when
+ * the system has it and g has >= 2 GPUs per NVLink domain) at this rank's
+ * achieved rates. The same per-rank volumes as `mbsim collective`
+ * (mb_coll_volume); NVLS bytes go through the NVLink port at the NVLS rate. */
+static int mb__allreduce(struct mb_build *b, int st, struct mb_group g, double bytes, int dep)
+{
+    if (g.size <= 1 || bytes <= 0)
+        return dep;
+    struct mb_coll_vol best = {0}, v;
+    double tbest = -1;
+    for (int a = MB_COLL_ALGO_RING; a <= MB_COLL_ALGO_NVLS; a++) {
+        if (b->s->allreduce_algo != MB_COLL_ALGO_AUTO && a != b->s->allreduce_algo)
+            continue;
+        if (a == MB_COLL_ALGO_NVLS && !(b->nvls_bw > 0 && g.local > 1))
+            continue;
+        mb_coll_volume(MB_COLL_ALL_REDUCE, (enum mb_coll_algo)a, g.size, g.local, g.domains, bytes, &v);
+        double t = mb_coll_vol_time(&v, b->nv_cap, b->nic_cap, b->nvls_bw, b->nv_lat, b->nic_lat, b->nvls_lat);
+        if (tbest < 0 || t < tbest * (1 - 1e-12))
+            tbest = t, best = v;
+    }
+    double lat = mb_coll_vol_latency(&best, b->nv_lat, b->nic_lat, b->nvls_lat);
+    double paced = mb__coll_meas(b, "allreduce", g, bytes, &lat);
+    struct mb_flow_desc f[3];
+    int nf = 0;
+    if (best.nv > 0)
+        f[nf++] = (struct mb_flow_desc){best.nv, 1, {b->l_nv[st]}, mb__cap(best.nv, paced, 0)};
+    if (best.nvls > 0)
+        f[nf++] = (struct mb_flow_desc){best.nvls, 1, {b->l_nv[st]}, mb__cap(best.nvls, paced, b->nvls_bw)};
+    if (best.nic > 0)
+        f[nf++] = (struct mb_flow_desc){best.nic, 1, {b->l_nic[st]}, mb__cap(best.nic, paced, 0)};
+    return mb__task(b, b->cstream[st][MB_CK_DP], 100 + MB_CK_DP, lat, f, nf, dep);
+}
+
+/* DP gradient reduction of `bytes` over g: reduce-scatter with the distributed
+ * optimizer, all-reduce without it. */
+static int mb__grad_reduce(struct mb_build *b, int st, struct mb_group g, double bytes, int dep)
+{
+    return b->s->dist_opt ? mb__comm(b, st, MB_CK_DP, g, bytes, 0, dep) : mb__allreduce(b, st, g, bytes, dep);
+}
+
 /* Reduce the timeline to the breakdown of the stage with the most compute:
  * compute time by category; idle gaps on its compute stream attributed to the
  * communication kind with the most overlap in that gap, else to the bubble. */
@@ -1499,6 +1542,11 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     b.nic_cap = s->system.nic_bw * mb_calib_link_eff(b.cal, MB_LINK_NIC);
     b.nv_lat = s->system.nvlink_latency + mb_calib_link_latency(b.cal, MB_LINK_NVLINK);
     b.nic_lat = s->system.nic_latency + mb_calib_link_latency(b.cal, MB_LINK_NIC);
+    if (s->system.nvls) {
+        double eff = mb_calib_link_eff(b.cal, MB_LINK_NVLS);
+        b.nvls_bw = s->system.nvlink_bw * (eff > 0 ? eff : MB_FABRIC_NVLS_EFF);
+        b.nvls_lat = mb_calib_link_latency(b.cal, MB_LINK_NVLS);
+    }
     int dom = s->system.nvlink_domain > 0 ? s->system.nvlink_domain : s->system.gpus_per_node;
     b.g_tp = mb__group(s->tp, 1, dom);
     b.g_cp = mb__group(s->cp, s->tp, dom);
@@ -1510,6 +1558,14 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         edp = 1;
     b.g_edp = mb__group(edp, s->ep * s->etp, dom);
     b.pp_over_nic = (long)s->tp * s->cp * s->dp * 2 > dom;
+    if (!s->dist_opt && s->allreduce_algo == MB_COLL_ALGO_NVLS &&
+        ((b.g_dp.size > 1 && b.g_dp.local < 2) || (b.g_edp.size > 1 && b.g_edp.local < 2))) {
+        int rc = mb_err_set(err, s->file, 0, 0,
+                            "collectives.all_reduce: nvls needs >= 2 GPUs of the DP group in an NVLink domain; "
+                            "this layout has %d (DP) and %d (expert DP)", b.g_dp.local, b.g_edp.local);
+        mb_calib_free(b.cal);
+        return rc;
+    }
     b.route_imbalance = mb__imbalance(s);
     /* with a capacity factor (Megatron --moe-expert-capacity-factor) no expert
      * takes more than cf x its balanced share; the rest is dropped */
@@ -1783,7 +1839,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
     int pg_done[MB_MAX_STAGES];
     for (int st = 0; st < p; st++) {
         pg_done[st] = -1;
-        if (is_fsdp || lang_frozen)
+        if (is_fsdp || lang_frozen || !s->dist_opt) /* DDP: every rank updates all its parameters */
             continue;
         int t = mb__comm(&b, st, MB_CK_DP, b.g_dp, lay.params_dense_stage[st] / s->tp * BF16, 0, -1);
         t = mb__comm(&b, st, MB_CK_DP, b.g_edp, lay.params_expert_stage[st] / (s->ep * s->etp) * BF16, 0, t);
@@ -1953,7 +2009,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         }
     }
 
-    /* gradient reduce-scatter (distributed optimizer, fp32 main grads), then the optimizer */
+    /* gradient reduce-scatter (distributed optimizer; all-reduce without it), then the optimizer */
     for (int st = 0; st < p; st++) {
         int stage_end = bdone[SLOT(st, 0, mbs_n - 1)]; /* last backward of the stage */
         int last = stage_end;
@@ -1965,29 +2021,30 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
                 for (int c = v - 1; c >= 0; c--) {
                     int vs = c * p + st;
                     for (int li = first[vs] + count[vs] - 1; li >= first[vs]; li--) {
-                        int t = mb__comm(&b, st, MB_CK_DP, b.g_dp, dense_layer_params / s->tp * s->grad_bytes, 0,
-                                         lastb_layer[li]);
+                        int t = mb__grad_reduce(&b, st, b.g_dp, dense_layer_params / s->tp * s->grad_bytes,
+                                                lastb_layer[li]);
                         rest -= dense_layer_params;
                         if (m->layer[li].ffn == MB_FFN_MOE) {
-                            t = mb__comm(&b, st, MB_CK_DP, b.g_edp, expert_layer_params / (s->ep * s->etp) * s->grad_bytes, 0,
-                                         t);
+                            t = mb__grad_reduce(&b, st, b.g_edp,
+                                                expert_layer_params / (s->ep * s->etp) * s->grad_bytes, t);
                             exp_rest -= expert_layer_params;
                         }
                     }
                 }
             }
             /* what is left (all of it without overlap; embedding/output with it) */
-            last = mb__comm(&b, st, MB_CK_DP, b.g_dp, fmax(rest, 0) / s->tp * s->grad_bytes, 0, stage_end);
-            last = mb__comm(&b, st, MB_CK_DP, b.g_edp, fmax(exp_rest, 0) / (s->ep * s->etp) * s->grad_bytes, 0, last);
+            last = mb__grad_reduce(&b, st, b.g_dp, fmax(rest, 0) / s->tp * s->grad_bytes, stage_end);
+            last = mb__grad_reduce(&b, st, b.g_edp, fmax(exp_rest, 0) / (s->ep * s->etp) * s->grad_bytes, last);
         }
         /* Adam over this rank's shard, memory-bound: fp32 master, grad, m, v read and
          * master, m, v written, bf16 param written = 10 + grad + 2 (m + v) bytes per
          * element: 30 with fp32 grads and moments */
+        double dpd = s->dist_opt ? s->dp : 1, edpd = s->dist_opt ? edp : 1; /* DDP: no sharding */
         double shard = lang_frozen ? 0
-                                   : lay.params_dense_stage[st] / s->tp / s->dp +
-                                         lay.params_expert_stage[st] / (s->ep * s->etp) / edp;
+                                   : lay.params_dense_stage[st] / s->tp / dpd +
+                                         lay.params_expert_stage[st] / (s->ep * s->etp) / edpd;
         if (st == 0 && !frozen_v)
-            shard += lay.params_vision / s->tp / s->dp;
+            shard += lay.params_vision / s->tp / dpd;
         mb__task(&b, b.comp[st], MB_CAT_OPTIMIZER,
                  mb_calib_membound(b.cal, shard * (10.0 + s->grad_bytes + 2.0 * s->state_bytes)), NULL, 0, last);
     }

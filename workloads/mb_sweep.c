@@ -9,6 +9,7 @@
  * calibration table mb_step_simulate reads itself.
  */
 #include "mb_sweep.h"
+#include "mb_coll.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -66,7 +67,7 @@ static const char *const mb_sw__keys[] = {
     "recompute.modules",
     "recompute.method", "recompute.num_layers", "cuda_graph.modules", "freeze", "overlap.grad_reduce",
     "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "overlap.fsdp_prefetch", "optimizer.main_grads",
-    "optimizer.states", "calibration.roofline", NULL};
+    "optimizer.states", "optimizer.distributed", "collectives.all_reduce", "calibration.roofline", NULL};
 
 /* Short spellings accepted on the command line and in sweep blocks. */
 static const struct {
@@ -98,7 +99,7 @@ const char *mb_sweep_keys(void)
         "recompute.modules, recompute.method, "
         "recompute.num_layers, cuda_graph.modules, freeze, overlap.grad_reduce, overlap.param_gather, "
         "overlap.tp_comm, overlap.ep_comm, overlap.fsdp_prefetch, optimizer.main_grads, optimizer.states, "
-        "calibration.roofline (aliases: tp, pp, vpp, cp, "
+        "optimizer.distributed, collectives.all_reduce, calibration.roofline (aliases: tp, pp, vpp, cp, "
         "ep, etp, strategy, "
         "mbs, gbs, seq_length, dispatcher, recompute, cuda_graph, gpus, system)";
     return list;
@@ -314,6 +315,19 @@ int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, st
             s->grad_bytes = (int)u;
         else
             s->state_bytes = 2 * (int)u;
+        return 0;
+    }
+    if (!strcmp(key, "optimizer.distributed"))
+        return mb_sw__bool(key, v, &s->dist_opt, err);
+    if (!strcmp(key, "collectives.all_reduce")) {
+        static const struct mb_sw__name al[] = {{"auto", MB_COLL_ALGO_AUTO},
+                                                {"ring", MB_COLL_ALGO_RING},
+                                                {"tree", MB_COLL_ALGO_TREE},
+                                                {"nvls", MB_COLL_ALGO_NVLS},
+                                                {NULL, 0}};
+        if (mb_sw__enum(key, v, al, &u, err))
+            return -1;
+        s->allreduce_algo = (int)u;
         return 0;
     }
     if (!strcmp(key, "overlap.fsdp_prefetch"))

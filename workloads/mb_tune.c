@@ -3,6 +3,7 @@
  * YAML writer that records its recommendation.
  */
 #include "mb_tune.h"
+#include "mb_coll.h"
 
 #include <math.h>
 #include <string.h>
@@ -548,9 +549,12 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
             s->overlap_tp_comm ? "true" : "false", s->overlap_ep_comm ? "true" : "false");
     if (s->fsdp_prefetch != 1)
         fprintf(fp, "  fsdp_prefetch: %d\n", s->fsdp_prefetch);
-    if (s->grad_bytes != 4 || s->state_bytes != 8)
-        fprintf(fp, "optimizer:\n  main_grads: %s\n  states: %s\n", s->grad_bytes == 2 ? "bf16" : "fp32",
-                s->state_bytes == 4 ? "bf16" : "fp32");
+    if (s->grad_bytes != 4 || s->state_bytes != 8 || !s->dist_opt)
+        fprintf(fp, "optimizer:\n  main_grads: %s\n  states: %s\n  distributed: %s\n",
+                s->grad_bytes == 2 ? "bf16" : "fp32", s->state_bytes == 4 ? "bf16" : "fp32",
+                s->dist_opt ? "true" : "false");
+    if (s->allreduce_algo != MB_COLL_ALGO_AUTO)
+        fprintf(fp, "collectives:\n  all_reduce: %s\n", mb_coll_algo_name((enum mb_coll_algo)s->allreduce_algo));
     if (s->calib_path[0] || s->roofline) {
         fprintf(fp, "calibration:\n");
         if (s->calib_path[0])

@@ -3,6 +3,7 @@
  * with jansson so escaping and number formatting are a library's business.
  */
 #include "report.h"
+#include "mb_coll.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -28,6 +29,10 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             s->vpp, s->cp, s->dp, s->ep, s->etp);
     if (s->model.num_experts > 0)
         fprintf(fp, ", dispatcher %s", mb__disp(s->dispatcher));
+    if (!s->dist_opt)
+        fprintf(fp, ", DDP (gradients all-reduced, %s; optimizer state not sharded)",
+                s->allreduce_algo == MB_COLL_ALGO_AUTO ? "NCCL algorithm auto"
+                                                       : mb_coll_algo_name((enum mb_coll_algo)s->allreduce_algo));
     fprintf(fp, "\n");
     if (s->model.vision.depth > 0)
         fprintf(fp, "  data: %s, %.0f vision tokens per sample on average%s\n", s->mock ? "mock (no images)" : "real images",

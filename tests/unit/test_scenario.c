@@ -157,7 +157,7 @@ static const struct {
     {"bad_schema_version_2.yaml", "1:17: unsupported schema_version '2'; this mbsim reads schema_version: 1"},
     {"bad_unknown_top_key.yaml",
      "10:1: unknown key 'optimiser' in scenario; expected one of: schema_version, name, model, system, "
-     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, optimizer, calibration, measured"},
+     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, optimizer, collectives, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
      "pipeline_layout, cp_comm_type, sequence_parallel"},
@@ -183,6 +183,10 @@ static const struct {
      "8:3: model qwen3_vl_30b_a3b has a vision encoder: give data.images or data.mock: true"},
     {"bad_null_value.yaml", "11:3: key 'tp' in parallel has no value; give one or leave the key out"},
     {"bad_calib_gpu.yaml", "11:10: calibration.table is a table for H100, but the system's GPUs are GB200"},
+    {"bad_ddp_fsdp.yaml",
+     "13:16: optimizer.distributed: false needs strategy 3d (FSDP shards the optimizer state by construction)"},
+    {"bad_nvls_a100.yaml",
+     "12:15: collectives.all_reduce: nvls needs NVLink SHARP (NVSwitch gen3+); system dgx_a100 has none"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
 };
