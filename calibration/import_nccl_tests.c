@@ -118,7 +118,7 @@ struct pstate {
     char pending_op[32];
     int n_ranks, n_hosts;
     char *hosts[NCCL_MAX_HOSTS];
-    char gpu[64];
+    char gpu[64], gpu_other[64]; /* rank 0's device name; the first rank's that differs */
 };
 
 static void pstate_reset(struct pstate *p)
@@ -127,7 +127,7 @@ static void pstate_reset(struct pstate *p)
         mb_free(p->hosts[i]);
     p->n_hosts = 0;
     p->n_ranks = 0;
-    p->gpu[0] = '\0';
+    p->gpu[0] = p->gpu_other[0] = '\0';
 }
 
 static void parse_rank_line(struct pstate *p, char *line)
@@ -146,14 +146,19 @@ static void parse_rank_line(struct pstate *p, char *line)
             p->hosts[p->n_hosts++] = mb_strdup(host);
     }
     char *br = strchr(on, ']');
-    if (p->n_ranks == 1 && br) {
+    if (br) {
+        char dev[64];
         br++;
         while (*br == ' ')
             br++;
-        snprintf(p->gpu, sizeof p->gpu, "%s", br);
-        size_t l = strlen(p->gpu);
-        while (l && isspace((unsigned char)p->gpu[l - 1]))
-            p->gpu[--l] = '\0';
+        snprintf(dev, sizeof dev, "%s", br);
+        size_t l = strlen(dev);
+        while (l && isspace((unsigned char)dev[l - 1]))
+            dev[--l] = '\0';
+        if (p->n_ranks == 1)
+            snprintf(p->gpu, sizeof p->gpu, "%s", dev);
+        else if (!p->gpu_other[0] && strcmp(dev, p->gpu))
+            snprintf(p->gpu_other, sizeof p->gpu_other, "%s", dev);
     }
 }
 
@@ -208,8 +213,8 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
     memset(&ps, 0, sizeof ps);
     struct layout L;
     struct mb_nccl_run *cur = NULL;
-    char *buf = NULL;
-    size_t cap = 0;
+    char *buf = NULL, *row = NULL;
+    size_t cap = 0, rowcap = 0;
     ssize_t len;
     int lineno = 0, rc = 0;
     while ((len = getline(&buf, &cap, f)) >= 0) {
@@ -278,6 +283,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                 cur->n_ranks = ps.n_ranks;
                 cur->n_hosts = ps.n_hosts;
                 snprintf(cur->gpu_name, sizeof cur->gpu_name, "%s", ps.gpu);
+                snprintf(cur->gpu_other, sizeof cur->gpu_other, "%s", ps.gpu_other);
                 if (ps.pending_op[0]) {
                     snprintf(cur->op, sizeof cur->op, "%s", ps.pending_op);
                     snprintf(cur->op_from, sizeof cur->op_from, "header");
@@ -285,10 +291,12 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             }
             continue;
         }
-        char tmp[1024];
-        snprintf(tmp, sizeof tmp, "%s", s);
+        size_t sl = strlen(s) + 1;
+        if (sl > rowcap)
+            row = mb_realloc(row, rowcap = sl);
+        memcpy(row, s, sl); /* tokens point into row: token - row is the column */
         char *tok[NCCL_MAX_TOK];
-        int nt = tokenize(tmp, tok, NCCL_MAX_TOK);
+        int nt = tokenize(row, tok, NCCL_MAX_TOK);
         if (nt == 0 || strstr(s, "NCCL INFO") || strstr(s, "NCCL WARN") || !cur)
             continue; /* blank, NCCL debug output, or launcher noise outside a table */
         if (!isdigit((unsigned char)tok[0][0])) {
@@ -302,31 +310,33 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
         memset(&pt, 0, sizeof pt);
         pt.line = lineno;
         pt.n_blocks = L.nb;
-        const char *bad = NULL;
+        const char *bad = NULL, *want = "a non-negative number";
+        int badi = -1; /* token index of the bad field */
         if (nt != L.n) {
             if (!complete) { /* cut last row of a truncated file */
                 cur->truncated = 1;
                 break;
             }
-            rc = mb_err_set(err, path, lineno, 1, "expected %d fields like the column header, got %d", L.n, nt);
+            rc = mb_err_set(err, path, lineno, 1, "expected %d fields like the column header, got %d", L.n,
+                            nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
             break;
         }
         if (num(tok[L.size], &pt.size) || !(pt.size >= 0))
-            bad = "size";
+            bad = "size", badi = L.size;
         else if (num(tok[L.count], &pt.count) || pt.count < 0)
-            bad = "count";
+            bad = "count", badi = L.count;
         for (int b = 0; b < L.nb && !bad; b++) {
             if (num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
-                bad = "time";
+                bad = "time", badi = L.time[b], want = "a positive number of microseconds";
             else if (num(tok[L.algbw[b]], &pt.algbw[b]) || pt.algbw[b] < 0)
-                bad = "algbw";
+                bad = "algbw", badi = L.algbw[b];
             else if (num(tok[L.busbw[b]], &pt.busbw[b]) || pt.busbw[b] < 0)
-                bad = "busbw";
+                bad = "busbw", badi = L.busbw[b];
             pt.wrong[b] = -1;
             if (!bad && L.wrong[b] >= 0 && strcmp(tok[L.wrong[b]], "N/A")) {
                 double w;
                 if (num(tok[L.wrong[b]], &w) || w < 0)
-                    bad = "#wrong";
+                    bad = "#wrong", badi = L.wrong[b], want = "a non-negative count or N/A";
                 else
                     pt.wrong[b] = (long)ceil(w);
             }
@@ -336,7 +346,8 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                 cur->truncated = 1;
                 break;
             }
-            rc = mb_err_set(err, path, lineno, 1, "bad %s value in nccl-tests row", bad);
+            rc = mb_err_set(err, path, lineno, (int)(tok[badi] - row) + (int)(s - buf) + 1,
+                            "%s (field %d): '%.40s' is not %s", bad, badi + 1, tok[badi], want);
             break;
         }
         if (cur->n_points && pt.size < cur->points[cur->n_points - 1].size) {
@@ -354,6 +365,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
         run_push_point(cur, &pt);
     }
     free(buf);
+    mb_free(row);
     fclose(f);
     pstate_reset(&ps);
     if (!rc) {
@@ -406,7 +418,7 @@ static void yq(FILE *o, const char *s)
 /* Group size of run r: its "# Rank" lines, else the caller's `ranks`. */
 static int run_group(const struct mb_nccl_run *r, int ranks)
 {
-    return ranks > 0 ? ranks : r->n_ranks;
+    return r->n_ranks > 0 ? r->n_ranks : ranks;
 }
 
 int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, const char *base, int ranks, FILE *o,
@@ -415,16 +427,32 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
     /* every run must say what it measured before anything is written */
     for (int i = 0; i < log->n_runs; i++) {
         const struct mb_nccl_run *r = &log->runs[i];
+        size_t k = 0, nops = sizeof op_names / sizeof op_names[0];
+        while (k < nops && strcmp(r->op, op_names[k]))
+            k++;
         if (!strcmp(r->op, "unknown"))
-            return mb_err_set(err, r->file, r->line, 0,
+            return mb_err_set(err, r->file, r->line, 1,
                               "cannot tell which collective this run measured (no header line names it, the file "
                               "name has no test name such as all_reduce_perf, and the columns fit several); "
                               "rename the log after its test binary");
+        if (k == nops)
+            return mb_err_set(err, r->file, r->line, 1,
+                              "'%s' is not an nccl-tests collective; expected all_reduce, all_gather, "
+                              "reduce_scatter, alltoall, sendrecv, broadcast, reduce, hypercube, scatter or gather",
+                              r->op);
+        if (r->gpu_other[0])
+            return mb_err_set(err, r->file, r->line, 1,
+                              "the ranks of this run are on different GPUs ('%s' and '%s'); calibrate one GPU kind "
+                              "at a time", r->gpu_name, r->gpu_other);
+        if (r->n_ranks > 0 && ranks > 0 && ranks != r->n_ranks)
+            return mb_err_set(err, r->file, r->line, 1,
+                              "the log lists %d ranks ('#  Rank N ...' lines) but --ranks is %d; --ranks is for "
+                              "logs that list none",
+                              r->n_ranks, ranks);
         if (run_group(r, ranks) < 2)
-            return mb_err_set(err, r->file, r->line, 0,
-                              "the log lists %d rank(s) ('#  Rank N ...' lines); give the group size with "
-                              "--ranks N",
-                              r->n_ranks);
+            return mb_err_set(err, r->file, r->line, 1,
+                              "the log lists %d rank(s) ('#  Rank N ...' lines); a collective needs 2 or more%s",
+                              r->n_ranks, r->n_ranks ? "" : ": give the group size with --ranks N");
     }
     if (!o)
         return 0;
@@ -464,10 +492,10 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
             skipped);
     for (int i = 0; i < log->n_runs; i++) {
         const struct mb_nccl_run *r = &log->runs[i];
-        fprintf(o, "    - {op: %s, op_from: %s, ranks: %d, hosts: %d, rows: %d, dtype: %s, redop: %s, root: %d, "
-                   "truncated: %s",
-                r->op, r->op_from, r->n_ranks, r->n_hosts, r->n_points, r->dtype, r->redop[0] ? r->redop : "none",
-                r->root, r->truncated ? "true" : "false");
+        fprintf(o, "    - {op: %s, op_from: %s, group: %d, rank_lines: %d, hosts: %d, rows: %d, dtype: %s, redop: %s, "
+                   "root: %d, truncated: %s",
+                r->op, r->op_from, run_group(r, ranks), r->n_ranks, r->n_hosts, r->n_points, r->dtype,
+                r->redop[0] ? r->redop : "none", r->root, r->truncated ? "true" : "false");
         if (r->avg_busbw >= 0)
             fprintf(o, ", avg_busbw: %g GB/s", r->avg_busbw);
         fprintf(o, ", gpu: ");

@@ -1130,6 +1130,9 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, i
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
     if (mb_yaml_get(root, "base"))
         return mb_calib__load_overlay(c, root, depth, err);
+    if (!mb_yaml_get(root, "spec") && mb_yaml_get(root, "measured"))
+        return mb_yaml_err(err, root, "a table with measured: but no spec: must name its base table: add "
+                                      "base: <GPU name or table path>");
     if (mb_yaml_read_fields(root, f, &in, "calibration table", NULL, err))
         return -1;
     snprintf(c->spec.name, sizeof c->spec.name, "%s", in.gpu);
@@ -1671,7 +1674,7 @@ int mb_calib_coll_line(const struct mb_calib *c, const char *op, int group, doub
     if (bytes > 2 * p[u - 1].s || (u == 1 && bytes < p[0].s / 2)) {
         t = -1; /* no silent extrapolation above the measured range */
     } else if (u == 1) {
-        t = p[0].t * bytes / p[0].s;
+        t = p[0].t * fmax(1.0, bytes / p[0].s); /* its time below it, its bandwidth above it */
     } else if (bytes <= p[0].s) {
         /* below the range: the first segment's line (an upper bound for a concave
          * curve), or the smallest size's time when that line has no positive intercept */

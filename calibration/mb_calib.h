@@ -177,7 +177,8 @@ size_t mb_calib_n_coll_points(const struct mb_calib *c);
  * size's time. Below the smallest size: the first segment's line (or the
  * smallest size's time when that line has no positive intercept). Above the
  * largest: the last segment's line, up to 2x the largest size only. A single
- * measured size answers within a factor of 2 of it at its bandwidth.
+ * measured size answers within a factor of 2 of it: its time below it, its
+ * bandwidth above it.
  * docs/calibration.md "Measured collectives"; held-out check in
  * tests/unit/test_nccl_tests.c against the real 2x8 H100 log.
  * @param[out] lat_s  fixed part, seconds (>= 0): the line's intercept, or 0

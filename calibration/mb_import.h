@@ -35,6 +35,7 @@ struct mb_nccl_run {
     int n_ranks;        /**< "# Rank" lines in the preamble (0 = not printed) */
     int n_hosts;        /**< distinct host names among those lines */
     char gpu_name[64];  /**< device name of rank 0, "" unknown */
+    char gpu_other[64]; /**< the first other rank's device name that differs from rank 0's, "" if none */
     double avg_busbw;   /**< footer "# Avg bus bandwidth", -1 if absent */
     int truncated;      /**< the file ended inside this run (no footer, or a cut last row) */
     int n_points;
@@ -76,11 +77,13 @@ void mb_nccl_log_free(struct mb_nccl_log *log);
  * Format: docs/calibration.md "Measured collectives".
  * @param[in] gpu    shipped GPU name the table is for (e.g. "H100")
  * @param[in] base   base table: a GPU name or a table path
- * @param[in] ranks  group size for every run (> 0), or 0 to use each run's "# Rank" lines
+ * @param[in] ranks  group size of the runs that list no "# Rank" lines (> 0), or 0
  * @param[in] out    stream, or NULL to check the runs only
- * @param[out] err   "file:line: ..." for a run whose op is "unknown" or whose group
- *                   size is unknown (< 2 ranks listed and no `ranks`); nothing is
- *                   written then. "write error" when the stream fails.
+ * @param[out] err   "file:line:1: ..." for a run whose op is unknown or not an
+ *                   nccl-tests collective, whose ranks print different GPUs, whose
+ *                   "# Rank" count disagrees with a given `ranks`, or whose group
+ *                   is under 2 ranks; nothing is written then. "write error" when
+ *                   the stream fails.
  * @return 0, or -1.
  */
 int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, const char *base, int ranks, FILE *out,

@@ -529,12 +529,37 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     return 0;
 }
 
+int mb_scenario_group_local(int size, int stride, int dom)
+{
+    if ((long)size * stride <= dom)
+        return size;
+    int per = stride > 0 ? dom / stride : 1;
+    return per < 1 ? 1 : per > size ? size : per;
+}
+
 static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
 {
     if (s->allreduce_algo == MB_COLL_ALGO_NVLS && !s->system.nvls)
         return mb_scn__err(err, s, mk ? mk->allreduce : NULL,
                            "collectives.all_reduce: nvls needs NVLink SHARP (NVSwitch gen3+); system %s has none",
                            s->system.name);
+    if (s->allreduce_algo == MB_COLL_ALGO_NVLS && !s->dist_opt && s->strategy != MB_STRAT_FSDP) {
+        /* NVLS reduces inside an NVLink domain: the all-reduced groups need 2+ members there */
+        int dom = s->system.nvlink_domain > 0 ? s->system.nvlink_domain : s->system.gpus_per_node;
+        int dp_local = mb_scenario_group_local(s->dp, s->tp * s->cp, dom);
+        int edp = s->tp * s->cp * s->dp / (s->ep * s->etp);
+        int edp_local = mb_scenario_group_local(edp, s->ep * s->etp, dom);
+        if (s->dp > 1 && dp_local < 2)
+            return mb_scn__err(err, s, mk ? mk->allreduce : NULL,
+                               "collectives.all_reduce: nvls needs 2 or more GPUs of the DP group in one NVLink "
+                               "domain; with tp*cp = %d on %d-GPU domains each has 1",
+                               s->tp * s->cp, dom);
+        if (s->model.num_experts > 0 && edp > 1 && edp_local < 2)
+            return mb_scn__err(err, s, mk ? mk->allreduce : NULL,
+                               "collectives.all_reduce: nvls needs 2 or more GPUs of the expert-DP group in one "
+                               "NVLink domain; with ep*etp = %d on %d-GPU domains each has 1",
+                               s->ep * s->etp, dom);
+    }
     if (s->system.max_gpus > 0 && s->gpus > s->system.max_gpus)
         return mb_scn__err(err, s, mk ? mk->gpus : NULL, "gpus = %d exceeds max_gpus = %d of system %s",
                            s->gpus, s->system.max_gpus, s->system.name);

@@ -161,6 +161,14 @@ int mb_scenario_load(const char *path, struct mb_scenario *s, struct mb_err *err
 int mb_scenario_load_node(const struct mb_node *root, const char *path, struct mb_scenario *s, struct mb_err *err);
 
 /**
+ * @brief Members of a group of `size` ranks, consecutive members `stride`
+ * ranks apart (Megatron's rank order: TP fastest, then CP, DP), that share one
+ * NVLink domain of `dom` GPUs: all of them when the group spans at most one
+ * domain, else dom / stride, at least 1 and at most size.
+ */
+int mb_scenario_group_local(int size, int stride, int dom);
+
+/**
  * @brief Derive dp and check that the layout can exist; errors name the
  * offending quantities, e.g. "tp*pp*cp = 24 does not divide gpus = 32".
  * Called by mb_scenario_load; callers that build a scenario by hand call it too.

@@ -62,20 +62,9 @@ struct mb_group {
 
 static struct mb_group mb__group(int size, int stride, int dom)
 {
-    struct mb_group g = {size, size, 1, stride};
     if (size <= 1)
         return (struct mb_group){1, 1, 1, stride};
-    long span = (long)size * stride;
-    if (span <= dom) {
-        g.local = size;
-    } else {
-        int per = dom / stride; /* members of one group inside one domain */
-        if (per < 1)
-            per = 1;
-        if (per > size)
-            per = size;
-        g.local = per;
-    }
+    struct mb_group g = {size, mb_scenario_group_local(size, stride, dom), 1, stride};
     g.domains = (size + g.local - 1) / g.local;
     return g;
 }
@@ -1558,14 +1547,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const char *trac
         edp = 1;
     b.g_edp = mb__group(edp, s->ep * s->etp, dom);
     b.pp_over_nic = (long)s->tp * s->cp * s->dp * 2 > dom;
-    if (!s->dist_opt && s->allreduce_algo == MB_COLL_ALGO_NVLS &&
-        ((b.g_dp.size > 1 && b.g_dp.local < 2) || (b.g_edp.size > 1 && b.g_edp.local < 2))) {
-        int rc = mb_err_set(err, s->file, 0, 0,
-                            "collectives.all_reduce: nvls needs >= 2 GPUs of the DP group in an NVLink domain; "
-                            "this layout has %d (DP) and %d (expert DP)", b.g_dp.local, b.g_edp.local);
-        mb_calib_free(b.cal);
-        return rc;
-    }
+
     b.route_imbalance = mb__imbalance(s);
     /* with a capacity factor (Megatron --moe-expert-capacity-factor) no expert
      * takes more than cf x its balanced share; the rest is dropped */

@@ -5,6 +5,9 @@
 #include "mb_tune.h"
 #include "mb_coll.h"
 
+#include <limits.h>
+#include <unistd.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -440,6 +443,12 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
         if (k == 0) {
             path[k].pp = 1;
             path[k].vpp = 1;
+            path[k].dist_opt = 1; /* FSDP shards the optimizer state by construction */
+        } else if (!path[k].dist_opt) {
+            /* the distributed optimizer moves the same gradient bytes (reduce-scatter +
+             * all-gather = all-reduce) and shards 12 B/param of state: it never loses */
+            path[k].dist_opt = 1;
+            fprintf(log, "  distributed optimizer on (DDP kept the optimizer state whole on every rank)\n");
         }
         fprintf(log, "\n%s path:\n", k == 0 ? "FSDP" : "3D-parallel");
         memset(&pev[k], 0, sizeof pev[k]);
@@ -557,8 +566,16 @@ int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
         fprintf(fp, "collectives:\n  all_reduce: %s\n", mb_coll_algo_name((enum mb_coll_algo)s->allreduce_algo));
     if (s->calib_path[0] || s->roofline) {
         fprintf(fp, "calibration:\n");
-        if (s->calib_path[0])
-            fprintf(fp, "  table: %s\n", s->calib_path);
+        if (s->calib_path[0]) { /* absolute: the YAML may be written to another folder */
+            char cwd[PATH_MAX];
+            const char *rel = s->calib_path;
+            while (rel[0] == '.' && rel[1] == '/')
+                rel += 2;
+            if (s->calib_path[0] != '/' && getcwd(cwd, sizeof cwd))
+                fprintf(fp, "  table: %s/%s\n", cwd, rel);
+            else
+                fprintf(fp, "  table: %s\n", s->calib_path);
+        }
         if (s->roofline)
             fprintf(fp, "  roofline: true\n");
     }

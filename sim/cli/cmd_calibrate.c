@@ -5,6 +5,7 @@
  * (docs/calibration.md, "Measured collectives"). Exit codes: 0 ok, 1 bad log
  * (file:line: message), 2 usage.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +138,7 @@ int mb_cmd_calibrate(int argc, char **argv)
     }
     FILE *o = out ? fopen(out, "w") : stdout;
     if (!o) {
-        fprintf(stderr, "mbsim calibrate: cannot write '%s'\n", out);
+        fprintf(stderr, "mbsim calibrate: cannot write '%s': %s\n", out, strerror(errno));
         mb_nccl_log_free(&log);
         return 1;
     }

@@ -81,9 +81,12 @@ int mb_cmd_tune(int argc, char **argv)
     if (!rc)
         printf("wrote %s\n", outp);
     printf("runners-up:\n");
-    for (int i = 0; i < t.n_runners; i++) {
+    for (int i = 0, k = 0; i < t.n_runners; i++) {
         const struct mb_scenario *r = &t.runner[i];
-        printf("  %d. %s TP%d PP%d EP%d MBS %d: %.1f tok/s/GPU, %.1f GiB\n", i + 1,
+        if (t.runner_r[i].tokens_per_s_per_gpu == t.best_r.tokens_per_s_per_gpu &&
+            t.runner_r[i].mem.peak_allocated == t.best_r.mem.peak_allocated)
+            continue; /* the recommendation itself */
+        printf("  %d. %s TP%d PP%d EP%d MBS %d: %.1f tok/s/GPU, %.1f GiB\n", ++k,
                r->strategy == MB_STRAT_FSDP ? "fsdp" : "3d", r->tp, r->pp, r->ep, r->micro_batch_size,
                t.runner_r[i].tokens_per_s_per_gpu, t.runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
     }

@@ -134,6 +134,8 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(lay, "ep", json_integer(s->ep));
     json_object_set_new(lay, "etp", json_integer(s->etp));
     json_object_set_new(lay, "microbatches", json_integer(r->microbatches));
+    json_object_set_new(lay, "distributed_optimizer", json_boolean(s->dist_opt));
+    json_object_set_new(lay, "all_reduce_algorithm", json_string(mb_coll_algo_name((enum mb_coll_algo)s->allreduce_algo)));
     json_object_set_new(o, "layout", lay);
     json_object_set_new(o, "step_time_s", json_real(r->step_time_s));
     json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s_per_gpu));

@@ -653,6 +653,13 @@ static void test_coll_line(void **state)
     assert_true(coll_us(c, "alltoall", 16, 8, &lat) == 0);
     assert_true(coll_us(c, "allgather", 32, 8, &lat) == 0);
     mb_calib_free(c);
+    /* one measured size (coll_single.yaml: 8 MiB in 100 us): its time below it (a latency
+     * floor), its bandwidth above it, nothing beyond a factor of 2 */
+    assert_int_equal(mb_calib_load("H100", "tests/data/calib/coll_single.yaml", &c, &e), 0);
+    assert_true(fabs(coll_us(c, "reduce_scatter", 8, 4, &lat) - 100) < 1e-6);
+    assert_true(fabs(coll_us(c, "reducescatter", 8, 16, &lat) - 200) < 1e-6);
+    assert_true(coll_us(c, "reduce_scatter", 8, 3.9, &lat) == 0 && coll_us(c, "reduce_scatter", 8, 16.1, &lat) == 0);
+    mb_calib_free(c);
 }
 
 int main(void)

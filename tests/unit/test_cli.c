@@ -76,7 +76,8 @@ static void test_json_report(void **state)
     assert_int_equal(run("run scenarios/gb200_ep32.yaml --json", &a, 0), 0);
     static const char *keys[] = {"\"scenario\"", "\"gpus\"", "\"step_time_s\"", "\"tokens_per_s_per_gpu\"",
                                  "\"model_tflops_per_gpu\"", "\"mfu\"", "\"peak_memory_gib\"", "\"oom\"",
-                                 "\"breakdown_s\"", "\"calibration\"", "\"vision_encoder\"", "\"pipeline_bubble\""};
+                                 "\"breakdown_s\"", "\"calibration\"", "\"vision_encoder\"", "\"pipeline_bubble\"",
+                                 "\"distributed_optimizer\": true", "\"all_reduce_algorithm\": \"auto\""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strstr(a, keys[i]))
             fail_msg("key %s missing from --json output", keys[i]);

@@ -136,6 +136,9 @@ static void test_bad(void **state)
     check_bad("tests/data/nccl/bad_garbage.txt",
               "tests/data/nccl/bad_garbage.txt:7:1: expected an nccl-tests result row (size first), got 'garbage'");
     check_bad("tests/data/nccl/no_rows.txt", "tests/data/nccl/no_rows.txt:3:1: no nccl-tests result rows found");
+    /* a bad field names its column (1-based character), field number and the value */
+    check_bad("tests/data/nccl/bad_time.txt",
+              "tests/data/nccl/bad_time.txt:25:59: time (field 6): 'N/A' is not a positive number of microseconds");
     struct mb_nccl_log log = {0};
     struct mb_err e;
     mb_err_clear(&e);
@@ -234,7 +237,8 @@ static void test_held_out(void **state)
 }
 
 /* 7. Runs the table cannot use are refused before anything is written: no
- * "# Rank" lines (mpi_prefixed.txt) without a group size; --ranks supplies it. */
+ * "# Rank" lines (mpi_prefixed.txt) without a group size (--ranks supplies it),
+ * a --ranks that contradicts the Rank lines, ranks on two GPU kinds. */
 static void test_table_needs_ranks(void **state)
 {
     (void)state;
@@ -250,6 +254,21 @@ static void test_table_needs_ranks(void **state)
     struct mb_calib *c = table_load(&log, 16);
     assert_int_equal((int)mb_calib_n_coll_points(c), 18);
     mb_calib_free(c);
+    mb_nccl_log_free(&log);
+    /* --ranks does not override a log's own Rank lines (16 in the sample) */
+    mb_err_clear(&e);
+    assert_int_equal(mb_import_nccl_tests(sample(), &log, &e), 0);
+    assert_int_equal(mb_nccl_log_write_table(&log, "H100", "H100", 8, NULL, &e), -1);
+    mb_err_format(&e, buf, sizeof buf);
+    assert_non_null(strstr(buf, "the log lists 16 ranks ('#  Rank N ...' lines) but --ranks is 8"));
+    mb_nccl_log_free(&log);
+    /* ranks on two GPU kinds (rank 9 of this copy prints an H200) */
+    mb_err_clear(&e);
+    assert_int_equal(mb_import_nccl_tests("tests/data/nccl/mixed_gpus_all_reduce.txt", &log, &e), 0);
+    assert_int_equal(mb_nccl_log_write_table(&log, "H100", "H100", 0, NULL, &e), -1);
+    mb_err_format(&e, buf, sizeof buf);
+    assert_string_equal(buf, "tests/data/nccl/mixed_gpus_all_reduce.txt:22:1: the ranks of this run are on different "
+                             "GPUs ('NVIDIA H100 80GB HBM3' and 'NVIDIA H200'); calibrate one GPU kind at a time");
     mb_nccl_log_free(&log);
 }
 

@@ -187,6 +187,9 @@ static const struct {
      "13:16: optimizer.distributed: false needs strategy 3d (FSDP shards the optimizer state by construction)"},
     {"bad_nvls_a100.yaml",
      "12:15: collectives.all_reduce: nvls needs NVLink SHARP (NVSwitch gen3+); system dgx_a100 has none"},
+    {"bad_nvls_dp_local.yaml",
+     "8:27: collectives.all_reduce: nvls needs 2 or more GPUs of the DP group in one NVLink domain; with tp*cp = 8 "
+     "on 8-GPU domains each has 1"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
 };
