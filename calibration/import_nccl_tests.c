@@ -302,8 +302,8 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
         if (!isdigit((unsigned char)tok[0][0])) {
             if (!complete && feof(f))
                 break;
-            rc = mb_err_set(err, path, lineno, 1, "expected an nccl-tests result row (size first), got '%.40s'",
-                            tok[0]);
+            rc = mb_err_set(err, path, lineno, (int)(tok[0] - row) + (int)(s - buf) + 1,
+                            "expected an nccl-tests result row (size first), got '%.40s'", tok[0]);
             break;
         }
         struct mb_nccl_point pt;
@@ -321,8 +321,8 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                             nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
             break;
         }
-        if (num(tok[L.size], &pt.size) || !(pt.size >= 0))
-            bad = "size", badi = L.size;
+        if (num(tok[L.size], &pt.size) || !(pt.size >= 0) || pt.size != floor(pt.size))
+            bad = "size", badi = L.size, want = "a whole number of bytes";
         else if (num(tok[L.count], &pt.count) || pt.count < 0)
             bad = "count", badi = L.count;
         for (int b = 0; b < L.nb && !bad; b++) {

@@ -444,13 +444,14 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
             path[k].pp = 1;
             path[k].vpp = 1;
             path[k].dist_opt = 1; /* FSDP shards the optimizer state by construction */
-        } else if (!path[k].dist_opt) {
+        }
+        fprintf(log, "\n%s path:\n", k == 0 ? "FSDP" : "3D-parallel");
+        if (k == 1 && !path[k].dist_opt) {
             /* the distributed optimizer moves the same gradient bytes (reduce-scatter +
              * all-gather = all-reduce) and shards 12 B/param of state: it never loses */
             path[k].dist_opt = 1;
             fprintf(log, "  distributed optimizer on (DDP kept the optimizer state whole on every rank)\n");
         }
-        fprintf(log, "\n%s path:\n", k == 0 ? "FSDP" : "3D-parallel");
         memset(&pev[k], 0, sizeof pev[k]);
         ok[k] = mb__tune_path(&t, &path[k], &pev[k]) == 0 && pev[k].valid && pev[k].fits;
         if (ok[k])

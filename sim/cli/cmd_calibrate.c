@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "calib_target.h"
 #include "mb_import.h"
@@ -26,7 +27,8 @@ static void usage(FILE *fp)
                 "calibration overlay (stdout without -o) whose measured collectives answer the\n"
                 "simulated ones of that op and group size: `calibration: {table: OUT.yaml}` in a\n"
                 "scenario, or `mbsim collective --calib OUT.yaml`. The GPU comes from the log's\n"
-                "device names unless --gpu is given; --base defaults to that GPU's shipped table;\n"
+                "device names (--gpu names it when they name no known GPU, and may not contradict\n"
+                "them); --base defaults to that GPU's shipped table;\n"
                 "--ranks gives the group size when the log lists no '#  Rank' lines.\n"
                 "nsys / kineto: import a profile into a calibration overlay table (measured GEMM,\n"
                 "attention and grouped-GEMM points, collectives, host time per launch) that a\n"
@@ -102,20 +104,27 @@ int mb_cmd_calibrate(int argc, char **argv)
             mb_nccl_log_free(&log);
             return 1;
         }
-    /* the GPU: --gpu, else the device name the logs print (all runs must agree) */
+    /* the GPU: the device name the logs print (all runs must agree); --gpu names it
+     * when they print none, and may not contradict them */
     char found[64] = "";
-    for (int k = 0; !gpu && k < log.n_runs; k++) {
+    for (int k = 0; k < log.n_runs; k++) {
         const struct mb_nccl_run *r = &log.runs[k];
         char g[64];
         if (!r->gpu_name[0] || mb_calib_target_gpu(r->gpu_name, g, sizeof g))
             continue;
         if (found[0] && strcmp(found, g)) {
-            fprintf(stderr, "mbsim calibrate: %s:%d: the logs were measured on %s and %s; calibrate each GPU "
+            fprintf(stderr, "mbsim calibrate: %s:%d:1: the logs were measured on %s and %s; calibrate each GPU "
                             "separately\n", r->file, r->line, found, g);
             mb_nccl_log_free(&log);
             return 1;
         }
         snprintf(found, sizeof found, "%s", g);
+    }
+    if (gpu && found[0] && strcasecmp(gpu, found)) {
+        fprintf(stderr, "mbsim calibrate: the logs were measured on %s; --gpu %s disagrees (--gpu is for logs "
+                        "whose device lines name no known GPU)\n", found, gpu);
+        mb_nccl_log_free(&log);
+        return 2;
     }
     if (!gpu && !found[0]) {
         fprintf(stderr, "mbsim calibrate: no device line of the logs names a known GPU (%s); give --gpu NAME\n",
@@ -123,8 +132,8 @@ int mb_cmd_calibrate(int argc, char **argv)
         mb_nccl_log_free(&log);
         return 2;
     }
-    if (!gpu)
-        gpu = found;
+    if (found[0])
+        gpu = found; /* the shipped table's spelling */
     if (mb_calib_target_check(gpu, base ? base : gpu, msg, sizeof msg)) {
         fprintf(stderr, "mbsim calibrate: %s\n", msg);
         mb_nccl_log_free(&log);

@@ -236,8 +236,8 @@ int mb_cmd_collective(int argc, char **argv)
     printf("# predicted (flow-level model, docs/collectives.md); columns and busbw as nccl-tests; "
            "in-place = out-of-place\n");
     if (calib)
-        printf("# measured times of %s on %d ranks from %s answer the sizes they cover\n", mb_coll_op_name(op),
-               gpus, calib);
+        printf("# calibration %s: its measured %s times on %d ranks, if any, answer the sizes they cover "
+               "(count below)\n", calib, mb_coll_op_name(op), gpus);
     printf("#\n");
     printf("#                                                              out-of-place                       in-place          \n");
     printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");

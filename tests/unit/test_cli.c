@@ -167,6 +167,12 @@ static void test_calibrate_nccl_cli(void **state)
     assert_non_null(strstr(o, "is a table for H100, but system 'dgx_a100' has A100 GPUs"));
     mb_free(o);
     remove(tmp);
+    /* --gpu may not contradict the log's device lines */
+    snprintf(args, sizeof args, "calibrate nccl-tests %s/data/formats/nccl_tests_all_reduce.txt --gpu B200",
+             sh ? sh : "../shared");
+    assert_int_equal(run(args, &o, 1), 2);
+    assert_non_null(strstr(o, "the logs were measured on H100; --gpu B200 disagrees"));
+    mb_free(o);
     assert_int_equal(run("calibrate nccl-tests tests/data/nccl/mpi_prefixed.txt", &o, 1), 2);
     assert_non_null(strstr(o, "give --gpu NAME"));
     mb_free(o);
