@@ -8,6 +8,7 @@
  * parse with the same code.
  */
 #include "mb_import.h"
+#include "mb_yaml.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -403,18 +404,6 @@ void mb_nccl_log_free(struct mb_nccl_log *log)
     log->n_runs = 0;
 }
 
-static void yq(FILE *o, const char *s)
-{
-    fputc('"', o);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fputc('\\', o);
-        if ((unsigned char)*s >= 0x20)
-            fputc(*s, o);
-    }
-    fputc('"', o);
-}
-
 /* Group size of run r: its "# Rank" lines, else the caller's `ranks`. */
 static int run_group(const struct mb_nccl_run *r, int ranks)
 {
@@ -460,14 +449,14 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
                "# \"Measured collectives\"): every valid row of every run, out-of-place and in-place.\n"
                "# A scenario names it as calibration: {table: FILE}; `mbsim collective --calib FILE` uses it.\n");
     fprintf(o, "schema_version: 1\ngpu: %s\nbase: ", gpu);
-    yq(o, base);
+    mb_yaml_write_quoted(o, base);
     fprintf(o, "\nmeasured:\n  source: ");
     char src[1200];
     int n = snprintf(src, sizeof src, "nccl-tests log%s", log->n_runs > 1 ? "s" : "");
     for (int i = 0; i < log->n_runs && n > 0 && (size_t)n < sizeof src; i++)
         if (i == 0 || strcmp(log->runs[i].file, log->runs[i - 1].file))
             n += snprintf(src + n, sizeof src - (size_t)n, "%s%s", i ? ", " : " ", log->runs[i].file);
-    yq(o, src);
+    mb_yaml_write_quoted(o, src);
     fprintf(o, "\n  collectives:\n");
     long skipped = 0;
     for (int i = 0; i < log->n_runs; i++) {
@@ -483,7 +472,7 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
                            "source: ",
                         r->op, run_group(r, ranks), p->size, p->time_us[bl], p->busbw[bl], r->dtype);
                 snprintf(src, sizeof src, "%s:%d %s", r->file, p->line, bl ? "in-place" : "out-of-place");
-                yq(o, src);
+                mb_yaml_write_quoted(o, src);
                 fprintf(o, "}\n");
             }
         }
@@ -499,10 +488,10 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
         if (r->avg_busbw >= 0)
             fprintf(o, ", avg_busbw: %g GB/s", r->avg_busbw);
         fprintf(o, ", gpu: ");
-        yq(o, r->gpu_name);
+        mb_yaml_write_quoted(o, r->gpu_name);
         snprintf(src, sizeof src, "%s:%d", r->file, r->line);
         fprintf(o, ", source: ");
-        yq(o, src);
+        mb_yaml_write_quoted(o, src);
         fprintf(o, "}\n");
     }
     if (ferror(o))

@@ -608,22 +608,6 @@ int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct m
 
 /* ------------------------------------------------------------ writers */
 
-/* Writes s as a YAML double-quoted scalar. */
-static void mb_prof__yq(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\x%02x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static const char *mb_prof__prec_name(enum mb_prec p)
 {
     return mb_prec_name(p);
@@ -634,9 +618,9 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
     fprintf(f, "# Calibration overlay imported from a profile by mbsim (docs/calibration.md, \"Importing profiles\").\n");
     fprintf(f, "# Measured points take precedence over the base table inside their size range.\n");
     fprintf(f, "schema_version: 1\ngpu: %s\nbase: ", p->gpu[0] ? p->gpu : base);
-    mb_prof__yq(f, base);
+    mb_yaml_write_quoted(f, base);
     fprintf(f, "\nmeasured:\n  source: ");
-    mb_prof__yq(f, source);
+    mb_yaml_write_quoted(f, source);
     fputc('\n', f);
     static const char *const sec[3] = {"gemm", "grouped_gemm", "attention"};
     for (int op = MB_PROF_GEMM; op <= MB_PROF_ATTN; op++) {
@@ -661,7 +645,7 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
                         s->head_dim, s->batch_heads, s->seq);
             fprintf(f, ", achieved: %.6g TFLOP/s, time: %.6g us, instances: %ld, source: ", pt->achieved / 1e12,
                     pt->time_s * 1e6, pt->instances);
-            mb_prof__yq(f, pt->source);
+            mb_yaml_write_quoted(f, pt->source);
             fprintf(f, "}\n");
         }
     }
@@ -670,10 +654,10 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
         for (size_t i = 0; i < p->n_coll; i++) {
             const struct mb_prof_coll *cl = &p->coll[i];
             fprintf(f, "    - {op: ");
-            mb_prof__yq(f, cl->op);
+            mb_yaml_write_quoted(f, cl->op);
             fprintf(f, ", group: %d, bytes: %.0f B, time: %.6g us, busbw: %.6g GB/s, dtype: ", cl->group, cl->bytes,
                     cl->time_s * 1e6, cl->busbw / 1e9);
-            mb_prof__yq(f, cl->dtype);
+            mb_yaml_write_quoted(f, cl->dtype);
             fprintf(f, ", instances: %ld, source: \"NCCL kernel with collective args in %s\"}\n", cl->instances,
                     p->file ? p->file : "");
         }
@@ -685,7 +669,7 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
                  "Kineto %s: mean host gap between %ld consecutive kernel launches on thread %ld/%ld (median %.6g "
                  "us; gaps holding a synchronizing call left out)",
                  p->file ? p->file : "", p->host_gaps, p->host_pid, p->host_tid, p->host_launch_med_s * 1e6);
-        mb_prof__yq(f, src);
+        mb_yaml_write_quoted(f, src);
         fprintf(f, "}\n");
     }
     fprintf(f, "  summary:   # per kernel class: distinct kernels, instances, total GPU time\n");
@@ -699,7 +683,7 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
             if (p->kernels[i].cls == MB_KC_UNKNOWN) {
                 char *s = mb_prof__short("", p->kernels[i].name, "");
                 fprintf(f, "    - ");
-                mb_prof__yq(f, s);
+                mb_yaml_write_quoted(f, s);
                 fputc('\n', f);
                 mb_free(s);
             }

@@ -345,17 +345,24 @@ struct flows {
     int n, cap;
 };
 
-static void flows_add(struct flows *f, const struct mb_coll_net *net, int src, int dst, double bytes,
-                      double bound)
+/* A new zeroed flow at the end of f. */
+static struct mb_flow_desc *flows_push(struct flows *f)
 {
-    if (src == dst || !(bytes > 0))
-        return;
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
         f->v = mb_realloc(f->v, (size_t)f->cap * sizeof *f->v);
     }
     struct mb_flow_desc *d = &f->v[f->n++];
     memset(d, 0, sizeof *d);
+    return d;
+}
+
+static void flows_add(struct flows *f, const struct mb_coll_net *net, int src, int dst, double bytes,
+                      double bound)
+{
+    if (src == dst || !(bytes > 0))
+        return;
+    struct mb_flow_desc *d = flows_push(f);
     d->bytes = bytes;
     d->bound = bound;
     d->n_links = net->route(net->ctx, src, dst, d->links);
@@ -423,12 +430,7 @@ static void build_nvls(struct flows *f, const struct mb_coll_net *net, const str
     double S = req->bytes;
     for (int i = 0; i < s->n; i++) {
         int g = s->gpu[i];
-        if (f->n == f->cap) {
-            f->cap = f->cap ? 2 * f->cap : 64;
-            f->v = mb_realloc(f->v, (size_t)f->cap * sizeof *f->v);
-        }
-        struct mb_flow_desc *d = &f->v[f->n++];
-        memset(d, 0, sizeof *d);
+        struct mb_flow_desc *d = flows_push(f);
         d->bytes = S;
         d->bound = net->nvls_bw;
         d->n_links = 2;

@@ -478,3 +478,18 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
     }
     return 0;
 }
+
+void mb_yaml_write_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}

@@ -12,6 +12,8 @@
 #ifndef MB_YAML_H
 #define MB_YAML_H
 
+#include <stdio.h>
+
 #include <stddef.h>
 #include "mb_util.h"
 
@@ -125,5 +127,11 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
 
 /** @brief 1 if the scalar is YAML null ("", "~", "null") and not quoted. */
 int mb_yaml_is_null(const struct mb_node *n);
+
+/**
+ * @brief Write s as a YAML double-quoted scalar: '"' and '\\' escaped, control
+ * characters as \xNN. For the tables mbsim writes (calibration overlays).
+ */
+void mb_yaml_write_quoted(FILE *f, const char *s);
 
 #endif /* MB_YAML_H */

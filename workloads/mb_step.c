@@ -1060,22 +1060,36 @@ static int mb__join(struct mb_build *b, int st, int a, int c)
     return j;
 }
 
+/* One collective task of stage st on the stream of kind `on`, accounted as
+ * kind `ck`: the rank's per-hop volumes v (mb_coll_volume) as flows on its
+ * NVLink port and NIC (NVLS bytes through the NVLink port at the NVLS rate),
+ * after v's latency; a measured curve of `op` (mb__coll_meas) replaces the
+ * latency and paces the flows. */
+static int mb__coll_task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, struct mb_group g,
+                         const char *op, double size, const struct mb_coll_vol *v, int dep)
+{
+    double lat = mb_coll_vol_latency(v, b->nv_lat, b->nic_lat, b->nvls_lat);
+    double paced = mb__coll_meas(b, op, g, size, &lat);
+    struct mb_flow_desc f[3];
+    int nf = 0;
+    if (v->nv > 0)
+        f[nf++] = (struct mb_flow_desc){v->nv, 1, {b->l_nv[st]}, mb__cap(v->nv, paced, 0)};
+    if (v->nvls > 0)
+        f[nf++] = (struct mb_flow_desc){v->nvls, 1, {b->l_nv[st]}, mb__cap(v->nvls, paced, b->nvls_bw)};
+    if (v->nic > 0)
+        f[nf++] = (struct mb_flow_desc){v->nic, 1, {b->l_nic[st]}, mb__cap(v->nic, paced, 0)};
+    return mb__task(b, b->cstream[st][on], 100 + ck, lat, f, nf, dep);
+}
+
 /* As mb__comm, on the stream of kind `on`, accounted as kind `ck`. */
 static int mb__comm_on(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, struct mb_group g,
                        double total, int dep)
 {
     if (g.size <= 1 || total <= 0)
         return dep;
-    struct mb_flow_desc f[2];
-    int nf = 0;
-    double nv, nic;
-    double lat = mb__ring_volume(b, g, total, &nv, &nic);
-    double paced = mb__coll_meas(b, "allgather", g, total, &lat);
-    if (nv > 0)
-        f[nf++] = (struct mb_flow_desc){nv, 1, {b->l_nv[st]}, mb__cap(nv, paced, 0)};
-    if (nic > 0)
-        f[nf++] = (struct mb_flow_desc){nic, 1, {b->l_nic[st]}, mb__cap(nic, paced, 0)};
-    return mb__task(b, b->cstream[st][on], 100 + ck, lat, f, nf, dep);
+    struct mb_coll_vol v;
+    mb_coll_volume(MB_COLL_ALL_GATHER, MB_COLL_ALGO_RING, g.size, g.local, g.domains, total, &v);
+    return mb__coll_task(b, st, on, ck, g, "allgather", total, &v, dep);
 }
 
 /* DP gradient all-reduce of `bytes` over group g (DDP: optimizer.distributed
@@ -1100,17 +1114,7 @@ static int mb__allreduce(struct mb_build *b, int st, struct mb_group g, double b
         if (tbest < 0 || t < tbest * (1 - 1e-12))
             tbest = t, best = v;
     }
-    double lat = mb_coll_vol_latency(&best, b->nv_lat, b->nic_lat, b->nvls_lat);
-    double paced = mb__coll_meas(b, "allreduce", g, bytes, &lat);
-    struct mb_flow_desc f[3];
-    int nf = 0;
-    if (best.nv > 0)
-        f[nf++] = (struct mb_flow_desc){best.nv, 1, {b->l_nv[st]}, mb__cap(best.nv, paced, 0)};
-    if (best.nvls > 0)
-        f[nf++] = (struct mb_flow_desc){best.nvls, 1, {b->l_nv[st]}, mb__cap(best.nvls, paced, b->nvls_bw)};
-    if (best.nic > 0)
-        f[nf++] = (struct mb_flow_desc){best.nic, 1, {b->l_nic[st]}, mb__cap(best.nic, paced, 0)};
-    return mb__task(b, b->cstream[st][MB_CK_DP], 100 + MB_CK_DP, lat, f, nf, dep);
+    return mb__coll_task(b, st, MB_CK_DP, MB_CK_DP, g, "allreduce", bytes, &best, dep);
 }
 
 /* DP gradient reduction of `bytes` over g: reduce-scatter with the distributed
