@@ -76,6 +76,8 @@ struct mb_calib {
     char *path;
     char *source[T_COUNT];
     long lookups[T_COUNT], fallbacks[T_COUNT];
+    int last_fb;                          /* the last lookup was a fallback (mb_calib_last_source) */
+    const struct mb_calib *base;          /* a view (mb_calib_view): the tables belong to base */
     int roofline;
     struct mb_calib__curve gemm[MB_PREC_COUNT];
     double grouped_ref_m;                 /* dense reference M of the relative curve */
@@ -1186,10 +1188,26 @@ int mb_calib_load(const char *gpu, const char *path, struct mb_calib **out, stru
     return 0;
 }
 
+struct mb_calib *mb_calib_view(const struct mb_calib *base)
+{
+    assert(base);
+    struct mb_calib *c = mb_malloc(sizeof *c);
+    *c = *base;
+    c->base = base->base ? base->base : base;
+    memset(c->lookups, 0, sizeof c->lookups);
+    memset(c->fallbacks, 0, sizeof c->fallbacks);
+    c->last_fb = 0;
+    return c;
+}
+
 void mb_calib_free(struct mb_calib *c)
 {
     if (!c)
         return;
+    if (c->base) {
+        mb_free(c);
+        return;
+    }
     for (int p = 0; p < MB_PREC_COUNT; p++)
         mb_free(c->gemm[p].pts);
     for (int t = 0; t < T_COUNT; t++)
@@ -1277,6 +1295,7 @@ double mb_calib_gemm(struct mb_calib *c, enum mb_prec p, double m, double n, dou
     c->lookups[T_GEMM]++;
     enum mb_prec e = mb_calib__exec_prec(c, p, &fb);
     double eff = c->roofline ? (fb = 1, c->roofline_eff) : mb_calib__gemm_eff(c, e, m * n * k, &fb);
+    c->last_fb = fb;
     if (fb)
         c->fallbacks[T_GEMM]++;
     double t_flop = 2.0 * m * n * k / (c->spec.peak[e] * eff);
@@ -1328,6 +1347,7 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups, 
             }
         }
     }
+    c->last_fb = fb;
     if (fb)
         c->fallbacks[T_GROUPED]++;
     double t_flop = groups * 2.0 * M * n * k / (c->spec.peak[e] * eff);
@@ -1522,6 +1542,7 @@ double mb_calib_attn_bh(struct mb_calib *c, enum mb_prec p, double flop, double 
         if (eff > 1)
             eff = 1; /* never above peak */
     }
+    c->last_fb = fb;
     if (fb)
         c->fallbacks[T_ATTN]++;
     return flop / (peak * eff);
@@ -1540,12 +1561,19 @@ double mb_calib_membound(struct mb_calib *c, double bytes)
     if (!(bytes > 0))
         return 0.0;
     c->lookups[T_MEM]++;
+    c->last_fb = c->roofline;
     if (c->roofline) {
         c->fallbacks[T_MEM]++;
         return bytes / c->spec.hbm_bw;
     }
     double t = bytes / (c->spec.hbm_bw * c->mem_eff);
     return t > c->mem_floor ? t : c->mem_floor;
+}
+
+enum mb_calib_src mb_calib_last_source(const struct mb_calib *c)
+{
+    assert(c);
+    return c->last_fb ? MB_CALIB_SRC_FALLBACK : MB_CALIB_SRC_TABLE;
 }
 
 double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k)

@@ -39,6 +39,25 @@ enum mb_link_kind { MB_LINK_NVLINK, MB_LINK_NIC, MB_LINK_PCIE, MB_LINK_NVLS, MB_
 struct mb_calib;
 
 /**
+ * @brief A view of a loaded table: shares its (read-only) curves and has its
+ * own lookup counters, last source and roofline switch, so threads may each
+ * hold a view of one table. The base must outlive the view; mb_calib_free()
+ * frees only the view. Never fails (allocation failure aborts).
+ */
+struct mb_calib *mb_calib_view(const struct mb_calib *base);
+
+/**
+ * @brief A view (mb_calib_view) of the table mb_calib_load(gpu, path) gives,
+ * loaded once per process and file version (reloaded when the file's size or
+ * modification time changes); thread-safe. Free the view with mb_calib_free().
+ * @return 0, or -1 with the loader's error (failures are not cached).
+ */
+int mb_calib_shared(const char *gpu, const char *path, struct mb_calib **view, struct mb_err *err);
+
+/** @brief Free every table mb_calib_shared() loaded (no view may be in use). */
+void mb_calib_shared_clear(void);
+
+/**
  * @brief Load the shipped table for a GPU type (calibration/tables/<gpu>.yaml,
  * case-insensitive name) or, when `path` is not NULL, that file instead.
  * @param[out] out  new calibration object (free with mb_calib_free)
@@ -112,6 +131,18 @@ double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq
 
 /** @brief Memory-bound op moving `bytes` through HBM (read + write). Seconds. */
 double mb_calib_membound(struct mb_calib *c, double bytes);
+
+/** Where a lookup's answer came from. */
+enum mb_calib_src {
+    MB_CALIB_SRC_TABLE,    /* the measured table: interpolated, a point, or the curve's plateau / end point */
+    MB_CALIB_SRC_FALLBACK  /* roofline or extrapolation (counted in the table's `fallbacks`) */
+};
+
+/**
+ * @brief Source of the last mb_calib_gemm / _grouped_gemm / _attn_bh /
+ * _membound answer on c (a lookup of a non-positive size leaves it as it was).
+ */
+enum mb_calib_src mb_calib_last_source(const struct mb_calib *c);
 
 /** @brief Achieved fraction of line rate for bulk transfers on a link class. */
 double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k);

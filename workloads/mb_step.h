@@ -59,6 +59,19 @@ struct mb_memory {
     struct mb_memory_stage per_stage[64]; /* every stage's rank (index = stage) */
 };
 
+/** One op of the critical stage's rank over the whole step (mbsim run --ops). */
+struct mb_op_stat {
+    char name[48];      /* op name: Megatron-Core module names ("linear_fc1", "core_attn", "ep dispatch") */
+    int dir;            /* 0 forward, 1 backward, 2 recompute, -1 neither (optimizer, gradient reduction) */
+    int comm;           /* 1: communication (time is the transfer's, bytes are what this rank sends) */
+    double count;       /* executions per step */
+    double time_s;      /* seconds per step */
+    double flop;        /* FLOP per step (0: memory-bound or communication) */
+    double bytes;       /* HBM bytes (memory-bound ops) or bytes sent (communication) per step */
+    double peak;        /* rate of a perfect kernel or link: FLOP/s (GEMM, attention), HBM bytes/s or
+                           link line rate bytes/s; 0 = unknown */
+};
+
 struct mb_result {
     double step_time_s;
     double tokens_per_s_per_gpu;        /* GBS * seq / (step * gpus) */
@@ -79,7 +92,13 @@ struct mb_result {
     /* calibration usage */
     char calib_path[512];
     long calib_lookups, calib_fallbacks;
+    /* per-op table of the critical stage (mb_step_opts.ops), owned: mb_result_free() */
+    struct mb_op_stat *ops;
+    size_t n_ops;
 };
+
+/** @brief Free what a result owns (the op table); accepts NULL and results without one. */
+void mb_result_free(struct mb_result *r);
 
 /**
  * @brief Simulate one step.
@@ -90,6 +109,8 @@ struct mb_result {
  */
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
 
+struct mb_calib; /* mb_calib.h */
+
 /** Options of a simulation. */
 struct mb_step_opts {
     int mb_cap;          /* simulate at most this many microbatches per DP rank (at least 4*pp) and
@@ -97,7 +118,13 @@ struct mb_step_opts {
     int critical_path;   /* compute r->critical (costs ~10% of a simulation) */
     int layer_cap;       /* > 0: models whose decoder layers are all of one kind and divide evenly
                             over the virtual stages are simulated with 2 and 4 layers per virtual
-                            stage and extended linearly (sweeps); 0 = every layer */
+                            stage and extended linearly (sweeps); 0 = every layer. Ignored when a
+                            trace or the op table is asked for */
+    const char *trace;   /* write a Chrome/Perfetto trace of the simulated microbatches here (NULL =
+                            none; "-" = stdout, JSON alone; "*.gz" = gzip); see mb_step_trace */
+    int ops;             /* fill r->ops, the per-op table of the critical stage (free: mb_result_free) */
+    const struct mb_calib *cal; /* kernel and link tables to price ops with (a view is taken); NULL =
+                            the scenario's table, loaded once per process (mb_calib_shared) */
 };
 
 /**
@@ -118,10 +145,15 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
 int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
 
 /**
- * @brief Simulate the step (at most the microbatches mb_step_simulate simulates)
- * and write a Chrome/Perfetto trace (JSON Trace Event Format) to `path`: one
- * process per pipeline stage's representative rank, a compute thread and one
- * thread per communication kind, slices named by breakdown category.
+ * @brief mb_step_simulate that also writes a Chrome/Perfetto trace (JSON Trace
+ * Event Format) to `path` ("-": stdout; "*.gz": gzip) from the same
+ * simulation: one process per pipeline stage's representative rank, a
+ * compute thread, one thread per communication kind and the host launch
+ * thread; slices named by op, layer, direction and microbatch ("L12
+ * linear_fc1 fwd mb3", "L12 ep dispatch fwd mb3") with args layer,
+ * microbatch, chunk, flop, bytes, gemm_mnk and time_from (table, roofline,
+ * link model, measured collective). With more microbatches than the
+ * simulation cap the trace shows the simulated ones (r is extended).
  * @return 0, or -1 with err when simulation fails or the file cannot be written.
  */
 int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err);

@@ -690,7 +690,7 @@ static void mb_sw__reason(char *dst, size_t len, const char *msg)
  * (layers != 0) and no critical path (sweeps rank by throughput and memory). */
 static int mb_sw__simulate(const struct mb_scenario *s, int cap, int layers, struct mb_result *r, struct mb_err *err)
 {
-    struct mb_step_opts o = {cap, 0, layers};
+    struct mb_step_opts o = {.mb_cap = cap, .critical_path = 0, .layer_cap = layers};
     return mb_step_simulate_opts(s, &o, r, err);
 }
 

@@ -49,7 +49,7 @@ static struct mb_eval mb__eval(struct mb_tuner *t, struct mb_scenario *s)
     struct mb_err e;
     memset(&ev, 0, sizeof ev);
     mb_err_clear(&e);
-    struct mb_step_opts opts = {0, 0, 0}; /* default cap, no critical path */
+    struct mb_step_opts opts = {.critical_path = 0}; /* default cap, no critical path */
     if (mb_scenario_check(s, &e) || mb_step_simulate_opts(s, &opts, &ev.r, &e)) {
         snprintf(ev.why, sizeof ev.why, "%s", e.msg);
         return ev;

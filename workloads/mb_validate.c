@@ -453,7 +453,7 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
 
     memset(&res, 0, sizeof res);
     mb_err_clear(&err);
-    struct mb_step_opts opts = {0, 0, 0}; /* default cap, no critical path */
+    struct mb_step_opts opts = {.critical_path = 0}; /* default cap, no critical path */
     if (mb_step_simulate_opts(s, &opts, &res, &err) != 0) {
         mb_err_format(&err, msg, sizeof msg);
         snprintf(why, sizeof why, "simulation failed: %.170s", msg);

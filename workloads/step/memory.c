@@ -1,5 +1,5 @@
 /*
- * mb_memory.c -- per-rank memory of one training step (first accounting).
+ * memory.c -- the memory phase: per-rank memory of one training step.
  *
  * Static state follows Megatron's theoretical_memory_usage.py and the
  * distributed-optimizer table (shared/docs/reference/hardware.md D.2), by
@@ -11,7 +11,7 @@
  * the current and the prefetched layer unsharded.
  *
  * Activations are the bytes each op saves for backward (set where the op list
- * is built in mb_step.c), minus what the recompute policy discards, times the
+ * is built in the ops phase), minus what the recompute policy discards, times the
  * microbatches in flight on the stage: min(p - stage, m) for 1F1B, and the
  * warm-up depth + 1 chunk-forwards for interleaved 1F1B.
  *
@@ -51,20 +51,18 @@ static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist 
     return sum;
 }
 
-double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_oplist *layer_ops,
+double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                            int st, int c)
 {
     const struct mb_model *m = &s->model;
     int vs = c * lay->p + st;
     double a = 0;
-    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
-        int kind = (int)m->layer[li].mixer * 3 + (int)m->layer[li].ffn;
-        a += mb__layer_act(s, &layer_ops[kind], k);
-    }
+    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
+        a += mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
     return a;
 }
 
-int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_oplist *layer_ops,
+int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                        double act_vision, double hbm_bytes, const double *act_timeline, struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
@@ -105,16 +103,11 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         }
         /* activations of one chunk-forward, averaged over the stage's chunks */
         double act_chunks = 0;
-        for (int c = 0; c < v; c++) {
-            int vs = c * p + st;
-            for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
-                int kind = (int)m->layer[li].mixer * 3 + (int)m->layer[li].ffn;
-                act_chunks += mb__layer_act(s, &layer_ops[kind], k);
-            }
-        }
+        for (int c = 0; c < v; c++)
+            act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
         double per_chunk = act_chunks / v;
         int total = lay->m * v;
-        int warm = v == 1 ? p - st - 1 : (p - st - 1) * 2 + (v - 1) * p;
+        int warm = mb_sched_warmup_depth(st, p, v);
         int inflight = warm + 1 < total ? warm + 1 : total;
         /* EP all-to-all overlap starts the next forward before the backward ends */
         if (s->overlap_ep_comm && m->num_experts > 0 && s->ep > 1 && inflight < total)

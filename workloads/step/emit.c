@@ -1,0 +1,316 @@
+/*
+ * emit.c -- the emit phase: forward, backward and recompute units of op lists
+ * as engine tasks on a stage's compute, communication and host streams, with
+ * the host's kernel launches, CUDA-graph launches, device-to-host syncs, FSDP
+ * gathers gated by the prefetch depth, and EP-overlapped pairs of units.
+ */
+#include "step_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Keep what task t ran (b->cur) when a trace or the op table is asked for. */
+static void mb__record(struct mb_build *b, int t)
+{
+    if (!b->record)
+        return;
+    if (b->n_tinfo == b->cap_tinfo) {
+        b->cap_tinfo = b->cap_tinfo ? 2 * b->cap_tinfo : 4096;
+        b->tinfo = mb_realloc(b->tinfo, b->cap_tinfo * sizeof *b->tinfo);
+    }
+    (void)t; /* tasks are numbered in creation order: t == n_tinfo */
+    b->tinfo[b->n_tinfo++] = b->cur;
+}
+
+/* A single task on a stream after `dep`; takes b->cur as its description. */
+int mb_emit_task(struct mb_build *b, int stream, int kind, double dur, const struct mb_flow_desc *f, int nf, int dep)
+{
+    struct mb_task_desc d = {stream, dur, nf, f, kind, 0};
+    int t = mb_engine_add_task(b->e, &d);
+    if (dep >= 0)
+        mb_engine_add_dep(b->e, dep, t);
+    mb__record(b, t);
+    b->cur = (struct mb_tinfo){0};
+    return t;
+}
+
+/* Name the next task (collectives, optimizer, stalls). */
+void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer, int mb, int dir)
+{
+    b->cur = (struct mb_tinfo){0};
+    b->cur.name = name;
+    b->cur.stage = stage;
+    b->cur.layer = layer;
+    b->cur.mb = mb;
+    b->cur.chunk = -1;
+    b->cur.dir = dir;
+}
+
+/* Zero-length task on the compute stream that waits for both a and c. */
+int mb_emit_join(struct mb_build *b, int st, int a, int c)
+{
+    int j = mb_emit_task(b, b->comp[st], MB_TK_JOIN, 0, NULL, 0, a);
+    if (c >= 0)
+        mb_engine_add_dep(b->e, c, j);
+    return j;
+}
+
+/* The host side of op o: the stage's host thread issues the op's kernels in
+ * program order, launch_s each (kf forward or recomputed, kb backward; one NCCL
+ * kernel per communication op), or a single cudaGraphLaunch when the op opens
+ * a captured region (the rest of the region costs the host nothing). The
+ * host never waits for the GPU, except at a device-to-host sync (o->host_sync
+ * in a forward pass), where it cannot issue further work until the GPU has
+ * reached that point. Returns the host task the GPU op must wait for, or -1. */
+static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute)
+{
+    if (b->launch <= 0)
+        return -1; /* full-iteration graph: one launch per step */
+    double n;
+    if (o->region) {
+        n = o->region == em->region ? 0 : 1;
+        em->region = o->region;
+    } else {
+        n = o->type == MB_OP_COMM ? 1 : (dir && !recompute ? o->kb : o->kf);
+        em->region = 0;
+    }
+    int sync = o->host_sync && (!dir || recompute) && em->last >= 0;
+    if (n <= 0 && !sync)
+        return -1;
+    struct mb_tinfo keep = b->cur;
+    mb_emit_describe(b, "launch", st, keep.layer, keep.mb, keep.dir);
+    int h = mb_emit_task(b, b->host[st], MB_CAT_HOST, n * b->launch, NULL, 0, sync ? em->last : -1);
+    b->cur = keep;
+    return h;
+}
+
+/* Remember that GPU task t waited for host task h (for the breakdown). */
+static void mb__note_host(struct mb_build *b, int t, int h)
+{
+    if ((size_t)t >= b->hostdep_cap) {
+        size_t cap = b->hostdep_cap ? 2 * b->hostdep_cap : 4096;
+        while (cap <= (size_t)t)
+            cap *= 2;
+        b->hostdep = mb_realloc(b->hostdep, cap * sizeof *b->hostdep);
+        for (size_t i = b->hostdep_cap; i < cap; i++)
+            b->hostdep[i] = -1;
+        b->hostdep_cap = cap;
+    }
+    b->hostdep[t] = h;
+}
+
+/* A zero-length join on the compute stream after em->last and the pending
+ * parallel communication. */
+static void mb__close_pending(struct mb_build *b, int st, struct mb_em *em)
+{
+    b->cur = (struct mb_tinfo){0};
+    em->last = mb_emit_join(b, st, em->last, em->pending);
+    em->pending = -1;
+}
+
+/* A compute op on stage st's compute stream. */
+static void mb__emit_comp(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
+                          int skip_bwd)
+{
+    double dur = recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
+    if (dur <= 0)
+        return;
+    int h = mb__host(b, st, em, o, dir, recompute);
+    int t = mb_emit_task(b, b->comp[st], recompute ? MB_CAT_RECOMPUTE : (int)o->cat, dur, NULL, 0, em->last);
+    if (h >= 0) {
+        mb_engine_add_dep(b->e, h, t);
+        mb__note_host(b, t, h);
+    }
+    em->last = t;
+    if (em->pending >= 0) /* join: the op after this one also waits for the parallel comm */
+        mb__close_pending(b, st, em);
+}
+
+/* Emit one op forward (dir = 0) or backward (dir = 1) on stage st. recompute:
+ * the forward again, tagged MB_CAT_RECOMPUTE. skip_bwd: dgrad only (frozen).
+ * Returns 1 when the op was an expert-parallel dispatch/combine (a
+ * point where an overlapped schedule may switch to the other microbatch). */
+static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
+                       int skip_bwd)
+{
+    b->cur.op = o;
+    b->cur.dir = recompute ? 2 : dir;
+    if (o->type == MB_OP_COMP) {
+        mb__emit_comp(b, st, em, o, dir, recompute, skip_bwd);
+        b->cur.op = NULL;
+        return 0;
+    }
+    struct mb_flow_desc f[2];
+    int nf = 0;
+    if (o->bytes_nv > 0)
+        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, mb_net_cap(o->bytes_nv, o->paced, 0)};
+    if (o->bytes_nic > 0) /* the tighter of the measured pace and the oversubscription cap */
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]},
+                                        mb_net_cap(o->bytes_nic, o->paced, o->bound_nic)};
+    int h = mb__host(b, st, em, o, dir, recompute);
+    int t = mb_emit_task(b, b->cstream[st][o->ck], MB_TK_OF_COMM(o->ck), o->latency, f, nf, em->last);
+    if (h >= 0)
+        mb_engine_add_dep(b->e, h, t);
+    if (o->parallel)
+        em->pending = t;
+    else
+        em->last = t;
+    return o->ck == MB_CK_EP && !o->parallel;
+}
+
+/* Close a unit: wait for a parallel comm still in flight. */
+static void mb__em_close(struct mb_build *b, int st, struct mb_em *em)
+{
+    if (em->pending >= 0)
+        mb__close_pending(b, st, em);
+}
+
+/* Op i of list l in emission order. */
+static const struct mb_op *mb__op_at(const struct mb_oplist *l, int dir, int i)
+{
+    return &l->op[dir ? l->n - 1 - i : i];
+}
+
+/* Whether op o runs in this pass (recompute passes run only recomputed modules). */
+static int mb__op_selected(const struct mb_op *o, int recompute, unsigned mask)
+{
+    return !recompute || mask == ~0u || (o->module & mask);
+}
+
+/* Start unit u (microbatch mb on virtual chunk `chunk`) on stage st: no items
+ * yet, and a zero-length entry task on the compute stream that the
+ * cross-stage dependencies attach to (returned). */
+int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chunk)
+{
+    u->n = u->pos = u->opi = 0;
+    u->mb = mb;
+    u->chunk = chunk;
+    b->cur = (struct mb_tinfo){0};
+    u->em.last = mb_emit_task(b, b->comp[st], MB_TK_JOIN, 0, NULL, 0, -1);
+    u->em.pending = -1;
+    u->em.region = 0;
+    return u->em.last;
+}
+
+static void mb__it_add(struct mb_unit *u, struct mb_item x)
+{
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 64;
+        u->it = mb_realloc(u->it, (size_t)u->cap * sizeof *u->it);
+    }
+    u->it[u->n++] = x;
+}
+
+/* Append op list l (decoder layer li, or -1) to unit u. */
+void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, int recompute, unsigned mask,
+                 int skip_bwd)
+{
+    struct mb_item x = {MB_IT_OPS, l, dir, recompute, skip_bwd, mask, 0, li};
+    mb__it_add(u, x);
+}
+
+/* Append an FSDP gather / reduce-scatter of `bytes` or a layer-end mark. */
+void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li)
+{
+    struct mb_item x = {k, NULL, 0, 0, 0, 0, bytes, li};
+    mb__it_add(u, x);
+}
+
+/* FSDP all-gather of a layer's parameters: the k-th gather waits for the
+ * compute that preceded gather k - depth: depth 0 gathers a layer only once
+ * the previous one is done, depth d keeps d layers gathered ahead (FSDP
+ * forward/backward prefetch). */
+static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const struct mb_item *x,
+                            struct mb_gate *gate)
+{
+    int k = gate->n++, d = b->s->fsdp_prefetch;
+    gate->hist[k % (MB_MAX_FSDP_PREFETCH + 1)] = u->em.last;
+    int dep = k - d >= 0 ? gate->hist[(k - d) % (MB_MAX_FSDP_PREFETCH + 1)] : -1;
+    mb_emit_describe(b, "fsdp allgather", st, x->li, u->mb, -1);
+    int t = mb_net_gather(b, st, MB_CK_FSDP, MB_CK_FSDP, b->g_dp, x->bytes, dep);
+    if (t >= 0 && t != u->em.last)
+        u->em.last = mb_emit_join(b, st, u->em.last, t);
+}
+
+/* Emit the ops of item x from u->opi on; returns 1 after an EP dispatch or
+ * combine when yield_on_ep (the caller switches units). */
+static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const struct mb_item *x, int yield_on_ep)
+{
+    if (u->opi == 0)
+        u->em.region = 0; /* each layer's module is a graph of its own */
+    while (u->opi < x->l->n) {
+        const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
+        if (!mb__op_selected(o, x->recompute, x->mask))
+            continue;
+        b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0};
+        if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
+            u->ep_busy = o->latency + fmax(o->bytes_nv / b->nv_cap, o->bytes_nic / b->nic_cap);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Run unit u from where it stopped. With `yield_on_ep` it returns 1 right
+ * after emitting an EP dispatch/combine, so the caller can switch to the other
+ * unit; otherwise it runs to the end and returns 0. `gate` implements the
+ * FSDP prefetch depth; sched.lastb_layer[li] records each layer's last
+ * backward task. */
+int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, struct mb_gate *gate)
+{
+    for (; u->pos < u->n; u->pos++, u->opi = 0) {
+        struct mb_item *x = &u->it[u->pos];
+        switch (x->k) {
+        case MB_IT_OPS:
+            if (mb__run_ops(b, st, u, x, yield_on_ep))
+                return 1;
+            break;
+        case MB_IT_FSDP_AG:
+            mb__em_close(b, st, &u->em);
+            mb__fsdp_gather(b, st, u, x, gate);
+            break;
+        case MB_IT_FSDP_RS:
+            mb__em_close(b, st, &u->em);
+            mb_emit_describe(b, "fsdp reducescatter", st, x->li, u->mb, 1);
+            mb_net_gather(b, st, MB_CK_DP, MB_CK_FSDP, b->g_dp, x->bytes, u->em.last);
+            break;
+        case MB_IT_LASTB:
+            mb__em_close(b, st, &u->em);
+            b->sched.lastb_layer[x->li] = u->em.last;
+            break;
+        }
+    }
+    mb__em_close(b, st, &u->em);
+    return 0;
+}
+
+/* Emit units a and b interleaved at their EP dispatch/combine points: while
+ * one unit's all-to-all is in flight the other unit computes (Megatron's
+ * combined 1F1B all-to-all overlap). The dispatcher kernel occupies a share
+ * `sm_frac` of the SMs for its (estimated) duration, so the overlapping
+ * compute loses that share of the time: a stall of sm_frac x duration is
+ * charged to dispatch_combine_compute. */
+void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
+                      struct mb_gate *gate)
+{
+    struct mb_unit *cur = ua, *other = ub;
+    while (ua->pos < ua->n || ub->pos < ub->n) {
+        if (cur->pos >= cur->n) {
+            struct mb_unit *t = cur;
+            cur = other;
+            other = t;
+            continue;
+        }
+        int switched = mb_unit_run(b, st, cur, other->pos < other->n, gate);
+        if (switched && other->pos < other->n) {
+            double stall = sm_frac * cur->ep_busy;
+            if (stall > 0) {
+                mb_emit_describe(b, "ep overlap sm stall", st, -1, other->mb, -1);
+                other->em.last = mb_emit_task(b, b->comp[st], MB_CAT_DISPATCH, stall, NULL, 0, other->em.last);
+            }
+            struct mb_unit *t = cur;
+            cur = other;
+            other = t;
+        }
+    }
+}

@@ -1,0 +1,143 @@
+/*
+ * layout.c -- decoder layers to virtual pipeline stages, parameters per
+ * stage, and the CUDA-graph static buffers each stage holds.
+ */
+#include "step_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Layers per virtual stage: an even split when it divides; otherwise as
+ * Megatron's account_for_embedding/loss_in_pipeline_split: the embedding and
+ * the loss each count as one layer of the first and last virtual stage, and
+ * the num_layers + 2 units are spread as evenly as possible (extra ones
+ * first). An explicit --pipeline-model-parallel-layout counts the 't's of
+ * each '|'-separated segment (segment i is virtual stage i, as in Megatron). */
+static void mb__split(const struct mb_scenario *s, int nl, int nv_st, int *first, int *count)
+{
+    int units = nl % nv_st ? nl + 2 : nl;
+    for (int i = 0, at = 0; i < nv_st; i++) {
+        count[i] = units / nv_st + (i < units % nv_st ? 1 : 0);
+        if (units != nl)
+            count[i] -= (i == 0) + (i == nv_st - 1);
+        if (count[i] < 0)
+            count[i] = 0;
+        first[i] = at;
+        at += count[i];
+    }
+    if (!s->pipeline_layout[0])
+        return;
+    int seg = 0;
+    memset(count, 0, (size_t)nv_st * sizeof *count);
+    for (const char *c = s->pipeline_layout; *c && seg < nv_st; c++) {
+        if (*c == '|')
+            seg++;
+        else if (*c == 't')
+            count[seg]++;
+    }
+    for (int i = 0, at = 0; i < nv_st; i++) {
+        first[i] = at;
+        at += count[i];
+    }
+}
+
+/* Parameters (elements) per stage, for DP/FSDP traffic and memory. */
+static void mb__params(struct mb_build *b)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    struct mb_layout *lay = &b->lay;
+    int p = lay->p, v = lay->v, nl = m->n_layers, n_moe = 0;
+    struct mb_params par;
+    mb_model_params(m, &par);
+    for (int i = 0; i < nl; i++)
+        n_moe += m->layer[i].ffn == MB_FFN_MOE;
+    double body_dense = par.attn + par.dense_mlp + par.shared + par.router + par.norms;
+    lay->dense_layer_params = nl ? body_dense / nl : 0;
+    lay->expert_layer_params = n_moe ? par.experts / n_moe : 0;
+    for (int st = 0; st < p; st++)
+        for (int c = 0; c < v; c++) {
+            int vs = c * p + st;
+            for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++) {
+                lay->params_dense_stage[st] += lay->dense_layer_params;
+                if (m->layer[i].ffn == MB_FFN_MOE)
+                    lay->params_expert_stage[st] += lay->expert_layer_params;
+            }
+        }
+    lay->layer_params = lay->dense_layer_params / s->tp + (n_moe ? lay->expert_layer_params / (s->ep * s->etp) : 0);
+    lay->params_dense_stage[0] += par.embedding;
+    /* output layer and MTP block on the last stage; an MTP block whose layer is MoE
+     * holds one layer of routed experts, sharded by EP like the others */
+    double mtp_experts = (m->mtp_layers > 0 && nl > 0 && m->layer[nl - 1].ffn == MB_FFN_MOE)
+                             ? fmin(par.mtp, m->mtp_layers * lay->expert_layer_params)
+                             : 0;
+    lay->params_dense_stage[p - 1] += par.output + par.mtp - mtp_experts;
+    lay->params_expert_stage[p - 1] += mtp_experts;
+    lay->params_vision = par.vision;
+}
+
+void mb_layout_build(struct mb_build *b, int mbs_n)
+{
+    const struct mb_scenario *s = b->s;
+    struct mb_layout *lay = &b->lay;
+    lay->p = s->pp;
+    lay->v = s->vpp > 0 ? s->vpp : 1;
+    lay->m = mbs_n;
+    int nv_st = lay->p * lay->v;
+    lay->first = mb_calloc((size_t)nv_st, sizeof *lay->first);
+    lay->count = mb_calloc((size_t)nv_st, sizeof *lay->count);
+    mb__split(s, b->m->n_layers, nv_st, lay->first, lay->count);
+    mb__params(b);
+}
+
+/* CUDA-graph regions (graphs) in one layer's op list. */
+static int mb__regions(const struct mb_oplist *L)
+{
+    int nreg = 0, last = 0;
+    for (int q = 0; q < L->n; q++)
+        if (L->op[q].region && L->op[q].region != last) {
+            nreg++;
+            last = L->op[q].region;
+        }
+    return nreg;
+}
+
+/* CUDA-graph memory: TE's make_graphed_callables (Megatron-Core
+ * --cuda-graph-impl transformer_engine) captures a forward and a backward
+ * graph per captured module, layer and microbatch, each with static input
+ * and output tensors: 2 hidden-state buffers [s/tp, b, h] per graph and
+ * direction. The buffers of microbatches not in flight are reused, so a
+ * stage holds those of its in-flight chunk-forwards, like its activations
+ * (keeping all microbatches' would put the published Qwen3-30B-A3B H100
+ * run with scoped graphs, which ran in 80 GB, at ~190 GiB). The pool's
+ * intermediate tensors are the activations already counted. A
+ * full-iteration graph keeps no per-module static buffers. */
+void mb_layout_graphs(struct mb_build *b)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    struct mb_layout *lay = &b->lay;
+    int p = lay->p, v = lay->v;
+    if (!s->cuda_graph || (s->cuda_graph & MB_CG_FULL_ITERATION))
+        return;
+    double hbuf = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+    int m_all = s->global_batch_size / (s->micro_batch_size * s->dp);
+    for (int st = 0; st < p; st++) {
+        int inflight = mb_sched_warmup_depth(st, p, v) + 1 + (s->overlap_ep_comm && m->num_experts > 0 && s->ep > 1);
+        if (inflight > m_all * v)
+            inflight = m_all * v;
+        double per_chunk_mb = (double)inflight / v; /* microbatches in flight per chunk */
+        for (int c = 0; c < v; c++) {
+            int vs = c * p + st;
+            for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++)
+                lay->graph_bytes_stage[st] += mb__regions(mb_plan_layer(b, i)) * 2.0 * 2.0 * hbuf * per_chunk_mb;
+        }
+    }
+}
+
+void mb_layout_free(struct mb_layout *lay)
+{
+    mb_free(lay->first);
+    mb_free(lay->count);
+    lay->first = lay->count = NULL;
+}

@@ -1,0 +1,164 @@
+/*
+ * mixer.c -- the op list of a decoder layer's token mixer: softmax attention
+ * (MHA/GQA, sliding window, DeepSeek MLA), Gated DeltaNet and Mamba-2, with
+ * the TP (sequence-parallel) and CP communication around them. Op names
+ * follow Megatron-Core's modules (input_layernorm, linear_qkv, core_attn,
+ * linear_proj, ...).
+ */
+#include "step_int.h"
+
+/* Tokens of one microbatch on this rank (before the sequence-parallel split). */
+static double mb__tokens(const struct mb_scenario *s)
+{
+    return (double)s->micro_batch_size * s->seq_length / s->cp;
+}
+
+/* Q/K/V projections of MLA: q (optionally through the q LoRA rank), the
+ * compressed kv and its up-projection, and rope. *dq, *dv: head dims. */
+static void mb__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen, double *dq, double *dv)
+{
+    const struct mb_model *m = b->m;
+    double T = mb__tokens(b->s), Tsp = T / b->s->tp, nl = (double)m->num_heads / b->s->tp;
+    int h = m->hidden;
+    enum mb_cat cat = MB_CAT_ATTN;
+    *dq = m->qk_head_dim + m->qk_rope_head_dim;
+    *dv = m->v_head_dim;
+    if (m->q_lora_rank > 0) {
+        mb_ops_gemm(b, l, "linear_q_down_proj", cat, 0, g, T, m->q_lora_rank, h, Tsp * h * BF16, frozen);
+        mb_ops_mem(b, l, "q_layernorm", cat, MB_RCM_LAYERNORM, g, 2 * T * m->q_lora_rank * BF16,
+                   T * m->q_lora_rank * BF16);
+        mb_ops_gemm(b, l, "linear_q_up_proj", cat, MB_RCM_MLA_UP_PROJ, g, T, nl * *dq, m->q_lora_rank,
+                    T * m->q_lora_rank * BF16, frozen);
+    } else {
+        mb_ops_gemm(b, l, "linear_q_proj", cat, 0, g, T, nl * *dq, h, Tsp * h * BF16, frozen);
+    }
+    mb_ops_gemm(b, l, "linear_kv_down_proj", cat, 0, g, T, m->kv_lora_rank + m->qk_rope_head_dim, h, 0, frozen);
+    mb_ops_mem(b, l, "kv_layernorm", cat, MB_RCM_LAYERNORM, g, 2 * T * m->kv_lora_rank * BF16,
+               T * m->kv_lora_rank * BF16);
+    mb_ops_gemm(b, l, "linear_kv_up_proj", cat, MB_RCM_MLA_UP_PROJ, g, T, nl * (m->qk_head_dim + *dv),
+                m->kv_lora_rank, T * m->kv_lora_rank * BF16, frozen);
+    /* rope on q and k: read + write */
+    mb_ops_mem(b, l, "rope", cat, MB_RCM_MLA_UP_PROJ, g, 2 * T * nl * (*dq + *dq + *dv) * BF16,
+               T * nl * (*dq + *dq + *dv) * BF16);
+}
+
+/* Fused QKV projection of MHA/GQA (+ output gate), then rope (+ qk-norm). */
+static void mb__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
+{
+    const struct mb_model *m = b->m;
+    int tp = b->s->tp, d = m->head_dim, kv = m->num_kv_heads, h = m->hidden;
+    double T = mb__tokens(b->s), Tsp = T / tp, nl = (double)m->num_heads / tp;
+    double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
+    double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
+    mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
+    mb_ops_mem(b, l, "rope", MB_CAT_ATTN, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
+    /* TE fused RoPE on q and on k; qk-norm adds a norm kernel for each */
+    l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
+}
+
+/* Softmax attention (MHA/GQA, sliding window, MLA): projections, CP exchange,
+ * the fused attention kernel and the output projection. */
+static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int g, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    int tp = s->tp, h = m->hidden;
+    double T = mb__tokens(s), nl = (double)m->num_heads / tp, seq = s->seq_length;
+    double dq, dv;
+    if (mix == MB_MIX_MLA) {
+        mb__mla_proj(b, l, g, frozen, &dq, &dv);
+    } else {
+        dq = dv = m->head_dim;
+        mb__qkv_proj(b, l, g, frozen);
+    }
+    double ctx = seq / 2; /* causal average context */
+    if (mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq) {
+        double w = m->swa_window;
+        ctx = w - w * (w - 1) / (2 * seq); /* Megatron-Bridge SWA average context */
+    }
+    double flop = 2.0 * T * ctx * nl * (dq + dv);
+    /* CP ring attention: KV blocks pass around the ring beside the compute */
+    double kvl_d = mix == MB_MIX_MLA ? nl * (dq + dv) / 2
+                                     : (m->num_kv_heads >= tp ? (double)m->num_kv_heads / tp : 1.0) * m->head_dim;
+    if (s->cp > 1 && !s->cp_a2a)
+        mb_net_ring(b, l, "cp ring kv", MB_CK_CP, b->g_cp, T * 2 * kvl_d * BF16 * s->cp, 1);
+    /* CP all-to-all (Ulysses): Q, K, V go from sequence-sharded to head-sharded
+     * before attention (blocking), the output back after it; each rank sends
+     * (cp-1)/cp of its tokens' heads */
+    if (s->cp > 1 && s->cp_a2a)
+        mb_net_cp_a2a(b, l, T * (nl * dq + 2 * kvl_d) * BF16);
+    /* flash attention keeps its output (counted once, as the output GEMM's input)
+     * and the fp32 log-sum-exp per head and token; one kernel over MBS x
+     * heads-per-rank (batch x head) problems */
+    mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq,
+                (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
+    if (s->cp > 1 && s->cp_a2a)
+        mb_net_cp_a2a(b, l, T * nl * dv * BF16);
+    mb_ops_gemm(b, l, "linear_proj", MB_CAT_ATTN, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
+}
+
+/* Gated DeltaNet (Qwen3-Next / Qwen3.5 linear attention). */
+static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
+{
+    const struct mb_model *m = b->m;
+    int tp = b->s->tp, h = m->hidden;
+    double T = mb__tokens(b->s), Tsp = T / tp;
+    double qd = (double)m->gdn_k_heads * m->gdn_k_dim / tp, vd = (double)m->gdn_v_heads * m->gdn_v_dim / tp;
+    double nv = (double)m->gdn_v_heads / tp;
+    double P = 2 * qd + 2 * vd + 2 * nv;
+    enum mb_cat cat = MB_CAT_ATTN;
+    mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, P, h, Tsp * h * BF16, frozen);
+    mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (2 * qd + vd) * BF16, T * (2 * qd + vd) * BF16);
+    /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term), run as batched GEMMs */
+    mb_ops_gemm(b, l, "delta_rule", cat, 0, g, T, 4 * nv * m->gdn_v_dim, m->gdn_v_dim, T * vd * BF16, 1);
+    mb_ops_mem(b, l, "gdn_norm_out", cat, MB_RCM_GDN_NORM_OUT, g, 2 * T * vd * BF16, T * vd * BF16);
+    mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, vd, T * vd * BF16, frozen);
+}
+
+/* Mamba-2 mixer (Megatron MambaMixer): in_proj to z, x, B, C, dt; causal
+ * conv1d over x, B, C; the SSD chunked scan; gated RMSNorm; out_proj.
+ * d_inner = heads x head_dim (hybrid_flops' d_in) */
+static void mb__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
+{
+    const struct mb_model *m = b->m;
+    int tp = b->s->tp, h = m->hidden;
+    double T = mb__tokens(b->s), Tsp = T / tp;
+    double din = (double)m->mamba_heads * m->mamba_head_dim / tp;
+    double gn = 2.0 * m->mamba_groups * m->mamba_state / tp;
+    double proj = 2 * din + gn + (double)m->mamba_heads / tp;
+    enum mb_cat cat = MB_CAT_ATTN;
+    mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
+    /* causal_conv1d: read and write the x, B, C channels */
+    mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
+    /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), matmul-like;
+     * the mamba_ssm Triton kernels run in BF16 whatever the GEMM recipe */
+    mb_ops_gemm_p(b, l, "ssd_scan", cat, 0, g, MB_PREC_BF16, 0, T, din, 3.5 * m->mamba_state, T * din * BF16, 1);
+    /* gated RMSNorm: read y and z, write the normalized output */
+    mb_ops_mem(b, l, "gated_norm", cat, 0, g, 3 * T * din * BF16, T * din * BF16);
+    mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, din, T * din * BF16, frozen);
+}
+
+/* The mixer block: pre-norm, TP all-gather, the mixer, TP reduce-scatter,
+ * residual add. */
+void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    int h = b->m->hidden;
+    double T = mb__tokens(s), Tsp = T / s->tp;
+    if (mix == MB_MIX_NONE)
+        return;
+    int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0);
+    b->cur_region = g;
+    mb_ops_norm(b, l, "input_layernorm", MB_CAT_ATTN, g, Tsp, h);
+    mb_net_ring(b, l, "tp allgather", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA)
+        mb__attention(b, l, mix, g, frozen);
+    else if (mix == MB_MIX_GDN)
+        mb__gdn(b, l, g, frozen);
+    else if (mix == MB_MIX_MAMBA)
+        mb__mamba(b, l, g, frozen);
+    mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    /* residual add + 1-byte dropout mask */
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, Tsp * h);
+    b->cur_region = 0;
+}

@@ -1,0 +1,138 @@
+/*
+ * model_ops.c -- the ops phase: one op list per decoder layer kind (mixer x
+ * FFN), the embedding, the output layer and loss, and the vision encoder's
+ * op list for a microbatch's patches.
+ */
+#include "step_int.h"
+
+#include <string.h>
+
+/* ViT forward/backward ops for P patches (sum of squares Q) on stage 0. */
+void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_vision *v = &b->m->vision;
+    int tp = s->tp;
+    int frozen = (s->freeze & MB_FREEZE_VISION) != 0;
+    int fproj = (s->freeze & MB_FREEZE_VISION_PROJ) != 0;
+    double hv = v->hidden, fv = (double)v->mlp / tp, hl = (double)v->hidden / tp;
+    int hd = v->hidden / v->heads;
+    enum mb_cat c = MB_CAT_VISION;
+    if (P <= 0)
+        return;
+    /* patch embedding: conv as GEMM over C*tp*patch^2 inputs */
+    double kin = (double)v->in_channels * v->temporal_patch * v->patch * v->patch;
+    mb_ops_gemm(b, l, "vit_patch_embed", c, 0, 0, P, hv, kin, 0, frozen);
+    for (int i = 0; i < v->depth; i++) {
+        mb_ops_mem(b, l, "vit_norm1", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
+        mb_net_ring(b, l, "vit tp allgather", MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+        mb_ops_gemm(b, l, "vit_qkv", c, 0, 0, P, 3 * hl, hv, P * hv * BF16, frozen);
+        /* bidirectional attention within each image: 4 p^2 h_v FLOP per image;
+         * varlen kernel over images x heads per rank; P^2/Q images of the mean size */
+        mb_ops_attn(b, l, "vit_core_attn", c, 0, 0, 4.0 * Q * hl, Q / P, hd, P * P / Q * hl / hd, 0,
+                    P * hl * BF16 * 4);
+        mb_ops_gemm(b, l, "vit_proj", c, 0, 0, P, hv, hl, P * hl * BF16, frozen);
+        mb_net_ring(b, l, "vit tp reducescatter", MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+        mb_ops_mem(b, l, "vit_norm2", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
+        mb_net_ring(b, l, "vit tp allgather", MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+        mb_ops_gemm(b, l, "vit_fc1", c, 0, 0, P, fv, hv, P * hv * BF16, frozen);
+        mb_ops_mem(b, l, "vit_act", c, 0, 0, 2 * P * fv * BF16, P * fv * BF16);
+        mb_ops_gemm(b, l, "vit_fc2", c, 0, 0, P, hv, fv, P * fv * BF16, frozen);
+        mb_net_ring(b, l, "vit tp reducescatter", MB_CK_TP, b->g_tp, P * hv * BF16, 0);
+    }
+    /* patch merger(s): main + one per DeepStack tap; S^2 patches -> one token */
+    double S2 = (double)v->spatial_merge * v->spatial_merge, Mtok = P / S2;
+    for (int i = 0; i < 1 + v->deepstack; i++) {
+        mb_ops_gemm(b, l, "merger_fc1", MB_CAT_PROJECTOR, 0, 0, Mtok, S2 * hv, S2 * hv, Mtok * S2 * hv * BF16, fproj);
+        mb_ops_gemm(b, l, "merger_fc2", MB_CAT_PROJECTOR, 0, 0, Mtok, v->out_hidden, S2 * hv, Mtok * S2 * hv * BF16,
+                    fproj);
+    }
+}
+
+/* Embedding (stage 0) and final norm, output layer and loss (last stage; MTP
+ * heads add an output layer and loss each). */
+static void mb__embedding_and_head(struct mb_build *b, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    struct mb_oplist *head = &b->plan.head;
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp, V = (double)m->vocab / s->tp;
+    mb_ops_mem(b, &b->plan.emb, "embedding", MB_CAT_DENSE, 0, 0, 2 * T * m->hidden * BF16 / s->tp, 0);
+    mb_ops_norm(b, head, "final_layernorm", MB_CAT_DENSE, 0, T / s->tp, m->hidden);
+    mb_net_ring(b, head, "tp allgather", MB_CK_TP, b->g_tp, T * m->hidden * BF16, 0);
+    for (int i = 0; i <= m->mtp_layers; i++) {
+        mb_ops_gemm(b, head, "output_layer", MB_CAT_DENSE, 0, 0, T, V, m->hidden, T * m->hidden * BF16, frozen);
+        /* fp32 logits: softmax cross-entropy reads/writes them (vocab-parallel CE) */
+        mb_ops_mem(b, head, "cross_entropy", MB_CAT_DENSE, 0, 0, 3 * T * V * 4, T * V * 4);
+        /* Megatron _VocabParallelCrossEntropy, unfused: max, subtract, exp, sum,
+         * target masking/gather (~4), log, mean: ~10 kernels forward (its two
+         * small TP all-reduces ignored), softmax-minus-one-hot ~4 backward */
+        head->op[head->n - 1].kf = 10;
+        head->op[head->n - 1].kb = 4;
+    }
+}
+
+const struct mb_oplist *mb_plan_layer(const struct mb_build *b, int li)
+{
+    const struct mb_layer *L = &b->m->layer[li];
+    return &b->plan.kind[L->mixer][L->ffn];
+}
+
+void mb_plan_build(struct mb_build *b)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    struct mb_plan *pl = &b->plan;
+    int frozen = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
+    int have[MB_MIX_MAMBA + 1][MB_FFN_MOE + 1] = {{0}};
+    for (int i = 0; i < m->n_layers; i++) {
+        const struct mb_layer *L = &m->layer[i];
+        struct mb_oplist *l = &pl->kind[L->mixer][L->ffn];
+        if (have[L->mixer][L->ffn])
+            continue;
+        have[L->mixer][L->ffn] = 1;
+        b->layer_region = ++b->region_seq;
+        mb_ops_mixer(b, l, L->mixer, frozen);
+        int start = l->n;
+        mb_ops_ffn(b, l, L->ffn, frozen);
+        unsigned tag = L->ffn == MB_FFN_MOE ? MB_RCM_MOE : L->ffn == MB_FFN_DENSE ? MB_RCM_MLP : 0;
+        for (int j = start + 1; j < l->n; j++) /* the block after its pre-norm */
+            l->op[j].module |= tag;
+        l->input_bytes = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+    }
+    mb__embedding_and_head(b, frozen);
+    pl->mtp = m->mtp_layers > 0 && m->n_layers > 0 ? mb_plan_layer(b, m->n_layers - 1) : NULL;
+    pl->rc_mask = s->recompute == MB_RC_SELECTIVE ? s->recompute_modules : s->recompute == MB_RC_FULL ? ~0u : 0;
+}
+
+/* Packed sequences: attention runs within each sample (THD), so the decoder's
+ * core attention does attn_scale (< 1) of the padded work; then every layer
+ * list is fused. */
+void mb_plan_scale_attention(struct mb_build *b, double attn_scale)
+{
+    struct mb_plan *pl = &b->plan;
+    for (int x = 0; x <= MB_MIX_MAMBA; x++)
+        for (int f = 0; f <= MB_FFN_MOE; f++) {
+            struct mb_oplist *l = &pl->kind[x][f];
+            for (int i = 0; attn_scale < 1.0 && i < l->n; i++) {
+                struct mb_op *o = &l->op[i];
+                if (o->type == MB_OP_COMP && o->cat == MB_CAT_ATTN && (o->module & MB_RCM_CORE_ATTN)) {
+                    o->fwd *= attn_scale;
+                    o->bwd *= attn_scale;
+                    o->bwd_dgrad_only *= attn_scale;
+                    o->flop_f *= attn_scale;
+                    o->flop_b *= attn_scale;
+                }
+            }
+            mb_ops_fuse(l, pl->rc_mask);
+        }
+}
+
+void mb_plan_free(struct mb_plan *pl)
+{
+    for (int x = 0; x <= MB_MIX_MAMBA; x++)
+        for (int f = 0; f <= MB_FFN_MOE; f++)
+            mb_ops_free(&pl->kind[x][f]);
+    mb_ops_free(&pl->emb);
+    mb_ops_free(&pl->head);
+}

@@ -1,0 +1,272 @@
+/*
+ * moe.c -- the op list of a decoder layer's FFN: a dense (gated) MLP, or a
+ * Mixture-of-Experts block (Megatron-Core moe/: router, permute, EP
+ * dispatch, grouped expert GEMMs, EP combine, unpermute, shared experts)
+ * with the dispatchers' traffic (AllToAll, AllGather, DeepEP, HybridEP).
+ */
+#include "step_int.h"
+
+#include <math.h>
+
+/* Probability that a token's k routed experts include at least one of a
+ * given set of `e` experts that sit together (one rank's or one domain's
+ * E/ep or E/D experts), for balanced routing: k experts uniform without
+ * replacement, 1 - C(E - e, k) / C(E, k). With group-limited routing
+ * (router_groups G, router_group_topk g; DeepSeek-V3 8 / 4) the token first
+ * picks g of the G groups of E/G experts: a set inside one group is hit with
+ * probability g/G x (1 - C(g E/G - e, k) / C(g E/G, k)); a set of n whole
+ * groups with probability 1 - C(G - n, g) / C(G, g) (every picked group
+ * receiving at least one of the k experts, which top-k group selection by
+ * expert scores makes near certain). */
+double mb_moe_p_hit(const struct mb_model *m, double e)
+{
+    double E = m->num_experts, k = m->topk;
+    int G = m->router_groups > 1 ? m->router_groups : 1, gk = m->router_group_topk > 0 ? m->router_group_topk : G;
+    double miss = 1.0, scale = 1.0, pool = E;
+    if (e <= 0)
+        return 0;
+    if (G > 1 && gk < G) {
+        double eg = E / G;
+        if (e >= eg) {
+            double n = floor(e / eg + 1e-9);
+            for (int i = 0; i < gk; i++)
+                miss *= (G - n - i) > 0 ? (G - n - i) / (double)(G - i) : 0.0;
+            return 1.0 - miss;
+        }
+        scale = (double)gk / G;
+        pool = gk * eg;
+    }
+    for (int i = 0; i < (int)k; i++)
+        miss *= (pool - e - i) > 0 ? (pool - e - i) / (pool - i) : 0.0;
+    return scale * (1.0 - miss);
+}
+
+/* Shared experts: a dense gated MLP of shared_ffn_hidden on every token. */
+static void mb__shared_experts(struct mb_build *b, struct mb_oplist *l, double T, double up, int graphed, int frozen)
+{
+    double fs = (double)b->m->shared_ffn_hidden / b->s->tp;
+    int h = b->m->hidden;
+    unsigned mod = MB_RCM_SHARED_EXPERTS;
+    mb_ops_gemm(b, l, "shared_fc1", MB_CAT_DENSE, mod, graphed, T, up * fs, h, 0, frozen);
+    mb_ops_mem(b, l, "shared_act", MB_CAT_DENSE, mod, graphed, (up + 1) * T * fs * BF16, up * T * fs * BF16);
+    mb_ops_gemm(b, l, "shared_fc2", MB_CAT_DENSE, mod, graphed, T, h, fs, T * fs * BF16, frozen);
+}
+
+static double mb__up(const struct mb_model *m)
+{
+    return m->act == MB_ACT_SWIGLU || m->act == MB_ACT_GEGLU ? 2.0 : 1.0;
+}
+
+/* Dense MLP block: pre-norm, TP all-gather, fc1, activation, fc2, TP
+ * reduce-scatter, residual add. */
+static void mb__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    int tp = s->tp, h = m->hidden;
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp, Tsp = T / tp, up = mb__up(m);
+    int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_MLP | MB_CG_LAYER)) != 0);
+    double f = (double)m->ffn_hidden / tp;
+    b->cur_region = g;
+    mb_ops_norm(b, l, "pre_mlp_layernorm", MB_CAT_DENSE, g, Tsp, h);
+    mb_net_ring(b, l, "tp allgather", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb_ops_gemm(b, l, "linear_fc1", MB_CAT_DENSE, MB_RCM_MLP, g, T, up * f, h, Tsp * h * BF16, frozen);
+    mb_ops_mem(b, l, "mlp_act", MB_CAT_DENSE, MB_RCM_MLP, g, (up + 1) * T * f * BF16, up * T * f * BF16);
+    mb_ops_gemm(b, l, "linear_fc2", MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
+    mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h);
+    b->cur_region = 0;
+}
+
+/* The MoE block's CUDA-graph regions and sizes. */
+struct mb_moe {
+    int g_router, g_pre, g_moe, g_tail;
+    double Tm;        /* tokens entering the router on this rank (sequence-sharded) */
+    double copies;    /* routed token copies leaving this rank */
+    double recv;      /* copies this rank's experts process (most loaded rank) */
+    double groups;    /* local experts */
+    double tokb;      /* dispatched bytes per token (FP8 under flex dispatchers with a quantized recipe) */
+    double perm_bytes; /* permute / unpermute bytes */
+    int flex;         /* DeepEP / HybridEP */
+};
+
+/* Bytes each way of the EP dispatch over group g: *nv inside the NVLink
+ * domain, *nic across it. */
+static void mb__dispatch_bytes(const struct mb_build *b, const struct mb_moe *x, double *nv, double *nic)
+{
+    const struct mb_model *m = b->m;
+    struct mb_group g = b->g_ep;
+    double imb = b->route_imbalance, E = m->num_experts;
+    *nv = x->copies * x->tokb * (double)(g.local - 1) / g.size * imb;
+    *nic = x->copies * x->tokb * (double)(g.size - g.local) / g.size * imb;
+    if (!x->flex)
+        return;
+    /* DeepEP/HybridEP send a token once per destination rank (the receiver
+     * expands it to its local experts), and across the scale-out fabric
+     * once per destination domain, then fan it out over NVLink; Megatron's
+     * alltoall dispatcher sends one copy per routed expert */
+    double p_rank = mb_moe_p_hit(m, E / b->s->ep);
+    *nv = x->Tm * x->tokb * (g.local - 1) * p_rank * imb;
+    if (g.domains > 1) {
+        double D = g.domains, p_dom = mb_moe_p_hit(m, E / D);
+        *nic = x->Tm * x->tokb * (D - 1) * p_dom * imb;
+        /* an arriving token goes on to the other hit ranks of its domain:
+         * (local - 1) * p_rank / p_dom of them on average */
+        if (p_dom > 0)
+            *nv += *nic * (g.local - 1) * p_rank / p_dom;
+    }
+}
+
+/* Router, its softmax/top-k, and the permute of the routed copies. */
+static void mb__router(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x, int frozen)
+{
+    int h = b->m->hidden, E = b->m->num_experts;
+    b->cur_region = x->g_router;
+    mb_ops_norm(b, l, "pre_mlp_layernorm", MB_CAT_DENSE, x->g_router, x->Tm, h);
+    mb_ops_gemm(b, l, "router", MB_CAT_DISPATCH, 0, x->g_router, x->Tm, E, h, 0, frozen);
+    mb_ops_mem(b, l, "router_topk", MB_CAT_DISPATCH, 0, x->g_router, 3 * x->Tm * E * 4.0, x->Tm * E * 4.0);
+    /* Megatron-Core router (moe/router.py, moe_utils.py topk_softmax_with_capacity,
+     * switch_load_balancing_loss_func), unfused: softmax, topk, two zeros+scatter
+     * for the routing map and probs, tokens-per-expert sum and the aux-loss
+     * products/sums: ~12 kernels forward, ~8 backward (an estimate from the
+     * op sequence; TE's fused router would be ~3) */
+    l->op[l->n - 1].kf = 12;
+    l->op[l->n - 1].kb = 8;
+    b->cur_region = x->g_pre;
+    /* permute: a gather of the routed copies (read + write); its backward is the
+     * inverse gather of the gradients, the same bytes */
+    mb_ops_mem_sym(b, l, "permute", MB_CAT_DISPATCH, 0, x->g_pre, x->perm_bytes, 0);
+    /* dispatcher preprocess (token counts per expert, their all-gather over EP)
+     * + fused permute (TE moe_permute: row-id map and the gather): ~5 forward,
+     * 1 backward (the unpermute of the gradient) */
+    l->op[l->n - 1].kf = 5;
+    l->op[l->n - 1].kb = 1;
+}
+
+/* The EP dispatch: an all-gather of the tokens (allgather dispatcher) or an
+ * all-to-all (alltoall, DeepEP, HybridEP) after a device-to-host sync. */
+static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+{
+    const struct mb_scenario *s = b->s;
+    b->cur_region = x->g_tail;
+    if (s->ep <= 1)
+        return;
+    if (s->dispatcher == MB_DISP_ALLGATHER) {
+        mb_net_ring(b, l, "ep dispatch", MB_CK_EP, b->g_ep, x->Tm * s->ep * x->tokb, 0);
+        return;
+    }
+    double nv, nic;
+    mb__dispatch_bytes(b, x, &nv, &nic);
+    int n0 = l->n;
+    mb_net_a2a(b, l, "ep dispatch", b->g_ep, nv, nic, !x->flex);
+    /* AlltoAll-V needs the split sizes on the host: the dispatcher copies
+     * the token counts device-to-host and synchronises before the
+     * all-to-all (MoEAlltoAllTokenDispatcher cuda_sync_point); DeepEP and
+     * HybridEP likewise wait for the receive count in their normal mode */
+    if (l->n > n0)
+        l->op[l->n - 1].host_sync = 1;
+}
+
+/* ETP all-gather / reduce-scatter of the dispatched tokens over the ETP group. */
+static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, const struct mb_moe *x)
+{
+    int etp = b->s->etp;
+    if (etp > 1)
+        mb_net_ring(b, l, name, MB_CK_TP, mb_step_group(etp, 1, b->s->system.nvlink_domain), x->copies * etp * x->tokb,
+                    0);
+}
+
+/* The expert MLP: grouped fc1, activation, grouped fc2 (TEGroupedMLP). */
+static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+{
+    int h = b->m->hidden;
+    double fe = (double)b->m->moe_ffn_hidden / b->s->etp, up = mb__up(b->m), tpg = x->recv / x->groups;
+    mb__etp(b, l, "etp allgather", x);
+    mb_ops_grouped(b, l, "expert_fc1", x->g_moe, x->groups, tpg, up * fe, h, x->recv * h * BF16);
+    mb_ops_mem(b, l, "expert_act", MB_CAT_EXPERTS, MB_RCM_MOE_ACT, x->g_moe, (up + 1) * x->recv * fe * BF16,
+               up * x->recv * fe * BF16);
+    mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
+    mb__etp(b, l, "etp reducescatter", x);
+}
+
+/* The combine mirrors the dispatch, in BF16. */
+static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+{
+    b->cur_region = x->g_tail;
+    if (b->s->ep <= 1)
+        return;
+    int i = l->n - 1;
+    while (i >= 0 && !(l->op[i].type == MB_OP_COMM && l->op[i].ck == MB_CK_EP))
+        i--;
+    if (i < 0)
+        return;
+    struct mb_op c = l->op[i];
+    double tokb_c = b->m->hidden * BF16;
+    c.name = "ep combine";
+    c.host_sync = 0;
+    c.parallel = 0;
+    c.bytes_nv *= tokb_c / x->tokb;
+    c.bytes_nic *= tokb_c / x->tokb;
+    mb_ops_push(l, &c);
+}
+
+static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp, up = mb__up(m);
+    struct mb_moe x = {0};
+    /* TE-scoped graphs capture the router and (with moe_preprocess) the
+     * dispatcher's preprocessing up to its host sync as one graph per layer;
+     * `moe` (drop-and-pad only) captures the experts */
+    x.g_router = mb_ops_region(b, (s->cuda_graph & (MB_CG_MOE_ROUTER | MB_CG_LAYER)) != 0);
+    x.g_pre = (s->cuda_graph & (MB_CG_MOE_PREPROCESS | MB_CG_LAYER)) ? (x.g_router ? x.g_router : mb_ops_region(b, 1))
+                                                                     : 0;
+    x.g_moe = mb_ops_region(b, (s->cuda_graph & (MB_CG_MOE | MB_CG_LAYER)) != 0);
+    x.g_tail = (s->cuda_graph & MB_CG_LAYER) ? b->layer_region : 0;
+    /* tokens stay sequence-sharded (T/tp per rank) through the dispatcher */
+    x.Tm = T / s->tp;
+    x.copies = x.Tm * m->topk;
+    x.recv = x.copies * s->etp * b->route_imbalance;
+    x.groups = (double)m->num_experts / s->ep;
+    x.flex = s->ep > 1 && (s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP);
+    /* HybridEP with --moe-permute-fusion-into-hybridep writes the received
+     * tokens in expert order itself, so no separate pass is left */
+    x.perm_bytes = (x.flex && s->dispatcher == MB_DISP_HYBRIDEP && s->hybridep_permute_fusion)
+                       ? 0 : 2 * x.copies * m->hidden * BF16;
+    /* dispatch: BF16 tokens; DeepEP/HybridEP under a quantized recipe dispatch
+     * the FP8 copy the expert GEMM needs (1 byte per element; per-block scales,
+     * <= 3 %, left out) and combine in BF16 (hardware.md B.4: "FP8 dispatch,
+     * BF16 combine") */
+    x.tokb = m->hidden * (x.flex && s->prec.quantize ? 1.0 : BF16);
+    mb__router(b, l, &x, frozen);
+    mb__dispatch(b, l, &x);
+    b->cur_region = x.g_moe;
+    /* --moe-shared-expert-overlap: the shared experts run while the dispatch
+     * all-to-all is in flight (Megatron-Core MoE shared-expert overlap) */
+    int shared_early = s->shared_expert_overlap && m->shared_ffn_hidden > 0 && s->ep > 1 && l->n > 0 &&
+                       l->op[l->n - 1].type == MB_OP_COMM && l->op[l->n - 1].ck == MB_CK_EP;
+    if (shared_early) {
+        l->op[l->n - 1].parallel = 1;
+        mb__shared_experts(b, l, T, up, x.g_moe, frozen);
+    }
+    mb__experts(b, l, &x);
+    mb__combine(b, l, &x);
+    /* unpermute: a scatter-add of the copies back to their tokens (Megatron-Core
+     * applies the routing probs inside the expert activation, so nothing of this
+     * size is saved here); backward gathers the gradient per copy: same bytes */
+    mb_ops_mem_sym(b, l, "unpermute", MB_CAT_DISPATCH, 0, x.g_tail, x.perm_bytes, x.copies * 4.0);
+    l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
+    if (m->shared_ffn_hidden > 0 && !shared_early)
+        mb__shared_experts(b, l, T, up, x.g_moe, frozen);
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, x.g_tail, 3 * x.Tm * m->hidden * BF16, x.Tm * m->hidden);
+    b->cur_region = 0;
+}
+
+void mb_ops_ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)
+{
+    if (ffn == MB_FFN_DENSE)
+        mb__dense(b, l, frozen);
+    else if (ffn == MB_FFN_MOE)
+        mb__moe(b, l, frozen);
+}

@@ -1,0 +1,245 @@
+/*
+ * ops.c -- op primitives of the ops phase: a GEMM, a grouped GEMM, a
+ * memory-bound pass, an attention kernel, a norm, each priced from the
+ * calibration table (calibration/mb_calib.h) and appended to an op list; and
+ * the fusion of adjacent compute ops the timeline cannot tell apart.
+ */
+#include "step_int.h"
+#include "mb_calib.h"
+
+#include <math.h>
+#include <string.h>
+
+void mb_ops_push(struct mb_oplist *l, const struct mb_op *o)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->op = mb_realloc(l->op, (size_t)l->cap * sizeof *l->op);
+    }
+    l->op[l->n] = *o;
+    l->op[l->n].part0 = l->n;
+    l->op[l->n].nparts = 1;
+    l->n++;
+}
+
+void mb_ops_free(struct mb_oplist *l)
+{
+    mb_free(l->op);
+    mb_free(l->part);
+    memset(l, 0, sizeof *l);
+}
+
+/* Where the last lookup's answer came from. */
+static enum mb_src mb__src(const struct mb_build *b)
+{
+    return mb_calib_last_source(b->cal) == MB_CALIB_SRC_TABLE ? MB_SRC_TABLE : MB_SRC_ROOFLINE;
+}
+
+/* CUDA-graph region for a module about to be built: 0 when the module is not
+ * captured (`on` = 0), the layer's region for whole-layer graphs, else a new id
+ * (one graph per captured module per layer, as TE's make_graphed_callables
+ * captures each scoped module of each layer separately). */
+int mb_ops_region(struct mb_build *b, int on)
+{
+    if (!on)
+        return 0;
+    if (b->s->cuda_graph & MB_CG_LAYER)
+        return b->layer_region;
+    return ++b->region_seq;
+}
+
+static struct mb_op mb__comp(const char *name, enum mb_cat cat, unsigned mod, int graphed)
+{
+    struct mb_op o = {0};
+    o.type = MB_OP_COMP;
+    o.name = name;
+    o.cat = cat;
+    o.module = mod;
+    o.region = graphed;
+    return o;
+}
+
+/* GEMM C[M,N] = A[M,K] B[K,N] at precision p (quantized: an FP8/FP4 recipe's
+ * GEMM, with its cast kernels and recipe time scale): forward and backward
+ * (dgrad + wgrad) seconds. */
+void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                   int graphed, enum mb_prec p, int quantize, double M, double N, double K, double saved, int frozen)
+{
+    double sc = quantize ? b->gemm_scale : 1.0;
+    struct mb_op o = mb__comp(name, cat, mod, graphed);
+    o.fwd = sc * mb_calib_gemm(b->cal, p, M, N, K);
+    o.src = mb__src(b);
+    double dgrad = sc * mb_calib_gemm(b->cal, p, M, K, N);
+    double wgrad = sc * mb_calib_gemm(b->cal, p, K, N, M);
+    o.bwd = frozen ? dgrad : dgrad + wgrad;
+    o.bwd_dgrad_only = dgrad;
+    o.flop_f = 2.0 * M * N * K;
+    o.flop_b = (frozen ? 1.0 : 2.0) * o.flop_f;
+    o.gm = M, o.gn = N, o.gk = K;
+    o.peak = b->gpu->peak[p];
+    /* TE Linear: one cuBLASLt GEMM forward; dgrad + wgrad backward (main-grad
+     * accumulation fused into wgrad); fp8 adds one cast(-transpose) kernel each way */
+    o.kf = 1 + (quantize ? 1 : 0);
+    o.kb = 2 + (quantize ? 1 : 0);
+    /* low-precision recipes keep the quantized copy of the GEMM input for wgrad
+     * (Transformer Engine saves the fp8 tensor, 1 byte instead of 2) */
+    o.saved = quantize ? saved / 2 : saved;
+    if (quantize) {
+        /* fp8/fp4 recipes quantize every GEMM operand that is not already low
+         * precision: the activation input in forward (read bf16, write 1 byte)
+         * and the output gradient in backward (quantized once, used by dgrad and
+         * wgrad, plus its transposed copy for wgrad). */
+        o.fwd += mb_calib_membound(b->cal, M * K * (BF16 + 1.0));
+        double q = mb_calib_membound(b->cal, M * N * (BF16 + 2.0));
+        o.bwd += q;
+        o.bwd_dgrad_only += q;
+    }
+    mb_ops_push(l, &o);
+}
+
+/* A linear layer's GEMM in the scenario's recipe. */
+void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                 int graphed, double M, double N, double K, double saved, int frozen)
+{
+    mb_ops_gemm_p(b, l, name, cat, mod, graphed, b->s->prec.gemm, b->s->prec.quantize, M, N, K, saved, frozen);
+}
+
+/* Grouped GEMM of `groups` local experts, `tpg` tokens each: [tpg, K] x [K, N]. */
+void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, int graphed, double groups,
+                    double tpg, double N, double K, double saved)
+{
+    enum mb_prec p = b->s->prec.gemm;
+    struct mb_op o = mb__comp(name, MB_CAT_EXPERTS, MB_RCM_MOE, graphed);
+    o.fwd = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K);
+    o.src = mb__src(b);
+    double dgrad = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N);
+    double wgrad = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg);
+    o.bwd = dgrad + wgrad;
+    o.bwd_dgrad_only = dgrad;
+    o.flop_f = 2.0 * groups * tpg * N * K;
+    o.flop_b = 2.0 * o.flop_f;
+    o.gm = tpg, o.gn = N, o.gk = K;
+    o.peak = b->gpu->peak[p];
+    /* TE GroupedLinear (TEGroupedMLP) runs one cuBLAS GEMM per local expert
+     * (general_grouped_gemm over num_gemms): E/ep launches forward, dgrad and
+     * wgrad per expert backward; fp8 adds one multi-tensor quantize each way */
+    o.kf = ceil(groups) + (b->s->prec.quantize ? 1 : 0);
+    o.kb = 2 * ceil(groups) + (b->s->prec.quantize ? 1 : 0);
+    o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb_ops_gemm_p */
+    if (b->s->prec.quantize) { /* as in mb_ops_gemm_p */
+        o.fwd += mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0));
+        double q = mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0));
+        o.bwd += q;
+        o.bwd_dgrad_only += q;
+    }
+    mb_ops_push(l, &o);
+}
+
+/* Memory-bound op moving `bytes`; backward moves about twice as much. */
+void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                int graphed, double bytes, double saved)
+{
+    struct mb_op o = mb__comp(name, cat, mod, graphed);
+    o.fwd = mb_calib_membound(b->cal, bytes);
+    o.src = mb__src(b);
+    o.bwd = mb_calib_membound(b->cal, 2 * bytes);
+    o.bwd_dgrad_only = o.bwd;
+    o.bytes_f = bytes;
+    o.bytes_b = 2 * bytes;
+    o.peak = b->gpu->hbm_bw;
+    o.saved = saved;
+    o.kf = o.kb = 1; /* one fused elementwise kernel each way (callers override) */
+    mb_ops_push(l, &o);
+}
+
+/* Memory-bound gather/scatter of `bytes` (permute, unpermute): its backward is
+ * the inverse gather, the same bytes. */
+void mb_ops_mem_sym(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                    int graphed, double bytes, double saved)
+{
+    mb_ops_mem(b, l, name, cat, mod, graphed, bytes, saved);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = o->fwd;
+    o->bytes_b = bytes;
+}
+
+/* Fused attention kernel of `flop` forward FLOP over `bh` (batch x head)
+ * problems of sequence `seq`. */
+void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                 int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved)
+{
+    struct mb_op o = mb__comp(name, cat, mod, graphed);
+    o.fwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, flop, seq, head_dim, bh, causal, 0);
+    o.src = mb__src(b);
+    /* flash backward recomputes QK^T: 2.5x the forward FLOPs (FlashAttention-2/3 papers' convention) */
+    o.bwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, bh, causal, 1);
+    o.bwd_dgrad_only = o.bwd;
+    o.flop_f = flop;
+    o.flop_b = 2.5 * flop;
+    /* mb_calib_attn_bh times attention at the BF16 (FP16) peak */
+    o.peak = b->gpu->peak[b->s->prec.attn == MB_PREC_FP16 ? MB_PREC_FP16 : MB_PREC_BF16];
+    o.saved = saved;
+    /* flash attention: one forward kernel; backward = preprocess (rowsum dO*O),
+     * the main kernel and the dQ fp32->bf16 conversion (FlashAttention-2/3 and
+     * cuDNN fused attention all split backward this way) */
+    o.kf = 1;
+    o.kb = 3;
+    mb_ops_push(l, &o);
+}
+
+/* (RMS)LayerNorm over `tok` tokens of width h. */
+void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
+                 int h)
+{
+    /* read + write one activation, plus the input kept for backward */
+    mb_ops_mem(b, l, name, cat, MB_RCM_LAYERNORM, g, 2 * tok * h * BF16, tok * h * BF16);
+    l->op[l->n - 1].kb = 2; /* TE (RMS)LayerNorm backward: dx kernel + dgamma reduction */
+}
+
+/* Whether compute op o can join the fused op q. */
+static int mb__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc_mask)
+{
+    return q->type == MB_OP_COMP && o->type == MB_OP_COMP && q->cat == o->cat &&
+           (q->module & rc_mask) == (o->module & rc_mask) && q->region == o->region && !o->host_sync &&
+           q->fwd > 0 && o->fwd > 0;
+}
+
+/* Fuse runs of adjacent compute ops that the timeline cannot tell apart --
+ * same category, recomputed or not alike, same CUDA-graph region, no host sync -- into
+ * one op (times, saved bytes and kernel counts add up). GPU time is unchanged;
+ * only when the host is the bottleneck does the fused op start after all of
+ * its kernels are launched instead of after the first one's. Halves the tasks
+ * of a step. The ops before fusion stay in l->part: fused op i is
+ * part[op[i].part0 .. + nparts), for the trace and the per-op table. */
+void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask)
+{
+    mb_free(l->part);
+    l->part = mb_malloc((size_t)(l->n > 0 ? l->n : 1) * sizeof *l->part);
+    memcpy(l->part, l->op, (size_t)l->n * sizeof *l->op);
+    l->nparts = l->n;
+    int w = 0;
+    for (int i = 0; i < l->n; i++) {
+        struct mb_op *o = &l->op[i];
+        if (w > 0 && mb__fusable(&l->op[w - 1], o, rc_mask)) {
+            struct mb_op *q = &l->op[w - 1];
+            q->module |= o->module;
+            q->fwd += o->fwd;
+            q->bwd += o->bwd;
+            q->bwd_dgrad_only += o->bwd_dgrad_only;
+            q->saved += o->saved;
+            q->kf += o->kf;
+            q->kb += o->kb;
+            q->flop_f += o->flop_f;
+            q->flop_b += o->flop_b;
+            q->bytes_f += o->bytes_f;
+            q->bytes_b += o->bytes_b;
+            q->nparts++;
+            continue;
+        }
+        l->op[w] = *o;
+        l->op[w].part0 = i;
+        l->op[w].nparts = 1;
+        w++;
+    }
+    l->n = w;
+}

@@ -1,0 +1,202 @@
+/*
+ * results.c -- the results phase: the time breakdown of the critical stage's
+ * rank (compute by category; idle gaps blamed on the communication kind or
+ * the host launches that overlap them, else the bubble), the critical path by
+ * category, and the headline metrics (tokens/s/GPU, model TFLOP/s/GPU, MFU).
+ */
+#include "step_int.h"
+#include "mb_calib.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static const char *const mb__cat_names[MB_CAT_COUNT] = {
+    "vision_encoder", "projector", "decoder_attention", "moe_experts", "dispatch_combine_compute",
+    "dense_other", "recompute", "optimizer", "exposed_tp_comm", "exposed_cp_comm", "exposed_ep_comm",
+    "exposed_pp_comm", "exposed_dp_comm", "exposed_fsdp_comm", "exposed_host_launch", "pipeline_bubble"};
+
+const char *mb_cat_name(enum mb_cat c) { return c < MB_CAT_COUNT ? mb__cat_names[c] : "?"; }
+
+static const enum mb_cat mb__comm_cat[MB_CK_COUNT] = {MB_CAT_COMM_TP, MB_CAT_COMM_CP, MB_CAT_COMM_EP,
+                                                       MB_CAT_COMM_PP, MB_CAT_COMM_DP, MB_CAT_COMM_FSDP};
+
+/* Category of a task for reports: compute categories as they are, comm tasks
+ * by kind; -1 for zero-length joins. */
+int mb_results_task_cat(const struct mb_engine *e, int t)
+{
+    int kd = mb_engine_task_kind(e, t);
+    if (kd >= MB_TK_COMM && kd < MB_TK_COMM + MB_CK_COUNT)
+        return (int)mb__comm_cat[kd - MB_TK_COMM];
+    return kd < MB_CAT_COUNT ? kd : -1;
+}
+
+/* The stage whose compute stream is busiest. */
+static int mb__busiest_stage(const struct mb_build *b)
+{
+    size_t nt = mb_engine_n_tasks(b->e);
+    int p = b->lay.p, nstream = 0;
+    for (int q = 0; q < p; q++)
+        if (b->comp[q] + 1 > nstream)
+            nstream = b->comp[q] + 1;
+    int *stage_of = mb_malloc((size_t)nstream * sizeof *stage_of);
+    for (int i = 0; i < nstream; i++)
+        stage_of[i] = -1;
+    for (int q = 0; q < p; q++)
+        stage_of[b->comp[q]] = q;
+    double busy[MB_MAX_STAGES] = {0};
+    for (size_t t = 0; t < nt; t++) {
+        int sid = mb_engine_task_stream(b->e, (int)t);
+        int q = sid < nstream ? stage_of[sid] : -1;
+        if (q >= 0 && mb_engine_task_kind(b->e, (int)t) < MB_CAT_COUNT)
+            busy[q] += mb_engine_task_end(b->e, (int)t) - mb_engine_task_start(b->e, (int)t);
+    }
+    mb_free(stage_of);
+    int cs = 0;
+    for (int q = 1; q < p; q++)
+        if (busy[q] > busy[cs])
+            cs = q;
+    return cs;
+}
+
+/* Busy intervals of stage cs's communication streams (index = kind) and, at
+ * MB_CK_COUNT, its host launch thread; each stream is FIFO so they are
+ * sorted by start. */
+struct mb__ivs {
+    double *s[MB_CK_COUNT + 1], *e[MB_CK_COUNT + 1];
+    int n[MB_CK_COUNT + 1], ptr[MB_CK_COUNT + 1];
+};
+
+static void mb__ivs_build(const struct mb_build *b, int cs, struct mb__ivs *iv)
+{
+    size_t nt = mb_engine_n_tasks(b->e);
+    for (int c = 0; c <= MB_CK_COUNT; c++) {
+        iv->s[c] = mb_malloc((nt + 1) * sizeof(double));
+        iv->e[c] = mb_malloc((nt + 1) * sizeof(double));
+        iv->n[c] = iv->ptr[c] = 0;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        int sid = mb_engine_task_stream(b->e, (int)t), kd = mb_engine_task_kind(b->e, (int)t);
+        double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
+        int k = -1;
+        if (sid == b->host[cs] && t1 > t0)
+            k = MB_CK_COUNT;
+        else if (kd >= MB_TK_COMM)
+            for (int c = 0; c < MB_CK_COUNT; c++)
+                if (b->cstream[cs][c] == sid)
+                    k = kd - MB_TK_COMM;
+        if (k < 0)
+            continue;
+        iv->s[k][iv->n[k]] = t0;
+        iv->e[k][iv->n[k]++] = t1;
+    }
+}
+
+static void mb__ivs_free(struct mb__ivs *iv)
+{
+    for (int c = 0; c <= MB_CK_COUNT; c++) {
+        mb_free(iv->s[c]);
+        mb_free(iv->e[c]);
+    }
+}
+
+/* Blame the idle gap [g0, g1) before compute task t: to the communication
+ * kind (or, when t's launch ended as it started, the host) overlapping it
+ * most; the rest is bubble. */
+static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, double g0, double g1,
+                          struct mb_result *r)
+{
+    double ov[MB_CK_COUNT + 1] = {0}, best = 0;
+    int bestk = -1;
+    int hd = (size_t)t < b->hostdep_cap ? b->hostdep[t] : -1;
+    int host_late = hd >= 0 && mb_engine_task_end(b->e, hd) >= g1 - 1e-12;
+    for (int c = 0; c <= MB_CK_COUNT; c++) {
+        if (c == MB_CK_COUNT && !host_late)
+            break;
+        while (iv->ptr[c] < iv->n[c] && iv->e[c][iv->ptr[c]] <= g0)
+            iv->ptr[c]++;
+        for (int j = iv->ptr[c]; j < iv->n[c] && iv->s[c][j] < g1; j++)
+            ov[c] += fmin(g1, iv->e[c][j]) - fmax(g0, iv->s[c][j]);
+        if (ov[c] > best) {
+            best = ov[c];
+            bestk = c;
+        }
+    }
+    double gap = g1 - g0, covered = bestk >= 0 ? fmin(best, gap) : 0;
+    if (bestk >= 0)
+        r->breakdown[bestk == MB_CK_COUNT ? MB_CAT_HOST : mb__comm_cat[bestk]] += covered;
+    r->breakdown[MB_CAT_BUBBLE] += gap - covered;
+}
+
+/* Reduce the timeline to the breakdown of the stage with the most compute:
+ * compute time by category; idle gaps on its compute stream attributed to the
+ * communication kind with the most overlap in that gap, else to the bubble. */
+void mb_results_breakdown(struct mb_build *b, double step, struct mb_result *r)
+{
+    size_t nt = mb_engine_n_tasks(b->e);
+    int cs = mb__busiest_stage(b);
+    r->critical_stage = cs;
+    struct mb__ivs iv;
+    mb__ivs_build(b, cs, &iv);
+    double prev_end = 0;
+    for (size_t t = 0; t < nt; t++) {
+        if (mb_engine_task_stream(b->e, (int)t) != b->comp[cs])
+            continue;
+        int kd = mb_engine_task_kind(b->e, (int)t);
+        double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
+        if (kd < MB_CAT_COUNT)
+            r->breakdown[kd] += t1 - t0;
+        if (t0 > prev_end)
+            mb__blame_gap(b, &iv, (int)t, prev_end, t0, r);
+        if (t1 > prev_end)
+            prev_end = t1;
+    }
+    if (step > prev_end)
+        r->breakdown[MB_CAT_BUBBLE] += step - prev_end;
+    mb__ivs_free(&iv);
+}
+
+/* Critical path of the step by category (seconds): what to shorten to make
+ * the step shorter. Waits between a task and the one that released it
+ * (nothing running on the path) count as bubble. */
+void mb_results_critical(struct mb_build *b, struct mb_result *r)
+{
+    size_t nt = mb_engine_n_tasks(b->e);
+    int *path = mb_malloc((nt ? nt : 1) * sizeof *path);
+    size_t n = mb_engine_critical_path(b->e, path, nt);
+    for (size_t i = 0; i < n; i++) {
+        int t = path[i], c = mb_results_task_cat(b->e, t);
+        double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
+        if (c >= 0)
+            r->critical[c] += t1 - t0;
+        double released = i + 1 < n ? mb_engine_task_end(b->e, path[i + 1]) : 0;
+        if (t0 > released)
+            r->critical[MB_CAT_BUBBLE] += t0 - released;
+    }
+    mb_free(path);
+}
+
+/* Headline rates from the step time, and the calibration usage. */
+void mb_results_metrics(struct mb_build *b, double step, struct mb_result *r)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    const struct mb_data *d = &b->data;
+    double gbs = (double)b->lay.m * s->micro_batch_size * s->dp, seq = s->seq_length;
+    r->tokens_per_s_per_gpu = gbs * seq / (step * s->gpus);
+    r->useful_tokens_per_s_per_gpu = gbs * d->useful_per_seq / (step * s->gpus);
+    /* Megatron's count: padded (BSHD) sequences count every position; packed
+     * (THD) sequences count real tokens and per-sample squared lengths */
+    double llm = s->packed ? mb_model_flops(m, gbs * d->useful_per_seq, gbs * d->lsq_per_seq)
+                           : mb_model_flops(m, gbs * seq, gbs * seq * seq);
+    double vit = mb_model_vit_flops(m, d->sumP * s->dp, d->sumQ * s->dp);
+    r->model_flops = llm + vit;
+    r->model_tflops_per_gpu = r->model_flops / (step * 1e12 * s->gpus);
+    r->mfu = r->model_tflops_per_gpu * 1e12 / b->gpu->peak[s->prec.gemm];
+    r->vision_tokens_per_sample = d->vision_tokens_per_sample;
+    snprintf(r->calib_path, sizeof r->calib_path, "%s", mb_calib_path(b->cal));
+    for (size_t i = 0; i < mb_calib_n_tables(b->cal); i++) {
+        struct mb_calib_table_info ti = mb_calib_table(b->cal, i);
+        r->calib_lookups += ti.lookups;
+        r->calib_fallbacks += ti.fallbacks;
+    }
+}

@@ -1,0 +1,317 @@
+/*
+ * step.c -- one training step, phase by phase (step_int.h lists the phases),
+ * and the linear extensions that keep large microbatch and layer counts
+ * cheap.
+ *
+ * Approximations (each refined by later issues):
+ *  - One representative rank per pipeline stage; DP/TP/CP/EP peers behave
+ *    identically (balanced routing) and are not simulated separately.
+ *  - Each simulated rank has one NVLink transmit link and one NIC transmit
+ *    link (capacities = line rate x calibrated achieved fraction); concurrent
+ *    collectives on a rank share them max-min fairly in the engine.
+ *  - Collectives are costed by the bytes a rank sends: ring all-gather /
+ *    reduce-scatter hierarchically (NVLink domain first, then (n-1)/n of the
+ *    1/local share over the NIC); all-to-all as direct pairwise traffic split
+ *    by destination domain; HybridEP/DeepEP send a token over the scale-out
+ *    fabric once per destination domain.
+ *  - Kernel time = calibrated GPU time. Each pipeline stage's rank has a host
+ *    thread (a serial stream) that launches every kernel in program order:
+ *    launch_s of host time per kernel, one launch per captured CUDA-graph
+ *    region; a GPU op cannot start before its launch, and the host waits for
+ *    the GPU at a device-to-host sync (the token counts before an EP
+ *    dispatch). Kernels per op are counted from the Megatron-Core /
+ *    Transformer Engine code paths (see the op builders' comments).
+ *  - Schedules: 1F1B and Megatron's interleaved 1F1B (VPP), executed on the
+ *    timeline; p2p activations on the real links.
+ */
+#include "step_int.h"
+#include "mb_calib.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+/* What one simulation is asked for besides the result. */
+struct mb__ask {
+    int critical;
+    const char *trace;
+    int ops;
+    const struct mb_calib *cal;
+};
+
+void mb_result_free(struct mb_result *r)
+{
+    if (!r)
+        return;
+    mb_free(r->ops);
+    r->ops = NULL;
+    r->n_ops = 0;
+}
+
+/* Engine, and per stage: compute stream, one stream per communication kind,
+ * the NVLink and NIC transmit links and the host launch thread. */
+static void mb__engine(struct mb_build *b, int mbs_n)
+{
+    /* size hint: every layer op runs forward, backward and maybe again in
+     * recompute, each with a host launch task and a couple of edges */
+    size_t per_mb = 64;
+    for (int i = 0; i < b->m->n_layers; i++)
+        per_mb += (size_t)mb_plan_layer(b, i)->n;
+    size_t est = per_mb * 3 * 2 * (size_t)(mbs_n > 0 ? mbs_n : 1) + 1024;
+    b->e = mb_engine_new();
+    mb_engine_reserve(b->e, est, 2 * est);
+    for (int st = 0; st < b->lay.p; st++) {
+        b->comp[st] = mb_engine_add_stream(b->e);
+        for (int c = 0; c < MB_CK_COUNT; c++)
+            b->cstream[st][c] = mb_engine_add_stream(b->e);
+        b->l_nv[st] = mb_engine_add_link(b->e, b->nv_cap > 0 ? b->nv_cap : 1e9);
+        b->l_nic[st] = mb_engine_add_link(b->e, b->nic_cap > 0 ? b->nic_cap : 1e9);
+        b->host[st] = mb_engine_add_stream(b->e);
+    }
+}
+
+/* Build the step's task graph: op lists, data, schedule, reduction. */
+static void mb__build(struct mb_build *b, int mbs_n)
+{
+    const struct mb_scenario *s = b->s;
+    mb_layout_build(b, mbs_n);
+    mb_plan_build(b);
+    mb__engine(b, mbs_n);
+    mb_layout_graphs(b);
+    mb_data_draw(b, mbs_n);
+    /* packed sequences: attention runs within each sample (THD) */
+    double attn_scale = b->data.lsq_per_seq / ((double)s->seq_length * s->seq_length);
+    mb_plan_scale_attention(b, attn_scale);
+    int pg_done[MB_MAX_STAGES];
+    mb_reduce_param_gather(b, pg_done);
+    mb_data_vision_ops(b);
+    mb_sched_build(b, pg_done);
+    mb_reduce_grads_and_step(b);
+}
+
+/* Run the engine and reduce the timeline to r. */
+static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result *r, struct mb_err *err)
+{
+    if (mb_engine_run(b->e, err))
+        return -1;
+    double step = mb_engine_makespan(b->e), act_tl[MB_MAX_STAGES];
+    r->step_time_s = step;
+    r->events = mb_engine_n_events(b->e);
+    r->tasks = mb_engine_n_tasks(b->e);
+    mb_results_breakdown(b, step, r);
+    if (a->critical)
+        mb_results_critical(b, r);
+    mb_memtl_build(b, act_tl);
+    int rc = a->trace ? mb_trace_write(b, a->trace, err) : 0;
+    mb_results_metrics(b, step, r);
+    mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, b->gpu->hbm_bytes, act_tl, &r->mem);
+    r->oom = r->mem.reserved > r->mem.capacity;
+    if (a->ops)
+        mb_opstats_collect(b, r);
+    return rc;
+}
+
+static void mb__free(struct mb_build *b)
+{
+    mb_plan_free(&b->plan);
+    mb_data_free(&b->data);
+    mb_sched_free(&b->sched);
+    mb_layout_free(&b->lay);
+    mb_memtl_free(b);
+    mb_free(b->hostdep);
+    mb_free(b->tinfo);
+    mb_engine_free(b->e);
+    mb_calib_free(b->cal);
+}
+
+/* Simulate the step with `mbs_n` microbatches per DP rank. */
+static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb__ask *a, struct mb_result *r,
+                        struct mb_err *err)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    memset(r, 0, sizeof *r);
+    r->microbatches = mbs_n;
+    if (s->pp > MB_MAX_STAGES)
+        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
+                          MB_MAX_STAGES);
+    struct mb_build b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.m = &s->model;
+    b.record = a->trace || a->ops;
+    if (a->cal)
+        b.cal = mb_calib_view(a->cal);
+    else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
+        return -1;
+    mb_calib_set_roofline(b.cal, s->roofline);
+    int rc = mb_step_place(&b, err);
+    if (rc == 0) {
+        mb__build(&b, mbs_n);
+        rc = mb__run(&b, a, r, err);
+    }
+    mb__free(&b);
+    if (rc)
+        mb_result_free(r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->sim_wall_s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    return rc;
+}
+
+static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
+
+static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, double k)
+{
+    struct mb_memory *M = &r->mem;
+    for (int i = 0; i < M->n_stages && i < r1->mem.n_stages; i++) {
+        struct mb_memory_stage *a = &M->per_stage[i];
+        const struct mb_memory_stage *b1 = &r1->mem.per_stage[i];
+        a->weights = mb__lin(a->weights, b1->weights, k);
+        a->grads = mb__lin(a->grads, b1->grads, k);
+        a->optimizer = mb__lin(a->optimizer, b1->optimizer, k);
+        a->activations = mb__lin(a->activations, b1->activations, k);
+        a->buffers = mb__lin(a->buffers, b1->buffers, k);
+        a->graphs = mb__lin(a->graphs, b1->graphs, k);
+        a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);
+        a->reserved = mb__lin(a->reserved, b1->reserved, k);
+    }
+    mb_memory_summarize(M);
+    r->oom = M->reserved > M->capacity;
+}
+
+/* Extend r (simulated at count n2) linearly to count n2 + k (n2 - n1), given r1
+ * simulated at n1: step, breakdown, critical path, op table and model FLOPs
+ * (exact when each extra unit adds the same), and with `mem` the per-stage
+ * memory too (the layer extension; with microbatches memory is already
+ * steady). `flops` > 0 replaces the extended model FLOPs (microbatches: the
+ * m2 run's per-microbatch mean, which averages more image draws). Rates are
+ * recomputed from the step. */
+static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k,
+                       int mem, double flops)
+{
+    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
+    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
+    r->step_time_s = mb__lin(r->step_time_s, r1->step_time_s, k);
+    r->model_flops = flops > 0 ? flops : mb__lin(r->model_flops, r1->model_flops, k);
+    for (int c = 0; c < MB_CAT_COUNT; c++) {
+        r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1->breakdown[c], k));
+        r->critical[c] = fmax(0, mb__lin(r->critical[c], r1->critical[c], k));
+    }
+    if (mem)
+        mb__extend_memory(r, r1, k);
+    mb_opstats_extend(r, r1, k);
+    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
+    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
+    r->model_tflops_per_gpu = r->model_flops / (r->step_time_s * 1e12 * s->gpus);
+    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+    r->sim_wall_s += r1->sim_wall_s;
+    r->events += r1->events;
+}
+
+/* Steady-state 1F1B is periodic: past the warm-up, every extra microbatch adds
+ * the same time to the step. Large microbatch counts are therefore simulated at
+ * two counts m1 < m2 <= cap (multiples of pp, as interleaving needs) and the
+ * step extended linearly: T(m) = T(m2) + (m - m2) (T(m2) - T(m1)) / (m2 - m1).
+ * This keeps time and memory bounded for any global batch size; the tests
+ * check it against a full simulation. The per-step terms must have stopped
+ * changing for the step to be linear in m: when the exposed DP/FSDP
+ * communication (hidden behind more backward work as m grows) still differs
+ * between m1 and m2, the full simulation runs instead. */
+#define MB_STEP_MB_CAP 64
+
+static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
+                           struct mb_err *err)
+{
+    int m = s->global_batch_size / (s->micro_batch_size * s->dp);
+    int p = s->pp > 0 ? s->pp : 1;
+    if (cap < 0)
+        return mb__simulate(s, m, a, r, err);
+    if (cap == 0)
+        cap = MB_STEP_MB_CAP;
+    if (cap < 4 * p)
+        cap = 4 * p;
+    cap -= cap % p;
+    if (m <= cap)
+        return mb__simulate(s, m, a, r, err);
+    int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
+    struct mb_result r1;
+    struct mb__ask a1 = *a;
+    a1.trace = NULL;
+    if (mb__simulate(s, m1, &a1, &r1, err))
+        return -1;
+    if (mb__simulate(s, m2, a, r, err)) {
+        mb_result_free(&r1);
+        return -1;
+    }
+    double fixed1 = r1.breakdown[MB_CAT_COMM_DP] + r1.breakdown[MB_CAT_COMM_FSDP];
+    double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
+    if (fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s) {
+        mb_result_free(&r1);
+        mb_result_free(r);
+        return mb__simulate(s, m, a, r, err);
+    }
+    mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
+    mb_result_free(&r1);
+    r->microbatches = m;
+    return 0;
+}
+
+/* Linear extension in the number of decoder layers (`layer_cap`, used by
+ * sweeps): when every decoder layer is of one kind and the layers divide evenly
+ * when the same number of layers is added to every virtual pipeline stage,
+ * every term of the step -- time, breakdown, static memory, activations, model
+ * FLOPs -- changes by the same amount each time, so the step is simulated with
+ * about 2 and 4 layers per virtual stage and extended to the real count, as the
+ * microbatch extension does for microbatches. */
+static int mb__uniform_layers(const struct mb_model *m)
+{
+    for (int i = 1; i < m->n_layers; i++)
+        if (m->layer[i].mixer != m->layer[0].mixer || m->layer[i].ffn != m->layer[0].ffn)
+            return 0;
+    return m->n_layers > 0 && !m->pattern[0];
+}
+
+int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                          struct mb_err *err)
+{
+    struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL};
+    int cap = o ? o->mb_cap : 0;
+    int nv = s->pp * (s->vpp > 0 ? s->vpp : 1);
+    int L = s->model.n_layers;
+    /* remove the same number of layers from every virtual stage, so an uneven
+     * split keeps its shape: about k and 2k layers per virtual stage remain,
+     * k = 2, or more than the FSDP prefetch depth so its ramp and the unsharded
+     * layers it holds fit inside the shortened stages */
+    int k = s->strategy == MB_STRAT_FSDP && s->fsdp_prefetch + 2 > 2 ? s->fsdp_prefetch + 2 : 2;
+    int base = L / nv, q1 = base - k, q2 = base - 2 * k;
+    int L1 = L - nv * q1, L2 = L - nv * q2;
+    if (!o || o->layer_cap <= 0 || a.trace || a.ops || q2 < 1 || s->pipeline_layout[0] ||
+        !mb__uniform_layers(&s->model) || s->model.num_layers != s->model.n_layers ||
+        (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0))
+        return mb__simulate_mb(s, cap, &a, r, err);
+    struct mb_scenario s1 = *s, s2 = *s;
+    s1.model.n_layers = s1.model.num_layers = L1;
+    s2.model.n_layers = s2.model.num_layers = L2;
+    struct mb_result r1;
+    if (mb__simulate_mb(&s1, cap, &a, &r1, err) || mb__simulate_mb(&s2, cap, &a, r, err))
+        return -1;
+    mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
+    return 0;
+}
+
+int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+{
+    return mb_step_simulate_opts(s, NULL, r, err);
+}
+
+int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
+{
+    struct mb_step_opts o = {-1, 1, 0, NULL, 0, NULL};
+    return mb_step_simulate_opts(s, &o, r, err);
+}
+
+int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err)
+{
+    struct mb_step_opts o = {0, 1, 0, path, 0, NULL};
+    return mb_step_simulate_opts(s, &o, r, err);
+}

@@ -1,0 +1,322 @@
+/*
+ * step_int.h -- private to the step model (workloads/step/): the data the
+ * phases hand each other. Callers use mb_step.h.
+ *
+ * A simulation runs the phases in this order (step.c):
+ *   placement  rank groups, link rates, routing imbalance      (placement.c)
+ *   ops        per-layer op lists: mixer, FFN/MoE, vision, head (ops.c, mixer.c, moe.c, model_ops.c)
+ *   data       microbatch and image sampling                    (data.c)
+ *   schedule   FSDP / 1F1B / interleaved 1F1B units per stage    (schedule.c)
+ *   emit       ops and collectives as engine tasks               (emit.c, net.c)
+ *   reduce     gradient reduction and the optimizer              (reduce.c)
+ *   memory     activation timeline and per-rank memory           (memtl.c, memory.c)
+ *   results    breakdown, critical path, metrics, trace, ops     (results.c, trace.c, opstats.c)
+ */
+#ifndef MB_STEP_INT_H
+#define MB_STEP_INT_H
+
+#include "mb_step.h"
+
+#include <stddef.h>
+
+#include "mb_engine.h"
+
+struct mb_calib;
+
+#define MB_MAX_STAGES 64
+#define MB_VISION_RANKS 256 /* data-parallel ranks whose images are drawn */
+#define BF16 2.0            /* bytes per bf16 element */
+
+enum mb_opk { MB_OP_COMP, MB_OP_COMM };
+
+/* Communication kinds (each has its own stream per simulated rank). */
+enum mb_commk { MB_CK_TP, MB_CK_CP, MB_CK_EP, MB_CK_PP, MB_CK_DP, MB_CK_FSDP, MB_CK_COUNT };
+
+/* Engine task kinds (mb_task_desc.kind): compute tasks carry their enum mb_cat,
+ * then a zero-length join, then one kind per communication kind. */
+enum mb_task_kind { MB_TK_JOIN = MB_CAT_COUNT, MB_TK_COMM };
+#define MB_TK_OF_COMM(ck) (MB_TK_COMM + (int)(ck))
+
+/* Module tags for recompute (MB_RCM_* flags) plus the always-kept ones. */
+#define MB_MOD_OTHER 0u
+
+/* Where an op's time came from: a calibration table, the roofline fallback,
+ * the link model, or a measured collective curve. */
+enum mb_src { MB_SRC_NONE, MB_SRC_TABLE, MB_SRC_ROOFLINE, MB_SRC_LINK, MB_SRC_MEASURED };
+
+/* A group of `size` ranks whose members are `stride` ranks apart in Megatron's
+ * rank order (TP fastest, then CP, then DP, then PP). `local` members share an
+ * NVLink domain; `domains` = size / local. */
+struct mb_group {
+    int size, local, domains;
+    int stride; /* rank distance between consecutive members */
+};
+
+struct mb_op {
+    enum mb_opk type;
+    const char *name;         /* Megatron-style op name ("linear_fc1", "core_attn", "ep dispatch") */
+    enum mb_cat cat;          /* breakdown category of compute */
+    unsigned module;          /* MB_RCM_* module this op belongs to (0 = none) */
+    double fwd, bwd;          /* compute seconds (bwd: dgrad + wgrad, or 0 if not needed) */
+    double bwd_dgrad_only;    /* bwd seconds when weights are frozen (dgrad only) */
+    double flop_f, flop_b;    /* FLOP forward / backward (dgrad + wgrad); 0 for memory-bound ops */
+    double bytes_f, bytes_b;  /* HBM bytes of memory-bound work forward / backward */
+    double gm, gn, gk;        /* GEMM shape M x N x K (0 = not a GEMM) */
+    enum mb_src src;          /* where the forward time came from */
+    double peak;              /* rate of a perfect kernel: FLOP/s (GEMM, attention) or HBM bytes/s */
+    enum mb_commk ck;         /* MB_OP_COMM: kind */
+    double bytes_nv, bytes_nic; /* MB_OP_COMM: bytes this rank sends on NVLink / NIC */
+    double latency;           /* MB_OP_COMM: seconds before bytes flow */
+    double paced;             /* MB_OP_COMM: a measured collective's flows take this long alone (s), 0 = none */
+    double bound_nic;         /* MB_OP_COMM: cap on the NIC flow alone (oversubscribed scale-out), 0 = none */
+    int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
+    double saved;             /* activation bytes saved for backward per microbatch */
+    double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
+    int region;               /* CUDA-graph capture region (0 = eager); ops of one region are
+                               * launched by one cudaGraphLaunch */
+    int host_sync;            /* forward: the host waits for the GPU before issuing this op
+                               * (D2H copy of the token counts before an EP dispatch) */
+    int part0, nparts;        /* after mb_ops_fuse: the ops it was fused from (oplist.part) */
+};
+
+struct mb_oplist {
+    struct mb_op *op;
+    int n, cap;
+    double input_bytes;       /* bytes of the block input (kept under full recompute) */
+    struct mb_op *part;       /* the ops before fusion (names and costs of each fused op's parts) */
+    int nparts;
+};
+
+/** Layout facts shared by the timeline builder and memory estimator. */
+struct mb_layout {
+    int p, v, m;              /* pipeline stages, virtual chunks, microbatches per DP rank */
+    int edp;                  /* expert data parallel size */
+    int *first, *count;       /* [p*v] decoder layers per virtual stage (index c*p+s) */
+    double params_dense_stage[MB_MAX_STAGES];  /* non-expert params (elements) per stage, before TP split */
+    double params_expert_stage[MB_MAX_STAGES]; /* routed expert params per stage, before EP*ETP split */
+    double params_vision;     /* vision encoder + projector (stage 0) */
+    double dense_layer_params;  /* non-expert params (elements) of one decoder layer, before TP split */
+    double expert_layer_params; /* routed expert params of one MoE layer, before EP*ETP split */
+    double layer_params;      /* params (elements) of one decoder layer on this rank, before sharding:
+                                 dense / tp + routed experts / (ep * etp) */
+    double graph_bytes_stage[MB_MAX_STAGES]; /* CUDA-graph static buffers / pools per stage (bytes) */
+};
+
+/* Op lists of the step, built once per simulation (ops phase). */
+struct mb_plan {
+    struct mb_oplist kind[MB_MIX_MAMBA + 1][MB_FFN_MOE + 1]; /* one list per (mixer, FFN) layer kind */
+    struct mb_oplist emb, head;   /* embedding (stage 0); final norm, output layer and loss (last stage) */
+    const struct mb_oplist *mtp;  /* the layer kind MTP blocks run (last layer's), or NULL */
+    unsigned rc_mask;             /* modules recomputed (~0u: full recompute) */
+};
+
+/* Data of the step's microbatches (data phase). */
+struct mb_data {
+    int n;                        /* microbatches */
+    double *vP, *vQ;              /* [n] ViT patches / sum of squared patches of the pacing rank */
+    int vis_max;                  /* microbatch with the most patches */
+    double sumP, sumQ, sum_merged; /* mean rank's totals over the step (model FLOPs) */
+    double useful_per_seq;        /* LLM positions carrying data per sequence */
+    double lsq_per_seq;           /* sum of squared attention lengths per sequence */
+    double vision_tokens_per_sample;
+    double act_vision;            /* saved activations of the largest microbatch's ViT pass */
+    struct mb_oplist *visl, *visp; /* [n] ViT forward op lists; projector-only lists (frozen encoder) */
+};
+
+/* Per (stage, chunk, microbatch) tasks of the schedule (schedule phase). */
+struct mb_sched {
+    int p, v, n;
+    int *fentry, *fsend, *fdone;  /* forward entry, p2p send, last task */
+    int *bentry, *bsend, *bdone;  /* the same for the backward */
+    int *lastb_layer;             /* [layers] the last backward task of each decoder layer */
+};
+
+/** Slot of (stage st, chunk c, microbatch i) in the mb_sched arrays. */
+static inline size_t mb_slot(const struct mb_sched *q, int st, int c, int i)
+{
+    return ((size_t)c * q->p + st) * q->n + i;
+}
+
+/* What an engine task ran, for the trace and the per-op table (tag - 1). */
+struct mb_tinfo {
+    const struct mb_op *op;       /* NULL: host launch, stall, optimizer, collective task */
+    const struct mb_oplist *list; /* list op belongs to (its parts) */
+    const char *name;             /* name when op is NULL */
+    int layer, mb, chunk;         /* -1 when not applicable */
+    int dir;                      /* 0 forward, 1 backward, 2 recompute, -1 none */
+    int skip_bwd;                 /* backward of frozen weights: dgrad only */
+    int stage;
+    double flop, bytes;           /* when op is NULL */
+};
+
+/* Build context of one simulation. */
+struct mb_build {
+    const struct mb_scenario *s;
+    const struct mb_model *m;
+    struct mb_calib *cal;
+    const struct mb_gpu_spec *gpu;
+    struct mb_engine *e;
+    double nv_cap, nic_cap, nv_lat, nic_lat;
+    double nvls_bw, nvls_lat; /* NVLS all-reduce rate (0: the system has none) and fixed cost */
+    double gemm_scale;        /* GEMM-time multiplier of the precision recipe (calibration `recipes:`) */
+    struct mb_group g_tp, g_cp, g_ep, g_dp, g_edp;
+    int pp_over_nic;
+    double launch;            /* host seconds per kernel or graph launch (0: full-iteration graph) */
+    int region_seq;           /* last CUDA-graph region id handed out */
+    int layer_region;         /* region of the layer being built (whole-layer graphs) */
+    int cur_region;           /* region communication ops pushed now belong to */
+    double route_imbalance;   /* most-loaded EP rank / mean (1 = balanced) */
+    /* phase outputs */
+    struct mb_layout lay;
+    struct mb_plan plan;
+    struct mb_data data;
+    struct mb_sched sched;
+    /* per stage resources */
+    int comp[MB_MAX_STAGES];
+    int cstream[MB_MAX_STAGES][MB_CK_COUNT];
+    int l_nv[MB_MAX_STAGES], l_nic[MB_MAX_STAGES];
+    int host[MB_MAX_STAGES];  /* host launch thread of each stage's rank */
+    int *hostdep;             /* [task] host launch task a GPU task waited for, or -1 */
+    size_t hostdep_cap;
+    /* activation memory counter per stage (time, bytes), for the trace */
+    double *mem_t[MB_MAX_STAGES], *mem_v[MB_MAX_STAGES];
+    int mem_n[MB_MAX_STAGES];
+    /* task descriptions, kept only when a trace or the op table is asked for */
+    int record;
+    struct mb_tinfo *tinfo;
+    size_t n_tinfo, cap_tinfo;
+    struct mb_tinfo cur;      /* description the next recorded task gets */
+};
+
+/* ---- placement.c */
+struct mb_group mb_step_group(int size, int stride, int dom);
+int mb_step_place(struct mb_build *b, struct mb_err *err);
+
+/* ---- ops.c: op primitives (each appends one op to l) */
+void mb_ops_push(struct mb_oplist *l, const struct mb_op *o);
+int mb_ops_region(struct mb_build *b, int on);
+void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                   int graphed, enum mb_prec p, int quantize, double M, double N, double K, double saved, int frozen);
+void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                 int graphed, double M, double N, double K, double saved, int frozen);
+void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, int graphed, double groups,
+                    double tpg, double N, double K, double saved);
+void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                int graphed, double bytes, double saved);
+void mb_ops_mem_sym(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                    int graphed, double bytes, double saved);
+void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                 int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved);
+void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
+                 int h);
+void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
+void mb_ops_free(struct mb_oplist *l);
+
+/* ---- net.c: communication ops and collective tasks */
+void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, struct mb_group g,
+                 double total, int parallel);
+void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, struct mb_group g, double bytes_nv,
+                double bytes_nic, int nccl);
+void mb_net_cp_a2a(struct mb_build *b, struct mb_oplist *l, double bytes);
+double mb_net_cap(double bytes, double paced, double other);
+int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep);
+int mb_net_gather(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, struct mb_group g,
+                  double total, int dep);
+int mb_net_allreduce(struct mb_build *b, int st, struct mb_group g, double bytes, int dep);
+
+/* ---- mixer.c, moe.c, model_ops.c: the op lists */
+void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int frozen);
+void mb_ops_ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen);
+double mb_moe_p_hit(const struct mb_model *m, double e);
+void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q);
+void mb_plan_build(struct mb_build *b);
+void mb_plan_scale_attention(struct mb_build *b, double attn_scale);
+void mb_plan_free(struct mb_plan *pl);
+const struct mb_oplist *mb_plan_layer(const struct mb_build *b, int li);
+
+/* ---- layout.c: layers to virtual stages, parameters per stage, graph buffers */
+void mb_layout_build(struct mb_build *b, int mbs_n);
+void mb_layout_graphs(struct mb_build *b);
+void mb_layout_free(struct mb_layout *lay);
+
+/* ---- data.c */
+void mb_data_draw(struct mb_build *b, int mbs_n);
+void mb_data_vision_ops(struct mb_build *b);
+void mb_data_free(struct mb_data *d);
+
+/* ---- schedule.c */
+int mb_sched_warmup_depth(int st, int p, int v);
+int mb_sched_warmup(int st, int p, int v, int m);
+void mb_sched_build(struct mb_build *b, const int *pg_done);
+void mb_sched_free(struct mb_sched *q);
+
+/* ---- emit.c: units of ops as tasks (used by schedule.c) */
+struct mb_em {
+    int last;     /* task the next compute op must follow */
+    int pending;  /* parallel communication the op after next must wait for, or -1 */
+    int region;   /* CUDA-graph region of the last op emitted (0 = eager) */
+};
+enum mb_itk { MB_IT_OPS, MB_IT_FSDP_AG, MB_IT_FSDP_RS, MB_IT_LASTB };
+struct mb_item {
+    enum mb_itk k;
+    const struct mb_oplist *l; /* MB_IT_OPS */
+    int dir, recompute, skip_bwd;
+    unsigned mask;
+    double bytes;              /* FSDP items */
+    int li;                    /* decoder layer (-1: embedding, head, vision) */
+};
+struct mb_unit {
+    struct mb_item *it;
+    int n, cap;
+    int pos, opi;              /* next item, next op inside an MB_IT_OPS item */
+    struct mb_em em;
+    double ep_busy;            /* est. seconds of the EP transfer it last yielded on */
+    int mb, chunk;             /* microbatch and virtual chunk it runs */
+};
+/* The compute task before each FSDP gather of a stage (a ring of the last
+ * MB_MAX_FSDP_PREFETCH + 1), n gathers so far. */
+struct mb_gate {
+    int hist[MB_MAX_FSDP_PREFETCH + 1];
+    int n;
+};
+int mb_emit_task(struct mb_build *b, int stream, int kind, double dur, const struct mb_flow_desc *f, int nf,
+                 int dep);
+int mb_emit_join(struct mb_build *b, int st, int a, int c);
+int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chunk);
+void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, int recompute, unsigned mask,
+                 int skip_bwd);
+void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li);
+int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, struct mb_gate *gate);
+void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
+                      struct mb_gate *gate);
+void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer, int mb, int dir);
+
+/* ---- reduce.c */
+void mb_reduce_param_gather(struct mb_build *b, int *pg_done);
+void mb_reduce_grads_and_step(struct mb_build *b);
+
+/* ---- memtl.c, memory.c */
+void mb_memtl_build(struct mb_build *b, double *act_tl);
+void mb_memtl_free(struct mb_build *b);
+/* Per-rank memory of every stage; act_timeline[st] (or NULL: the in-flight
+ * formula) gives each stage's activation peak. */
+int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                       double act_vision, double hbm_bytes, const double *act_timeline, struct mb_memory *out);
+/* Activation bytes one microbatch leaves saved on virtual chunk c of stage st
+ * (recompute applied). */
+double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                           int st, int c);
+/* Set the rank-level fields (peak stage, its terms, reserved, dominant term)
+ * from m->per_stage[0 .. n_stages). */
+void mb_memory_summarize(struct mb_memory *m);
+
+/* ---- results.c, trace.c, opstats.c */
+void mb_results_breakdown(struct mb_build *b, double step, struct mb_result *r);
+void mb_results_critical(struct mb_build *b, struct mb_result *r);
+void mb_results_metrics(struct mb_build *b, double step, struct mb_result *r);
+int mb_results_task_cat(const struct mb_engine *e, int t);
+int mb_trace_write(struct mb_build *b, const char *path, struct mb_err *err);
+void mb_opstats_collect(struct mb_build *b, struct mb_result *r);
+void mb_opstats_extend(struct mb_result *r, const struct mb_result *r1, double k);
+
+#endif /* MB_STEP_INT_H */
