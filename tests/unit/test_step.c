@@ -906,6 +906,70 @@ static void test_moe_options(void **state)
     mb_scenario_free(&s);
 }
 
+/* Memory of oom_edge.yaml at a given sequence length (scenario loaded afresh, as a user would). */
+static void oom_edge_at(int seq, struct mb_result *r)
+{
+    struct mb_scenario s;
+    struct mb_err e;
+    load("tests/data/step/oom_edge.yaml", &s);
+    s.seq_length = seq;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, r);
+    mb_scenario_free(&s);
+}
+
+/*
+ * Allocator reserve behind the OOM verdict. Documented (docs/modeling.md, "Memory"; the header of
+ * workloads/mb_memory.c; docs/cli.md `oom`): reserved = 1.05 x peak allocated (the caching
+ * allocator's assumed 5 %), and OOM iff reserved > the GPU's usable HBM (the table's spec.hbm:
+ * 80 GiB = 85,899,345,920 B on the H100 fixture). tests/data/step/oom_edge.yaml is one GPU, one
+ * microbatch, so its peak allocated bytes are affine in the sequence length T:
+ * P(T) = a + b T (static state and workspace; activations and fp32 logits per token). Two runs
+ * (T = 8192, 16384) give a and b; the reserve crosses the capacity at T* = (C / 1.05 - a) / b
+ * (about 16,850). At floor(T*) the reserved bytes must be below C and the verdict "fits"; one
+ * token more, above C and OOM, while the allocated bytes alone (P ~ C / 1.05 < C) would still
+ * fit -- so the verdict follows the reserve, not the allocation, and the factor is exactly 1.05.
+ */
+static void test_oom_reserve(void **state)
+{
+    (void)state;
+    const double C = 80.0 * 1024 * 1024 * 1024, F = 1.05;
+    struct mb_result r0, r1, lo, hi;
+    oom_edge_at(8192, &r0);
+    oom_edge_at(16384, &r1);
+    const struct mb_result *all[] = {&r0, &r1};
+    for (int i = 0; i < 2; i++) {
+        assert_true(mb_dbl_eq(all[i]->mem.capacity, C));
+        assert_true(fabs(all[i]->mem.reserved / (F * all[i]->mem.peak_allocated) - 1) < 1e-12);
+        assert_false(all[i]->oom);
+    }
+    double b = (r1.mem.peak_allocated - r0.mem.peak_allocated) / 8192, a = r0.mem.peak_allocated - b * 8192;
+    assert_true(b > 0);
+    double tstar = (C / F - a) / b;
+    int tlo = (int)floor(tstar);
+    if (!(tlo > 16384 && tlo < 32768))
+        fail_msg("crossing at T = %.2f, expected between 16384 and 32768", tstar);
+    oom_edge_at(tlo, &lo);
+    oom_edge_at(tlo + 1, &hi);
+    /* the model is affine, as assumed: the prediction holds at the new lengths */
+    assert_true(fabs(lo.mem.peak_allocated / (a + b * tlo) - 1) < 1e-9);
+    assert_true(fabs(hi.mem.peak_allocated / (a + b * (tlo + 1)) - 1) < 1e-9);
+    const struct mb_result *edge[] = {&lo, &hi};
+    for (int i = 0; i < 2; i++) {
+        const struct mb_memory *m = &edge[i]->mem;
+        assert_true(fabs(m->reserved / (F * m->peak_allocated) - 1) < 1e-12);
+        assert_true(fabs(m->per_stage[0].reserved / (F * m->per_stage[0].peak_allocated) - 1) < 1e-12);
+        assert_true(m->peak_allocated < C); /* the allocation alone fits on both sides */
+    }
+    if (!(lo.mem.reserved <= C && !lo.oom))
+        fail_msg("T = %d: reserved %.0f B of %.0f B, oom %d; expected to fit", tlo, lo.mem.reserved, C, lo.oom);
+    if (!(hi.mem.reserved > C && hi.oom))
+        fail_msg("T = %d: reserved %.0f B of %.0f B, oom %d; expected OOM", tlo + 1, hi.mem.reserved, C, hi.oom);
+    /* the two sides are one token apart: 1.05 b bytes, a few MB of 86 GB */
+    assert_true(hi.mem.reserved - lo.mem.reserved < 1e-4 * C);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -913,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
+        cmocka_unit_test(test_oom_reserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
