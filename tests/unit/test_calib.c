@@ -4,6 +4,12 @@
  * fallback rules behave as documented (docs/calibration.md), and broken
  * tables give exact file:line:col messages.
  *
+ * Most tests here read the SHIPPED tables on purpose: they check that the
+ * shipped points are reproduced and the worked examples of
+ * docs/calibration.md (interpolation, head-dim donors, wave factor) hold on
+ * them, so a recalibration must update them together with the docs. The
+ * test fixtures other unit tests use are checked in test_fixture_tables.
+ *
  * Run from the repository root with MBSIM_DATA_DIR=<repo root>.
  */
 #include <setjmp.h>
