@@ -4,6 +4,12 @@
  * fallback rules behave as documented (docs/calibration.md), and broken
  * tables give exact file:line:col messages.
  *
+ * Most tests here read the SHIPPED tables on purpose: they check that the
+ * shipped points are reproduced and the worked examples of
+ * docs/calibration.md (interpolation, head-dim donors, wave factor) hold on
+ * them, so a recalibration must update them together with the docs. The
+ * test fixtures other unit tests use are checked in test_fixture_tables.
+ *
  * Run from the repository root with MBSIM_DATA_DIR=<repo root>.
  */
 #include <setjmp.h>
@@ -662,10 +668,79 @@ static void test_coll_line(void **state)
     mb_calib_free(c);
 }
 
+/*
+ * The test fixtures tests/data/calib/fixture_H100.yaml and fixture_GB200.yaml, which the other unit
+ * tests use instead of the shipped tables, answer what their header comment promises (so hand
+ * calculations in those tests can rely on it). H100 fixture: bf16 peak 1000 TFLOP/s x flat 0.5,
+ * HBM 4 TB/s, membound eff 0.5, floor 1 us:
+ *   GEMM 4096^3 bf16: compute 2 x 4096^3 / 500e12 = 274.878 us > memory 2 x 3 x 4096^2 / 4e12 = 25.2 us;
+ *   GEMM 64^3 bf16: compute 1.049 ns < memory 2 x 3 x 64^2 / 4e12 = 6.144 ns, memory wins;
+ *   GEMM 4096^3 fp8: 2 x 4096^3 / 1000e12 = 137.439 us; fp32 (no curve): at 0.5 x 500 TFLOP/s, a fallback;
+ *   grouped 8 x 512 tokens x 1536 x 2048: 8 x 2 x 512 x 1536 x 2048 / 500e12 = 51.540 us (rel 1);
+ *   attention 1 TFLOP causal seq 4096 hdim 128, bh 32 (32 x 32 tiles = 8 waves of 128 SMs): 2 ms;
+ *     hdim 64 (no curve, clamped to 128): 2 ms and one fallback;
+ *   membound 1 GB: 1e9 / 2e12 = 0.5 ms; 1000 B: the 1 us floor;
+ *   links NVLink 0.8 / 1 us, NIC 0.9 / 5 us, PCIe 0.9 / 2 us, NVLS 0.6 / 100 us; launch 10 us; 80 GiB.
+ * GB200 fixture: bf16 2000 x 0.5 = 1000 TFLOP/s, HBM 8 TB/s (membound 4 TB/s), NVLS 0.5 / 10 us, 180 GiB.
+ */
+static void test_fixture_tables(void **state)
+{
+    (void)state;
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", "tests/data/calib/fixture_H100.yaml", &c, &e), 0);
+    const struct mb_gpu_spec *s = mb_calib_spec(c);
+    assert_string_equal(s->name, "H100");
+    assert_true(close_rel(s->hbm_bytes, 80.0 * 1073741824.0, 1e-12));
+    assert_true(close_rel(s->launch_s, 10e-6, 1e-12) && s->sms == 128);
+    const double n = 4096;
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_BF16, n, n, n), 2 * n * n * n / 500e12, 1e-12));
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_FP16, n, n, n), 2 * n * n * n / 500e12, 1e-12));
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_BF16, 64, 64, 64), 2.0 * 3 * 64 * 64 / 4e12, 1e-12));
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_FP8, n, n, n), 2 * n * n * n / 1000e12, 1e-12));
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_FP32, n, n, n), 2 * n * n * n / 250e12, 1e-12));
+    assert_int_equal(fallbacks(c, "gemm"), 1);
+    assert_true(close_rel(mb_calib_grouped_gemm(c, MB_PREC_BF16, 8, 512, 1536, 2048),
+                          8 * 2.0 * 512 * 1536 * 2048 / 500e12, 1e-12));
+    assert_int_equal(fallbacks(c, "grouped_gemm"), 0);
+    assert_true(close_rel(mb_calib_attn_bh(c, MB_PREC_BF16, 1e12, 4096, 128, 32, 1, 0), 2e-3, 1e-12));
+    assert_true(close_rel(mb_calib_attn_bh(c, MB_PREC_BF16, 1e12, 4096, 128, 32, 0, 1), 2e-3, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 0);
+    assert_true(close_rel(mb_calib_attn(c, MB_PREC_BF16, 1e12, 4096, 64, 0, 0), 2e-3, 1e-12));
+    assert_int_equal(fallbacks(c, "attention"), 1);
+    assert_true(close_rel(mb_calib_membound(c, 1e9), 0.5e-3, 1e-12));
+    assert_true(close_rel(mb_calib_membound(c, 1000), 1e-6, 1e-12));
+    static const double eff[] = {0.8, 0.9, 0.9, 0.6}, lat[] = {1e-6, 5e-6, 2e-6, 100e-6};
+    for (int k = 0; k < MB_LINK_COUNT; k++)
+        assert_true(close_rel(mb_calib_link_eff(c, (enum mb_link_kind)k), eff[k], 1e-12) &&
+                    close_rel(mb_calib_link_latency(c, (enum mb_link_kind)k), lat[k], 1e-12));
+    /* roofline mode: peak x roofline_eff 0.5, raw HBM bandwidth */
+    mb_calib_set_roofline(c, 1);
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_BF16, n, n, n), 2 * n * n * n / 500e12, 1e-12));
+    assert_true(close_rel(mb_calib_membound(c, 1e9), 1e9 / 4e12, 1e-12));
+    mb_calib_free(c);
+
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("GB200", "tests/data/calib/fixture_GB200.yaml", &c, &e), 0);
+    s = mb_calib_spec(c);
+    assert_string_equal(s->name, "GB200");
+    assert_true(close_rel(s->hbm_bytes, 180.0 * 1073741824.0, 1e-12));
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_BF16, n, n, n), 2 * n * n * n / 1000e12, 1e-12));
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_FP4, n, n, n), 2 * n * n * n / 4000e12, 1e-12));
+    assert_true(close_rel(mb_calib_attn_bh(c, MB_PREC_BF16, 1e12, 4096, 128, 32, 1, 0), 1e-3, 1e-12));
+    assert_true(close_rel(mb_calib_membound(c, 1e9), 1e9 / 4e12, 1e-12));
+    assert_true(close_rel(mb_calib_link_eff(c, MB_LINK_NVLS), 0.5, 1e-12) &&
+                close_rel(mb_calib_link_latency(c, MB_LINK_NVLS), 10e-6, 1e-12));
+    assert_int_equal(fallbacks(c, "gemm"), 0);
+    mb_calib_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_coll_line),
+        cmocka_unit_test(test_coll_line),         cmocka_unit_test(test_fixture_tables),
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_attention),

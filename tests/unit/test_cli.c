@@ -3,6 +3,10 @@
  * input, 2 usage), the JSON report's keys, byte-identical repeated runs, and
  * `mbsim validate` on the published measurements producing its summary.
  * The binary comes from $MBSIM_BIN (set by CTest).
+ * The runs use the shipped scenarios and hence the shipped calibration tables,
+ * as a user would; no test here asserts a predicted value (only exit codes,
+ * keys, determinism and that roofline mode differs), so recalibrating the
+ * shipped tables cannot break them.
  */
 #include <setjmp.h>
 #include <stdarg.h>

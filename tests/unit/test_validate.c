@@ -8,6 +8,12 @@
  *
  * Run from the source tree (ctest sets WORKING_DIRECTORY, MBSIM_DATA_DIR and
  * MBSIM_SHARED_DIR), so fixture paths and the paths in messages are relative.
+ *
+ * Calibration: the scenario files (tiny_*.yaml) name the H100 test fixture
+ * table. CSV rows have no calibration column, so small.csv and the public CSV
+ * are predicted on the SHIPPED tables, as `mbsim validate` predicts published
+ * runs; those tests assert only skip rules, consistency of the statistics and
+ * that predictions are positive and finite, never a predicted value.
  */
 #include <setjmp.h>
 #include <stdarg.h>
