@@ -808,7 +808,7 @@ static void test_layer_extension(void **state)
     struct mb_err e;
     load("scenarios/gb200_ep32.yaml", &s);
     use_fixture(&s, FIXTURE_GB200);
-    struct mb_step_opts of = {0, 0, 0}, oe = {0, 0, 1};
+    struct mb_step_opts of = {.layer_cap = 0}, oe = {.layer_cap = 1};
     mb_err_clear(&e);
     assert_int_equal(mb_step_simulate_opts(&s, &of, &full, &e), 0);
     assert_int_equal(mb_step_simulate_opts(&s, &oe, &ext, &e), 0);
