@@ -437,6 +437,10 @@ static int conv_gantt(const char *in, FILE *out)
         int pid = (int)json_integer_value(json_object_get(e, "pid"));
         int tid = (int)json_integer_value(json_object_get(e, "tid"));
         double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
+        /* slices are named per op ("L3 linear_fc1 fwd mb0"); colour by breakdown category */
+        const char *cat = json_string_value(json_object_get(json_object_get(e, "args"), "category"));
+        if (cat)
+            name = cat;
         /* 8 tracks per stage: compute, 6 communication kinds, host launches (mb_step_trace) */
         static const char *const track[8] = {"compute", "TP", "CP", "EP", "PP", "DP", "FSDP", "host"};
         fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", pid * 8 + tid, pid, track[tid >= 0 && tid < 8 ? tid : 0],

@@ -32,7 +32,7 @@ static void usage_main(FILE *fp)
             "step time, tokens/s/GPU, model TFLOP/s/GPU, MFU and per-rank memory.\n"
             "\n"
             "commands:\n"
-            "  run FILE.yaml [--json] [--memory] [--roofline] [--trace OUT.json]\n"
+            "  run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
             "                                      simulate one steady-state training step\n"
             "  validate FILE.csv|FILE.yaml... [--json]\n"
             "                                      predict published/measured runs and report errors\n"
@@ -60,17 +60,21 @@ static void usage_main(FILE *fp)
 static void usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mbsim run FILE.yaml [--json] [--memory] [--roofline] [--trace OUT.json]\n"
+            "usage: mbsim run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
             "\n"
             "Simulates one steady-state training step of the scenario in FILE.yaml\n"
             "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
             "model TFLOP/s/GPU, MFU, per-rank peak memory with an OOM verdict and a\n"
             "time breakdown.\n"
             "\n"
-            "  --json       print one JSON object instead of the text report\n"
+            "  --json       print one JSON object instead of the text report (with the op table, `ops`)\n"
             "  --memory     add the per-rank memory breakdown to the text report\n"
+            "  --ops        add the per-op table of the critical stage: count, time, share of the\n"
+            "               step, achieved TFLOP/s or GB/s and fraction of peak\n"
             "  --roofline   ignore measured kernel tables (roofline-only prediction)\n"
-            "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F (- = stdout)\n"
+            "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F from the same\n"
+            "               simulation: slices per op, layer, direction and microbatch; F.gz is\n"
+            "               gzip; - writes the trace alone to stdout (the report goes to stderr)\n"
             "               (open in ui.perfetto.dev or chrome://tracing)\n");
 }
 
@@ -118,13 +122,15 @@ static int has_suffix(const char *s, const char *suf)
 static int cmd_run(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL;
-    int json = 0, memory = 0, roofline = 0;
+    int json = 0, memory = 0, roofline = 0, ops = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage_run(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--ops")) {
+            ops = 1;
         } else if (!strcmp(argv[i], "--memory")) {
             memory = 1;
         } else if (!strcmp(argv[i], "--roofline")) {
@@ -162,23 +168,19 @@ static int cmd_run(int argc, char **argv)
     }
     if (roofline)
         s.roofline = 1;
-    if (trace) {
-        struct mb_result tr;
-        if (mb_step_trace(&s, trace, &tr, &err)) {
-            print_err(&err);
-            mb_scenario_free(&s);
-            return EXIT_BAD_INPUT;
-        }
-    }
-    if (mb_step_simulate(&s, &r, &err)) {
+    /* one simulation gives the report, the op table and the trace */
+    struct mb_step_opts o = {.critical_path = 1, .trace = trace, .ops = ops || json};
+    if (mb_step_simulate_opts(&s, &o, &r, &err)) {
         print_err(&err);
         mb_scenario_free(&s);
         return EXIT_BAD_INPUT;
     }
+    FILE *out = trace && !strcmp(trace, "-") ? stderr : stdout; /* the trace owns stdout */
     if (json)
-        mb_report_json(&s, &r, stdout);
+        mb_report_json(&s, &r, out);
     else
-        mb_report_text(&s, &r, memory, stdout);
+        mb_report_text(&s, &r, memory, out);
+    mb_result_free(&r);
     mb_scenario_free(&s);
     return 0;
 }

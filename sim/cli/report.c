@@ -3,6 +3,7 @@
  * with jansson so escaping and number formatting are a library's business.
  */
 #include "report.h"
+#include "report_ops.h"
 #include "mb_coll.h"
 
 #include <jansson.h>
@@ -97,6 +98,7 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                         100 * r->critical[top[k]] / ctot);
         fprintf(fp, "\n");
     }
+    mb_report_ops_text(r, fp);
     fprintf(fp, "\n  calibration: %s (%ld lookups, %ld roofline fallbacks)%s\n", r->calib_path, r->calib_lookups,
             r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
@@ -195,6 +197,8 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
             json_object_set_new(me, "source", json_string(s->meas_source));
         json_object_set_new(o, "measured", me);
     }
+    if (r->ops)
+        json_object_set_new(o, "ops", mb_report_ops_json(r));
     json_t *sim = json_object();
     json_object_set_new(sim, "tasks", json_integer((json_int_t)r->tasks));
     json_object_set_new(sim, "events", json_integer((json_int_t)r->events));

@@ -242,7 +242,7 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
         const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
         if (!mb__op_selected(o, x->recompute, x->mask))
             continue;
-        b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0};
+        b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0};
         if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
             u->ep_busy = o->latency + fmax(o->bytes_nv / b->nv_cap, o->bytes_nic / b->nic_cap);
             return 1;

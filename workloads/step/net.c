@@ -137,6 +137,8 @@ void mb_net_cp_a2a(struct mb_build *b, struct mb_oplist *l, double bytes)
 int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep)
 {
     struct mb_flow_desc f = {bytes, 1, {b->pp_over_nic ? b->l_nic[st] : b->l_nv[st]}, 0};
+    b->cur.bytes = bytes;
+    b->cur.peak = b->pp_over_nic ? b->s->system.nic_bw : b->s->system.nvlink_bw;
     return mb_emit_task(b, b->cstream[st][MB_CK_PP], MB_TK_OF_COMM(MB_CK_PP), b->pp_over_nic ? b->nic_lat : b->nv_lat,
                         &f, 1, dep);
 }
@@ -160,6 +162,7 @@ static int mb__coll_task(struct mb_build *b, int st, enum mb_commk on, enum mb_c
     if (v->nic > 0)
         f[nf++] = (struct mb_flow_desc){v->nic, 1, {b->l_nic[st]}, mb_net_cap(v->nic, paced, 0)};
     b->cur.bytes = v->nv + v->nvls + v->nic;
+    b->cur.peak = v->nic > 0 ? b->s->system.nic_bw : b->s->system.nvlink_bw;
     return mb_emit_task(b, b->cstream[st][on], MB_TK_OF_COMM(ck), lat, f, nf, dep);
 }
 

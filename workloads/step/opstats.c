@@ -48,6 +48,7 @@ static void mb__add_named(struct mb_result *r, size_t *cap, const struct mb_tinf
     x->time_s += sec;
     x->flop += ti->flop;
     x->bytes += ti->bytes;
+    x->peak = ti->peak;
 }
 
 void mb_opstats_collect(struct mb_build *b, struct mb_result *r)

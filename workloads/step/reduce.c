@@ -96,6 +96,7 @@ void mb_reduce_grads_and_step(struct mb_build *b)
         double bytes = shard * (10.0 + s->grad_bytes + 2.0 * s->state_bytes);
         mb_emit_describe(b, "optimizer", st, -1, -1, -1);
         b->cur.bytes = bytes;
+    b->cur.peak = b->gpu->hbm_bw;
         mb_emit_task(b, b->comp[st], MB_CAT_OPTIMIZER, mb_calib_membound(b->cal, bytes), NULL, 0, last);
     }
 }

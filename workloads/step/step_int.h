@@ -146,7 +146,7 @@ struct mb_tinfo {
     int dir;                      /* 0 forward, 1 backward, 2 recompute, -1 none */
     int skip_bwd;                 /* backward of frozen weights: dgrad only */
     int stage;
-    double flop, bytes;           /* when op is NULL */
+    double flop, bytes, peak;     /* when op is NULL (peak: link line rate or HBM bytes/s) */
 };
 
 /* Build context of one simulation. */

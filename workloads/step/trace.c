@@ -60,12 +60,13 @@ static void mb__slice_name(const struct mb_tinfo *ti, const char *op, char *out,
 }
 
 /* One slice with the op's arguments. */
-static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op *o, const char *cat, double t0,
-                      double dur, int pid, int tid)
+static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op *o, const char *cat, int bcat,
+                      double t0, double dur, int pid, int tid)
 {
     char name[128];
     mb__slice_name(ti, o ? o->name : ti->name ? ti->name : "task", name, sizeof name);
     json_t *args = json_object();
+    json_object_set_new(args, "category", json_string(mb_cat_name((enum mb_cat)bcat)));
     json_object_set_new(args, "layer", json_integer(ti->layer));
     json_object_set_new(args, "microbatch", json_integer(ti->mb));
     json_object_set_new(args, "chunk", json_integer(ti->chunk));
@@ -99,7 +100,7 @@ static double mb__part_time(const struct mb_op *q, const struct mb_tinfo *ti)
 
 /* A compute task: its ops (the parts it was fused from) one after the other,
  * each its share of the task's time. */
-static void mb__compute_slices(json_t *ev, const struct mb_tinfo *ti, double t0, double t1, int pid)
+static void mb__compute_slices(json_t *ev, const struct mb_tinfo *ti, int bcat, double t0, double t1, int pid)
 {
     const struct mb_op *o = ti->op;
     const struct mb_op *parts = ti->list && ti->list->part ? &ti->list->part[o->part0] : o;
@@ -111,7 +112,7 @@ static void mb__compute_slices(json_t *ev, const struct mb_tinfo *ti, double t0,
     for (int i = 0; i < n; i++) {
         double d = sum > 0 ? (t1 - t0) * mb__part_time(&parts[i], ti) / sum : (t1 - t0) / n;
         if (d > 0)
-            mb__slice(ev, ti, &parts[i], "compute", at, d, pid, 0);
+            mb__slice(ev, ti, &parts[i], "compute", bcat, at, d, pid, 0);
         at += d;
     }
 }
@@ -156,15 +157,15 @@ static void mb__slices(const struct mb_build *b, const struct mb__map *mp, json_
         if (c < 0 || t1 <= t0)
             continue;
         const struct mb_tinfo *ti = t < b->n_tinfo ? &b->tinfo[t] : NULL;
-        struct mb_tinfo none = {NULL, NULL, mb_cat_name((enum mb_cat)c), -1, -1, -1, -1, 0, 0, 0, 0};
+        struct mb_tinfo none = {NULL, NULL, mb_cat_name((enum mb_cat)c), -1, -1, -1, -1, 0, 0, 0, 0, 0};
         if (!ti || (!ti->op && !ti->name))
             ti = &none;
         int pid = mp->pid[sid], tid = mp->tid[sid];
         if (tid == 0 && ti->op)
-            mb__compute_slices(ev, ti, t0, t1, pid);
+            mb__compute_slices(ev, ti, c, t0, t1, pid);
         else
-            mb__slice(ev, ti, ti->op, tid == MB_CK_COUNT + 1 ? "host" : tid ? "comm" : "compute", t0, t1 - t0, pid,
-                      tid);
+            mb__slice(ev, ti, ti->op, tid == MB_CK_COUNT + 1 ? "host" : tid ? "comm" : "compute", c, t0, t1 - t0,
+                      pid, tid);
     }
 }
 
