@@ -1753,3 +1753,19 @@ int mb_calib_coll_line(const struct mb_calib *c, const char *op, int group, doub
     }
     return 1;
 }
+
+int mb_calib_coll_pace(const struct mb_calib *c, const char *op, int group, double bytes, double *meas_lat,
+                       double *meas_paced)
+{
+    char key[32];
+    double a, bw;
+    mb_calib__opkey(op, key, sizeof key);
+    const char *twin = !strcmp(key, "allgather") ? "reducescatter" : !strcmp(key, "reducescatter") ? "allgather" : NULL;
+    if (group <= 1 || !(bytes > 0))
+        return 0;
+    if (!mb_calib_coll_line(c, op, group, bytes, &a, &bw) && !(twin && mb_calib_coll_line(c, twin, group, bytes, &a, &bw)))
+        return 0;
+    *meas_lat = a;
+    *meas_paced = bytes / bw;
+    return 1;
+}

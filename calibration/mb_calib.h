@@ -220,6 +220,19 @@ size_t mb_calib_n_coll_points(const struct mb_calib *c);
 int mb_calib_coll_line(const struct mb_calib *c, const char *op, int group, double bytes, double *lat_s,
                        double *bw);
 
+/**
+ * @brief The measured pacing of a collective call, shared by `mbsim
+ * collective --calib` and the training step: mb_calib_coll_line of `op` on
+ * `group` ranks and `bytes` (nccl-tests convention), or, for all-gather and
+ * reduce-scatter -- which move the same bytes on the same rings -- of the
+ * other one when `op` itself has no curve. *meas_lat = the fixed part (s),
+ * *meas_paced = the rest, bytes / bw (s): the call alone takes their sum
+ * (struct mb_coll_req.meas_lat / meas_paced).
+ * @return 1 with both set, 0 when nothing measured applies (outputs untouched).
+ */
+int mb_calib_coll_pace(const struct mb_calib *c, const char *op, int group, double bytes, double *meas_lat,
+                       double *meas_paced);
+
 /** @brief Measured collective i < mb_calib_n_coll_points(c); strings owned by c. */
 struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t i);
 

@@ -201,30 +201,32 @@ static int log2ceil(int x)
 
 /* ---- algorithm table: applicability, latency, volumes --------------------- */
 
+/* Applicability of algorithm a to op on a group of D domains of L ranks;
+ * nvls_ok: the fabric has NVLS for this group. */
+static int algo_ok_vol(enum mb_coll_op op, enum mb_coll_algo a, int L, int D, int nvls_ok)
+{
+    switch (a) {
+    case MB_COLL_ALGO_RING:
+        return op != MB_COLL_ALLTOALL && op != MB_COLL_SENDRECV;
+    case MB_COLL_ALGO_TREE:
+        return op == MB_COLL_ALL_REDUCE ||
+               ((op == MB_COLL_ALL_GATHER || op == MB_COLL_REDUCE_SCATTER) && D > 1 && L > 1);
+    case MB_COLL_ALGO_NVLS:
+        return op == MB_COLL_ALL_REDUCE && nvls_ok && L > 1;
+    case MB_COLL_ALGO_PAIRWISE:
+        return op == MB_COLL_ALLTOALL || op == MB_COLL_SENDRECV;
+    default:
+        return 0;
+    }
+}
+
 int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req, enum mb_coll_algo a)
 {
     struct shape s;
     if (shape_make(net, req, &s, NULL))
         return 0;
-    int ok = 0;
-    switch (a) {
-    case MB_COLL_ALGO_RING:
-        ok = req->op != MB_COLL_ALLTOALL && req->op != MB_COLL_SENDRECV;
-        break;
-    case MB_COLL_ALGO_TREE:
-        ok = req->op == MB_COLL_ALL_REDUCE ||
-             ((req->op == MB_COLL_ALL_GATHER || req->op == MB_COLL_REDUCE_SCATTER) && s.D > 1 && s.L > 1);
-        break;
-    case MB_COLL_ALGO_NVLS:
-        ok = req->op == MB_COLL_ALL_REDUCE && net->nvls && net->nvls_bw > 0 && s.L > 1 && s.uniform &&
-             net->nvl_tx && net->nvl_tx[s.gpu[0]] >= 0;
-        break;
-    case MB_COLL_ALGO_PAIRWISE:
-        ok = req->op == MB_COLL_ALLTOALL || req->op == MB_COLL_SENDRECV;
-        break;
-    default:
-        ok = 0;
-    }
+    int nvls_ok = net->nvls && net->nvls_bw > 0 && s.uniform && net->nvl_tx && net->nvl_tx[s.gpu[0]] >= 0;
+    int ok = algo_ok_vol(req->op, a, s.L, s.D, nvls_ok);
     shape_free(&s);
     return ok;
 }
@@ -307,6 +309,46 @@ static double coll_latency(const struct mb_coll_net *net, const struct mb_coll_r
     return mb_coll_vol_latency(&v, net->lat[MB_COLL_HOP_NVLINK], net->lat[MB_COLL_HOP_NIC], net->nvls_lat);
 }
 
+/* Rates and latencies AUTO estimates with. */
+struct rates {
+    double nvl_bw, nic_bw, nvls_bw, nv_lat, nic_lat, nvls_lat;
+};
+
+static double estimate_vol(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S,
+                           const struct rates *r)
+{
+    struct mb_coll_vol v;
+    mb_coll_volume(op, a, n, L, D, S, &v);
+    return mb_coll_vol_time(&v, r->nvl_bw, r->nic_bw, r->nvls_bw, r->nv_lat, r->nic_lat, r->nvls_lat);
+}
+
+/* The applicable algorithm with the least estimate; order = preference on
+ * ties: ring, tree, nvls, pairwise. */
+static enum mb_coll_algo choose_vol(enum mb_coll_op op, int n, int L, int D, double S, int nvls_ok,
+                                    const struct rates *r)
+{
+    enum mb_coll_algo best = MB_COLL_ALGO_RING;
+    double tbest = -1;
+    for (int a = MB_COLL_ALGO_RING; a < MB_COLL_ALGO_COUNT; a++) {
+        if (a == MB_COLL_ALGO_TREE && op != MB_COLL_ALL_REDUCE)
+            continue; /* NCCL's trees are all_reduce only */
+        if (!algo_ok_vol(op, (enum mb_coll_algo)a, L, D, nvls_ok))
+            continue;
+        double t = estimate_vol(op, (enum mb_coll_algo)a, n, L, D, S, r);
+        if (tbest < 0 || t < tbest * (1 - 1e-12)) {
+            tbest = t;
+            best = (enum mb_coll_algo)a;
+        }
+    }
+    return best;
+}
+
+static struct rates net_rates(const struct mb_coll_net *net)
+{
+    return (struct rates){net->nvl_bw, net->nic_bw, net->nvls_bw, net->lat[MB_COLL_HOP_NVLINK],
+                          net->lat[MB_COLL_HOP_NIC], net->nvls_lat};
+}
+
 double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req *req, enum mb_coll_algo a)
 {
     if (!mb_coll_algo_ok(net, req, a))
@@ -314,28 +356,37 @@ double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req 
     struct shape s;
     if (shape_make(net, req, &s, NULL))
         return -1;
-    struct mb_coll_vol v;
-    mb_coll_volume(req->op, a, s.n, s.L, s.D, req->bytes, &v);
+    struct rates r = net_rates(net);
+    double t = estimate_vol(req->op, a, s.n, s.L, s.D, req->bytes, &r);
     shape_free(&s);
-    return mb_coll_vol_time(&v, net->nvl_bw, net->nic_bw, net->nvls_bw, net->lat[MB_COLL_HOP_NVLINK],
-                            net->lat[MB_COLL_HOP_NIC], net->nvls_lat);
+    return t;
 }
 
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req)
 {
-    enum mb_coll_algo best = MB_COLL_ALGO_RING;
-    double tbest = -1;
-    /* order = preference on ties: ring, tree, nvls, pairwise */
-    for (int a = MB_COLL_ALGO_RING; a < MB_COLL_ALGO_COUNT; a++) {
-        if (a == MB_COLL_ALGO_TREE && req->op != MB_COLL_ALL_REDUCE)
-            continue; /* NCCL's trees are all_reduce only */
-        double t = mb_coll_estimate(net, req, (enum mb_coll_algo)a);
-        if (t >= 0 && (tbest < 0 || t < tbest * (1 - 1e-12))) {
-            tbest = t;
-            best = (enum mb_coll_algo)a;
-        }
+    struct shape s;
+    if (shape_make(net, req, &s, NULL))
+        return MB_COLL_ALGO_RING;
+    int nvls_ok = net->nvls && net->nvls_bw > 0 && s.uniform && net->nvl_tx && net->nvl_tx[s.gpu[0]] >= 0;
+    struct rates r = net_rates(net);
+    enum mb_coll_algo a = choose_vol(req->op, s.n, s.L, s.D, req->bytes, nvls_ok, &r);
+    shape_free(&s);
+    return a;
+}
+
+/* A measured time for the call (req->meas_paced > 0): the task holds its
+ * stream for the measured fixed part and every flow is capped at its bytes /
+ * meas_paced. */
+static void pace(const struct mb_coll_req *req, struct mb_task_desc *t, struct mb_flow_desc *f, int n)
+{
+    if (!(req->meas_paced > 0))
+        return;
+    t->duration = req->meas_lat > 0 ? req->meas_lat : 0;
+    for (int i = 0; i < n; i++) {
+        double cap = f[i].bytes / req->meas_paced;
+        if (f[i].bound <= 0 || cap < f[i].bound)
+            f[i].bound = cap;
     }
-    return best;
 }
 
 /* ---- flow construction --------------------------------------------------- */
@@ -485,14 +536,7 @@ int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct
     struct mb_task_desc t = {0};
     t.stream = stream;
     t.duration = coll_latency(net, req, &s, a);
-    if (req->meas_paced > 0) { /* a measured time: its fixed part, flows paced to its rest */
-        t.duration = req->meas_lat > 0 ? req->meas_lat : 0;
-        for (int i = 0; i < f.n; i++) {
-            double cap = f.v[i].bytes / req->meas_paced;
-            if (f.v[i].bound <= 0 || cap < f.v[i].bound)
-                f.v[i].bound = cap;
-        }
-    }
+    pace(req, &t, f.v, f.n); /* a measured time: its fixed part, flows paced to its rest */
     t.n_flows = f.n;
     t.flows = f.v;
     t.kind = (int)req->op;
@@ -503,4 +547,44 @@ int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct
     if (algo_out)
         *algo_out = a;
     return id;
+}
+
+/* ---- one representative rank ---------------------------------------------- */
+
+static void rank_flow(struct mb_flow_desc *f, int *n, double bytes, int link, double bound)
+{
+    if (!(bytes > 0))
+        return;
+    f[*n] = (struct mb_flow_desc){bytes, 1, {link}, bound};
+    (*n)++;
+}
+
+int mb_coll_rank_task(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
+                      struct mb_task_desc *t, struct mb_flow_desc f[3], enum mb_coll_algo *used)
+{
+    int n = req->n_ranks;
+    memset(t, 0, sizeof *t);
+    if (n <= 1 || !(req->bytes > 0))
+        return 0;
+    struct rates r = {rk->nvl_bw, rk->nic_bw, rk->nvls_bw, rk->lat[MB_COLL_HOP_NVLINK], rk->lat[MB_COLL_HOP_NIC],
+                      rk->nvls_lat};
+    int nvls_ok = rk->nvls && rk->nvls_bw > 0;
+    enum mb_coll_algo a = req->algo;
+    if (a == MB_COLL_ALGO_AUTO)
+        a = choose_vol(req->op, n, L, D, req->bytes, nvls_ok, &r);
+    if (!algo_ok_vol(req->op, a, L, D, nvls_ok))
+        return -1;
+    struct mb_coll_vol v;
+    mb_coll_volume(req->op, a, n, L, D, req->bytes, &v);
+    int nf = 0;
+    rank_flow(f, &nf, v.nv, rk->nv_link, 0);
+    rank_flow(f, &nf, v.nvls, rk->nv_link, rk->nvls_bw);
+    rank_flow(f, &nf, v.nic, rk->nic_link, rk->nic_bound);
+    t->duration = mb_coll_vol_latency(&v, r.nv_lat, r.nic_lat, r.nvls_lat);
+    t->n_flows = nf;
+    t->flows = f;
+    pace(req, t, f, nf);
+    if (used)
+        *used = a;
+    return nf;
 }

@@ -172,4 +172,34 @@ enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_
 int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct mb_coll_req *req,
                 int stream, enum mb_coll_algo *algo_out, struct mb_err *err);
 
+/**
+ * One representative rank of a symmetric group (every rank moves the same
+ * bytes, as in the training step's one simulated rank per pipeline stage):
+ * its transmit ports as engine links and the fabric's achieved rates.
+ */
+struct mb_coll_rank {
+    int nv_link, nic_link;          /**< engine link ids of its NVLink and NIC transmit ports */
+    double nvl_bw, nic_bw, nvls_bw; /**< achieved bytes/s, as in mb_coll_net (nvls_bw also bounds NVLS flows) */
+    double lat[MB_COLL_HOP_COUNT];  /**< per-step latency by hop class, s */
+    double nvls_lat;                /**< fixed cost of one NVLS all_reduce, s */
+    int nvls;                       /**< NVLink SHARP available for groups of >= 2 GPUs per domain */
+    double nic_bound;               /**< cap on its NIC flow (bytes/s; its share of an oversubscribed
+                                         uplink), 0 = none */
+};
+
+/**
+ * @brief The task one rank of `req` (n_ranks in D NVLink domains of L ranks;
+ * ranks/first_gpu ignored) gets from the same rules as mb_coll_add: AUTO's
+ * choice, the per-rank volumes (mb_coll_volume) as at most three flows -- its
+ * NVLink bytes and its NVLS bytes (bound nvls_bw) on nv_link, its NIC bytes on
+ * nic_link --, the algorithm's latency, and a measured time's pacing
+ * (req->meas_lat / meas_paced). On a fabric where nothing else runs the task
+ * takes what mb_coll_add's takes for that rank. Fills t (duration, n_flows,
+ * flows = f; the caller sets stream, kind and tag).
+ * @return number of flows (0 for a group of one rank or no bytes), or -1 when
+ * the (forced) algorithm does not apply.
+ */
+int mb_coll_rank_task(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
+                      struct mb_task_desc *t, struct mb_flow_desc f[3], enum mb_coll_algo *used);
+
 #endif /* MB_COLL_H */

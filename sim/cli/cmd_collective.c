@@ -256,11 +256,8 @@ int mb_cmd_collective(int argc, char **argv)
         struct mb_fabric *f = mb_fabric_build(e, &sys, gpus, &fp, &err);
         int st = mb_engine_add_stream(e);
         struct mb_coll_req r = {op, algo, gpus, NULL, 0, bytes, 0, 0, 0};
-        double bw;
-        if (calib && mb_calib_coll_line(cal, mb_coll_op_name(op), gpus, bytes, &r.meas_lat, &bw)) {
-            r.meas_paced = bytes / bw;
+        if (calib && mb_calib_coll_pace(cal, mb_coll_op_name(op), gpus, bytes, &r.meas_lat, &r.meas_paced))
             n_meas++;
-        }
         enum mb_coll_algo used;
         int rc = f ? mb_coll_add(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
         if (rc >= 0)

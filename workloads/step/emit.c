@@ -143,10 +143,9 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     struct mb_flow_desc f[2];
     int nf = 0;
     if (o->bytes_nv > 0)
-        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, mb_net_cap(o->bytes_nv, o->paced, 0)};
-    if (o->bytes_nic > 0) /* the tighter of the measured pace and the oversubscription cap */
-        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]},
-                                        mb_net_cap(o->bytes_nic, o->paced, o->bound_nic)};
+        f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, o->bound_nv};
+    if (o->bytes_nic > 0)
+        f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, o->bound_nic};
     int h = mb__host(b, st, em, o, dir, recompute);
     int t = mb_emit_task(b, b->cstream[st][o->ck], MB_TK_OF_COMM(o->ck), o->latency, f, nf, em->last);
     if (h >= 0)
@@ -227,7 +226,7 @@ static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const
     gate->hist[k % (MB_MAX_FSDP_PREFETCH + 1)] = u->em.last;
     int dep = k - d >= 0 ? gate->hist[(k - d) % (MB_MAX_FSDP_PREFETCH + 1)] : -1;
     mb_emit_describe(b, "fsdp allgather", st, x->li, u->mb, -1);
-    int t = mb_net_gather(b, st, MB_CK_FSDP, MB_CK_FSDP, b->g_dp, x->bytes, dep);
+    int t = mb_net_coll(b, st, MB_CK_FSDP, MB_CK_FSDP, MB_COLL_ALL_GATHER, b->g_dp, x->bytes, dep);
     if (t >= 0 && t != u->em.last)
         u->em.last = mb_emit_join(b, st, u->em.last, t);
 }
@@ -272,7 +271,7 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
         case MB_IT_FSDP_RS:
             mb__em_close(b, st, &u->em);
             mb_emit_describe(b, "fsdp reducescatter", st, x->li, u->mb, 1);
-            mb_net_gather(b, st, MB_CK_DP, MB_CK_FSDP, b->g_dp, x->bytes, u->em.last);
+            mb_net_coll(b, st, MB_CK_DP, MB_CK_FSDP, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes, u->em.last);
             break;
         case MB_IT_LASTB:
             mb__em_close(b, st, &u->em);

@@ -81,19 +81,19 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
     double kvl_d = mix == MB_MIX_MLA ? nl * (dq + dv) / 2
                                      : (m->num_kv_heads >= tp ? (double)m->num_kv_heads / tp : 1.0) * m->head_dim;
     if (s->cp > 1 && !s->cp_a2a)
-        mb_net_ring(b, l, "cp ring kv", MB_CK_CP, b->g_cp, T * 2 * kvl_d * BF16 * s->cp, 1);
+        mb_net_ring(b, l, "cp ring kv", MB_CK_CP, MB_COLL_ALL_GATHER, b->g_cp, T * 2 * kvl_d * BF16 * s->cp, 1);
     /* CP all-to-all (Ulysses): Q, K, V go from sequence-sharded to head-sharded
      * before attention (blocking), the output back after it; each rank sends
      * (cp-1)/cp of its tokens' heads */
     if (s->cp > 1 && s->cp_a2a)
-        mb_net_cp_a2a(b, l, T * (nl * dq + 2 * kvl_d) * BF16);
+        mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * (nl * dq + 2 * kvl_d) * BF16);
     /* flash attention keeps its output (counted once, as the output GEMM's input)
      * and the fp32 log-sum-exp per head and token; one kernel over MBS x
      * heads-per-rank (batch x head) problems */
     mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq,
                 (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
     if (s->cp > 1 && s->cp_a2a)
-        mb_net_cp_a2a(b, l, T * nl * dv * BF16);
+        mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * nl * dv * BF16);
     mb_ops_gemm(b, l, "linear_proj", MB_CAT_ATTN, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
 }
 
@@ -150,14 +150,14 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
     int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0);
     b->cur_region = g;
     mb_ops_norm(b, l, "input_layernorm", MB_CAT_ATTN, g, Tsp, h);
-    mb_net_ring(b, l, "tp allgather", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA)
         mb__attention(b, l, mix, g, frozen);
     else if (mix == MB_MIX_GDN)
         mb__gdn(b, l, g, frozen);
     else if (mix == MB_MIX_MAMBA)
         mb__mamba(b, l, g, frozen);
-    mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     /* residual add + 1-byte dropout mask */
     mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, Tsp * h);
     b->cur_region = 0;

@@ -69,11 +69,11 @@ static void mb__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
     double f = (double)m->ffn_hidden / tp;
     b->cur_region = g;
     mb_ops_norm(b, l, "pre_mlp_layernorm", MB_CAT_DENSE, g, Tsp, h);
-    mb_net_ring(b, l, "tp allgather", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     mb_ops_gemm(b, l, "linear_fc1", MB_CAT_DENSE, MB_RCM_MLP, g, T, up * f, h, Tsp * h * BF16, frozen);
     mb_ops_mem(b, l, "mlp_act", MB_CAT_DENSE, MB_RCM_MLP, g, (up + 1) * T * f * BF16, up * T * f * BF16);
     mb_ops_gemm(b, l, "linear_fc2", MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
-    mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h);
     b->cur_region = 0;
 }
@@ -90,23 +90,19 @@ struct mb_moe {
     int flex;         /* DeepEP / HybridEP */
 };
 
-/* Bytes each way of the EP dispatch over group g: *nv inside the NVLink
- * domain, *nic across it. */
-static void mb__dispatch_bytes(const struct mb_build *b, const struct mb_moe *x, double *nv, double *nic)
+/* DeepEP/HybridEP dispatch bytes: *nv inside the NVLink domain, *nic across
+ * it. They send a token once per destination rank (the receiver expands it
+ * to its local experts), and across the scale-out fabric once per
+ * destination domain, then fan it out over NVLink; Megatron's alltoall
+ * dispatcher sends one copy per routed expert (mb__dispatch). */
+static void mb__flex_bytes(const struct mb_build *b, const struct mb_moe *x, double *nv, double *nic)
 {
     const struct mb_model *m = b->m;
     struct mb_group g = b->g_ep;
     double imb = b->route_imbalance, E = m->num_experts;
-    *nv = x->copies * x->tokb * (double)(g.local - 1) / g.size * imb;
-    *nic = x->copies * x->tokb * (double)(g.size - g.local) / g.size * imb;
-    if (!x->flex)
-        return;
-    /* DeepEP/HybridEP send a token once per destination rank (the receiver
-     * expands it to its local experts), and across the scale-out fabric
-     * once per destination domain, then fan it out over NVLink; Megatron's
-     * alltoall dispatcher sends one copy per routed expert */
     double p_rank = mb_moe_p_hit(m, E / b->s->ep);
     *nv = x->Tm * x->tokb * (g.local - 1) * p_rank * imb;
+    *nic = 0;
     if (g.domains > 1) {
         double D = g.domains, p_dom = mb_moe_p_hit(m, E / D);
         *nic = x->Tm * x->tokb * (D - 1) * p_dom * imb;
@@ -152,13 +148,17 @@ static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct m
     if (s->ep <= 1)
         return;
     if (s->dispatcher == MB_DISP_ALLGATHER) {
-        mb_net_ring(b, l, "ep dispatch", MB_CK_EP, b->g_ep, x->Tm * s->ep * x->tokb, 0);
+        mb_net_ring(b, l, "ep dispatch", MB_CK_EP, MB_COLL_ALL_GATHER, b->g_ep, x->Tm * s->ep * x->tokb, 0);
         return;
     }
-    double nv, nic;
-    mb__dispatch_bytes(b, x, &nv, &nic);
     int n0 = l->n;
-    mb_net_a2a(b, l, "ep dispatch", b->g_ep, nv, nic, !x->flex);
+    if (x->flex) {
+        double nv, nic;
+        mb__flex_bytes(b, x, &nv, &nic);
+        mb_net_flex(b, l, "ep dispatch", b->g_ep, nv, nic);
+    } else { /* one copy per routed expert, 1/ep of them to each rank (itself included) */
+        mb_net_a2a(b, l, "ep dispatch", MB_CK_EP, b->g_ep, x->copies * x->tokb * b->route_imbalance);
+    }
     /* AlltoAll-V needs the split sizes on the host: the dispatcher copies
      * the token counts device-to-host and synchronises before the
      * all-to-all (MoEAlltoAllTokenDispatcher cuda_sync_point); DeepEP and
@@ -168,12 +168,13 @@ static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct m
 }
 
 /* ETP all-gather / reduce-scatter of the dispatched tokens over the ETP group. */
-static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, const struct mb_moe *x)
+static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_coll_op op,
+                    const struct mb_moe *x)
 {
     int etp = b->s->etp;
     if (etp > 1)
-        mb_net_ring(b, l, name, MB_CK_TP, mb_step_group(etp, 1, b->s->system.nvlink_domain), x->copies * etp * x->tokb,
-                    0);
+        mb_net_ring(b, l, name, MB_CK_TP, op, mb_step_group(etp, 1, b->s->system.nvlink_domain),
+                    x->copies * etp * x->tokb, 0);
 }
 
 /* The expert MLP: grouped fc1, activation, grouped fc2 (TEGroupedMLP). */
@@ -181,12 +182,12 @@ static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb
 {
     int h = b->m->hidden;
     double fe = (double)b->m->moe_ffn_hidden / b->s->etp, up = mb__up(b->m), tpg = x->recv / x->groups;
-    mb__etp(b, l, "etp allgather", x);
+    mb__etp(b, l, "etp allgather", MB_COLL_ALL_GATHER, x);
     mb_ops_grouped(b, l, "expert_fc1", x->g_moe, x->groups, tpg, up * fe, h, x->recv * h * BF16);
     mb_ops_mem(b, l, "expert_act", MB_CAT_EXPERTS, MB_RCM_MOE_ACT, x->g_moe, (up + 1) * x->recv * fe * BF16,
                up * x->recv * fe * BF16);
     mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
-    mb__etp(b, l, "etp reducescatter", x);
+    mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
 }
 
 /* The combine mirrors the dispatch, in BF16. */

@@ -59,15 +59,17 @@ static double mb__imbalance(const struct mb_scenario *s)
     return worst / (tot / ep);
 }
 
-/* Achieved link rates and per-step latencies: line rate x the calibrated
- * efficiency, fixed latency + the calibrated one (calibration `links:`). */
+/* Achieved link rates and per-step latencies, as `mbsim collective` builds
+ * its fabric (sim/cli/cmd_collective.c, topology/mb_fabric.h): line rate x
+ * the calibrated efficiency, and the calibrated per-collective-step latency
+ * (calibration `links:`). */
 static void mb__links(struct mb_build *b)
 {
     const struct mb_scenario *s = b->s;
     b->nv_cap = s->system.nvlink_bw * mb_calib_link_eff(b->cal, MB_LINK_NVLINK);
     b->nic_cap = s->system.nic_bw * mb_calib_link_eff(b->cal, MB_LINK_NIC);
-    b->nv_lat = s->system.nvlink_latency + mb_calib_link_latency(b->cal, MB_LINK_NVLINK);
-    b->nic_lat = s->system.nic_latency + mb_calib_link_latency(b->cal, MB_LINK_NIC);
+    b->nv_lat = mb_calib_link_latency(b->cal, MB_LINK_NVLINK);
+    b->nic_lat = mb_calib_link_latency(b->cal, MB_LINK_NIC);
     if (s->system.nvls) {
         double eff = mb_calib_link_eff(b->cal, MB_LINK_NVLS);
         b->nvls_bw = s->system.nvlink_bw * (eff > 0 ? eff : MB_FABRIC_NVLS_EFF);

@@ -21,9 +21,9 @@ void mb_reduce_param_gather(struct mb_build *b, int *pg_done)
         if (s->strategy == MB_STRAT_FSDP || frozen || !s->dist_opt) /* DDP: every rank updates all its parameters */
             continue;
         mb_emit_describe(b, "dp param allgather", st, -1, -1, -1);
-        int t = mb_net_gather(b, st, MB_CK_DP, MB_CK_DP, b->g_dp, b->lay.params_dense_stage[st] / s->tp * BF16, -1);
+        int t = mb_net_coll(b, st, MB_CK_DP, MB_CK_DP, MB_COLL_ALL_GATHER, b->g_dp, b->lay.params_dense_stage[st] / s->tp * BF16, -1);
         mb_emit_describe(b, "edp param allgather", st, -1, -1, -1);
-        t = mb_net_gather(b, st, MB_CK_DP, MB_CK_DP, b->g_edp,
+        t = mb_net_coll(b, st, MB_CK_DP, MB_CK_DP, MB_COLL_ALL_GATHER, b->g_edp,
                           b->lay.params_expert_stage[st] / (s->ep * s->etp) * BF16, t);
         pg_done[st] = s->overlap_param_gather ? -1 : t;
     }
@@ -35,9 +35,8 @@ static int mb__grad_reduce(struct mb_build *b, int st, struct mb_group g, const 
                            int dep)
 {
     mb_emit_describe(b, name, st, layer, -1, 1);
-    if (b->s->dist_opt)
-        return mb_net_gather(b, st, MB_CK_DP, MB_CK_DP, g, bytes, dep);
-    return mb_net_allreduce(b, st, g, bytes, dep);
+    enum mb_coll_op op = b->s->dist_opt ? MB_COLL_REDUCE_SCATTER : MB_COLL_ALL_REDUCE;
+    return mb_net_coll(b, st, MB_CK_DP, MB_CK_DP, op, g, bytes, dep);
 }
 
 /* Gradient reduction of stage st after its last backward `stage_end`;

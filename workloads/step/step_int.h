@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "mb_coll.h"
 #include "mb_engine.h"
 
 struct mb_calib;
@@ -67,8 +68,8 @@ struct mb_op {
     enum mb_commk ck;         /* MB_OP_COMM: kind */
     double bytes_nv, bytes_nic; /* MB_OP_COMM: bytes this rank sends on NVLink / NIC */
     double latency;           /* MB_OP_COMM: seconds before bytes flow */
-    double paced;             /* MB_OP_COMM: a measured collective's flows take this long alone (s), 0 = none */
-    double bound_nic;         /* MB_OP_COMM: cap on the NIC flow alone (oversubscribed scale-out), 0 = none */
+    double bound_nv, bound_nic; /* MB_OP_COMM: rate caps of its NVLink / NIC flow (measured pacing,
+                               * an oversubscribed uplink's share), bytes/s, 0 = none */
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
     double saved;             /* activation bytes saved for backward per microbatch */
     double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
@@ -213,16 +214,15 @@ void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
 void mb_ops_free(struct mb_oplist *l);
 
 /* ---- net.c: communication ops and collective tasks */
-void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, struct mb_group g,
-                 double total, int parallel);
-void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, struct mb_group g, double bytes_nv,
-                double bytes_nic, int nccl);
-void mb_net_cp_a2a(struct mb_build *b, struct mb_oplist *l, double bytes);
-double mb_net_cap(double bytes, double paced, double other);
+void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, enum mb_coll_op op,
+                 struct mb_group g, double total, int parallel);
+void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, struct mb_group g,
+                double bytes);
+void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, struct mb_group g, double bytes_nv,
+                 double bytes_nic);
 int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep);
-int mb_net_gather(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, struct mb_group g,
-                  double total, int dep);
-int mb_net_allreduce(struct mb_build *b, int st, struct mb_group g, double bytes, int dep);
+int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, enum mb_coll_op op,
+                struct mb_group g, double bytes, int dep);
 
 /* ---- mixer.c, moe.c, model_ops.c: the op lists */
 void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int frozen);

@@ -1,0 +1,147 @@
+/*
+ * test_net.c -- one network model: a collective of a given size on a given
+ * group costs the same inside a training step (workloads/step/net.c, one
+ * representative rank's ports) as in `mbsim collective` (sim/mb_coll.c's
+ * mb_coll_add on the whole fabric of topology/mb_fabric.c). Each case runs
+ * a step whose named collective runs alone (nothing else on the links while
+ * it runs), reads its time from the step's op table, and simulates the same
+ * call alone on the fabric with the same calibration table's links (the test
+ * fixture tests/data/calib/fixture_H100.yaml). Both must agree to 1e-9.
+ * Independent check of the common value: the fixture's closed form
+ * (latency steps x per-step latency + the busiest port's bytes / rate).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_calib.h"
+#include "mb_fabric.h"
+#include "mb_step.h"
+
+#define FIXTURE "tests/data/calib/fixture_H100.yaml"
+
+/* Time of one `op` call of `bytes` (nccl-tests size) on the first n GPUs of
+ * `gpus` x dgx_h100, alone on the fabric, as `mbsim collective` runs it. */
+static double coll_alone(int gpus, enum mb_coll_op op, int n, double bytes, enum mb_coll_algo *used)
+{
+    struct mb_calib *c;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", FIXTURE, &c, &e), 0);
+    struct mb_fabric_params p = {mb_calib_link_eff(c, MB_LINK_NVLINK), mb_calib_link_eff(c, MB_LINK_NIC),
+                                 mb_calib_link_eff(c, MB_LINK_NVLS),   mb_calib_link_latency(c, MB_LINK_NVLINK),
+                                 mb_calib_link_latency(c, MB_LINK_NIC), mb_calib_link_latency(c, MB_LINK_NVLS)};
+    mb_calib_free(c);
+    struct mb_system sys;
+    assert_int_equal(mb_topo_load_system("dgx_h100", &sys, &e), 0);
+    struct mb_engine *eng = mb_engine_new();
+    struct mb_fabric *f = mb_fabric_build(eng, &sys, gpus, &p, &e);
+    assert_non_null(f);
+    struct mb_coll_req r = {op, MB_COLL_ALGO_AUTO, n, NULL, 0, bytes, 0, 0, 0};
+    int st = mb_engine_add_stream(eng);
+    assert_true(mb_coll_add(eng, mb_fabric_net(f), &r, st, used, &e) >= 0);
+    assert_int_equal(mb_engine_run(eng, &e), 0);
+    double t = mb_engine_makespan(eng);
+    mb_fabric_free(f);
+    mb_engine_free(eng);
+    return t;
+}
+
+/* Seconds per call of op `name` in direction `dir` in the step of `file`;
+ * *count gets its calls per step. */
+static double step_call(const char *file, const char *name, int dir, double *count, struct mb_scenario *s)
+{
+    struct mb_err e;
+    struct mb_result r;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_load(file, s, &e), 0);
+    struct mb_step_opts o = {.critical_path = 0, .ops = 1};
+    assert_int_equal(mb_step_simulate_opts(s, &o, &r, &e), 0);
+    double t = -1;
+    for (size_t i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.ops[i].name, name) && r.ops[i].dir == dir) {
+            t = r.ops[i].time_s / r.ops[i].count;
+            *count = r.ops[i].count;
+        }
+    mb_result_free(&r);
+    if (t < 0)
+        fail_msg("%s: no op '%s' dir %d", file, name, dir);
+    return t;
+}
+
+static void assert_rel(double got, double want, double tol, const char *what)
+{
+    if (!(fabs(got - want) <= tol * fabs(want)))
+        fail_msg("%s: %.12g, expected %.12g (rel %.3g)", what, got, want, fabs(got - want) / fabs(want));
+}
+
+/* TP8 sequence-parallel all-gather of the [s, b, h] activations: S = 4096 x
+ * 4096 x 2 B = 32 MiB gathered; the ring sends 7/8 S over NVLink in 7 steps:
+ * 7 x 1 us + 7/8 S / (450 GB/s x 0.8). */
+static void test_tp_allgather(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    double count, S = 4096.0 * 4096 * 2;
+    double in_step = step_call("tests/data/net/tp8_dense.yaml", "tp allgather", 0, &count, &s);
+    mb_scenario_free(&s);
+    enum mb_coll_algo used;
+    double alone = coll_alone(8, MB_COLL_ALL_GATHER, 8, S, &used);
+    assert_int_equal(used, MB_COLL_ALGO_RING);
+    assert_rel(in_step, alone, 1e-9, "tp allgather: step vs collective");
+    assert_rel(alone, 7e-6 + 7.0 / 8 * S / (450e9 * 0.8), 1e-9, "tp allgather: closed form");
+    assert_true(count == 32 * 2 + 1); /* 32 layers x (attention + MLP) + the head's */
+}
+
+/* DDP gradient all-reduce of Llama3-8B's fp32 gradients on 16 GPUs (2 nodes):
+ * AUTO picks the same algorithm in both, and the step's call takes what
+ * mb_coll_add's takes. */
+static void test_ddp_allreduce(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    double count;
+    double in_step = step_call("tests/data/step/llama3_8b_h100_16_ddp.yaml", "dp grad reduce", 1, &count, &s);
+    struct mb_params par;
+    mb_model_params(&s.model, &par);
+    double S = (par.total - par.vision) * 4.0; /* every parameter's fp32 gradient */
+    mb_scenario_free(&s);
+    enum mb_coll_algo used;
+    double alone = coll_alone(16, MB_COLL_ALL_REDUCE, 16, S, &used);
+    assert_rel(in_step, alone, 1e-9, "ddp all-reduce: step vs collective");
+    assert_true(count == 1);
+    /* ring or tree, both cross the NIC: at least 2 (D-1)/D S / L = S / 8 at 50 GB/s x 0.9 */
+    assert_true(alone > S / 8 / (50e9 * 0.9));
+}
+
+/* EP16 NCCL all-to-all of the routed token copies: S = 4096 tokens x top-8 x
+ * 2048 x 2 B per rank; 7/16 S over NVLink, 8/16 S over the NIC, one step of
+ * the NIC latency: 5 us + (S / 2) / (50 GB/s x 0.9). */
+static void test_ep_alltoall(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    double count, S = 4096.0 * 8 * 2048 * 2;
+    double in_step = step_call("tests/data/net/ep16_alltoall.yaml", "ep dispatch", 0, &count, &s);
+    mb_scenario_free(&s);
+    enum mb_coll_algo used;
+    double alone = coll_alone(16, MB_COLL_ALLTOALL, 16, S, &used);
+    assert_int_equal(used, MB_COLL_ALGO_PAIRWISE);
+    assert_rel(in_step, alone, 1e-9, "ep all-to-all: step vs collective");
+    assert_rel(alone, 5e-6 + S / 2 / (50e9 * 0.9), 1e-9, "ep all-to-all: closed form");
+    assert_true(count == 48); /* one dispatch per MoE layer and microbatch */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tp_allgather),
+        cmocka_unit_test(test_ddp_allreduce),
+        cmocka_unit_test(test_ep_alltoall),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
