@@ -102,6 +102,8 @@ static int mb_scn__has_mixer(const struct mb_model *m, enum mb_mixer x)
     return 0;
 }
 
+static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err);
+
 /*
  * Rules (Megatron-Core names and sources):
  *  - dp = gpus / (tp*pp*cp) must be whole (parallel_state.initialize_model_parallel:
@@ -246,6 +248,16 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
         if (nm > 0 && (int)(strchr(lastseg, 'm') ? 1 : 0) == 0)
             return mb_scn__err(err, s, at, "pipeline_layout: MTP layers 'm' must be in the last stage");
     }
+
+    return mb_scn__check_options(s, mk, err);
+}
+
+/* The training options against the model and each other (second half of the
+ * rules listed above mb_scn__check_layout). mk is not NULL. */
+static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    const struct mb_model *m = &s->model;
+    const char *mn = m->name[0] ? m->name : "(unnamed)";
 
     if (s->recompute == MB_RC_SELECTIVE) {
         const struct mb_node *at = mb_scn__at(mk->rc_modules, mk->rc, NULL);
