@@ -2,13 +2,16 @@
  * mb_util.c -- allocation wrappers, error context, float helpers, data dir,
  * seeded PRNG. See mb_util.h.
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "mb_util.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void mb__oom(size_t n)
 {
@@ -111,6 +114,22 @@ char *mb_path_join(const char *dir, const char *name)
     p[a] = '/';
     memcpy(p + a + 1, name, b + 1);
     return p;
+}
+
+char *mb_path_absolute(const char *path)
+{
+    char buf[PATH_MAX], cwd[PATH_MAX];
+    if (!path)
+        return NULL;
+    if (path[0] == '/')
+        return mb_strdup(path);
+    if (realpath(path, buf))
+        return mb_strdup(buf);
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    if (!getcwd(cwd, sizeof cwd))
+        return mb_strdup(path);
+    return mb_path_join(cwd, path);
 }
 
 int mb_file_exists(const char *path)

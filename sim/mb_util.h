@@ -69,6 +69,12 @@ double mb_dbl_sub_clamp(double a, double b);
 
 /** @brief Concatenate dir + "/" + name into a freshly allocated string. */
 char *mb_path_join(const char *dir, const char *name);
+/**
+ * @brief Absolute spelling of path: itself when it starts with '/', else
+ * realpath() when it exists, else the current folder joined with it.
+ * @return a malloc'd string (mb_free), or NULL for a NULL path.
+ */
+char *mb_path_absolute(const char *path);
 /** @brief 1 if path names a readable regular file, else 0. */
 int mb_file_exists(const char *path);
 

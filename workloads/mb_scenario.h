@@ -10,6 +10,8 @@
 #ifndef MB_SCENARIO_H
 #define MB_SCENARIO_H
 
+#include <stdio.h>
+
 #include "mb_calib.h"
 #include "mb_model.h"
 #include "mb_topo.h"
@@ -79,7 +81,12 @@ struct mb_scenario {
     char name[128];
     char file[512];                    /* source file ("" for CSV rows) */
     struct mb_model model;             /* owned */
+    char model_ref[512];               /* how `model` was named: a shipped name or an absolute path;
+                                          "" = inline mapping or built by hand (then model.name) */
+    int model_inline;                  /* 1: `model` was an inline mapping in `file` */
     struct mb_system system;
+    char system_ref[512];              /* system.preset: a preset name or an absolute path
+                                          ("" = built by hand: system.name) */
     int gpus;
     struct mb_precision prec;
     /* data */
@@ -175,14 +182,40 @@ int mb_scenario_group_local(int size, int stride, int dom);
  */
 int mb_scenario_check(struct mb_scenario *s, struct mb_err *err);
 
-/** @brief Parse a precision label (BF16, FP8-CS, MXFP8, NVFP4, ... case-insensitive). */
+/**
+ * @brief Parse a precision label (BF16, FP8-CS, MXFP8, NVFP4, ... case-insensitive;
+ * '-' and spaces count as '_', parenthesized parts are ignored). Labels are
+ * listed once, in mb_keys.c.
+ * @return 0, or -1 for an unknown label or NULL arguments (out untouched).
+ */
 int mb_precision_parse(const char *label, struct mb_precision *out);
 
-/** @brief Parse a Megatron recompute module name into its MB_RCM_* flag (0 if unknown). */
+/** @brief Parse a Megatron recompute module name into its MB_RCM_* flag (0 if unknown or NULL). */
 unsigned mb_recompute_module(const char *name);
 
-/** @brief Parse a CUDA-graph module name into its MB_CG_* flag (0 if unknown). */
+/** @brief Parse a CUDA-graph module name into its MB_CG_* flag (0 if unknown or NULL). */
 unsigned mb_cuda_graph_module(const char *name);
+
+/**
+ * @brief Resolve a model or system reference as the loader does: a path when
+ * it contains '/' or ends in .yaml/.yml, taken from folder `dir` when relative;
+ * otherwise a shipped name, returned as is.
+ * @return a malloc'd string (free with mb_free).
+ */
+char *mb_scenario_ref(const char *dir, const char *ref);
+
+/**
+ * @brief Write a scenario as schema-1 YAML (libyaml's emitter) that
+ * mb_scenario_load reads back to the same values: every key of the table in
+ * mb_keys.h that differs from its default (and the main layout keys always),
+ * names quoted where YAML needs it, model and system by shipped name or by
+ * absolute path, an inline model copied from the scenario's source file.
+ * Measured values are written when set. Nothing is written for keys that do
+ * not apply (recompute.method unless full, ...).
+ * @return 0, or -1 on a write error or when an inline model's source file
+ *         cannot be read again.
+ */
+int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp);
 
 /**
  * @brief Expand a pipeline layout in Megatron's notation ("Et*3|(tt|)*29m|L":

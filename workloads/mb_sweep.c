@@ -20,150 +20,42 @@
 #include <strings.h>
 #include <time.h>
 
+#include "mb_keys.h"
 #include "mb_yaml.h"
 
 struct mb_sweep__sys {
     char key[MB_SWEEP_VAL_LEN];
+    char ref[512];                  /* as the writer records it (absolute path or preset name) */
     struct mb_system sys;
 };
 
 struct mb_sweep__model {
     char key[MB_SWEEP_VAL_LEN];
+    char ref[512];
     struct mb_model m;
 };
 
-/* ------------------------------------------------------------ key tables */
+/* ------------------------------------------------------------ keys */
 
-struct mb_sw__name {
-    const char *name;
-    unsigned val;
-};
+/* The key list, aliases and value parsing are the scenario key table's
+ * (mb_keys.h): every key with MB_KEYF_SWEEP is an axis. */
 
-static const struct mb_sw__name mb_sw__strategies[] = {{"3d", MB_STRAT_3D}, {"fsdp", MB_STRAT_FSDP}, {NULL, 0}};
-static const struct mb_sw__name mb_sw__dispatchers[] = {{"alltoall", MB_DISP_ALLTOALL},
-                                                        {"allgather", MB_DISP_ALLGATHER},
-                                                        {"hybridep", MB_DISP_HYBRIDEP},
-                                                        {"deepep", MB_DISP_DEEPEP},
-                                                        {NULL, 0}};
-static const struct mb_sw__name mb_sw__routings[] = {{"balanced", MB_ROUTE_BALANCED},
-                                                     {"skewed", MB_ROUTE_SKEWED},
-                                                     {NULL, 0}};
-static const struct mb_sw__name mb_sw__grans[] = {{"none", MB_RC_NONE},
-                                                  {"selective", MB_RC_SELECTIVE},
-                                                  {"full", MB_RC_FULL},
-                                                  {NULL, 0}};
-static const struct mb_sw__name mb_sw__methods[] = {{"uniform", MB_RC_UNIFORM}, {"block", MB_RC_BLOCK}, {NULL, 0}};
-static const struct mb_sw__name mb_sw__freezes[] = {{"vision", MB_FREEZE_VISION},
-                                                    {"vision_projection", MB_FREEZE_VISION_PROJ},
-                                                    {"language", MB_FREEZE_LANGUAGE},
-                                                    {NULL, 0}};
+static pthread_once_t mb_sw__keys_once = PTHREAD_ONCE_INIT;
+static char mb_sw__keys_text[2048];
 
-/* Every key a sweep accepts, canonical dotted names. */
-static const char *const mb_sw__keys[] = {
-    "model", "system.preset", "system.gpus", "precision", "data.seq_length", "data.global_batch_size",
-    "data.micro_batch_size", "data.mock", "parallel.strategy", "parallel.tp", "parallel.pp", "parallel.vpp",
-    "parallel.cp", "parallel.ep", "parallel.etp", "parallel.sequence_parallel", "moe.dispatcher", "moe.routing",
-    "moe.skew", "moe.seed", "moe.dispatcher_sms", "moe.hybridep_permute_fusion", "recompute.granularity",
-    "recompute.modules",
-    "recompute.method", "recompute.num_layers", "cuda_graph.modules", "freeze", "overlap.grad_reduce",
-    "overlap.param_gather", "overlap.tp_comm", "overlap.ep_comm", "overlap.fsdp_prefetch", "optimizer.main_grads",
-    "optimizer.states", "optimizer.distributed", "collectives.all_reduce", "calibration.roofline", NULL};
-
-/* Short spellings accepted on the command line and in sweep blocks. */
-static const struct {
-    const char *alias, *key;
-} mb_sw__aliases[] = {{"tp", "parallel.tp"},
-                      {"pp", "parallel.pp"},
-                      {"vpp", "parallel.vpp"},
-                      {"cp", "parallel.cp"},
-                      {"ep", "parallel.ep"},
-                      {"etp", "parallel.etp"},
-                      {"strategy", "parallel.strategy"},
-                      {"mbs", "data.micro_batch_size"},
-                      {"gbs", "data.global_batch_size"},
-                      {"seq_length", "data.seq_length"},
-                      {"dispatcher", "moe.dispatcher"},
-                      {"recompute", "recompute.granularity"},
-                      {"cuda_graph", "cuda_graph.modules"},
-                      {"gpus", "system.gpus"},
-                      {"system", "system.preset"},
-                      {NULL, NULL}};
+static void mb_sw__keys_build(void) { mb_keys_list(1, 1, mb_sw__keys_text, sizeof mb_sw__keys_text); }
 
 const char *mb_sweep_keys(void)
 {
-    static const char list[] =
-        "model, system.preset, system.gpus, precision, data.seq_length, data.global_batch_size, "
-        "data.micro_batch_size, data.mock, parallel.strategy, parallel.tp, parallel.pp, parallel.vpp, "
-        "parallel.cp, parallel.ep, parallel.etp, parallel.sequence_parallel, moe.dispatcher, moe.routing, "
-        "moe.skew, moe.seed, moe.dispatcher_sms, moe.hybridep_permute_fusion, recompute.granularity, "
-        "recompute.modules, recompute.method, "
-        "recompute.num_layers, cuda_graph.modules, freeze, overlap.grad_reduce, overlap.param_gather, "
-        "overlap.tp_comm, overlap.ep_comm, overlap.fsdp_prefetch, optimizer.main_grads, optimizer.states, "
-        "optimizer.distributed, collectives.all_reduce, calibration.roofline (aliases: tp, pp, vpp, cp, "
-        "ep, etp, strategy, "
-        "mbs, gbs, seq_length, dispatcher, recompute, cuda_graph, gpus, system)";
-    return list;
+    pthread_once(&mb_sw__keys_once, mb_sw__keys_build);
+    return mb_sw__keys_text;
 }
 
-/* Canonical key for a name or alias; NULL if unknown. */
-static const char *mb_sw__canon(const char *key)
+/* Sweep key for a name or alias; NULL if unknown or not sweepable. */
+static const struct mb_key *mb_sw__key(const char *name)
 {
-    for (int i = 0; mb_sw__keys[i]; i++)
-        if (!strcmp(mb_sw__keys[i], key))
-            return mb_sw__keys[i];
-    for (int i = 0; mb_sw__aliases[i].alias; i++)
-        if (!strcmp(mb_sw__aliases[i].alias, key))
-            return mb_sw__aliases[i].key;
-    return NULL;
-}
-
-static void mb_sw__list(const struct mb_sw__name *t, char *buf, size_t len)
-{
-    size_t k = 0;
-    buf[0] = 0;
-    for (int i = 0; t[i].name && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", t[i].name);
-}
-
-static int mb_sw__enum(const char *key, const char *v, const struct mb_sw__name *t, unsigned *out,
-                       struct mb_err *err)
-{
-    for (int i = 0; t[i].name; i++)
-        if (!strcasecmp(t[i].name, v)) {
-            *out = t[i].val;
-            return 0;
-        }
-    char list[256];
-    mb_sw__list(t, list, sizeof list);
-    return mb_err_set(err, NULL, 0, 0, "%s: unknown value '%s'; expected one of: %s", key, v, list);
-}
-
-static int mb_sw__int(const char *key, const char *v, long lo, long hi, int *out, struct mb_err *err)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end)
-        return mb_err_set(err, NULL, 0, 0, "%s: expected an integer, got '%s'", key, v);
-    if (x < lo || x > hi)
-        return mb_err_set(err, NULL, 0, 0, "%s = %ld is out of range [%ld, %ld]", key, x, lo, hi);
-    *out = (int)x;
-    return 0;
-}
-
-static int mb_sw__bool(const char *key, const char *v, int *out, struct mb_err *err)
-{
-    static const char *const yes[] = {"true", "yes", "on", "1", NULL}, *const no[] = {"false", "no", "off", "0", NULL};
-    for (int i = 0; yes[i]; i++)
-        if (!strcasecmp(v, yes[i])) {
-            *out = 1;
-            return 0;
-        }
-    for (int i = 0; no[i]; i++)
-        if (!strcasecmp(v, no[i])) {
-            *out = 0;
-            return 0;
-        }
-    return mb_err_set(err, NULL, 0, 0, "%s: expected true or false, got '%s'", key, v);
+    const struct mb_key *k = mb_key_find(name);
+    return k && (k->flags & MB_KEYF_SWEEP) ? k : NULL;
 }
 
 static int mb_sw__is_none(const char *v)
@@ -171,202 +63,41 @@ static int mb_sw__is_none(const char *v)
     return !*v || !strcasecmp(v, "none") || !strcmp(v, "[]");
 }
 
-/* '+'-joined names into OR-ed flags through a lookup function or table. */
-static int mb_sw__flags(const char *key, const char *v, unsigned (*fn)(const char *), const struct mb_sw__name *t,
-                        unsigned *out, struct mb_err *err)
-{
-    *out = 0;
-    if (mb_sw__is_none(v))
-        return 0;
-    char buf[MB_SWEEP_VAL_LEN];
-    snprintf(buf, sizeof buf, "%s", v);
-    for (char *p = buf; p;) {
-        char *plus = strchr(p, '+');
-        if (plus)
-            *plus = 0;
-        unsigned f = 0;
-        if (fn) {
-            f = fn(p);
-            if (!f)
-                return mb_err_set(err, NULL, 0, 0, "%s: unknown module '%s'", key, p);
-        } else if (mb_sw__enum(key, p, t, &f, err)) {
-            return -1;
-        }
-        *out |= f;
-        p = plus ? plus + 1 : NULL;
-    }
-    return 0;
-}
-
 int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, struct mb_err *err)
 {
-    const char *key = mb_sw__canon(key_in);
-    unsigned u;
-    if (!key)
+    const struct mb_key *k = mb_sw__key(key_in);
+    if (!k)
         return mb_err_set(err, NULL, 0, 0, "unknown key '%s'; expected one of: %s", key_in, mb_sweep_keys());
-    if (!strcmp(key, "precision")) {
-        if (mb_precision_parse(v, &s->prec))
-            return mb_err_set(err, NULL, 0, 0, "precision: unknown value '%s'; expected one of: bf16, fp16, fp8, "
-                              "fp8_cs, fp8_blockwise, mxfp8, nvfp4", v);
-        return 0;
-    }
-    if (!strcmp(key, "system.gpus"))
-        return mb_sw__int(key, v, 1, 1000000, &s->gpus, err);
-    if (!strcmp(key, "data.seq_length"))
-        return mb_sw__int(key, v, 1, 100000000, &s->seq_length, err);
-    if (!strcmp(key, "data.global_batch_size"))
-        return mb_sw__int(key, v, 1, 1000000000, &s->global_batch_size, err);
-    if (!strcmp(key, "data.micro_batch_size"))
-        return mb_sw__int(key, v, 1, 1000000, &s->micro_batch_size, err);
-    if (!strcmp(key, "data.mock"))
-        return mb_sw__bool(key, v, &s->mock, err);
-    if (!strcmp(key, "parallel.strategy")) {
-        if (mb_sw__enum(key, v, mb_sw__strategies, &u, err))
-            return -1;
-        s->strategy = (enum mb_strategy)u;
-        return 0;
-    }
-    static const struct {
-        const char *key;
-        size_t off;
-    } ints[] = {{"parallel.tp", offsetof(struct mb_scenario, tp)},   {"parallel.pp", offsetof(struct mb_scenario, pp)},
-                {"parallel.vpp", offsetof(struct mb_scenario, vpp)}, {"parallel.cp", offsetof(struct mb_scenario, cp)},
-                {"parallel.ep", offsetof(struct mb_scenario, ep)},   {"parallel.etp", offsetof(struct mb_scenario, etp)},
-                {NULL, 0}};
-    for (int i = 0; ints[i].key; i++)
-        if (!strcmp(key, ints[i].key))
-            return mb_sw__int(key, v, 1, 65536, (int *)(void *)((char *)s + ints[i].off), err);
-    if (!strcmp(key, "parallel.sequence_parallel"))
-        return mb_sw__bool(key, v, &s->sequence_parallel, err);
-    if (!strcmp(key, "moe.dispatcher")) {
-        if (mb_sw__enum(key, v, mb_sw__dispatchers, &u, err))
-            return -1;
-        s->dispatcher = (enum mb_dispatcher)u;
-        return 0;
-    }
-    if (!strcmp(key, "moe.routing")) {
-        if (mb_sw__enum(key, v, mb_sw__routings, &u, err))
-            return -1;
-        s->routing = (enum mb_routing)u;
-        return 0;
-    }
-    if (!strcmp(key, "moe.skew")) {
-        char *end;
-        double x = strtod(v, &end);
-        if (end == v || *end || !(x >= 0 && x <= 100))
-            return mb_err_set(err, NULL, 0, 0, "moe.skew: expected a number in [0, 100], got '%s'", v);
-        s->routing_skew = x;
-        return 0;
-    }
-    if (!strcmp(key, "moe.seed")) {
-        char *end;
-        unsigned long long x = strtoull(v, &end, 10);
-        if (end == v || *end || v[0] == '-')
-            return mb_err_set(err, NULL, 0, 0, "moe.seed: expected an integer >= 0, got '%s'", v);
-        s->routing_seed = x;
-        return 0;
-    }
-    if (!strcmp(key, "moe.dispatcher_sms"))
-        return mb_sw__int(key, v, 1, 1024, &s->dispatcher_sms, err);
-    if (!strcmp(key, "recompute.granularity")) {
-        if (mb_sw__enum(key, v, mb_sw__grans, &u, err))
-            return -1;
-        s->recompute = (enum mb_rc_gran)u;
-        return 0;
-    }
-    if (!strcmp(key, "recompute.modules"))
-        return mb_sw__flags(key, v, mb_recompute_module, NULL, &s->recompute_modules, err);
-    if (!strcmp(key, "recompute.method")) {
-        if (mb_sw__enum(key, v, mb_sw__methods, &u, err))
-            return -1;
-        s->recompute_method = (enum mb_rc_method)u;
-        return 0;
-    }
-    if (!strcmp(key, "recompute.num_layers"))
-        return mb_sw__int(key, v, 0, 100000, &s->recompute_num_layers, err);
-    if (!strcmp(key, "cuda_graph.modules")) {
-        /* "none" = no CUDA graphs; "layer" (or "full") = whole layer */
-        if (mb_sw__flags(key, v, mb_cuda_graph_module, NULL, &u, err))
-            return -1;
-        if ((u & MB_CG_FULL_ITERATION) && u != MB_CG_FULL_ITERATION)
-            return mb_err_set(err, NULL, 0, 0, "cuda_graph.modules: full_iteration cannot be combined with other "
-                              "modules");
-        if ((u & MB_CG_LAYER) && u != MB_CG_LAYER)
-            return mb_err_set(err, NULL, 0, 0, "cuda_graph.modules: layer (whole layer) cannot be combined with "
-                              "other modules");
-        s->cuda_graph = u;
-        return 0;
-    }
-    if (!strcmp(key, "freeze"))
-        return mb_sw__flags(key, v, NULL, mb_sw__freezes, &s->freeze, err);
-    if (!strcmp(key, "overlap.grad_reduce"))
-        return mb_sw__bool(key, v, &s->overlap_grad_reduce, err);
-    if (!strcmp(key, "overlap.param_gather"))
-        return mb_sw__bool(key, v, &s->overlap_param_gather, err);
-    if (!strcmp(key, "overlap.tp_comm"))
-        return mb_sw__bool(key, v, &s->overlap_tp_comm, err);
-    if (!strcmp(key, "overlap.ep_comm"))
-        return mb_sw__bool(key, v, &s->overlap_ep_comm, err);
-    if (!strcmp(key, "optimizer.main_grads") || !strcmp(key, "optimizer.states")) {
-        static const struct mb_sw__name dt[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
-        if (mb_sw__enum(key, v, dt, &u, err))
-            return -1;
-        if (!strcmp(key, "optimizer.main_grads"))
-            s->grad_bytes = (int)u;
-        else
-            s->state_bytes = 2 * (int)u;
-        return 0;
-    }
-    if (!strcmp(key, "optimizer.distributed"))
-        return mb_sw__bool(key, v, &s->dist_opt, err);
-    if (!strcmp(key, "collectives.all_reduce")) {
-        static const struct mb_sw__name al[] = {{"auto", MB_COLL_ALGO_AUTO},
-                                                {"ring", MB_COLL_ALGO_RING},
-                                                {"tree", MB_COLL_ALGO_TREE},
-                                                {"nvls", MB_COLL_ALGO_NVLS},
-                                                {NULL, 0}};
-        if (mb_sw__enum(key, v, al, &u, err))
-            return -1;
-        s->allreduce_algo = (int)u;
-        return 0;
-    }
-    if (!strcmp(key, "overlap.fsdp_prefetch"))
-        return mb_sw__int(key, v, 0, MB_MAX_FSDP_PREFETCH, &s->fsdp_prefetch, err);
-    if (!strcmp(key, "moe.hybridep_permute_fusion"))
-        return mb_sw__bool(key, v, &s->hybridep_permute_fusion, err);
-    if (!strcmp(key, "calibration.roofline"))
-        return mb_sw__bool(key, v, &s->roofline, err);
-    return mb_err_set(err, NULL, 0, 0, "%s: set it through a sweep (mb_sweep_add_axis), not mb_scenario_set", key);
+    if (k->flags & MB_KEYF_REF)
+        return mb_err_set(err, NULL, 0, 0, "%s: set it through a sweep (mb_sweep_add_axis), not mb_scenario_set",
+                          k->key);
+    return mb_key_set(s, k, v, err);
 }
 
 /* ------------------------------------------------------------ references */
 
-/* Same rule as the scenario loader: a path contains '/' or ends in .yaml/.yml,
- * relative to the scenario file's folder. Caller frees. */
-static char *mb_sw__ref(const char *dir, const char *ref)
-{
-    size_t n = strlen(ref);
-    int is_path = strchr(ref, '/') != NULL || (n > 5 && !strcmp(ref + n - 5, ".yaml")) ||
-                  (n > 4 && !strcmp(ref + n - 4, ".yml"));
-    if (!is_path || ref[0] == '/')
-        return mb_strdup(ref);
-    return mb_path_join(dir, ref);
-}
-
-static const struct mb_system *mb_sw__find_sys(const struct mb_sweep *sw, const char *key)
+static const struct mb_sweep__sys *mb_sw__find_sys(const struct mb_sweep *sw, const char *key)
 {
     for (int i = 0; i < sw->n_sys; i++)
         if (!strcmp(sw->sys[i].key, key))
-            return &sw->sys[i].sys;
+            return &sw->sys[i];
     return NULL;
 }
 
-static const struct mb_model *mb_sw__find_model(const struct mb_sweep *sw, const char *key)
+static const struct mb_sweep__model *mb_sw__find_model(const struct mb_sweep *sw, const char *key)
 {
     for (int i = 0; i < sw->n_models; i++)
         if (!strcmp(sw->models[i].key, key))
-            return &sw->models[i].m;
+            return &sw->models[i];
     return NULL;
+}
+
+/* A resolved reference as the scenario writer wants it: paths absolute. */
+static void mb_sw__keep_ref(const char *v, const char *resolved, char *out, size_t len)
+{
+    char *abs = strcmp(v, resolved) || strchr(v, '/') ? mb_path_absolute(resolved) : mb_strdup(resolved);
+    snprintf(out, len, "%s", strlen(abs) < len ? abs : resolved);
+    mb_free(abs);
 }
 
 /* Load a system/model value once (main thread only). */
@@ -376,23 +107,29 @@ static int mb_sw__preload(struct mb_sweep *sw, const char *key, const char *v, s
     mb_err_clear(&sub);
     if (!strcmp(key, "system.preset") && !mb_sw__find_sys(sw, v)) {
         struct mb_system sys;
-        char *ref = mb_sw__ref(sw->dir, v);
+        char *ref = mb_scenario_ref(sw->dir, v);
         int r = mb_topo_load_system(ref, &sys, &sub);
-        mb_free(ref);
-        if (r)
+        if (r) {
+            mb_free(ref);
             return mb_err_set(err, sub.file[0] ? sub.file : NULL, sub.line, sub.col, "system.preset: %s", sub.msg);
+        }
         sw->sys = mb_realloc(sw->sys, (size_t)(sw->n_sys + 1) * sizeof *sw->sys);
         snprintf(sw->sys[sw->n_sys].key, MB_SWEEP_VAL_LEN, "%s", v);
+        mb_sw__keep_ref(v, ref, sw->sys[sw->n_sys].ref, sizeof sw->sys[sw->n_sys].ref);
+        mb_free(ref);
         sw->sys[sw->n_sys++].sys = sys;
     } else if (!strcmp(key, "model") && !mb_sw__find_model(sw, v)) {
         struct mb_model m;
-        char *ref = mb_sw__ref(sw->dir, v);
+        char *ref = mb_scenario_ref(sw->dir, v);
         int r = mb_model_load(ref, &m, &sub);
-        mb_free(ref);
-        if (r)
+        if (r) {
+            mb_free(ref);
             return mb_err_set(err, sub.file[0] ? sub.file : NULL, sub.line, sub.col, "model: %s", sub.msg);
+        }
         sw->models = mb_realloc(sw->models, (size_t)(sw->n_models + 1) * sizeof *sw->models);
         snprintf(sw->models[sw->n_models].key, MB_SWEEP_VAL_LEN, "%s", v);
+        mb_sw__keep_ref(v, ref, sw->models[sw->n_models].ref, sizeof sw->models[sw->n_models].ref);
+        mb_free(ref);
         sw->models[sw->n_models++].m = m;
     }
     return 0;
@@ -402,7 +139,8 @@ static int mb_sw__preload(struct mb_sweep *sw, const char *key, const char *v, s
 
 int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char *const *val, struct mb_err *err)
 {
-    const char *key = mb_sw__canon(key_in);
+    const struct mb_key *k = mb_sw__key(key_in);
+    const char *key = k ? k->key : NULL;
     if (!key)
         return mb_err_set(err, NULL, 0, 0, "unknown sweep key '%s'; expected one of: %s", key_in, mb_sweep_keys());
     if (n < 1)
@@ -411,7 +149,7 @@ int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char
     for (int i = 0; i < n; i++) {
         if (strlen(val[i]) >= MB_SWEEP_VAL_LEN)
             return mb_err_set(err, NULL, 0, 0, "%s: value too long: '%s'", key, val[i]);
-        if (!strcmp(key, "system.preset") || !strcmp(key, "model")) {
+        if (k->flags & MB_KEYF_REF) {
             if (mb_sw__preload(sw, key, val[i], err))
                 return -1;
         } else {
@@ -522,7 +260,7 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
     for (size_t i = 0; i < blk->n; i++) {
         const struct mb_pair *p = &blk->pairs[i];
         const struct mb_node *v = p->val;
-        if (!mb_sw__canon(p->key))
+        if (!mb_sw__key(p->key))
             return mb_err_set(err, v->file, p->line, p->col, "unknown key '%s' in sweep; expected one of: %s",
                               p->key, mb_sweep_keys());
         if (mb_yaml_is_null(v))
@@ -632,17 +370,20 @@ int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario 
     for (int a = 0; a < sw->n_axes; a++) {
         const char *key = sw->axis[a].key, *v = mb_sweep_value(sw, idx, a);
         if (!strcmp(key, "system.preset")) {
-            const struct mb_system *sys = mb_sw__find_sys(sw, v);
+            const struct mb_sweep__sys *sys = mb_sw__find_sys(sw, v);
             if (!sys)
                 return mb_err_set(err, NULL, 0, 0, "system.preset '%s' was not loaded", v);
-            s->system = *sys;
+            s->system = sys->sys;
+            snprintf(s->system_ref, sizeof s->system_ref, "%s", sys->ref);
             continue;
         }
         if (!strcmp(key, "model")) {
-            const struct mb_model *m = mb_sw__find_model(sw, v);
+            const struct mb_sweep__model *m = mb_sw__find_model(sw, v);
             if (!m)
                 return mb_err_set(err, NULL, 0, 0, "model '%s' was not loaded", v);
-            s->model = *m; /* shared, read-only */
+            s->model = m->m; /* shared, read-only */
+            snprintf(s->model_ref, sizeof s->model_ref, "%s", m->ref);
+            s->model_inline = 0;
             continue;
         }
         if (mb_scenario_set(s, key, v, err))

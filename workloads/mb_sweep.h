@@ -10,6 +10,7 @@
  * mb_scenario_check; a combination the checks reject is kept as an INVALID
  * row with the reason, never dropped.
  *
+ * The keys are the sweepable entries of the scenario key table (mb_keys.h).
  * Values are strings as written in YAML: integers, enum names, booleans.
  * List-valued keys (recompute.modules, cuda_graph.modules, freeze) take a
  * YAML list or, on the command line, names joined by '+' ("attn+moe_router");
@@ -106,19 +107,20 @@ const char *mb_sweep_value(const struct mb_sweep *sw, size_t idx, int a);
 int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario *out, struct mb_err *err);
 
 /**
- * @brief Set one scenario key by dotted name from text (no model/system keys,
- * no check). Keys: precision, data.{seq_length,global_batch_size,
- * micro_batch_size,mock}, parallel.{strategy,tp,pp,vpp,cp,ep,etp,
- * sequence_parallel}, moe.{dispatcher,routing,skew,seed,dispatcher_sms,hybridep_permute_fusion},
- * recompute.{granularity,modules,method,num_layers}, cuda_graph.modules,
- * freeze, overlap.{grad_reduce,param_gather,tp_comm,ep_comm,fsdp_prefetch},
- * optimizer.{main_grads,states},
- * calibration.roofline, system.gpus.
- * @return 0 or -1 ("parallel.tp: expected an integer, got 'x'", "unknown key").
+ * @brief Set one scenario key by dotted name or alias from text (no
+ * model/system keys, no layout check). The keys, aliases and value syntax are
+ * the sweepable entries of the key table (mb_keys.h, docs/scenario-format.md):
+ * integers, numbers, booleans, enum names, flag names joined with '+'.
+ * @return 0 or -1 with e.g. "parallel.tp: expected an integer, got 'x'",
+ *         "unknown key 'x'; expected one of: ..." in err.
  */
 int mb_scenario_set(struct mb_scenario *s, const char *key, const char *value, struct mb_err *err);
 
-/** @brief Comma-separated list of the keys a sweep accepts (for messages and --help). */
+/**
+ * @brief Comma-separated list of the keys a sweep accepts, then their aliases
+ * in parentheses (for messages and --help); generated from the key table.
+ * @return a static string (valid for the program's life).
+ */
 const char *mb_sweep_keys(void);
 
 /** Progress callback: called from the calling thread a few times a second. */

@@ -1,12 +1,10 @@
 /*
- * mb_tune.c -- the fit-first tuning order (see mb_tune.h), and the scenario
- * YAML writer that records its recommendation.
+ * mb_tune.c -- the fit-first tuning order (see mb_tune.h). The recommendation
+ * is written by mb_scenario_write_yaml (mb_scenario_write.c).
  */
 #include "mb_tune.h"
 #include "mb_coll.h"
-
-#include <limits.h>
-#include <unistd.h>
+#include "mb_keys.h"
 
 #include <math.h>
 #include <string.h>
@@ -85,43 +83,18 @@ static int mb__better(const struct mb_eval *b, const struct mb_eval *a)
 
 /* ---- candidate spellings ---------------------------------------------------- */
 
-struct mb__flag_name {
-    unsigned f;
-    const char *n;
-};
-
-static const struct mb__flag_name mb__rcm[] = {
-    {MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
-    {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
-    {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}, {0, NULL}};
-static const struct mb__flag_name mb__cgm[] = {
-    {MB_CG_ATTN, "attn"},   {MB_CG_MLP, "mlp"},     {MB_CG_MOE, "moe"}, {MB_CG_MOE_ROUTER, "moe_router"},
-    {MB_CG_MOE_PREPROCESS, "moe_preprocess"}, {MB_CG_MAMBA, "mamba"}, {MB_CG_LAYER, "layer"},
-    {MB_CG_FULL_ITERATION, "full_iteration"}, {0, NULL}};
-static const struct mb__flag_name mb__frz[] = {
-    {MB_FREEZE_VISION, "vision"}, {MB_FREEZE_VISION_PROJ, "vision_projection"}, {MB_FREEZE_LANGUAGE, "language"},
-    {0, NULL}};
-
-/* "a,b,c" (sep ",") or "a, b, c" of the names of the flags set. */
-static void mb__flags(const struct mb__flag_name *t, unsigned flags, const char *sep, char *buf, size_t len)
+/* Names come from the scenario key table (mb_keys.h). */
+static void mb__flags(const char *key, unsigned flags, const char *sep, char *buf, size_t len)
 {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (; t->n && at < len; t++)
-        if (flags & t->f)
-            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? sep : "", t->n);
+    mb_key_flag_names(key, flags, sep, buf, len);
 }
 
-static const char *mb__disp_name(enum mb_dispatcher d)
-{
-    static const char *n[] = {"alltoall", "allgather", "hybridep", "deepep"};
-    return n[d];
-}
+static const char *mb__disp_name(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
 
 static void mb__rc_name(unsigned gran, unsigned mods, char *buf, size_t len)
 {
     char list[160];
-    mb__flags(mb__rcm, mods, ",", list, sizeof list);
+    mb__flags("recompute.modules", mods, ",", list, sizeof list);
     if (gran == MB_RC_SELECTIVE)
         snprintf(buf, len, "selective[%.80s]", list);
     else
@@ -486,99 +459,4 @@ void mb_tune_free(struct mb_tune_result *t)
     for (int i = 0; i < t->n_runners; i++)
         mb_scenario_free(&t->runner[i]);
     t->n_runners = 0;
-}
-
-/* ---- YAML writer ---------------------------------------------------------- */
-
-static const char *mb__prec_label(const struct mb_precision *p) { return p->label[0] ? p->label : "bf16"; }
-
-int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp)
-{
-    static const char *strat[] = {"3d", "fsdp"};
-    static const char *rcg[] = {"none", "selective", "full"};
-    char list[256];
-    fprintf(fp, "# written by mbsim\nschema_version: 1\nname: %s\nmodel: %s\n", s->name, s->model.name);
-    fprintf(fp, "system:\n  preset: %s\n  gpus: %d\nprecision: %s\n", s->system.name, s->gpus, mb__prec_label(&s->prec));
-    fprintf(fp, "data:\n  seq_length: %d\n  global_batch_size: %d\n  micro_batch_size: %d\n  mock: %s\n",
-            s->seq_length, s->global_batch_size, s->micro_batch_size, s->mock ? "true" : "false");
-    if (s->images.dist != MB_IMG_NONE && !s->mock) {
-        fprintf(fp, "  images:\n    per_sample: [%d, %d]\n", s->images.per_sample_min, s->images.per_sample_max);
-        if (s->images.dist == MB_IMG_UNIFORM) {
-            fprintf(fp, "    sizes: {distribution: uniform, min: %d, max: %d}\n", s->images.side_min,
-                    s->images.side_max);
-        } else {
-            fprintf(fp, "    sizes: [");
-            for (int i = 0; i < s->images.n_sizes; i++)
-                fprintf(fp, "%s\"%dx%d\"", i ? ", " : "", s->images.height[i], s->images.width[i]);
-            fprintf(fp, "]\n");
-        }
-        fprintf(fp, "    seed: %llu\n", s->images.seed);
-    }
-    if (s->text_max > 0 && !s->mock)
-        fprintf(fp, "  text_tokens: [%d, %d]\n", s->text_min, s->text_max);
-    if (s->packed)
-        fprintf(fp, "  packing: packed\n");
-    fprintf(fp, "parallel:\n  strategy: %s\n  tp: %d\n  pp: %d\n  vpp: %d\n  cp: %d\n  ep: %d\n  etp: %d\n",
-            strat[s->strategy], s->tp, s->pp, s->vpp > 0 ? s->vpp : 1, s->cp, s->ep, s->etp);
-    if (s->tp > 1)
-        fprintf(fp, "  sequence_parallel: %s\n", s->sequence_parallel ? "true" : "false");
-    if (s->cp_a2a)
-        fprintf(fp, "  cp_comm_type: a2a\n");
-    if (s->pipeline_layout[0])
-        fprintf(fp, "  pipeline_layout: \"%s\"\n", s->pipeline_layout);
-    if (s->model.num_experts > 0)
-        fprintf(fp, "moe:\n  dispatcher: %s\n  routing: %s\n  seed: %llu\n  dispatcher_sms: %d\n",
-                mb__disp_name(s->dispatcher), s->routing == MB_ROUTE_SKEWED ? "skewed" : "balanced",
-                s->routing_seed, s->dispatcher_sms);
-    if (s->model.num_experts > 0 && s->routing == MB_ROUTE_SKEWED)
-        fprintf(fp, "  skew: %g\n", s->routing_skew);
-    if (s->model.num_experts > 0 && s->capacity_factor > 0)
-        fprintf(fp, "  capacity_factor: %g\n", s->capacity_factor);
-    if (s->model.num_experts > 0 && s->shared_expert_overlap)
-        fprintf(fp, "  shared_expert_overlap: true\n");
-    if (s->model.num_experts > 0 && !s->hybridep_permute_fusion)
-        fprintf(fp, "  hybridep_permute_fusion: false\n");
-    fprintf(fp, "recompute:\n  granularity: %s\n", rcg[s->recompute]);
-    if (s->recompute == MB_RC_SELECTIVE) {
-        mb__flags(mb__rcm, s->recompute_modules, ", ", list, sizeof list);
-        fprintf(fp, "  modules: [%s]\n", list);
-    }
-    if (s->recompute == MB_RC_FULL && s->recompute_num_layers > 0)
-        fprintf(fp, "  method: %s\n  num_layers: %d\n", s->recompute_method == MB_RC_BLOCK ? "block" : "uniform",
-                s->recompute_num_layers);
-    if (s->cuda_graph) {
-        mb__flags(mb__cgm, s->cuda_graph, ", ", list, sizeof list);
-        fprintf(fp, "cuda_graph:\n  modules: [%s]\n", list);
-    }
-    if (s->freeze) {
-        mb__flags(mb__frz, s->freeze, ", ", list, sizeof list);
-        fprintf(fp, "freeze: [%s]\n", list);
-    }
-    fprintf(fp, "overlap:\n  grad_reduce: %s\n  param_gather: %s\n  tp_comm: %s\n  ep_comm: %s\n",
-            s->overlap_grad_reduce ? "true" : "false", s->overlap_param_gather ? "true" : "false",
-            s->overlap_tp_comm ? "true" : "false", s->overlap_ep_comm ? "true" : "false");
-    if (s->fsdp_prefetch != 1)
-        fprintf(fp, "  fsdp_prefetch: %d\n", s->fsdp_prefetch);
-    if (s->grad_bytes != 4 || s->state_bytes != 8 || !s->dist_opt)
-        fprintf(fp, "optimizer:\n  main_grads: %s\n  states: %s\n  distributed: %s\n",
-                s->grad_bytes == 2 ? "bf16" : "fp32", s->state_bytes == 4 ? "bf16" : "fp32",
-                s->dist_opt ? "true" : "false");
-    if (s->allreduce_algo != MB_COLL_ALGO_AUTO)
-        fprintf(fp, "collectives:\n  all_reduce: %s\n", mb_coll_algo_name((enum mb_coll_algo)s->allreduce_algo));
-    if (s->calib_path[0] || s->roofline) {
-        fprintf(fp, "calibration:\n");
-        if (s->calib_path[0]) { /* absolute: the YAML may be written to another folder */
-            char cwd[PATH_MAX];
-            const char *rel = s->calib_path;
-            while (rel[0] == '.' && rel[1] == '/')
-                rel += 2;
-            if (s->calib_path[0] != '/' && getcwd(cwd, sizeof cwd))
-                fprintf(fp, "  table: %s/%s\n", cwd, rel);
-            else
-                fprintf(fp, "  table: %s\n", s->calib_path);
-        }
-        if (s->roofline)
-            fprintf(fp, "  roofline: true\n");
-    }
-    return ferror(fp) ? -1 : 0;
 }

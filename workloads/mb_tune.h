@@ -42,11 +42,6 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
 
 void mb_tune_free(struct mb_tune_result *t);
 
-/**
- * @brief Write a scenario as schema-1 YAML that mb_scenario_load reads back
- * (model and system by shipped name).
- * @return 0, or -1 on a write error.
- */
-int mb_scenario_write_yaml(const struct mb_scenario *s, FILE *fp);
+/* The recommendation is written with mb_scenario_write_yaml (mb_scenario.h). */
 
 #endif /* MB_TUNE_H */

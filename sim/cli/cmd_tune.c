@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mb_keys.h"
 #include "mb_tune.h"
 
 int mb_cmd_tune(int argc, char **argv);
@@ -87,7 +88,7 @@ int mb_cmd_tune(int argc, char **argv)
             t.runner_r[i].mem.peak_allocated == t.best_r.mem.peak_allocated)
             continue; /* the recommendation itself */
         printf("  %d. %s TP%d PP%d EP%d MBS %d: %.1f tok/s/GPU, %.1f GiB\n", ++k,
-               r->strategy == MB_STRAT_FSDP ? "fsdp" : "3d", r->tp, r->pp, r->ep, r->micro_batch_size,
+               mb_key_value_name("parallel.strategy", r->strategy), r->tp, r->pp, r->ep, r->micro_batch_size,
                t.runner_r[i].tokens_per_s_per_gpu, t.runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
     }
     printf("%d simulations\n", t.evaluations);

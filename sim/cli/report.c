@@ -5,6 +5,7 @@
 #include "report.h"
 #include "report_ops.h"
 #include "mb_coll.h"
+#include "mb_keys.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -12,13 +13,10 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static const char *mb__strategy(const struct mb_scenario *s) { return s->strategy == MB_STRAT_FSDP ? "fsdp" : "3d"; }
+/* Names as scenario files spell them (the key table, mb_keys.h). */
+static const char *mb__strategy(const struct mb_scenario *s) { return mb_key_value_name("parallel.strategy", s->strategy); }
 
-static const char *mb__disp(enum mb_dispatcher d)
-{
-    static const char *n[] = {"alltoall", "allgather", "hybridep", "deepep"};
-    return n[d];
-}
+static const char *mb__disp(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
 
 void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int memory_detail, FILE *fp)
 {

@@ -8,6 +8,7 @@
  * keys, determinism and that roofline mode differs), so recalibrating the
  * shipped tables cannot break them.
  */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,10 +195,35 @@ static void test_calibrate_nccl_cli(void **state)
     mb_free(o);
 }
 
+/* `mbsim tune` on a scenario whose model and system are custom files named by
+ * paths relative to it, and whose name needs quoting: the recommendation,
+ * written to another folder, runs with `mbsim run` and names the same model,
+ * system and scenario. */
+static void test_tune_output_runs(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_cli_tune_XXXXXX", args[256], *o;
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "tune tests/data/keys/base.yaml -o %s/tuned.yaml", dir);
+    assert_int_equal(run(args, &o, 1), 0);
+    mb_free(o);
+    snprintf(args, sizeof args, "run %s/tuned.yaml", dir);
+    int rc = run(args, &o, 1);
+    if (rc != 0)
+        fail_msg("mbsim %s: exit %d: %s", args, rc, o);
+    assert_non_null(strstr(o, "mbsim: keys: round-trip #1_tuned"));
+    assert_non_null(strstr(o, "model keys_tiny_vlm on 16 x H100 (keys_h100)"));
+    mb_free(o);
+    snprintf(args, sizeof args, "%s/tuned.yaml", dir);
+    remove(args);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
                                        cmocka_unit_test(test_validate_cli),
-                                       cmocka_unit_test(test_calibrate_nccl_cli)};
+                                       cmocka_unit_test(test_calibrate_nccl_cli),
+                                       cmocka_unit_test(test_tune_output_runs)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,1178 @@
+/*
+ * mb_keys.c -- the scenario key table (mb_keys.h) and everything driven by
+ * it: defaults, value parsing from YAML nodes (the loader) and from text
+ * (sweeps), formatting (the writer, reports) and the docs' key reference.
+ *
+ * The enum and flag name tables below are the only spelling of those values
+ * in mbsim: the loader, `sweep --set`, the writer, tune's log and the reports
+ * all go through them. Precision labels live here too (mb_precision_parse).
+ */
+#include "mb_keys.h"
+#include "mb_coll.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------ name tables */
+
+static const struct mb_key_name mb_key__strategies[] = {{"3d", MB_STRAT_3D}, {"fsdp", MB_STRAT_FSDP}, {NULL, 0}};
+static const struct mb_key_name mb_key__dispatchers[] = {
+    {"alltoall", MB_DISP_ALLTOALL}, {"allgather", MB_DISP_ALLGATHER},
+    {"hybridep", MB_DISP_HYBRIDEP}, {"deepep", MB_DISP_DEEPEP}, {NULL, 0}};
+static const struct mb_key_name mb_key__routings[] = {
+    {"balanced", MB_ROUTE_BALANCED}, {"skewed", MB_ROUTE_SKEWED}, {NULL, 0}};
+static const struct mb_key_name mb_key__grans[] = {
+    {"none", MB_RC_NONE}, {"selective", MB_RC_SELECTIVE}, {"full", MB_RC_FULL}, {NULL, 0}};
+static const struct mb_key_name mb_key__methods[] = {{"uniform", MB_RC_UNIFORM}, {"block", MB_RC_BLOCK}, {NULL, 0}};
+static const struct mb_key_name mb_key__rc_modules[] = {
+    {"core_attn", MB_RCM_CORE_ATTN}, {"moe_act", MB_RCM_MOE_ACT},
+    {"layernorm", MB_RCM_LAYERNORM}, {"mla_up_proj", MB_RCM_MLA_UP_PROJ},
+    {"mlp", MB_RCM_MLP}, {"moe", MB_RCM_MOE}, {"shared_experts", MB_RCM_SHARED_EXPERTS},
+    {"gdn_norm_out", MB_RCM_GDN_NORM_OUT}, {NULL, 0}};
+/* `layer` and `full` are the legacy --cuda-graph-scope spellings of the whole
+ * layer (= Megatron's empty --cuda-graph-modules list); `layer` is written. */
+static const struct mb_key_name mb_key__cg_modules[] = {
+    {"attn", MB_CG_ATTN}, {"mlp", MB_CG_MLP}, {"moe", MB_CG_MOE},
+    {"moe_router", MB_CG_MOE_ROUTER}, {"moe_preprocess", MB_CG_MOE_PREPROCESS},
+    {"mamba", MB_CG_MAMBA}, {"layer", MB_CG_LAYER}, {"full", MB_CG_LAYER},
+    {"full_iteration", MB_CG_FULL_ITERATION}, {NULL, 0}};
+static const struct mb_key_name mb_key__freezes[] = {
+    {"vision", MB_FREEZE_VISION}, {"vision_projection", MB_FREEZE_VISION_PROJ},
+    {"language", MB_FREEZE_LANGUAGE}, {NULL, 0}};
+static const struct mb_key_name mb_key__packings[] = {{"padded", 0}, {"packed", 1}, {NULL, 0}};
+/* Megatron --cp-comm-type: p2p (ring attention) or a2a (DeepSpeed-Ulysses style) */
+static const struct mb_key_name mb_key__cp_comm[] = {{"p2p", 0}, {"a2a", 1}, {NULL, 0}};
+/* bytes per parameter: main gradients, and Adam's two moments together */
+static const struct mb_key_name mb_key__grad_dtypes[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
+static const struct mb_key_name mb_key__state_dtypes[] = {{"fp32", 8}, {"bf16", 4}, {NULL, 0}};
+/* NCCL_ALGO names for all_reduce (sim/mb_coll.h) */
+static const struct mb_key_name mb_key__ar_algos[] = {
+    {"auto", MB_COLL_ALGO_AUTO}, {"ring", MB_COLL_ALGO_RING},
+    {"tree", MB_COLL_ALGO_TREE}, {"nvls", MB_COLL_ALGO_NVLS}, {NULL, 0}};
+
+static unsigned mb_key__lookup(const struct mb_key_name *t, const char *s, int *found)
+{
+    for (; t && t->name; t++)
+        if (strcasecmp(t->name, s) == 0) {
+            *found = 1;
+            return t->val;
+        }
+    *found = 0;
+    return 0;
+}
+
+static void mb_key__names_list(const struct mb_key_name *t, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; t && t[i].name && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", t[i].name);
+}
+
+unsigned mb_recompute_module(const char *name)
+{
+    int found;
+    return name ? mb_key__lookup(mb_key__rc_modules, name, &found) : 0;
+}
+
+unsigned mb_cuda_graph_module(const char *name)
+{
+    int found;
+    return name ? mb_key__lookup(mb_key__cg_modules, name, &found) : 0;
+}
+
+/* -------------------------------------------------------------- precision */
+
+struct mb_key__prec {
+    const char *label;      /* canonical label stored in mb_precision.label */
+    enum mb_prec gemm, attn;
+    int quantize;
+};
+
+/* Canonical recipes. Core attention stays BF16 in every FP8/FP4 recipe
+ * (Transformer Engine runs the fused attention in BF16 unless fp8 DPA is
+ * requested, which published recipes do not). */
+static const struct mb_key__prec mb_key__precs[] = {
+    {"bf16", MB_PREC_BF16, MB_PREC_BF16, 0},
+    {"fp16", MB_PREC_FP16, MB_PREC_FP16, 0},
+    {"fp8", MB_PREC_FP8, MB_PREC_BF16, 1},           /* delayed / per-tensor scaling */
+    {"fp8_cs", MB_PREC_FP8, MB_PREC_BF16, 1},        /* per-tensor current scaling */
+    {"fp8_blockwise", MB_PREC_FP8, MB_PREC_BF16, 1}, /* 1x128 / 128x128 blocks (DeepSeek-V3) */
+    {"mxfp8", MB_PREC_FP8, MB_PREC_BF16, 1},         /* MX 1x32 E8M0 scales (Blackwell) */
+    {"nvfp4", MB_PREC_FP4, MB_PREC_BF16, 1},         /* NVFP4 16-element blocks (Blackwell) */
+    {NULL, MB_PREC_BF16, MB_PREC_BF16, 0}};
+
+/* Other spellings (after normalization: lower case, '-' and ' ' -> '_'),
+ * from the measured-runs CSV and Megatron/NeMo recipe names. */
+static const struct {
+    const char *alias, *label;
+} mb_key__prec_alias[] = {
+    {"fp8_delayed", "fp8"}, {"fp8_tensorwise", "fp8"}, {"fp8_ds", "fp8"},
+    {"fp8_current_scaling", "fp8_cs"}, {"fp8_mx", "mxfp8"}, {"mx_fp8", "mxfp8"},
+    {"fp8_block", "fp8_blockwise"}, {"fp8_block_scaling", "fp8_blockwise"},
+    {"bfloat16", "bf16"}, {"float16", "fp16"}, {NULL, NULL}};
+
+int mb_precision_parse(const char *label, struct mb_precision *out)
+{
+    if (!label || !out)
+        return -1;
+    /* normalize: drop parenthesized parts, trim, lower-case, '-'/' ' -> '_' */
+    char buf[128];
+    size_t n = 0;
+    int depth = 0;
+    for (const char *p = label; *p && n + 1 < sizeof buf; p++) {
+        if (*p == '(') {
+            depth++;
+            continue;
+        }
+        if (*p == ')') {
+            if (depth > 0)
+                depth--;
+            continue;
+        }
+        if (depth)
+            continue;
+        char c = (char)tolower((unsigned char)*p);
+        buf[n++] = (c == '-' || c == ' ' || c == '\t') ? '_' : c;
+    }
+    buf[n] = 0;
+    while (n > 0 && buf[n - 1] == '_')
+        buf[--n] = 0;
+    const char *s = buf;
+    while (*s == '_')
+        s++;
+    for (size_t i = 0; mb_key__prec_alias[i].alias; i++)
+        if (strcmp(s, mb_key__prec_alias[i].alias) == 0) {
+            s = mb_key__prec_alias[i].label;
+            break;
+        }
+    for (const struct mb_key__prec *r = mb_key__precs; r->label; r++)
+        if (strcmp(s, r->label) == 0) {
+            memset(out, 0, sizeof *out);
+            snprintf(out->label, sizeof out->label, "%s", r->label);
+            out->gemm = r->gemm;
+            out->attn = r->attn;
+            out->quantize = r->quantize;
+            return 0;
+        }
+    return -1;
+}
+
+static void mb_key__prec_list(char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; mb_key__precs[i].label && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", mb_key__precs[i].label);
+}
+
+/* ------------------------------------------------------------ value rules */
+
+static int mb_key__check_capacity(const struct mb_scenario *s, char *msg, size_t len)
+{
+    if (s->capacity_factor > 0 && s->capacity_factor < 1) {
+        snprintf(msg, len, "moe.capacity_factor = %g: below 1 even balanced routing would drop tokens; "
+                 "use >= 1, or 0 for dropless", s->capacity_factor);
+        return -1;
+    }
+    return 0;
+}
+
+static int mb_key__check_cuda_graph(const struct mb_scenario *s, char *msg, size_t len)
+{
+    unsigned u = s->cuda_graph;
+    if ((u & MB_CG_FULL_ITERATION) && u != MB_CG_FULL_ITERATION) {
+        snprintf(msg, len, "cuda_graph.modules: full_iteration cannot be combined with other modules");
+        return -1;
+    }
+    if ((u & MB_CG_LAYER) && u != MB_CG_LAYER) {
+        snprintf(msg, len, "cuda_graph.modules: layer (whole layer) cannot be combined with other modules");
+        return -1;
+    }
+    return 0;
+}
+
+static int mb_key__check_text(const struct mb_scenario *s, char *msg, size_t len)
+{
+    if (s->mock && s->text_max > 0) {
+        snprintf(msg, len, "data.text_tokens describes real samples; mock data fills whole sequences");
+        return -1;
+    }
+    return 0;
+}
+
+static int mb_key__if_tp(const struct mb_scenario *s) { return s->tp > 1; }
+static int mb_key__if_selective(const struct mb_scenario *s) { return s->recompute == MB_RC_SELECTIVE; }
+static int mb_key__if_full(const struct mb_scenario *s) { return s->recompute == MB_RC_FULL; }
+static int mb_key__if_real(const struct mb_scenario *s) { return !s->mock; }
+
+/* ------------------------------------------------------------------ table */
+
+#define F_(m) .offset = offsetof(struct mb_scenario, m), .size = sizeof(((struct mb_scenario *)0)->m)
+#define SW MB_KEYF_SWEEP
+#define SH MB_KEYF_SHOW
+
+_Static_assert(sizeof(enum mb_strategy) == sizeof(int) && sizeof(enum mb_dispatcher) == sizeof(int) &&
+                   sizeof(enum mb_routing) == sizeof(int) && sizeof(enum mb_rc_gran) == sizeof(int) &&
+                   sizeof(enum mb_rc_method) == sizeof(int),
+               "enum keys are stored as int");
+_Static_assert(offsetof(struct mb_scenario, text_max) == offsetof(struct mb_scenario, text_min) + sizeof(int),
+               "range keys: max follows min");
+
+static const struct mb_key mb_key__table[] = {
+    {.key = "schema_version", .type = MB_KEY_SPECIAL, .flags = MB_KEYF_REQUIRED, .def_text = "—",
+     .doc = "must be `1`; checked before anything else"},
+    {.key = "name", .type = MB_KEY_STRING, F_(name), .flags = MB_KEYF_REQUIRED, .def_text = "—",
+     .doc = "scenario name (not empty)"},
+    {.key = "model", .type = MB_KEY_SPECIAL, F_(model_ref), .flags = MB_KEYF_REQUIRED | MB_KEYF_REF | SW,
+     .def_text = "—",
+     .doc = "a shipped model name (`workloads/models/NAME.yaml`), a path (contains `/` or ends in `.yaml`/`.yml`; "
+            "relative to the scenario file's folder, or absolute), or an inline mapping with the keys of a "
+            "model file"},
+    {.key = "system.preset", .alias = "system", .type = MB_KEY_STRING, F_(system_ref),
+     .flags = MB_KEYF_REQUIRED | MB_KEYF_SECTION_REQ | MB_KEYF_REF | SW, .def_text = "—",
+     .doc = "preset name (`topology/systems/NAME.yaml`: `dgx_h100`, `gb200_nvl72`, ...) or a path (same rule "
+            "as `model`)"},
+    {.key = "system.gpus", .alias = "gpus", .type = MB_KEY_INT, F_(gpus),
+     .flags = MB_KEYF_REQUIRED | MB_KEYF_SECTION_REQ | SW | SH, .min = 1, .max = 1e6, .def_text = "—",
+     .doc = "GPUs used; at most the preset's `max_gpus` when it sets one"},
+    {.key = "precision", .type = MB_KEY_PRECISION, F_(prec), .flags = SW | SH, .def_text = "bf16",
+     .doc = "precision recipe (see Precision)"},
+    {.key = "data.seq_length", .alias = "seq_length", .type = MB_KEY_INT, F_(seq_length),
+     .flags = MB_KEYF_REQUIRED | MB_KEYF_SECTION_REQ | SW | SH, .min = 1, .max = 1e8, .def_text = "—",
+     .doc = "tokens per sequence (LLM positions, image tokens included)"},
+    {.key = "data.global_batch_size", .alias = "gbs", .type = MB_KEY_INT, F_(global_batch_size),
+     .flags = MB_KEYF_REQUIRED | MB_KEYF_SECTION_REQ | SW | SH, .min = 1, .max = 1e9, .def_text = "—",
+     .doc = "sequences per optimizer step"},
+    {.key = "data.micro_batch_size", .alias = "mbs", .type = MB_KEY_INT, F_(micro_batch_size), .flags = SW | SH,
+     .min = 1, .max = 1e6, .def = 1, .doc = "sequences per microbatch per DP rank"},
+    {.key = "data.mock", .type = MB_KEY_BOOL, F_(mock), .flags = SW | SH, .def = 0,
+     .doc = "image-free mock data (for a VLM: no vision work at all)"},
+    {.key = "data.images", .type = MB_KEY_SPECIAL, F_(images), .applies = mb_key__if_real, .def_text = "none",
+     .doc = "image payload of real VLM data (see `images` below)"},
+    {.key = "data.packing", .type = MB_KEY_ENUM, F_(packed), .flags = SW, .names = mb_key__packings, .def = 0,
+     .doc = "padded: one sample per sequence, padded to `seq_length`; packed: samples concatenated greedily, "
+            "attention within each sample (THD)"},
+    {.key = "data.text_tokens", .type = MB_KEY_RANGE, .offset = offsetof(struct mb_scenario, text_min),
+     .size = 2 * sizeof(int), .flags = SW, .min = 1, .max = 1e8, .def = 0, .def_text = "none",
+     .check = mb_key__check_text, .applies = mb_key__if_real,
+     .doc = "text tokens per real sample, uniform in [min, max]; without it each sample fills its sequence. "
+            "Not with `mock: true`"},
+    {.key = "parallel.strategy", .alias = "strategy", .type = MB_KEY_ENUM, F_(strategy), .flags = SW | SH,
+     .names = mb_key__strategies, .def = MB_STRAT_3D,
+     .doc = "distributed-optimizer 3D layout, or FSDP (parameters, grads, optimizer state sharded over DP)"},
+    {.key = "parallel.tp", .alias = "tp", .type = MB_KEY_INT, F_(tp), .flags = SW | SH, .min = 1, .max = 65536,
+     .def = 1, .doc = "tensor-parallel size"},
+    {.key = "parallel.pp", .alias = "pp", .type = MB_KEY_INT, F_(pp), .flags = SW | SH, .min = 1, .max = 65536,
+     .def = 1, .doc = "pipeline-parallel size"},
+    {.key = "parallel.vpp", .alias = "vpp", .type = MB_KEY_INT, F_(vpp), .flags = SW | SH, .min = 1,
+     .max = 65536, .def = 1, .doc = "virtual-pipeline size (interleaved chunks per stage)"},
+    {.key = "parallel.cp", .alias = "cp", .type = MB_KEY_INT, F_(cp), .flags = SW | SH, .min = 1, .max = 65536,
+     .def = 1, .doc = "context-parallel size"},
+    {.key = "parallel.ep", .alias = "ep", .type = MB_KEY_INT, F_(ep), .flags = SW | SH, .min = 1, .max = 65536,
+     .def = 1, .doc = "expert-parallel size"},
+    {.key = "parallel.etp", .alias = "etp", .type = MB_KEY_INT, F_(etp), .flags = SW | SH, .min = 1,
+     .max = 65536, .def = 1, .doc = "expert-tensor-parallel size"},
+    {.key = "parallel.pipeline_layout", .type = MB_KEY_LAYOUT, F_(pipeline_layout), .flags = SW,
+     .def_text = "none (even split)",
+     .doc = "Megatron `--pipeline-model-parallel-layout`: `E` embedding, `t` decoder layer, `m` MTP layer, "
+            "`L` loss, `|` stage boundary, `X*N` and `(...)*N` repeats"},
+    {.key = "parallel.cp_comm_type", .type = MB_KEY_ENUM, F_(cp_a2a), .flags = SW, .names = mb_key__cp_comm,
+     .def = 0, .doc = "context-parallel attention: ring attention (p2p) or Ulysses all-to-alls (a2a)"},
+    {.key = "parallel.sequence_parallel", .type = MB_KEY_BOOL, F_(sequence_parallel), .flags = SW, .def = -1,
+     .def_text = "on when tp > 1", .applies = mb_key__if_tp,
+     .doc = "Megatron sequence parallel; forced off at tp = 1"},
+    {.key = "moe.dispatcher", .alias = "dispatcher", .type = MB_KEY_ENUM, F_(dispatcher), .flags = SW,
+     .names = mb_key__dispatchers, .def = MB_DISP_ALLTOALL, .doc = "token dispatcher"},
+    {.key = "moe.routing", .type = MB_KEY_ENUM, F_(routing), .flags = SW, .names = mb_key__routings,
+     .def = MB_ROUTE_BALANCED, .doc = "forced-balanced (as in published benchmarks) or seeded skew"},
+    {.key = "moe.skew", .type = MB_KEY_DOUBLE, F_(routing_skew), .flags = SW, .min = 0, .max = 100, .def = 1.0,
+     .doc = "skewed routing: Zipf exponent over experts"},
+    {.key = "moe.seed", .type = MB_KEY_U64, F_(routing_seed), .flags = SW, .min = 0, .max = 1e18, .def = 1,
+     .doc = "routing seed"},
+    /* HybridEP README (shared/docs/reference/hardware.md B.4): GB200 MNNVL runs
+     * use 32 SMs, B200/H100 runs 8-16; DeepEP V2 min-SM mode 24. */
+    {.key = "moe.dispatcher_sms", .type = MB_KEY_INT, F_(dispatcher_sms), .flags = SW, .min = 1, .max = 1024,
+     .def = 24, .doc = "SMs a HybridEP/DeepEP kernel occupies"},
+    {.key = "moe.capacity_factor", .type = MB_KEY_DOUBLE, F_(capacity_factor), .flags = SW, .min = 0,
+     .max = 1000, .def = 0, .def_text = "0 (dropless)", .check = mb_key__check_capacity,
+     .doc = "Megatron `--moe-expert-capacity-factor`: no expert takes more than cf x its balanced share; "
+            "0 or >= 1"},
+    {.key = "moe.shared_expert_overlap", .type = MB_KEY_BOOL, F_(shared_expert_overlap), .flags = SW, .def = 0,
+     .doc = "Megatron `--moe-shared-expert-overlap`: shared experts run beside the dispatch"},
+    /* --moe-permute-fusion-into-hybridep: published HybridEP runs enable it
+     * (e.g. public_measured.csv mbcard_qwen3_30b_a3b_h100_bf16_16 "HybridEP 32
+     * SMs, ..., permute fusion") */
+    {.key = "moe.hybridep_permute_fusion", .type = MB_KEY_BOOL, F_(hybridep_permute_fusion), .flags = SW,
+     .def = 1, .doc = "Megatron `--moe-permute-fusion-into-hybridep`: no separate permute/unpermute pass"},
+    {.key = "recompute.granularity", .alias = "recompute", .type = MB_KEY_ENUM, F_(recompute), .flags = SW | SH,
+     .names = mb_key__grans, .def = MB_RC_NONE, .def_text = "none (selective if only `modules` is given)",
+     .doc = "Megatron `--recompute-granularity`"},
+    {.key = "recompute.modules", .type = MB_KEY_FLAGS, F_(recompute_modules), .flags = SW,
+     .names = mb_key__rc_modules, .def = 0, .def_text = "[core_attn] when selective",
+     .applies = mb_key__if_selective, .doc = "Megatron `--recompute-modules`; selective only"},
+    {.key = "recompute.method", .type = MB_KEY_ENUM, F_(recompute_method), .flags = SW, .names = mb_key__methods,
+     .def = MB_RC_UNIFORM, .applies = mb_key__if_full, .doc = "Megatron `--recompute-method`; full only"},
+    {.key = "recompute.num_layers", .type = MB_KEY_INT, F_(recompute_num_layers), .flags = SW, .min = 0,
+     .max = 100000, .def = 0, .def_text = "0 (all layers of the stage)", .applies = mb_key__if_full,
+     .doc = "full only; at most the layers per pipeline stage"},
+    {.key = "cuda_graph.modules", .alias = "cuda_graph", .type = MB_KEY_FLAGS, F_(cuda_graph),
+     .flags = MB_KEYF_REQUIRED | MB_KEYF_SCALAR_OK | SW, .names = mb_key__cg_modules, .def = 0,
+     .empty = MB_CG_LAYER, .def_text = "none (no CUDA graphs)", .check = mb_key__check_cuda_graph,
+     .doc = "Megatron `--cuda-graph-modules`; `[]`, `layer` or legacy `full` = whole layer, `full_iteration` "
+            "alone; in a sweep `none` = no CUDA graphs"},
+    {.key = "freeze", .type = MB_KEY_FLAGS, F_(freeze), .flags = SW, .names = mb_key__freezes, .def = 0,
+     .def_text = "none", .doc = "frozen parts: no weight gradients, no optimizer state"},
+    {.key = "overlap.grad_reduce", .type = MB_KEY_BOOL, F_(overlap_grad_reduce), .flags = SW | SH, .def = 1,
+     .doc = "overlap DP gradient reduce(-scatter) with backward"},
+    {.key = "overlap.param_gather", .type = MB_KEY_BOOL, F_(overlap_param_gather), .flags = SW | SH, .def = 1,
+     .doc = "overlap distributed-optimizer / FSDP parameter all-gather"},
+    {.key = "overlap.tp_comm", .type = MB_KEY_BOOL, F_(overlap_tp_comm), .flags = SW | SH, .def = 0,
+     .doc = "TP communication overlap (userbuffers)"},
+    {.key = "overlap.ep_comm", .type = MB_KEY_BOOL, F_(overlap_ep_comm), .flags = SW | SH, .def = 0,
+     .doc = "EP dispatch/combine beside another microbatch's compute (combined 1F1B)"},
+    {.key = "overlap.fsdp_prefetch", .type = MB_KEY_INT, F_(fsdp_prefetch), .flags = SW, .min = 0,
+     .max = MB_MAX_FSDP_PREFETCH, .def = 1, .doc = "FSDP: layers all-gathered ahead of the one computing"},
+    {.key = "optimizer.main_grads", .type = MB_KEY_ENUM, F_(grad_bytes), .flags = SW, .names = mb_key__grad_dtypes,
+     .def = 4, .doc = "main-gradient buffer and DP reduction dtype (Megatron `--grad-reduce-in-bf16`)"},
+    {.key = "optimizer.states", .type = MB_KEY_ENUM, F_(state_bytes), .flags = SW, .names = mb_key__state_dtypes,
+     .def = 8, .doc = "Adam moments dtype (precision-aware optimizer)"},
+    {.key = "optimizer.distributed", .type = MB_KEY_BOOL, F_(dist_opt), .flags = SW, .def = 1,
+     .doc = "Megatron's distributed optimizer; `false` = DDP (needs strategy 3d)"},
+    {.key = "collectives.all_reduce", .type = MB_KEY_ENUM, F_(allreduce_algo), .flags = SW,
+     .names = mb_key__ar_algos, .def = MB_COLL_ALGO_AUTO, .doc = "NCCL algorithm of the step's all-reduces"},
+    {.key = "calibration.table", .type = MB_KEY_STRING, F_(calib_path), .flags = MB_KEYF_PATH,
+     .def_text = "shipped table for the system's GPU",
+     .doc = "calibration table file, relative to the scenario file's folder"},
+    {.key = "calibration.roofline", .type = MB_KEY_BOOL, F_(roofline), .flags = SW, .def = 0,
+     .doc = "ignore tables, use the roofline only"},
+    {.key = "measured.tokens_per_s_per_gpu", .type = MB_KEY_DOUBLE, F_(meas_tokens_per_s_per_gpu), .min = 0,
+     .max = 1e12, .def = 0, .def_text = "none", .doc = "measured throughput"},
+    {.key = "measured.model_tflops_per_gpu", .type = MB_KEY_QUANTITY, F_(meas_model_tflops_per_gpu),
+     .unit = MB_UNIT_FLOPS, .scale = 1e12, .def = 0, .def_text = "none",
+     .doc = "measured model TFLOP/s/GPU (bare = TFLOP/s)"},
+    {.key = "measured.step_time_s", .type = MB_KEY_QUANTITY, F_(meas_step_time_s), .unit = MB_UNIT_TIME,
+     .scale = 1, .def = 0, .def_text = "none", .doc = "measured step time (bare = s)"},
+    {.key = "measured.peak_memory_gib", .type = MB_KEY_QUANTITY, F_(meas_peak_memory_gib), .unit = MB_UNIT_BYTES,
+     .scale = 1073741824.0, .def = 0, .def_text = "none", .doc = "measured peak memory per GPU (bare = GiB)"},
+    {.key = "measured.source", .type = MB_KEY_STRING, F_(meas_source), .def_text = "none",
+     .doc = "where the numbers come from"},
+};
+
+#define MB_KEY__N (sizeof mb_key__table / sizeof mb_key__table[0])
+_Static_assert(MB_KEY__N <= MB_KEYS_MAX, "raise MB_KEYS_MAX");
+
+const struct mb_key *mb_keys(size_t *n)
+{
+    if (n)
+        *n = MB_KEY__N;
+    return mb_key__table;
+}
+
+const struct mb_key *mb_key_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < MB_KEY__N; i++)
+        if (!strcmp(mb_key__table[i].key, name))
+            return &mb_key__table[i];
+    for (size_t i = 0; i < MB_KEY__N; i++)
+        if (mb_key__table[i].alias && !strcmp(mb_key__table[i].alias, name))
+            return &mb_key__table[i];
+    return NULL;
+}
+
+size_t mb_key_index(const struct mb_key *k) { return (size_t)(k - mb_key__table); }
+
+/* --------------------------------------------------------- field access */
+
+static void *mb_key__at(struct mb_scenario *s, const struct mb_key *k) { return (char *)s + k->offset; }
+static const void *mb_key__cat(const struct mb_scenario *s, const struct mb_key *k)
+{
+    return (const char *)s + k->offset;
+}
+
+static void mb_key__set_int(struct mb_scenario *s, const struct mb_key *k, int v) { memcpy(mb_key__at(s, k), &v, sizeof v); }
+static int mb_key__get_int(const struct mb_scenario *s, const struct mb_key *k)
+{
+    int v;
+    memcpy(&v, mb_key__cat(s, k), sizeof v);
+    return v;
+}
+
+void mb_keys_defaults(struct mb_scenario *s)
+{
+    for (size_t i = 0; i < MB_KEY__N; i++) {
+        const struct mb_key *k = &mb_key__table[i];
+        void *at = mb_key__at(s, k);
+        switch (k->type) {
+        case MB_KEY_INT:
+        case MB_KEY_BOOL:
+        case MB_KEY_ENUM:
+            mb_key__set_int(s, k, (int)k->def);
+            break;
+        case MB_KEY_FLAGS: {
+            unsigned u = (unsigned)k->def;
+            memcpy(at, &u, sizeof u);
+            break;
+        }
+        case MB_KEY_U64: {
+            unsigned long long u = (unsigned long long)k->def;
+            memcpy(at, &u, sizeof u);
+            break;
+        }
+        case MB_KEY_DOUBLE:
+        case MB_KEY_QUANTITY:
+            memcpy(at, &k->def, sizeof k->def);
+            break;
+        case MB_KEY_RANGE: {
+            int r[2] = {(int)k->def, (int)k->def};
+            memcpy(at, r, sizeof r);
+            break;
+        }
+        case MB_KEY_PRECISION:
+            mb_precision_parse(k->def_text, (struct mb_precision *)at);
+            break;
+        case MB_KEY_LAYOUT:
+        case MB_KEY_STRING:
+            memset(at, 0, k->size);
+            break;
+        case MB_KEY_SPECIAL:
+            break;
+        }
+    }
+}
+
+int mb_key_is_default(const struct mb_scenario *s, const struct mb_key *k)
+{
+    struct mb_scenario *d = mb_calloc(1, sizeof *d);
+    mb_keys_defaults(d);
+    int same;
+    if (k->type == MB_KEY_PRECISION)
+        same = !strcmp(s->prec.label, d->prec.label);
+    else if (k->type == MB_KEY_STRING || k->type == MB_KEY_LAYOUT)
+        same = strcmp((const char *)mb_key__cat(s, k), (const char *)mb_key__cat(d, k)) == 0;
+    else if (k->type == MB_KEY_SPECIAL)
+        same = 0;
+    else
+        same = memcmp(mb_key__cat(s, k), mb_key__cat(d, k), k->size) == 0;
+    mb_free(d);
+    return same;
+}
+
+/* ------------------------------------------------------------ names out */
+
+const char *mb_key_value_name(const char *key, unsigned v)
+{
+    const struct mb_key *k = mb_key_find(key);
+    if (!k || !k->names)
+        return "?";
+    for (const struct mb_key_name *t = k->names; t->name; t++)
+        if (t->val == v)
+            return t->name;
+    return "?";
+}
+
+static void mb_key__flags_text(const struct mb_key_name *t, unsigned flags, const char *sep, char *buf, size_t len)
+{
+    size_t at = 0;
+    unsigned done = 0;
+    buf[0] = '\0';
+    for (; t && t->name && at < len; t++)
+        if ((flags & t->val) && !(done & t->val)) {
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? sep : "", t->name);
+            done |= t->val;
+        }
+}
+
+void mb_key_flag_names(const char *key, unsigned flags, const char *sep, char *buf, size_t len)
+{
+    const struct mb_key *k = mb_key_find(key);
+    mb_key__flags_text(k ? k->names : NULL, flags, sep, buf, len);
+}
+
+/* Shortest "%.*g" text that reads back as exactly v. */
+static void mb_key__dbl(double v, char *buf, size_t len)
+{
+    for (int p = 15; p <= 17; p++) {
+        snprintf(buf, len, "%.*g", p, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+int mb_key_format(const struct mb_scenario *s, const struct mb_key *k, char *buf, size_t len)
+{
+    const void *at = mb_key__cat(s, k);
+    buf[0] = 0;
+    switch (k->type) {
+    case MB_KEY_INT:
+        snprintf(buf, len, "%d", mb_key__get_int(s, k));
+        return 0;
+    case MB_KEY_BOOL:
+        snprintf(buf, len, "%s", mb_key__get_int(s, k) ? "true" : "false");
+        return 0;
+    case MB_KEY_ENUM:
+        snprintf(buf, len, "%s", mb_key_value_name(k->key, (unsigned)mb_key__get_int(s, k)));
+        return 0;
+    case MB_KEY_FLAGS: {
+        unsigned u;
+        memcpy(&u, at, sizeof u);
+        mb_key__flags_text(k->names, u, "+", buf, len);
+        if (!buf[0])
+            snprintf(buf, len, "none");
+        return 0;
+    }
+    case MB_KEY_U64: {
+        unsigned long long u;
+        memcpy(&u, at, sizeof u);
+        snprintf(buf, len, "%llu", u);
+        return 0;
+    }
+    case MB_KEY_DOUBLE:
+    case MB_KEY_QUANTITY: {
+        double d;
+        memcpy(&d, at, sizeof d);
+        mb_key__dbl(d, buf, len);
+        return 0;
+    }
+    case MB_KEY_RANGE: {
+        int r[2];
+        memcpy(r, at, sizeof r);
+        if (r[0] == r[1])
+            snprintf(buf, len, "%d", r[0]);
+        else
+            snprintf(buf, len, "%d+%d", r[0], r[1]);
+        return 0;
+    }
+    case MB_KEY_PRECISION:
+        snprintf(buf, len, "%s", s->prec.label[0] ? s->prec.label : "bf16");
+        return 0;
+    case MB_KEY_LAYOUT:
+    case MB_KEY_STRING:
+        snprintf(buf, len, "%s", (const char *)at);
+        return 0;
+    case MB_KEY_SPECIAL:
+        break;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------- from text */
+
+/* Messages are built without a position; the caller places them. */
+static int mb_key__int_text(const struct mb_key *k, const char *v, long long *out, char *msg, size_t len)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno) {
+        snprintf(msg, len, "%s: expected an integer, got '%s'", k->key, v);
+        return -1;
+    }
+    if ((double)x < k->min || (double)x > k->max) {
+        snprintf(msg, len, "%s = %lld is out of range [%.15g, %.15g]", k->key, x, k->min, k->max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int mb_key__bool_text(const struct mb_key *k, const char *v, int *out, char *msg, size_t len)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1", NULL}, *const no[] = {"false", "no", "off", "0", NULL};
+    for (int i = 0; yes[i]; i++)
+        if (!strcasecmp(v, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+    for (int i = 0; no[i]; i++)
+        if (!strcasecmp(v, no[i])) {
+            *out = 0;
+            return 0;
+        }
+    snprintf(msg, len, "%s: expected true or false, got '%s'", k->key, v);
+    return -1;
+}
+
+static int mb_key__enum_text(const struct mb_key *k, const char *v, unsigned *out, char *msg, size_t len)
+{
+    int found;
+    unsigned u = mb_key__lookup(k->names, v, &found);
+    if (!found) {
+        char list[256];
+        mb_key__names_list(k->names, list, sizeof list);
+        snprintf(msg, len, "%s: unknown value '%s'; expected one of: %s", k->key, v, list);
+        return -1;
+    }
+    *out = u;
+    return 0;
+}
+
+static int mb_key__flags_from_text(const struct mb_key *k, const char *v, unsigned *out, char *msg, size_t len)
+{
+    *out = 0;
+    if (!*v || !strcasecmp(v, "none") || !strcmp(v, "[]"))
+        return 0;
+    char *buf = mb_strdup(v);
+    int rc = 0;
+    for (char *p = buf; p && !rc;) {
+        char *plus = strchr(p, '+');
+        if (plus)
+            *plus = 0;
+        unsigned f;
+        rc = mb_key__enum_text(k, p, &f, msg, len);
+        *out |= rc ? 0 : f;
+        p = plus ? plus + 1 : NULL;
+    }
+    mb_free(buf);
+    return rc;
+}
+
+static int mb_key__range_text(const struct mb_key *k, const char *v, int r[2], char *msg, size_t len)
+{
+    const char *plus = strchr(v, '+');
+    long long a, b;
+    if (!plus) {
+        if (mb_key__int_text(k, v, &a, msg, len))
+            return -1;
+        r[0] = r[1] = (int)a;
+        return 0;
+    }
+    char lo[64];
+    snprintf(lo, sizeof lo, "%.*s", (int)(plus - v), v);
+    if (mb_key__int_text(k, lo, &a, msg, len) || mb_key__int_text(k, plus + 1, &b, msg, len))
+        return -1;
+    if (a > b) {
+        snprintf(msg, len, "%s: min %lld > max %lld", k->key, a, b);
+        return -1;
+    }
+    r[0] = (int)a;
+    r[1] = (int)b;
+    return 0;
+}
+
+/* Parse text into the field of key k; 0 or -1 with msg. */
+static int mb_key__from_text(struct mb_scenario *s, const struct mb_key *k, const char *v, char *msg, size_t len)
+{
+    void *at = mb_key__at(s, k);
+    long long ll;
+    unsigned u;
+    int b;
+    switch (k->type) {
+    case MB_KEY_INT:
+        if (mb_key__int_text(k, v, &ll, msg, len))
+            return -1;
+        mb_key__set_int(s, k, (int)ll);
+        return 0;
+    case MB_KEY_U64: {
+        if (mb_key__int_text(k, v, &ll, msg, len))
+            return -1;
+        unsigned long long x = (unsigned long long)ll;
+        memcpy(at, &x, sizeof x);
+        return 0;
+    }
+    case MB_KEY_BOOL:
+        if (mb_key__bool_text(k, v, &b, msg, len))
+            return -1;
+        mb_key__set_int(s, k, b);
+        return 0;
+    case MB_KEY_DOUBLE:
+    case MB_KEY_QUANTITY: {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (end == v || *end || errno || !isfinite(x)) {
+            snprintf(msg, len, "%s: expected a number, got '%s'", k->key, v);
+            return -1;
+        }
+        if (k->type == MB_KEY_DOUBLE && (x < k->min || x > k->max)) {
+            snprintf(msg, len, "%s = %s is out of range [%.15g, %.15g]", k->key, v, k->min, k->max);
+            return -1;
+        }
+        memcpy(at, &x, sizeof x);
+        return 0;
+    }
+    case MB_KEY_ENUM:
+        if (mb_key__enum_text(k, v, &u, msg, len))
+            return -1;
+        mb_key__set_int(s, k, (int)u);
+        return 0;
+    case MB_KEY_FLAGS:
+        if (mb_key__flags_from_text(k, v, &u, msg, len))
+            return -1;
+        memcpy(at, &u, sizeof u);
+        return 0;
+    case MB_KEY_PRECISION: {
+        char list[160];
+        if (!mb_precision_parse(v, &s->prec))
+            return 0;
+        mb_key__prec_list(list, sizeof list);
+        snprintf(msg, len, "precision: unknown value '%s'; expected one of: %s", v, list);
+        return -1;
+    }
+    case MB_KEY_RANGE: {
+        int r[2];
+        if (mb_key__range_text(k, v, r, msg, len))
+            return -1;
+        memcpy(at, r, sizeof r);
+        return 0;
+    }
+    case MB_KEY_LAYOUT: {
+        char m[200];
+        size_t bad = 0;
+        if (!mb_pipeline_layout_expand(v, (char *)at, k->size, &bad, m, sizeof m))
+            return 0;
+        snprintf(msg, len, "%s: %s (at character %zu)", k->key, m, bad + 1);
+        return -1;
+    }
+    case MB_KEY_STRING:
+        if (strlen(v) >= k->size) {
+            snprintf(msg, len, "%s is too long (at most %zu characters)", k->key, k->size - 1);
+            return -1;
+        }
+        memcpy(at, v, strlen(v) + 1);
+        return 0;
+    case MB_KEY_SPECIAL:
+        break;
+    }
+    snprintf(msg, len, "%s: not settable from text", k->key);
+    return -1;
+}
+
+int mb_key_set(struct mb_scenario *s, const struct mb_key *k, const char *text, struct mb_err *err)
+{
+    char msg[512];
+    if (!k || !text)
+        return mb_err_set(err, NULL, 0, 0, "no key or value given");
+    if (mb_key__from_text(s, k, text, msg, sizeof msg) || (k->check && k->check(s, msg, sizeof msg)))
+        return mb_err_set(err, NULL, 0, 0, "%s", msg);
+    return 0;
+}
+
+/* ------------------------------------------------------------- from YAML */
+
+/* Length of the section part of a key ("parallel" of "parallel.tp"; 0 at the top level). */
+static size_t mb_key__sec_len(const char *key)
+{
+    const char *dot = strchr(key, '.');
+    return dot ? (size_t)(dot - key) : 0;
+}
+
+/* The key's name inside its map: the part after the dot, or the top-level name. */
+static const char *mb_key__tail(const char *key)
+{
+    const char *dot = strchr(key, '.');
+    return dot ? dot + 1 : key;
+}
+
+/* Top-level name of a key: its section, or the key itself. */
+static size_t mb_key__top_len(const char *key)
+{
+    size_t n = mb_key__sec_len(key);
+    return n ? n : strlen(key);
+}
+
+static int mb_key__in_section(const struct mb_key *k, const char *section)
+{
+    size_t n = strlen(section);
+    return n && mb_key__sec_len(k->key) == n && !strncmp(k->key, section, n);
+}
+
+/* First entry of each top-level name, in table order. */
+static int mb_key__first_top(size_t i)
+{
+    const char *a = mb_key__table[i].key;
+    return i == 0 || mb_key__top_len(a) != mb_key__top_len(mb_key__table[i - 1].key) ||
+           strncmp(a, mb_key__table[i - 1].key, mb_key__top_len(a));
+}
+
+/* Entry named `name` in the map of `section` ("" = top level: a top-level
+ * key, or the first key of a section). */
+static const struct mb_key *mb_key__member(const char *section, const char *name)
+{
+    for (size_t i = 0; i < MB_KEY__N; i++) {
+        const struct mb_key *k = &mb_key__table[i];
+        if (!*section) {
+            if (mb_key__first_top(i) && strlen(name) == mb_key__top_len(k->key) &&
+                !strncmp(k->key, name, strlen(name)))
+                return k;
+        } else if (mb_key__in_section(k, section) && !strcmp(mb_key__tail(k->key), name)) {
+            return k;
+        }
+    }
+    return NULL;
+}
+
+static void mb_key__member_list(const char *section, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < MB_KEY__N && at < len; i++) {
+        const struct mb_key *k = &mb_key__table[i];
+        if (!*section && mb_key__first_top(i))
+            at += (size_t)snprintf(buf + at, len - at, "%s%.*s", at ? ", " : "", (int)mb_key__top_len(k->key),
+                                   k->key);
+        else if (*section && mb_key__in_section(k, section))
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", mb_key__tail(k->key));
+    }
+}
+
+/* A flag list node (or one name when the key allows it) into OR-ed flags. */
+static int mb_key__flags_node(const struct mb_key *k, const struct mb_node *n, unsigned *out, struct mb_err *err)
+{
+    char msg[512];
+    *out = 0;
+    if ((k->flags & MB_KEYF_SCALAR_OK) && n->kind == MB_NODE_SCALAR) {
+        if (mb_key__enum_text(k, n->str, out, msg, sizeof msg))
+            return mb_yaml_err(err, n, "%s", msg);
+        return 0;
+    }
+    if (mb_yaml_expect(n, MB_NODE_SEQ, k->key, err))
+        return -1;
+    if (n->n == 0) {
+        *out = k->empty;
+        return 0;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        unsigned v;
+        const struct mb_node *it = n->items[i];
+        if (mb_yaml_expect(it, MB_NODE_SCALAR, k->key, err))
+            return -1;
+        if (mb_key__enum_text(k, it->str, &v, msg, sizeof msg))
+            return mb_yaml_err(err, it, "%s", msg);
+        *out |= v;
+    }
+    return 0;
+}
+
+/* An integer node in the key's bounds; `what` names it in messages. */
+static int mb_key__int_node(const struct mb_key *k, const struct mb_node *n, const char *what, long *out,
+                            struct mb_err *err)
+{
+    long v;
+    if (mb_yaml_is_null(n))
+        return mb_yaml_err(err, n, "%s has no value", what);
+    if (mb_yaml_int(n, &v, err))
+        return -1;
+    if ((double)v < k->min || (double)v > k->max)
+        return mb_yaml_err(err, n, "%s = %ld is out of range [%.15g, %.15g]", what, v, k->min, k->max);
+    *out = v;
+    return 0;
+}
+
+/* N or [min, max]. */
+static int mb_key__range_node(const struct mb_key *k, const struct mb_node *n, int r[2], struct mb_err *err)
+{
+    long a = 0, b = 0;
+    char what[96];
+    if (n->kind != MB_NODE_SEQ) {
+        if (mb_key__int_node(k, n, k->key, &a, err))
+            return -1;
+        r[0] = r[1] = (int)a;
+        return 0;
+    }
+    if (n->n != 2)
+        return mb_yaml_err(err, n, "%s: expected N or [min, max], got %zu items", k->key, n->n);
+    snprintf(what, sizeof what, "%s min", k->key);
+    if (mb_key__int_node(k, n->items[0], what, &a, err))
+        return -1;
+    snprintf(what, sizeof what, "%s max", k->key);
+    if (mb_key__int_node(k, n->items[1], what, &b, err))
+        return -1;
+    if (a > b)
+        return mb_yaml_err(err, n, "%s: min %ld > max %ld", k->key, a, b);
+    r[0] = (int)a;
+    r[1] = (int)b;
+    return 0;
+}
+
+/* A quantity: bare numbers are in the key's unit (scale = base units per key unit). */
+static int mb_key__quantity_node(const struct mb_key *k, const struct mb_node *n, double *out, struct mb_err *err)
+{
+    double v;
+    if (mb_yaml_quantity(n, k->unit, 1, &v, err))
+        return -1;
+    char *end;
+    strtod(n->str, &end);
+    while (*end == ' ')
+        end++;
+    *out = *end ? v / k->scale : v;
+    if (*out < 0)
+        return mb_yaml_err(err, n, "expected a value >= 0, got '%s'", n->str);
+    return 0;
+}
+
+/* Parse node n into the field of key k (messages as mb_yaml's converters word them). */
+static int mb_key__from_node(struct mb_scenario *s, const struct mb_key *k, const struct mb_node *n,
+                             const char *what, struct mb_err *err)
+{
+    void *at = mb_key__at(s, k);
+    char msg[512];
+    long l = 0;
+    double d;
+    unsigned u;
+    int b;
+    switch (k->type) {
+    case MB_KEY_INT:
+        if (mb_key__int_node(k, n, k->key, &l, err))
+            return -1;
+        mb_key__set_int(s, k, (int)l);
+        return 0;
+    case MB_KEY_U64: {
+        if (mb_key__int_node(k, n, k->key, &l, err))
+            return -1;
+        unsigned long long x = (unsigned long long)l;
+        memcpy(at, &x, sizeof x);
+        return 0;
+    }
+    case MB_KEY_BOOL:
+        if (mb_yaml_bool(n, &b, err))
+            return -1;
+        mb_key__set_int(s, k, b);
+        return 0;
+    case MB_KEY_DOUBLE:
+        if (mb_yaml_double(n, &d, err))
+            return -1;
+        if (d < k->min || d > k->max)
+            return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", k->key, n->str, k->min, k->max);
+        memcpy(at, &d, sizeof d);
+        return 0;
+    case MB_KEY_QUANTITY:
+        if (mb_key__quantity_node(k, n, &d, err))
+            return -1;
+        memcpy(at, &d, sizeof d);
+        return 0;
+    case MB_KEY_ENUM:
+        if (mb_yaml_expect(n, MB_NODE_SCALAR, k->key, err))
+            return -1;
+        if (mb_key__enum_text(k, n->str, &u, msg, sizeof msg))
+            return mb_yaml_err(err, n, "%s", msg);
+        mb_key__set_int(s, k, (int)u);
+        return 0;
+    case MB_KEY_FLAGS:
+        if (mb_key__flags_node(k, n, &u, err))
+            return -1;
+        memcpy(at, &u, sizeof u);
+        return 0;
+    case MB_KEY_RANGE: {
+        int r[2];
+        if (mb_key__range_node(k, n, r, err))
+            return -1;
+        memcpy(at, r, sizeof r);
+        return 0;
+    }
+    case MB_KEY_LAYOUT: {
+        size_t bad = 0;
+        if (mb_yaml_expect(n, MB_NODE_SCALAR, k->key, err))
+            return -1;
+        if (mb_pipeline_layout_expand(n->str, (char *)at, k->size, &bad, msg, sizeof msg))
+            return mb_err_set(err, n->file, n->line, n->col + (n->quoted ? 1 : 0) + (int)bad, "%s: %s", k->key,
+                              msg);
+        return 0;
+    }
+    case MB_KEY_PRECISION:
+        if (mb_yaml_expect(n, MB_NODE_SCALAR, k->key, err))
+            return -1;
+        if (mb_key__from_text(s, k, n->str, msg, sizeof msg))
+            return mb_yaml_err(err, n, "%s", msg);
+        return 0;
+    case MB_KEY_STRING:
+        if (mb_yaml_expect(n, MB_NODE_SCALAR, mb_key__tail(k->key), err))
+            return -1;
+        if (strlen(n->str) >= k->size)
+            return mb_yaml_err(err, n, "%s.%s is too long (at most %zu characters)", what, mb_key__tail(k->key),
+                               k->size - 1);
+        memcpy(at, n->str, strlen(n->str) + 1);
+        return 0;
+    case MB_KEY_SPECIAL:
+        return 0;
+    }
+    return 0;
+}
+
+/* Pass 1 over a map: every key known and given a value; records the nodes. */
+static int mb_key__scan(const struct mb_node *map, const char *section, const char *what,
+                        const struct mb_node **nodes, struct mb_err *err)
+{
+    for (size_t i = 0; i < map->n; i++) {
+        const struct mb_pair *p = &map->pairs[i];
+        const struct mb_key *k = mb_key__member(section, p->key);
+        if (!k) {
+            char list[1024];
+            mb_key__member_list(section, list, sizeof list);
+            return mb_err_set(err, map->file, p->line, p->col, "unknown key '%s' in %s; expected one of: %s",
+                              p->key, what, list);
+        }
+        /* `key:` with nothing after it is a value left out, not "use the default" */
+        if (mb_yaml_is_null(p->val))
+            return mb_err_set(err, map->file, p->line, p->col,
+                              "key '%s' in %s has no value; give one or leave the key out", p->key, what);
+        if (*section || !mb_key__sec_len(k->key))
+            nodes[mb_key_index(k)] = p->val;
+    }
+    return 0;
+}
+
+/* Required keys of the map present. */
+static int mb_key__required(const struct mb_node *map, const char *section, const char *what,
+                            struct mb_err *err)
+{
+    for (size_t i = 0; i < MB_KEY__N; i++) {
+        const struct mb_key *k = &mb_key__table[i];
+        char name[64];
+        if (*section && mb_key__in_section(k, section) && (k->flags & MB_KEYF_REQUIRED))
+            snprintf(name, sizeof name, "%s", mb_key__tail(k->key));
+        else if (!*section && !mb_key__sec_len(k->key) && (k->flags & MB_KEYF_REQUIRED))
+            snprintf(name, sizeof name, "%s", k->key);
+        else if (!*section && mb_key__first_top(i) && mb_key__sec_len(k->key) && (k->flags & MB_KEYF_SECTION_REQ))
+            snprintf(name, sizeof name, "%.*s", (int)mb_key__sec_len(k->key), k->key);
+        else
+            continue;
+        if (!mb_yaml_get(map, name))
+            return mb_yaml_err(err, map, "missing required key '%s' in %s", name, what);
+    }
+    return 0;
+}
+
+int mb_keys_read(const struct mb_node *map, const char *section, struct mb_scenario *s,
+                 const struct mb_node **nodes, struct mb_err *err)
+{
+    const char *what = *section ? section : "scenario";
+    if (mb_yaml_expect(map, MB_NODE_MAP, what, err))
+        return -1;
+    if (mb_key__scan(map, section, what, nodes, err) || mb_key__required(map, section, what, err))
+        return -1;
+    for (size_t i = 0; i < MB_KEY__N; i++) {
+        const struct mb_key *k = &mb_key__table[i];
+        if (!*section && mb_key__sec_len(k->key)) {
+            /* a section: read when it starts, in table order */
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)mb_key__sec_len(k->key), k->key);
+            const struct mb_node *sec = mb_key__first_top(i) ? mb_yaml_get(map, name) : NULL;
+            if (sec && mb_keys_read(sec, name, s, nodes, err))
+                return -1;
+            continue;
+        }
+        if (*section && !mb_key__in_section(k, section))
+            continue;
+        const struct mb_node *n = nodes[i];
+        char msg[512];
+        if (!n || k->type == MB_KEY_SPECIAL)
+            continue;
+        if (mb_key__from_node(s, k, n, what, err))
+            return -1;
+        if (k->check && k->check(s, msg, sizeof msg))
+            return mb_yaml_err(err, n, "%s", msg);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ key lists */
+
+void mb_keys_list(int sweep_only, int with_aliases, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < MB_KEY__N && at < len; i++)
+        if (!sweep_only || (mb_key__table[i].flags & MB_KEYF_SWEEP))
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", mb_key__table[i].key);
+    if (!with_aliases)
+        return;
+    int first = 1;
+    for (size_t i = 0; i < MB_KEY__N && at < len; i++)
+        if (mb_key__table[i].alias && (!sweep_only || (mb_key__table[i].flags & MB_KEYF_SWEEP))) {
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", first ? " (aliases: " : ", ", mb_key__table[i].alias);
+            first = 0;
+        }
+    if (!first && at < len)
+        snprintf(buf + at, len - at, ")");
+}
+
+/* ------------------------------------------------------------ docs */
+
+/* Markdown text with '|' escaped (table cells). */
+static void mb_key__md(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            fputc('\\', fp);
+        fputc(*s, fp);
+    }
+}
+
+static void mb_key__md_type(FILE *fp, const struct mb_key *k)
+{
+    char list[512];
+    switch (k->type) {
+    case MB_KEY_INT:
+    case MB_KEY_U64:
+        fprintf(fp, "int %.15g..%.15g", k->min, k->max);
+        break;
+    case MB_KEY_RANGE:
+        fprintf(fp, "int N or `[min, max]`, %.15g..%.15g", k->min, k->max);
+        break;
+    case MB_KEY_BOOL:
+        fprintf(fp, "bool");
+        break;
+    case MB_KEY_DOUBLE:
+        fprintf(fp, "number %.15g..%.15g", k->min, k->max);
+        break;
+    case MB_KEY_QUANTITY:
+        fprintf(fp, "number or quantity");
+        break;
+    case MB_KEY_ENUM:
+    case MB_KEY_FLAGS:
+        fprintf(fp, "%s", k->type == MB_KEY_FLAGS ? "list of " : "");
+        for (const struct mb_key_name *t = k->names; t->name; t++)
+            fprintf(fp, "%s`%s`", t == k->names ? "" : k->type == MB_KEY_FLAGS ? ", " : " \\| ", t->name);
+        break;
+    case MB_KEY_PRECISION:
+        mb_key__prec_list(list, sizeof list);
+        fprintf(fp, "label: %s", list);
+        break;
+    case MB_KEY_LAYOUT:
+        fprintf(fp, "layout string");
+        break;
+    case MB_KEY_STRING:
+        fprintf(fp, "string (< %zu chars)", k->size);
+        break;
+    case MB_KEY_SPECIAL:
+        fprintf(fp, "see text");
+        break;
+    }
+    if (k->flags & MB_KEYF_REQUIRED)
+        fprintf(fp, ", R");
+}
+
+void mb_keys_write_markdown(FILE *fp)
+{
+    fprintf(fp, "| key | type | default | sweep | meaning |\n|---|---|---|---|---|\n");
+    struct mb_scenario *d = mb_calloc(1, sizeof *d);
+    mb_keys_defaults(d);
+    for (size_t i = 0; i < MB_KEY__N; i++) {
+        const struct mb_key *k = &mb_key__table[i];
+        char def[256];
+        fprintf(fp, "| `%s` | ", k->key);
+        mb_key__md_type(fp, k);
+        if (k->def_text)
+            snprintf(def, sizeof def, "%s", k->def_text);
+        else
+            mb_key_format(d, k, def, sizeof def);
+        fprintf(fp, " | ");
+        mb_key__md(fp, def);
+        if (!(k->flags & MB_KEYF_SWEEP))
+            fprintf(fp, " | — | ");
+        else if (k->alias)
+            fprintf(fp, " | yes (`%s`) | ", k->alias);
+        else
+            fprintf(fp, " | yes | ");
+        mb_key__md(fp, k->doc);
+        fprintf(fp, " |\n");
+    }
+    mb_free(d);
+}
