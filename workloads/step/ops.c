@@ -215,7 +215,8 @@ void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask)
 {
     mb_free(l->part);
     l->part = mb_malloc((size_t)(l->n > 0 ? l->n : 1) * sizeof *l->part);
-    memcpy(l->part, l->op, (size_t)l->n * sizeof *l->op);
+    if (l->n > 0)
+        memcpy(l->part, l->op, (size_t)l->n * sizeof *l->op);
     l->nparts = l->n;
     int w = 0;
     for (int i = 0; i < l->n; i++) {
