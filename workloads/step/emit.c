@@ -9,52 +9,6 @@
 #include <math.h>
 #include <string.h>
 
-/* Keep what task t ran (b->cur) when a trace or the op table is asked for. */
-static void mb__record(struct mb_build *b, int t)
-{
-    if (!b->record)
-        return;
-    if (b->n_tinfo == b->cap_tinfo) {
-        b->cap_tinfo = b->cap_tinfo ? 2 * b->cap_tinfo : 4096;
-        b->tinfo = mb_realloc(b->tinfo, b->cap_tinfo * sizeof *b->tinfo);
-    }
-    (void)t; /* tasks are numbered in creation order: t == n_tinfo */
-    b->tinfo[b->n_tinfo++] = b->cur;
-}
-
-/* A single task on a stream after `dep`; takes b->cur as its description. */
-int mb_emit_task(struct mb_build *b, int stream, int kind, double dur, const struct mb_flow_desc *f, int nf, int dep)
-{
-    struct mb_task_desc d = {stream, dur, nf, f, kind, 0};
-    int t = mb_engine_add_task(b->e, &d);
-    if (dep >= 0)
-        mb_engine_add_dep(b->e, dep, t);
-    mb__record(b, t);
-    b->cur = (struct mb_tinfo){0};
-    return t;
-}
-
-/* Name the next task (collectives, optimizer, stalls). */
-void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer, int mb, int dir)
-{
-    b->cur = (struct mb_tinfo){0};
-    b->cur.name = name;
-    b->cur.stage = stage;
-    b->cur.layer = layer;
-    b->cur.mb = mb;
-    b->cur.chunk = -1;
-    b->cur.dir = dir;
-}
-
-/* Zero-length task on the compute stream that waits for both a and c. */
-int mb_emit_join(struct mb_build *b, int st, int a, int c)
-{
-    int j = mb_emit_task(b, b->comp[st], MB_TK_JOIN, 0, NULL, 0, a);
-    if (c >= 0)
-        mb_engine_add_dep(b->e, c, j);
-    return j;
-}
-
 /* The host side of op o: the stage's host thread issues the op's kernels in
  * program order, launch_s each (kf forward or recomputed, kb backward; one NCCL
  * kernel per communication op), or a single cudaGraphLaunch when the op opens
