@@ -1,0 +1,368 @@
+/*
+ * test_ops.c -- the per-op table (mb_step_opts.ops) against closed forms
+ * derived independently of the op builders: each mixer's GEMM shapes and
+ * attention FLOPs from Megatron-LM's model-FLOPs formulas
+ * (num_floating_point_operations, hybrid_flops; Megatron-Bridge for sliding
+ * windows), the EP dispatchers' bytes from what each dispatcher sends
+ * (Megatron-Core's AlltoAll and AllGather token dispatchers, DeepEP/HybridEP)
+ * and the ETP all-gather / reduce-scatter around the expert GEMMs.
+ *
+ * Every scenario lives under tests/data/ops/ (one- to four-layer test models
+ * under tests/data/ops/models/), runs BF16 on mock data with the test
+ * fixture calibration tests/data/calib/fixture_H100.yaml, whose header gives
+ * the lookups used here: a BF16 GEMM [m,k] x [k,n] takes
+ * max(2mnk / 500 TFLOP/s, 2 (mk + kn + mn) B / 4 TB/s); attention runs at
+ * 500 TFLOP/s for every kind (wave factor 1 when batch x heads x seq is a
+ * multiple of 16384); a memory-bound pass takes max(bytes / 2 TB/s, 1 us);
+ * NVLink delivers 0.8 x 450 = 360 GB/s after 1 us per step, the NIC
+ * 0.9 x 50 = 45 GB/s after 5 us per step.
+ *
+ * Notation: T tokens of a microbatch on the rank (micro_batch_size x seq /
+ * cp), s the sequence length, h hidden, n heads, g query groups, d head dim,
+ * L layers of a kind, m microbatches per DP rank; every op runs L x m times
+ * per step in each direction.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_scenario.h"
+#include "mb_step.h"
+
+/* Exact closed forms agree to rounding: 1e-9 relative. */
+#define EXACT 1e-9
+
+/* fixture_H100.yaml lookups (its header) */
+#define FX_GEMM_RATE 500e12 /* BF16 GEMM and attention FLOP/s */
+#define FX_HBM 4e12         /* GEMM operand traffic, bytes/s */
+#define FX_MEM_RATE 2e12    /* memory-bound passes: 4 TB/s x 0.5 */
+#define FX_MEM_FLOOR 1e-6
+#define FX_NV_RATE 360e9    /* NVLink 450 GB/s x 0.8 */
+#define FX_NIC_RATE 45e9    /* NIC 50 GB/s x 0.9 */
+#define FX_NV_LAT 1e-6      /* per collective step */
+#define FX_NIC_LAT 5e-6
+
+#define BF16 2.0
+
+static double gemm_s(double m, double n, double k)
+{
+    return fmax(2 * m * n * k / FX_GEMM_RATE, BF16 * (m * k + k * n + m * n) / FX_HBM);
+}
+
+/* Backward of Y[M,N] = X[M,K] W[K,N]: dgrad dX = dY W^T ([M,N] x [N,K]) and
+ * wgrad dW = X^T dY ([K,M] x [M,N]): twice the forward FLOP. */
+static double gemm_bwd_s(double m, double n, double k)
+{
+    return gemm_s(m, k, n) + gemm_s(k, n, m);
+}
+
+static double mem_s(double bytes)
+{
+    return fmax(bytes / FX_MEM_RATE, FX_MEM_FLOOR);
+}
+
+static void load(const char *path, struct mb_scenario *s)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_scenario_load(path, s, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+}
+
+/* Re-check a scenario after a test changed fields of it. */
+static void recheck(struct mb_scenario *s)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_scenario_check(s, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+}
+
+static void sim_ops(const struct mb_scenario *s, struct mb_result *r)
+{
+    struct mb_step_opts o = {.critical_path = 1, .ops = 1};
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_step_simulate_opts(s, &o, r, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    assert_non_null(r->ops);
+}
+
+/* The table entry of (name, dir); fails when it is missing. */
+static const struct mb_op_stat *op(const struct mb_result *r, const char *name, int dir)
+{
+    for (size_t i = 0; i < r->n_ops; i++)
+        if (r->ops[i].dir == dir && strcmp(r->ops[i].name, name) == 0)
+            return &r->ops[i];
+    fail_msg("op '%s' dir %d missing from the op table (%zu entries)", name, dir, r->n_ops);
+    return NULL;
+}
+
+static int has_op(const struct mb_result *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_ops; i++)
+        if (strcmp(r->ops[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void near(double got, double want, double rel, const char *what, const char *name)
+{
+    if (!(fabs(got - want) <= rel * fabs(want)))
+        fail_msg("%s %s: got %.12g, expected %.12g (relative error %.3g)", name, what, got, want,
+                 want != 0 ? fabs(got / want - 1) : got);
+}
+
+/* count per step, FLOP per step and seconds per execution of (name, dir). */
+static void expect_op(const struct mb_result *r, const char *name, int dir, double count, double flop, double sec)
+{
+    const struct mb_op_stat *x = op(r, name, dir);
+    char what[80];
+    snprintf(what, sizeof what, "%s count", dir == 0 ? "fwd" : "bwd");
+    near(x->count, count, EXACT, what, name);
+    snprintf(what, sizeof what, "%s flop per step", dir == 0 ? "fwd" : "bwd");
+    near(x->flop, flop, EXACT, what, name);
+    snprintf(what, sizeof what, "%s seconds per execution", dir == 0 ? "fwd" : "bwd");
+    near(x->time_s / x->count, sec, EXACT, what, name);
+}
+
+/* A trainable linear layer Y[M,N] = X[M,K] W[K,N] run `count` times per step
+ * in each direction: forward 2MNK FLOP, backward (dgrad + wgrad) 4MNK. */
+static void expect_linear(const struct mb_result *r, const char *name, double count, double M, double N, double K)
+{
+    expect_op(r, name, 0, count, count * 2 * M * N * K, gemm_s(M, N, K));
+    expect_op(r, name, 1, count, count * 4 * M * N * K, gemm_bwd_s(M, N, K));
+}
+
+/* Forward FLOP of one microbatch's core attention written as Megatron's
+ * num_floating_point_operations term Q x A_core / 3 with Q = s^2 (one
+ * sequence), A_core = 6 x (n dq / 2 + n dv / 2) (MLA form; MHA/GQA: dq = dv
+ * = d, A_core = 6nd): QK^T and PV, halved for the causal mask. */
+static double megatron_core_attn_fwd(double s, double n, double dq, double dv)
+{
+    return s * s * 6 * (n * dq / 2 + n * dv / 2) / 3;
+}
+
+/* Causal core attention of one microbatch: forward Megatron's FLOP at the
+ * fixture's 500 TFLOP/s; backward 2.5x the forward FLOP (FlashAttention-2:
+ * five matmuls backward against two forward, QK^T recomputed), also at
+ * 500 TFLOP/s. Wave factor 1: mbs x n x s is a multiple of 16384 here. */
+static void expect_core_attn(const struct mb_result *r, double count, double fwd_flop)
+{
+    expect_op(r, "core_attn", 0, count, count * fwd_flop, fwd_flop / FX_GEMM_RATE);
+    expect_op(r, "core_attn", 1, count, count * 2.5 * fwd_flop, 2.5 * fwd_flop / FX_GEMM_RATE);
+}
+
+/* ---- mixers -------------------------------------------------------------- */
+
+/* GQA (gqa2: h 2048, n 16, g 4, d 128, s 4096, 2 layers, 2 microbatches),
+ * then the same model as MHA (g = n). Megatron's A_lin = 6 [h (nd + 2gd) +
+ * nd h]: the fused QKV GEMM is [T, h] x [h, (n + 2g) d] and the output
+ * projection [T, nd] x [nd, h]; core attention 2 s^2 n d forward per
+ * sequence (A_core = 6nd). */
+static void test_attention_gqa_mha(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    const double T = 4096, sq = 4096, h = 2048, n = 16, d = 128, c = 2 * 2;
+    for (int mha = 0; mha < 2; mha++) {
+        double g = mha ? n : 4;
+        if (mha) {
+            s.model.num_kv_heads = (int)n;
+            recheck(&s);
+        }
+        sim_ops(&s, &r);
+        assert_int_equal(r.microbatches, 2);
+        expect_linear(&r, "linear_qkv", c, T, (n + 2 * g) * d, h);
+        expect_linear(&r, "linear_proj", c, T, h, n * d);
+        /* causal average context s/2 in the op's own terms: 2 T (s/2) n (dq + dv) */
+        double core = 2 * T * (sq / 2) * n * (d + d);
+        near(core, megatron_core_attn_fwd(sq, n, d, d), EXACT, "closed forms", "core_attn");
+        expect_core_attn(&r, c, core);
+        /* the dense SwiGLU MLP (gamma = 3 in Megatron's 6 h gamma f): fc1 [T,h] x [h,2f], fc2 [T,f] x [f,h] */
+        expect_linear(&r, "linear_fc1", c, T, 2 * 4096, h);
+        expect_linear(&r, "linear_fc2", c, T, h, 4096);
+        /* the pre-norm reads and writes one [T, h] BF16 activation */
+        expect_op(&r, "input_layernorm", 0, c, 0, mem_s(2 * T * h * BF16));
+        mb_result_free(&r);
+    }
+    mb_scenario_free(&s);
+}
+
+/* Sliding window (swa2: window w 1024, full_every 2 -> layer 1 windowed, layer
+ * 2 full). A causal query at position i (0-based) sees min(i + 1, w) keys;
+ * the mean over the sequence, summed here term by term, is Megatron-Bridge's
+ * w - w(w-1)/(2s). Full causal layers keep Megatron's s/2. The projections do
+ * not depend on the window. */
+static void test_attention_sliding_window(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/swa2.yaml", &s);
+    const double T = 4096, sq = 4096, h = 2048, n = 16, g = 4, d = 128, w = 1024, m = 2;
+    double keys = 0;
+    for (int i = 0; i < (int)sq; i++)
+        keys += fmin(i + 1.0, w);
+    double ctx_w = keys / sq;
+    near(ctx_w, w - w * (w - 1) / (2 * sq), EXACT, "mean window context", "core_attn");
+    sim_ops(&s, &r);
+    double f_swa = 2 * T * ctx_w * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
+    near(f->count, 2 * m, EXACT, "fwd count", "core_attn");
+    near(f->flop, m * (f_swa + f_full), EXACT, "fwd flop per step", "core_attn");
+    near(f->time_s, m * (f_swa + f_full) / FX_GEMM_RATE, EXACT, "fwd seconds per step", "core_attn");
+    near(b->flop, 2.5 * m * (f_swa + f_full), EXACT, "bwd flop per step", "core_attn");
+    near(b->time_s, 2.5 * m * (f_swa + f_full) / FX_GEMM_RATE, EXACT, "bwd seconds per step", "core_attn");
+    expect_linear(&r, "linear_qkv", 2 * m, T, (n + 2 * g) * d, h);
+    expect_linear(&r, "linear_proj", 2 * m, T, h, n * d);
+    mb_result_free(&r);
+    /* a window covering the sequence is full causal attention */
+    s.model.swa_window = (int)sq;
+    sim_ops(&s, &r);
+    near(op(&r, "core_attn", 0)->flop, m * 2 * f_full, EXACT, "fwd flop per step, w = s", "core_attn");
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* MLA (mla2: h 2048, n 16, q_lora_rank r_q 1536, kv_lora_rank r_kv 512,
+ * qk_head_dim 128, qk_rope_head_dim d_r 64, v_head_dim 128). DeepSeek-V2/V3
+ * (and Megatron-Core MLASelfAttention): q = W_qb norm(W_qa x) with W_qa [h, r_q],
+ * W_qb [r_q, n (d_qk + d_r)]; the compressed kv and the shared rope key
+ * W_kva [h, r_kv + d_r]; W_kvb [r_kv, n (d_qk + d_v)]; output [n d_v, h].
+ * Their forward FLOP sum is Megatron's A_lin / 3 per token less its two
+ * "+ 1" terms (the q/kv norm weights, not GEMMs). Core attention: A_core =
+ * 6 [n (d_qk + d_r)/2 + n d_v/2]. Without q LoRA (mla2_noq): W_q [h, n (d_qk + d_r)]. */
+static void test_attention_mla(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    const double T = 4096, sq = 4096, h = 2048, n = 16, rq = 1536, rkv = 512, dqk = 128, dr = 64, dv = 128, c = 4;
+    load("tests/data/ops/mla2.yaml", &s);
+    sim_ops(&s, &r);
+    expect_linear(&r, "linear_q_down_proj", c, T, rq, h);
+    expect_linear(&r, "linear_q_up_proj", c, T, n * (dqk + dr), rq);
+    expect_linear(&r, "linear_kv_down_proj", c, T, rkv + dr, h);
+    expect_linear(&r, "linear_kv_up_proj", c, T, n * (dqk + dv), rkv);
+    expect_linear(&r, "linear_proj", c, T, h, n * dv);
+    double a_lin = 6 * (rq * (h + n * (dqk + dr) + 1) + rkv * (h + n * (dqk + dv) + 1) + h * dr + n * dv * h);
+    double proj = 0;
+    static const char *const mla_gemms[] = {"linear_q_down_proj", "linear_q_up_proj", "linear_kv_down_proj",
+                                            "linear_kv_up_proj", "linear_proj"};
+    for (int i = 0; i < 5; i++)
+        proj += op(&r, mla_gemms[i], 0)->flop;
+    near(proj / c, T * (a_lin / 3 - 2 * (rq + rkv)), EXACT, "fwd flop per layer", "MLA projections");
+    expect_core_attn(&r, c, megatron_core_attn_fwd(sq, n, dqk + dr, dv));
+    assert_false(has_op(&r, "linear_q_proj"));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+
+    load("tests/data/ops/mla2_noq.yaml", &s);
+    sim_ops(&s, &r);
+    expect_linear(&r, "linear_q_proj", c, T, n * (dqk + dr), h);
+    expect_linear(&r, "linear_kv_down_proj", c, T, rkv + dr, h);
+    expect_linear(&r, "linear_kv_up_proj", c, T, n * (dqk + dv), rkv);
+    expect_linear(&r, "linear_proj", c, T, h, n * dv);
+    assert_false(has_op(&r, "linear_q_down_proj"));
+    assert_false(has_op(&r, "linear_q_up_proj"));
+    expect_core_attn(&r, c, megatron_core_attn_fwd(sq, n, dqk + dr, dv));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* Gated DeltaNet (gdn2: layer 1 GDN with n_qk 16 key heads of d_qk 64, n_v
+ * 32 value heads of d_v 128; layer 2 full attention).
+ * Megatron's G_lin = 6 [h P + K_conv (2 q_dim + v_dim) + 4 n_v d_v^2 + h v_dim],
+ * P = 2 q_dim + 2 v_dim + 2 n_v (q, k, v, the output gate z, and the beta and
+ * alpha gates per value head), q_dim = n_qk d_qk, v_dim = n_v d_v: in_proj
+ * [T, h] x [h, P], out_proj [T, v_dim] x [v_dim, h], the chunked delta rule
+ * 8 n_v d_v^2 FLOP per token forward. The causal conv1d over q, k, v reads
+ * and writes 2 q_dim + v_dim BF16 channels per token. */
+static void test_gated_deltanet(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gdn2.yaml", &s);
+    sim_ops(&s, &r);
+    const double T = 4096, h = 2048, nqk = 16, nv = 32, dk = 64, dv = 128, m = 2;
+    double qdim = nqk * dk, vdim = nv * dv, P = 2 * qdim + 2 * vdim + 2 * nv;
+    /* one GDN layer: L x m = 2 executions per direction */
+    expect_linear(&r, "in_proj", m, T, P, h);
+    expect_linear(&r, "out_proj", m, T, h, vdim);
+    const struct mb_op_stat *dr = op(&r, "delta_rule", 0);
+    near(dr->count, m, EXACT, "fwd count", "delta_rule");
+    near(dr->flop, m * T * 8 * nv * dv * dv, EXACT, "fwd flop per step", "delta_rule");
+    /* its kernel shape is the model's choice: no faster than the fixture's GEMM rate */
+    assert_true(dr->time_s >= dr->flop / FX_GEMM_RATE * (1 - EXACT));
+    double glin_gemm = 2 * (h * P + 4 * nv * dv * dv + h * vdim); /* G_lin / 3 without the conv term */
+    double gdn = op(&r, "in_proj", 0)->flop + dr->flop + op(&r, "out_proj", 0)->flop;
+    near(gdn / m, T * glin_gemm, EXACT, "fwd flop per layer", "GDN GEMMs");
+    double conv = 2 * T * (2 * qdim + vdim) * BF16;
+    const struct mb_op_stat *cv = op(&r, "conv1d", 0);
+    near(cv->bytes / cv->count, conv, EXACT, "fwd bytes per execution", "conv1d");
+    near(cv->time_s / cv->count, mem_s(conv), EXACT, "fwd seconds per execution", "conv1d");
+    /* the attention layer: GQA n 16, g 2, d 256 */
+    expect_linear(&r, "linear_qkv", m, T, (16 + 2 * 2) * 256.0, h);
+    expect_core_attn(&r, m, megatron_core_attn_fwd(4096, 16, 256, 256));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* Mamba-2 (mamba2: pattern "M-M-", h 2048, 64 heads x head dim 64 = d_in
+ * 4096 = 2h, 8 groups, state N 128). Megatron MambaMixer: in_proj to z, x
+ * (d_in each), B, C (groups x N each) and dt (one per head), out_proj
+ * [T, d_in] x [d_in, h]; hybrid_flops counts 2Th (2 d_in + 2 groups N +
+ * heads) + 7 T d_in N + 2 T d_in h forward, with d_in = 2h, which this model
+ * has. The SSD scan's 7 T d_in N is its forward FLOP. */
+static void test_mamba2(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/mamba2.yaml", &s);
+    sim_ops(&s, &r);
+    const double T = 4096, h = 2048, H = 64, din = 64 * 64.0, G = 8, N = 128, c = 2 * 2;
+    assert_true(din == 2 * h);
+    expect_linear(&r, "in_proj", c, T, 2 * din + 2 * G * N + H, h);
+    expect_linear(&r, "out_proj", c, T, h, din);
+    const struct mb_op_stat *ssd = op(&r, "ssd_scan", 0);
+    near(ssd->count, c, EXACT, "fwd count", "ssd_scan");
+    near(ssd->flop, c * 7 * T * din * N, EXACT, "fwd flop per step", "ssd_scan");
+    assert_true(ssd->time_s >= ssd->flop / FX_GEMM_RATE * (1 - EXACT));
+    double mamba = op(&r, "in_proj", 0)->flop + ssd->flop + op(&r, "out_proj", 0)->flop;
+    near(mamba / c, 2 * T * h * (2 * 2 * h + 2 * G * N + H) + 7 * T * 2 * h * N + 2 * T * 2 * h * h, EXACT,
+         "fwd flop per layer", "hybrid_flops Mamba");
+    /* the two "-" layers: squared-ReLU MLP (gamma 2) [T,h] x [h,f], [T,f] x [f,h] */
+    expect_linear(&r, "linear_fc1", c, T, 4096, h);
+    expect_linear(&r, "linear_fc2", c, T, h, 4096);
+    assert_false(has_op(&r, "core_attn"));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attention_gqa_mha), cmocka_unit_test(test_attention_sliding_window),
+        cmocka_unit_test(test_attention_mla),     cmocka_unit_test(test_gated_deltanet),
+        cmocka_unit_test(test_mamba2),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
