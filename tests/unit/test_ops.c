@@ -357,12 +357,241 @@ static void test_mamba2(void **state)
     mb_scenario_free(&s);
 }
 
+/* ---- MoE dispatchers ----------------------------------------------------- */
+
+/* Binomial coefficient, exact in integers for the sizes used here. */
+static double binom(int n, int k)
+{
+    if (k < 0 || k > n)
+        return 0;
+    unsigned long long c = 1;
+    for (int i = 1; i <= k; i++)
+        c = c * (unsigned long long)(n - k + i) / (unsigned long long)i; /* exact: C(n-k+i, i) */
+    return (double)c;
+}
+
+/* Probability that a token's k distinct uniformly routed experts (of E) hit
+ * a given set of e experts: 1 - C(E - e, k) / C(E, k). */
+static double p_hit(int E, int k, int e)
+{
+    return 1 - binom(E - e, k) / binom(E, k);
+}
+
+struct moe_case {
+    const char *scenario;
+    int E, k, ep, local; /* experts, top-k, EP size, EP ranks per NVLink domain */
+    double h, Tm;        /* hidden, tokens entering the router per rank per microbatch */
+    double count;        /* MoE layers x microbatches */
+};
+
+/* moe16 (E 16, k 4) with EP 8 inside one DGX H100; moe64 (E 64, k 6) with EP
+ * 16 over two: 2 MoE layers, 2 microbatches of 4096 tokens, tp 1. */
+static const struct moe_case moe_ep8 = {"tests/data/ops/moe_ep8.yaml", 16, 4, 8, 8, 2048, 4096, 4};
+static const struct moe_case moe_ep16 = {"tests/data/ops/moe_ep16.yaml", 64, 6, 16, 8, 2048, 4096, 4};
+
+/* What one rank sends for one EP dispatch (and, in BF16, for the combine
+ * that mirrors it), by dispatcher: bytes to peers inside its NVLink domain
+ * (nv) and across it (nic), and the latency the transfer pays.
+ *  - alltoall (Megatron-Core MoEAlltoAllTokenDispatcher): one BF16 copy per
+ *    routed expert; balanced routing sends 1/ep of the T k copies to each
+ *    rank, (local - 1)/ep of them over NVLink, (ep - local)/ep over the NIC.
+ *  - allgather (MoEAllGatherTokenDispatcher): a ring all-gather of every EP
+ *    rank's T tokens (ep T h BF16 in all); each rank sends (ep - 1)/ep of the
+ *    total. NCCL's rings cross each domain boundary once, so 1/local of the
+ *    ring's edges, and of the bytes, are NIC hops. Its combine is the
+ *    reduce-scatter of the same buffer.
+ *  - deepep / hybridep: a token goes once to each other rank of its NVLink
+ *    domain holding at least one of its k experts (probability p_rank =
+ *    1 - C(E - E/ep, k)/C(E, k)); across domains once per remote domain it
+ *    hits (p_dom with E/D experts per domain) to the same-index GPU there,
+ *    which forwards it over NVLink to that domain's other hit ranks (the
+ *    DeepSeek-V3 paper's IB-then-NVLink dispatch, DeepEP's internode
+ *    kernels): (local - 1) p_rank / p_dom per arriving token, so by symmetry
+ *    a rank forwards (D - 1) T (local - 1) p_rank tokens for the other
+ *    domains.
+ * Latency: a step costs its slowest hop's latency (the NIC once the group
+ * spans domains, as its NVLink and NIC sends run at once); a direct
+ * all-to-all is one step, a ring all-gather ep - 1 steps. */
+struct traffic {
+    double nv, nic, lat;
+};
+
+static struct traffic dispatch_traffic(const struct moe_case *c, enum mb_dispatcher d)
+{
+    double tok = c->h * BF16, D = (double)c->ep / c->local;
+    struct traffic x = {0, 0, D > 1 ? FX_NIC_LAT : FX_NV_LAT};
+    if (d == MB_DISP_ALLTOALL) {
+        x.nv = c->Tm * c->k * tok * (c->local - 1) / c->ep;
+        x.nic = c->Tm * c->k * tok * (c->ep - c->local) / c->ep;
+    } else if (d == MB_DISP_ALLGATHER) {
+        double sent = (c->ep - 1) * c->Tm * tok;
+        x.nic = D > 1 ? sent / c->local : 0;
+        x.nv = sent - x.nic;
+        x.lat = (c->ep - 1) * (D > 1 ? FX_NIC_LAT : FX_NV_LAT);
+    } else {
+        double p_rank = p_hit(c->E, c->k, c->E / c->ep), p_dom = p_hit(c->E, c->k, (int)(c->E / D));
+        double nv_own = c->Tm * tok * (c->local - 1) * p_rank;
+        double nv_fwd = (D - 1) * c->Tm * tok * (c->local - 1) * p_rank;
+        x.nic = c->Tm * tok * (D - 1) * p_dom;
+        x.nv = nv_own + nv_fwd;
+    }
+    return x;
+}
+
+/* "ep dispatch" and "ep combine" are separate entries with the dispatcher's
+ * bytes in both directions (the backward of an all-to-all is the reverse
+ * all-to-all of the gradients: the same volume), count = MoE layers x
+ * microbatches. Forward, nothing else is on the links (tp 1; the DP
+ * gradient reduction runs in the last backward, the parameter all-gather
+ * before the first forward), so each forward transfer takes its latency plus
+ * the slower of its NVLink (360 GB/s) and NIC (45 GB/s) flows. */
+static void check_dispatcher(const struct moe_case *c, enum mb_dispatcher d, const char *label)
+{
+    struct mb_scenario s;
+    struct mb_result r;
+    load(c->scenario, &s);
+    s.dispatcher = d;
+    recheck(&s);
+    sim_ops(&s, &r);
+    struct traffic want = dispatch_traffic(c, d);
+    double sec = want.lat + fmax(want.nv / FX_NV_RATE, want.nic / FX_NIC_RATE);
+    static const char *const names[] = {"ep dispatch", "ep combine"};
+    const struct mb_op_stat *x[2][2];
+    for (int i = 0; i < 2; i++)
+        for (int dir = 0; dir < 2; dir++) {
+            char what[96];
+            x[i][dir] = op(&r, names[i], dir);
+            assert_true(x[i][dir]->comm);
+            snprintf(what, sizeof what, "%s dir %d count", label, dir);
+            near(x[i][dir]->count, c->count, EXACT, what, names[i]);
+            snprintf(what, sizeof what, "%s dir %d bytes per step", label, dir);
+            near(x[i][dir]->bytes, c->count * (want.nv + want.nic), EXACT, what, names[i]);
+            if (dir == 0) {
+                snprintf(what, sizeof what, "%s fwd seconds per execution", label);
+                near(x[i][dir]->time_s / x[i][dir]->count, sec, EXACT, what, names[i]);
+            }
+        }
+    assert_ptr_not_equal(x[0][0], x[1][0]);
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+static void test_dispatch_alltoall(void **state)
+{
+    (void)state;
+    check_dispatcher(&moe_ep8, MB_DISP_ALLTOALL, "alltoall ep8");
+    check_dispatcher(&moe_ep16, MB_DISP_ALLTOALL, "alltoall ep16");
+}
+
+static void test_dispatch_allgather(void **state)
+{
+    (void)state;
+    check_dispatcher(&moe_ep8, MB_DISP_ALLGATHER, "allgather ep8");
+    check_dispatcher(&moe_ep16, MB_DISP_ALLGATHER, "allgather ep16");
+}
+
+/* DeepEP and HybridEP: the same traffic model (hit probabilities above). For
+ * EP 8, E 16, k 4: p_rank = 1 - C(14,4)/C(16,4) = 1 - 1001/1820 = 0.45. */
+static void test_dispatch_deepep_hybridep(void **state)
+{
+    (void)state;
+    near(p_hit(16, 4, 2), 1 - 1001.0 / 1820.0, EXACT, "p_rank", "E16 k4 ep8");
+    check_dispatcher(&moe_ep8, MB_DISP_DEEPEP, "deepep ep8");
+    check_dispatcher(&moe_ep16, MB_DISP_DEEPEP, "deepep ep16");
+    check_dispatcher(&moe_ep8, MB_DISP_HYBRIDEP, "hybridep ep8");
+    check_dispatcher(&moe_ep16, MB_DISP_HYBRIDEP, "hybridep ep16");
+}
+
+/* ETP 2 x EP 4 (moe_etp: moe16, E 16, k 4, f_e 1024 SwiGLU, 8 GPUs of one
+ * domain). After the EP all-to-all each rank holds the T k copies routed to
+ * its EP rank's E/ep = 4 experts (balanced); Megatron-Core all-gathers them
+ * over the ETP group (etp T k copies, of which (etp - 1)/etp arrive from the
+ * peer: the rank sends (etp - 1) T k h BF16) and reduce-scatters the expert
+ * output back (the same bytes). Each expert GEMM then runs etp T k rows
+ * against 1/etp of the columns: fc1 [etp T k, h] x [h, 2 f_e / etp], fc2
+ * [etp T k, f_e / etp] x [f_e / etp, h]. The EP all-to-all itself moves
+ * (ep - 1)/ep of the T k copies. */
+static void test_etp(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/moe_etp.yaml", &s);
+    assert_int_equal(s.etp, 2);
+    sim_ops(&s, &r);
+    const double T = 4096, k = 4, h = 2048, fe = 1024, etp = 2, ep = 4, c = 4, groups = 16 / ep;
+    double etp_bytes = (etp - 1) * T * k * h * BF16;
+    static const char *const names[] = {"etp allgather", "etp reducescatter"};
+    for (int i = 0; i < 2; i++)
+        for (int dir = 0; dir < 2; dir++) {
+            const struct mb_op_stat *x = op(&r, names[i], dir);
+            near(x->count, c, EXACT, "count", names[i]);
+            near(x->bytes, c * etp_bytes, EXACT, "bytes per step", names[i]);
+            /* a 2-rank ring is one NVLink step; forward, nothing else is on the link */
+            if (dir == 0)
+                near(x->time_s / x->count, FX_NV_LAT + etp_bytes / FX_NV_RATE, EXACT, "fwd seconds per execution",
+                     names[i]);
+        }
+    /* grouped GEMMs: `groups` experts of etp T k / groups rows each, at the dense rate */
+    double M = etp * T * k, n1 = 2 * fe / etp, n2 = fe / etp;
+    expect_op(&r, "expert_fc1", 0, c, c * 2 * M * n1 * h, groups * gemm_s(M / groups, n1, h));
+    expect_op(&r, "expert_fc1", 1, c, c * 4 * M * n1 * h, groups * gemm_bwd_s(M / groups, n1, h));
+    expect_op(&r, "expert_fc2", 0, c, c * 2 * M * h * n2, groups * gemm_s(M / groups, h, n2));
+    near(op(&r, "ep dispatch", 0)->bytes, c * T * k * h * BF16 * (ep - 1) / ep, EXACT, "bytes per step",
+         "ep dispatch");
+    mb_result_free(&r);
+    /* the same model without ETP (EP 8): no ETP traffic, fc1 [T k, h] x [h, 2 f_e] */
+    s.ep = 8;
+    s.etp = 1;
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "etp allgather"));
+    assert_false(has_op(&r, "etp reducescatter"));
+    expect_op(&r, "expert_fc1", 0, c, c * 2 * (T * k) * (2 * fe) * h, 2 * gemm_s(T * k / 2, 2 * fe, h));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* ETP 2 x EP 8 on two DGX H100 nodes (moe_ep16 with ep 8, etp 2; moe64, E 64,
+ * k 6). Megatron-Core orders expert ranks ETP fastest: the ETP pair is two
+ * neighbouring GPUs of one node (one NVLink step), the EP group takes every
+ * second rank, 4 per node: an all-to-all sends T k copies x 3/8 over NVLink
+ * and x 4/8 over the NIC, in one step paced by the NIC's latency. */
+static void test_etp_two_nodes(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/moe_ep16.yaml", &s);
+    s.ep = 8;
+    s.etp = 2;
+    recheck(&s);
+    sim_ops(&s, &r);
+    const double T = 4096, k = 6, h = 2048, fe = 1024, etp = 2, ep = 8, local = 4, c = 4, groups = 64 / ep;
+    double etp_bytes = (etp - 1) * T * k * h * BF16;
+    const struct mb_op_stat *ag = op(&r, "etp allgather", 0);
+    near(ag->bytes, c * etp_bytes, EXACT, "bytes per step", "etp allgather");
+    near(ag->time_s / ag->count, FX_NV_LAT + etp_bytes / FX_NV_RATE, EXACT, "fwd seconds per execution",
+         "etp allgather");
+    double M = etp * T * k, n1 = 2 * fe / etp;
+    expect_op(&r, "expert_fc1", 0, c, c * 2 * M * n1 * h, groups * gemm_s(M / groups, n1, h));
+    double nv = T * k * h * BF16 * (local - 1) / ep, nic = T * k * h * BF16 * (ep - local) / ep;
+    const struct mb_op_stat *d = op(&r, "ep dispatch", 0);
+    near(d->bytes, c * (nv + nic), EXACT, "bytes per step", "ep dispatch");
+    near(d->time_s / d->count, FX_NIC_LAT + fmax(nv / FX_NV_RATE, nic / FX_NIC_RATE), EXACT,
+         "fwd seconds per execution", "ep dispatch");
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_attention_gqa_mha), cmocka_unit_test(test_attention_sliding_window),
-        cmocka_unit_test(test_attention_mla),     cmocka_unit_test(test_gated_deltanet),
-        cmocka_unit_test(test_mamba2),
+        cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
+        cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
+        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_dispatch_alltoall),
+        cmocka_unit_test(test_dispatch_allgather),  cmocka_unit_test(test_dispatch_deepep_hybridep),
+        cmocka_unit_test(test_etp),                 cmocka_unit_test(test_etp_two_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
