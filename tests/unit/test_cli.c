@@ -6,18 +6,23 @@
  * The runs use the shipped scenarios and hence the shipped calibration tables,
  * as a user would; no test here asserts a predicted value (only exit codes,
  * keys, determinism and that roofline mode differs), so recalibrating the
- * shipped tables cannot break them.
+ * shipped tables cannot break them. The trace tests parse what --trace writes
+ * (stdout, gzip) with jansson and zlib; test_json_ops asserts bytes on a
+ * fixture scenario, which no calibration table moves.
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <jansson.h>
+#include <zlib.h>
 
 #include "mb_util.h"
 
@@ -219,11 +224,178 @@ static void test_tune_output_runs(void **state)
     rmdir(dir);
 }
 
+/* Parse a whole JSON text; fails with jansson's position when it is not one. */
+static json_t *parse_json(const char *text, const char *what)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    if (!j)
+        fail_msg("%s is not valid JSON: line %d col %d: %s", what, je.line, je.column, je.text);
+    return j;
+}
+
+/* Op name of a trace slice: "L12 linear_fc1 fwd mb3" -> "linear_fc1" (layer
+ * prefix, direction and microbatch suffix dropped, as mb_step.h names them). */
+static void slice_op(const char *name, char *out, size_t n)
+{
+    const char *p = name;
+    if (p[0] == 'L' && p[1] >= '0' && p[1] <= '9') {
+        const char *q = p + 1;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        if (*q == ' ')
+            p = q + 1;
+    }
+    snprintf(out, n, "%s", p);
+    char *sp = strrchr(out, ' ');
+    if (sp && sp[1] == 'm' && sp[2] == 'b' && sp[3] >= '0' && sp[3] <= '9' &&
+        strspn(sp + 3, "0123456789") == strlen(sp + 3))
+        *sp = '\0';
+    static const char *const dirs[] = {" fwd", " bwd", " recompute"};
+    size_t len = strlen(out);
+    for (int i = 0; i < 3; i++) {
+        size_t dl = strlen(dirs[i]);
+        if (len > dl && strcmp(out + len - dl, dirs[i]) == 0) {
+            out[len - dl] = '\0';
+            break;
+        }
+    }
+}
+
+/* Distinct op names over the complete ("X") slices of a Chrome trace; sets
+ * *dispatch / *combine when "ep dispatch" / "ep combine" slices are there. */
+static size_t trace_ops(const json_t *root, int *dispatch, int *combine)
+{
+    const json_t *ev = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(ev));
+    char seen[128][48];
+    size_t n = 0;
+    *dispatch = *combine = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        const json_t *e = json_array_get(ev, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (!ph || strcmp(ph, "X") != 0 || !name)
+            continue;
+        char op[48];
+        slice_op(name, op, sizeof op);
+        *dispatch |= strcmp(op, "ep dispatch") == 0;
+        *combine |= strcmp(op, "ep combine") == 0;
+        size_t k = 0;
+        while (k < n && strcmp(seen[k], op) != 0)
+            k++;
+        if (k == n && n < 128)
+            snprintf(seen[n++], sizeof seen[0], "%s", op);
+    }
+    return n;
+}
+
+/* `--trace -` writes the trace alone on stdout (the report goes to stderr):
+ * stdout parses as one JSON document whose slices name at least 20 distinct
+ * ops of the headline scenario (a Qwen3-VL MoE: ViT, attention, router,
+ * experts, EP dispatch and combine as separate slices, FSDP, loss). */
+static void test_trace_stdout(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --trace -", &o, 0), 0);
+    json_t *root = parse_json(o, "stdout of --trace -");
+    int dispatch, combine;
+    size_t n = trace_ops(root, &dispatch, &combine);
+    if (n < 20)
+        fail_msg("the trace names %zu distinct ops, expected at least 20", n);
+    assert_true(dispatch);
+    assert_true(combine);
+    json_decref(root);
+    mb_free(o);
+}
+
+/* `--trace F.json.gz` writes gzip (magic 1f 8b) that inflates to the same
+ * kind of trace. */
+static void test_trace_gzip(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_trace_XXXXXX", path[256], args[512], *o;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/t.json.gz", dir);
+    snprintf(args, sizeof args, "run scenarios/gb200_ep32.yaml --trace %s", path);
+    assert_int_equal(run(args, &o, 0), 0);
+    mb_free(o);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char magic[2] = {0, 0};
+    assert_int_equal(fread(magic, 1, 2, f), 2);
+    fclose(f);
+    assert_int_equal(magic[0], 0x1f);
+    assert_int_equal(magic[1], 0x8b);
+    gzFile gz = gzopen(path, "rb");
+    assert_non_null(gz);
+    size_t cap = 1 << 20, n = 0;
+    char *buf = mb_malloc(cap);
+    int got;
+    while ((got = gzread(gz, buf + n, (unsigned)(cap - n - 1))) > 0) {
+        n += (size_t)got;
+        if (cap - n < 4096) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+    }
+    assert_true(got == 0);
+    gzclose(gz);
+    buf[n] = '\0';
+    json_t *root = parse_json(buf, "the inflated --trace .json.gz");
+    int dispatch, combine;
+    assert_true(trace_ops(root, &dispatch, &combine) >= 20);
+    assert_true(dispatch && combine);
+    json_decref(root);
+    mb_free(buf);
+    remove(path);
+    rmdir(dir);
+}
+
+/* `--json` carries the op table as an "ops" array. On the fixture scenario
+ * tests/data/ops/moe_ep8.yaml (AlltoAll, EP 8 in one domain) the forward "ep
+ * dispatch" entry runs 2 MoE layers x 2 microbatches = 4 times and sends
+ * 4 x T k h BF16 (ep - 1)/ep = 4 x 4096 x 4 x 2048 x 2 x 7/8 = 234,881,024 B
+ * (bytes do not depend on calibration; the JSON keeps 8 significant digits). */
+static void test_json_ops(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("run tests/data/ops/moe_ep8.yaml --json", &o, 0), 0);
+    json_t *root = parse_json(o, "--json output");
+    const json_t *ops = json_object_get(root, "ops");
+    assert_true(json_is_array(ops));
+    assert_true(json_array_size(ops) > 0);
+    int found = 0, combine = 0;
+    for (size_t i = 0; i < json_array_size(ops); i++) {
+        const json_t *x = json_array_get(ops, i);
+        const char *name = json_string_value(json_object_get(x, "op"));
+        const char *dir = json_string_value(json_object_get(x, "direction"));
+        assert_non_null(name);
+        assert_non_null(dir);
+        combine |= strcmp(name, "ep combine") == 0;
+        if (strcmp(name, "ep dispatch") != 0 || strcmp(dir, "fwd") != 0)
+            continue;
+        found = 1;
+        assert_true(json_is_true(json_object_get(x, "comm")));
+        assert_true(json_number_value(json_object_get(x, "count")) == 4);
+        double bytes = json_number_value(json_object_get(x, "bytes")), want = 4 * 4096.0 * 4 * 2048 * 2 * 7 / 8;
+        if (!(fabs(bytes / want - 1) < 1e-7))
+            fail_msg("ep dispatch fwd bytes %.9g, expected %.9g", bytes, want);
+    }
+    assert_true(found);
+    assert_true(combine);
+    json_decref(root);
+    mb_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
                                        cmocka_unit_test(test_validate_cli),
                                        cmocka_unit_test(test_calibrate_nccl_cli),
-                                       cmocka_unit_test(test_tune_output_runs)};
+                                       cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
+                                       cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
