@@ -18,6 +18,10 @@
 #include <yaml.h>
 
 #define MB_YAML_MAX_DEPTH 64
+/* Nodes a document may expand to: aliases are copied, so a few lines of
+ * nested aliases (a "billion laughs" file) would otherwise exhaust memory. The
+ * largest shipped file (a calibration table) has about 10,000. */
+#define MB_YAML_MAX_NODES 2000000
 
 static int mb_yaml__parser_error(const yaml_parser_t *p, const char *file, struct mb_err *err)
 {
@@ -57,8 +61,13 @@ static void mb_yaml__free_node(struct mb_node *n)
 }
 
 static struct mb_node *mb_yaml__convert(yaml_document_t *doc, yaml_node_t *yn, const char *file,
-                                        int depth, struct mb_err *err)
+                                        int depth, size_t *nodes, struct mb_err *err)
 {
+    if (++*nodes > MB_YAML_MAX_NODES) {
+        mb_err_set(err, file, (int)yn->start_mark.line + 1, (int)yn->start_mark.column + 1,
+                   "document expands to more than %d nodes (nested aliases?)", MB_YAML_MAX_NODES);
+        return NULL;
+    }
     if (depth > MB_YAML_MAX_DEPTH) {
         mb_err_set(err, file, (int)yn->start_mark.line + 1, (int)yn->start_mark.column + 1,
                    "document nested deeper than %d levels (recursive alias?)", MB_YAML_MAX_DEPTH);
@@ -87,7 +96,7 @@ static struct mb_node *mb_yaml__convert(yaml_document_t *doc, yaml_node_t *yn, c
         size_t cnt = (size_t)(yn->data.sequence.items.top - yn->data.sequence.items.start);
         n->items = mb_calloc(cnt, sizeof *n->items);
         for (yaml_node_item_t *it = yn->data.sequence.items.start; it < yn->data.sequence.items.top; it++) {
-            struct mb_node *c = mb_yaml__convert(doc, yaml_document_get_node(doc, *it), file, depth + 1, err);
+            struct mb_node *c = mb_yaml__convert(doc, yaml_document_get_node(doc, *it), file, depth + 1, nodes, err);
             if (!c) {
                 mb_yaml__free_node(n);
                 return NULL;
@@ -120,7 +129,8 @@ static struct mb_node *mb_yaml__convert(yaml_document_t *doc, yaml_node_t *yn, c
                     return NULL;
                 }
             }
-            struct mb_node *v = mb_yaml__convert(doc, yaml_document_get_node(doc, p->value), file, depth + 1, err);
+            struct mb_node *v = mb_yaml__convert(doc, yaml_document_get_node(doc, p->value), file, depth + 1, nodes,
+                                                 err);
             if (!v) {
                 mb_free(key);
                 mb_yaml__free_node(n);
@@ -152,10 +162,11 @@ static struct mb_node *mb_yaml__load(yaml_parser_t *p, const char *name, struct 
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     struct mb_node *n = NULL;
+    size_t nodes = 0;
     if (!root)
         mb_err_set(err, file, 1, 1, "empty document");
     else
-        n = mb_yaml__convert(&doc, root, file, 0, err);
+        n = mb_yaml__convert(&doc, root, file, 0, &nodes, err);
     yaml_document_delete(&doc);
     if (n) {
         /* one document per file: a second one would be silently ignored */

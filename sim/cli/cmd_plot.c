@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <zlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,39 @@
 #define EXIT_USAGE 2
 
 int mb_cmd_plot(int argc, char **argv);
+
+/* A JSON file, plain or gzip (zlib reads both: `mbsim run --trace out.json.gz`). */
+static json_t *load_json(const char *path, json_error_t *je)
+{
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return json_load_file(path, 0, je); /* its error names the file */
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    int got = 0;
+    while (buf && (got = gzread(gz, buf + n, (unsigned)(cap - n))) > 0) {
+        n += (size_t)got;
+        if (n < cap)
+            continue;
+        char *nb = cap < ((size_t)1 << 31) ? realloc(buf, 2 * cap) : NULL;
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = !buf || got < 0;
+    gzclose(gz);
+    json_t *root = bad ? NULL : json_loadb(buf, n, 0, je);
+    if (bad) {
+        je->line = je->column = 0;
+        snprintf(je->text, sizeof je->text, "cannot read it (a damaged gzip stream, or larger than 2 GiB)");
+    }
+    free(buf);
+    return root;
+}
 
 static void usage_plot(FILE *fp)
 {
@@ -126,7 +160,7 @@ static void clean_field(const char *s, FILE *fp)
 static int conv_validate(const char *in, FILE *out)
 {
     json_error_t je;
-    json_t *root = strcmp(in, "-") ? json_load_file(in, 0, &je) : json_loadf(stdin, 0, &je);
+    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
     if (!root) {
         fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
         return -1;
@@ -373,7 +407,7 @@ static int by_seconds(const void *a, const void *b)
 static int conv_breakdown(const char *in, FILE *out)
 {
     json_error_t je;
-    json_t *root = strcmp(in, "-") ? json_load_file(in, 0, &je) : json_loadf(stdin, 0, &je);
+    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
     if (!root) {
         fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
         return -1;
@@ -415,7 +449,7 @@ static int conv_breakdown(const char *in, FILE *out)
 static int conv_gantt(const char *in, FILE *out)
 {
     json_error_t je;
-    json_t *root = strcmp(in, "-") ? json_load_file(in, 0, &je) : json_loadf(stdin, 0, &je);
+    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
     if (!root) {
         fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
         return -1;

@@ -3,6 +3,7 @@
  * order (workloads/mb_tune.h), logged step by step, ending with the
  * recommended scenario written as YAML and the runners-up.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,8 +68,12 @@ int mb_cmd_tune(int argc, char **argv)
         return 1;
     }
     char def[256];
-    if (!outp) {
+    if (!outp) { /* NAME_tuned.yaml here: a name's '/', spaces, a leading '-' or '.' become '_' */
         snprintf(def, sizeof def, "%.200s_tuned.yaml", s.name);
+        for (char *c = def; *c; c++)
+            if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ||
+                (c == def && (*c == '-' || *c == '.')))
+                *c = '_';
         outp = def;
     }
     FILE *fp = fopen(outp, "w");

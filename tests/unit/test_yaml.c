@@ -122,6 +122,19 @@ static void test_file_and_first_error(void **state)
     assert_string_equal(e.msg, "cannot open: No such file or directory");
 }
 
+/* A few lines of nested aliases would expand to 10^12 nodes: the loader stops at
+ * its node budget (mb_yaml.c MB_YAML_MAX_NODES = 2,000,000) with the position of
+ * the node that crossed it, in well under a second. */
+static void test_alias_bomb(void **state)
+{
+    (void)state;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_null(mb_yaml_load_file("tests/data/yaml/alias_bomb.yaml", &e));
+    assert_non_null(strstr(e.msg, "more than 2000000 nodes"));
+    assert_true(e.line > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_required),
         cmocka_unit_test(test_file_and_first_error),
+        cmocka_unit_test(test_alias_bomb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

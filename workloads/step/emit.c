@@ -162,10 +162,11 @@ void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, 
     mb__it_add(u, x);
 }
 
-/* Append an FSDP gather / reduce-scatter of `bytes` or a layer-end mark. */
-void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li)
+/* Append an FSDP gather / reduce-scatter of `bytes` or a layer-end mark, in
+ * the forward (dir 0) or backward (1) unit. */
+void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li, int dir)
 {
-    struct mb_item x = {k, NULL, 0, 0, 0, 0, bytes, li};
+    struct mb_item x = {k, NULL, dir, 0, 0, 0, bytes, li};
     mb__it_add(u, x);
 }
 
@@ -179,7 +180,7 @@ static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const
     int k = gate->n++, d = b->s->fsdp_prefetch;
     gate->hist[k % (MB_MAX_FSDP_PREFETCH + 1)] = u->em.last;
     int dep = k - d >= 0 ? gate->hist[(k - d) % (MB_MAX_FSDP_PREFETCH + 1)] : -1;
-    mb_emit_describe(b, "fsdp allgather", st, x->li, u->mb, -1);
+    mb_emit_describe(b, "fsdp allgather", st, x->li, u->mb, x->dir);
     int t = mb_net_coll(b, st, MB_CK_FSDP, MB_CK_FSDP, MB_COLL_ALL_GATHER, b->g_dp, x->bytes, dep);
     if (t >= 0 && t != u->em.last)
         u->em.last = mb_emit_join(b, st, u->em.last, t);
@@ -195,7 +196,7 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
         const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
         if (!mb__op_selected(o, x->recompute, x->mask))
             continue;
-        b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0};
+        b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
         if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
             u->ep_busy = o->latency + fmax(o->bytes_nv / b->nv_cap, o->bytes_nic / b->nic_cap);
             return 1;

@@ -24,6 +24,7 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
     double kin = (double)v->in_channels * v->temporal_patch * v->patch * v->patch;
     mb_ops_gemm(b, l, "vit_patch_embed", c, 0, 0, P, hv, kin, 0, frozen);
     for (int i = 0; i < v->depth; i++) {
+        int n0 = l->n;
         mb_ops_mem(b, l, "vit_norm1", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
         mb_net_ring(b, l, "vit tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, P * hv * BF16, 0);
         mb_ops_gemm(b, l, "vit_qkv", c, 0, 0, P, 3 * hl, hv, P * hv * BF16, frozen);
@@ -39,6 +40,8 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
         mb_ops_mem(b, l, "vit_act", c, 0, 0, 2 * P * fv * BF16, P * fv * BF16);
         mb_ops_gemm(b, l, "vit_fc2", c, 0, 0, P, hv, fv, P * fv * BF16, frozen);
         mb_net_ring(b, l, "vit tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, P * hv * BF16, 0);
+        for (int q = n0; q < l->n; q++)
+            l->op[q].vblock = i + 1;
     }
     /* patch merger(s): main + one per DeepStack tap; S^2 patches -> one token */
     double S2 = (double)v->spatial_merge * v->spatial_merge, Mtok = P / S2;

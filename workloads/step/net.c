@@ -167,6 +167,7 @@ static int mb__task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk 
     for (int i = 0; i < t.n_flows; i++)
         b->cur.bytes += f[i].bytes;
     b->cur.peak = f[t.n_flows - 1].links[0] == rk.nic_link ? b->s->system.nic_bw : b->s->system.nvlink_bw;
+    b->cur.src = q->meas_paced > 0 ? MB_SRC_MEASURED : MB_SRC_LINK;
     return mb_emit_task(b, b->cstream[st][on], MB_TK_OF_COMM(ck), t.duration, f, t.n_flows, dep);
 }
 

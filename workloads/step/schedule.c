@@ -108,13 +108,13 @@ static void mb__fill_backward(struct mb_build *b, struct mb_unit *u, int vs, int
     for (int li = first + b->lay.count[vs] - 1; li >= first; li--) {
         const struct mb_oplist *L = mb_plan_layer(b, li);
         if (is_fsdp)
-            mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li);
+            mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li, 1);
         if (mb__recompute_here(b, li, first))
             mb_unit_ops(u, L, li, 0, 1, pl->rc_mask, 0);
         mb_unit_ops(u, L, li, 1, 0, 0, frozen);
         if (is_fsdp && !frozen) /* reduce-scatter of this layer's main grads */
-            mb_unit_item(u, MB_IT_FSDP_RS, mb__layer_params(b, li) * s->grad_bytes, li);
-        mb_unit_item(u, MB_IT_LASTB, 0, li);
+            mb_unit_item(u, MB_IT_FSDP_RS, mb__layer_params(b, li) * s->grad_bytes, li, 1);
+        mb_unit_item(u, MB_IT_LASTB, 0, li, 1);
     }
     if (vs == 0) {
         mb_unit_ops(u, &pl->emb, -1, 1, 0, 0, frozen);
@@ -136,7 +136,7 @@ static void mb__fill_forward(struct mb_build *b, struct mb_unit *u, int vs, int 
     }
     for (int li = first; li < first + b->lay.count[vs]; li++) {
         if (b->s->strategy == MB_STRAT_FSDP)
-            mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li);
+            mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li, 0);
         mb_unit_ops(u, mb_plan_layer(b, li), li, 0, 0, 0, 0);
     }
     if (vs == nv_st - 1) {

@@ -78,6 +78,7 @@ struct mb_op {
     int host_sync;            /* forward: the host waits for the GPU before issuing this op
                                * (D2H copy of the token counts before an EP dispatch) */
     int part0, nparts;        /* after mb_ops_fuse: the ops it was fused from (oplist.part) */
+    int vblock;               /* vision encoder block + 1 (0: not a ViT block op) */
 };
 
 struct mb_oplist {
@@ -148,6 +149,7 @@ struct mb_tinfo {
     int skip_bwd;                 /* backward of frozen weights: dgrad only */
     int stage;
     double flop, bytes, peak;     /* when op is NULL (peak: link line rate or HBM bytes/s) */
+    enum mb_src src;              /* when op is NULL: where its time came from */
 };
 
 /* Build context of one simulation. */
@@ -285,7 +287,7 @@ int mb_emit_join(struct mb_build *b, int st, int a, int c);
 int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chunk);
 void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, int recompute, unsigned mask,
                  int skip_bwd);
-void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li);
+void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li, int dir);
 int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, struct mb_gate *gate);
 void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
                       struct mb_gate *gate);

@@ -47,13 +47,15 @@ static void mb__tracks(const struct mb_build *b, json_t *ev)
     }
 }
 
-/* "L12 linear_fc1 fwd mb3" */
-static void mb__slice_name(const struct mb_tinfo *ti, const char *op, char *out, size_t n)
+/* "L12 linear_fc1 fwd mb3" (decoder layer 12), "V3 vit_qkv fwd mb0" (ViT block 3) */
+static void mb__slice_name(const struct mb_tinfo *ti, const struct mb_op *o, const char *op, char *out, size_t n)
 {
     char layer[16] = "", mb[16] = "";
     const char *dir = ti->dir >= 0 && ti->dir <= 2 ? mb__dir_name[ti->dir] : "";
     if (ti->layer >= 0)
         snprintf(layer, sizeof layer, "L%d ", ti->layer);
+    else if (o && o->vblock > 0)
+        snprintf(layer, sizeof layer, "V%d ", o->vblock - 1);
     if (ti->mb >= 0)
         snprintf(mb, sizeof mb, " mb%d", ti->mb);
     snprintf(out, n, "%s%s%s%s%s", layer, op, *dir ? " " : "", dir, mb);
@@ -64,10 +66,12 @@ static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op 
                       double t0, double dur, int pid, int tid)
 {
     char name[128];
-    mb__slice_name(ti, o ? o->name : ti->name ? ti->name : "task", name, sizeof name);
+    mb__slice_name(ti, o, o ? o->name : ti->name ? ti->name : "task", name, sizeof name);
     json_t *args = json_object();
     json_object_set_new(args, "category", json_string(mb_cat_name((enum mb_cat)bcat)));
     json_object_set_new(args, "layer", json_integer(ti->layer));
+    if (o && o->vblock > 0)
+        json_object_set_new(args, "vision_block", json_integer(o->vblock - 1));
     json_object_set_new(args, "microbatch", json_integer(ti->mb));
     json_object_set_new(args, "chunk", json_integer(ti->chunk));
     if (o) {
@@ -88,6 +92,8 @@ static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op 
     } else if (ti->bytes > 0) {
         json_object_set_new(args, "bytes", json_real(ti->bytes));
     }
+    if (!o && ti->src != MB_SRC_NONE)
+        json_object_set_new(args, "time_from", json_string(mb__src_name(ti->src)));
     json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:i,s:o}", "ph", "X", "name", name, "cat", cat,
                                         "ts", t0 * 1e6, "dur", dur * 1e6, "pid", pid, "tid", tid, "args", args));
 }
@@ -157,7 +163,7 @@ static void mb__slices(const struct mb_build *b, const struct mb__map *mp, json_
         if (c < 0 || t1 <= t0)
             continue;
         const struct mb_tinfo *ti = t < b->n_tinfo ? &b->tinfo[t] : NULL;
-        struct mb_tinfo none = {NULL, NULL, mb_cat_name((enum mb_cat)c), -1, -1, -1, -1, 0, 0, 0, 0, 0};
+        struct mb_tinfo none = {NULL, NULL, mb_cat_name((enum mb_cat)c), -1, -1, -1, -1, 0, 0, 0, 0, 0, MB_SRC_NONE};
         if (!ti || (!ti->op && !ti->name))
             ti = &none;
         int pid = mp->pid[sid], tid = mp->tid[sid];
