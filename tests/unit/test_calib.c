@@ -160,8 +160,9 @@ static void test_gemm_interp(void **state)
 }
 
 /*
- * Above the largest measured size: MAMF plateau (measured maximum, not a fallback).
- *   H100 BF16 16384^3 -> 794.5; FP8 -> BF16 plateau x 0.8829 x 1979/989 = 1402.6 (FP8 MAMF).
+ * Above the largest measured size: the plateau, the largest shape measured (not a fallback).
+ *   H100 BF16 16384^3 -> 795 (cuBLAS 8192^3); FP8 -> 795 x 0.8829 x 1979/989 = 1404.5
+ *   (FP8 MAMF 1402.6).
  * Below the smallest point (H100 512x256x256 at 11.5 TFLOP/s = 2.92 us): the
  * smallest point's time is a floor, so 256^3 (half the FLOPs) takes the same
  * 2.92 us, and the lookup counts one fallback.
@@ -170,8 +171,8 @@ static void test_gemm_plateau_and_below(void **state)
 {
     (void)state;
     struct mb_calib *c = load_ok("H100");
-    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 16384, 16384, 16384), 794.5, 1e-9));
-    assert_true(close_rel(gemm_tflops(c, MB_PREC_FP8, 16384, 16384, 16384), 1402.6, 0.001));
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_BF16, 16384, 16384, 16384), 795, 1e-9));
+    assert_true(close_rel(gemm_tflops(c, MB_PREC_FP8, 16384, 16384, 16384), 1404.5, 0.001));
     assert_int_equal(fallbacks(c, "gemm"), 0);
     double t = mb_calib_gemm(c, MB_PREC_BF16, 256, 256, 256);
     assert_true(close_rel(t, 2.0 * 512 * 256 * 256 / 11.5e12, 1e-9));
@@ -196,6 +197,54 @@ static void test_gemm_plateau_and_below(void **state)
     c = load_ok("B200");
     (void)mb_calib_gemm(c, MB_PREC_FP4, 8192, 8192, 8192);
     assert_int_equal(fallbacks(c, "gemm"), 1);
+    mb_calib_free(c);
+}
+
+/*
+ * No shipped BF16 GEMM curve runs above what a measurement at a comparable
+ * (training-size) shape supports. Training GEMMs are M = 8k-32k tokens with N,
+ * K of 2k-28k, i.e. m*n*k from 4096^3 up. The largest such measurements:
+ *   Hopper (H100, H200 reuse H100's points): cuBLAS 8192^3 = 795 TFLOP/s
+ *     (fast.cu README; XLA sm_90 4096^3 783, b=4 789).
+ *   Blackwell: Transformer Engine's B300 BF16 layer, 12 GEMMs (fprop, dgrad,
+ *     wgrad of QKV [T,h]x[h,3h], proj [T,h]x[h,h], fc1 [T,h]x[h,f], fc2
+ *     [T,f]x[f,h]) at h 4096, f 16384, T 15872: FLOP = 3 x 2T h (3h + h + f + f)
+ *     = 19.17e12 in 12.9 ms -> 1486.2 TFLOP/s on B300; B200 = 1486.2 / 1.01375
+ *     (B300/B200 MAMF ratio) = 1466.1, below XLA's B200 b=4 4096^3 1670; GB200
+ *     and GB300 x 1.04413 (GB200/B200 MAMF) = 1530.8.
+ * A100 has no per-shape points: its roofline at MAMF 271.2 is the only number.
+ * The TE layer itself is reproduced on the B300 table (12.9 ms within 1 %).
+ */
+static void test_gemm_training_ceiling(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *gpu;
+        double ceil_tflops;
+    } g[] = {{"H100", 795},     {"H200", 795},     {"B200", 1466.1}, {"B300", 1486.2},
+             {"GB200", 1530.8}, {"GB300", 1530.8}, {"A100", 271.2}};
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        struct mb_calib *c = load_ok(g[i].gpu);
+        for (double m = 4096; m <= 65536; m *= 1.25)
+            for (double n = 2048; n <= 32768; n *= 2)
+                for (double k = 2048; k <= 32768; k *= 2) {
+                    double v = gemm_tflops(c, MB_PREC_BF16, m, n, k);
+                    if (v > g[i].ceil_tflops * (1 + 1e-9))
+                        fail_msg("%s BF16 %gx%gx%g runs at %.1f TFLOP/s, above the measured %.1f", g[i].gpu, m,
+                                 n, k, v, g[i].ceil_tflops);
+                }
+        mb_calib_free(c);
+    }
+    struct mb_calib *c = load_ok("B300");
+    const double T = 15872, h = 4096, f = 16384;
+    const double sh[4][2] = {{3 * h, h}, {h, h}, {f, h}, {h, f}}; /* {N, K} of QKV, proj, fc1, fc2 */
+    double t = 0;
+    for (int i = 0; i < 4; i++) {
+        double N = sh[i][0], K = sh[i][1];
+        t += mb_calib_gemm(c, MB_PREC_BF16, T, N, K) + mb_calib_gemm(c, MB_PREC_BF16, T, K, N) +
+             mb_calib_gemm(c, MB_PREC_BF16, K, N, T);
+    }
+    assert_true(close_rel(t, 12.9e-3, 0.01));
     mb_calib_free(c);
 }
 
@@ -743,7 +792,8 @@ int main(void)
         cmocka_unit_test(test_coll_line),         cmocka_unit_test(test_fixture_tables),
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
-        cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_gemm_training_ceiling),
+        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_attention_head_dim_points), cmocka_unit_test(test_attention_head_dim_interp),
         cmocka_unit_test(test_attention_head_dim_donor_and_clamp), cmocka_unit_test(test_attention_wave),
         cmocka_unit_test(test_attention_table_curves), cmocka_unit_test(test_attention_measured),
