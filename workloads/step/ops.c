@@ -191,9 +191,15 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h)
 {
-    /* read + write one activation, plus the input kept for backward */
-    mb_ops_mem(b, l, name, cat, MB_RCM_LAYERNORM, g, 2 * tok * h * BF16, tok * h * BF16);
-    l->op[l->n - 1].kb = 2; /* TE (RMS)LayerNorm backward: dx kernel + dgamma reduction */
+    /* forward reads x and writes y; backward reads x and dy and writes dx (the
+     * gamma gradient is a [h] reduction): 3 activations, 1.5x the forward bytes,
+     * as cuDNN-frontend's norm benchmark counts them (its GB/s set membound.eff) */
+    double fb = 2 * tok * h * BF16;
+    mb_ops_mem(b, l, name, cat, MB_RCM_LAYERNORM, g, fb, tok * h * BF16);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = mb_calib_membound(b->cal, 1.5 * fb);
+    o->bytes_b = 1.5 * fb;
+    o->kb = 2; /* TE (RMS)LayerNorm backward: dx kernel + dgamma reduction */
 }
 
 /* Whether compute op o can join the fused op q. */
