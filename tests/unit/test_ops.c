@@ -357,6 +357,32 @@ static void test_mamba2(void **state)
     mb_scenario_free(&s);
 }
 
+/* The output layer under an FP8 recipe (gqa2 with precision fp8): Megatron
+ * builds it as a ColumnParallelLinear (megatron/core/tensor_parallel), not a
+ * Transformer Engine module, so TE's fp8 autocast does not reach it: it runs
+ * the BF16 GEMM [T, h] x [h, V] at the fixture's BF16 rate with no cast
+ * kernels, while the decoder's linear layers
+ * run at the fixture's FP8 rate (2000 x 0.5 = 1000 TFLOP/s) plus a cast. */
+static void test_output_layer_bf16(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    assert_int_equal(mb_precision_parse("fp8", &s.prec), 0);
+    recheck(&s);
+    sim_ops(&s, &r);
+    const double T = 4096, h = 2048, V = 1024, m = 2;
+    expect_op(&r, "output_layer", 0, m, m * 2 * T * V * h, gemm_s(T, V, h));
+    expect_op(&r, "output_layer", 1, m, m * 4 * T * V * h, gemm_bwd_s(T, V, h));
+    near(op(&r, "output_layer", 0)->peak, 1000e12, EXACT, "peak (the fixture's BF16)", "output_layer");
+    /* a decoder GEMM does run at the fp8 rate: faster than BF16 even with its cast */
+    const struct mb_op_stat *qkv = op(&r, "linear_qkv", 0);
+    assert_true(qkv->time_s / qkv->count < gemm_s(T, (16 + 2 * 4) * 128.0, h));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* ---- MoE dispatchers ----------------------------------------------------- */
 
 /* Binomial coefficient, exact in integers for the sizes used here. */
@@ -589,7 +615,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
-        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_dispatch_alltoall),
+        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
+                     cmocka_unit_test(test_dispatch_alltoall),
         cmocka_unit_test(test_dispatch_allgather),  cmocka_unit_test(test_dispatch_deepep_hybridep),
         cmocka_unit_test(test_etp),                 cmocka_unit_test(test_etp_two_nodes),
     };
