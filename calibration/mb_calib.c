@@ -73,6 +73,7 @@ struct mb_calib__akind {
 struct mb_calib {
     struct mb_gpu_spec spec;
     double roofline_eff;                  /* spec-level default efficiency (roofline mode) */
+    double triton_frac;                   /* gemm.triton_frac: Triton kernels' share of the GEMM rate */
     char *path;
     char *source[T_COUNT];
     long lookups[T_COUNT], fallbacks[T_COUNT];
@@ -229,11 +230,16 @@ struct mb_calib__gpt_in {
 
 static int mb_calib__load_gemm(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
+    struct {
+        double triton_frac;
+    } gin = {1.0};
     const struct mb_field sf[] = {{"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                   {"curves", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                  {"triton_frac", MB_F_DOUBLE, 0, 0, 0, 0.01, 1, MB_UNIT_NONE},
                                   {NULL, 0, 0, 0, 0, 0, 0, 0}};
-    if (mb_yaml_read_fields(sec, sf, NULL, "gemm", NULL, err) || mb_calib__source(c, T_GEMM, sec, err))
+    if (mb_yaml_read_fields(sec, sf, &gin, "gemm", NULL, err) || mb_calib__source(c, T_GEMM, sec, err))
         return -1;
+    c->triton_frac = gin.triton_frac;
     const struct mb_node *curves = mb_yaml_get(sec, "curves");
     if (mb_yaml_expect(curves, MB_NODE_SEQ, "gemm.curves", err))
         return -1;
@@ -1101,6 +1107,13 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
         c->recipe[c->n_recipe++].gemm_time_scale = in.scale;
     }
     return 0;
+}
+
+double mb_calib_triton_frac(const struct mb_calib *c)
+{
+    if (!c || c->roofline || !(c->triton_frac > 0))
+        return 1.0;
+    return c->triton_frac;
 }
 
 double mb_calib_recipe_gemm_scale(const struct mb_calib *c, const char *recipe)

@@ -125,6 +125,15 @@ const char *const *mb_calib_recipe_names(void);
  */
 double mb_calib_recipe_gemm_scale(const struct mb_calib *c, const char *recipe);
 
+/**
+ * @brief The table's `gemm.triton_frac`: the fraction of the BF16 GEMM rate
+ * (mb_calib_gemm at the kernel's shape) that matmul-shaped Triton kernels
+ * reach, e.g. mamba_ssm's SSD chunked scan (docs/calibration.md, gemm).
+ * @return the fraction, or 1 when the table has none, c is NULL or roofline
+ *         mode is on.
+ */
+double mb_calib_triton_frac(const struct mb_calib *c);
+
 /** @brief mb_calib_attn_bh with batch_heads unknown (0: no wave correction). Seconds. */
 double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq,
                      int head_dim, int causal, int bwd);

@@ -657,6 +657,7 @@ static void test_bad_tables(void **state)
     struct mb_err e;
     mb_err_clear(&e);
     assert_int_equal(mb_calib_load(NULL, "tests/data/calib/good_min.yaml", &c, &e), 0);
+    assert_true(mb_calib_triton_frac(c) == 1.0); /* no gemm.triton_frac: the GEMM rate */
     mb_calib_free(c);
     expect_bad("tests/data/calib/bad_unknown_key.yaml",
                "tests/data/calib/bad_unknown_key.yaml:7:3: unknown key 'hbm_bandwidth' in spec; expected one of: "
@@ -788,6 +789,7 @@ static void test_fixture_tables(void **state)
     struct mb_err e;
     mb_err_clear(&e);
     assert_int_equal(mb_calib_load("H100", "tests/data/calib/fixture_H100.yaml", &c, &e), 0);
+    assert_true(mb_calib_triton_frac(c) == 0.5); /* Triton scans at half the GEMM rate */
     const struct mb_gpu_spec *s = mb_calib_spec(c);
     assert_string_equal(s->name, "H100");
     assert_true(close_rel(s->hbm_bytes, 80.0 * 1073741824.0, 1e-12));

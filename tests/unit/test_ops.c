@@ -11,7 +11,8 @@
  * under tests/data/ops/models/), runs BF16 on mock data with the test
  * fixture calibration tests/data/calib/fixture_H100.yaml, whose header gives
  * the lookups used here: a BF16 GEMM [m,k] x [k,n] takes
- * max(2mnk / 500 TFLOP/s, 2 (mk + kn + mn) B / 4 TB/s); attention runs at
+ * max(2mnk / 500 TFLOP/s, 2 (mk + kn + mn) B / 4 TB/s), a Triton scan (SSD,
+ * delta rule) twice that (triton_frac 0.5); attention runs at
  * 500 TFLOP/s for every kind (wave factor 1 when batch x heads x seq is a
  * multiple of 16384); a memory-bound pass takes max(bytes / 2 TB/s, 1 us);
  * NVLink delivers 0.8 x 450 = 360 GB/s after 1 us per step, the NIC
@@ -45,6 +46,7 @@
 #define FX_NIC_RATE 45e9    /* NIC 50 GB/s x 0.9 */
 #define FX_NV_LAT 1e-6      /* per collective step */
 #define FX_NIC_LAT 5e-6
+#define FX_TRITON 0.5       /* gemm.triton_frac */
 
 #define BF16 2.0
 
@@ -309,8 +311,14 @@ static void test_gated_deltanet(void **state)
     const struct mb_op_stat *dr = op(&r, "delta_rule", 0);
     near(dr->count, m, EXACT, "fwd count", "delta_rule");
     near(dr->flop, m * T * 8 * nv * dv * dv, EXACT, "fwd flop per step", "delta_rule");
-    /* its kernel shape is the model's choice: no faster than the fixture's GEMM rate */
-    assert_true(dr->time_s >= dr->flop / FX_GEMM_RATE * (1 - EXACT));
+    /* its kernel shape is the model's choice: no faster than the fixture's GEMM
+     * rate x its Triton share (fla's chunk_gated_delta_rule) */
+    assert_true(dr->time_s >= dr->flop / (FX_TRITON * FX_GEMM_RATE) * (1 - EXACT));
+    /* backward: G_lin's factor 6 = 2 x 3 counts it at 2x the forward FLOP */
+    const struct mb_op_stat *drb = op(&r, "delta_rule", 1);
+    near(drb->count, m, EXACT, "bwd count", "delta_rule");
+    near(drb->flop, 2 * dr->flop, EXACT, "bwd flop per step (2x fwd)", "delta_rule");
+    assert_true(drb->time_s >= drb->flop / (FX_TRITON * FX_GEMM_RATE) * (1 - EXACT));
     double glin_gemm = 2 * (h * P + 4 * nv * dv * dv + h * vdim); /* G_lin / 3 without the conv term */
     double gdn = op(&r, "in_proj", 0)->flop + dr->flop + op(&r, "out_proj", 0)->flop;
     near(gdn / m, T * glin_gemm, EXACT, "fwd flop per layer", "GDN GEMMs");
@@ -345,7 +353,12 @@ static void test_mamba2(void **state)
     const struct mb_op_stat *ssd = op(&r, "ssd_scan", 0);
     near(ssd->count, c, EXACT, "fwd count", "ssd_scan");
     near(ssd->flop, c * 7 * T * din * N, EXACT, "fwd flop per step", "ssd_scan");
-    assert_true(ssd->time_s >= ssd->flop / FX_GEMM_RATE * (1 - EXACT));
+    /* mamba_ssm's Triton chunked scan at the fixture's Triton share of the GEMM
+     * rate: its T x d_in x 3.5N GEMM time / 0.5 forward; backward 2x the forward
+     * FLOP (hybrid_flops' x3 = fwd + 2x bwd), the dgrad + wgrad shapes / 0.5 */
+    near(ssd->time_s / ssd->count, gemm_s(T, din, 3.5 * N) / FX_TRITON, EXACT, "fwd seconds per execution",
+         "ssd_scan");
+    expect_op(&r, "ssd_scan", 1, c, 2 * ssd->flop, gemm_bwd_s(T, din, 3.5 * N) / FX_TRITON);
     double mamba = op(&r, "in_proj", 0)->flop + ssd->flop + op(&r, "out_proj", 0)->flop;
     near(mamba / c, 2 * T * h * (2 * 2 * h + 2 * G * N + H) + 7 * T * 2 * h * N + 2 * T * 2 * h * h, EXACT,
          "fwd flop per layer", "hybrid_flops Mamba");
