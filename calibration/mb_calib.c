@@ -95,6 +95,7 @@ struct mb_calib {
     struct {
         char name[32];
         double gemm_time_scale;
+        double quant_eff;                 /* 0: the recipe's casts run at membound.eff */
     } recipe[MB_CALIB_MAX_RECIPES];
 };
 
@@ -1058,7 +1059,7 @@ struct mb_calib__top_in {
 
 struct mb_calib__recipe_in {
     char recipe[32];
-    double scale;
+    double scale, quant_eff;
 };
 
 /* Canonical precision recipe labels (as mb_precision_parse writes them). */
@@ -1077,8 +1078,9 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
 {
     const struct mb_field f[] = {
         {"recipe", MB_F_STRBUF, offsetof(struct mb_calib__recipe_in, recipe), 32, 1, 1, 0, MB_UNIT_NONE},
-        {"gemm_time_scale", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, scale), 0, 1, 0.1, 10,
+        {"gemm_time_scale", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, scale), 0, 0, 0.1, 10,
          MB_UNIT_NONE},
+        {"quant_eff", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, quant_eff), 0, 0, 0.01, 1, MB_UNIT_NONE},
         {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
     if (!sec || mb_yaml_is_null(sec))
@@ -1088,6 +1090,7 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
     for (size_t i = 0; i < sec->n; i++) {
         struct mb_calib__recipe_in in;
         memset(&in, 0, sizeof in);
+        in.scale = 1.0;
         if (mb_yaml_read_fields(sec->items[i], f, &in, "recipes[]", NULL, err))
             return -1;
         int known = 0;
@@ -1104,9 +1107,25 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
         if (c->n_recipe == MB_CALIB_MAX_RECIPES)
             return mb_yaml_err(err, sec->items[i], "more than %d recipes", MB_CALIB_MAX_RECIPES);
         snprintf(c->recipe[c->n_recipe].name, sizeof c->recipe[0].name, "%s", in.recipe);
+        c->recipe[c->n_recipe].quant_eff = in.quant_eff;
         c->recipe[c->n_recipe++].gemm_time_scale = in.scale;
     }
     return 0;
+}
+
+double mb_calib_quant(struct mb_calib *c, const char *recipe, double bytes)
+{
+    assert(c);
+    double qe = 0;
+    for (int i = 0; recipe && !c->roofline && i < c->n_recipe; i++)
+        if (strcmp(c->recipe[i].name, recipe) == 0)
+            qe = c->recipe[i].quant_eff;
+    if (!(qe > 0) || !(bytes > 0))
+        return mb_calib_membound(c, bytes);
+    c->lookups[T_MEM]++;
+    c->last_fb = 0;
+    double t = bytes / (c->spec.hbm_bw * qe);
+    return t > c->mem_floor ? t : c->mem_floor;
 }
 
 double mb_calib_triton_frac(const struct mb_calib *c)

@@ -88,9 +88,10 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
         /* fp8/fp4 recipes quantize every GEMM operand that is not already low
          * precision: the activation input in forward (read bf16, write 1 byte)
          * and the output gradient in backward (quantized once, used by dgrad and
-         * wgrad, plus its transposed copy for wgrad). */
-        o.fwd += mb_calib_membound(b->cal, M * K * (BF16 + 1.0));
-        double q = mb_calib_membound(b->cal, M * N * (BF16 + 2.0));
+         * wgrad, plus its transposed copy for wgrad); the recipe's amax, scale
+         * and extra copies are in its calibrated quant_eff (mb_calib_quant). */
+        o.fwd += mb_calib_quant(b->cal, b->s->prec.label, M * K * (BF16 + 1.0));
+        double q = mb_calib_quant(b->cal, b->s->prec.label, M * N * (BF16 + 2.0));
         o.bwd += q;
         o.bwd_dgrad_only += q;
     }
@@ -127,8 +128,8 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
     o.kb = 2 * ceil(groups) + (b->s->prec.quantize ? 1 : 0);
     o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb_ops_gemm_p */
     if (b->s->prec.quantize) { /* as in mb_ops_gemm_p */
-        o.fwd += mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0));
-        double q = mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0));
+        o.fwd += mb_calib_quant(b->cal, b->s->prec.label, groups * tpg * K * (BF16 + 1.0));
+        double q = mb_calib_quant(b->cal, b->s->prec.label, groups * tpg * N * (BF16 + 2.0));
         o.bwd += q;
         o.bwd_dgrad_only += q;
     }
