@@ -85,6 +85,7 @@ struct mb_calib {
     size_t n_grouped;
     struct mb_calib__pt *grouped;         /* x = tokens per group, y = relative efficiency */
     double attn_margin;                   /* clamp factor outside the attention range */
+    double attn_bench_bh;                 /* batch x heads the curves were measured at; 0: FA3's shape */
     struct mb_calib__akind attn[2][2];    /* [causal][bwd]: curves by head dim */
     double mem_eff, mem_floor;
     double link_eff[MB_LINK_COUNT], link_lat[MB_LINK_COUNT];
@@ -364,7 +365,7 @@ static int mb_calib__load_grouped(struct mb_calib *c, const struct mb_node *sec,
 }
 
 struct mb_calib__attn_in {
-    double scale, margin;
+    double scale, margin, bench_bh;
     const struct mb_node *curves;
 };
 struct mb_calib__acurve_in {
@@ -411,8 +412,10 @@ static struct mb_calib__acurve *mb_calib__acurve_insert(struct mb_calib__akind *
  * With one resident CTA per SM the tiles run in waves of `sms`, and the
  * fraction of SM-time doing work is
  *     occ(t) = t / (ceil(t / sms) * sms)        (continuous in t >= 0).
- * The curves hold efficiencies at the FA3 benchmark shape (batch*seq = 16384
- * tokens, heads*head_dim = 2048, hardware.md B.2), i.e. at
+ * The curves hold efficiencies at the table's `attention.batch_heads` (the
+ * cuDNN benchmark's batch x heads, the same at every seq), or without it at
+ * the FA3 benchmark shape (batch*seq = 16384 tokens, heads*head_dim = 2048,
+ * hardware.md B.2), i.e. at
  *     bh_bench(seq, hd) = 16384 / seq * 2048 / hd,
  * so a kernel over bh problems runs at
  *     eff * occ(tiles(bh, seq)) / occ(tiles(bh_bench(seq_b, hd), seq_b))
@@ -437,7 +440,8 @@ static double mb_calib__attn_wave(const struct mb_calib *c, double bh, double se
 {
     if (!(bh > 0) || !(seq > 0) || !(seq_b > 0) || !(hd > 0) || c->spec.sms <= 0)
         return 1.0;
-    double bh_bench = mb_calib__attn_bench_tokens / seq_b * mb_calib__attn_bench_hidden / hd;
+    double bh_bench = c->attn_bench_bh > 0 ? c->attn_bench_bh
+                                           : mb_calib__attn_bench_tokens / seq_b * mb_calib__attn_bench_hidden / hd;
     double t = bh * ceil(seq / MB_CALIB__ATTN_BLOCK);
     double t_bench = bh_bench * ceil(seq_b / MB_CALIB__ATTN_BLOCK);
     return mb_calib__occ(t, c->spec.sms) / mb_calib__occ(t_bench, c->spec.sms);
@@ -449,10 +453,11 @@ static double mb_calib__attn_wave(const struct mb_calib *c, double bh, double se
  */
 static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
-    struct mb_calib__attn_in in = {1.0, 2.0, NULL};
+    struct mb_calib__attn_in in = {1.0, 2.0, 0.0, NULL};
     const struct mb_field f[] = {
         {"scale", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, scale), 0, 0, 0.01, 100, MB_UNIT_NONE},
         {"clamp_margin", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, margin), 0, 0, 1, 16, MB_UNIT_NONE},
+        {"batch_heads", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, bench_bh), 0, 0, 1, 1e6, MB_UNIT_NONE},
         {"curves", MB_F_NODE, offsetof(struct mb_calib__attn_in, curves), 0, 1, 1, 0, MB_UNIT_NONE},
         {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
@@ -461,6 +466,7 @@ static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, st
     if (mb_yaml_expect(in.curves, MB_NODE_SEQ, "attention.curves", err))
         return -1;
     c->attn_margin = in.margin;
+    c->attn_bench_bh = in.bench_bh;
     double peak = c->spec.peak[MB_PREC_BF16];
     const struct mb_field cf[] = {
         {"causal", MB_F_BOOL, offsetof(struct mb_calib__acurve_in, causal), 0, 1, 1, 0, MB_UNIT_NONE},

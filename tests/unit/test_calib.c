@@ -12,6 +12,7 @@
  *
  * Run from the repository root with MBSIM_DATA_DIR=<repo root>.
  */
+#define _XOPEN_SOURCE 700 /* mkstemp, realpath */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +47,19 @@ static struct mb_calib *load_ok(const char *gpu)
     }
     assert_int_equal(rc, 0);
     assert_non_null(c);
+    return c;
+}
+
+/* The fixture tests/data/calib/fa3_<gpu>.yaml: the table with the FA3 attention
+ * curves shipped before the cuDNN ones, for the attention lookup-rule tests. */
+static struct mb_calib *load_fa3(const char *gpu)
+{
+    char path[128];
+    snprintf(path, sizeof path, "tests/data/calib/fa3_%s.yaml", gpu);
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, path, &c, &e), 0);
     return c;
 }
 
@@ -254,7 +268,7 @@ static void test_gemm_training_ceiling(void **state)
 static void test_attention(void **state)
 {
     (void)state;
-    struct mb_calib *c = load_ok("H100");
+    struct mb_calib *c = load_fa3("H100");
     double flop = 1e12;
     assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 4096, 128, 1, 0) / TF, 579, 1e-9));
     assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 16384, 128, 0, 1) / TF, 561, 1e-9));
@@ -271,7 +285,7 @@ static void test_attention(void **state)
     mb_calib_free(c);
 
     /* B200: FA3 curve x 1613/740; the best FA3 point (648 at 16k, non-causal) -> 1412.5. */
-    c = load_ok("B200");
+    c = load_fa3("B200");
     assert_true(close_rel(flop / mb_calib_attn(c, MB_PREC_BF16, flop, 16384, 128, 0, 0) / TF,
                           648 * 2.1797, 1e-9));
     mb_calib_free(c);
@@ -281,6 +295,51 @@ static void test_attention(void **state)
 static double attn_tflops(struct mb_calib *c, double seq, int hd, double bh, int causal, int bwd)
 {
     return 1e12 / mb_calib_attn_bh(c, MB_PREC_BF16, 1e12, seq, hd, bh, causal, bwd) / TF;
+}
+
+/*
+ * The shipped attention curves are cuDNN fused attention (what TE runs)
+ * measured at real shapes (cudnn-frontend benchmark/sdpa_benchmark_training,
+ * cudnn_sdpa_training.csv, BF16). mbsim's FLOP: forward 2 b h s ctx (d_qk +
+ * d_vo), ctx s/2 causal, backward 2.5x forward; a lookup at the measured
+ * shape (b x heads = batch_heads) must return the measured time:
+ *   GB200 Llama-3.1 (b 2, 64 heads, d 128), s 8192: causal fwd 1.397 ms,
+ *     causal bwd 4.127 ms, no-mask bwd 7.831 ms (causal bwd is on its own
+ *     curve: 1332 vs no-mask 1404 TFLOP/s in cuDNN's count).
+ *   H200 Llama-3.1 (b 1, 64 heads), s 4096: causal bwd 1.450 ms.
+ *   H200 DeepSeek-V3 MLA (b 1, 128 heads, d_qk 192, d_vo 128), s 4096:
+ *     causal fwd 1.148 ms (a curve stored at b x heads 64, so 128 tests the
+ *     wave normalization both ways; 0.5 %).
+ *   GB300 Kimi-K2.6 (b 2, 64 heads, 192/128), s 16384: causal bwd 24.921 ms
+ *     measured on GB200, 21.253 ms on GB300.
+ *   H100 = H200 x 1 (same 132 SMs x 1830 MHz); B200 = GB200 x 0.953 (148 SMs
+ *     x 1965 / 2062 MHz).
+ */
+static void test_attention_cudnn(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *gpu;
+        double b, h, s, dq, dv;
+        int causal, bwd;
+        double ms, tol;
+    } r[] = {{"GB200", 2, 64, 8192, 128, 128, 1, 0, 1.397, 2e-3}, {"GB200", 2, 64, 8192, 128, 128, 1, 1, 4.127, 2e-3},
+             {"GB200", 2, 64, 8192, 128, 128, 0, 1, 7.831, 2e-3}, {"H200", 1, 64, 4096, 128, 128, 1, 1, 1.450, 2e-3},
+             {"H100", 1, 64, 4096, 128, 128, 1, 1, 1.450, 2e-3},  {"H200", 1, 128, 4096, 192, 128, 1, 0, 1.148, 5e-3},
+             {"GB200", 2, 64, 16384, 192, 128, 1, 1, 24.921, 2e-3}, {"GB300", 2, 64, 16384, 192, 128, 1, 1, 21.253, 2e-3},
+             {"B200", 2, 64, 8192, 128, 128, 1, 1, 4.127 / 0.953, 2e-3}};
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+        struct mb_calib *c = load_ok(r[i].gpu);
+        double ctx = r[i].causal ? r[i].s / 2 : r[i].s;
+        double flop = 2 * r[i].b * r[i].h * r[i].s * ctx * (r[i].dq + r[i].dv) * (r[i].bwd ? 2.5 : 1);
+        double t = mb_calib_attn_bh(c, MB_PREC_BF16, flop, r[i].s, (int)r[i].dq, r[i].b * r[i].h, r[i].causal,
+                                    r[i].bwd);
+        if (!close_rel(t, r[i].ms * 1e-3, r[i].tol))
+            fail_msg("%s s %g hd %g causal %d bwd %d: %.4f ms, cuDNN %.4f ms", r[i].gpu, r[i].s, r[i].dq,
+                     r[i].causal, r[i].bwd, t * 1e3, r[i].ms);
+        assert_int_equal(fallbacks(c, "attention"), 0);
+        mb_calib_free(c);
+    }
 }
 
 /*
@@ -294,7 +353,7 @@ static double attn_tflops(struct mb_calib *c, double seq, int hd, double bh, int
 static void test_attention_head_dim_points(void **state)
 {
     (void)state;
-    struct mb_calib *c = load_ok("H100");
+    struct mb_calib *c = load_fa3("H100");
     assert_true(close_rel(attn_tflops(c, 512, 64, 0, 0, 1), 272, 1e-12));
     assert_true(close_rel(attn_tflops(c, 16384, 64, 0, 0, 1), 474, 1e-12));
     assert_true(close_rel(attn_tflops(c, 512, 256, 0, 1, 0), 286, 1e-12));
@@ -303,7 +362,7 @@ static void test_attention_head_dim_points(void **state)
     assert_true(close_rel(attn_tflops(c, 4096, 128, 0, 0, 1), 542, 1e-12));
     assert_int_equal(fallbacks(c, "attention"), 0);
     mb_calib_free(c);
-    c = load_ok("B200");
+    c = load_fa3("B200");
     assert_true(close_rel(attn_tflops(c, 512, 64, 0, 0, 1), 272 * 2.1797, 1e-12));
     mb_calib_free(c);
     c = load_ok("A100");
@@ -326,7 +385,7 @@ static void test_attention_head_dim_points(void **state)
 static void test_attention_head_dim_interp(void **state)
 {
     (void)state;
-    struct mb_calib *c = load_ok("H100");
+    struct mb_calib *c = load_fa3("H100");
     double t = log(1.5) / log(2.0);
     assert_true(close_rel(attn_tflops(c, 512, 96, 0, 0, 1), 272 + 44 * t, 1e-12));
     assert_true(close_rel(attn_tflops(c, 16384, 192, 0, 1, 0), 616 + 26 * t, 1e-12));
@@ -348,7 +407,7 @@ static void test_attention_head_dim_interp(void **state)
 static void test_attention_head_dim_donor_and_clamp(void **state)
 {
     (void)state;
-    struct mb_calib *c = load_ok("H100");
+    struct mb_calib *c = load_fa3("H100");
     assert_true(close_rel(attn_tflops(c, 512, 64, 0, 0, 0), 467.0 * 272 / 316, 1e-12));
     assert_true(close_rel(attn_tflops(c, 16384, 256, 0, 0, 1), 561.0 * 642 / 616, 1e-12));
     assert_int_equal(fallbacks(c, "attention"), 0);
@@ -377,7 +436,7 @@ static void test_attention_head_dim_donor_and_clamp(void **state)
 static void test_attention_wave(void **state)
 {
     (void)state;
-    struct mb_calib *c = load_ok("H100");
+    struct mb_calib *c = load_fa3("H100");
     assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 579 * 0.625, 1e-12));
     assert_true(close_rel(attn_tflops(c, 4096, 128, 66, 1, 0), 579 * 2112.0 / 2048, 1e-12));
     assert_true(close_rel(attn_tflops(c, 4096, 128, 64, 1, 0), 579, 1e-12));
@@ -392,7 +451,7 @@ static void test_attention_wave(void **state)
     mb_calib_set_roofline(c, 1);
     assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 0.803 * 989, 1e-12));
     mb_calib_free(c);
-    c = load_ok("B200");
+    c = load_fa3("B200");
     assert_true(close_rel(attn_tflops(c, 4096, 128, 5, 1, 0), 579 * 2.1797 * 0.546875, 1e-12));
     mb_calib_free(c);
 }
@@ -484,17 +543,19 @@ static void test_attention_table_curves(void **state)
 static void test_attention_measured(void **state)
 {
     (void)state;
-    char path[] = "/tmp/mbsim_calib_XXXXXX";
-    write_tmp("schema_version: 1\n"
+    char path[] = "/tmp/mbsim_calib_XXXXXX", text[8192], base[4096];
+    assert_non_null(realpath("tests/data/calib/fa3_H100.yaml", base)); /* the FA3 fixture, as above */
+    snprintf(text, sizeof text, "schema_version: 1\n"
               "gpu: H100\n"
-              "base: H100\n"
+              "base: \"%s\"\n"
               "measured:\n"
               "  source: \"test\"\n"
               "  attention:\n"
               "    - {causal: true, bwd: false, head_dim: 128, batch_heads: 5, seq: 4096, achieved: 300 TFLOP/s, "
               "source: \"t\"}\n"
               "    - {causal: false, bwd: true, head_dim: 96, seq: 2048, achieved: 400 TFLOP/s, source: \"t\"}\n",
-              path);
+             base);
+    write_tmp(text, path);
     struct mb_calib *c = NULL;
     struct mb_err e;
     mb_err_clear(&e);
@@ -910,7 +971,7 @@ int main(void)
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_gemm_training_ceiling),
-        cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_cudnn),
         cmocka_unit_test(test_attention_head_dim_points), cmocka_unit_test(test_attention_head_dim_interp),
         cmocka_unit_test(test_attention_head_dim_donor_and_clamp), cmocka_unit_test(test_attention_wave),
         cmocka_unit_test(test_attention_table_curves), cmocka_unit_test(test_attention_measured),

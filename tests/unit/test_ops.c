@@ -242,6 +242,30 @@ static void test_attention_sliding_window(void **state)
     mb_scenario_free(&s);
 }
 
+/* The kernel's efficiency is looked up at the window on a sliding-window layer
+ * and on the causal backward curve (swa2 with the sloped-causal fixture,
+ * fixture_H100_causal_slope.yaml: causal fwd 250 TFLOP/s up to seq 1024 and
+ * 500 from 2048, causal bwd 200 / 500). Layer 1 (window 1024) runs at seq
+ * 1024: forward 250, backward 200 TFLOP/s; layer 2 (full causal, s 4096) at
+ * 500 both ways. Before, the window layer was looked up at s (500) and the
+ * backward on the no-mask curve. Wave factor 1: bh 16 x ceil(1024/128) = 128
+ * tiles, one wave of the fixture's 128 SMs, as its benchmark shape. */
+static void test_attention_lookup_seq_and_kind(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/swa2_slope.yaml", &s);
+    sim_ops(&s, &r);
+    const double T = 4096, sq = 4096, n = 16, d = 128, w = 1024, m = 2;
+    double f_swa = 2 * T * (w - w * (w - 1) / (2 * sq)) * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
+    near(f->time_s, m * (f_swa / 250e12 + f_full / 500e12), EXACT, "fwd seconds per step", "core_attn");
+    near(b->time_s, m * 2.5 * (f_swa / 200e12 + f_full / 500e12), EXACT, "bwd seconds per step", "core_attn");
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* MLA (mla2: h 2048, n 16, q_lora_rank r_q 1536, kv_lora_rank r_kv 512,
  * qk_head_dim 128, qk_rope_head_dim d_r 64, v_head_dim 128). DeepSeek-V2/V3
  * (and Megatron-Core MLASelfAttention): q = W_qb norm(W_qa x) with W_qa [h, r_q],
@@ -627,6 +651,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
+        cmocka_unit_test(test_attention_lookup_seq_and_kind),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
         cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
                      cmocka_unit_test(test_dispatch_alltoall),

@@ -73,9 +73,13 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
         mb__qkv_proj(b, l, g, frozen);
     }
     double ctx = seq / 2; /* causal average context */
+    double aseq = seq;    /* the sequence the kernel's efficiency is looked up at */
     if (mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq) {
         double w = m->swa_window;
         ctx = w - w * (w - 1) / (2 * seq); /* Megatron-Bridge SWA average context */
+        /* a windowed query block loops over ~w keys, as a causal kernel of
+         * sequence w does at most: its efficiency is that of seq w, not s */
+        aseq = w;
     }
     double flop = 2.0 * T * ctx * nl * (dq + dv);
     /* CP ring attention: KV blocks pass around the ring beside the compute */
@@ -91,7 +95,7 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
     /* flash attention keeps its output (counted once, as the output GEMM's input)
      * and the fp32 log-sum-exp per head and token; one kernel over MBS x
      * heads-per-rank (batch x head) problems */
-    mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq,
+    mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
                 (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * nl * dv * BF16);
