@@ -1513,9 +1513,10 @@ static double mb_calib__attn_eff(const struct mb_calib *c, int causal, int bwd, 
     const struct mb_calib__acurve *r = &k->cv[mb_calib__akind_ref(k)];
     double lo = r->pts[0].x, hi = r->pts[r->n - 1].x, s = seq;
     if (seq < lo) {
-        int far = seq * c->attn_margin < lo;
-        *fb |= far;
-        s = far ? hi : lo;
+        /* shorter than every measurement: the shortest one's efficiency (an
+         * upper bound, efficiency falls with seq); beyond the margin counted */
+        *fb |= seq * c->attn_margin < lo;
+        s = lo;
     } else if (seq > hi) {
         *fb |= seq > hi * c->attn_margin;
         s = hi;
