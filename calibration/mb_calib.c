@@ -73,6 +73,7 @@ struct mb_calib__akind {
 struct mb_calib {
     struct mb_gpu_spec spec;
     double roofline_eff;                  /* spec-level default efficiency (roofline mode) */
+    double triton_frac;                   /* gemm.triton_frac: Triton kernels' share of the GEMM rate */
     char *path;
     char *source[T_COUNT];
     long lookups[T_COUNT], fallbacks[T_COUNT];
@@ -84,6 +85,7 @@ struct mb_calib {
     size_t n_grouped;
     struct mb_calib__pt *grouped;         /* x = tokens per group, y = relative efficiency */
     double attn_margin;                   /* clamp factor outside the attention range */
+    double attn_bench_bh;                 /* batch x heads the curves were measured at; 0: FA3's shape */
     struct mb_calib__akind attn[2][2];    /* [causal][bwd]: curves by head dim */
     double mem_eff, mem_floor;
     double link_eff[MB_LINK_COUNT], link_lat[MB_LINK_COUNT];
@@ -94,6 +96,7 @@ struct mb_calib {
     struct {
         char name[32];
         double gemm_time_scale;
+        double quant_eff;                 /* 0: the recipe's casts run at membound.eff */
     } recipe[MB_CALIB_MAX_RECIPES];
 };
 
@@ -229,11 +232,16 @@ struct mb_calib__gpt_in {
 
 static int mb_calib__load_gemm(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
+    struct {
+        double triton_frac;
+    } gin = {1.0};
     const struct mb_field sf[] = {{"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                   {"curves", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+                                  {"triton_frac", MB_F_DOUBLE, 0, 0, 0, 0.01, 1, MB_UNIT_NONE},
                                   {NULL, 0, 0, 0, 0, 0, 0, 0}};
-    if (mb_yaml_read_fields(sec, sf, NULL, "gemm", NULL, err) || mb_calib__source(c, T_GEMM, sec, err))
+    if (mb_yaml_read_fields(sec, sf, &gin, "gemm", NULL, err) || mb_calib__source(c, T_GEMM, sec, err))
         return -1;
+    c->triton_frac = gin.triton_frac;
     const struct mb_node *curves = mb_yaml_get(sec, "curves");
     if (mb_yaml_expect(curves, MB_NODE_SEQ, "gemm.curves", err))
         return -1;
@@ -357,7 +365,7 @@ static int mb_calib__load_grouped(struct mb_calib *c, const struct mb_node *sec,
 }
 
 struct mb_calib__attn_in {
-    double scale, margin;
+    double scale, margin, bench_bh;
     const struct mb_node *curves;
 };
 struct mb_calib__acurve_in {
@@ -404,8 +412,10 @@ static struct mb_calib__acurve *mb_calib__acurve_insert(struct mb_calib__akind *
  * With one resident CTA per SM the tiles run in waves of `sms`, and the
  * fraction of SM-time doing work is
  *     occ(t) = t / (ceil(t / sms) * sms)        (continuous in t >= 0).
- * The curves hold efficiencies at the FA3 benchmark shape (batch*seq = 16384
- * tokens, heads*head_dim = 2048, hardware.md B.2), i.e. at
+ * The curves hold efficiencies at the table's `attention.batch_heads` (the
+ * cuDNN benchmark's batch x heads, the same at every seq), or without it at
+ * the FA3 benchmark shape (batch*seq = 16384 tokens, heads*head_dim = 2048,
+ * hardware.md B.2), i.e. at
  *     bh_bench(seq, hd) = 16384 / seq * 2048 / hd,
  * so a kernel over bh problems runs at
  *     eff * occ(tiles(bh, seq)) / occ(tiles(bh_bench(seq_b, hd), seq_b))
@@ -430,7 +440,8 @@ static double mb_calib__attn_wave(const struct mb_calib *c, double bh, double se
 {
     if (!(bh > 0) || !(seq > 0) || !(seq_b > 0) || !(hd > 0) || c->spec.sms <= 0)
         return 1.0;
-    double bh_bench = mb_calib__attn_bench_tokens / seq_b * mb_calib__attn_bench_hidden / hd;
+    double bh_bench = c->attn_bench_bh > 0 ? c->attn_bench_bh
+                                           : mb_calib__attn_bench_tokens / seq_b * mb_calib__attn_bench_hidden / hd;
     double t = bh * ceil(seq / MB_CALIB__ATTN_BLOCK);
     double t_bench = bh_bench * ceil(seq_b / MB_CALIB__ATTN_BLOCK);
     return mb_calib__occ(t, c->spec.sms) / mb_calib__occ(t_bench, c->spec.sms);
@@ -442,10 +453,11 @@ static double mb_calib__attn_wave(const struct mb_calib *c, double bh, double se
  */
 static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
-    struct mb_calib__attn_in in = {1.0, 2.0, NULL};
+    struct mb_calib__attn_in in = {1.0, 2.0, 0.0, NULL};
     const struct mb_field f[] = {
         {"scale", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, scale), 0, 0, 0.01, 100, MB_UNIT_NONE},
         {"clamp_margin", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, margin), 0, 0, 1, 16, MB_UNIT_NONE},
+        {"batch_heads", MB_F_DOUBLE, offsetof(struct mb_calib__attn_in, bench_bh), 0, 0, 1, 1e6, MB_UNIT_NONE},
         {"curves", MB_F_NODE, offsetof(struct mb_calib__attn_in, curves), 0, 1, 1, 0, MB_UNIT_NONE},
         {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
@@ -454,6 +466,7 @@ static int mb_calib__load_attn(struct mb_calib *c, const struct mb_node *sec, st
     if (mb_yaml_expect(in.curves, MB_NODE_SEQ, "attention.curves", err))
         return -1;
     c->attn_margin = in.margin;
+    c->attn_bench_bh = in.bench_bh;
     double peak = c->spec.peak[MB_PREC_BF16];
     const struct mb_field cf[] = {
         {"causal", MB_F_BOOL, offsetof(struct mb_calib__acurve_in, causal), 0, 1, 1, 0, MB_UNIT_NONE},
@@ -1052,7 +1065,7 @@ struct mb_calib__top_in {
 
 struct mb_calib__recipe_in {
     char recipe[32];
-    double scale;
+    double scale, quant_eff;
 };
 
 /* Canonical precision recipe labels (as mb_precision_parse writes them). */
@@ -1071,8 +1084,9 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
 {
     const struct mb_field f[] = {
         {"recipe", MB_F_STRBUF, offsetof(struct mb_calib__recipe_in, recipe), 32, 1, 1, 0, MB_UNIT_NONE},
-        {"gemm_time_scale", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, scale), 0, 1, 0.1, 10,
+        {"gemm_time_scale", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, scale), 0, 0, 0.1, 10,
          MB_UNIT_NONE},
+        {"quant_eff", MB_F_DOUBLE, offsetof(struct mb_calib__recipe_in, quant_eff), 0, 0, 0.01, 1, MB_UNIT_NONE},
         {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
     if (!sec || mb_yaml_is_null(sec))
@@ -1082,6 +1096,7 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
     for (size_t i = 0; i < sec->n; i++) {
         struct mb_calib__recipe_in in;
         memset(&in, 0, sizeof in);
+        in.scale = 1.0;
         if (mb_yaml_read_fields(sec->items[i], f, &in, "recipes[]", NULL, err))
             return -1;
         int known = 0;
@@ -1098,9 +1113,32 @@ static int mb_calib__load_recipes(struct mb_calib *c, const struct mb_node *sec,
         if (c->n_recipe == MB_CALIB_MAX_RECIPES)
             return mb_yaml_err(err, sec->items[i], "more than %d recipes", MB_CALIB_MAX_RECIPES);
         snprintf(c->recipe[c->n_recipe].name, sizeof c->recipe[0].name, "%s", in.recipe);
+        c->recipe[c->n_recipe].quant_eff = in.quant_eff;
         c->recipe[c->n_recipe++].gemm_time_scale = in.scale;
     }
     return 0;
+}
+
+double mb_calib_quant(struct mb_calib *c, const char *recipe, double bytes)
+{
+    assert(c);
+    double qe = 0;
+    for (int i = 0; recipe && !c->roofline && i < c->n_recipe; i++)
+        if (strcmp(c->recipe[i].name, recipe) == 0)
+            qe = c->recipe[i].quant_eff;
+    if (!(qe > 0) || !(bytes > 0))
+        return mb_calib_membound(c, bytes);
+    c->lookups[T_MEM]++;
+    c->last_fb = 0;
+    double t = bytes / (c->spec.hbm_bw * qe);
+    return t > c->mem_floor ? t : c->mem_floor;
+}
+
+double mb_calib_triton_frac(const struct mb_calib *c)
+{
+    if (!c || c->roofline || !(c->triton_frac > 0))
+        return 1.0;
+    return c->triton_frac;
 }
 
 double mb_calib_recipe_gemm_scale(const struct mb_calib *c, const char *recipe)
@@ -1475,9 +1513,10 @@ static double mb_calib__attn_eff(const struct mb_calib *c, int causal, int bwd, 
     const struct mb_calib__acurve *r = &k->cv[mb_calib__akind_ref(k)];
     double lo = r->pts[0].x, hi = r->pts[r->n - 1].x, s = seq;
     if (seq < lo) {
-        int far = seq * c->attn_margin < lo;
-        *fb |= far;
-        s = far ? hi : lo;
+        /* shorter than every measurement: the shortest one's efficiency (an
+         * upper bound, efficiency falls with seq); beyond the margin counted */
+        *fb |= seq * c->attn_margin < lo;
+        s = lo;
     } else if (seq > hi) {
         *fb |= seq > hi * c->attn_margin;
         s = hi;

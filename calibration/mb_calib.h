@@ -125,6 +125,28 @@ const char *const *mb_calib_recipe_names(void);
  */
 double mb_calib_recipe_gemm_scale(const struct mb_calib *c, const char *recipe);
 
+/**
+ * @brief Time of the quantization work (casts, amax, scaling, transposed
+ * copies) of precision recipe `recipe` whose cast kernels move `bytes` (the
+ * step model's count: each GEMM's activation input read in BF16 and written in
+ * 1 byte, each output gradient read and written twice): bytes / (hbm_bw x the
+ * recipe's `quant_eff`), floored at membound.floor, when the table's `recipes:`
+ * entry has one (derived from Transformer Engine's autocast minus
+ * pre-quantized GEMM times, docs/calibration.md "Recipes"); else
+ * mb_calib_membound(c, bytes). Counted as a membound lookup.
+ * @return seconds; 0 when bytes is not positive.
+ */
+double mb_calib_quant(struct mb_calib *c, const char *recipe, double bytes);
+
+/**
+ * @brief The table's `gemm.triton_frac`: the fraction of the BF16 GEMM rate
+ * (mb_calib_gemm at the kernel's shape) that matmul-shaped Triton kernels
+ * reach, e.g. mamba_ssm's SSD chunked scan (docs/calibration.md, gemm).
+ * @return the fraction, or 1 when the table has none, c is NULL or roofline
+ *         mode is on.
+ */
+double mb_calib_triton_frac(const struct mb_calib *c);
+
 /** @brief mb_calib_attn_bh with batch_heads unknown (0: no wave correction). Seconds. */
 double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq,
                      int head_dim, int causal, int bwd);

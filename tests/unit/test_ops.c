@@ -11,7 +11,8 @@
  * under tests/data/ops/models/), runs BF16 on mock data with the test
  * fixture calibration tests/data/calib/fixture_H100.yaml, whose header gives
  * the lookups used here: a BF16 GEMM [m,k] x [k,n] takes
- * max(2mnk / 500 TFLOP/s, 2 (mk + kn + mn) B / 4 TB/s); attention runs at
+ * max(2mnk / 500 TFLOP/s, 2 (mk + kn + mn) B / 4 TB/s), a Triton scan (SSD,
+ * delta rule) twice that (triton_frac 0.5); attention runs at
  * 500 TFLOP/s for every kind (wave factor 1 when batch x heads x seq is a
  * multiple of 16384); a memory-bound pass takes max(bytes / 2 TB/s, 1 us);
  * NVLink delivers 0.8 x 450 = 360 GB/s after 1 us per step, the NIC
@@ -45,6 +46,7 @@
 #define FX_NIC_RATE 45e9    /* NIC 50 GB/s x 0.9 */
 #define FX_NV_LAT 1e-6      /* per collective step */
 #define FX_NIC_LAT 5e-6
+#define FX_TRITON 0.5       /* gemm.triton_frac */
 
 #define BF16 2.0
 
@@ -240,6 +242,30 @@ static void test_attention_sliding_window(void **state)
     mb_scenario_free(&s);
 }
 
+/* The kernel's efficiency is looked up at the window on a sliding-window layer
+ * and on the causal backward curve (swa2 with the sloped-causal fixture,
+ * fixture_H100_causal_slope.yaml: causal fwd 250 TFLOP/s up to seq 1024 and
+ * 500 from 2048, causal bwd 200 / 500). Layer 1 (window 1024) runs at seq
+ * 1024: forward 250, backward 200 TFLOP/s; layer 2 (full causal, s 4096) at
+ * 500 both ways. Before, the window layer was looked up at s (500) and the
+ * backward on the no-mask curve. Wave factor 1: bh 16 x ceil(1024/128) = 128
+ * tiles, one wave of the fixture's 128 SMs, as its benchmark shape. */
+static void test_attention_lookup_seq_and_kind(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/swa2_slope.yaml", &s);
+    sim_ops(&s, &r);
+    const double T = 4096, sq = 4096, n = 16, d = 128, w = 1024, m = 2;
+    double f_swa = 2 * T * (w - w * (w - 1) / (2 * sq)) * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
+    near(f->time_s, m * (f_swa / 250e12 + f_full / 500e12), EXACT, "fwd seconds per step", "core_attn");
+    near(b->time_s, m * 2.5 * (f_swa / 200e12 + f_full / 500e12), EXACT, "bwd seconds per step", "core_attn");
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* MLA (mla2: h 2048, n 16, q_lora_rank r_q 1536, kv_lora_rank r_kv 512,
  * qk_head_dim 128, qk_rope_head_dim d_r 64, v_head_dim 128). DeepSeek-V2/V3
  * (and Megatron-Core MLASelfAttention): q = W_qb norm(W_qa x) with W_qa [h, r_q],
@@ -309,8 +335,14 @@ static void test_gated_deltanet(void **state)
     const struct mb_op_stat *dr = op(&r, "delta_rule", 0);
     near(dr->count, m, EXACT, "fwd count", "delta_rule");
     near(dr->flop, m * T * 8 * nv * dv * dv, EXACT, "fwd flop per step", "delta_rule");
-    /* its kernel shape is the model's choice: no faster than the fixture's GEMM rate */
-    assert_true(dr->time_s >= dr->flop / FX_GEMM_RATE * (1 - EXACT));
+    /* its kernel shape is the model's choice: no faster than the fixture's GEMM
+     * rate x its Triton share (fla's chunk_gated_delta_rule) */
+    assert_true(dr->time_s >= dr->flop / (FX_TRITON * FX_GEMM_RATE) * (1 - EXACT));
+    /* backward: G_lin's factor 6 = 2 x 3 counts it at 2x the forward FLOP */
+    const struct mb_op_stat *drb = op(&r, "delta_rule", 1);
+    near(drb->count, m, EXACT, "bwd count", "delta_rule");
+    near(drb->flop, 2 * dr->flop, EXACT, "bwd flop per step (2x fwd)", "delta_rule");
+    assert_true(drb->time_s >= drb->flop / (FX_TRITON * FX_GEMM_RATE) * (1 - EXACT));
     double glin_gemm = 2 * (h * P + 4 * nv * dv * dv + h * vdim); /* G_lin / 3 without the conv term */
     double gdn = op(&r, "in_proj", 0)->flop + dr->flop + op(&r, "out_proj", 0)->flop;
     near(gdn / m, T * glin_gemm, EXACT, "fwd flop per layer", "GDN GEMMs");
@@ -345,7 +377,12 @@ static void test_mamba2(void **state)
     const struct mb_op_stat *ssd = op(&r, "ssd_scan", 0);
     near(ssd->count, c, EXACT, "fwd count", "ssd_scan");
     near(ssd->flop, c * 7 * T * din * N, EXACT, "fwd flop per step", "ssd_scan");
-    assert_true(ssd->time_s >= ssd->flop / FX_GEMM_RATE * (1 - EXACT));
+    /* mamba_ssm's Triton chunked scan at the fixture's Triton share of the GEMM
+     * rate: its T x d_in x 3.5N GEMM time / 0.5 forward; backward 2x the forward
+     * FLOP (hybrid_flops' x3 = fwd + 2x bwd), the dgrad + wgrad shapes / 0.5 */
+    near(ssd->time_s / ssd->count, gemm_s(T, din, 3.5 * N) / FX_TRITON, EXACT, "fwd seconds per execution",
+         "ssd_scan");
+    expect_op(&r, "ssd_scan", 1, c, 2 * ssd->flop, gemm_bwd_s(T, din, 3.5 * N) / FX_TRITON);
     double mamba = op(&r, "in_proj", 0)->flop + ssd->flop + op(&r, "out_proj", 0)->flop;
     near(mamba / c, 2 * T * h * (2 * 2 * h + 2 * G * N + H) + 7 * T * 2 * h * N + 2 * T * 2 * h * h, EXACT,
          "fwd flop per layer", "hybrid_flops Mamba");
@@ -353,6 +390,32 @@ static void test_mamba2(void **state)
     expect_linear(&r, "linear_fc1", c, T, 4096, h);
     expect_linear(&r, "linear_fc2", c, T, h, 4096);
     assert_false(has_op(&r, "core_attn"));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* The output layer under an FP8 recipe (gqa2 with precision fp8): Megatron
+ * builds it as a ColumnParallelLinear (megatron/core/tensor_parallel), not a
+ * Transformer Engine module, so TE's fp8 autocast does not reach it: it runs
+ * the BF16 GEMM [T, h] x [h, V] at the fixture's BF16 rate with no cast
+ * kernels, while the decoder's linear layers
+ * run at the fixture's FP8 rate (2000 x 0.5 = 1000 TFLOP/s) plus a cast. */
+static void test_output_layer_bf16(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    assert_int_equal(mb_precision_parse("fp8", &s.prec), 0);
+    recheck(&s);
+    sim_ops(&s, &r);
+    const double T = 4096, h = 2048, V = 1024, m = 2;
+    expect_op(&r, "output_layer", 0, m, m * 2 * T * V * h, gemm_s(T, V, h));
+    expect_op(&r, "output_layer", 1, m, m * 4 * T * V * h, gemm_bwd_s(T, V, h));
+    near(op(&r, "output_layer", 0)->peak, 1000e12, EXACT, "peak (the fixture's BF16)", "output_layer");
+    /* a decoder GEMM does run at the fp8 rate: faster than BF16 even with its cast */
+    const struct mb_op_stat *qkv = op(&r, "linear_qkv", 0);
+    assert_true(qkv->time_s / qkv->count < gemm_s(T, (16 + 2 * 4) * 128.0, h));
     mb_result_free(&r);
     mb_scenario_free(&s);
 }
@@ -588,8 +651,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
+        cmocka_unit_test(test_attention_lookup_seq_and_kind),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
-        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_dispatch_alltoall),
+        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
+                     cmocka_unit_test(test_dispatch_alltoall),
         cmocka_unit_test(test_dispatch_allgather),  cmocka_unit_test(test_dispatch_deepep_hybridep),
         cmocka_unit_test(test_etp),                 cmocka_unit_test(test_etp_two_nodes),
     };

@@ -6,6 +6,7 @@
  * linear_proj, ...).
  */
 #include "step_int.h"
+#include "mb_calib.h"
 
 /* Tokens of one microbatch on this rank (before the sequence-parallel split). */
 static double mb__tokens(const struct mb_scenario *s)
@@ -72,9 +73,13 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
         mb__qkv_proj(b, l, g, frozen);
     }
     double ctx = seq / 2; /* causal average context */
+    double aseq = seq;    /* the sequence the kernel's efficiency is looked up at */
     if (mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq) {
         double w = m->swa_window;
         ctx = w - w * (w - 1) / (2 * seq); /* Megatron-Bridge SWA average context */
+        /* a windowed query block loops over ~w keys, as a causal kernel of
+         * sequence w does at most: its efficiency is that of seq w, not s */
+        aseq = w;
     }
     double flop = 2.0 * T * ctx * nl * (dq + dv);
     /* CP ring attention: KV blocks pass around the ring beside the compute */
@@ -90,11 +95,30 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
     /* flash attention keeps its output (counted once, as the output GEMM's input)
      * and the fp32 log-sum-exp per head and token; one kernel over MBS x
      * heads-per-rank (batch x head) problems */
-    mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq,
+    mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
                 (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * nl * dv * BF16);
     mb_ops_gemm(b, l, "linear_proj", MB_CAT_ATTN, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
+}
+
+/* A chunked linear-attention / state-space scan run by Triton kernels
+ * (mamba_ssm's SSD scan, flash-linear-attention's gated delta rule), priced as
+ * the BF16 GEMM [M, K] x [K, N] its matmul FLOP amount to, at the table's
+ * Triton share of the GEMM rate (mb_calib_triton_frac), BF16 whatever the
+ * recipe (Triton kernels outside TE's autocast). Backward = 2x the forward
+ * FLOP (Megatron's hybrid_flops and G_lin count the factor 3 = forward +
+ * 2x backward); it is all input gradients (the scan has no weights), so it
+ * also runs in full when the weights are frozen. */
+static void mb__triton_scan(struct mb_build *b, struct mb_oplist *l, const char *name, int g, double M, double N,
+                            double K, double saved)
+{
+    mb_ops_gemm_p(b, l, name, MB_CAT_ATTN, 0, g, MB_PREC_BF16, 0, M, N, K, saved, 0);
+    struct mb_op *o = &l->op[l->n - 1];
+    double f = mb_calib_triton_frac(b->cal);
+    o->fwd /= f;
+    o->bwd /= f;
+    o->bwd_dgrad_only = o->bwd;
 }
 
 /* Gated DeltaNet (Qwen3-Next / Qwen3.5 linear attention). */
@@ -109,8 +133,9 @@ static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, P, h, Tsp * h * BF16, frozen);
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (2 * qd + vd) * BF16, T * (2 * qd + vd) * BF16);
-    /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term), run as batched GEMMs */
-    mb_ops_gemm(b, l, "delta_rule", cat, 0, g, T, 4 * nv * m->gdn_v_dim, m->gdn_v_dim, T * vd * BF16, 1);
+    /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term),
+     * flash-linear-attention's Triton chunk_gated_delta_rule */
+    mb__triton_scan(b, l, "delta_rule", g, T, 4 * nv * m->gdn_v_dim, m->gdn_v_dim, T * vd * BF16);
     mb_ops_mem(b, l, "gdn_norm_out", cat, MB_RCM_GDN_NORM_OUT, g, 2 * T * vd * BF16, T * vd * BF16);
     mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, vd, T * vd * BF16, frozen);
 }
@@ -130,9 +155,9 @@ static void mb__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
     /* causal_conv1d: read and write the x, B, C channels */
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
-    /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), matmul-like;
-     * the mamba_ssm Triton kernels run in BF16 whatever the GEMM recipe */
-    mb_ops_gemm_p(b, l, "ssd_scan", cat, 0, g, MB_PREC_BF16, 0, T, din, 3.5 * m->mamba_state, T * din * BF16, 1);
+    /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), mamba_ssm's
+     * Triton mamba_chunk_scan_combined */
+    mb__triton_scan(b, l, "ssd_scan", g, T, din, 3.5 * m->mamba_state, T * din * BF16);
     /* gated RMSNorm: read y and z, write the normalized output */
     mb_ops_mem(b, l, "gated_norm", cat, 0, g, 3 * T * din * BF16, T * din * BF16);
     mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, din, T * din * BF16, frozen);

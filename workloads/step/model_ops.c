@@ -64,7 +64,12 @@ static void mb__embedding_and_head(struct mb_build *b, int frozen)
     mb_ops_norm(b, head, "final_layernorm", MB_CAT_DENSE, 0, T / s->tp, m->hidden);
     mb_net_ring(b, head, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * m->hidden * BF16, 0);
     for (int i = 0; i <= m->mtp_layers; i++) {
-        mb_ops_gemm(b, head, "output_layer", MB_CAT_DENSE, 0, 0, T, V, m->hidden, T * m->hidden * BF16, frozen);
+        /* Megatron's output layer is a tensor_parallel.ColumnParallelLinear, not
+         * a TE module: fp8/fp4 autocast does not reach it, so it runs in BF16
+         * without quantization under every recipe (fp8_output_proj concerns the
+         * attention output projection, not this layer) */
+        mb_ops_gemm_p(b, head, "output_layer", MB_CAT_DENSE, 0, 0, MB_PREC_BF16, 0, T, V, m->hidden,
+                      T * m->hidden * BF16, frozen);
         /* fp32 logits: softmax cross-entropy reads/writes them (vocab-parallel CE) */
         mb_ops_mem(b, head, "cross_entropy", MB_CAT_DENSE, 0, 0, 3 * T * V * 4, T * V * 4);
         /* Megatron _VocabParallelCrossEntropy, unfused: max, subtract, exp, sum,

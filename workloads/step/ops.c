@@ -88,9 +88,10 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
         /* fp8/fp4 recipes quantize every GEMM operand that is not already low
          * precision: the activation input in forward (read bf16, write 1 byte)
          * and the output gradient in backward (quantized once, used by dgrad and
-         * wgrad, plus its transposed copy for wgrad). */
-        o.fwd += mb_calib_membound(b->cal, M * K * (BF16 + 1.0));
-        double q = mb_calib_membound(b->cal, M * N * (BF16 + 2.0));
+         * wgrad, plus its transposed copy for wgrad); the recipe's amax, scale
+         * and extra copies are in its calibrated quant_eff (mb_calib_quant). */
+        o.fwd += mb_calib_quant(b->cal, b->s->prec.label, M * K * (BF16 + 1.0));
+        double q = mb_calib_quant(b->cal, b->s->prec.label, M * N * (BF16 + 2.0));
         o.bwd += q;
         o.bwd_dgrad_only += q;
     }
@@ -127,8 +128,8 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
     o.kb = 2 * ceil(groups) + (b->s->prec.quantize ? 1 : 0);
     o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb_ops_gemm_p */
     if (b->s->prec.quantize) { /* as in mb_ops_gemm_p */
-        o.fwd += mb_calib_membound(b->cal, groups * tpg * K * (BF16 + 1.0));
-        double q = mb_calib_membound(b->cal, groups * tpg * N * (BF16 + 2.0));
+        o.fwd += mb_calib_quant(b->cal, b->s->prec.label, groups * tpg * K * (BF16 + 1.0));
+        double q = mb_calib_quant(b->cal, b->s->prec.label, groups * tpg * N * (BF16 + 2.0));
         o.bwd += q;
         o.bwd_dgrad_only += q;
     }
@@ -191,9 +192,15 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h)
 {
-    /* read + write one activation, plus the input kept for backward */
-    mb_ops_mem(b, l, name, cat, MB_RCM_LAYERNORM, g, 2 * tok * h * BF16, tok * h * BF16);
-    l->op[l->n - 1].kb = 2; /* TE (RMS)LayerNorm backward: dx kernel + dgamma reduction */
+    /* forward reads x and writes y; backward reads x and dy and writes dx (the
+     * gamma gradient is a [h] reduction): 3 activations, 1.5x the forward bytes,
+     * as cuDNN-frontend's norm benchmark counts them (its GB/s set membound.eff) */
+    double fb = 2 * tok * h * BF16;
+    mb_ops_mem(b, l, name, cat, MB_RCM_LAYERNORM, g, fb, tok * h * BF16);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = mb_calib_membound(b->cal, 1.5 * fb);
+    o->bytes_b = 1.5 * fb;
+    o->kb = 2; /* TE (RMS)LayerNorm backward: dx kernel + dgamma reduction */
 }
 
 /* Whether compute op o can join the fused op q. */
