@@ -97,6 +97,36 @@ static void test_tp_allgather(void **state)
     assert_true(count == 32 * 2 + 1); /* 32 layers x (attention + MLP) + the head's */
 }
 
+/* Sequence parallelism keeps only the shard of a column-parallel linear's
+ * input, so its backward all-gathers the input again for the weight gradient
+ * (TransformerEngine _Linear.backward, Megatron-Core
+ * LinearWithGradAccumulationAndAsyncCommunication.backward): one more
+ * all-gather per QKV, fc1 and output layer, in backward only, of the same size
+ * as the forward one. Llama3-8B: 32 layers x (QKV + fc1) + the output layer. */
+static void test_tp_wgrad_regather(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    struct mb_result r;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_load("tests/data/net/tp8_dense.yaml", &s, &e), 0);
+    struct mb_step_opts o = {.ops = 1};
+    assert_int_equal(mb_step_simulate_opts(&s, &o, &r, &e), 0);
+    double fwd = 0, bwd = 0, ag_fwd = 0;
+    for (size_t i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.ops[i].name, "tp allgather wgrad input"))
+            *(r.ops[i].dir == 1 ? &bwd : &fwd) += r.ops[i].count;
+        if (!strcmp(r.ops[i].name, "tp allgather") && r.ops[i].dir == 0)
+            ag_fwd += r.ops[i].count;
+    }
+    assert_true(fwd == 0);
+    assert_true(bwd == 32 * 2 + 1);
+    assert_true(ag_fwd == 32 * 2 + 1);
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* DDP gradient all-reduce of Llama3-8B's fp32 gradients on 16 GPUs (2 nodes):
  * AUTO picks the same algorithm in both, and the step's call takes what
  * mb_coll_add's takes. */
@@ -140,6 +170,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tp_allgather),
+        cmocka_unit_test(test_tp_wgrad_regather),
         cmocka_unit_test(test_ddp_allreduce),
         cmocka_unit_test(test_ep_alltoall),
     };

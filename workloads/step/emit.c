@@ -194,7 +194,7 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
         u->em.region = 0; /* each layer's module is a graph of its own */
     while (u->opi < x->l->n) {
         const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
-        if (!mb__op_selected(o, x->recompute, x->mask))
+        if (!mb__op_selected(o, x->recompute, x->mask) || (o->bwd_only && (!x->dir || x->recompute)))
             continue;
         b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
         if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {

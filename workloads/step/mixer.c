@@ -52,6 +52,7 @@ static void mb__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int fro
     double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
     double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
     mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
     mb_ops_mem(b, l, "rope", MB_CAT_ATTN, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
     /* TE fused RoPE on q and on k; qk-norm adds a norm kernel for each */
     l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
@@ -132,6 +133,7 @@ static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
     double P = 2 * qd + 2 * vd + 2 * nv;
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, P, h, Tsp * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (2 * qd + vd) * BF16, T * (2 * qd + vd) * BF16);
     /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term),
      * flash-linear-attention's Triton chunk_gated_delta_rule */
@@ -153,6 +155,7 @@ static void mb__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen
     double proj = 2 * din + gn + (double)m->mamba_heads / tp;
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
     /* causal_conv1d: read and write the x, B, C channels */
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
     /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), mamba_ssm's

@@ -28,6 +28,7 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
         mb_ops_mem(b, l, "vit_norm1", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
         mb_net_ring(b, l, "vit tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, P * hv * BF16, 0);
         mb_ops_gemm(b, l, "vit_qkv", c, 0, 0, P, 3 * hl, hv, P * hv * BF16, frozen);
+        mb_net_wgrad_gather(b, l, b->g_tp, P * hv * BF16, frozen);
         /* bidirectional attention within each image: 4 p^2 h_v FLOP per image;
          * varlen kernel over images x heads per rank; P^2/Q images of the mean size */
         mb_ops_attn(b, l, "vit_core_attn", c, 0, 0, 4.0 * Q * hl, Q / P, hd, P * P / Q * hl / hd, 0,
@@ -37,6 +38,7 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
         mb_ops_mem(b, l, "vit_norm2", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
         mb_net_ring(b, l, "vit tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, P * hv * BF16, 0);
         mb_ops_gemm(b, l, "vit_fc1", c, 0, 0, P, fv, hv, P * hv * BF16, frozen);
+        mb_net_wgrad_gather(b, l, b->g_tp, P * hv * BF16, frozen);
         mb_ops_mem(b, l, "vit_act", c, 0, 0, 2 * P * fv * BF16, P * fv * BF16);
         mb_ops_gemm(b, l, "vit_fc2", c, 0, 0, P, hv, fv, P * fv * BF16, frozen);
         mb_net_ring(b, l, "vit tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, P * hv * BF16, 0);
@@ -70,6 +72,7 @@ static void mb__embedding_and_head(struct mb_build *b, int frozen)
          * attention output projection, not this layer) */
         mb_ops_gemm_p(b, head, "output_layer", MB_CAT_DENSE, 0, 0, MB_PREC_BF16, 0, T, V, m->hidden,
                       T * m->hidden * BF16, frozen);
+        mb_net_wgrad_gather(b, head, b->g_tp, T * m->hidden * BF16, frozen);
         /* fp32 logits: softmax cross-entropy reads/writes them (vocab-parallel CE) */
         mb_ops_mem(b, head, "cross_entropy", MB_CAT_DENSE, 0, 0, 3 * T * V * 4, T * V * 4);
         /* Megatron _VocabParallelCrossEntropy, unfused: max, subtract, exp, sum,

@@ -115,6 +115,25 @@ void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum
     mb__push_req(b, l, &o, &q, g, 0);
 }
 
+/* Backward of a column-parallel linear under sequence parallelism: Transformer
+ * Engine and Megatron-Core keep only the sequence-sharded input in forward and
+ * all-gather it again for the weight gradient, beside the dgrad GEMM
+ * (NVIDIA/TransformerEngine transformer_engine/pytorch/module/linear.py at
+ * 0004dbd, _Linear.backward "Overlap input AG with dgrad"; Megatron-Core
+ * tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication
+ * .backward). Pushed right after the GEMM: backward runs the list in reverse,
+ * so the gather runs beside that GEMM's backward. Nothing for frozen weights
+ * (no wgrad), without sequence parallelism (the input is whole) or on one rank. */
+void mb_net_wgrad_gather(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double total, int frozen)
+{
+    int n0 = l->n;
+    if (frozen || !b->s->sequence_parallel)
+        return;
+    mb_net_ring(b, l, "tp allgather wgrad input", MB_CK_TP, MB_COLL_ALL_GATHER, g, total, 1);
+    if (l->n > n0)
+        l->op[l->n - 1].bwd_only = 1;
+}
+
 /* NCCL all-to-all of `bytes` per rank (nccl-tests size: the rank's send
  * buffer, 1/n of it to each rank) over g: Megatron's alltoall dispatcher (EP)
  * and Ulysses context parallelism (CP). */

@@ -71,6 +71,7 @@ struct mb_op {
     double bound_nv, bound_nic; /* MB_OP_COMM: rate caps of its NVLink / NIC flow (measured pacing,
                                * an oversubscribed uplink's share), bytes/s, 0 = none */
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
+    int bwd_only;             /* runs in the backward pass only (the wgrad input's TP re-gather) */
     double saved;             /* activation bytes saved for backward per microbatch */
     double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
     int region;               /* CUDA-graph capture region (0 = eager); ops of one region are
@@ -220,6 +221,7 @@ void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  struct mb_group g, double total, int parallel);
 void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, struct mb_group g,
                 double bytes);
+void mb_net_wgrad_gather(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double total, int frozen);
 void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, struct mb_group g, double bytes_nv,
                  double bytes_nic);
 int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep);
