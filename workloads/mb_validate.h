@@ -100,6 +100,10 @@ struct mb_val_summary {
     struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
     struct mb_val_row *rows;         /* n_rows rows, in input order */
     int roofline;                    /* set before adding inputs: predict in roofline-only mode */
+    /* set before adding inputs (optional): called with each CSV row's final scenario, recipe
+     * applied, right before it is simulated (tests read the fields the row produced) */
+    void (*scenario_hook)(const struct mb_scenario *s, const struct mb_val_row *r, void *ctx);
+    void *hook_ctx;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
 };
@@ -270,7 +274,7 @@ struct mb_val_recipe {
     char unmodelled[1024]; /* knobs the cells state that mbsim does not model ("delay_wgrad_compute", ...) */
     char defaulted[256];   /* empty (not determinable) columns: the simulator default is used */
     char not_applied[512]; /* stated but not applicable to the row's layout, or contradicting a layout column */
-    char bad[512];         /* unparseable cells: "column 'cell': why" */
+    char bad[1024];        /* unparseable cells: "column 'cell': why" */
     int n_bad;             /* cells in `bad` */
 };
 
