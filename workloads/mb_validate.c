@@ -12,10 +12,18 @@
  * public CSV has ~300 rows but only ~30 models and 7 systems, and a system
  * load runs hwloc on its node XML.
  *
+ * The recipe columns (dispatcher ... other_recipe) are read one parser per
+ * column and applied to the row's scenario, each column checked with
+ * mb_scenario_check and taken back when the row's layout cannot hold it; what
+ * is not modelled, not determinable or unparseable goes into the row's note.
+ * A TFLOP/s-only row is converted to tokens/s with its publisher's FLOP
+ * convention (chosen by the `source` column) and compared in time.
+ *
  * Statistics are exact: mean, median (sorted copy) and max of |error %|.
  * Known limit: a row is compared on one metric only (tokens/s/GPU, else step
- * time, else model TFLOP/s/GPU); rows measuring several could be checked on
- * all of them, but they are redundant up to the publisher's FLOP formula.
+ * time, else model TFLOP/s/GPU converted to tokens/s); rows measuring several
+ * could be checked on all of them, but they are redundant up to the
+ * publisher's FLOP formula.
  */
 #include "mb_validate.h"
 

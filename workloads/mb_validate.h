@@ -5,7 +5,10 @@
  * shared/data/measured/public_measured.csv, columns found by header name) or
  * scenario YAML files that carry a `measured:` block. Each row becomes a
  * struct mb_scenario, is simulated with mb_step_simulate() and compared on one
- * metric: tokens/s/GPU when measured, else step time, else model TFLOP/s/GPU.
+ * metric: tokens/s/GPU when measured, else step time, else model TFLOP/s/GPU
+ * (converted to tokens/s with the publisher's FLOP convention when the source
+ * is known). The CSV's optional recipe columns set the row's recipe
+ * (mb_validate_recipe_cell); without them the notes column is read.
  * Rows that cannot be simulated faithfully (no model file, precision not
  * stated, VLM row without image data, impossible layout, ...) are skipped
  * with a reason instead of being guessed; docs/validation.md lists the rules.
