@@ -12,10 +12,18 @@
  * public CSV has ~300 rows but only ~30 models and 7 systems, and a system
  * load runs hwloc on its node XML.
  *
+ * The recipe columns (dispatcher ... other_recipe) are read one parser per
+ * column and applied to the row's scenario, each column checked with
+ * mb_scenario_check and taken back when the row's layout cannot hold it; what
+ * is not modelled, not determinable or unparseable goes into the row's note.
+ * A TFLOP/s-only row is converted to tokens/s with its publisher's FLOP
+ * convention (chosen by the `source` column) and compared in time.
+ *
  * Statistics are exact: mean, median (sorted copy) and max of |error %|.
  * Known limit: a row is compared on one metric only (tokens/s/GPU, else step
- * time, else model TFLOP/s/GPU); rows measuring several could be checked on
- * all of them, but they are redundant up to the publisher's FLOP formula.
+ * time, else model TFLOP/s/GPU converted to tokens/s); rows measuring several
+ * could be checked on all of them, but they are redundant up to the
+ * publisher's FLOP formula.
  */
 #include "mb_validate.h"
 
@@ -24,6 +32,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -107,6 +116,12 @@ static const struct {
     {"DGX-H100", "dgx_h100"},       {"H100-SXM-80GB", "h100_sxm"},    {"DGX-B200", "dgx_b200"},
     {"DGX-B300", "dgx_b300"},       {"DGX-GB200", "gb200_nvl72"},     {"DGX-GB300", "gb300_nvl72"},
     {"DGX-A100-80GB", "dgx_a100"},
+};
+
+/* The recipe columns (mb_val_rcol order), as the CSV header names them. */
+static const char *const mb_val__rcolname[MB_VAL_RC_COUNT] = {
+    "dispatcher", "ep_overlap", "cuda_graph",  "recompute_detail", "tp_overlap", "fsdp_impl",
+    "cpu_offload", "fp8_recipe", "ce_fusion", "mtp_layers",       "pp_layout",  "other_recipe",
 };
 
 const char *mb_validate_system_key(const char *csv_system)
@@ -392,6 +407,7 @@ void mb_validate_init(struct mb_val_summary *out)
 {
     memset(out, 0, sizeof *out);
     out->mape_pct = out->median_ape_pct = out->max_ape_pct = NAN;
+    out->median_err_pct = out->mape_layout_mismatch_pct = out->mape_layout_ok_pct = NAN;
     out->max_ape_row = (size_t)-1;
 }
 
@@ -442,9 +458,11 @@ static int pick_metric(struct mb_val_row *r, double tokens, double step, double 
 }
 
 /* Simulate a checked scenario and compare on r->metric. fsdp_group > 0: the
- * CSV's sharding group, noted when it differs from DP; `applied`: what the
- * notes column set (mb_validate_apply_notes), noted when not empty. */
-static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int fsdp_group, const char *applied)
+ * CSV's sharding group, noted when it differs from DP; `head` and `tail`: what
+ * the recipe columns or the notes set and state (built by the CSV reader),
+ * noted before and after the predicted-OOM remark when not empty. */
+static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int fsdp_group, const char *head,
+                        const char *tail)
 {
     struct mb_result res;
     struct mb_err err;
@@ -476,15 +494,19 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
     if (fsdp_group > 0 && s->strategy == MB_STRAT_FSDP && fsdp_group != s->dp)
         snprintf(r->note, sizeof r->note, "FSDP sharding group %d differs from DP %d (simulated over DP)",
                  fsdp_group, s->dp);
-    if (applied && applied[0]) {
+    if (head && head[0]) {
         size_t l = strlen(r->note);
-        snprintf(r->note + l, sizeof r->note - l, "%sfrom notes: %s", l ? "; " : "", applied);
+        snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", head);
     }
     if (res.oom) {
         size_t l = strlen(r->note);
         snprintf(r->note + l, sizeof r->note - l, "%spredicted OOM (peak %.1f GiB, reserved %.1f GiB, capacity %.1f GiB)",
                  l ? "; " : "", res.mem.peak_allocated / 1073741824.0, res.mem.reserved / 1073741824.0,
                  res.mem.capacity / 1073741824.0);
+    }
+    if (tail && tail[0]) {
+        size_t l = strlen(r->note);
+        snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", tail);
     }
 }
 
@@ -524,6 +546,9 @@ struct csv_ctx {
     size_t n_header;
     int idx[C_COUNT];
     int notes_idx; /* optional "notes" column, -1 if absent */
+    int source_idx, match_idx;     /* optional "source" and "recipe_match" columns, -1 if absent */
+    int ridx[MB_VAL_RC_COUNT];     /* optional recipe columns, -1 if absent */
+    int have_recipe;               /* any recipe column present: the notes are not read for the recipe */
 };
 
 static void csv_on_field(void *data, size_t len, void *vctx)
@@ -556,11 +581,27 @@ static int csv_header(struct csv_ctx *c)
     int n_missing = 0;
     for (k = 0; k < C_COUNT; k++)
         c->idx[k] = -1;
-    c->notes_idx = -1;
+    c->notes_idx = c->source_idx = c->match_idx = -1;
+    c->have_recipe = 0;
+    for (k = 0; k < MB_VAL_RC_COUNT; k++)
+        c->ridx[k] = -1;
     for (i = 0; i < c->nf; i++) {
         char *name = trim(c->f[i].text);
         if (!strcmp(name, "notes"))
             c->notes_idx = (int)i;
+        if (!strcmp(name, "source"))
+            c->source_idx = (int)i;
+        if (!strcmp(name, "recipe_match"))
+            c->match_idx = (int)i;
+        for (k = 0; k < MB_VAL_RC_COUNT; k++)
+            if (!strcmp(name, mb_val__rcolname[k])) {
+                if (c->ridx[k] >= 0)
+                    return mb_err_set(c->err, c->path, c->f[i].line, c->f[i].col,
+                                      "duplicate column '%s' (first at column %d of the header)", name,
+                                      c->ridx[k] + 1);
+                c->ridx[k] = (int)i;
+                c->have_recipe = 1;
+            }
         for (k = 0; k < C_COUNT; k++) {
             if (strcmp(name, mb_val__colname[k]))
                 continue;
@@ -777,6 +818,1069 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
     return count;
 }
 
+/* ------------------------------------------------------------------ */
+/* recipe columns                                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One function per column, each reading the vocabulary of
+ * shared/data/measured/README.md. The cell is lower-cased first; "(...)" and
+ * "[...]" hold remarks and flags. A column handler sets scenario fields only
+ * when the cell parses and applies; it lists in r what it set (only values
+ * that differ from what the scenario held), what it cannot model, and why a
+ * cell was refused. Nothing is guessed: an empty cell is "not determinable".
+ */
+
+const char *mb_validate_recipe_column(enum mb_val_rcol col)
+{
+    return (int)col >= 0 && col < MB_VAL_RC_COUNT ? mb_val__rcolname[col] : NULL;
+}
+
+void mb_validate_recipe_init(struct mb_val_recipe *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+#if defined(__GNUC__)
+#define MB_VAL__FMT(a, b) __attribute__((format(printf, a, b)))
+#else
+#define MB_VAL__FMT(a, b)
+#endif
+
+/* Append a formatted item to a comma-separated list. */
+static void MB_VAL__FMT(3, 4) rl_add(char *buf, size_t n, const char *fmt, ...)
+{
+    char item[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(item, sizeof item, fmt, ap);
+    va_end(ap);
+    note_add(buf, n, item);
+}
+
+/* A cell as shown in messages: at most 60 characters, "..." when cut. */
+static const char *rc_shown(const char *cell, char *buf, size_t n)
+{
+    size_t l = strlen(cell);
+    if (l < 61 || n < 64)
+        copy_str(buf, n, cell);
+    else
+        snprintf(buf, n, "%.57s...", cell);
+    return buf;
+}
+
+/* Record an unparseable cell: "column 'cell': why". Returns -1. */
+static int MB_VAL__FMT(4, 5) rc_bad(struct mb_val_recipe *r, enum mb_val_rcol col, const char *cell,
+                                    const char *fmt, ...)
+{
+    char why[200], sh[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    rl_add(r->bad, sizeof r->bad, "%s '%s': %s", mb_val__rcolname[col], rc_shown(cell, sh, sizeof sh), why);
+    r->n_bad++;
+    return -1;
+}
+
+/* Lower-cased, trimmed copy. */
+static char *rc_lower(char *dst, size_t n, const char *src)
+{
+    copy_str(dst, n, src);
+    lower(dst);
+    return trim(dst);
+}
+
+/* The text before the first '(' or '[' (trimmed), into dst. */
+static char *rc_head(char *dst, size_t n, const char *t)
+{
+    copy_str(dst, n, t);
+    dst[strcspn(dst, "([")] = '\0';
+    return trim(dst);
+}
+
+/* Characters of an item shown in a list: its length, at most 60. */
+static int rc_len60(const char *item)
+{
+    size_t n = strlen(item);
+    return n < 60 ? (int)n : 60;
+}
+
+static int rc_is_na(const char *t)
+{
+    return !strncmp(t, "n/a", 3);
+}
+
+/* "true" / "false" at the start of v (up to a space, ',' or '('): 1 / 0, else -1. */
+static int rc_bool(const char *v)
+{
+    size_t n = strcspn(v, " ,(");
+    if (n == 4 && !strncmp(v, "true", 4))
+        return 1;
+    if (n == 5 && !strncmp(v, "false", 5))
+        return 0;
+    return -1;
+}
+
+/* A non-negative integer at *p (leading blanks skipped); -1 if none. */
+static long rc_int(const char **p)
+{
+    const char *s = *p + strspn(*p, " ");
+    char *end;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno == ERANGE || v > 1000000)
+        return -1;
+    *p = end;
+    return v;
+}
+
+static const char *disp_name(enum mb_dispatcher d)
+{
+    switch (d) {
+    case MB_DISP_ALLGATHER:
+        return "allgather";
+    case MB_DISP_HYBRIDEP:
+        return "hybridep";
+    case MB_DISP_DEEPEP:
+        return "deepep";
+    default:
+        return "alltoall";
+    }
+}
+
+/* dispatcher: alltoall, allgather, flex:deepep, flex:hybridep (moe_hybridep_num_sms=N);
+ * "(card)" and other remarks ignored; an SM count also as "[--moe-deepep-num-sms N]". */
+static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    char head[64];
+    const char *name = rc_head(head, sizeof head, t), *p;
+    enum mb_dispatcher d;
+    long sms = 0;
+    if (!strncmp(name, "flex:", 5))
+        name += 5;
+    if (!strcmp(name, "alltoall"))
+        d = MB_DISP_ALLTOALL;
+    else if (!strcmp(name, "allgather"))
+        d = MB_DISP_ALLGATHER;
+    else if (!strcmp(name, "deepep"))
+        d = MB_DISP_DEEPEP;
+    else if (!strcmp(name, "hybridep"))
+        d = MB_DISP_HYBRIDEP;
+    else
+        return rc_bad(r, MB_VAL_RC_DISPATCHER, cell, "expected alltoall, allgather, flex:deepep or flex:hybridep");
+    if ((p = strstr(t, "num_sms=")) != NULL || (p = strstr(t, "num-sms")) != NULL) {
+        p += p[7] == '=' ? 8 : 7;
+        sms = rc_int(&p);
+        if (sms < 1 || sms > 1024)
+            return rc_bad(r, MB_VAL_RC_DISPATCHER, cell, "SM count is not an integer in 1..1024");
+    }
+    if (s->model.num_experts <= 0 || s->ep <= 1) {
+        if (d != MB_DISP_ALLTOALL)
+            rl_add(r->not_applied, sizeof r->not_applied, "dispatcher %s (%s)", disp_name(d),
+                   s->model.num_experts <= 0 ? "dense model" : "ep = 1");
+        return 0;
+    }
+    int changed = d != s->dispatcher || (sms && sms != s->dispatcher_sms);
+    s->dispatcher = d;
+    if (sms)
+        s->dispatcher_sms = (int)sms;
+    if (changed) {
+        if (d == MB_DISP_HYBRIDEP || d == MB_DISP_DEEPEP)
+            rl_add(r->applied, sizeof r->applied, "dispatcher %s (%d SMs%s)", disp_name(d), s->dispatcher_sms,
+                   sms ? "" : ", SM count not stated: default");
+        else
+            rl_add(r->applied, sizeof r->applied, "dispatcher %s", disp_name(d));
+    }
+    return 0;
+}
+
+/* ep_overlap: on (overlap_moe_expert_parallel_comm[, delay_wgrad_compute | , no delay_wgrad]) / off (...) */
+static int rc_ep_overlap(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    int on;
+    if (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2]))
+        on = 1;
+    else if (!strncmp(t, "off", 3) && !isalnum((unsigned char)t[3]))
+        on = 0;
+    else
+        return rc_bad(r, MB_VAL_RC_EP_OVERLAP, cell, "expected on (...) or off");
+    int delay = on && strstr(t, "delay_wgrad") && !strstr(t, "no delay_wgrad") &&
+                !strstr(t, "delay_wgrad_compute=false");
+    int moe_ep = s->model.num_experts > 0 && s->ep > 1;
+    if (on && (!moe_ep || (s->pp > 1 && s->vpp < 2))) {
+        rl_add(r->not_applied, sizeof r->not_applied, "EP overlap (%s)",
+               moe_ep ? "pp > 1 without vpp" : "no expert parallelism");
+        return 0;
+    }
+    if (s->overlap_ep_comm != on)
+        rl_add(r->applied, sizeof r->applied, "EP overlap %s", on ? "on" : "off");
+    s->overlap_ep_comm = on;
+    if (delay)
+        rl_add(r->unmodelled, sizeof r->unmodelled, "delay_wgrad_compute");
+    return 0;
+}
+
+/* cuda_graph: none, full_iteration, te:<scopes>, local:<scopes>, local:full_layer (...);
+ * "enabled (scope not stated)" is not determinable. */
+static int rc_cuda_graph(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    unsigned cg = 0;
+    char scopes[128] = "";
+    if (!strncmp(t, "none", 4)) {
+        cg = 0;
+    } else if (!strncmp(t, "full_iteration", 14)) {
+        cg = MB_CG_FULL_ITERATION;
+        copy_str(scopes, sizeof scopes, "full_iteration");
+    } else if (!strncmp(t, "te:", 3) || !strncmp(t, "local:", 6)) {
+        char list[128], *save = NULL;
+        copy_str(list, sizeof list, strchr(t, ':') + 1);
+        list[strcspn(list, " ([")] = '\0';
+        copy_str(scopes, sizeof scopes, t);
+        scopes[strcspn(scopes, " ([")] = '\0';
+        if (!list[0])
+            return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "no scope after '%.8s'", t);
+        for (char *it = strtok_r(list, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
+            unsigned f = !strcmp(it, "full_layer") ? MB_CG_LAYER : mb_cuda_graph_module(it);
+            if (!f)
+                return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "unknown scope '%.40s'", it);
+            cg |= f;
+        }
+        if ((cg & MB_CG_FULL_ITERATION) && cg != MB_CG_FULL_ITERATION)
+            return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "full_iteration goes alone");
+    } else if (!strncmp(t, "enabled", 7) || (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2]))) {
+        rl_add(r->defaulted, sizeof r->defaulted, "cuda_graph (scope not stated)");
+        return 0;
+    } else {
+        return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "expected none, full_iteration, te:<scopes> or local:<scopes>");
+    }
+    if (cg != s->cuda_graph)
+        rl_add(r->applied, sizeof r->applied, "CUDA graphs %s", cg ? scopes : "none");
+    s->cuda_graph = cg;
+    return 0;
+}
+
+static void rc_describe(char *buf, size_t n, enum mb_rc_gran g, unsigned mods, enum mb_rc_method meth, int layers)
+{
+    if (g == MB_RC_NONE) {
+        snprintf(buf, n, "none");
+    } else if (g == MB_RC_FULL) {
+        if (layers > 0)
+            snprintf(buf, n, "full %s %d layer%s", meth == MB_RC_BLOCK ? "block" : "uniform", layers,
+                     layers == 1 ? "" : "s");
+        else
+            snprintf(buf, n, "full");
+    } else {
+        static const struct {
+            unsigned f;
+            const char *name;
+        } mn[] = {{MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
+                  {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
+                  {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}};
+        size_t l = (size_t)snprintf(buf, n, "selective ");
+        int first = 1;
+        for (size_t i = 0; i < sizeof mn / sizeof mn[0] && l < n; i++)
+            if (mods & mn[i].f) {
+                l += (size_t)snprintf(buf + l, n - l, "%s%s", first ? "" : "+", mn[i].name);
+                first = 0;
+            }
+    }
+}
+
+/* recompute_detail: none; selective:<a+b> (also "[] (nothing)", "core_attn (MCore default modules)");
+ * full:<uniform|block>:<N> layer[s]; full (...) = all layers. Overrides the recompute column. */
+static int rc_recompute(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    enum mb_rc_gran g;
+    unsigned mods = 0;
+    enum mb_rc_method meth = MB_RC_UNIFORM;
+    long layers = 0;
+    if (!strncmp(t, "none", 4)) {
+        g = MB_RC_NONE;
+    } else if (!strncmp(t, "selective", 9)) {
+        char list[160], *save = NULL, *l = list;
+        copy_str(list, sizeof list, t + 9);
+        l = trim(list);
+        if (*l != ':' && *l && *l != '(')
+            return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected 'selective:<modules>'");
+        g = MB_RC_SELECTIVE;
+        if (*l == ':') {
+            l = trim(l + 1);
+            if (*l == '[') {
+                char *e = strchr(l, ']');
+                if (!e)
+                    return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "unclosed '['");
+                *e = '\0';
+                l++;
+            } else {
+                l[strcspn(l, " ([")] = '\0';
+            }
+            for (char *it = strtok_r(l, "+,", &save); it; it = strtok_r(NULL, "+,", &save)) {
+                char *name = trim(it);
+                unsigned f;
+                if (!*name)
+                    continue;
+                f = rc_module(name);
+                if (!f)
+                    return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "recompute module '%.40s' not known", name);
+                mods |= f;
+            }
+            if (!mods)
+                g = MB_RC_NONE; /* an empty module list recomputes nothing */
+        } else {
+            mods = MB_RCM_CORE_ATTN; /* Megatron's default --recompute-modules */
+        }
+    } else if (!strncmp(t, "full", 4) && (!t[4] || t[4] == ' ' || t[4] == '(' || t[4] == ':')) {
+        g = MB_RC_FULL;
+        if (t[4] == ':') {
+            const char *p = t + 5;
+            if (!strncmp(p, "uniform:", 8)) {
+                p += 8;
+            } else if (!strncmp(p, "block:", 6)) {
+                meth = MB_RC_BLOCK;
+                p += 6;
+            } else {
+                return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected full:<uniform|block>:<N> layers");
+            }
+            layers = rc_int(&p);
+            p += strspn(p, " ");
+            if (layers < 0 || (strncmp(p, "layer", 5) != 0))
+                return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected full:<uniform|block>:<N> layers");
+        }
+    } else {
+        return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected none, selective:<modules> or full[:<method>:<N> layers]");
+    }
+    if (g != s->recompute || (g == MB_RC_SELECTIVE && mods != s->recompute_modules) ||
+        (g == MB_RC_FULL && (layers != s->recompute_num_layers || meth != s->recompute_method))) {
+        char now[160], was[160];
+        rc_describe(now, sizeof now, g, mods, meth, (int)layers);
+        rc_describe(was, sizeof was, s->recompute, s->recompute_modules, s->recompute_method, s->recompute_num_layers);
+        rl_add(r->applied, sizeof r->applied, "recompute %s (recompute column: %s)", now, was);
+    }
+    s->recompute = g;
+    s->recompute_modules = g == MB_RC_SELECTIVE ? mods : 0;
+    s->recompute_method = meth;
+    s->recompute_num_layers = g == MB_RC_FULL ? (int)layers : 0;
+    return 0;
+}
+
+/* tp_overlap: on (<ub cfg>), off, none (...), async TP (enable_async_tensor_parallel=True). */
+static int rc_tp_overlap(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    int on, async = 0;
+    if (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2]))
+        on = 1;
+    else if (!strncmp(t, "async tp", 8))
+        on = async = 1;
+    else if (!strncmp(t, "off", 3) || !strncmp(t, "none", 4))
+        on = 0;
+    else
+        return rc_bad(r, MB_VAL_RC_TP_OVERLAP, cell, "expected on (...), off, none or async TP");
+    if (s->tp <= 1) {
+        if (on)
+            rl_add(r->not_applied, sizeof r->not_applied, "TP overlap (tp = 1)");
+        return 0;
+    }
+    if (on != s->overlap_tp_comm)
+        rl_add(r->applied, sizeof r->applied, "TP comm overlap %s%s", on ? "on" : "off",
+               async ? " (async TP read as overlap.tp_comm)" : "");
+    s->overlap_tp_comm = on;
+    return 0;
+}
+
+/* fsdp_impl: none (DDP + distributed optimizer), none (DDP), none (... no distributed optimizer ...),
+ * megatron_fsdp[:<sharding>] (...), torch_fsdp2 (...). The fsdp column decides the strategy. */
+static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    if (!strncmp(t, "none", 4)) {
+        int dist = strstr(t, "distributed optimizer") && !strstr(t, "no distributed optimizer");
+        if (s->strategy == MB_STRAT_FSDP) {
+            rl_add(r->not_applied, sizeof r->not_applied, "fsdp_impl none (the fsdp column says FSDP: kept)");
+            return 0;
+        }
+        if (dist != s->dist_opt)
+            rl_add(r->applied, sizeof r->applied, "%s", dist ? "distributed optimizer" : "DDP, no distributed optimizer");
+        s->dist_opt = dist;
+        return 0;
+    }
+    int mfsdp = !strncmp(t, "megatron_fsdp", 13);
+    if (!mfsdp && strncmp(t, "torch_fsdp2", 11) != 0)
+        return rc_bad(r, MB_VAL_RC_FSDP_IMPL, cell, "expected none (...), megatron_fsdp[:<sharding>] or torch_fsdp2");
+    if (s->strategy != MB_STRAT_FSDP) {
+        rl_add(r->not_applied, sizeof r->not_applied, "fsdp_impl %s (the fsdp column says 3D: kept)",
+               mfsdp ? "megatron_fsdp" : "torch_fsdp2");
+        return 0;
+    }
+    if (mfsdp && t[13] == ':') {
+        char shard[64];
+        copy_str(shard, sizeof shard, t + 14);
+        shard[strcspn(shard, " ([;")] = '\0';
+        if (strcmp(shard, "optim_grads_params") != 0)
+            rl_add(r->unmodelled, sizeof r->unmodelled,
+                   "data_parallel_sharding_strategy %s (simulated as optim_grads_params)", shard);
+    }
+    if (strstr(t, "nccl_ub"))
+        rl_add(r->unmodelled, sizeof r->unmodelled, "nccl_ub");
+    if (strstr(t, "keep_fp8_transpose_cache"))
+        rl_add(r->unmodelled, sizeof r->unmodelled, "keep_fp8_transpose_cache");
+    /* fsdp_double_buffer / fsdp2_prefetch: one layer gathered ahead = overlap.fsdp_prefetch 1, the default */
+    return 0;
+}
+
+/* cpu_offload: none; activations: N layers (weights=...); fine_grained_activation_offloading ...;
+ * optimizer(_)cpu offload ... -- none of which mbsim models. */
+static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    (void)s;
+    if (!strncmp(t, "none", 4))
+        return 0;
+    if (!strncmp(t, "activations:", 12)) {
+        const char *p = t + 12;
+        long n = rc_int(&p);
+        if (n < 0)
+            return rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected 'activations: N layers'");
+        rl_add(r->unmodelled, sizeof r->unmodelled, "CPU activation offload (%ld layers)", n);
+        return 0;
+    }
+    if (!strncmp(t, "fine_grained_activation_offloading", 34)) {
+        rl_add(r->unmodelled, sizeof r->unmodelled, "fine-grained activation offload");
+        return 0;
+    }
+    if (!strncmp(t, "optimizer cpu offload", 21) || !strncmp(t, "optimizer_cpu_offload", 21)) {
+        rl_add(r->unmodelled, sizeof r->unmodelled, "optimizer CPU offload");
+        return 0;
+    }
+    return rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected none, activations: N layers, "
+                                                  "fine_grained_activation_offloading or optimizer_cpu_offload");
+}
+
+/* fp8_recipe: tensorwise ... -> fp8_cs, delayed scaling -> fp8, mxfp8, blockwise -> fp8_blockwise,
+ * nvfp4, none (bf16) / none (fp16 ...); "[flags; ...]": fp8_dot_product_attention switches
+ * attention to FP8, the rest are listed as not modelled. "... not determinable ..." keeps the
+ * precision column. */
+static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    const char *label;
+    if (strstr(t, "not determinable")) {
+        rl_add(r->defaulted, sizeof r->defaulted, "fp8_recipe (not determinable: the precision column is used)");
+        return 0;
+    }
+    if (!strncmp(t, "tensorwise", 10))
+        label = "fp8_cs";
+    else if (!strncmp(t, "delayed", 7))
+        label = "fp8";
+    else if (!strncmp(t, "mxfp8", 5))
+        label = "mxfp8";
+    else if (!strncmp(t, "blockwise", 9))
+        label = "fp8_blockwise";
+    else if (!strncmp(t, "nvfp4", 5))
+        label = "nvfp4";
+    else if (!strncmp(t, "none", 4) && strstr(t, "fp16"))
+        label = "fp16";
+    else if (!strncmp(t, "none", 4) && strstr(t, "bf16"))
+        label = "bf16";
+    else
+        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell,
+                      "expected tensorwise, delayed scaling, mxfp8, blockwise, nvfp4 or none (bf16|fp16)");
+    struct mb_precision rp;
+    if (mb_precision_parse(label, &rp) != 0)
+        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "precision '%s' not known to mbsim", label);
+    /* bracketed flags */
+    int dpa = 0;
+    const char *br = strchr(t, '[');
+    if (br) {
+        char flags[400], *save = NULL;
+        copy_str(flags, sizeof flags, br + 1);
+        char *e = strchr(flags, ']');
+        if (!e)
+            return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "unclosed '['");
+        *e = '\0';
+        if (!strncmp(trim(flags), "inferred", 8))
+            flags[0] = '\0'; /* "[inferred: why]" is a remark, not flags */
+        for (char *it = strtok_r(flags, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
+            char *f = trim(it);
+            if (!*f)
+                continue;
+            if (!strncmp(f, "fp8_dot_product_attention", 25))
+                dpa = 1;
+            else /* in the cell's own spelling */
+                rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(f), cell + (br + 1 - t) + (f - flags),
+                       strlen(f) > 60 ? "..." : "");
+        }
+    }
+    const char *was = s->prec.label;
+    int refine = strcmp(was, label) != 0 && !strcmp(was, "fp8") && rp.gemm == MB_PREC_FP8 && rp.quantize;
+    if (strcmp(was, label) != 0 && !refine) {
+        rl_add(r->not_applied, sizeof r->not_applied, "fp8_recipe %s (the precision column says %s: kept)", label,
+               was);
+        return 0;
+    }
+    if (refine) {
+        enum mb_prec attn = s->prec.attn;
+        rl_add(r->applied, sizeof r->applied, "precision %s (fp8_recipe refines fp8%s)", label,
+               strstr(t, "inferred") ? "; the cell says inferred" : "");
+        s->prec = rp;
+        if (attn == MB_PREC_FP8)
+            s->prec.attn = MB_PREC_FP8;
+    }
+    if (dpa && s->prec.quantize && s->prec.attn != MB_PREC_FP8) {
+        s->prec.attn = MB_PREC_FP8;
+        rl_add(r->applied, sizeof r->applied, "FP8 attention");
+    }
+    return 0;
+}
+
+/* ce_fusion: on (impl=te|native) / off; mbsim runs the unfused vocab-parallel cross-entropy. */
+static int rc_ce_fusion(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    (void)s;
+    if (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2])) {
+        char impl[32] = "";
+        const char *p = strstr(t, "impl=");
+        if (p) {
+            copy_str(impl, sizeof impl, p + 5);
+            impl[strcspn(impl, " ,;)")] = '\0';
+        }
+        rl_add(r->unmodelled, sizeof r->unmodelled, "cross-entropy fusion%s%s%s", impl[0] ? " (impl=" : "", impl,
+               impl[0] ? ")" : "");
+        return 0;
+    }
+    if (!strncmp(t, "off", 3) && !isalnum((unsigned char)t[3]))
+        return 0;
+    if (!strncmp(t, "impl=", 5)) {
+        rl_add(r->defaulted, sizeof r->defaulted, "ce_fusion (on/off not stated)");
+        return 0;
+    }
+    return rc_bad(r, MB_VAL_RC_CE_FUSION, cell, "expected on (impl=...) or off");
+}
+
+/* mtp_layers: an integer; replaces the model file's MTP depth. */
+static int rc_mtp(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    const char *p = t;
+    long n = rc_int(&p);
+    p += strspn(p, " ");
+    if (n < 0 || *p || n > 1000)
+        return rc_bad(r, MB_VAL_RC_MTP_LAYERS, cell, "expected an integer 0..1000");
+    if (n == s->model.mtp_layers)
+        return 0;
+    if (n > 0 && (s->model.pattern[0] || s->model.n_layers <= 0)) {
+        rl_add(r->not_applied, sizeof r->not_applied, "mtp_layers %ld (model %s has a hybrid layer pattern)", n,
+               s->model.name);
+        return 0;
+    }
+    rl_add(r->applied, sizeof r->applied, "MTP layers %ld (model file: %d)", n, s->model.mtp_layers);
+    s->model.mtp_layers = (int)n;
+    return 0;
+}
+
+/* Megatron's uniform split with embedding / loss counted as one layer each
+ * (account_for_embedding/loss_in_pipeline_split): (L + e + l) / (pp*vpp) per
+ * virtual stage, the first one e fewer decoder layers, the last one l fewer
+ * (MTP layers sit with the loss). Written as an expanded layout. 0, or -1
+ * when the split is not whole (why in msg). */
+static int rc_account_layout(const struct mb_scenario *s, int e, int l, char *out, size_t n, char *msg, size_t mlen)
+{
+    int nv = s->pp * s->vpp, L = s->model.num_layers, tot = L + e + l;
+    if (nv < 2) {
+        snprintf(msg, mlen, "one pipeline stage");
+        return -1;
+    }
+    if (tot % nv) {
+        snprintf(msg, mlen, "num_layers + %d = %d not divisible by pp*vpp = %d", e + l, tot, nv);
+        return -1;
+    }
+    int k = tot / nv;
+    size_t w = 0;
+    for (int v = 0; v < nv; v++) {
+        int nt = k - (v == 0 ? e : 0) - (v == nv - 1 ? l : 0);
+        size_t need = (size_t)nt + (size_t)s->model.mtp_layers + 4;
+        if (w + need >= n) {
+            snprintf(msg, mlen, "layout longer than %zu characters", n - 1);
+            return -1;
+        }
+        if (v > 0)
+            out[w++] = '|';
+        if (v == 0)
+            out[w++] = 'E';
+        for (int i = 0; i < nt; i++)
+            out[w++] = 't';
+        if (v == nv - 1) {
+            for (int i = 0; i < s->model.mtp_layers; i++)
+                out[w++] = 'm';
+            out[w++] = 'L';
+        }
+    }
+    out[w] = '\0';
+    return 0;
+}
+
+/* pp_layout: n/a (PP=1); an explicit MCore layout ("Et*4|(t*4|)*14tmL"); uniform split
+ * (account_for_embedding=X, account_for_loss=Y); uniform split (non-interleaved 1F1B);
+ * interleaved 1F1B via --num-layers-per-virtual-pipeline-stage (an even split). */
+static int rc_pp_layout(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+{
+    char buf[sizeof s->pipeline_layout], msg[160];
+    if (!strncmp(t, "uniform split", 13) || !strncmp(t, "interleaved 1f1b", 16)) {
+        int e = strstr(t, "account_for_embedding=true") != NULL, l = strstr(t, "account_for_loss=true") != NULL;
+        if (!e && !l)
+            return 0; /* an even split: mbsim's default */
+        if (rc_account_layout(s, e, l, buf, sizeof buf, msg, sizeof msg) != 0) {
+            rl_add(r->not_applied, sizeof r->not_applied, "pp_layout uniform split with embedding/loss as layers (%s)",
+                   msg);
+            return 0;
+        }
+        copy_str(s->pipeline_layout, sizeof s->pipeline_layout, buf);
+        rl_add(r->applied, sizeof r->applied, "pipeline layout: uniform split with %s as a layer",
+               e && l ? "embedding and loss each" : e ? "embedding" : "loss");
+        return 0;
+    }
+    /* an explicit layout, as written (case matters: E, t, m, L) */
+    char raw[256];
+    size_t bad = 0;
+    copy_str(raw, sizeof raw, cell);
+    char *lay = trim(raw);
+    if (strspn(lay, "EtmL|()*0123456789") != strlen(lay))
+        return rc_bad(r, MB_VAL_RC_PP_LAYOUT, cell,
+                      "expected n/a, uniform split (...) or a layout of E, t, m, L, |, (...)*N");
+    if (mb_pipeline_layout_expand(lay, buf, sizeof buf, &bad, msg, sizeof msg) != 0)
+        return rc_bad(r, MB_VAL_RC_PP_LAYOUT, cell, "%s (at character %zu)", msg, bad + 1);
+    if (strcmp(buf, s->pipeline_layout) != 0)
+        rl_add(r->applied, sizeof r->applied, "pipeline layout %s", lay);
+    copy_str(s->pipeline_layout, sizeof s->pipeline_layout, buf);
+    return 0;
+}
+
+/* One dtype word of precision_aware_opt: bytes per element (2 or 4), 0 if unknown. */
+static int rc_dtype_bytes(const char *t, const char *key)
+{
+    const char *p = strstr(t, key);
+    if (!p)
+        return 0;
+    p += strlen(key);
+    p += strspn(p, " =:");
+    if (!strncmp(p, "bfloat16", 8) || !strncmp(p, "bf16", 4))
+        return 2;
+    if (!strncmp(p, "float32", 7) || !strncmp(p, "fp32", 4))
+        return 4;
+    return 0;
+}
+
+/* other_recipe items that are provenance or layout restated, not knobs. */
+static const char *const rc_info_items[] = {
+    "provider-class default used for", "container ", "readme ", "nemo 2.x perf script", "card:",
+    "table kernels", "seq ", "dp", "expert-data-parallel", "expert_data_parallel_size", "b300 26.06 numbers",
+    "25.09 run_script", NULL};
+
+/* An other_recipe item "key=True|False": 1 when the item has that key (*b = 1 / 0,
+ * or -1 when the value is neither), 0 otherwise. */
+static int rc_kv_bool(const char *x, const char *key, int *b)
+{
+    size_t n = strlen(key);
+    if (strncmp(x, key, n) != 0 || x[n] != '=')
+        return 0;
+    *b = rc_bool(x + n + 1);
+    return 1;
+}
+
+/* other_recipe: ';'-separated settings. Modelled: precision_aware_opt (dtypes), grad_reduce_in_fp32,
+ * overlap_grad_reduce / overlap_param_gather (also co.*), shared_expert_overlap, seq_parallel,
+ * dist_opt, TOKEN-DROP capacity_factor, force-balanced routing, grouped GEMM, HybridEP/DeepEP SM
+ * counts. Provenance items (rc_info_items) are skipped; every other item is listed as not
+ * modelled, in the cell's own spelling (o is the cell as written, aligned with t). */
+static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct mb_val_recipe *r)
+{
+    char all[2048], *save = NULL;
+    int grf = -1, pao_grads = 0, pao_states = 0, rc = 0, b = -1;
+    copy_str(all, sizeof all, t);
+    for (char *it = strtok_r(all, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
+        char *x = trim(it);
+        const char *xo = o + (x - all); /* the item as written */
+        int info = 0;
+        if (!*x)
+            continue;
+        for (int i = 0; rc_info_items[i]; i++) {
+            size_t n = strlen(rc_info_items[i]);
+            if (!strncmp(x, rc_info_items[i], n) && (rc_info_items[i][n - 1] == ' ' || !isalpha((unsigned char)x[n])))
+                info = 1;
+        }
+        if (info)
+            continue;
+        if (rc_kv_bool(x, "precision_aware_opt", &b)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "precision_aware_opt: expected =True or =False");
+            } else if (!b) {
+                pao_states = 4; /* fp32 moments, Megatron's default */
+            } else if (!(pao_states = rc_dtype_bytes(x, "exp_avg"))) {
+                rl_add(r->defaulted, sizeof r->defaulted, "precision_aware_opt dtypes (not stated)");
+            } else {
+                pao_grads = rc_dtype_bytes(x, "grads");
+                if (rc_dtype_bytes(x, "params") == 2)
+                    rl_add(r->unmodelled, sizeof r->unmodelled, "bf16 master params");
+            }
+        } else if (rc_kv_bool(x, "grad_reduce_in_fp32", &b)) {
+            if (b < 0)
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "grad_reduce_in_fp32: expected =True or =False");
+            else
+                grf = b;
+        } else if (rc_kv_bool(x, "overlap_grad_reduce", &b) || rc_kv_bool(x, "co.overlap_grad_reduce", &b)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_grad_reduce: expected =True or =False");
+                continue;
+            }
+            if (b != s->overlap_grad_reduce)
+                rl_add(r->applied, sizeof r->applied, "grad-reduce overlap %s", b ? "on" : "off");
+            s->overlap_grad_reduce = b;
+        } else if (rc_kv_bool(x, "overlap_param_gather", &b) || rc_kv_bool(x, "co.overlap_param_gather", &b)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_param_gather: expected =True or =False");
+                continue;
+            }
+            if (b != s->overlap_param_gather)
+                rl_add(r->applied, sizeof r->applied, "param-gather overlap %s", b ? "on" : "off");
+            s->overlap_param_gather = b;
+        } else if (rc_kv_bool(x, "shared_expert_overlap", &b)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "shared_expert_overlap: expected =True or =False");
+            } else if (s->model.shared_ffn_hidden <= 0) {
+                if (b)
+                    rl_add(r->not_applied, sizeof r->not_applied, "shared_expert_overlap (no shared experts)");
+            } else {
+                if (b != s->shared_expert_overlap)
+                    rl_add(r->applied, sizeof r->applied, "shared-expert overlap %s", b ? "on" : "off");
+                s->shared_expert_overlap = b;
+            }
+        } else if (rc_kv_bool(x, "seq_parallel", &b) || (!strncmp(x, "no sequence parallel", 20) && (b = 0) == 0)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "seq_parallel: expected =True or =False");
+            } else if (s->tp > 1) {
+                int was = s->sequence_parallel < 0 ? 1 : s->sequence_parallel;
+                if (b != was)
+                    rl_add(r->applied, sizeof r->applied, "sequence parallel %s", b ? "on" : "off");
+                s->sequence_parallel = b;
+            }
+        } else if (rc_kv_bool(x, "dist_opt", &b)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "dist_opt: expected =True or =False");
+            } else if (!b && s->strategy == MB_STRAT_FSDP) {
+                rl_add(r->not_applied, sizeof r->not_applied, "dist_opt=False (FSDP)");
+            } else {
+                if (b != s->dist_opt)
+                    rl_add(r->applied, sizeof r->applied, "%s",
+                           b ? "distributed optimizer" : "DDP, no distributed optimizer");
+                s->dist_opt = b;
+            }
+        } else if (!strncmp(x, "token-drop capacity_factor=", 27)) {
+            char *end;
+            double cf = strtod(x + 27, &end);
+            if (end == x + 27 || !isfinite(cf) || (cf != 0 && cf < 1) || cf > 1000) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "capacity_factor: expected 0 or a number >= 1");
+            } else if (s->model.num_experts <= 0) {
+                rl_add(r->not_applied, sizeof r->not_applied, "capacity_factor (dense model)");
+            } else {
+                if (!mb_dbl_eq(cf, s->capacity_factor))
+                    rl_add(r->applied, sizeof r->applied, "capacity factor %g (token drop)", cf);
+                s->capacity_factor = cf;
+            }
+        } else if (!strcmp(x, "force_balance=true") || !strcmp(x, "routing=force_balance") ||
+                   !strcmp(x, "force_balance routing") || !strcmp(x, "fake_balanced_gate")) {
+            if (s->routing != MB_ROUTE_BALANCED)
+                rl_add(r->applied, sizeof r->applied, "balanced routing");
+            s->routing = MB_ROUTE_BALANCED;
+        } else if (!strcmp(x, "force_balance=false")) {
+            rl_add(r->unmodelled, sizeof r->unmodelled,
+                   "force_balance=False (the routing imbalance is not stated: simulated balanced)");
+        } else if (!strcmp(x, "grouped_gemm=true") || !strcmp(x, "grouped gemm") || !strcmp(x, "experts=gmm")) {
+            /* mbsim runs the routed experts as grouped GEMMs */
+        } else if (!strncmp(x, "hybridep_num_sms=", 17) || !strncmp(x, "--moe-deepep-num-sms", 20)) {
+            int hy = x[0] == 'h';
+            const char *p = x + (hy ? 17 : 20);
+            long n = rc_int(&p);
+            if (n < 1 || n > 1024) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "SM count is not an integer in 1..1024");
+                continue;
+            }
+            if (s->dispatcher == (hy ? MB_DISP_HYBRIDEP : MB_DISP_DEEPEP) && n != s->dispatcher_sms) {
+                rl_add(r->applied, sizeof r->applied, "%s SMs %ld", hy ? "HybridEP" : "DeepEP", n);
+                s->dispatcher_sms = (int)n;
+            }
+            if (hy && strstr(x, "combine chunk"))
+                rl_add(r->unmodelled, sizeof r->unmodelled, "HybridEP combine chunk size");
+        } else {
+            rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(x), xo, strlen(x) > 60 ? "..." : "");
+        }
+    }
+    /* main grads: grad_reduce_in_fp32 (the DDP buffer and its reduction) when stated, else
+     * the precision-aware optimizer's grads dtype */
+    int gb = grf >= 0 ? (grf ? 4 : 2) : pao_grads;
+    if (gb && gb != s->grad_bytes) {
+        rl_add(r->applied, sizeof r->applied, "main grads %s", gb == 2 ? "bf16" : "fp32");
+        s->grad_bytes = gb;
+    }
+    int sb = 2 * pao_states;
+    if (sb && sb != s->state_bytes) {
+        rl_add(r->applied, sizeof r->applied, "Adam states %s", sb == 4 ? "bf16" : "fp32");
+        s->state_bytes = sb;
+    }
+    return rc;
+}
+
+int mb_validate_recipe_cell(struct mb_scenario *s, enum mb_val_rcol col, const char *cell, struct mb_val_recipe *r)
+{
+    char orig[2048], low[2048];
+    const char *t;
+    if ((int)col < 0 || col >= MB_VAL_RC_COUNT)
+        return -1;
+    /* the cell as written (trimmed) and its lower-case twin, aligned character by character */
+    copy_str(orig, sizeof orig, cell ? cell : "");
+    cell = trim(orig);
+    t = rc_lower(low, sizeof low, cell);
+    if (!*t) {
+        note_add(r->defaulted, sizeof r->defaulted, mb_val__rcolname[col]);
+        return 1;
+    }
+    if (rc_is_na(t))
+        return 0;
+    switch (col) {
+    case MB_VAL_RC_DISPATCHER:
+        return rc_dispatcher(s, cell, t, r);
+    case MB_VAL_RC_EP_OVERLAP:
+        return rc_ep_overlap(s, cell, t, r);
+    case MB_VAL_RC_CUDA_GRAPH:
+        return rc_cuda_graph(s, cell, t, r);
+    case MB_VAL_RC_RECOMPUTE_DETAIL:
+        return rc_recompute(s, cell, t, r);
+    case MB_VAL_RC_TP_OVERLAP:
+        return rc_tp_overlap(s, cell, t, r);
+    case MB_VAL_RC_FSDP_IMPL:
+        return rc_fsdp_impl(s, cell, t, r);
+    case MB_VAL_RC_CPU_OFFLOAD:
+        return rc_cpu_offload(s, cell, t, r);
+    case MB_VAL_RC_FP8_RECIPE:
+        return rc_fp8_recipe(s, cell, t, r);
+    case MB_VAL_RC_CE_FUSION:
+        return rc_ce_fusion(s, cell, t, r);
+    case MB_VAL_RC_MTP_LAYERS:
+        return rc_mtp(s, cell, t, r);
+    case MB_VAL_RC_PP_LAYOUT:
+        return rc_pp_layout(s, cell, t, r);
+    case MB_VAL_RC_OTHER:
+        return rc_other(s, cell, t, r);
+    default:
+        return -1;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* FLOP conventions of TFLOP/s-only rows                              */
+/* ------------------------------------------------------------------ */
+
+/* Which publisher counted how; matched as substrings of the `source` cell,
+ * first match wins (docs/validation.md, "FLOP conventions"). */
+static const struct {
+    const char *needle;
+    enum mb_val_flops conv;
+} mb_val__flop_sources[] = {
+    {"arXiv:2104.04473", MB_VAL_FLOPS_SC21},         /* Narayanan et al., SC21, Table 1 */
+    {"cases_april2021", MB_VAL_FLOPS_SC21},          /* the same table in Megatron-LM's README, April 2021 */
+    {"Megatron-LM@0b981f9c5305", MB_VAL_FLOPS_MLM_2024}, /* MoE README, MCore v0.8 (2024-08) */
+    {"Megatron-LM@c230e0d7c298", MB_VAL_FLOPS_MLM_2024}, /* MoE README, MCore v0.9 (2024-11) */
+    {"Megatron-Bridge@", MB_VAL_FLOPS_MCORE},        /* Megatron-Bridge flop_utils (causal /2) */
+};
+
+enum mb_val_flops mb_validate_flop_convention(const char *source)
+{
+    if (!source)
+        return MB_VAL_FLOPS_UNKNOWN;
+    for (size_t i = 0; i < sizeof mb_val__flop_sources / sizeof mb_val__flop_sources[0]; i++)
+        if (strstr(source, mb_val__flop_sources[i].needle))
+            return mb_val__flop_sources[i].conv;
+    return MB_VAL_FLOPS_UNKNOWN;
+}
+
+const char *mb_validate_flop_convention_name(enum mb_val_flops conv)
+{
+    switch (conv) {
+    case MB_VAL_FLOPS_SC21:
+        return "sc21";
+    case MB_VAL_FLOPS_MLM_2024:
+        return "megatron-lm-2024";
+    case MB_VAL_FLOPS_MCORE:
+        return "megatron-core";
+    default:
+        return "unknown";
+    }
+}
+
+/* Every decoder layer has the same FFN kind (all dense or all MoE). */
+static int uniform_ffn(const struct mb_model *m)
+{
+    for (int i = 1; i < m->n_layers; i++)
+        if (m->layer[i].ffn != m->layer[0].ffn)
+            return 0;
+    return 1;
+}
+
+double mb_validate_publisher_flops(enum mb_val_flops conv, const struct mb_model *m, double gbs, double seq,
+                                   int recompute, char *why, size_t why_len)
+{
+    double B = gbs, s = seq, l = m->num_layers, h = m->hidden, V = (double)m->vocab;
+    int gated = m->act == MB_ACT_SWIGLU || m->act == MB_ACT_GEGLU;
+    int special = m->pattern[0] || m->kv_lora_rank > 0 || m->swa_window > 0 || m->gdn_v_heads > 0 ||
+                  m->moe_latent > 0 || m->mamba_heads > 0 || m->vision.depth > 0;
+    if (why && why_len)
+        why[0] = '\0';
+    if (B <= 0 || s <= 0 || h <= 0 || l <= 0) {
+        if (why && why_len)
+            snprintf(why, why_len, "batch, sequence or model size not positive");
+        return 0;
+    }
+    switch (conv) {
+    case MB_VAL_FLOPS_SC21:
+        /* Narayanan et al. 2021, appendix: a GPT layer (4h MLP, no GQA) does 24Bsh^2 + 4Bs^2h
+         * forward, the logits 2BshV. With activation recomputation the layers run 4 passes
+         * (forward, recompute forward, backward = 2 forwards), the logits 3:
+         * F = 96 B s l h^2 (1 + s/6h + V/16lh); without it 72 B s l h^2 (1 + s/6h + V/12lh). */
+        if (special || m->num_experts > 0 || gated || m->ffn_hidden != 4 * m->hidden ||
+            (m->num_kv_heads > 0 && m->num_kv_heads != m->num_heads) ||
+            (m->head_dim > 0 && (long)m->head_dim * m->num_heads != m->hidden) || m->mtp_layers > 0) {
+            if (why && why_len)
+                snprintf(why, why_len, "the SC21 formula covers GPT layers (4h GeLU MLP, MHA) only");
+            return 0;
+        }
+        if (recompute)
+            return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+        return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+    case MB_VAL_FLOPS_MLM_2024: {
+        /* Megatron-LM megatron/training/training.py num_floating_point_operations at
+         * 0b981f9c5305 / c230e0d7c298: 12 B s l h^2 [ (1 + g/n + s/h) nd/h
+         * + (f/h) k c + (f_sh/h) c + V/(2lh) ], c = 3/2 with SwiGLU; f = ffn_hidden_size,
+         * the expert width in MCore v0.8; attention not halved for the causal mask.
+         * Recomputation is not counted. */
+        if (special || !uniform_ffn(m) || m->first_dense > 0 || m->mtp_layers > 0) {
+            if (why && why_len)
+                snprintf(why, why_len, "the 2024 Megatron-LM formula covers uniform dense or MoE GPT layers only");
+            return 0;
+        }
+        double n = m->num_heads, g = m->num_kv_heads > 0 ? m->num_kv_heads : n;
+        double d = m->head_dim > 0 ? m->head_dim : h / n;
+        double moe = m->num_experts > 0;
+        double f = moe ? m->moe_ffn_hidden : m->ffn_hidden, k = moe ? m->topk : 1, c = gated ? 1.5 : 1.0;
+        double fsh = moe ? m->shared_ffn_hidden : 0;
+        return 12 * B * s * l * h * h *
+               ((1 + g / n + s / h) * (n * d / h) + (f / h) * k * c + (fsh / h) * c + V / (2 * l * h));
+    }
+    case MB_VAL_FLOPS_MCORE:
+        /* Megatron-Core >= 0.12 and Megatron-Bridge count what mbsim counts (causal /2) */
+        return mb_model_flops(m, B * s, B * s * s);
+    default:
+        if (why && why_len)
+            snprintf(why, why_len, "the source's FLOP convention is not known");
+        return 0;
+    }
+}
+
+double mb_validate_tflops_to_tokens(double tflops, double flops_per_step, double gbs, double seq)
+{
+    if (!(flops_per_step > 0) || !(tflops > 0))
+        return 0;
+    return gbs * seq * tflops * 1e12 / flops_per_step;
+}
+
+/* Apply every recipe column of the record to s, one column at a time; a
+ * column whose result does not pass mb_scenario_check is taken back and
+ * listed as not applied, with the check's message. */
+static void csv_apply_recipe(struct csv_ctx *c, struct mb_scenario *s, struct mb_val_recipe *rec)
+{
+    mb_validate_recipe_init(rec);
+    for (int k = 0; k < MB_VAL_RC_COUNT; k++) {
+        if (c->ridx[k] < 0)
+            continue;
+        const char *cellv = c->f[c->ridx[k]].text;
+        struct mb_scenario before = *s;
+        struct mb_val_recipe rb = *rec;
+        if (mb_validate_recipe_cell(s, (enum mb_val_rcol)k, cellv, rec) == 1)
+            continue;
+        struct mb_scenario t = *s;
+        struct mb_err e;
+        mb_err_clear(&e);
+        if (mb_scenario_check(&t, &e) != 0) {
+            char sh[64];
+            *s = before;
+            *rec = rb;
+            rl_add(rec->not_applied, sizeof rec->not_applied, "%s '%s' (%.200s)", mb_val__rcolname[k],
+                   rc_shown(trim(c->f[c->ridx[k]].text), sh, sizeof sh), e.msg);
+        }
+    }
+}
+
+/* The row's note from what the recipe did: head (applied, not applied,
+ * unparseable, LAYOUT-MISMATCH, not determinable), tail (not modelled). */
+static void csv_recipe_note(struct csv_ctx *c, struct mb_val_row *r, const struct mb_val_recipe *rec, char *head,
+                            size_t hn, char *tail, size_t tn)
+{
+    size_t l = strlen(head);
+#define NOTE_PART(fmt, ...)                                                                                      \
+    do {                                                                                                         \
+        if (l < hn)                                                                                              \
+            l += (size_t)snprintf(head + l, hn - l, "%s" fmt, l ? "; " : "", __VA_ARGS__);                       \
+    } while (0)
+    if (rec->applied[0])
+        NOTE_PART("recipe: %s", rec->applied);
+    if (rec->not_applied[0])
+        NOTE_PART("recipe not applied: %s", rec->not_applied);
+    if (rec->bad[0])
+        NOTE_PART("unparseable recipe cell%s: %s", rec->n_bad > 1 ? "s" : "", rec->bad);
+    if (c->match_idx >= 0) {
+        const char *m = trim(c->f[c->match_idx].text);
+        if (starts_with_ci(m, "LAYOUT-MISMATCH") || starts_with_ci(m, "CONTRADICTION")) {
+            char cut[200];
+            copy_str(cut, sizeof cut, m);
+            char *close = strchr(cut, ')');
+            if (close)
+                close[1] = '\0';
+            r->layout_mismatch = starts_with_ci(m, "LAYOUT-MISMATCH");
+            NOTE_PART("%s", cut);
+        }
+    }
+    if (rec->defaulted[0])
+        NOTE_PART("not determinable (simulator default): %s", rec->defaulted);
+#undef NOTE_PART
+    if (rec->unmodelled[0])
+        snprintf(tail, tn, "not modelled: %s", rec->unmodelled);
+}
+
+/* A TFLOP/s-only row: convert the published TFLOP/s/GPU to tokens/s/GPU with
+ * the source's FLOP convention and compare that; with no known convention the
+ * row stays compared in mbsim's own FLOP count, and the note says so. */
+static void csv_tflops_in_time(struct csv_ctx *c, struct mb_val_row *r, const struct mb_scenario *s, char *head,
+                               size_t hn)
+{
+    enum mb_val_flops conv =
+        c->source_idx >= 0 ? mb_validate_flop_convention(c->f[c->source_idx].text) : MB_VAL_FLOPS_UNKNOWN;
+    char why[160];
+    double gbs = s->global_batch_size, seq = s->seq_length;
+    double F = mb_validate_publisher_flops(conv, &s->model, gbs, seq, s->recompute == MB_RC_FULL, why, sizeof why);
+    size_t at = strlen(head);
+    if (at >= hn)
+        return;
+    if (F > 0) {
+        double tok = mb_validate_tflops_to_tokens(r->measured, F, gbs, seq);
+        double t_step = F / (r->measured * 1e12 * s->gpus);
+        snprintf(head + at, hn - at,
+                 "%smeasured %g TFLOP/s/GPU in %s FLOPs (%.4g PFLOP per step) = %.4g s per step = %.6g tokens/s/GPU",
+                 at ? "; " : "", r->measured, mb_validate_flop_convention_name(conv), F / 1e15, t_step, tok);
+        r->measured_tflops = r->measured;
+        copy_str(r->flops_conv, sizeof r->flops_conv, mb_validate_flop_convention_name(conv));
+        copy_str(r->metric, sizeof r->metric, MB_VAL_TOKENS);
+        r->measured = tok;
+    } else {
+        snprintf(head + at, hn - at, "%sTFLOP/s compared in mbsim's FLOP count (%s)", at ? "; " : "", why);
+    }
+}
+
 /* Map one data record onto a scenario, simulate it, append the row. */
 static int csv_record(struct csv_ctx *c)
 {
@@ -897,23 +2001,58 @@ static int csv_record(struct csv_ctx *c)
      * own weights, gradients and optimizer state are negligible next to it */
     if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora"))
         s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
-    char applied[200] = "";
-    if (c->notes_idx >= 0)
-        mb_validate_apply_notes(&s, c->f[c->notes_idx].text, applied, sizeof applied);
     s.meas_tokens_per_s_per_gpu = tokens;
     s.meas_model_tflops_per_gpu = tflops;
     s.meas_step_time_s = step;
     s.roofline = c->out->roofline;
 
+    /* the layout columns alone must make a valid scenario (else the row is
+     * skipped with the layout's own message); the recipe then refines it */
+    struct mb_scenario t = s;
     mb_err_clear(&cerr);
-    if (mb_scenario_check(&s, &cerr) != 0) {
+    if (mb_scenario_check(&t, &cerr) != 0) {
+        char msg[600];
+        mb_err_format(&cerr, msg, sizeof msg);
+        copy_str(why, sizeof why, msg);
+        skip_row(r, why);
+        mb_scenario_free(&s);
+        return 0;
+    }
+    char *head = mb_malloc(2048), *tail = mb_malloc(1100);
+    head[0] = tail[0] = '\0';
+    if (c->have_recipe) {
+        struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
+        csv_apply_recipe(c, &s, rec);
+        r->recipe_bad = rec->n_bad;
+        if (!strcmp(r->metric, MB_VAL_TFLOPS)) /* after the recipe: SC21 counts its recompute */
+            csv_tflops_in_time(c, r, &s, head, 2048);
+        csv_recipe_note(c, r, rec, head, 2048, tail, 1100);
+        mb_free(rec);
+    } else {
+        char applied[200] = "";
+        if (c->notes_idx >= 0)
+            mb_validate_apply_notes(&s, c->f[c->notes_idx].text, applied, sizeof applied);
+        if (!strcmp(r->metric, MB_VAL_TFLOPS))
+            csv_tflops_in_time(c, r, &s, head, 2048);
+        if (applied[0]) {
+            size_t l = strlen(head);
+            snprintf(head + l, 2048 - l, "%sfrom notes: %s", l ? "; " : "", applied);
+        }
+    }
+
+    mb_err_clear(&cerr);
+    if (mb_scenario_check(&s, &cerr) != 0) { /* cannot happen: every recipe cell was checked */
         char msg[600];
         mb_err_format(&cerr, msg, sizeof msg);
         copy_str(why, sizeof why, msg);
         skip_row(r, why);
     } else {
-        predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, applied);
+        if (c->out->scenario_hook)
+            c->out->scenario_hook(&s, r, c->out->hook_ctx);
+        predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
     }
+    mb_free(head);
+    mb_free(tail);
     mb_scenario_free(&s);
     return 0;
 }
@@ -1055,7 +2194,7 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
         skip_row(r, "no measured block");
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
-        predict_row(r, &s, 0, NULL);
+        predict_row(r, &s, 0, NULL, NULL);
     }
     mb_scenario_free(&s);
     return 0;
@@ -1076,14 +2215,14 @@ static int cmp_name_val(const void *a, const void *b)
 }
 
 /* Group (name, |err|) pairs by name: sorted by name, MAPE per group. */
-static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t field_off, size_t *n_out)
+static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t field_off, int skip_empty, size_t *n_out)
 {
     struct name_val *nv = mb_malloc((s->n_predicted ? s->n_predicted : 1) * sizeof *nv);
     struct mb_val_group *g = mb_malloc((s->n_predicted ? s->n_predicted : 1) * sizeof *g);
     size_t i, n = 0, ng = 0;
     for (i = 0; i < s->n_rows; i++) {
         const struct mb_val_row *r = &s->rows[i];
-        if (r->skipped)
+        if (r->skipped || (skip_empty && !((const char *)r + field_off)[0]))
             continue;
         nv[n].name = (const char *)r + field_off;
         nv[n].v = fabs(r->err_pct);
@@ -1130,6 +2269,7 @@ void mb_validate_finish(struct mb_val_summary *out)
     mb_free(out->by_system);
     mb_free(out->by_model);
     mb_free(out->by_metric);
+    mb_free(out->by_flops_conv);
     mb_free(out->reasons);
 
     out->n_predicted = out->n_skipped = 0;
@@ -1155,9 +2295,38 @@ void mb_validate_finish(struct mb_val_summary *out)
     mb_validate_stats(e, n, &out->mape_pct, &out->median_ape_pct, &out->max_ape_pct);
     mb_free(e);
 
-    out->by_system = group_by(out, offsetof(struct mb_val_row, system), &out->n_by_system);
-    out->by_model = group_by(out, offsetof(struct mb_val_row, model), &out->n_by_model);
-    out->by_metric = group_by(out, offsetof(struct mb_val_row, metric), &out->n_by_metric);
+    out->by_system = group_by(out, offsetof(struct mb_val_row, system), 0, &out->n_by_system);
+    out->by_model = group_by(out, offsetof(struct mb_val_row, model), 0, &out->n_by_model);
+    out->by_metric = group_by(out, offsetof(struct mb_val_row, metric), 0, &out->n_by_metric);
+    out->by_flops_conv = group_by(out, offsetof(struct mb_val_row, flops_conv), 1, &out->n_by_flops_conv);
+
+    /* signed median; LAYOUT-MISMATCH rows apart from the rest */
+    {
+        double *sg = mb_malloc((out->n_predicted ? out->n_predicted : 1) * sizeof *sg);
+        double *mm = mb_malloc((out->n_predicted ? out->n_predicted : 1) * sizeof *mm);
+        double *ok = mb_malloc((out->n_predicted ? out->n_predicted : 1) * sizeof *ok);
+        size_t nm = 0, nk = 0, ns2 = 0;
+        out->n_recipe_bad = 0;
+        for (i = 0; i < out->n_rows; i++) {
+            const struct mb_val_row *r = &out->rows[i];
+            if (r->skipped)
+                continue;
+            sg[ns2++] = r->err_pct;
+            if (r->layout_mismatch)
+                mm[nm++] = r->err_pct;
+            else
+                ok[nk++] = r->err_pct;
+            out->n_recipe_bad += r->recipe_bad > 0;
+        }
+        qsort(sg, ns2, sizeof *sg, cmp_dbl);
+        out->median_err_pct = ns2 == 0 ? NAN : (ns2 % 2) ? sg[ns2 / 2] : 0.5 * (sg[ns2 / 2 - 1] + sg[ns2 / 2]);
+        out->n_layout_mismatch = nm;
+        mb_validate_stats(mm, nm, &out->mape_layout_mismatch_pct, NULL, NULL);
+        mb_validate_stats(ok, nk, &out->mape_layout_ok_pct, NULL, NULL);
+        mb_free(sg);
+        mb_free(mm);
+        mb_free(ok);
+    }
 
     qsort(why, ns, sizeof *why, cmp_str_ptr);
     out->reasons = mb_malloc((ns ? ns : 1) * sizeof *out->reasons);
@@ -1204,6 +2373,7 @@ void mb_validate_free(struct mb_val_summary *s)
     mb_free(s->by_system);
     mb_free(s->by_model);
     mb_free(s->by_metric);
+    mb_free(s->by_flops_conv);
     mb_free(s->reasons);
     mb_free(s->rows);
     mb_validate_init(s);
@@ -1248,9 +2418,10 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
             snprintf(id, sizeof id, "%.37s...", r->id);
         else
             copy_str(id, sizeof id, r->id);
-        fprintf(fp, "%-40s %-24.24s %-12.12s %-10s %12.6g %12.6g %+8.1f%s%s\n", id, r->model, r->system,
+        /* the note is cut at 200 characters here; --json has it whole */
+        fprintf(fp, "%-40s %-24.24s %-12.12s %-10s %12.6g %12.6g %+8.1f%s%.200s%s\n", id, r->model, r->system,
                 metric_short(r->metric), r->measured, r->predicted, r->err_pct, r->note[0] ? "  # " : "",
-                r->note);
+                r->note, strlen(r->note) > 200 ? "..." : "");
     }
     fprintf(fp, "\npredicted rows: %zu of %zu\n", s->n_predicted, s->n_rows);
     fprintf(fp, "skipped rows: %zu\n", s->n_skipped);
@@ -1262,6 +2433,15 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
     }
     fprintf(fp, "MAPE: %.2f %%   median APE: %.2f %%   max APE: %.2f %% (%s)\n", s->mape_pct, s->median_ape_pct,
             s->max_ape_pct, s->max_ape_row < s->n_rows ? s->rows[s->max_ape_row].id : "");
+    fprintf(fp, "signed median error: %+.2f %%\n", s->median_err_pct);
+    if (s->n_layout_mismatch)
+        fprintf(fp, "LAYOUT-MISMATCH rows (recipe layout != published): %zu, MAPE %.2f %% (other rows %.2f %%)\n",
+                s->n_layout_mismatch, s->mape_layout_mismatch_pct, s->mape_layout_ok_pct);
+    if (s->n_recipe_bad)
+        fprintf(fp, "rows with an unparseable recipe cell (named in the note): %zu\n", s->n_recipe_bad);
+    if (s->n_by_flops_conv)
+        print_groups(fp, "FLOP convention (TFLOP/s-only rows compared in tokens/s)", s->by_flops_conv,
+                     s->n_by_flops_conv);
     print_groups(fp, "system", s->by_system, s->n_by_system);
     print_groups(fp, "model", s->by_model, s->n_by_model);
     print_groups(fp, "metric", s->by_metric, s->n_by_metric);
@@ -1294,9 +2474,15 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
     json_object_set_new(root, "mape_pct", jnum(s->mape_pct));
     json_object_set_new(root, "median_ape_pct", jnum(s->median_ape_pct));
     json_object_set_new(root, "max_ape_pct", jnum(s->max_ape_pct));
+    json_object_set_new(root, "median_err_pct", jnum(s->median_err_pct));
+    json_object_set_new(root, "n_layout_mismatch", json_integer((json_int_t)s->n_layout_mismatch));
+    json_object_set_new(root, "mape_layout_mismatch_pct", jnum(s->mape_layout_mismatch_pct));
+    json_object_set_new(root, "mape_layout_ok_pct", jnum(s->mape_layout_ok_pct));
+    json_object_set_new(root, "n_recipe_bad", json_integer((json_int_t)s->n_recipe_bad));
     json_object_set_new(root, "mape_by_system", group_obj(s->by_system, s->n_by_system));
     json_object_set_new(root, "mape_by_model", group_obj(s->by_model, s->n_by_model));
     json_object_set_new(root, "mape_by_metric", group_obj(s->by_metric, s->n_by_metric));
+    json_object_set_new(root, "mape_by_flops_convention", group_obj(s->by_flops_conv, s->n_by_flops_conv));
     for (i = 0; i < s->n_reasons; i++)
         json_object_set_new(why, s->reasons[i].reason, json_integer((json_int_t)s->reasons[i].count));
     json_object_set_new(root, "skipped_by_reason", why);
@@ -1320,7 +2506,15 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
             json_object_set_new(o, "err_pct", jnum(r->err_pct));
             if (r->note[0])
                 json_object_set_new(o, "note", json_string(r->note));
+            if (r->flops_conv[0]) {
+                json_object_set_new(o, "flops_convention", json_string(r->flops_conv));
+                json_object_set_new(o, "measured_tflops", jnum(r->measured_tflops));
+            }
         }
+        if (r->layout_mismatch)
+            json_object_set_new(o, "layout_mismatch", json_true());
+        if (r->recipe_bad)
+            json_object_set_new(o, "recipe_bad_cells", json_integer(r->recipe_bad));
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "rows", rows);

@@ -5,7 +5,10 @@
  * shared/data/measured/public_measured.csv, columns found by header name) or
  * scenario YAML files that carry a `measured:` block. Each row becomes a
  * struct mb_scenario, is simulated with mb_step_simulate() and compared on one
- * metric: tokens/s/GPU when measured, else step time, else model TFLOP/s/GPU.
+ * metric: tokens/s/GPU when measured, else step time, else model TFLOP/s/GPU
+ * (converted to tokens/s with the publisher's FLOP convention when the source
+ * is known). The CSV's optional recipe columns set the row's recipe
+ * (mb_validate_recipe_cell); without them the notes column is read.
  * Rows that cannot be simulated faithfully (no model file, precision not
  * stated, VLM row without image data, impossible layout, ...) are skipped
  * with a reason instead of being guessed; docs/validation.md lists the rules.
@@ -53,7 +56,14 @@ struct mb_val_row {
     double err_pct;      /* (predicted - measured) / measured * 100 (0 if skipped) */
     int skipped;         /* 1 if not predicted; `reason` says why */
     char reason[200];    /* skip reason, "" for predicted rows */
-    char note[400];      /* informational remark on a predicted row (FSDP group != DP, OOM), or "" */
+    char note[2048];     /* informational remark on a predicted row: FSDP group != DP, what the
+                            recipe columns (or the notes) set and what they state that mbsim does not
+                            model, FLOP-convention conversion, predicted OOM; or "" */
+    int layout_mismatch; /* recipe_match says LAYOUT-MISMATCH (weaker evidence) */
+    int recipe_bad;      /* number of recipe cells that could not be parsed (named in note) */
+    char flops_conv[24]; /* TFLOP/s-only row compared in time: the publisher's FLOP convention
+                            (mb_validate_flop_convention_name), "" otherwise */
+    double measured_tflops; /* the published TFLOP/s/GPU such a row was converted from (0 if none) */
 };
 
 /** MAPE of one group of predicted rows (one system, model or metric). */
@@ -78,6 +88,13 @@ struct mb_val_summary {
     double mape_pct;                 /* mean |err_pct| over predicted rows; NaN if none */
     double median_ape_pct;           /* median |err_pct| (mean of the two middle values for even n); NaN if none */
     double max_ape_pct;              /* max |err_pct|; NaN if none */
+    double median_err_pct;           /* signed median of err_pct (positive: optimistic on throughput); NaN if none */
+    size_t n_layout_mismatch;        /* predicted rows whose recipe_match says LAYOUT-MISMATCH */
+    double mape_layout_mismatch_pct; /* MAPE over those rows; NaN if none */
+    double mape_layout_ok_pct;       /* MAPE over the other predicted rows; NaN if none */
+    size_t n_recipe_bad;             /* predicted rows with at least one unparseable recipe cell */
+    size_t n_by_flops_conv;
+    struct mb_val_group *by_flops_conv; /* TFLOP/s-only rows compared in time, by FLOP convention */
     size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
     size_t n_by_system, n_by_model, n_by_metric, n_reasons;
     struct mb_val_group *by_system;  /* sorted by name */
@@ -86,6 +103,10 @@ struct mb_val_summary {
     struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
     struct mb_val_row *rows;         /* n_rows rows, in input order */
     int roofline;                    /* set before adding inputs: predict in roofline-only mode */
+    /* set before adding inputs (optional): called with each CSV row's final scenario, recipe
+     * applied, right before it is simulated (tests read the fields the row produced) */
+    void (*scenario_hook)(const struct mb_scenario *s, const struct mb_val_row *r, void *ctx);
+    void *hook_ctx;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
 };
@@ -234,5 +255,100 @@ int mb_validate_precision(const char *label, const char *system_key, struct mb_p
  */
 int mb_validate_recompute(const char *cell, enum mb_rc_gran *gran, unsigned *modules, char *why,
                           size_t why_len);
+
+/* ---- recipe columns (shared/data/measured/README.md) ---- */
+
+/** The recipe columns of a measured-runs CSV, in the CSV's order. */
+enum mb_val_rcol {
+    MB_VAL_RC_DISPATCHER, MB_VAL_RC_EP_OVERLAP, MB_VAL_RC_CUDA_GRAPH, MB_VAL_RC_RECOMPUTE_DETAIL,
+    MB_VAL_RC_TP_OVERLAP, MB_VAL_RC_FSDP_IMPL, MB_VAL_RC_CPU_OFFLOAD, MB_VAL_RC_FP8_RECIPE,
+    MB_VAL_RC_CE_FUSION, MB_VAL_RC_MTP_LAYERS, MB_VAL_RC_PP_LAYOUT, MB_VAL_RC_OTHER, MB_VAL_RC_COUNT
+};
+
+/** @brief The CSV header name of a recipe column ("dispatcher", ..., "other_recipe"); NULL if out of range. */
+const char *mb_validate_recipe_column(enum mb_val_rcol col);
+
+/**
+ * What reading a row's recipe cells did, in words, for the row's note. Each
+ * list is comma-separated; "" when nothing belongs there.
+ */
+struct mb_val_recipe {
+    char applied[512];     /* knobs set to a value other than the simulator default ("dispatcher hybridep (32 SMs)") */
+    char unmodelled[1024]; /* knobs the cells state that mbsim does not model ("delay_wgrad_compute", ...) */
+    char defaulted[256];   /* empty (not determinable) columns: the simulator default is used */
+    char not_applied[512]; /* stated but not applicable to the row's layout, or contradicting a layout column */
+    char bad[1024];        /* unparseable cells: "column 'cell': why" */
+    int n_bad;             /* cells in `bad` */
+};
+
+/** @brief Empty all lists of r. */
+void mb_validate_recipe_init(struct mb_val_recipe *r);
+
+/**
+ * @brief Read one recipe cell and apply what it states to the scenario.
+ *
+ * Vocabularies as shared/data/measured/README.md defines them; docs/validation.md
+ * lists, per column, the scenario fields set and the knobs reported as not
+ * modelled. `n/a (...)` cells do nothing. An empty cell leaves the scenario as
+ * it is and names the column in r->defaulted. An unparseable cell (an unknown
+ * dispatcher, CUDA-graph scope, recompute module, a number that is not one, a
+ * malformed pipeline layout, ...) leaves the scenario as it is and says which
+ * cell and why in r->bad. Knobs that do not apply to the row (a dispatcher
+ * with ep = 1, EP overlap with pp > 1 and no vpp, TP overlap at tp = 1, an FSDP
+ * flavour where the fsdp column says 3D, an fp8_recipe contradicting a specific
+ * precision label) go to r->not_applied. The caller checks the result with
+ * mb_scenario_check (the CSV reader reverts a cell whose result does not pass).
+ *
+ * fp8_recipe refines s->prec: a generic "fp8" label (per-tensor, recipe not
+ * said) becomes fp8_cs / fp8_blockwise / mxfp8 as the recipe says, and
+ * fp8_dot_product_attention switches attention to FP8. mtp_layers replaces the
+ * model's MTP depth; apply it before pp_layout (the layout's 'm' must match).
+ *
+ * @param[in,out] s    scenario built from the row's layout columns (model, tp, pp, vpp, ep, strategy, prec set)
+ * @param[in]     col  which column the cell is from
+ * @param[in]     cell the cell as written (NULL = empty)
+ * @param[in,out] r    lists appended to
+ * @return 0 the cell was read (applied, n/a, or said in r), 1 the cell was empty, -1 unparseable.
+ */
+int mb_validate_recipe_cell(struct mb_scenario *s, enum mb_val_rcol col, const char *cell, struct mb_val_recipe *r);
+
+/* ---- FLOP conventions of TFLOP/s-only rows ---- */
+
+/** How a publisher counted the FLOPs behind a published TFLOP/s/GPU. */
+enum mb_val_flops {
+    MB_VAL_FLOPS_UNKNOWN,   /* source not recognised: compared as TFLOP/s in mbsim's own count */
+    MB_VAL_FLOPS_SC21,      /* Narayanan et al., SC21 (arXiv:2104.04473) appendix: 96 B s l h^2 (1 + s/6h + V/16lh)
+                               with activation recomputation, 72 B s l h^2 (1 + s/6h + V/12lh) without */
+    MB_VAL_FLOPS_MLM_2024,  /* Megatron-LM training.py num_floating_point_operations of 2024 (v0.8/v0.9):
+                               12 B s l h^2 [(1 + g/n + s/h) nd/h + (f/h) k c + (f_sh/h) c + V/2lh], c = 3/2 if
+                               SwiGLU else 1; attention not halved for the causal mask */
+    MB_VAL_FLOPS_MCORE      /* Megatron-Core >= 0.12 / Megatron-Bridge flop_utils: mb_model_flops (causal /2) */
+};
+
+/** @brief The convention of a CSV `source` cell (table in docs/validation.md). */
+enum mb_val_flops mb_validate_flop_convention(const char *source);
+
+/** @brief Short name of a convention: "unknown", "sc21", "megatron-lm-2024", "megatron-core". */
+const char *mb_validate_flop_convention_name(enum mb_val_flops conv);
+
+/**
+ * @brief FLOPs of one global batch as the publisher counts them.
+ * @param[in] m         model
+ * @param[in] gbs, seq  sequences per step and tokens per sequence
+ * @param[in] recompute 1 if the run recomputed activations (SC21 counts the recompute forward)
+ * @param[out] why      when 0 is returned: why the convention does not cover the model
+ * @return FLOPs, or 0 for MB_VAL_FLOPS_UNKNOWN or a model the formula does not describe
+ *         (SC21: GPT with ffn = 4h and no GQA/MoE; 2024: no MLA, hybrid, SWA or mixed dense/MoE layers).
+ */
+double mb_validate_publisher_flops(enum mb_val_flops conv, const struct mb_model *m, double gbs, double seq,
+                                   int recompute, char *why, size_t why_len);
+
+/**
+ * @brief Tokens/s/GPU implied by a published TFLOP/s/GPU: the step time is
+ * t = F / (tflops * 1e12 * gpus), so tokens/s/GPU = gbs * seq / (t * gpus)
+ * = gbs * seq * tflops * 1e12 / F.
+ * @return tokens/s/GPU, or 0 when flops_per_step <= 0.
+ */
+double mb_validate_tflops_to_tokens(double tflops, double flops_per_step, double gbs, double seq);
 
 #endif /* MB_VALIDATE_H */

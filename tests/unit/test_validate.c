@@ -4,7 +4,8 @@
  * measured CSV, the skip rules on a small fixture CSV, scenario files with
  * and without a measured: block, exact "file:line:col: message" errors for
  * broken CSV fixtures, the text and JSON reports, and an end-to-end run over
- * shared/data/measured/public_measured.csv.
+ * shared/data/measured/public_measured.csv; the recipe columns (one parser per
+ * column, a fixture CSV row with them, the FLOP conventions of TFLOP/s-only rows).
  *
  * Run from the source tree (ctest sets WORKING_DIRECTORY, MBSIM_DATA_DIR and
  * MBSIM_SHARED_DIR), so fixture paths and the paths in messages are relative.
@@ -38,7 +39,7 @@ static const struct mb_val_row *find_row(const struct mb_val_summary *s, const c
         if (!strcmp(s->rows[i].id, id))
             return &s->rows[i];
     fail_msg("row '%s' not found", id);
-    return NULL;
+    return s->rows; /* not reached */
 }
 
 /* Step 1: statistics on hand-computed inputs.
@@ -546,6 +547,533 @@ static void test_apply_notes(void **state)
     mb_scenario_free(&s);
 }
 
+/* Step 10: each recipe column's parser against hand-written cells, in the
+ * vocabulary of shared/data/measured/README.md, and malformed cells. The
+ * scenario is Qwen3-30B-A3B on 16 H100, EP16, pp 1 (an MoE model without
+ * shared experts); fields are reset between cases where it matters. */
+static struct mb_scenario *load_q16(struct mb_scenario *s)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_scenario_load("tests/data/step/qwen3_30b_h100_16_ep.yaml", s, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    s->dispatcher = MB_DISP_ALLTOALL;
+    s->dispatcher_sms = 24;
+    return s;
+}
+
+static void test_recipe_cells(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_val_recipe r;
+    load_q16(&s);
+
+    /* dispatcher: flex:hybridep with its SM count; "(card)" gives no count (default kept, said);
+     * deepep's count in the card's CLI spelling; n/a and empty */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "flex:hybridep (moe_hybridep_num_sms=32)", &r), 0);
+    assert_int_equal(s.dispatcher, MB_DISP_HYBRIDEP);
+    assert_int_equal(s.dispatcher_sms, 32);
+    assert_string_equal(r.applied, "dispatcher hybridep (32 SMs)");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "flex:deepep (card) [--moe-deepep-num-sms 20]", &r), 0);
+    assert_int_equal(s.dispatcher, MB_DISP_DEEPEP);
+    assert_int_equal(s.dispatcher_sms, 20);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "alltoall (README table 'All-to-All', dropless)", &r), 0);
+    assert_int_equal(s.dispatcher, MB_DISP_ALLTOALL);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "flex:hybridep (card)", &r), 0);
+    assert_string_equal(r.applied, "dispatcher hybridep (20 SMs, SM count not stated: default)");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "n/a (dense)", &r), 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "  ", &r), 1);
+    assert_string_equal(r.defaulted, "dispatcher");
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "flex:nccl", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "flex:hybridep (moe_hybridep_num_sms=0)", &r), -1);
+    assert_int_equal(r.n_bad, 2);
+    assert_string_equal(r.bad, "dispatcher 'flex:nccl': expected alltoall, allgather, flex:deepep or flex:hybridep, "
+                               "dispatcher 'flex:hybridep (moe_hybridep_num_sms=0)': SM count is not an integer in 1..1024");
+    assert_int_equal(s.dispatcher, MB_DISP_HYBRIDEP); /* a refused cell changes nothing */
+    s.ep = 1; /* no expert parallelism: said, not applied */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_DISPATCHER, "flex:deepep", &r), 0);
+    assert_int_equal(s.dispatcher, MB_DISP_HYBRIDEP);
+    assert_string_equal(r.not_applied, "dispatcher deepep (ep = 1)");
+    s.ep = 16;
+
+    /* ep_overlap: on with delayed wgrad (not modelled, said), without; off; pp > 1 without vpp */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_EP_OVERLAP, "on (overlap_moe_expert_parallel_comm, delay_wgrad_compute)", &r), 0);
+    assert_int_equal(s.overlap_ep_comm, 1);
+    assert_string_equal(r.unmodelled, "delay_wgrad_compute");
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_EP_OVERLAP, "on (overlap_moe_expert_parallel_comm), delay_wgrad_compute=False", &r), 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_EP_OVERLAP, "on (overlap_moe_expert_parallel_comm, no delay_wgrad)", &r), 0);
+    assert_string_equal(r.unmodelled, "");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_EP_OVERLAP, "off (no CommOverlapConfig)", &r), 0);
+    assert_int_equal(s.overlap_ep_comm, 0);
+    s.pp = 2;
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_EP_OVERLAP, "on (card: overlap_1f1b)", &r), 0);
+    assert_int_equal(s.overlap_ep_comm, 0);
+    assert_string_equal(r.not_applied, "EP overlap (pp > 1 without vpp)");
+    s.pp = 1;
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_EP_OVERLAP, "online", &r), -1);
+
+    /* cuda_graph: te scopes, local full layer, full_iteration, none; unknown scope; scope not stated */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "te:attn+moe_router+moe_preprocess (impl=transformer_engine)", &r), 0);
+    assert_int_equal(s.cuda_graph, MB_CG_ATTN | MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS);
+    assert_string_equal(r.applied, "CUDA graphs te:attn+moe_router+moe_preprocess");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "local:full_layer (enable_cuda_graph=True)", &r), 0);
+    assert_int_equal(s.cuda_graph, MB_CG_LAYER);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "full_iteration (impl=local, scope=full_iteration)", &r), 0);
+    assert_int_equal(s.cuda_graph, MB_CG_FULL_ITERATION);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "none (eager baseline)", &r), 0);
+    assert_int_equal(s.cuda_graph, 0);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "enabled (scope not stated)", &r), 0);
+    assert_string_equal(r.defaulted, "cuda_graph (scope not stated)");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "te:attn+warp_drive", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "te:", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CUDA_GRAPH, "always", &r), -1);
+    assert_non_null(strstr(r.bad, "cuda_graph 'te:attn+warp_drive': unknown scope 'warp_drive'"));
+    assert_int_equal(s.cuda_graph, 0);
+
+    /* recompute_detail: every spelling of the README, the empty list, full with method and count */
+    static const struct {
+        const char *cell;
+        enum mb_rc_gran g;
+        unsigned mods;
+        enum mb_rc_method meth;
+        int layers;
+    } rc[] = {
+        {"none", MB_RC_NONE, 0, MB_RC_UNIFORM, 0},
+        {"selective:moe+layernorm+core_attn+moe_act", MB_RC_SELECTIVE,
+         MB_RCM_MOE | MB_RCM_LAYERNORM | MB_RCM_CORE_ATTN | MB_RCM_MOE_ACT, MB_RC_UNIFORM, 0},
+        {"selective:core_attn (MCore default modules)", MB_RC_SELECTIVE, MB_RCM_CORE_ATTN, MB_RC_UNIFORM, 0},
+        {"selective:up_proj+mlp", MB_RC_SELECTIVE, MB_RCM_MLA_UP_PROJ | MB_RCM_MLP, MB_RC_UNIFORM, 0},
+        {"selective:[] (nothing)", MB_RC_NONE, 0, MB_RC_UNIFORM, 0},
+        {"full:uniform:1 layer (--checkpoint-activations, default --checkpoint-num-layers 1)", MB_RC_FULL, 0,
+         MB_RC_UNIFORM, 1},
+        {"full:block:4 layers", MB_RC_FULL, 0, MB_RC_BLOCK, 4},
+        {"full (per-block activation checkpointing, AutoModel parallelizer)", MB_RC_FULL, 0, MB_RC_UNIFORM, 0},
+    };
+    for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) {
+        mb_validate_recipe_init(&r);
+        if (mb_validate_recipe_cell(&s, MB_VAL_RC_RECOMPUTE_DETAIL, rc[i].cell, &r) != 0)
+            fail_msg("'%s': %s", rc[i].cell, r.bad);
+        assert_int_equal(s.recompute, rc[i].g);
+        assert_int_equal(s.recompute_modules, rc[i].mods);
+        if (rc[i].g == MB_RC_FULL) {
+            assert_int_equal(s.recompute_method, rc[i].meth);
+            assert_int_equal(s.recompute_num_layers, rc[i].layers);
+        }
+    }
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_RECOMPUTE_DETAIL, "selective:flux_capacitor", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_RECOMPUTE_DETAIL, "full:sideways:2 layers", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_RECOMPUTE_DETAIL, "full:block:many layers", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_RECOMPUTE_DETAIL, "partial", &r), -1);
+    assert_int_equal(r.n_bad, 4);
+    assert_non_null(strstr(r.bad, "recompute_detail 'selective:flux_capacitor': recompute module 'flux_capacitor' not known"));
+    assert_int_equal(s.recompute, MB_RC_FULL); /* unchanged by the refused cells */
+
+    /* tp_overlap: needs tp > 1; async TP read as TP comm overlap */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_TP_OVERLAP, "on (TE default ub cfg)", &r), 0);
+    assert_int_equal(s.overlap_tp_comm, 0);
+    assert_string_equal(r.not_applied, "TP overlap (tp = 1)");
+    s.tp = 2;
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_TP_OVERLAP, "on (userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192)", &r), 0);
+    assert_int_equal(s.overlap_tp_comm, 1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_TP_OVERLAP, "none (no TP comm overlap in Megatron-LM 2021)", &r), 0);
+    assert_int_equal(s.overlap_tp_comm, 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_TP_OVERLAP, "async TP (enable_async_tensor_parallel=True)", &r), 0);
+    assert_int_equal(s.overlap_tp_comm, 1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_TP_OVERLAP, "sometimes", &r), -1);
+    s.tp = 1;
+    s.overlap_tp_comm = 0;
+
+    /* fsdp_impl: the distributed optimizer or DDP under 3D; an FSDP flavour against a 3D layout */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "none (--DDP-impl local; no distributed optimizer in 2021 Megatron-LM)", &r), 0);
+    assert_int_equal(s.dist_opt, 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "none (DDP + distributed optimizer)", &r), 0);
+    assert_int_equal(s.dist_opt, 1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "none (DDP)", &r), 0);
+    assert_int_equal(s.dist_opt, 0);
+    s.dist_opt = 1;
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "megatron_fsdp:optim_grads_params (fsdp_double_buffer)", &r), 0);
+    assert_string_equal(r.not_applied, "fsdp_impl megatron_fsdp (the fsdp column says 3D: kept)");
+    s.strategy = MB_STRAT_FSDP;
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "megatron_fsdp:optim (fsdp_double_buffer, nccl_ub, keep_fp8_transpose_cache=False)", &r), 0);
+    assert_string_equal(r.unmodelled, "data_parallel_sharding_strategy optim (simulated as optim_grads_params), nccl_ub, "
+                                      "keep_fp8_transpose_cache");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "zero3", &r), -1);
+    s.strategy = MB_STRAT_3D;
+
+    /* cpu_offload: never modelled, always said */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "none", &r), 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: 20 layers (weights=False)", &r), 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "optimizer CPU offload (card: 'long-context configs')", &r), 0);
+    assert_string_equal(r.unmodelled, "CPU activation offload (20 layers), optimizer CPU offload");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: some layers", &r), -1);
+
+    /* fp8_recipe: refines a bare FP8; agrees with BF16; contradicts a specific label (kept, said);
+     * fp8_dot_product_attention switches attention to FP8; other flags are not modelled */
+    mb_precision_parse("fp8", &s.prec);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise (FP8 current scaling) (fp8=hybrid) [fp8_param_gather=True]", &r), 0);
+    assert_string_equal(s.prec.label, "fp8_cs");
+    assert_string_equal(r.applied, "precision fp8_cs (fp8_recipe refines fp8)");
+    assert_string_equal(r.unmodelled, "fp8_param_gather=True");
+    mb_precision_parse("fp8", &s.prec);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "blockwise (FP8-Block)", &r), 0);
+    assert_string_equal(s.prec.label, "fp8_blockwise");
+    mb_precision_parse("mxfp8", &s.prec);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "mxfp8 (fp8=e4m3) [fp8_param_gather=True; reuse_grad_buf_for_mxfp8_param_ag; fp8_dot_product_attention]", &r), 0);
+    assert_string_equal(s.prec.label, "mxfp8");
+    assert_int_equal(s.prec.attn, MB_PREC_FP8);
+    assert_string_equal(r.applied, "FP8 attention");
+    mb_precision_parse("fp8_cs", &s.prec);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "mxfp8", &r), 0);
+    assert_string_equal(s.prec.label, "fp8_cs");
+    assert_string_equal(r.not_applied, "fp8_recipe mxfp8 (the precision column says fp8_cs: kept)");
+    mb_precision_parse("fp8", &s.prec);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "per-tensor FP8 (page footnote); cs vs ds not determinable: both give the published layout", &r), 0);
+    assert_string_equal(s.prec.label, "fp8");
+    assert_string_equal(r.defaulted, "fp8_recipe (not determinable: the precision column is used)");
+    mb_precision_parse("bf16", &s.prec);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "none (bf16)", &r), 0);
+    assert_string_equal(r.applied, "");
+    assert_string_equal(r.not_applied, "");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "quantum (q4)", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "mxfp8 [fp8_param_gather=True", &r), -1);
+
+    /* ce_fusion: on is not modelled (mbsim runs the unfused cross-entropy); "impl=te" alone says no on/off */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CE_FUSION, "on (impl=te)", &r), 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CE_FUSION, "off (impl=te)", &r), 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CE_FUSION, "impl=te", &r), 0);
+    assert_string_equal(r.unmodelled, "cross-entropy fusion (impl=te)");
+    assert_string_equal(r.defaulted, "ce_fusion (on/off not stated)");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CE_FUSION, "maybe", &r), -1);
+
+    /* mtp_layers: replaces the model file's depth; not a number is refused */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_MTP_LAYERS, "0", &r), 0);
+    assert_string_equal(r.applied, "");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_MTP_LAYERS, "1", &r), 0);
+    assert_int_equal(s.model.mtp_layers, 1);
+    assert_string_equal(r.applied, "MTP layers 1 (model file: 0)");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_MTP_LAYERS, "one", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_MTP_LAYERS, "2 layers", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_MTP_LAYERS, "-1", &r), -1);
+    s.model.mtp_layers = 0;
+
+    /* pp_layout: an explicit layout, expanded; embedding and loss counted as layers (48 + 2 over
+     * pp 2: 25 each, so E + 24 t | 24 t + L); an even split is the default; malformed layouts */
+    s.pp = 2;
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_PP_LAYOUT, "Et*23|(t*5)*5L", &r), 0);
+    assert_int_equal((int)strlen(s.pipeline_layout), 1 + 23 + 1 + 25 + 1);
+    assert_int_equal(strncmp(s.pipeline_layout, "Ettt", 4), 0);
+    assert_int_equal(s.pipeline_layout[24], '|');
+    assert_string_equal(r.applied, "pipeline layout Et*23|(t*5)*5L");
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_PP_LAYOUT, "uniform split (account_for_embedding=True, account_for_loss=True)", &r), 0);
+    {
+        char want[64] = "E";
+        memset(want + 1, 't', 24);
+        want[25] = '|';
+        memset(want + 26, 't', 24);
+        want[50] = 'L';
+        want[51] = '\0';
+        assert_string_equal(s.pipeline_layout, want);
+    }
+    s.pipeline_layout[0] = '\0';
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_PP_LAYOUT, "uniform split (account_for_embedding=False, account_for_loss=False)", &r), 0);
+    assert_string_equal(s.pipeline_layout, "");
+    s.vpp = 2; /* 50 over 4 virtual stages is not whole: said, not applied */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_PP_LAYOUT, "uniform split (account_for_embedding=True, account_for_loss=True)", &r), 0);
+    assert_string_equal(s.pipeline_layout, "");
+    assert_non_null(strstr(r.not_applied, "num_layers + 2 = 50 not divisible by pp*vpp = 4"));
+    s.vpp = 1;
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_PP_LAYOUT, "Et*4|(t*4|", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_PP_LAYOUT, "two stages", &r), -1);
+    assert_string_equal(s.pipeline_layout, "");
+    s.pp = 1;
+
+    /* other_recipe: the modelled settings, provenance skipped, the rest listed in the cell's spelling */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER,
+                                             "grouped_gemm=True; permute_fusion=True; overlap_grad_reduce=False; "
+                                             "co.overlap_param_gather=False; grad_reduce_in_fp32=False; "
+                                             "precision_aware_opt=True (grads float32, exp_avg bfloat16, params float32); "
+                                             "TOKEN-DROP capacity_factor=1.0; force_balance=True; dist_opt=True; "
+                                             "shared_expert_overlap=True; DP1; "
+                                             "provider-class default used for: cross_entropy_loss_fusion; "
+                                             "env: CUDA_DEVICE_MAX_CONNECTIONS=32",
+                                             &r),
+                     0);
+    assert_int_equal(s.overlap_grad_reduce, 0);
+    assert_int_equal(s.overlap_param_gather, 0);
+    assert_int_equal(s.grad_bytes, 2); /* grad_reduce_in_fp32=False wins over the optimizer's grads dtype */
+    assert_int_equal(s.state_bytes, 4);
+    assert_true(mb_dbl_eq(s.capacity_factor, 1.0));
+    assert_string_equal(r.unmodelled, "permute_fusion=True, env: CUDA_DEVICE_MAX_CONNECTIONS=32");
+    assert_string_equal(r.not_applied, "shared_expert_overlap (no shared experts)");
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "overlap_grad_reduce=maybe; seq_parallel=yes; "
+                                                                  "TOKEN-DROP capacity_factor=0.5",
+                                             &r),
+                     -1);
+    assert_int_equal(r.n_bad, 3);
+    assert_int_equal(s.overlap_grad_reduce, 0);
+
+    /* bad column index */
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_COUNT, "x", &r), -1);
+    assert_null(mb_validate_recipe_column(MB_VAL_RC_COUNT));
+    assert_string_equal(mb_validate_recipe_column(MB_VAL_RC_OTHER), "other_recipe");
+    mb_scenario_free(&s);
+}
+
+/* Step 11: a CSV with recipe columns (tests/data/validate/recipe.csv). The
+ * hook sees each row's final scenario: the fields its recipe cells set; the
+ * notes column is not read for the recipe once the columns exist. */
+struct seen {
+    char id[160];
+    struct mb_scenario s; /* shallow copy: only plain fields are read */
+};
+struct seen_list {
+    struct seen row[16];
+    int n;
+};
+
+static void remember(const struct mb_scenario *s, const struct mb_val_row *r, void *ctx)
+{
+    struct seen_list *l = ctx;
+    if (l->n < 16) {
+        snprintf(l->row[l->n].id, sizeof l->row[l->n].id, "%s", r->id);
+        l->row[l->n].s = *s;
+        l->row[l->n].s.model.layer = NULL;
+        l->n++;
+    }
+}
+
+static const struct mb_scenario *seen_get(const struct seen_list *l, const char *id)
+{
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->row[i].id, id))
+            return &l->row[i].s;
+    fail_msg("no scenario for '%s'", id);
+    return NULL;
+}
+
+static void test_recipe_csv(void **state)
+{
+    (void)state;
+    static struct seen_list seen;
+    struct mb_val_summary s;
+    struct mb_err e;
+    const struct mb_scenario *sc;
+    const struct mb_val_row *r;
+    memset(&seen, 0, sizeof seen);
+    mb_validate_init(&s);
+    s.scenario_hook = remember;
+    s.hook_ctx = &seen;
+    mb_err_clear(&e);
+    if (mb_validate_add_csv(&s, FIX "recipe.csv", &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    mb_validate_finish(&s);
+    assert_int_equal(s.n_rows, 7);
+    assert_int_equal(s.n_predicted, 7);
+
+    /* MoE row: every modelled knob set; the notes ("HybridEP 8 SMs; EP comm overlap OFF;
+     * CUDA graphs off") are not read */
+    sc = seen_get(&seen, "moe_full");
+    assert_int_equal(sc->dispatcher, MB_DISP_HYBRIDEP);
+    assert_int_equal(sc->dispatcher_sms, 32);
+    assert_int_equal(sc->overlap_ep_comm, 1);
+    assert_int_equal(sc->cuda_graph, MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS);
+    assert_int_equal(sc->recompute, MB_RC_SELECTIVE);
+    assert_int_equal(sc->recompute_modules, MB_RCM_MOE_ACT | MB_RCM_LAYERNORM);
+    assert_int_equal(sc->grad_bytes, 2);
+    assert_int_equal(sc->state_bytes, 4);
+    assert_int_equal(sc->overlap_param_gather, 0);
+    assert_int_equal(sc->overlap_grad_reduce, 1);
+    assert_true(mb_dbl_eq(sc->capacity_factor, 1.0));
+    assert_int_equal(sc->shared_expert_overlap, 0);
+    r = find_row(&s, "moe_full");
+    assert_non_null(strstr(r->note, "recipe: dispatcher hybridep (32 SMs), EP overlap on"));
+    assert_non_null(strstr(r->note, "recipe not applied: shared_expert_overlap (no shared experts)"));
+    assert_non_null(strstr(r->note, "not modelled: delay_wgrad_compute, cross-entropy fusion (impl=te), "
+                                    "router_fusion=True, env: CUDA_DEVICE_MAX_CONNECTIONS=32, NVLINK_DOMAIN_SIZE=8"));
+    assert_null(strstr(r->note, "from notes"));
+    assert_false(r->layout_mismatch);
+
+    /* dense TP2 PP2 row: FP8 refined to current scaling with FP8 attention, DDP, no SP, the
+     * Megatron split with embedding and loss as layers ((32 + 2) / 2 = 17 per stage) */
+    sc = seen_get(&seen, "dense_pp");
+    assert_string_equal(sc->prec.label, "fp8_cs");
+    assert_int_equal(sc->prec.attn, MB_PREC_FP8);
+    assert_int_equal(sc->cuda_graph, MB_CG_FULL_ITERATION);
+    assert_int_equal(sc->recompute, MB_RC_FULL);
+    assert_int_equal(sc->recompute_method, MB_RC_BLOCK);
+    assert_int_equal(sc->recompute_num_layers, 2);
+    assert_int_equal(sc->overlap_tp_comm, 1);
+    assert_int_equal(sc->dist_opt, 0);
+    assert_int_equal(sc->sequence_parallel, 0);
+    assert_int_equal(sc->overlap_grad_reduce, 0);
+    assert_int_equal((int)strlen(sc->pipeline_layout), 1 + 16 + 1 + 16 + 1);
+    assert_int_equal(sc->pipeline_layout[17], '|');
+    r = find_row(&s, "dense_pp");
+    assert_true(r->layout_mismatch);
+    assert_non_null(strstr(r->note, "LAYOUT-MISMATCH (mbs recipe=2 vs table=1)"));
+    assert_non_null(strstr(r->note, "not modelled: CPU activation offload (4 layers), fp8_param_gather=True"));
+    assert_null(strstr(r->note, "provider-class")); /* provenance, not a knob */
+
+    /* malformed cells: each named, the row still predicted with the layout columns' values */
+    sc = seen_get(&seen, "bad_cells");
+    assert_int_equal(sc->cuda_graph, 0); /* "full-iteration CUDA graph" in the notes is not read */
+    assert_int_equal(sc->recompute, MB_RC_FULL); /* the recompute column */
+    r = find_row(&s, "bad_cells");
+    assert_int_equal(r->recipe_bad, 8);
+    static const char *const named[] = {
+        "ep_overlap 'sometimes'", "cuda_graph 'te:attn+warp_drive': unknown scope 'warp_drive'",
+        "recompute_detail 'selective:flux_capacitor'", "fsdp_impl 'zero3'", "fp8_recipe 'quantum (q4)'",
+        "ce_fusion 'maybe'", "mtp_layers 'one'", "other_recipe 'overlap_grad_reduce=maybe; attention_backend=fused': "
+        "overlap_grad_reduce: expected =True or =False"};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        if (!strstr(r->note, named[i]))
+            fail_msg("note lacks \"%s\": %s", named[i], r->note);
+    assert_non_null(strstr(r->note, "not determinable (simulator default): dispatcher, tp_overlap, cpu_offload"));
+
+    /* EP overlap with pp 2 and no vpp cannot run: said; the explicit layout applies; a layout with
+     * the wrong stage count is taken back with mb_scenario_check's message */
+    sc = seen_get(&seen, "moe_pp");
+    assert_int_equal(sc->overlap_ep_comm, 0);
+    assert_int_equal(sc->dispatcher, MB_DISP_DEEPEP);
+    assert_int_equal(sc->dispatcher_sms, 20);
+    assert_int_equal(sc->pipeline_layout[24], '|');
+    r = find_row(&s, "moe_pp");
+    assert_non_null(strstr(r->note, "recipe not applied: EP overlap (pp > 1 without vpp)"));
+    assert_non_null(strstr(r->note, "force_balance=False (the routing imbalance is not stated: simulated balanced)"));
+    sc = seen_get(&seen, "moe_pp_badlayout");
+    assert_string_equal(sc->pipeline_layout, "");
+    r = find_row(&s, "moe_pp_badlayout");
+    assert_non_null(strstr(r->note, "recipe not applied: pp_layout 'Et*3|(t*4|)*10tL' (pipeline_layout has 12 "
+                                    "stages; pp*vpp = 2)"));
+
+    /* TFLOP/s-only rows: SC21 converted to tokens/s (hand value in test_flop_conventions),
+     * an unknown source compared as TFLOP/s and said so */
+    r = find_row(&s, "sc21_tflops");
+    assert_string_equal(r->metric, MB_VAL_TOKENS);
+    assert_string_equal(r->flops_conv, "sc21");
+    assert_true(mb_dbl_eq(r->measured_tflops, 137));
+    assert_true(fabs(r->measured - 9287.934979) < 1e-3);
+    sc = seen_get(&seen, "sc21_tflops");
+    assert_int_equal(sc->dist_opt, 0);
+    r = find_row(&s, "unknown_tflops");
+    assert_string_equal(r->metric, MB_VAL_TFLOPS);
+    assert_non_null(strstr(r->note, "TFLOP/s compared in mbsim's FLOP count (the source's FLOP convention is not known)"));
+
+    /* summary: LAYOUT-MISMATCH rows apart, rows with bad cells counted, per-convention MAPE */
+    assert_int_equal(s.n_layout_mismatch, 1);
+    assert_true(mb_dbl_eq(s.mape_layout_mismatch_pct, fabs(find_row(&s, "dense_pp")->err_pct)));
+    assert_int_equal(s.n_recipe_bad, 1);
+    assert_int_equal(s.n_by_flops_conv, 1);
+    assert_string_equal(s.by_flops_conv[0].name, "sc21");
+    double sg[7];
+    for (size_t i = 0; i < 7; i++)
+        sg[i] = s.rows[i].err_pct;
+    for (size_t i = 0; i < 7; i++) /* insertion sort: the signed median is the 4th */
+        for (size_t j = i; j > 0 && sg[j] < sg[j - 1]; j--) {
+            double t = sg[j];
+            sg[j] = sg[j - 1];
+            sg[j - 1] = t;
+        }
+    assert_true(mb_dbl_eq(s.median_err_pct, sg[3]));
+    mb_validate_free(&s);
+}
+
+/* Step 12: FLOP conventions against hand calculations from the publishers' formulas.
+ *
+ * SC21 (Narayanan et al., arXiv:2104.04473, appendix), GPT-1.7B of Table 1:
+ * B = 512, s = 2048, l = 24, h = 2304, V = 51200, activation recomputation on:
+ *   F = 96 B s l h^2 (1 + s/6h + V/16lh)
+ *     = 96 * 512 * 2048 * 24 * 2304^2 * (1 + 2048/13824 + 51200/884736)
+ *     = 1.2824704e16 * (1 + 0.1481481 + 0.0578704) = 1.5466830e16 FLOP per step;
+ *   without recomputation 72 B s l h^2 (1 + s/6h + V/12lh) = 1.1785665e16.
+ * 137 TFLOP/s/GPU on 32 GPUs: t = F / (137e12 * 32) = 3.5281 s; tokens/s/GPU
+ *   = 512 * 2048 / (3.5281 * 32) = 9287.93.
+ *
+ * Megatron-LM 2024 (training.py at 0b981f9c5305), Mixtral 8x7B: B = 256, s = 4096, l = 32,
+ * h = 4096, n = 32, g = 8, d = 128, f = 14336, k = 2, SwiGLU (c = 3/2), V = 32000:
+ *   F = 12 B s l h^2 [(1 + g/n + s/h) nd/h + (f/h) k c + V/2lh]
+ *     = 12 * 256 * 4096 * 32 * 4096^2 * [2.25 + 10.5 + 0.1220703125] = 8.6955e16. */
+static void test_flop_conventions(void **state)
+{
+    (void)state;
+    struct mb_model m;
+    struct mb_err e;
+    char why[160];
+    mb_err_clear(&e);
+    assert_int_equal(mb_model_load("gpt_sc21_1.7b", &m, &e), 0);
+    double hand = 96.0 * 512 * 2048 * 24 * 2304.0 * 2304.0 * (1 + 2048.0 / 13824 + 51200.0 / 884736);
+    double F = mb_validate_publisher_flops(MB_VAL_FLOPS_SC21, &m, 512, 2048, 1, why, sizeof why);
+    assert_true(fabs(F / hand - 1) < 1e-12);
+    assert_true(fabs(F / 1.5466830e16 - 1) < 1e-7);
+    double hand72 = 72.0 * 512 * 2048 * 24 * 2304.0 * 2304.0 * (1 + 2048.0 / 13824 + 51200.0 / (12.0 * 24 * 2304));
+    assert_true(fabs(mb_validate_publisher_flops(MB_VAL_FLOPS_SC21, &m, 512, 2048, 0, why, sizeof why) / hand72 - 1) <
+                1e-12);
+    double tok = mb_validate_tflops_to_tokens(137, F, 512, 2048);
+    assert_true(fabs(tok - 512.0 * 2048 / ((F / (137e12 * 32)) * 32)) < 1e-9);
+    assert_true(fabs(tok - 9287.93) < 0.01);
+    assert_true(mb_dbl_eq(mb_validate_tflops_to_tokens(137, 0, 512, 2048), 0));
+    /* megatron-core: mbsim's own count, so a Bridge row's ratio is unchanged */
+    assert_true(mb_dbl_eq(mb_validate_publisher_flops(MB_VAL_FLOPS_MCORE, &m, 512, 2048, 1, why, sizeof why),
+                          mb_model_flops(&m, 512.0 * 2048, 512.0 * 2048 * 2048)));
+    assert_true(mb_dbl_eq(mb_validate_publisher_flops(MB_VAL_FLOPS_UNKNOWN, &m, 512, 2048, 1, why, sizeof why), 0));
+    assert_string_equal(why, "the source's FLOP convention is not known");
+    mb_model_free(&m);
+
+    assert_int_equal(mb_model_load("mixtral_8x7b", &m, &e), 0);
+    hand = 12.0 * 256 * 4096 * 32 * 4096.0 * 4096.0 * (2.25 + 10.5 + 32000.0 / (2.0 * 32 * 4096));
+    F = mb_validate_publisher_flops(MB_VAL_FLOPS_MLM_2024, &m, 256, 4096, 0, why, sizeof why);
+    assert_true(fabs(F / hand - 1) < 1e-12);
+    assert_true(fabs(F / 8.6955e16 - 1) < 1e-4);
+    /* SC21's formula does not describe a SwiGLU MoE: 0, and why */
+    assert_true(mb_dbl_eq(mb_validate_publisher_flops(MB_VAL_FLOPS_SC21, &m, 256, 4096, 0, why, sizeof why), 0));
+    assert_string_equal(why, "the SC21 formula covers GPT layers (4h GeLU MLP, MHA) only");
+    mb_model_free(&m);
+    assert_int_equal(mb_model_load("deepseek_v3", &m, &e), 0); /* MLA, MTP, dense first layers */
+    assert_true(mb_dbl_eq(mb_validate_publisher_flops(MB_VAL_FLOPS_MLM_2024, &m, 256, 4096, 0, why, sizeof why), 0));
+    mb_model_free(&m);
+
+    /* sources, as the public CSV writes them */
+    assert_int_equal(mb_validate_flop_convention("NVIDIA/Megatron-LM@50a4b5fa0280:images/cases_april2021.png (README "
+                                                 "table, April 2021) + ...; paper arXiv:2104.04473 Table 1"),
+                     MB_VAL_FLOPS_SC21);
+    assert_int_equal(mb_validate_flop_convention("NVIDIA/Megatron-LM@c230e0d7c298:megatron/core/transformer/moe/README.md"),
+                     MB_VAL_FLOPS_MLM_2024);
+    assert_int_equal(mb_validate_flop_convention("NVIDIA-NeMo/Megatron-Bridge@067f987df03b:skills/x/card.yaml"),
+                     MB_VAL_FLOPS_MCORE);
+    assert_int_equal(mb_validate_flop_convention("a blog post"), MB_VAL_FLOPS_UNKNOWN);
+    assert_int_equal(mb_validate_flop_convention(NULL), MB_VAL_FLOPS_UNKNOWN);
+    assert_string_equal(mb_validate_flop_convention_name(MB_VAL_FLOPS_MLM_2024), "megatron-lm-2024");
+}
+
 static void test_public_csv(void **state)
 {
     (void)state;
@@ -586,6 +1114,10 @@ static void test_public_csv(void **state)
     assert_int_equal(n_sys, s.n_predicted);
     assert_int_equal(n_model, s.n_predicted);
     assert_true(isfinite(s.mape_pct) && s.median_ape_pct <= s.max_ape_pct && s.mape_pct <= s.max_ape_pct);
+    /* every recipe cell of the shipped CSV is in the README's vocabulary */
+    for (size_t i = 0; i < s.n_rows; i++)
+        if (s.rows[i].recipe_bad)
+            fail_msg("row %s: %s", s.rows[i].id, s.rows[i].note);
     mb_validate_free(&s);
 }
 
@@ -597,6 +1129,8 @@ int main(void)
         cmocka_unit_test(test_small_csv),      cmocka_unit_test(test_reports),
         cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
+        cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
+        cmocka_unit_test(test_flop_conventions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
