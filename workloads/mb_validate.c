@@ -913,6 +913,8 @@ static int csv_record(struct csv_ctx *c)
         skip_row(r, why);
     } else {
         predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, applied);
+        if (!r->skipped && c->out->on_row)
+            c->out->on_row(c->out->on_row_ctx, r, &s);
     }
     mb_scenario_free(&s);
     return 0;
@@ -1056,6 +1058,8 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
         predict_row(r, &s, 0, NULL);
+        if (!r->skipped && out->on_row)
+            out->on_row(out->on_row_ctx, r, &s);
     }
     mb_scenario_free(&s);
     return 0;

@@ -86,6 +86,11 @@ struct mb_val_summary {
     struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
     struct mb_val_row *rows;         /* n_rows rows, in input order */
     int roofline;                    /* set before adding inputs: predict in roofline-only mode */
+    /* set before adding inputs (optional): called for every predicted row with the checked
+     * scenario it was simulated with (borrowed: valid during the call only), e.g. to keep it
+     * for refitting the framework-time model (mb_fit.h) */
+    void (*on_row)(void *ctx, const struct mb_val_row *r, const struct mb_scenario *s);
+    void *on_row_ctx;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
 };
