@@ -1283,6 +1283,7 @@ void mb_calib_framework_get(const struct mb_calib *c, struct mb_calib_framework 
     memset(out, 0, sizeof *out);
     for (int p = 0; p < MB_FW_COUNT; p++) {
         double d = p == MB_FW_MEMBOUND_EFF ? c->mem_eff : mb_calib__fw_info[p].def;
+        out->def[p] = d;
         out->v[p] = (c->fw_set >> p) & 1u ? c->fw[p] : d;
     }
     out->set = c->fw_set;

@@ -270,6 +270,7 @@ const struct mb_fw_param_info *mb_calib_fw_info(enum mb_fw_param p);
 struct mb_calib_framework {
     double v[MB_FW_COUNT];  /* SI units (seconds for kernel times) */
     unsigned set;           /* bit p: the table (or mb_calib_framework_set) gave v[p]; else default */
+    double def[MB_FW_COUNT]; /* this table's defaults (mb_calib_fw_info; membound_eff: its membound.eff) */
     const char *source;     /* the section's source ("" when the table has none); owned by the table */
 };
 

@@ -6,7 +6,8 @@
  * Parameters are moved in prior units z_j = (theta_j - default_j) / sigma_j,
  * so the prior term is |z|^2 and the bounds are a box in z. One iteration
  * solves the damped, linearized problem
- *     min |r + J d|^2 + |z + d|^2 + lambda |d|^2,   lo <= z + d <= hi
+ *     min |r + J d|^2 + w |z + d|^2 + lambda |d|^2,   lo <= z + d <= hi
+ * with w = MB_FIT_SIGMA_OBS^2 (the objective of mb_fit.h divided by 1 / sigma_obs^2)
  * over the free parameters (those at a bound whose step points outward are
  * held there), evaluates the rows at z + d, accepts when the objective falls
  * (lambda / 10) or retries with lambda x 10, and updates J by Broyden's rule
@@ -260,7 +261,7 @@ static int mb_fit__solve(int n, double A[MB_FW_COUNT][MB_FW_COUNT], double *b, d
 
 /* The damped, bounded step d from z (np parameters, m rows with residuals r and Jacobian J[m][np]). */
 static void mb_fit__step(int np, size_t m, const double *r, const double (*J)[MB_FW_COUNT], const double *z,
-                         const double *lo, const double *hi, double lambda, double *d)
+                         const double *lo, const double *hi, double lambda, double w, double *d)
 {
     int fixed[MB_FW_COUNT] = {0};
     for (int pass = 0; pass <= np; pass++) {
@@ -277,7 +278,7 @@ static void mb_fit__step(int np, size_t m, const double *r, const double (*J)[MB
                 double s = 0;
                 for (size_t i = 0; i < m; i++)
                     s += J[i][fi[a]] * J[i][fi[b]];
-                A[a][b] = s + (a == b ? 1.0 + lambda : 0);
+                A[a][b] = s + (a == b ? w + lambda : 0);
             }
             double s = 0;
             for (size_t i = 0; i < m; i++) {
@@ -287,7 +288,7 @@ static void mb_fit__step(int np, size_t m, const double *r, const double (*J)[MB
                         ri += J[i][k] * d[k];
                 s += J[i][fi[a]] * ri;
             }
-            g[a] = -(s + z[fi[a]]);
+            g[a] = -(s + w * z[fi[a]]);
         }
         if (nf > 0 && mb_fit__solve(nf, A, g, x))
             memset(x, 0, sizeof x);
@@ -310,14 +311,14 @@ static void mb_fit__step(int np, size_t m, const double *r, const double (*J)[MB
     }
 }
 
-/* Objective sum r^2 + |z|^2. */
-static double mb_fit__obj(size_t m, const double *r, int np, const double *z)
+/* Objective sum r^2 + w |z|^2. */
+static double mb_fit__obj(size_t m, const double *r, int np, const double *z, double w)
 {
     double f = 0;
     for (size_t i = 0; i < m; i++)
         f += r[i] * r[i];
     for (int k = 0; k < np; k++)
-        f += z[k] * z[k];
+        f += w * z[k] * z[k];
     return f;
 }
 
@@ -415,6 +416,7 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
         return 0;
     unsigned params = o && o->params ? o->params : MB_FIT_DEFAULT_PARAMS;
     int max_iter = o && o->max_iter > 0 ? o->max_iter : 8;
+    double w = (o && o->prior_weight > 0 ? o->prior_weight : 1.0) * MB_FIT_SIGMA_OBS * MB_FIT_SIGMA_OBS;
     int pi[MB_FW_COUNT], np = 0;
     double lo[MB_FW_COUNT], hi[MB_FW_COUNT], z[MB_FW_COUNT] = {0};
     for (int p = 0; p < MB_FW_COUNT; p++)
@@ -442,14 +444,14 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
         for (int k = 0; k < np; k++)
             J[i][k] = set->rows[idx[i]].J0[pi[k]];
     }
-    double f = mb_fit__obj(m, r, np, z), lambda = 1e-2;
+    double f = mb_fit__obj(m, r, np, z, w), lambda = 1e-2;
     res->obj_prior = f;
     for (int it = 0; it < max_iter; it++) {
         double d[MB_FW_COUNT] = {0}, zn[MB_FW_COUNT];
         int accepted = 0;
         double moved = 0;
         for (int tries = 0; tries < 4 && !accepted; tries++) {
-            mb_fit__step(np, m, r, (const double(*)[MB_FW_COUNT])J, z, lo, hi, lambda, d);
+            mb_fit__step(np, m, r, (const double(*)[MB_FW_COUNT])J, z, lo, hi, lambda, w, d);
             moved = 0;
             for (int k = 0; k < np; k++) {
                 zn[k] = z[k] + d[k];
@@ -471,7 +473,7 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
                 for (int k = 0; k < np; k++)
                     J[i][k] += y * d[k] / dd;
             }
-            double fn = mb_fit__obj(m, rn, np, zn);
+            double fn = mb_fit__obj(m, rn, np, zn, w);
             if (fn < f) {
                 accepted = 1;
                 double drop = f - fn;
@@ -494,9 +496,9 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
     /* signed medians and MAPEs in validate's convention (step-time rows flip sign) */
     double *e0 = mb_malloc(m * sizeof *e0), *e1 = mb_malloc(m * sizeof *e1), s0 = 0, s1 = 0;
     for (size_t i = 0; i < m; i++) {
-        const struct mb_fit_row *w = &set->rows[idx[i]];
-        e0[i] = mb_fit__err(w, w->measured * exp(w->r0));
-        e1[i] = mb_fit__err(w, w->measured * exp(r[i]));
+        const struct mb_fit_row *row = &set->rows[idx[i]];
+        e0[i] = mb_fit__err(row, row->measured * exp(row->r0));
+        e1[i] = mb_fit__err(row, row->measured * exp(r[i]));
         s0 += fabs(e0[i]);
         s1 += fabs(e1[i]);
     }

@@ -9,8 +9,13 @@
  * as struct mb_step_opts.cal, so nothing is written per evaluation -- and
  * minimizes
  *
- *     sum_i ln(pred_i / meas_i)^2  +  sum_j ((theta_j - default_j) / sigma_j)^2
+ *     sum_i (ln(pred_i / meas_i) / sigma_obs)^2  +  sum_j ((theta_j - default_j) / sigma_j)^2
  *
+ * where sigma_obs (MB_FIT_SIGMA_OBS = 0.15) is the log error one measured row
+ * is trusted to: the same published configuration varies by up to +-40 %
+ * between software releases (docs/validation.md), about 0.15 in ln as one
+ * standard deviation. So a parameter moves one sigma_j when that lowers the
+ * rows' squared log errors by 0.0225, e.g. three rows by 9 % each;
  * inside each parameter's bounds (mb_calib_fw_info: defaults, bounds, sigma),
  * by a projected Levenberg-Marquardt (Gauss-Newton) iteration: a forward-
  * difference Jacobian at the defaults, Broyden updates after every
@@ -83,6 +88,9 @@ void mb_fit_set_free(struct mb_fit_set *set);
  */
 void mb_fit_family(const char *model, char *out, size_t n);
 
+/** Log error one measured row is trusted to (the weight of the data against the prior). */
+#define MB_FIT_SIGMA_OBS 0.15
+
 /** Bit of each parameter a fit may move (the default set: all but kernel_graph). */
 #define MB_FIT_PARAM(p) (1u << (p))
 #define MB_FIT_DEFAULT_PARAMS                                                                                    \
@@ -92,6 +100,7 @@ void mb_fit_family(const char *model, char *out, size_t n);
 struct mb_fit_opts {
     unsigned params;         /* MB_FIT_PARAM bits to fit; 0 = MB_FIT_DEFAULT_PARAMS; others stay at the default */
     int max_iter;            /* 0 = 8 */
+    double prior_weight;     /* multiplies the prior term; 0 = 1 (tests use a small one to check recovery) */
 };
 
 struct mb_fit_result {
