@@ -93,6 +93,10 @@ struct mb_calib {
     size_t n_coll;
     struct mb_calib_coll_point *coll;     /* measured collectives (strings owned) */
     int n_recipe;                         /* `recipes:` GEMM-time scales per precision recipe */
+    double fw[MB_FW_COUNT];               /* `framework:` parameters (SI units) */
+    unsigned fw_set;                      /* bit p: fw[p] given (else the default) */
+    char *fw_source;                      /* the section's source, or NULL */
+    int fw_on;                            /* lookups apply tensor_fraction / membound_eff */
     struct {
         char name[32];
         double gemm_time_scale;
@@ -583,6 +587,7 @@ static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, s
  */
 static int mb_calib__load_file(struct mb_calib *c, const char *file, int depth, struct mb_err *err);
 static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, int depth, struct mb_err *err);
+static int mb_calib__load_framework(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err);
 static double mb_calib__gemm_eff(const struct mb_calib *c, enum mb_prec p, double x, int *fb);
 
 enum { MB_CALIB__MAX_BASE_DEPTH = 4 };
@@ -1008,7 +1013,8 @@ static int mb_calib__load_overlay(struct mb_calib *c, const struct mb_node *root
          MB_UNIT_NONE},
         {"gpu", MB_F_STRBUF, offsetof(struct mb_calib__overlay_in, gpu), 32, 1, 1, 0, MB_UNIT_NONE},
         {"base", MB_F_STRBUF, offsetof(struct mb_calib__overlay_in, base), 512, 1, 1, 0, MB_UNIT_NONE},
-        {"measured", MB_F_NODE, offsetof(struct mb_calib__overlay_in, measured), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"measured", MB_F_NODE, offsetof(struct mb_calib__overlay_in, measured), 0, 0, 1, 0, MB_UNIT_NONE},
+        {"framework", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
     if (mb_yaml_read_fields(root, f, &in, "calibration overlay", NULL, err))
         return -1;
@@ -1044,7 +1050,11 @@ static int mb_calib__load_overlay(struct mb_calib *c, const struct mb_node *root
     if (strcasecmp(in.gpu, c->spec.name) != 0)
         return mb_yaml_err(err, mb_yaml_get(root, "gpu"), "gpu '%s' does not match the base table's gpu '%s'",
                            in.gpu, c->spec.name);
-    return mb_calib__apply_measured(c, in.measured, err);
+    if (mb_calib__load_framework(c, mb_yaml_get(root, "framework"), err))
+        return -1;
+    if (!in.measured && !mb_yaml_get(root, "framework"))
+        return mb_yaml_err(err, root, "a calibration overlay needs measured: or framework:");
+    return in.measured ? mb_calib__apply_measured(c, in.measured, err) : 0;
 }
 
 static int mb_calib__load_file(struct mb_calib *c, const char *file, int depth, struct mb_err *err)
@@ -1167,6 +1177,7 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, i
         {"links", MB_F_NODE, offsetof(struct mb_calib__top_in, links), 0, 1, 1, 0, MB_UNIT_NONE},
         {"recipes", MB_F_NODE, offsetof(struct mb_calib__top_in, recipes), 0, 0, 1, 0, MB_UNIT_NONE},
         {"measured", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+        {"framework", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
         {NULL, 0, 0, 0, 0, 0, 0, 0}};
     if (mb_yaml_get(root, "base"))
         return mb_calib__load_overlay(c, root, depth, err);
@@ -1179,7 +1190,7 @@ static int mb_calib__load_tree(struct mb_calib *c, const struct mb_node *root, i
     if (mb_calib__load_spec(c, in.spec, err) || mb_calib__load_gemm(c, in.gemm, err) ||
         mb_calib__load_grouped(c, in.grouped, err) || mb_calib__load_attn(c, in.attn, err) ||
         mb_calib__load_mem(c, in.mem, err) || mb_calib__load_links(c, in.links, err) ||
-        mb_calib__load_recipes(c, in.recipes, err))
+        mb_calib__load_recipes(c, in.recipes, err) || mb_calib__load_framework(c, mb_yaml_get(root, "framework"), err))
         return -1;
     const struct mb_node *measured = mb_yaml_get(root, "measured");
     if (measured && !mb_yaml_is_null(measured))
@@ -1263,6 +1274,7 @@ void mb_calib_free(struct mb_calib *c)
         mb_free((char *)c->coll[i].source);
     }
     mb_free(c->coll);
+    mb_free(c->fw_source);
     mb_free(c->path);
     mb_free(c);
 }
@@ -1270,6 +1282,120 @@ void mb_calib_free(struct mb_calib *c)
 const struct mb_gpu_spec *mb_calib_spec(const struct mb_calib *c)
 {
     return &c->spec;
+}
+
+/* ------------------------------------------------------------ framework */
+
+/*
+ * The framework-time model's parameters (docs/calibration.md, "Framework-time
+ * model"): bounds are physical limits, defaults come from the evidence named
+ * here, sigma is the prior width `mbsim calibrate runs` pulls each fit with.
+ */
+static const struct mb_fw_param_info mb_calib__fw_info[MB_FW_COUNT] = {
+    {"tensor_fraction", "", 0.6, 1.0, 1.0, 0.1,
+     "sustained tensor-core rate under the power cap / microbenchmark rate; 1: the 8xH100 SXM Megatron MoE layer "
+     "benchmark runs no faster than the tables predict, so no clock deficit is shown at default power; 0.6 is below "
+     "the worst field report (H100 PCIe sustained 1384 MHz, -21% vs boost; H200 NVL 612 TFLOP/s = 0.62 of peak)"},
+    {"membound_eff", "", 0.3, 0.95, NAN, 0.1,
+     "achieved HBM fraction of memory-bound kernels in the step; default: the table's membound.eff; 0.95 is above "
+     "any STREAM-like copy, 0.3 below the DeepGEMM M=64 kernels' 1.7 TB/s of 3.35"},
+    {"kernel_eager", "us", 0.0, 60e-6, 4e-6, 10e-6,
+     "GPU-timeline time per eager kernel beyond its table time: ~2 us dependent-launch gap (ASSUMPTION) + ~2 us of "
+     "small kernels the op lists do not count (H100 nsys sample: norm/copy/splitK kernels 1.7-2.1 us median); "
+     "60 us is above the largest eager host cost per kernel seen (Kineto host trace gaps ~33 us) with margin"},
+    {"kernel_graph", "us", 0.0, 10e-6, 2e-6, 3e-6,
+     "the same inside a captured CUDA graph: the small kernels stay (~2 us), the launch gap goes; 10 us bound"},
+    {"overlap_slowdown", "", 0.0, 0.4, 0.189, 0.1,
+     "compute slowed while communication kernels run beside it: 18.9% average, 40% maximum "
+     "(arXiv 2507.03114, A100/H100); the maximum is the bound"},
+};
+
+const struct mb_fw_param_info *mb_calib_fw_info(enum mb_fw_param p)
+{
+    assert(p >= 0 && p < MB_FW_COUNT);
+    return &mb_calib__fw_info[p];
+}
+
+void mb_calib_framework_get(const struct mb_calib *c, struct mb_calib_framework *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        double d = p == MB_FW_MEMBOUND_EFF ? c->mem_eff : mb_calib__fw_info[p].def;
+        out->def[p] = d;
+        out->v[p] = (c->fw_set >> p) & 1u ? c->fw[p] : d;
+    }
+    out->set = c->fw_set;
+    out->source = c->fw_source ? c->fw_source : "";
+}
+
+void mb_calib_framework_set(struct mb_calib *c, const struct mb_calib_framework *fw)
+{
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        const struct mb_fw_param_info *in = &mb_calib__fw_info[p];
+        double v = fw->v[p];
+        c->fw[p] = v < in->lo ? in->lo : v > in->hi ? in->hi : v;
+    }
+    c->fw_set = (1u << MB_FW_COUNT) - 1;
+}
+
+void mb_calib_use_framework(struct mb_calib *c, int on)
+{
+    c->fw_on = on;
+}
+
+/* The lookups' framework terms: 1 / tensor_fraction on FLOP time, and the
+ * memory-bound efficiency (1 and membound.eff unless mb_calib_use_framework). */
+static double mb_calib__tensor_slow(const struct mb_calib *c)
+{
+    if (!c->fw_on || c->roofline)
+        return 1.0;
+    enum mb_fw_param p = MB_FW_TENSOR_FRACTION;
+    return 1.0 / ((c->fw_set >> p) & 1u ? c->fw[p] : mb_calib__fw_info[p].def);
+}
+
+static double mb_calib__mem_eff(const struct mb_calib *c)
+{
+    return c->fw_on && (c->fw_set >> MB_FW_MEMBOUND_EFF) & 1u ? c->fw[MB_FW_MEMBOUND_EFF] : c->mem_eff;
+}
+
+struct mb_calib__fw_in {
+    double v[MB_FW_COUNT];
+    char *source;
+};
+
+/* `framework:` {source, tensor_fraction?, membound_eff?, kernel_eager?,
+ * kernel_graph?, overlap_slowdown?, fit?}: each given value replaces the
+ * default (or an overlay's base value); bounds from mb_calib__fw_info. `fit`
+ * is the provenance `mbsim calibrate runs` writes (informative, not read). */
+static int mb_calib__load_framework(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    if (!sec || mb_yaml_is_null(sec))
+        return 0;
+    struct mb_calib__fw_in in;
+    memset(&in, 0, sizeof in);
+    struct mb_field f[MB_FW_COUNT + 3];
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        const struct mb_fw_param_info *i = &mb_calib__fw_info[p];
+        f[p] = (struct mb_field){i->name, MB_F_DOUBLE, offsetof(struct mb_calib__fw_in, v) + (size_t)p * sizeof(double), 0,
+                                 0, i->lo, i->hi, i->unit[0] ? MB_UNIT_TIME : MB_UNIT_NONE};
+    }
+    f[MB_FW_COUNT] = (struct mb_field){"source", MB_F_STR, offsetof(struct mb_calib__fw_in, source), 0, 1, 1, 0,
+                                       MB_UNIT_NONE};
+    f[MB_FW_COUNT + 1] = (struct mb_field){"fit", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE};
+    f[MB_FW_COUNT + 2] = (struct mb_field){NULL, 0, 0, 0, 0, 0, 0, 0};
+    unsigned long long seen = 0;
+    if (mb_yaml_read_fields(sec, f, &in, "framework", &seen, err)) {
+        mb_free(in.source);
+        return -1;
+    }
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if ((seen >> p) & 1ull) {
+            c->fw[p] = in.v[p];
+            c->fw_set |= 1u << p;
+        }
+    mb_free(c->fw_source);
+    c->fw_source = in.source;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ lookups */
@@ -1336,7 +1462,7 @@ double mb_calib_gemm(struct mb_calib *c, enum mb_prec p, double m, double n, dou
     c->last_fb = fb;
     if (fb)
         c->fallbacks[T_GEMM]++;
-    double t_flop = 2.0 * m * n * k / (c->spec.peak[e] * eff);
+    double t_flop = 2.0 * m * n * k / (c->spec.peak[e] * eff) * mb_calib__tensor_slow(c);
     double t_mem = mb_calib__elem_bytes(p) * (m * k + k * n + m * n) / c->spec.hbm_bw;
     return t_flop > t_mem ? t_flop : t_mem;
 }
@@ -1388,7 +1514,7 @@ double mb_calib_grouped_gemm(struct mb_calib *c, enum mb_prec p, double groups, 
     c->last_fb = fb;
     if (fb)
         c->fallbacks[T_GROUPED]++;
-    double t_flop = groups * 2.0 * M * n * k / (c->spec.peak[e] * eff);
+    double t_flop = groups * 2.0 * M * n * k / (c->spec.peak[e] * eff) * mb_calib__tensor_slow(c);
     double t_mem = groups * mb_calib__elem_bytes(p) * (M * k + k * n + M * n) / c->spec.hbm_bw;
     return t_flop > t_mem ? t_flop : t_mem;
 }
@@ -1584,7 +1710,7 @@ double mb_calib_attn_bh(struct mb_calib *c, enum mb_prec p, double flop, double 
     c->last_fb = fb;
     if (fb)
         c->fallbacks[T_ATTN]++;
-    return flop / (peak * eff);
+    return flop / (peak * eff) * mb_calib__tensor_slow(c);
 }
 
 double mb_calib_attn(struct mb_calib *c, enum mb_prec p, double flop, double seq, int head_dim, int causal,
@@ -1605,7 +1731,7 @@ double mb_calib_membound(struct mb_calib *c, double bytes)
         c->fallbacks[T_MEM]++;
         return bytes / c->spec.hbm_bw;
     }
-    double t = bytes / (c->spec.hbm_bw * c->mem_eff);
+    double t = bytes / (c->spec.hbm_bw * mb_calib__mem_eff(c));
     return t > c->mem_floor ? t : c->mem_floor;
 }
 

@@ -258,4 +258,64 @@ int mb_calib_coll_pace(const struct mb_calib *c, const char *op, int group, doub
 /** @brief Measured collective i < mb_calib_n_coll_points(c); strings owned by c. */
 struct mb_calib_coll_point mb_calib_coll_point(const struct mb_calib *c, size_t i);
 
+/*
+ * Framework-time model (the table's optional `framework:` section,
+ * docs/calibration.md "Framework-time model"): what a training framework adds
+ * to the kernel times of the tables above. Bounded, named parameters with
+ * defaults from evidence; a table may set any of them, absent ones get the
+ * defaults. `mbsim calibrate runs` fits them to measured runs.
+ */
+enum mb_fw_param {
+    MB_FW_TENSOR_FRACTION,  /* sustained tensor-core rate / microbenchmark rate: GEMM, grouped GEMM and
+                               attention FLOP time x 1/fraction */
+    MB_FW_MEMBOUND_EFF,     /* memory-bound efficiency in the step (default: the table's membound.eff) */
+    MB_FW_KERNEL_EAGER,     /* seconds of framework time on the GPU timeline per eagerly launched kernel */
+    MB_FW_KERNEL_GRAPH,     /* the same per kernel inside a captured CUDA graph */
+    MB_FW_OVERLAP_SLOWDOWN, /* compute slowdown while communication kernels share the GPU (fraction) */
+    MB_FW_COUNT
+};
+
+/** Name, bounds, default and prior width of one framework parameter. */
+struct mb_fw_param_info {
+    const char *name;       /* key in the `framework:` section, e.g. "tensor_fraction" */
+    const char *unit;       /* "" (plain number) or "us" (written and printed in microseconds) */
+    double lo, hi;          /* physical bounds (inclusive), SI units */
+    double def;             /* default (NAN for membound_eff: the table's membound.eff) */
+    double sigma;           /* prior width for fitting (SI units) */
+    const char *evidence;   /* one line: where the default and bounds come from */
+};
+
+/** @brief Info of parameter p (< MB_FW_COUNT). */
+const struct mb_fw_param_info *mb_calib_fw_info(enum mb_fw_param p);
+
+/** The framework parameters a table answers with. */
+struct mb_calib_framework {
+    double v[MB_FW_COUNT];  /* SI units (seconds for kernel times) */
+    unsigned set;           /* bit p: the table (or mb_calib_framework_set) gave v[p]; else default */
+    double def[MB_FW_COUNT]; /* this table's defaults (mb_calib_fw_info; membound_eff: its membound.eff) */
+    const char *source;     /* the section's source ("" when the table has none); owned by the table */
+};
+
+/**
+ * @brief The framework parameters of table c: its `framework:` values, the
+ * defaults for absent ones (membound_eff: the table's membound.eff).
+ */
+void mb_calib_framework_get(const struct mb_calib *c, struct mb_calib_framework *out);
+
+/**
+ * @brief Replace the framework parameters of c (a table or a view: only c
+ * changes) by fw->v, each clamped to its bounds; every parameter counts as set.
+ * Used by the fitter to evaluate a parameter set without writing a file.
+ */
+void mb_calib_framework_set(struct mb_calib *c, const struct mb_calib_framework *fw);
+
+/**
+ * @brief Apply tensor_fraction and membound_eff in the lookups of c
+ * (mb_calib_gemm, _grouped_gemm, _attn_bh: FLOP term / tensor_fraction;
+ * mb_calib_membound: membound_eff instead of membound.eff). Off by default
+ * (the lookups answer kernel-benchmark times); the training step turns it on
+ * for its view. Ignored in roofline mode.
+ */
+void mb_calib_use_framework(struct mb_calib *c, int on);
+
 #endif /* MB_CALIB_H */

@@ -92,6 +92,12 @@ struct mb_result {
     /* calibration usage */
     char calib_path[512];
     long calib_lookups, calib_fallbacks;
+    /* the framework-time model the step used (calibration `framework:`, docs/calibration.md);
+     * fw_on 0: off (roofline mode), the values are then not applied */
+    int fw_on;
+    double fw_tensor_fraction, fw_membound_eff; /* tensor-core rate / benchmark; HBM efficiency */
+    double fw_kernel_eager_s, fw_kernel_graph_s; /* GPU seconds per eager / CUDA-graph kernel */
+    double fw_overlap_slowdown;          /* compute slowdown beside communication */
     /* per-op table of the critical stage (mb_step_opts.ops), owned: mb_result_free() */
     struct mb_op_stat *ops;
     size_t n_ops;

@@ -2050,6 +2050,8 @@ static int csv_record(struct csv_ctx *c)
         if (c->out->scenario_hook)
             c->out->scenario_hook(&s, r, c->out->hook_ctx);
         predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
+        if (!r->skipped && c->out->on_row)
+            c->out->on_row(c->out->on_row_ctx, r, &s);
     }
     mb_free(head);
     mb_free(tail);
@@ -2195,6 +2197,8 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
         predict_row(r, &s, 0, NULL, NULL);
+        if (!r->skipped && out->on_row)
+            out->on_row(out->on_row_ctx, r, &s);
     }
     mb_scenario_free(&s);
     return 0;

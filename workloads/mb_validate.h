@@ -107,6 +107,11 @@ struct mb_val_summary {
      * applied, right before it is simulated (tests read the fields the row produced) */
     void (*scenario_hook)(const struct mb_scenario *s, const struct mb_val_row *r, void *ctx);
     void *hook_ctx;
+    /* set before adding inputs (optional): called for every predicted row with the checked
+     * scenario it was simulated with (borrowed: valid during the call only), e.g. to keep it
+     * for refitting the framework-time model (mb_fit.h) */
+    void (*on_row)(void *ctx, const struct mb_val_row *r, const struct mb_scenario *s);
+    void *on_row_ctx;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
 };

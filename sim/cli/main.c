@@ -4,6 +4,7 @@
  */
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_calib.h"
@@ -11,6 +12,7 @@
 #include "mb_step.h"
 #include "mb_topo.h"
 #include "mb_validate.h"
+#include "mb_fit.h"
 #include "report.h"
 
 int mb_cmd_tune(int argc, char **argv);
@@ -19,6 +21,7 @@ int mb_cmd_plot(int argc, char **argv);
 int mb_cmd_collective(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
+int mb_cmd_calibrate_runs(int argc, char **argv);
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -34,7 +37,7 @@ static void usage_main(FILE *fp)
             "commands:\n"
             "  run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
             "                                      simulate one steady-state training step\n"
-            "  validate FILE.csv|FILE.yaml... [--json]\n"
+            "  validate FILE.csv|FILE.yaml... [--json] [--cv family]\n"
             "                                      predict published/measured runs and report errors\n"
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
@@ -46,6 +49,7 @@ static void usage_main(FILE *fp)
             "  calibrate nccl-tests LOG... [--gpu GPU] [--base TABLE] [--ranks N] [-o OUT.yaml]\n"
             "  calibrate nsys KERN_SUM.csv --gpu GPU [--shapes S.yaml] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
+            "  calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-o TABLE.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"
             "  systems                             list system presets\n"
             "  models                              list shipped model files\n"
@@ -82,6 +86,7 @@ static void usage_validate(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline]\n"
+            "       mbsim validate FILE.csv... --cv family [--jobs N]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
             "or scenario files with a measured: block), predicts each and prints measured,\n"
@@ -89,7 +94,12 @@ static void usage_validate(FILE *fp)
             "system and per model, and skipped rows grouped by reason (docs/validation.md).\n"
             "\n"
             "  --json       print the summary as one JSON object\n"
-            "  --roofline   predict without the measured kernel tables (to compare)\n");
+            "  --roofline   predict without the measured kernel tables (to compare)\n"
+            "  --cv family  leave-one-model-family-out cross-validation of the framework-time\n"
+            "               model: per family and GPU, fit on the GPU's other families' rows\n"
+            "               (as `mbsim calibrate runs` does), predict the family's rows; prints\n"
+            "               the cross-validated and zero-shot MAPE, signed median, per GPU and family\n"
+            "  --jobs N     simulation threads for --cv (default: the online CPUs)\n");
 }
 
 static void print_err(const struct mb_err *e)
@@ -185,13 +195,61 @@ static int cmd_run(int argc, char **argv)
     return 0;
 }
 
+/* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
+static int cmd_validate_cv(int argc, char **argv, int jobs)
+{
+    struct mb_fit_set set;
+    struct mb_err err;
+    mb_err_clear(&err);
+    mb_fit_set_init(&set);
+    set.jobs = jobs;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            i += !strcmp(argv[i], "--cv") || !strcmp(argv[i], "--jobs");
+            continue;
+        }
+        if (mb_fit_add_csv(&set, argv[i], &err)) {
+            print_err(&err);
+            mb_fit_set_free(&set);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    mb_fit_set_finish(&set);
+    struct mb_fit_cv cv;
+    int rc = mb_fit_cv(&set, NULL, &cv, &err);
+    if (rc)
+        print_err(&err);
+    else
+        mb_fit_cv_print(&cv, stdout);
+    mb_fit_cv_free(&cv);
+    mb_fit_set_free(&set);
+    return rc ? EXIT_BAD_INPUT : 0;
+}
+
 static int cmd_validate(int argc, char **argv)
 {
-    int json = 0, nfiles = 0, roofline = 0;
+    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage_validate(stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--cv") || !strcmp(argv[i], "--jobs")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "mbsim validate: %s needs a value\n", argv[i]);
+                return EXIT_USAGE;
+            }
+            if (!strcmp(argv[i], "--jobs")) {
+                jobs = atoi(argv[++i]);
+                if (jobs < 1 || jobs > 1024) {
+                    fprintf(stderr, "mbsim validate: --jobs '%s': expected 1 to 1024\n", argv[i]);
+                    return EXIT_USAGE;
+                }
+            } else if (strcmp(argv[++i], "family")) {
+                fprintf(stderr, "mbsim validate: --cv '%s': the one cross-validation is 'family'\n", argv[i]);
+                return EXIT_USAGE;
+            } else {
+                cv = 1;
+            }
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (!strcmp(argv[i], "--roofline")) {
@@ -207,6 +265,21 @@ static int cmd_validate(int argc, char **argv)
     if (!nfiles) {
         usage_validate(stderr);
         return EXIT_USAGE;
+    }
+    if (cv) {
+        for (int i = 0; i < argc; i++)
+            if (argv[i][0] != '-' && (i == 0 || (strcmp(argv[i - 1], "--cv") && strcmp(argv[i - 1], "--jobs"))) &&
+                !has_suffix(argv[i], ".csv")) {
+                fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        if (json || roofline) {
+            fprintf(stderr, "mbsim validate: --cv prints text and fits the tables: no --json or --roofline\n");
+            return EXIT_USAGE;
+        }
+        if (check_data_dir())
+            return EXIT_BAD_INPUT;
+        return cmd_validate_cv(argc, argv, jobs);
     }
     struct mb_val_summary sum;
     struct mb_err err;
@@ -273,6 +346,8 @@ int main(int argc, char **argv)
         int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
         if (!help && check_data_dir())
             return EXIT_BAD_INPUT;
+        if (!strcmp(cmd, "calibrate") && argc > 2 && !strcmp(argv[2], "runs"))
+            return mb_cmd_calibrate_runs(argc - 3, argv + 3);
         if (!strcmp(cmd, "calibrate") && argc > 2 && (!strcmp(argv[2], "nsys") || !strcmp(argv[2], "kineto")))
             return mb_cmd_calibrate_profile(argv[2], argc - 3, argv + 3);
         return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);

@@ -99,6 +99,13 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
     mb_report_ops_text(r, fp);
     fprintf(fp, "\n  calibration: %s (%ld lookups, %ld roofline fallbacks)%s\n", r->calib_path, r->calib_lookups,
             r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
+    if (r->fw_on)
+        fprintf(fp, "  framework: tensor_fraction %.3f, membound_eff %.3f, kernel_eager %.2f us, kernel_graph %.2f us, "
+                    "overlap_slowdown %.3f\n",
+                r->fw_tensor_fraction, r->fw_membound_eff, 1e6 * r->fw_kernel_eager_s, 1e6 * r->fw_kernel_graph_s,
+                r->fw_overlap_slowdown);
+    else
+        fprintf(fp, "  framework: off (roofline-only mode)\n");
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
         fprintf(fp, "  measured:");
         if (s->meas_tokens_per_s_per_gpu > 0)
@@ -183,6 +190,14 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(cal, "lookups", json_integer(r->calib_lookups));
     json_object_set_new(cal, "roofline_fallbacks", json_integer(r->calib_fallbacks));
     json_object_set_new(o, "calibration", cal);
+    json_t *fw = json_object();
+    json_object_set_new(fw, "applied", json_boolean(r->fw_on));
+    json_object_set_new(fw, "tensor_fraction", json_real(r->fw_tensor_fraction));
+    json_object_set_new(fw, "membound_eff", json_real(r->fw_membound_eff));
+    json_object_set_new(fw, "kernel_eager_s", json_real(r->fw_kernel_eager_s));
+    json_object_set_new(fw, "kernel_graph_s", json_real(r->fw_kernel_graph_s));
+    json_object_set_new(fw, "overlap_slowdown", json_real(r->fw_overlap_slowdown));
+    json_object_set_new(o, "framework", fw);
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
         json_t *me = json_object();
         if (s->meas_tokens_per_s_per_gpu > 0)

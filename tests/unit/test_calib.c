@@ -801,6 +801,69 @@ static void test_recipes_te_layer(void **state)
     mb_calib_free(h200);
 }
 
+/* Framework-time model (`framework:`, docs/calibration.md). fixture_fw_H100.yaml is an
+ * overlay of fixture_H100.yaml (BF16 GEMM 2mnk / 500 TFLOP/s, memory-bound bytes / 2 TB/s,
+ * neutral framework section) setting tensor_fraction 0.8, membound_eff 0.4, 5 us / 1 us per
+ * kernel and overlap_slowdown 0.25. The lookups answer kernel times until
+ * mb_calib_use_framework: then a 4096^3 BF16 GEMM takes 2 * 4096^3 / (500e12 * 0.8) and
+ * 1 GB of memory-bound traffic 1e9 / (4e12 * 0.4). A view's parameters are its own; a table
+ * without the section answers the defaults (membound_eff = its membound.eff); bounds and
+ * unknown keys are errors at the key. */
+static void test_framework(void **state)
+{
+    (void)state;
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", "tests/data/calib/fixture_fw_H100.yaml", &c, &e), 0);
+    struct mb_calib_framework fw;
+    mb_calib_framework_get(c, &fw);
+    assert_true(mb_dbl_eq(fw.v[MB_FW_TENSOR_FRACTION], 0.8) && mb_dbl_eq(fw.v[MB_FW_MEMBOUND_EFF], 0.4));
+    assert_true(mb_dbl_eq(fw.v[MB_FW_KERNEL_EAGER], 5e-6) && mb_dbl_eq(fw.v[MB_FW_KERNEL_GRAPH], 1e-6));
+    assert_true(mb_dbl_eq(fw.v[MB_FW_OVERLAP_SLOWDOWN], 0.25));
+    assert_int_equal(fw.set, (1u << MB_FW_COUNT) - 1);
+    assert_string_equal(fw.source, "test fixture (round numbers)");
+    double g = 2.0 * 4096 * 4096 * 4096 / 500e12;
+    assert_true(close_rel(mb_calib_gemm(c, MB_PREC_BF16, 4096, 4096, 4096), g, 1e-12));
+    assert_true(close_rel(mb_calib_membound(c, 1e9), 1e9 / 2e12, 1e-12));
+    struct mb_calib *v = mb_calib_view(c);
+    mb_calib_use_framework(v, 1);
+    assert_true(close_rel(mb_calib_gemm(v, MB_PREC_BF16, 4096, 4096, 4096), g / 0.8, 1e-12));
+    assert_true(close_rel(mb_calib_membound(v, 1e9), 1e9 / 1.6e12, 1e-12));
+    /* a view's own parameters, clamped to the bounds; the table keeps its own */
+    fw.v[MB_FW_TENSOR_FRACTION] = 0.5; /* below the bound 0.6 */
+    fw.v[MB_FW_KERNEL_EAGER] = 20e-6;
+    mb_calib_framework_set(v, &fw);
+    assert_true(close_rel(mb_calib_gemm(v, MB_PREC_BF16, 4096, 4096, 4096), g / 0.6, 1e-12));
+    struct mb_calib_framework fv;
+    mb_calib_framework_get(v, &fv);
+    assert_true(mb_dbl_eq(fv.v[MB_FW_KERNEL_EAGER], 20e-6));
+    mb_calib_framework_get(c, &fw);
+    assert_true(mb_dbl_eq(fw.v[MB_FW_KERNEL_EAGER], 5e-6));
+    mb_calib_set_roofline(v, 1); /* roofline mode: no framework terms */
+    assert_true(close_rel(mb_calib_gemm(v, MB_PREC_BF16, 4096, 4096, 4096), 2.0 * 4096 * 4096 * 4096 / 500e12,
+                          1e-12));
+    mb_calib_free(v);
+    mb_calib_free(c);
+    /* no section: the defaults, membound_eff from membound.eff */
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load(NULL, "tests/data/calib/good_min.yaml", &c, &e), 0);
+    mb_calib_framework_get(c, &fw);
+    assert_int_equal(fw.set, 0);
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+        double want = p == MB_FW_MEMBOUND_EFF ? 0.8 : in->def; /* good_min: membound.eff 0.8 */
+        assert_true(mb_dbl_eq(fw.v[p], want));
+        assert_true(want >= in->lo && want <= in->hi && in->sigma > 0);
+    }
+    mb_calib_free(c);
+    expect_bad("tests/data/calib/bad_framework_range.yaml",
+               "tests/data/calib/bad_framework_range.yaml:6:17: framework.kernel_eager = 80 us is out of range [0, 6e-05]");
+    expect_bad("tests/data/calib/bad_framework_key.yaml",
+               "tests/data/calib/bad_framework_key.yaml:6:3: unknown key 'tensor_frac' in framework; expected one "
+               "of: tensor_fraction, membound_eff, kernel_eager, kernel_graph, overlap_slowdown, source, fit");
+}
+
 /* Recipe GEMM-time scales (`recipes:`): the shipped H100 and H200 tables carry
  * fp8_blockwise 1.41 (derived from the Megatron-Core MoE layer benchmark, see
  * the table's source); other recipes, other GPUs and roofline mode get 1. A
@@ -980,7 +1043,7 @@ int main(void)
         cmocka_unit_test(test_grouped_monotone),  cmocka_unit_test(test_roofline_mode),
         cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_membound_cudnn_norms),
         cmocka_unit_test(test_bad_tables), cmocka_unit_test(test_recipes),
-        cmocka_unit_test(test_recipes_te_layer),
+        cmocka_unit_test(test_recipes_te_layer), cmocka_unit_test(test_framework),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -649,6 +649,151 @@ static void test_launch_bound(void **state)
     mb_scenario_free(&s);
 }
 
+/* Simulate s with table `path` whose framework parameters are replaced by fw
+ * (NULL: the table's own), optionally with the per-op table. */
+static void sim_fw(const struct mb_scenario *s, const char *path, const double *fw, int ops, struct mb_result *r)
+{
+    struct mb_calib *cal = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", path, &cal, &e), 0);
+    if (fw) {
+        struct mb_calib_framework f;
+        mb_calib_framework_get(cal, &f);
+        for (int p = 0; p < MB_FW_COUNT; p++)
+            f.v[p] = fw[p];
+        mb_calib_framework_set(cal, &f);
+    }
+    struct mb_step_opts o = {.critical_path = 0, .ops = ops, .cal = cal};
+    if (mb_step_simulate_opts(s, &o, r, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    mb_calib_free(cal);
+}
+
+/* Framework time per kernel (calibration framework.kernel_eager / kernel_graph) on the
+ * launch-bound fixture (2 tiny dense layers, 4 microbatches, one GPU: 344 kernels per step,
+ * test_launch_bound). Under a full-iteration CUDA graph nothing waits for the host, so the
+ * step is the GPU's sum and 1 us per graph kernel adds exactly 344 us. Eager with 20 us per
+ * kernel, each op's GPU time (its table time + kernels x 20 us) exceeds its launch
+ * (kernels x the fixture's 10 us), so the GPU gains at least 10 us per kernel on the host and
+ * waits only at the start, until that lead exceeds the next op's launch (at most the largest
+ * op's, 12 kernels = 120 us): the step is the graph step plus 344 x 20 us plus 0..120 us.
+ * The fixture table's own framework section is neutral (nothing added); the report carries
+ * the values used; roofline mode applies none of them. */
+static void test_framework_kernels(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r0, r1, r2;
+    load("tests/data/step/launch_bound.yaml", &s);
+    s.cuda_graph = MB_CG_FULL_ITERATION;
+    double neutral[MB_FW_COUNT] = {1, 0.5, 0, 0, 0}; /* fixture membound.eff 0.5 */
+    double graph[MB_FW_COUNT] = {1, 0.5, 0, 1e-6, 0};
+    double eager[MB_FW_COUNT] = {1, 0.5, 20e-6, 0, 0};
+    sim_fw(&s, FIXTURE_H100, NULL, 0, &r0);
+    assert_true(r0.fw_on && r0.fw_kernel_eager_s == 0 && r0.fw_kernel_graph_s == 0 && r0.fw_tensor_fraction == 1);
+    sim_fw(&s, FIXTURE_H100, neutral, 0, &r1);
+    assert_true(mb_dbl_eq(r1.step_time_s, r0.step_time_s));
+    sim_fw(&s, FIXTURE_H100, graph, 0, &r1);
+    double d = r1.step_time_s - r0.step_time_s;
+    if (fabs(d - 344e-6) > 1e-9)
+        fail_msg("full-iteration graph: +%.3f us for 1 us per kernel, expected 344", d * 1e6);
+    s.cuda_graph = 0;
+    sim_fw(&s, FIXTURE_H100, eager, 0, &r2);
+    d = r2.step_time_s - r0.step_time_s - 344 * 20e-6;
+    if (d < -1e-9 || d > 120e-6)
+        fail_msg("eager 20 us per kernel: %.3f us beyond 344 x 20 us, expected 0..120", d * 1e6);
+    assert_true(r2.breakdown[MB_CAT_HOST] < 120e-6);
+    assert_true(mb_dbl_eq(r2.fw_kernel_eager_s, 20e-6));
+    /* the framework fixture, named by the scenario: its values are reported */
+    use_fixture(&s, "tests/data/calib/fixture_fw_H100.yaml");
+    sim(&s, &r2);
+    assert_true(mb_dbl_eq(r2.fw_tensor_fraction, 0.8) && mb_dbl_eq(r2.fw_membound_eff, 0.4));
+    assert_true(mb_dbl_eq(r2.fw_kernel_eager_s, 5e-6) && mb_dbl_eq(r2.fw_kernel_graph_s, 1e-6));
+    assert_true(mb_dbl_eq(r2.fw_overlap_slowdown, 0.25));
+    s.roofline = 1;
+    sim(&s, &r2);
+    assert_true(!r2.fw_on && r2.fw_kernel_eager_s == 0 && r2.fw_overlap_slowdown == 0);
+    mb_scenario_free(&s);
+}
+
+/* Sustained tensor-core fraction and memory-bound efficiency, per op (tests/data/ops/gqa2.yaml,
+ * fixture table): every GEMM of the per-op table is compute-bound there, so tensor_fraction 0.8
+ * makes linear_fc1 and linear_qkv exactly 1/0.8 slower, and core attention too; the MLP
+ * activation is far above the 1 us floor, so membound_eff 0.3 (its lower bound) instead of the
+ * table's 0.5 makes it exactly 5/3 as slow. */
+static void test_framework_rates(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, b;
+    load("tests/data/ops/gqa2.yaml", &s);
+    double neutral[MB_FW_COUNT] = {1, 0.5, 0, 0, 0};
+    double slow[MB_FW_COUNT] = {0.8, 0.3, 0, 0, 0};
+    sim_fw(&s, FIXTURE_H100, neutral, 1, &a);
+    sim_fw(&s, FIXTURE_H100, slow, 1, &b);
+    static const struct {
+        const char *name;
+        double ratio;
+    } c[] = {{"linear_fc1", 1.25}, {"linear_qkv", 1.25}, {"core_attn", 1.25}, {"mlp_act", 0.5 / 0.3}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        for (int dir = 0; dir < 2; dir++) {
+            double ta = 0, tb = 0;
+            for (size_t k = 0; k < a.n_ops; k++)
+                if (a.ops[k].dir == dir && !strcmp(a.ops[k].name, c[i].name))
+                    ta = a.ops[k].time_s;
+            for (size_t k = 0; k < b.n_ops; k++)
+                if (b.ops[k].dir == dir && !strcmp(b.ops[k].name, c[i].name))
+                    tb = b.ops[k].time_s;
+            assert_true(ta > 0);
+            if (fabs(tb / ta - c[i].ratio) > 1e-6)
+                fail_msg("%s dir %d: %.6f x slower, expected %.4f", c[i].name, dir, tb / ta, c[i].ratio);
+        }
+    mb_result_free(&a);
+    mb_result_free(&b);
+    mb_scenario_free(&s);
+}
+
+/* Compute beside communication (framework.overlap_slowdown): with CP ring attention
+ * (tests/data/step/cp_a2a.yaml switched to p2p, Llama-3-8B CP2 on one H100 node) each forward
+ * KV exchange runs beside the next compute op, which is longer than the exchange, so the
+ * forward compute grows by exactly slowdown x the exchanges' estimated time: per exchange one
+ * ring step, 1 us + its bytes / 360 GB/s (the fixture's NVLink; the simulated forward exchanges
+ * take longer, sharing NVLink with the overlapped parameter all-gather, which the estimate
+ * does not see). */
+static void test_framework_overlap(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, b;
+    load("tests/data/step/cp_a2a.yaml", &s);
+    s.cp_a2a = 0;
+    double none[MB_FW_COUNT] = {1, 0.5, 0, 0, 0};
+    double slow[MB_FW_COUNT] = {1, 0.5, 0, 0, 0.25};
+    sim_fw(&s, FIXTURE_H100, none, 1, &a);
+    sim_fw(&s, FIXTURE_H100, slow, 1, &b);
+    double fa = 0, fb = 0, ring = 0;
+    for (size_t k = 0; k < a.n_ops; k++) {
+        if (a.ops[k].dir == 0 && !a.ops[k].comm)
+            fa += a.ops[k].time_s;
+        if (a.ops[k].dir == 0 && !strcmp(a.ops[k].name, "cp ring kv")) /* one ring step each: 1 us + bytes / 360 GB/s */
+            ring = a.ops[k].count * 1e-6 + a.ops[k].bytes / 360e9;
+    }
+    for (size_t k = 0; k < b.n_ops; k++)
+        if (b.ops[k].dir == 0 && !b.ops[k].comm)
+            fb += b.ops[k].time_s;
+    assert_true(ring > 0);
+    if (fabs((fb - fa) / (0.25 * ring) - 1) > 0.01)
+        fail_msg("forward compute +%.4g s beside the ring, expected 0.25 x %.4g s", fb - fa, ring);
+    assert_true(b.step_time_s > a.step_time_s);
+    mb_result_free(&a);
+    mb_result_free(&b);
+    mb_scenario_free(&s);
+}
+
 /* Packing (tests/data/step/packing.yaml): a sample is 1000 text tokens plus one
  * 448x448 image = 196 merged tokens, 1196 positions. Packed greedily into 4096:
  * 3 samples (3588 positions; a 4th would need 4784), so 3588/4096 = 87.6% of the
@@ -979,7 +1124,8 @@ int main(void)
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
-        cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound),
+        cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),
+        cmocka_unit_test(test_framework_rates), cmocka_unit_test(test_framework_overlap),
         cmocka_unit_test(test_oom_reserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

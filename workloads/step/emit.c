@@ -60,6 +60,7 @@ static void mb__close_pending(struct mb_build *b, int st, struct mb_em *em)
     b->cur = (struct mb_tinfo){0};
     em->last = mb_emit_join(b, st, em->last, em->pending);
     em->pending = -1;
+    em->beside_par = 0; /* what follows waits for it: nothing runs beside it any more */
 }
 
 /* A compute op on stage st's compute stream. */
@@ -69,6 +70,7 @@ static void mb__emit_comp(struct mb_build *b, int st, struct mb_em *em, const st
     double dur = recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
     if (dur <= 0)
         return;
+    dur = mb_fw_comp(b, em, o, dir, recompute, dur); /* framework time: kernels, compute beside comm */
     int h = mb__host(b, st, em, o, dir, recompute);
     int t = mb_emit_task(b, b->comp[st], recompute ? MB_CAT_RECOMPUTE : (int)o->cat, dur, NULL, 0, em->last);
     if (h >= 0) {
@@ -104,9 +106,10 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     int t = mb_emit_task(b, b->cstream[st][o->ck], MB_TK_OF_COMM(o->ck), o->latency, f, nf, em->last);
     if (h >= 0)
         mb_engine_add_dep(b->e, h, t);
-    if (o->parallel)
+    if (o->parallel) {
         em->pending = t;
-    else
+        em->beside_par = mb_fw_comm_est(b, o); /* the next compute op runs beside it */
+    } else
         em->last = t;
     return o->ck == MB_CK_EP && !o->parallel;
 }
@@ -142,6 +145,7 @@ int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chun
     u->em.last = mb_emit_task(b, b->comp[st], MB_TK_JOIN, 0, NULL, 0, -1);
     u->em.pending = -1;
     u->em.region = 0;
+    u->em.beside_par = u->em.beside_bg = 0;
     return u->em.last;
 }
 
@@ -184,6 +188,9 @@ static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const
     int t = mb_net_coll(b, st, MB_CK_FSDP, MB_CK_FSDP, MB_COLL_ALL_GATHER, b->g_dp, x->bytes, dep);
     if (t >= 0 && t != u->em.last)
         u->em.last = mb_emit_join(b, st, u->em.last, t);
+    /* prefetched (d >= 1): the gathers of the next layers run beside this layer's compute */
+    if (d > 0)
+        u->em.beside_bg += mb_fw_coll_est(b, MB_COLL_ALL_GATHER, b->g_dp, x->bytes);
 }
 
 /* Emit the ops of item x from u->opi on; returns 1 after an EP dispatch or
@@ -203,6 +210,23 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
         }
     }
     return 0;
+}
+
+/* Estimated seconds of layer li's overlapped gradient reduction (reduce.c:
+ * one bucket per layer, issued as its last backward ends -- the last
+ * microbatch's), which runs beside the backward of the layers after it in
+ * that unit; 0 when there is none (no overlap_grad_reduce, FSDP, frozen). */
+static double mb__grad_reduce_est(const struct mb_build *b, const struct mb_unit *u, int li)
+{
+    const struct mb_scenario *s = b->s;
+    if (!s->overlap_grad_reduce || s->strategy == MB_STRAT_FSDP || (s->freeze & MB_FREEZE_LANGUAGE) ||
+        u->mb != b->lay.m - 1 || li < 0)
+        return 0;
+    enum mb_coll_op op = s->dist_opt ? MB_COLL_REDUCE_SCATTER : MB_COLL_ALL_REDUCE;
+    double t = mb_fw_coll_est(b, op, b->g_dp, b->lay.dense_layer_params / s->tp * s->grad_bytes);
+    if (b->m->layer[li].ffn == MB_FFN_MOE)
+        t += mb_fw_coll_est(b, op, b->g_edp, b->lay.expert_layer_params / (s->ep * s->etp) * s->grad_bytes);
+    return t;
 }
 
 /* Run unit u from where it stopped. With `yield_on_ep` it returns 1 right
@@ -227,10 +251,12 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
             mb__em_close(b, st, &u->em);
             mb_emit_describe(b, "fsdp reducescatter", st, x->li, u->mb, 1);
             mb_net_coll(b, st, MB_CK_DP, MB_CK_FSDP, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes, u->em.last);
+            u->em.beside_bg += mb_fw_coll_est(b, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes); /* beside the next layers */
             break;
         case MB_IT_LASTB:
             mb__em_close(b, st, &u->em);
             b->sched.lastb_layer[x->li] = u->em.last;
+            u->em.beside_bg += mb__grad_reduce_est(b, u, x->li);
             break;
         }
     }
@@ -242,8 +268,8 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
  * one unit's all-to-all is in flight the other unit computes (Megatron's
  * combined 1F1B all-to-all overlap). The dispatcher kernel occupies a share
  * `sm_frac` of the SMs for its (estimated) duration, so the overlapping
- * compute loses that share of the time: a stall of sm_frac x duration is
- * charged to dispatch_combine_compute. */
+ * compute loses that share of the time: a stall of max(sm_frac,
+ * overlap_slowdown) x duration is charged to dispatch_combine_compute. */
 void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
                       struct mb_gate *gate)
 {
@@ -257,7 +283,9 @@ void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_
         }
         int switched = mb_unit_run(b, st, cur, other->pos < other->n, gate);
         if (switched && other->pos < other->n) {
-            double stall = sm_frac * cur->ep_busy;
+            /* the larger of the dispatcher's SM share and the framework model's slowdown
+             * beside communication (both describe the same compute losing the GPU) */
+            double stall = fmax(sm_frac, b->fw_overlap) * cur->ep_busy;
             if (stall > 0) {
                 mb_emit_describe(b, "ep overlap sm stall", st, -1, other->mb, -1);
                 other->em.last = mb_emit_task(b, b->comp[st], MB_CAT_DISPATCH, stall, NULL, 0, other->em.last);

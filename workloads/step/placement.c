@@ -86,6 +86,7 @@ int mb_step_place(struct mb_build *b, struct mb_err *err)
                           mb_prec_name(s->prec.gemm), s->prec.label);
     b->launch = (s->cuda_graph & MB_CG_FULL_ITERATION) ? 0 : b->gpu->launch_s;
     b->gemm_scale = mb_calib_recipe_gemm_scale(b->cal, s->prec.label);
+    mb_fw_setup(b);
     mb__links(b);
     int dom = s->system.nvlink_domain > 0 ? s->system.nvlink_domain : s->system.gpus_per_node;
     b->g_tp = mb_step_group(s->tp, 1, dom);

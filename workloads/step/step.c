@@ -104,6 +104,12 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     mb_memtl_build(b, act_tl);
     int rc = a->trace ? mb_trace_write(b, a->trace, err) : 0;
     mb_results_metrics(b, step, r);
+    r->fw_on = b->fw_on;
+    r->fw_tensor_fraction = b->fw_tensor;
+    r->fw_membound_eff = b->fw_mem_eff;
+    r->fw_kernel_eager_s = b->fw_kernel_eager;
+    r->fw_kernel_graph_s = b->fw_kernel_graph;
+    r->fw_overlap_slowdown = b->fw_overlap;
     mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, b->gpu->hbm_bytes, act_tl, &r->mem);
     r->oom = r->mem.reserved > r->mem.capacity;
     if (a->ops)

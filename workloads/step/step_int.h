@@ -190,6 +190,11 @@ struct mb_build {
     struct mb_tinfo *tinfo;
     size_t n_tinfo, cap_tinfo;
     struct mb_tinfo cur;      /* description the next recorded task gets */
+    /* framework-time model (calibration `framework:`; framework.c), 0 when off */
+    int fw_on;                /* 0 in roofline mode */
+    double fw_tensor, fw_mem_eff; /* as applied by the table view's lookups (reported) */
+    double fw_kernel_eager, fw_kernel_graph; /* GPU seconds per kernel of a compute op */
+    double fw_overlap;        /* compute slowdown beside communication */
 };
 
 /* ---- placement.c */
@@ -259,6 +264,8 @@ struct mb_em {
     int last;     /* task the next compute op must follow */
     int pending;  /* parallel communication the op after next must wait for, or -1 */
     int region;   /* CUDA-graph region of the last op emitted (0 = eager) */
+    double beside_par; /* est. seconds the pending parallel comm still runs beside the next compute */
+    double beside_bg;  /* est. seconds of background comm (FSDP, overlapped grad reduction) still beside */
 };
 enum mb_itk { MB_IT_OPS, MB_IT_FSDP_AG, MB_IT_FSDP_RS, MB_IT_LASTB };
 struct mb_item {
@@ -294,6 +301,12 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
 void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
                       struct mb_gate *gate);
 void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer, int mb, int dir);
+
+/* ---- framework.c: the framework-time model */
+void mb_fw_setup(struct mb_build *b);
+double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, int dir, int recompute, double dur);
+double mb_fw_comm_est(const struct mb_build *b, const struct mb_op *o);
+double mb_fw_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes);
 
 /* ---- reduce.c */
 void mb_reduce_param_gather(struct mb_build *b, int *pg_done);

@@ -1,0 +1,309 @@
+/*
+ * cmd_calibrate_runs.c -- `mbsim calibrate runs MEASURED.csv [--gpu G]
+ * [--base TABLE] [--params LIST] [--jobs N] [-o TABLE.yaml]`: fit the
+ * framework-time model (calibration `framework:`) of one GPU type to the
+ * measured runs of that GPU in a measured-runs CSV (workloads/mb_fit.h) and
+ * write the base table with the fitted `framework:` section and its
+ * provenance (docs/calibration.md, "Fitting the framework-time model").
+ * Exit codes: 0 ok, 1 bad input, 2 usage.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "mb_calib.h"
+#include "mb_fit.h"
+#include "mb_yaml.h"
+
+int mb_cmd_calibrate_runs(int argc, char **argv);
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [--jobs N] "
+            "[-o TABLE.yaml]\n"
+            "\n"
+            "Fits the framework-time model (tensor_fraction, membound_eff, kernel_eager, kernel_graph,\n"
+            "overlap_slowdown: docs/calibration.md) of one GPU type to that GPU's measured runs in the\n"
+            "CSV (the columns `mbsim validate` reads), minimizing the squared log errors plus a prior\n"
+            "toward each parameter's default, inside its bounds, and writes the base table (stdout\n"
+            "without -o) with the fitted `framework:` section and its provenance.\n"
+            "  --gpu GPU      the GPU type whose rows are fitted (needed when the CSV has several)\n"
+            "  --base TABLE   shipped GPU name or table file to start from (default: the GPU's shipped table)\n"
+            "  --params LIST  comma-separated parameters to fit (default: tensor_fraction,membound_eff,\n"
+            "                 kernel_eager,overlap_slowdown); the others keep their defaults\n"
+            "  --jobs N       simulation threads (default: the online CPUs)\n"
+            "exit codes: 0 ok, 1 bad input, 2 usage error\n");
+}
+
+static int parse_params(const char *list, unsigned *out)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    *out = 0;
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int found = -1;
+        for (int p = 0; p < MB_FW_COUNT; p++)
+            if (!strcmp(t, mb_calib_fw_info((enum mb_fw_param)p)->name))
+                found = p;
+        if (found < 0) {
+            fprintf(stderr, "mbsim calibrate runs: unknown parameter '%s'; expected some of: tensor_fraction, "
+                            "membound_eff, kernel_eager, kernel_graph, overlap_slowdown\n",
+                    t);
+            return -1;
+        }
+        *out |= MB_FIT_PARAM(found);
+    }
+    return *out ? 0 : -1;
+}
+
+/* The whole file, or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 65536, n = 0, got;
+    char *b = malloc(cap);
+    while (b && (got = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 4096) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+            } else {
+                b = nb;
+            }
+        }
+    }
+    fclose(f);
+    if (b)
+        b[n] = '\0';
+    return b;
+}
+
+/* Write `text` without its top-level `framework:` block (from that line to the
+ * next line starting in column 0 with anything but a blank). */
+static void write_without_framework(FILE *fp, const char *text)
+{
+    int skip = 0;
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p + 1) : strlen(p);
+        if (!strncmp(p, "framework:", 10))
+            skip = 1;
+        else if (skip && len > 0 && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            skip = 0;
+        if (!skip)
+            fwrite(p, 1, len, fp);
+        p += len;
+    }
+    if (text[0] && text[strlen(text) - 1] != '\n')
+        fputc('\n', fp);
+}
+
+static void write_value(FILE *fp, enum mb_fw_param p, double v)
+{
+    const struct mb_fw_param_info *in = mb_calib_fw_info(p);
+    if (in->unit[0])
+        fprintf(fp, "%.4g us", v * 1e6);
+    else
+        fprintf(fp, "%.4g", v);
+}
+
+static void write_framework(FILE *fp, const struct mb_fit_set *set, const size_t *idx, const struct mb_fit_result *r,
+                            unsigned params, const char *csv, const char *gpu, const char *cmd)
+{
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    fprintf(fp, "framework:   # fitted by `mbsim calibrate runs` (docs/calibration.md); bounds and defaults there\n");
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        fprintf(fp, "  %s: ", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        write_value(fp, (enum mb_fw_param)p, r->fit.v[p]);
+        fprintf(fp, "%s\n", params & MB_FIT_PARAM(p) ? "" : "   # not fitted: the default");
+    }
+    char src[512];
+    snprintf(src, sizeof src,
+             "fitted to %zu measured %s runs (%s) on %s by mbsim calibrate runs: MAPE %.1f %% -> %.1f %%; "
+             "defaults, bounds and evidence: docs/calibration.md, Framework-time model",
+             r->n_rows, gpu, csv, date, r->mape_prior, r->mape_fit);
+    fprintf(fp, "  source: ");
+    mb_yaml_write_quoted(fp, src);
+    fprintf(fp, "\n  fit:\n    command: ");
+    mb_yaml_write_quoted(fp, cmd);
+    fprintf(fp, "\n    date: \"%s\"\n    csv: ", date);
+    mb_yaml_write_quoted(fp, csv);
+    fprintf(fp, "\n    gpu: \"%s\"\n    params: [", gpu);
+    int first = 1;
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if (params & MB_FIT_PARAM(p)) {
+            fprintf(fp, "%s%s", first ? "" : ", ", mb_calib_fw_info((enum mb_fw_param)p)->name);
+            first = 0;
+        }
+    fprintf(fp, "]\n    prior: {");
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        fprintf(fp, "%s%s: ", p ? ", " : "", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        write_value(fp, (enum mb_fw_param)p, r->prior.v[p]);
+    }
+    fprintf(fp, "}\n    rows: %zu\n", r->n_rows);
+    fprintf(fp, "    mape_before_pct: %.2f\n    mape_after_pct: %.2f\n", r->mape_prior, r->mape_fit);
+    fprintf(fp, "    signed_median_before_pct: %.2f\n    signed_median_after_pct: %.2f\n", r->median_prior,
+            r->median_fit);
+    fprintf(fp, "    objective_before: %.6g\n    objective_after: %.6g\n", r->obj_prior, r->obj_fit);
+    fprintf(fp, "    iterations: %d\n    simulations: %d\n    row_ids:\n", r->iterations, r->sims);
+    for (size_t a = 0; a < r->n_rows; a++) {
+        fprintf(fp, "      - ");
+        mb_yaml_write_quoted(fp, set->rows[idx[a]].id);
+        fputc('\n', fp);
+    }
+}
+
+int mb_cmd_calibrate_runs(int argc, char **argv)
+{
+    const char *csv = NULL, *gpu = NULL, *base = NULL, *out = NULL;
+    unsigned params = MB_FIT_DEFAULT_PARAMS;
+    int jobs = 0;
+    char cmd[2048] = "mbsim calibrate runs";
+    for (int i = 0; i < argc; i++) {
+        size_t l = strlen(cmd);
+        snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--gpu") || !strcmp(a, "--base") ||
+                    !strcmp(a, "--params") || !strcmp(a, "--jobs");
+        if (takes && i + 1 >= argc) {
+            fprintf(stderr, "mbsim calibrate runs: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--gpu")) {
+            gpu = argv[++i];
+        } else if (!strcmp(a, "--base")) {
+            base = argv[++i];
+        } else if (!strcmp(a, "--params")) {
+            if (parse_params(argv[++i], &params))
+                return 2;
+        } else if (!strcmp(a, "--jobs")) {
+            jobs = atoi(argv[++i]);
+            if (jobs < 1 || jobs > 1024) {
+                fprintf(stderr, "mbsim calibrate runs: --jobs '%s': expected 1 to 1024\n", argv[i]);
+                return 2;
+            }
+        } else if (a[0] == '-') {
+            fprintf(stderr, "mbsim calibrate runs: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (!csv) {
+            csv = a;
+        } else {
+            fprintf(stderr, "mbsim calibrate runs: one measured-runs CSV expected, got '%s' too\n", a);
+            return 2;
+        }
+    }
+    if (!csv) {
+        usage(stderr);
+        return 2;
+    }
+    struct mb_fit_set set;
+    struct mb_err err;
+    mb_err_clear(&err);
+    mb_fit_set_init(&set);
+    set.jobs = jobs;
+    char msg[1024];
+    if (mb_fit_add_csv(&set, csv, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+        mb_fit_set_free(&set);
+        return 1;
+    }
+    mb_fit_set_finish(&set);
+    /* the GPU: named, or the only one in the CSV */
+    if (!gpu) {
+        for (size_t i = 0; i < set.n; i++)
+            if (!gpu)
+                gpu = set.rows[i].gpu;
+            else if (strcasecmp(gpu, set.rows[i].gpu)) {
+                fprintf(stderr, "mbsim calibrate runs: %s has rows of several GPU types (%s, %s, ...): name one with "
+                                "--gpu\n",
+                        csv, gpu, set.rows[i].gpu);
+                mb_fit_set_free(&set);
+                return 2;
+            }
+    }
+    size_t *idx = malloc((set.n + 1) * sizeof *idx), n = 0;
+    for (size_t i = 0; gpu && i < set.n; i++)
+        if (!strcasecmp(set.rows[i].gpu, gpu))
+            idx[n++] = i;
+    if (n == 0) {
+        fprintf(stderr, "mbsim calibrate runs: no predicted row of GPU '%s' in %s\n", gpu ? gpu : "?", csv);
+        free(idx);
+        mb_fit_set_free(&set);
+        return 1;
+    }
+    struct mb_calib *cal = NULL;
+    int shipped = base && !strchr(base, '/') && !strstr(base, ".yaml");
+    if (mb_calib_load(base && shipped ? base : gpu, base && !shipped ? base : NULL, &cal, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+        free(idx);
+        mb_fit_set_free(&set);
+        return 1;
+    }
+    struct mb_fit_result r;
+    struct mb_fit_opts fo = {params, 0, 0};
+    int rc = mb_fit_framework(&set, idx, n, cal, &fo, &r, &err);
+    if (rc) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+    } else {
+        /* idx of the rows the fit used (rows that do not simulate are left out) */
+        size_t m = 0;
+        for (size_t a = 0; a < n; a++)
+            if (set.rows[idx[a]].lin_ok > 0)
+                idx[m++] = idx[a];
+        fprintf(stderr, "mbsim calibrate runs: %zu %s rows, %d iterations, %d simulations in %.1f s\n", r.n_rows, gpu,
+                r.iterations, r.sims, r.wall_s);
+        for (int p = 0; p < MB_FW_COUNT; p++) {
+            const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+            fprintf(stderr, "  %-17s ", in->name);
+            write_value(stderr, (enum mb_fw_param)p, r.prior.v[p]);
+            fprintf(stderr, " -> ");
+            write_value(stderr, (enum mb_fw_param)p, r.fit.v[p]);
+            fprintf(stderr, "%s\n", params & MB_FIT_PARAM(p) ? "" : "  (not fitted)");
+        }
+        fprintf(stderr, "  MAPE %.2f %% -> %.2f %%, signed median %+.1f %% -> %+.1f %%\n", r.mape_prior, r.mape_fit,
+                r.median_prior, r.median_fit);
+        char *text = slurp(mb_calib_path(cal));
+        FILE *fp = out ? fopen(out, "w") : stdout;
+        if (!text || !fp) {
+            fprintf(stderr, "mbsim calibrate runs: cannot %s %s (%s)\n", text ? "write" : "read",
+                    text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
+            rc = -1;
+        } else {
+            write_without_framework(fp, text);
+            write_framework(fp, &set, idx, &r, params, csv, gpu, cmd);
+            if (out && fclose(fp)) {
+                fprintf(stderr, "mbsim calibrate runs: cannot write %s\n", out);
+                rc = -1;
+            }
+            fp = NULL;
+        }
+        if (fp && out)
+            fclose(fp);
+        free(text);
+    }
+    mb_calib_free(cal);
+    free(idx);
+    mb_fit_set_free(&set);
+    return rc ? 1 : 0;
+}

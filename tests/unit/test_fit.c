@@ -1,0 +1,163 @@
+/*
+ * test_fit.c -- fitting the framework-time model (workloads/mb_fit.h).
+ *
+ * Recovery: tests/data/fit/synthetic_h100.csv lists six H100 layouts (Llama-3-8B at MBS 1,
+ * 2 with TP2, 4, and PP2; Qwen3-30B-A3B EP8 at MBS 1 and 4) whose tokens/s are placeholders.
+ * The test replaces each "measured" value by the prediction with known parameters on the
+ * fixture table (tests/data/calib/fixture_H100.yaml: tensor_fraction 0.85, kernel_eager
+ * 15 us, membound_eff and overlap_slowdown at their defaults), then fits tensor_fraction and
+ * kernel_eager starting from the defaults (1, 4 us). With the prior weakened (weight 1e-4)
+ * the fit must land on the truth (residuals fall to ~0; within 0.01 and 1 us); with the
+ * full prior it must move from the defaults most of the way to the truth and cut the
+ * objective. Then the same on 3 rows: the prior keeps the parameters inside their bounds
+ * and nearer the defaults than with six.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_calib.h"
+#include "mb_fit.h"
+
+#define FIXTURE "tests/data/calib/fixture_H100.yaml"
+#define CSV "tests/data/fit/synthetic_h100.csv"
+
+static struct mb_calib *load_fixture(void)
+{
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", FIXTURE, &c, &e), 0);
+    return c;
+}
+
+/* Rows of the synthetic CSV with "measured" = the prediction at tensor 0.85, kernel_eager 15 us. */
+static void synthetic(struct mb_fit_set *set, struct mb_calib *cal, struct mb_calib_framework *truth)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    mb_fit_set_init(set);
+    set->jobs = 2;
+    assert_int_equal(mb_fit_add_csv(set, CSV, &e), 0);
+    mb_fit_set_finish(set);
+    assert_int_equal(set->n, 6);
+    mb_calib_framework_get(cal, truth);
+    memcpy(truth->v, truth->def, sizeof truth->v);
+    truth->v[MB_FW_TENSOR_FRACTION] = 0.85;
+    truth->v[MB_FW_KERNEL_EAGER] = 15e-6;
+    for (size_t i = 0; i < set->n; i++) {
+        double p = mb_fit_predict(set, i, cal, truth);
+        assert_true(isfinite(p) && p > 0);
+        set->rows[i].measured = p;
+    }
+}
+
+static void test_recover(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    struct mb_calib_framework truth;
+    synthetic(&set, cal, &truth);
+    size_t idx[6] = {0, 1, 2, 3, 4, 5};
+    struct mb_fit_opts o = {MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER), 12, 1e-4};
+    struct mb_fit_result r;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &r, &e), 0);
+    assert_int_equal(r.n_rows, 6);
+    /* the start: the defaults; the fixture's own framework section does not move them */
+    assert_true(mb_dbl_eq(r.prior.v[MB_FW_TENSOR_FRACTION], 1.0) && mb_dbl_eq(r.prior.v[MB_FW_KERNEL_EAGER], 4e-6));
+    print_message("weak prior: tensor %.4f kernel_eager %.2f us, MAPE %.2f -> %.3f %%\n",
+                  r.fit.v[MB_FW_TENSOR_FRACTION], r.fit.v[MB_FW_KERNEL_EAGER] * 1e6, r.mape_prior, r.mape_fit);
+    assert_true(fabs(r.fit.v[MB_FW_TENSOR_FRACTION] - 0.85) < 0.01);
+    assert_true(fabs(r.fit.v[MB_FW_KERNEL_EAGER] - 15e-6) < 1e-6);
+    assert_true(r.mape_fit < 0.5 && r.mape_prior > 5);
+    /* unfitted parameters stay at the defaults */
+    assert_true(mb_dbl_eq(r.fit.v[MB_FW_OVERLAP_SLOWDOWN], 0.189) && mb_dbl_eq(r.fit.v[MB_FW_MEMBOUND_EFF], 0.5));
+
+    /* the full prior: most of the way, objective cut */
+    o.prior_weight = 0;
+    struct mb_fit_result rp;
+    assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &rp, &e), 0);
+    print_message("full prior: tensor %.4f kernel_eager %.2f us, MAPE %.2f -> %.3f %%\n",
+                  rp.fit.v[MB_FW_TENSOR_FRACTION], rp.fit.v[MB_FW_KERNEL_EAGER] * 1e6, rp.mape_prior, rp.mape_fit);
+    assert_true(rp.obj_fit < 0.5 * rp.obj_prior);
+    assert_true(rp.fit.v[MB_FW_TENSOR_FRACTION] < 1 - 0.5 * 0.15);
+    assert_true(rp.fit.v[MB_FW_KERNEL_EAGER] > 4e-6 + 0.5 * 11e-6);
+
+    /* three rows: the prior holds the fit nearer the defaults than six rows do */
+    struct mb_fit_result r3;
+    assert_int_equal(mb_fit_framework(&set, idx, 3, cal, &o, &r3, &e), 0);
+    double d6 = fabs(rp.fit.v[MB_FW_TENSOR_FRACTION] - 1) / 0.1 + fabs(rp.fit.v[MB_FW_KERNEL_EAGER] - 4e-6) / 10e-6;
+    double d3 = fabs(r3.fit.v[MB_FW_TENSOR_FRACTION] - 1) / 0.1 + fabs(r3.fit.v[MB_FW_KERNEL_EAGER] - 4e-6) / 10e-6;
+    assert_true(d3 <= d6 + 1e-9);
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+        assert_true(r3.fit.v[p] >= in->lo && r3.fit.v[p] <= in->hi);
+    }
+    /* deterministic: one thread, the same answer */
+    set.jobs = 1;
+    for (size_t i = 0; i < set.n; i++)
+        set.rows[i].lin_ok = 0;
+    struct mb_fit_result r1;
+    assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &r1, &e), 0);
+    assert_true(r1.fit.v[MB_FW_TENSOR_FRACTION] == rp.fit.v[MB_FW_TENSOR_FRACTION]);
+    assert_true(r1.fit.v[MB_FW_KERNEL_EAGER] == rp.fit.v[MB_FW_KERNEL_EAGER]);
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
+/* A row of another GPU than the table's is an error; no rows: the defaults. */
+static void test_bad_input(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("GB200", "tests/data/calib/fixture_GB200.yaml", &cal, &e), 0);
+    struct mb_fit_set set;
+    mb_fit_set_init(&set);
+    assert_int_equal(mb_fit_add_csv(&set, CSV, &e), 0);
+    mb_fit_set_finish(&set);
+    size_t idx[1] = {0};
+    struct mb_fit_result r;
+    assert_int_equal(mb_fit_framework(&set, idx, 1, cal, NULL, &r, &e), -1);
+    char buf[512];
+    mb_err_format(&e, buf, sizeof buf);
+    assert_string_equal(buf, "row 'syn_llama8b_mbs1' runs on H100, the table is for GB200");
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_framework(&set, idx, 0, cal, NULL, &r, &e), 0);
+    assert_true(mb_dbl_eq(r.fit.v[MB_FW_KERNEL_EAGER], 4e-6) && r.n_rows == 0);
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
+/* Family rule (docs/validation.md): gpt_oss keys, else the leading letters, lower case. */
+static void test_family(void **state)
+{
+    (void)state;
+    static const char *const c[][2] = {{"llama3.1_405b", "llama"}, {"qwen3_30b_a3b", "qwen"},
+                                       {"deepseek_v3", "deepseek"}, {"nemotron_3_nano_30b_a3b", "nemotron"},
+                                       {"gpt_sc21_1t", "gpt"},       {"gpt_oss_120b", "gpt-oss"},
+                                       {"kimi_k2", "kimi"},          {"Mixtral_8x7b", "mixtral"}};
+    char buf[32];
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        mb_fit_family(c[i][0], buf, sizeof buf);
+        assert_string_equal(buf, c[i][1]);
+    }
+    double x[] = {3, -1, 2, 10};
+    assert_true(mb_dbl_eq(mb_fit_signed_median(x, 4), 2.5));
+    assert_true(mb_dbl_eq(mb_fit_signed_median(x, 3), 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_family), cmocka_unit_test(test_bad_input),
+                                       cmocka_unit_test(test_recover)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,689 @@
+/*
+ * mb_fit.c -- fitting the framework-time model to measured runs, and its
+ * leave-one-family-out cross-validation (mb_fit.h has the objective and the
+ * method).
+ *
+ * Parameters are moved in prior units z_j = (theta_j - default_j) / sigma_j,
+ * so the prior term is |z|^2 and the bounds are a box in z. One iteration
+ * solves the damped, linearized problem
+ *     min |r + J d|^2 + w |z + d|^2 + lambda |d|^2,   lo <= z + d <= hi
+ * with w = MB_FIT_SIGMA_OBS^2 (the objective of mb_fit.h divided by 1 / sigma_obs^2)
+ * over the free parameters (those at a bound whose step points outward are
+ * held there), evaluates the rows at z + d, accepts when the objective falls
+ * (lambda / 10) or retries with lambda x 10, and updates J by Broyden's rule
+ * either way. The Jacobian starts as forward differences at the defaults
+ * (step 0.1 sigma, inward at an upper bound), computed once per row and kept
+ * in the row, so cross-validation folds share it.
+ */
+#include "mb_fit.h"
+#include "mb_step.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MB_FIT__H 0.1        /* finite-difference step, prior units */
+#define MB_FIT__TOL 0.01     /* stop when no parameter moves more than this (prior units) */
+
+static double mb_fit__now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ rows */
+
+void mb_fit_set_init(struct mb_fit_set *set)
+{
+    memset(set, 0, sizeof *set);
+    mb_validate_init(&set->sum);
+}
+
+void mb_fit_family(const char *model, char *out, size_t n)
+{
+    size_t k = 0;
+    if (!strncasecmp(model, "gpt_oss", 7) || !strncasecmp(model, "gpt-oss", 7)) {
+        snprintf(out, n, "gpt-oss");
+        return;
+    }
+    for (; model[k] && isalpha((unsigned char)model[k]) && k + 1 < n; k++)
+        out[k] = (char)tolower((unsigned char)model[k]);
+    out[k] = '\0';
+}
+
+static void mb_fit__on_row(void *ctx, const struct mb_val_row *r, const struct mb_scenario *s)
+{
+    struct mb_fit_set *set = ctx;
+    if (s->calib_path[0])
+        return;
+    if (set->n == set->cap) {
+        set->cap = set->cap ? 2 * set->cap : 64;
+        set->rows = mb_realloc(set->rows, set->cap * sizeof *set->rows);
+    }
+    struct mb_fit_row *w = &set->rows[set->n++];
+    memset(w, 0, sizeof *w);
+    w->s = *s;
+    if (s->model.n_layers > 0) {
+        w->s.model.layer = mb_malloc((size_t)s->model.n_layers * sizeof *s->model.layer);
+        memcpy(w->s.model.layer, s->model.layer, (size_t)s->model.n_layers * sizeof *s->model.layer);
+    }
+    snprintf(w->id, sizeof w->id, "%s", r->id);
+    snprintf(w->model, sizeof w->model, "%s", r->model);
+    mb_fit_family(r->model, w->family, sizeof w->family);
+    snprintf(w->gpu, sizeof w->gpu, "%s", s->system.gpu);
+    snprintf(w->metric, sizeof w->metric, "%s", r->metric);
+    w->measured = r->measured;
+    w->zero_shot = r->predicted;
+}
+
+int mb_fit_add_csv(struct mb_fit_set *set, const char *path, struct mb_err *err)
+{
+    set->sum.on_row = mb_fit__on_row;
+    set->sum.on_row_ctx = set;
+    return mb_validate_add_csv(&set->sum, path, err);
+}
+
+void mb_fit_set_finish(struct mb_fit_set *set)
+{
+    mb_validate_finish(&set->sum);
+}
+
+void mb_fit_set_free(struct mb_fit_set *set)
+{
+    if (!set)
+        return;
+    for (size_t i = 0; i < set->n; i++)
+        mb_scenario_free(&set->rows[i].s);
+    mb_free(set->rows);
+    mb_validate_free(&set->sum);
+    memset(set, 0, sizeof *set);
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+/* One simulation: row `row` with table `base` and parameters fw. */
+struct mb_fit__job {
+    const struct mb_fit_row *row;
+    const struct mb_calib *base;
+    struct mb_calib_framework fw;
+    int own;                 /* 1: use fw; 0: base's own parameters */
+    double pred;             /* out: predicted metric, NAN on failure */
+};
+
+static double mb_fit__run(const struct mb_fit__job *j)
+{
+    struct mb_calib *v = mb_calib_view(j->base);
+    if (j->own)
+        mb_calib_framework_set(v, &j->fw);
+    struct mb_step_opts o = {.critical_path = 0, .cal = v}; /* validate's options */
+    struct mb_result r;
+    struct mb_err e;
+    mb_err_clear(&e);
+    double pred = NAN;
+    if (mb_step_simulate_opts(&j->row->s, &o, &r, &e) == 0) {
+        pred = !strcmp(j->row->metric, MB_VAL_TOKENS) ? r.tokens_per_s_per_gpu
+               : !strcmp(j->row->metric, MB_VAL_STEP) ? r.step_time_s
+                                                      : r.model_tflops_per_gpu;
+        mb_result_free(&r);
+    }
+    mb_calib_free(v);
+    return isfinite(pred) && pred > 0 ? pred : NAN;
+}
+
+struct mb_fit__pool {
+    struct mb_fit__job *jobs;
+    size_t n, next;
+    pthread_mutex_t mu;
+};
+
+static void *mb_fit__worker(void *arg)
+{
+    struct mb_fit__pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        p->jobs[i].pred = mb_fit__run(&p->jobs[i]);
+    }
+}
+
+/* Run every job, on up to `jobs` threads (0: online CPUs). */
+static void mb_fit__run_all(struct mb_fit__job *jobs, size_t n, int nthreads)
+{
+    if (nthreads <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        nthreads = c > 0 ? (int)c : 1;
+    }
+    if ((size_t)nthreads > n)
+        nthreads = (int)n;
+    struct mb_fit__pool p = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    if (nthreads <= 1) {
+        mb_fit__worker(&p);
+        return;
+    }
+    pthread_t *th = mb_calloc((size_t)nthreads, sizeof *th);
+    int started = 0;
+    for (int t = 0; t < nthreads; t++)
+        if (pthread_create(&th[t], NULL, mb_fit__worker, &p) == 0)
+            started++;
+        else
+            break;
+    if (!started)
+        mb_fit__worker(&p);
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    mb_free(th);
+}
+
+double mb_fit_predict(const struct mb_fit_set *set, size_t i, const struct mb_calib *base,
+                      const struct mb_calib_framework *fw)
+{
+    struct mb_fit__job j;
+    memset(&j, 0, sizeof j);
+    j.row = &set->rows[i];
+    j.base = base;
+    j.own = fw != NULL;
+    if (fw)
+        j.fw = *fw;
+    return mb_fit__run(&j);
+}
+
+/* Signed residual of a prediction: ln(pred / meas). */
+static double mb_fit__res(const struct mb_fit_row *w, double pred)
+{
+    return log(pred / w->measured);
+}
+
+/* ------------------------------------------------------------ parameters */
+
+/* The defaults (the prior): base's table defaults (membound_eff: its membound.eff). */
+static void mb_fit__prior(const struct mb_calib *base, struct mb_calib_framework *fw)
+{
+    mb_calib_framework_get(base, fw);
+    memcpy(fw->v, fw->def, sizeof fw->v);
+    fw->set = (1u << MB_FW_COUNT) - 1;
+    fw->source = "";
+}
+
+/* Parameters at prior-unit point z of the fitted set. */
+static void mb_fit__theta(const struct mb_calib_framework *prior, const int *pi, int np, const double *z,
+                          struct mb_calib_framework *out)
+{
+    *out = *prior;
+    for (int k = 0; k < np; k++) {
+        const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)pi[k]);
+        double v = prior->v[pi[k]] + z[k] * in->sigma;
+        out->v[pi[k]] = v < in->lo ? in->lo : v > in->hi ? in->hi : v;
+    }
+}
+
+/* Solve the n x n system A x = b (Gaussian elimination with partial pivoting, n <= MB_FW_COUNT). */
+static int mb_fit__solve(int n, double A[MB_FW_COUNT][MB_FW_COUNT], double *b, double *x)
+{
+    double M[MB_FW_COUNT][MB_FW_COUNT + 1];
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++)
+            M[i][j] = A[i][j];
+        M[i][n] = b[i];
+    }
+    for (int c = 0; c < n; c++) {
+        int piv = c;
+        for (int r = c + 1; r < n; r++)
+            if (fabs(M[r][c]) > fabs(M[piv][c]))
+                piv = r;
+        if (fabs(M[piv][c]) < 1e-300)
+            return -1;
+        for (int j = 0; j <= n; j++) {
+            double t = M[c][j];
+            M[c][j] = M[piv][j];
+            M[piv][j] = t;
+        }
+        for (int r = 0; r < n; r++) {
+            if (r == c)
+                continue;
+            double f = M[r][c] / M[c][c];
+            for (int j = c; j <= n; j++)
+                M[r][j] -= f * M[c][j];
+        }
+    }
+    for (int i = 0; i < n; i++)
+        x[i] = M[i][n] / M[i][i];
+    return 0;
+}
+
+/* The damped, bounded step d from z (np parameters, m rows with residuals r and Jacobian J[m][np]). */
+static void mb_fit__step(int np, size_t m, const double *r, const double (*J)[MB_FW_COUNT], const double *z,
+                         const double *lo, const double *hi, double lambda, double w, double *d)
+{
+    int fixed[MB_FW_COUNT] = {0};
+    for (int pass = 0; pass <= np; pass++) {
+        int fi[MB_FW_COUNT], nf = 0;
+        for (int k = 0; k < np; k++) {
+            if (fixed[k])
+                d[k] = (fixed[k] < 0 ? lo[k] : hi[k]) - z[k];
+            else
+                fi[nf++] = k;
+        }
+        double A[MB_FW_COUNT][MB_FW_COUNT] = {{0}}, g[MB_FW_COUNT] = {0}, x[MB_FW_COUNT] = {0};
+        for (int a = 0; a < nf; a++) {
+            for (int b = 0; b < nf; b++) {
+                double s = 0;
+                for (size_t i = 0; i < m; i++)
+                    s += J[i][fi[a]] * J[i][fi[b]];
+                A[a][b] = s + (a == b ? w + lambda : 0);
+            }
+            double s = 0;
+            for (size_t i = 0; i < m; i++) {
+                double ri = r[i];
+                for (int k = 0; k < np; k++)
+                    if (fixed[k])
+                        ri += J[i][k] * d[k];
+                s += J[i][fi[a]] * ri;
+            }
+            g[a] = -(s + w * z[fi[a]]);
+        }
+        if (nf > 0 && mb_fit__solve(nf, A, g, x))
+            memset(x, 0, sizeof x);
+        for (int a = 0; a < nf; a++)
+            d[fi[a]] = x[a];
+        /* the most violated bound becomes active; done when none is */
+        int worst = -1;
+        double wv = 1e-12;
+        for (int a = 0; a < nf; a++) {
+            int k = fi[a];
+            double over = z[k] + d[k] > hi[k] ? z[k] + d[k] - hi[k] : z[k] + d[k] < lo[k] ? lo[k] - z[k] - d[k] : 0;
+            if (over > wv) {
+                wv = over;
+                worst = k;
+            }
+        }
+        if (worst < 0)
+            return;
+        fixed[worst] = z[worst] + d[worst] > hi[worst] ? 1 : -1;
+    }
+}
+
+/* Objective sum r^2 + w |z|^2. */
+static double mb_fit__obj(size_t m, const double *r, int np, const double *z, double w)
+{
+    double f = 0;
+    for (size_t i = 0; i < m; i++)
+        f += r[i] * r[i];
+    for (int k = 0; k < np; k++)
+        f += w * z[k] * z[k];
+    return f;
+}
+
+/* Rows of idx without residual and Jacobian at the defaults get them (one batch of
+ * simulations: the defaults and one step of every parameter per row). */
+static void mb_fit__linearize(struct mb_fit_set *set, const size_t *idx, size_t n, const struct mb_calib *base,
+                              const struct mb_calib_framework *prior, int *sims)
+{
+    size_t nj = 0;
+    struct mb_fit__job *jobs = mb_calloc(n * (MB_FW_COUNT + 1) + 1, sizeof *jobs);
+    for (size_t a = 0; a < n; a++) {
+        struct mb_fit_row *w = &set->rows[idx[a]];
+        if (w->lin_ok)
+            continue;
+        for (int p = -1; p < MB_FW_COUNT; p++) {
+            struct mb_fit__job *j = &jobs[nj++];
+            j->row = w;
+            j->base = base;
+            j->own = 1;
+            j->fw = *prior;
+            if (p >= 0) {
+                const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+                double h = MB_FIT__H * in->sigma;
+                j->fw.v[p] += prior->v[p] + h > in->hi ? -h : h;
+            }
+        }
+    }
+    mb_fit__run_all(jobs, nj, set->jobs);
+    *sims += (int)nj;
+    for (size_t k = 0; k < nj; k += MB_FW_COUNT + 1) {
+        struct mb_fit_row *w = (struct mb_fit_row *)jobs[k].row;
+        w->lin_ok = isfinite(jobs[k].pred) ? 1 : -1;
+        if (w->lin_ok < 0)
+            continue;
+        w->r0 = mb_fit__res(w, jobs[k].pred);
+        for (int p = 0; p < MB_FW_COUNT; p++) {
+            double pp = jobs[k + 1 + p].pred;
+            double dz = (jobs[k + 1 + p].fw.v[p] - prior->v[p]) / mb_calib_fw_info((enum mb_fw_param)p)->sigma;
+            w->J0[p] = isfinite(pp) ? (mb_fit__res(w, pp) - w->r0) / dz : 0;
+        }
+    }
+    mb_free(jobs);
+}
+
+/* Residuals of rows idx[0..m) at parameters th into r (the row's default residual on failure). */
+static void mb_fit__eval(struct mb_fit_set *set, const size_t *idx, size_t m, const struct mb_calib *base,
+                         const struct mb_calib_framework *th, double *r, int *sims)
+{
+    struct mb_fit__job *jobs = mb_calloc(m + 1, sizeof *jobs);
+    for (size_t a = 0; a < m; a++)
+        jobs[a] = (struct mb_fit__job){&set->rows[idx[a]], base, *th, 1, NAN};
+    mb_fit__run_all(jobs, m, set->jobs);
+    *sims += (int)m;
+    for (size_t a = 0; a < m; a++)
+        r[a] = isfinite(jobs[a].pred) ? mb_fit__res(&set->rows[idx[a]], jobs[a].pred) : set->rows[idx[a]].r0;
+    mb_free(jobs);
+}
+
+double mb_fit_signed_median(const double *x, size_t n)
+{
+    if (n == 0)
+        return NAN;
+    double *v = mb_malloc(n * sizeof *v);
+    memcpy(v, x, n * sizeof *v);
+    for (size_t i = 1; i < n; i++) /* insertion sort: n is small */
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    double m = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    mb_free(v);
+    return m;
+}
+
+/* Error in % of a row's prediction (validate's convention: (pred - meas) / meas). */
+static double mb_fit__err(const struct mb_fit_row *w, double pred)
+{
+    return (pred - w->measured) / w->measured * 100;
+}
+
+int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, const struct mb_calib *base,
+                     const struct mb_fit_opts *o, struct mb_fit_result *res, struct mb_err *err)
+{
+    double t0 = mb_fit__now();
+    memset(res, 0, sizeof *res);
+    mb_fit__prior(base, &res->prior);
+    res->fit = res->prior;
+    const char *gpu = mb_calib_spec(base)->name;
+    for (size_t a = 0; a < n_in; a++)
+        if (strcasecmp(set->rows[idx_in[a]].gpu, gpu))
+            return mb_err_set(err, NULL, 0, 0, "row '%s' runs on %s, the table is for %s", set->rows[idx_in[a]].id,
+                              set->rows[idx_in[a]].gpu, gpu);
+    if (n_in == 0)
+        return 0;
+    unsigned params = o && o->params ? o->params : MB_FIT_DEFAULT_PARAMS;
+    int max_iter = o && o->max_iter > 0 ? o->max_iter : 8;
+    double w = (o && o->prior_weight > 0 ? o->prior_weight : 1.0) * MB_FIT_SIGMA_OBS * MB_FIT_SIGMA_OBS;
+    int pi[MB_FW_COUNT], np = 0;
+    double lo[MB_FW_COUNT], hi[MB_FW_COUNT], z[MB_FW_COUNT] = {0};
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if (params & MB_FIT_PARAM(p)) {
+            const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+            pi[np] = p;
+            lo[np] = (in->lo - res->prior.v[p]) / in->sigma;
+            hi[np] = (in->hi - res->prior.v[p]) / in->sigma;
+            np++;
+        }
+    mb_fit__linearize(set, idx_in, n_in, base, &res->prior, &res->sims);
+    size_t m = 0, *idx = mb_malloc(n_in * sizeof *idx);
+    for (size_t a = 0; a < n_in; a++)
+        if (set->rows[idx_in[a]].lin_ok > 0)
+            idx[m++] = idx_in[a];
+    if (m == 0) {
+        mb_free(idx);
+        return mb_err_set(err, NULL, 0, 0, "no row of %s simulates", gpu);
+    }
+    res->n_rows = m;
+    double *r = mb_malloc(m * sizeof *r), *rn = mb_malloc(m * sizeof *rn);
+    double (*J)[MB_FW_COUNT] = mb_malloc(m * sizeof *J);
+    for (size_t i = 0; i < m; i++) {
+        r[i] = set->rows[idx[i]].r0;
+        for (int k = 0; k < np; k++)
+            J[i][k] = set->rows[idx[i]].J0[pi[k]];
+    }
+    double f = mb_fit__obj(m, r, np, z, w), lambda = 1e-2;
+    res->obj_prior = f;
+    for (int it = 0; it < max_iter; it++) {
+        double d[MB_FW_COUNT] = {0}, zn[MB_FW_COUNT];
+        int accepted = 0;
+        double moved = 0;
+        for (int tries = 0; tries < 4 && !accepted; tries++) {
+            mb_fit__step(np, m, r, (const double(*)[MB_FW_COUNT])J, z, lo, hi, lambda, w, d);
+            moved = 0;
+            for (int k = 0; k < np; k++) {
+                zn[k] = z[k] + d[k];
+                moved = fmax(moved, fabs(d[k]));
+            }
+            if (moved < MB_FIT__TOL)
+                break;
+            struct mb_calib_framework th;
+            mb_fit__theta(&res->prior, pi, np, zn, &th);
+            mb_fit__eval(set, idx, m, base, &th, rn, &res->sims);
+            /* Broyden: J += (rn - r - J d) d^T / d^T d */
+            double dd = 0;
+            for (int k = 0; k < np; k++)
+                dd += d[k] * d[k];
+            for (size_t i = 0; i < m; i++) {
+                double y = rn[i] - r[i];
+                for (int k = 0; k < np; k++)
+                    y -= J[i][k] * d[k];
+                for (int k = 0; k < np; k++)
+                    J[i][k] += y * d[k] / dd;
+            }
+            double fn = mb_fit__obj(m, rn, np, zn, w);
+            if (fn < f) {
+                accepted = 1;
+                double drop = f - fn;
+                f = fn;
+                memcpy(z, zn, sizeof z);
+                memcpy(r, rn, m * sizeof *r);
+                lambda = fmax(lambda / 10, 1e-6);
+                res->iterations++;
+                if (drop < 1e-4 * f)
+                    moved = 0; /* converged */
+            } else {
+                lambda *= 10;
+            }
+        }
+        if (!accepted || moved < MB_FIT__TOL)
+            break;
+    }
+    mb_fit__theta(&res->prior, pi, np, z, &res->fit);
+    res->obj_fit = f;
+    /* signed medians and MAPEs in validate's convention (step-time rows flip sign) */
+    double *e0 = mb_malloc(m * sizeof *e0), *e1 = mb_malloc(m * sizeof *e1), s0 = 0, s1 = 0;
+    for (size_t i = 0; i < m; i++) {
+        const struct mb_fit_row *row = &set->rows[idx[i]];
+        e0[i] = mb_fit__err(row, row->measured * exp(row->r0));
+        e1[i] = mb_fit__err(row, row->measured * exp(r[i]));
+        s0 += fabs(e0[i]);
+        s1 += fabs(e1[i]);
+    }
+    res->mape_prior = s0 / m;
+    res->mape_fit = s1 / m;
+    res->median_prior = mb_fit_signed_median(e0, m);
+    res->median_fit = mb_fit_signed_median(e1, m);
+    mb_free(e0);
+    mb_free(e1);
+    mb_free(r);
+    mb_free(rn);
+    mb_free(J);
+    mb_free(idx);
+    res->wall_s = mb_fit__now() - t0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ cross-validation */
+
+static int mb_fit__strcmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Distinct values of field (gpu or family) of the rows, sorted. */
+static size_t mb_fit__distinct(const struct mb_fit_set *set, size_t off, const char ***out)
+{
+    const char **v = mb_malloc((set->n + 1) * sizeof *v);
+    size_t k = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        const char *x = (const char *)&set->rows[i] + off;
+        size_t j = 0;
+        while (j < k && strcmp(v[j], x))
+            j++;
+        if (j == k)
+            v[k++] = x;
+    }
+    qsort(v, k, sizeof *v, mb_fit__strcmp);
+    *out = v;
+    return k;
+}
+
+static void mb_fit__group(struct mb_fit_cv_group *g, const char *name, const struct mb_fit_set *set,
+                          const double *err_zero, const double *err_cv, size_t off)
+{
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    double *z = mb_malloc((set->n + 1) * sizeof *z), *c = mb_malloc((set->n + 1) * sizeof *c);
+    for (size_t i = 0; i < set->n; i++) {
+        const struct mb_fit_row *w = &set->rows[i];
+        if (name[0] && strcmp((const char *)w + off, name))
+            continue;
+        z[g->n] = err_zero[i];
+        c[g->n] = err_cv[i];
+        g->mape_zero += fabs(z[g->n]);
+        g->mape_cv += fabs(c[g->n]);
+        g->n++;
+    }
+    if (g->n) {
+        g->mape_zero /= g->n;
+        g->mape_cv /= g->n;
+    }
+    g->median_zero = mb_fit_signed_median(z, g->n);
+    g->median_cv = mb_fit_signed_median(c, g->n);
+    mb_free(z);
+    mb_free(c);
+}
+
+int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit_cv *cv, struct mb_err *err)
+{
+    double t0 = mb_fit__now();
+    memset(cv, 0, sizeof *cv);
+    cv->n_rows = set->n;
+    cv->err_cv = mb_calloc(set->n + 1, sizeof *cv->err_cv);
+    cv->err_zero = mb_calloc(set->n + 1, sizeof *cv->err_zero);
+    const char **gpus, **fams;
+    size_t ng = mb_fit__distinct(set, offsetof(struct mb_fit_row, gpu), &gpus);
+    size_t nf = mb_fit__distinct(set, offsetof(struct mb_fit_row, family), &fams);
+    size_t *train = mb_malloc((set->n + 1) * sizeof *train), *test = mb_malloc((set->n + 1) * sizeof *test);
+    int rc = 0;
+    for (size_t gi = 0; gi < ng && !rc; gi++) {
+        struct mb_calib *base = NULL;
+        if (mb_calib_load(gpus[gi], NULL, &base, err)) {
+            rc = -1;
+            break;
+        }
+        /* every row of the GPU at the defaults: the zero-shot figure, and the Jacobian the folds share */
+        size_t nall = 0;
+        for (size_t i = 0; i < set->n; i++)
+            if (!strcmp(set->rows[i].gpu, gpus[gi]))
+                train[nall++] = i;
+        struct mb_calib_framework prior;
+        mb_fit__prior(base, &prior);
+        mb_fit__linearize(set, train, nall, base, &prior, &cv->sims);
+        for (size_t a = 0; a < nall; a++) {
+            const struct mb_fit_row *w = &set->rows[train[a]];
+            cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
+        }
+        for (size_t fi = 0; fi < nf && !rc; fi++) {
+            size_t ntr = 0, nte = 0;
+            for (size_t i = 0; i < set->n; i++) {
+                const struct mb_fit_row *w = &set->rows[i];
+                if (strcmp(w->gpu, gpus[gi]))
+                    continue;
+                if (strcmp(w->family, fams[fi]))
+                    train[ntr++] = i;
+                else
+                    test[nte++] = i;
+            }
+            if (nte == 0)
+                continue;
+            struct mb_fit_result fr;
+            if (mb_fit_framework(set, train, ntr, base, o, &fr, err)) {
+                rc = -1;
+                break;
+            }
+            cv->sims += fr.sims;
+            if (ntr)
+                cv->n_fits++;
+            else
+                cv->n_default += nte;
+            /* the held-out rows, with the fitted parameters */
+            struct mb_fit__job *jobs = mb_calloc(nte, sizeof *jobs);
+            for (size_t a = 0; a < nte; a++)
+                jobs[a] = (struct mb_fit__job){&set->rows[test[a]], base, fr.fit, 1, NAN};
+            mb_fit__run_all(jobs, nte, set->jobs);
+            cv->sims += (int)nte;
+            for (size_t a = 0; a < nte; a++) {
+                const struct mb_fit_row *w = &set->rows[test[a]];
+                double p = isfinite(jobs[a].pred) ? jobs[a].pred : w->zero_shot;
+                cv->err_cv[test[a]] = mb_fit__err(w, p);
+            }
+            mb_free(jobs);
+        }
+        mb_calib_free(base);
+    }
+    if (!rc) {
+        mb_fit__group(&cv->all, "", set, cv->err_zero, cv->err_cv, offsetof(struct mb_fit_row, gpu));
+        snprintf(cv->all.name, sizeof cv->all.name, "all");
+        cv->by_gpu = mb_calloc(ng + 1, sizeof *cv->by_gpu);
+        cv->by_family = mb_calloc(nf + 1, sizeof *cv->by_family);
+        for (size_t gi = 0; gi < ng; gi++)
+            mb_fit__group(&cv->by_gpu[gi], gpus[gi], set, cv->err_zero, cv->err_cv, offsetof(struct mb_fit_row, gpu));
+        for (size_t fi = 0; fi < nf; fi++)
+            mb_fit__group(&cv->by_family[fi], fams[fi], set, cv->err_zero, cv->err_cv, offsetof(struct mb_fit_row, family));
+        cv->n_gpu = ng;
+        cv->n_family = nf;
+    }
+    mb_free(gpus);
+    mb_free(fams);
+    mb_free(train);
+    mb_free(test);
+    cv->wall_s = mb_fit__now() - t0;
+    return rc;
+}
+
+static void mb_fit__print_group(FILE *fp, const struct mb_fit_cv_group *g)
+{
+    fprintf(fp, "  %-12s %5zu rows   zero-shot %6.1f %% (median %+6.1f %%)   cross-validated %6.1f %% (median %+6.1f %%)\n",
+            g->name, g->n, g->mape_zero, g->median_zero, g->mape_cv, g->median_cv);
+}
+
+void mb_fit_cv_print(const struct mb_fit_cv *cv, FILE *fp)
+{
+    fprintf(fp, "leave-one-family-out cross-validation of the framework-time model (%zu rows)\n", cv->n_rows);
+    fprintf(fp, "MAPE cross-validated: %.2f %% (signed median %+.1f %%)   zero-shot: %.2f %% (signed median %+.1f %%)\n",
+            cv->all.mape_cv, cv->all.median_cv, cv->all.mape_zero, cv->all.median_zero);
+    fprintf(fp, "by GPU:\n");
+    for (size_t i = 0; i < cv->n_gpu; i++)
+        mb_fit__print_group(fp, &cv->by_gpu[i]);
+    fprintf(fp, "by held-out family:\n");
+    for (size_t i = 0; i < cv->n_family; i++)
+        mb_fit__print_group(fp, &cv->by_family[i]);
+    fprintf(fp, "%zu folds fitted (family x GPU), %zu rows predicted with the defaults (no other family on their GPU); "
+                "%d simulations in %.1f s\n",
+            cv->n_fits, cv->n_default, cv->sims, cv->wall_s);
+}
+
+void mb_fit_cv_free(struct mb_fit_cv *cv)
+{
+    if (!cv)
+        return;
+    mb_free(cv->err_cv);
+    mb_free(cv->err_zero);
+    mb_free(cv->by_gpu);
+    mb_free(cv->by_family);
+    memset(cv, 0, sizeof *cv);
+}

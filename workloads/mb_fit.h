@@ -1,0 +1,171 @@
+/*
+ * mb_fit.h -- fit the framework-time model (calibration `framework:`,
+ * mb_calib.h "Framework-time model") to measured runs, and cross-validate it.
+ *
+ * Rows come from mb_validate (a measured-runs CSV becomes checked scenarios
+ * and zero-shot predictions through its public API); a fit re-simulates the
+ * rows of one GPU type with candidate parameter sets -- a view of the base
+ * table with its framework section replaced (mb_calib_framework_set), passed
+ * as struct mb_step_opts.cal, so nothing is written per evaluation -- and
+ * minimizes
+ *
+ *     sum_i (ln(pred_i / meas_i) / sigma_obs)^2  +  sum_j ((theta_j - default_j) / sigma_j)^2
+ *
+ * where sigma_obs (MB_FIT_SIGMA_OBS = 0.15) is the log error one measured row
+ * is trusted to: the same published configuration varies by up to +-40 %
+ * between software releases (docs/validation.md), about 0.15 in ln as one
+ * standard deviation. So a parameter moves one sigma_j when that lowers the
+ * rows' squared log errors by 0.0225, e.g. three rows by 9 % each;
+ * inside each parameter's bounds (mb_calib_fw_info: defaults, bounds, sigma),
+ * by a projected Levenberg-Marquardt (Gauss-Newton) iteration: a forward-
+ * difference Jacobian at the defaults, Broyden updates after every
+ * evaluation, bounds enforced by an active set. The prior keeps three runs
+ * from overfitting four parameters. Deterministic: the same rows give the same
+ * parameters whatever the thread count. Simulations run on `jobs` threads
+ * (mb_step_simulate is reentrant).
+ *
+ * Cross-validation (mb_fit_cv): leave one model family out -- for each family
+ * and GPU type, fit on that GPU's rows of every other family and predict the
+ * family's rows -- reported next to the zero-shot figure (shipped tables,
+ * nothing fitted). The Jacobian at the defaults is computed once per row and
+ * shared by every fold.
+ */
+#ifndef MB_FIT_H
+#define MB_FIT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "mb_calib.h"
+#include "mb_scenario.h"
+#include "mb_util.h"
+#include "mb_validate.h"
+
+/** One measured row kept for fitting. */
+struct mb_fit_row {
+    struct mb_scenario s;    /* owned copy of the checked scenario validate simulated */
+    char id[160], model[64];
+    char family[32];         /* mb_fit_family(model) */
+    char gpu[32];            /* s.system.gpu */
+    char metric[32];         /* MB_VAL_TOKENS / MB_VAL_STEP / MB_VAL_TFLOPS */
+    double measured;
+    double zero_shot;        /* validate's prediction (the GPU's table as shipped, its framework section included) */
+    /* private: residual and Jacobian at the defaults, shared by every fit (lin_ok) */
+    int lin_ok;
+    double r0, J0[MB_FW_COUNT];
+};
+
+/** Rows of one or more CSVs; free with mb_fit_set_free(). */
+struct mb_fit_set {
+    struct mb_fit_row *rows;
+    size_t n, cap;
+    struct mb_val_summary sum; /* the zero-shot validation of every row (skipped ones included) */
+    int jobs;                  /* threads for simulations (0: online CPUs) */
+};
+
+/** @brief Empty set. */
+void mb_fit_set_init(struct mb_fit_set *set);
+
+/**
+ * @brief Validate a measured-runs CSV (mb_validate_add_csv) and keep every
+ * predicted row's scenario. Rows whose scenario names its own calibration
+ * table are not kept (a fit replaces the GPU's table).
+ * @return 0, or -1 with the validate error.
+ */
+int mb_fit_add_csv(struct mb_fit_set *set, const char *path, struct mb_err *err);
+
+/** @brief Finish the zero-shot summary (mb_validate_finish); call after the last add. */
+void mb_fit_set_finish(struct mb_fit_set *set);
+
+void mb_fit_set_free(struct mb_fit_set *set);
+
+/**
+ * @brief Model family of a model key, for leave-one-family-out: keys starting
+ * with "gpt_oss" are "gpt-oss"; otherwise the key's leading letters, lower
+ * case ("llama3.1_405b" -> "llama", "qwen3_30b_a3b" -> "qwen", "deepseek_v3"
+ * -> "deepseek", "nemotron_3_nano_30b_a3b" -> "nemotron", "gpt_sc21_1t" ->
+ * "gpt", "kimi_k2" -> "kimi").
+ */
+void mb_fit_family(const char *model, char *out, size_t n);
+
+/** Log error one measured row is trusted to (the weight of the data against the prior). */
+#define MB_FIT_SIGMA_OBS 0.15
+
+/** Bit of each parameter a fit may move (the default set: all but kernel_graph). */
+#define MB_FIT_PARAM(p) (1u << (p))
+#define MB_FIT_DEFAULT_PARAMS                                                                                    \
+    (MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_MEMBOUND_EFF) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER) |  \
+     MB_FIT_PARAM(MB_FW_OVERLAP_SLOWDOWN))
+
+struct mb_fit_opts {
+    unsigned params;         /* MB_FIT_PARAM bits to fit; 0 = MB_FIT_DEFAULT_PARAMS; others stay at the default */
+    int max_iter;            /* 0 = 8 */
+    double prior_weight;     /* multiplies the prior term; 0 = 1 (tests use a small one to check recovery) */
+};
+
+struct mb_fit_result {
+    struct mb_calib_framework prior; /* the defaults the fit starts from and is pulled toward */
+    struct mb_calib_framework fit;   /* fitted parameters (unfitted ones = prior) */
+    size_t n_rows;
+    double obj_prior, obj_fit;       /* objective at the defaults and at the fit */
+    double mape_prior, mape_fit;     /* MAPE (%) of the fitted rows at the defaults / the fit */
+    double median_prior, median_fit; /* signed median error (%) */
+    int iterations, sims;            /* accepted steps; simulations run */
+    double wall_s;
+};
+
+/**
+ * @brief Fit the parameters to rows idx[0..n) of set, all of one GPU type,
+ * priced with table `base` (that GPU's). n = 0: the defaults, nothing run.
+ * The reported MAPEs come from the normal simulation (validate's options).
+ * @return 0, or -1 when a row's GPU differs from base's, or no row simulates.
+ */
+int mb_fit_framework(struct mb_fit_set *set, const size_t *idx, size_t n, const struct mb_calib *base,
+                     const struct mb_fit_opts *o, struct mb_fit_result *res, struct mb_err *err);
+
+/**
+ * @brief Predict row i of set with table `base` and framework parameters fw (NULL: base's own).
+ * @return the predicted value of the row's metric, or NAN when the simulation fails.
+ */
+double mb_fit_predict(const struct mb_fit_set *set, size_t i, const struct mb_calib *base,
+                      const struct mb_calib_framework *fw);
+
+/** Cross-validation figures of one group (a GPU, a family or all rows). */
+struct mb_fit_cv_group {
+    char name[32];
+    size_t n;
+    double mape_zero, mape_cv;       /* % */
+    double median_zero, median_cv;   /* signed median error, % */
+};
+
+struct mb_fit_cv {
+    size_t n_rows;
+    struct mb_fit_cv_group all;
+    struct mb_fit_cv_group *by_gpu, *by_family;
+    size_t n_gpu, n_family;
+    double *err_cv;                  /* [set->n] CV error (%) of each row */
+    double *err_zero;                /* [set->n] zero-shot error (%): the defaults, nothing fitted */
+    size_t n_fits;                   /* (family, GPU) folds fitted */
+    size_t n_default;                /* rows predicted with the defaults (their GPU has no other family) */
+    int sims;
+    double wall_s;
+};
+
+/**
+ * @brief Leave-one-family-out cross-validation over every row of set: for each
+ * family F and GPU G with rows, fit on G's rows of the other families (with
+ * G's shipped table) and predict F's rows on G with the fit; a GPU whose rows
+ * are all of F predicts them with the defaults. Free with mb_fit_cv_free().
+ * @return 0 or -1 (a table does not load).
+ */
+int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit_cv *cv, struct mb_err *err);
+
+/** @brief Print the CV report (zero-shot vs cross-validated, per GPU and per family). */
+void mb_fit_cv_print(const struct mb_fit_cv *cv, FILE *fp);
+
+void mb_fit_cv_free(struct mb_fit_cv *cv);
+
+/** @brief Signed median of x[0..n) (mean of the two middle values for even n); NAN when n = 0. */
+double mb_fit_signed_median(const double *x, size_t n);
+
+#endif /* MB_FIT_H */

@@ -1,0 +1,83 @@
+/*
+ * framework.c -- the framework-time model in the step (calibration
+ * `framework:`, docs/calibration.md "Framework-time model"): what a training
+ * framework adds to the kernel times the op lists are priced with.
+ *
+ *  - tensor_fraction and membound_eff act inside the calibration lookups of
+ *    the step's table view (mb_calib_use_framework): every GEMM, grouped GEMM
+ *    and attention FLOP term is divided by tensor_fraction, every memory-bound
+ *    pass runs at membound_eff of HBM bandwidth;
+ *  - kernel_eager / kernel_graph: GPU-timeline seconds per kernel a compute op
+ *    runs (its kf forward or recomputed, kb backward), the graph value for ops
+ *    inside a captured CUDA-graph region or under a full-iteration graph;
+ *  - overlap_slowdown: compute that the schedule runs beside communication
+ *    is slowed by that fraction for as long as the communication is estimated
+ *    to last (mb_fw_comp consumes the "beside" budgets that emit.c sets).
+ *
+ * Approximation: which compute runs beside which transfer is decided when the
+ * tasks are emitted, from each transfer's estimated duration alone (latency +
+ * bytes / achieved link rate, no sharing with other flows), not from the
+ * simulated timeline; a transfer that ends early or late does not change it.
+ */
+#include "step_int.h"
+#include "mb_calib.h"
+
+#include <math.h>
+
+void mb_fw_setup(struct mb_build *b)
+{
+    struct mb_calib_framework fw;
+    mb_calib_framework_get(b->cal, &fw);
+    int on = !b->s->roofline;
+    mb_calib_use_framework(b->cal, on);
+    b->fw_on = on;
+    b->fw_tensor = on ? fw.v[MB_FW_TENSOR_FRACTION] : 1;
+    b->fw_mem_eff = fw.v[MB_FW_MEMBOUND_EFF];
+    b->fw_kernel_eager = on ? fw.v[MB_FW_KERNEL_EAGER] : 0;
+    b->fw_kernel_graph = on ? fw.v[MB_FW_KERNEL_GRAPH] : 0;
+    b->fw_overlap = on ? fw.v[MB_FW_OVERLAP_SLOWDOWN] : 0;
+}
+
+/* GPU seconds of compute op o in this pass, from its table time `dur`: the
+ * part beside communication (the larger of the two budgets, each used up by
+ * the op) slowed by overlap_slowdown, plus the framework time of its kernels. */
+double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, int dir, int recompute, double dur)
+{
+    double beside = fmin(dur, fmax(em->beside_par, em->beside_bg));
+    em->beside_par = fmax(0, em->beside_par - dur);
+    em->beside_bg = fmax(0, em->beside_bg - dur);
+    double k = dir && !recompute ? o->kb : o->kf;
+    int graphed = o->region || (b->s->cuda_graph & MB_CG_FULL_ITERATION);
+    return dur + b->fw_overlap * beside + k * (graphed ? b->fw_kernel_graph : b->fw_kernel_eager);
+}
+
+/* Estimated seconds of communication op o alone on its links. */
+double mb_fw_comm_est(const struct mb_build *b, const struct mb_op *o)
+{
+    double nv = o->bytes_nv > 0 ? o->bytes_nv / (o->bound_nv > 0 ? fmin(o->bound_nv, b->nv_cap) : b->nv_cap) : 0;
+    double nic = o->bytes_nic > 0 ? o->bytes_nic / (o->bound_nic > 0 ? fmin(o->bound_nic, b->nic_cap) : b->nic_cap) : 0;
+    return o->latency + fmax(nv, nic);
+}
+
+/* Estimated seconds of collective op of `bytes` (nccl-tests size) over g alone
+ * on the rank's links, from the collective layer's own volumes. */
+double mb_fw_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes)
+{
+    if (g.size <= 1 || !(bytes > 0))
+        return 0;
+    struct mb_coll_rank rk = {0, 1, b->nv_cap, b->nic_cap, b->nvls_bw, {b->nv_lat, b->nic_lat}, b->nvls_lat,
+                              b->nvls_bw > 0, 0};
+    struct mb_coll_req q = {op, MB_COLL_ALGO_AUTO, g.size, NULL, 0, bytes, 0, 0, 0};
+    struct mb_task_desc t;
+    struct mb_flow_desc f[3];
+    if (mb_coll_rank_task(&rk, &q, g.local, g.domains, &t, f, NULL) <= 0)
+        return 0;
+    double longest = 0;
+    for (int i = 0; i < t.n_flows; i++) {
+        double cap = f[i].links[0] == rk.nic_link ? b->nic_cap : b->nv_cap;
+        if (f[i].bound > 0 && f[i].bound < cap)
+            cap = f[i].bound;
+        longest = fmax(longest, f[i].bytes / cap);
+    }
+    return t.duration + longest;
+}
