@@ -311,12 +311,30 @@ static void mb_fit__step(int np, size_t m, const double *r, const double (*J)[MB
     }
 }
 
-/* Objective sum r^2 + w |z|^2. */
+/* Huber's loss of a log residual: r^2 inside MB_FIT_HUBER, 2 delta |r| - delta^2
+ * beyond, so a row the step cannot represent (a latency-bound GBS-4 run, a
+ * mechanism mbsim lacks) pulls with a constant force instead of one that grows
+ * with its error. */
+static double mb_fit__huber(double r)
+{
+    double a = fabs(r), d = MB_FIT_HUBER;
+    return a <= d ? r * r : 2 * d * a - d * d;
+}
+
+/* IRLS weight of a residual: the Gauss-Newton step on Huber's loss is the
+ * least-squares step with rows scaled by sqrt(min(1, delta / |r|)). */
+static double mb_fit__irls(double r)
+{
+    double a = fabs(r);
+    return a <= MB_FIT_HUBER ? 1.0 : sqrt(MB_FIT_HUBER / a);
+}
+
+/* Objective sum huber(r) + w |z|^2. */
 static double mb_fit__obj(size_t m, const double *r, int np, const double *z, double w)
 {
     double f = 0;
     for (size_t i = 0; i < m; i++)
-        f += r[i] * r[i];
+        f += mb_fit__huber(r[i]);
     for (int k = 0; k < np; k++)
         f += w * z[k] * z[k];
     return f;
@@ -437,8 +455,8 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
         return mb_err_set(err, NULL, 0, 0, "no row of %s simulates", gpu);
     }
     res->n_rows = m;
-    double *r = mb_malloc(m * sizeof *r), *rn = mb_malloc(m * sizeof *rn);
-    double (*J)[MB_FW_COUNT] = mb_malloc(m * sizeof *J);
+    double *r = mb_malloc(m * sizeof *r), *rn = mb_malloc(m * sizeof *rn), *rs = mb_malloc(m * sizeof *rs);
+    double (*J)[MB_FW_COUNT] = mb_malloc(m * sizeof *J), (*Js)[MB_FW_COUNT] = mb_malloc(m * sizeof *Js);
     for (size_t i = 0; i < m; i++) {
         r[i] = set->rows[idx[i]].r0;
         for (int k = 0; k < np; k++)
@@ -450,8 +468,14 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
         double d[MB_FW_COUNT] = {0}, zn[MB_FW_COUNT];
         int accepted = 0;
         double moved = 0;
+        for (size_t i = 0; i < m; i++) { /* Huber's loss as reweighted least squares */
+            double c = mb_fit__irls(r[i]);
+            rs[i] = c * r[i];
+            for (int k = 0; k < np; k++)
+                Js[i][k] = c * J[i][k];
+        }
         for (int tries = 0; tries < 4 && !accepted; tries++) {
-            mb_fit__step(np, m, r, (const double(*)[MB_FW_COUNT])J, z, lo, hi, lambda, w, d);
+            mb_fit__step(np, m, rs, (const double(*)[MB_FW_COUNT])Js, z, lo, hi, lambda, w, d);
             moved = 0;
             for (int k = 0; k < np; k++) {
                 zn[k] = z[k] + d[k];
@@ -510,7 +534,9 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
     mb_free(e1);
     mb_free(r);
     mb_free(rn);
+    mb_free(rs);
     mb_free(J);
+    mb_free(Js);
     mb_free(idx);
     res->wall_s = mb_fit__now() - t0;
     return 0;
@@ -597,6 +623,18 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
             const struct mb_fit_row *w = &set->rows[train[a]];
             cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
         }
+        /* a GPU whose shipped table keeps the defaults (no fitted framework
+         * section) is cross-validated as shipped: its rows at the defaults */
+        struct mb_calib_framework shipped;
+        mb_calib_framework_get(base, &shipped);
+        if (!shipped.set && !(o && o->fit_unfitted)) {
+            for (size_t a = 0; a < nall; a++)
+                cv->err_cv[train[a]] = cv->err_zero[train[a]];
+            cv->n_default += nall;
+            cv->n_unfitted_gpus++;
+            mb_calib_free(base);
+            continue;
+        }
         for (size_t fi = 0; fi < nf && !rc; fi++) {
             size_t ntr = 0, nte = 0;
             for (size_t i = 0; i < set->n; i++) {
@@ -672,9 +710,9 @@ void mb_fit_cv_print(const struct mb_fit_cv *cv, FILE *fp)
     fprintf(fp, "by held-out family:\n");
     for (size_t i = 0; i < cv->n_family; i++)
         mb_fit__print_group(fp, &cv->by_family[i]);
-    fprintf(fp, "%zu folds fitted (family x GPU), %zu rows predicted with the defaults (no other family on their GPU); "
-                "%d simulations in %.1f s\n",
-            cv->n_fits, cv->n_default, cv->sims, cv->wall_s);
+    fprintf(fp, "%zu folds fitted (family x GPU), %zu rows predicted with the defaults (no other family on their GPU, "
+                "or %zu GPU(s) whose shipped table keeps the defaults); %d simulations in %.1f s\n",
+            cv->n_fits, cv->n_default, cv->n_unfitted_gpus, cv->sims, cv->wall_s);
 }
 
 void mb_fit_cv_free(struct mb_fit_cv *cv)

@@ -9,9 +9,11 @@
  * as struct mb_step_opts.cal, so nothing is written per evaluation -- and
  * minimizes
  *
- *     sum_i (ln(pred_i / meas_i) / sigma_obs)^2  +  sum_j ((theta_j - default_j) / sigma_j)^2
+ *     sum_i H(ln(pred_i / meas_i)) / sigma_obs^2  +  sum_j ((theta_j - default_j) / sigma_j)^2
  *
- * where sigma_obs (MB_FIT_SIGMA_OBS = 0.15) is the log error one measured row
+ * with Huber's loss H(r) = r^2 for |r| <= MB_FIT_HUBER, 2 delta |r| - delta^2
+ * beyond (a row further off than ~35 % -- a run whose cost the step does not
+ * model -- pulls with a bounded force instead of dominating the fit), where sigma_obs (MB_FIT_SIGMA_OBS = 0.15) is the log error one measured row
  * is trusted to: the same published configuration varies by up to +-40 %
  * between software releases (docs/validation.md), about 0.15 in ln as one
  * standard deviation. So a parameter moves one sigma_j when that lowers the
@@ -90,6 +92,8 @@ void mb_fit_family(const char *model, char *out, size_t n);
 
 /** Log error one measured row is trusted to (the weight of the data against the prior). */
 #define MB_FIT_SIGMA_OBS 0.15
+/** Huber threshold of the fit's loss on ln(pred / meas): ln 1.35 ~ 0.3. */
+#define MB_FIT_HUBER 0.3
 
 /** Bit of each parameter a fit may move (the default set: all but kernel_graph). */
 #define MB_FIT_PARAM(p) (1u << (p))
@@ -101,6 +105,8 @@ struct mb_fit_opts {
     unsigned params;         /* MB_FIT_PARAM bits to fit; 0 = MB_FIT_DEFAULT_PARAMS; others stay at the default */
     int max_iter;            /* 0 = 8 */
     double prior_weight;     /* multiplies the prior term; 0 = 1 (tests use a small one to check recovery) */
+    int fit_unfitted;        /* mb_fit_cv: fit every GPU, also one whose shipped table keeps the defaults
+                                (0: such a GPU is cross-validated as shipped, at the defaults) */
 };
 
 struct mb_fit_result {
@@ -146,7 +152,9 @@ struct mb_fit_cv {
     double *err_cv;                  /* [set->n] CV error (%) of each row */
     double *err_zero;                /* [set->n] zero-shot error (%): the defaults, nothing fitted */
     size_t n_fits;                   /* (family, GPU) folds fitted */
-    size_t n_default;                /* rows predicted with the defaults (their GPU has no other family) */
+    size_t n_default;                /* rows predicted with the defaults (no other family on their GPU, or
+                                        a GPU whose shipped table is not fitted) */
+    size_t n_unfitted_gpus;          /* GPUs cross-validated at the defaults, as shipped */
     int sims;
     double wall_s;
 };

@@ -260,7 +260,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         return 1;
     }
     struct mb_fit_result r;
-    struct mb_fit_opts fo = {params, 0, 0};
+    struct mb_fit_opts fo = {.params = params};
     int rc = mb_fit_framework(&set, idx, n, cal, &fo, &r, &err);
     if (rc) {
         mb_err_format(&err, msg, sizeof msg);

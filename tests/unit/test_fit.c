@@ -64,7 +64,7 @@ static void test_recover(void **state)
     struct mb_calib_framework truth;
     synthetic(&set, cal, &truth);
     size_t idx[6] = {0, 1, 2, 3, 4, 5};
-    struct mb_fit_opts o = {MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER), 12, 1e-4};
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER), .max_iter = 12, .prior_weight = 1e-4};
     struct mb_fit_result r;
     struct mb_err e;
     mb_err_clear(&e);
