@@ -47,6 +47,7 @@ struct mb_memory_stage {
     double dispatch;                    /* token dispatch / combine tensors of one MoE layer, in buffers */
     double workspace;                   /* cuBLAS / Transformer Engine GEMM workspaces, in buffers */
     double recompute;                   /* activations re-materialised by recompute (in peak_allocated) */
+    double bwd_grads;                   /* gradients of the op running backward (in peak_allocated) */
     double fragmentation;               /* reserved - allocated: segments the allocator cannot reuse */
     double comm_buffers;                /* outside PyTorch: NCCL communicators, DeepEP/HybridEP buffers */
     double context;                     /* outside PyTorch: CUDA context and kernel images */
@@ -69,6 +70,7 @@ struct mb_memtl {
     double t[MB_MEMTL_POINTS];          /* s */
     double allocated[MB_MEMTL_POINTS];  /* bytes allocated (static + the dynamic terms below) */
     double activations[MB_MEMTL_POINTS], logits[MB_MEMTL_POINTS], recompute[MB_MEMTL_POINTS];
+    double bwd_grads[MB_MEMTL_POINTS];
 };
 
 /** Per-rank memory (bytes) on the most loaded rank. */
@@ -77,10 +79,11 @@ struct mb_memory {
     double activations;                 /* in-flight microbatches at the peak */
     double buffers;                     /* PyTorch-allocated buffers: logits + dispatch + workspace */
     double graphs;                      /* CUDA-graph static buffers and pools */
-    double peak_allocated;              /* sum of the above + recompute */
+    double peak_allocated;              /* sum of the above + recompute + bwd_grads */
     double reserved;                    /* estimated allocator reserve */
     double capacity;                    /* GPU usable HBM */
-    double logits, dispatch, workspace, recompute, fragmentation, comm_buffers, context, device, peak_time_s;
+    double logits, dispatch, workspace, recompute, bwd_grads, fragmentation, comm_buffers, context, device;
+    double peak_time_s;
     enum mb_mem_verdict verdict;        /* of `device` against `capacity` */
     int stage;                          /* pipeline stage holding the peak (largest device memory) */
     const char *dominant;               /* name of the largest term */

@@ -57,6 +57,8 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "      activations    %8.2f GiB\n", M->activations / GIB);
         fprintf(fp, "      recompute      %8.2f GiB  (re-forwarded activations of the layer in backward)\n",
                 M->recompute / GIB);
+        fprintf(fp, "      bwd gradients  %8.2f GiB  (output and input gradients of the op in backward)\n",
+                M->bwd_grads / GIB);
         fprintf(fp, "      buffers        %8.2f GiB  (loss %.2f, dispatch %.2f, GEMM workspaces %.2f)\n",
                 M->buffers / GIB, M->logits / GIB, M->dispatch / GIB, M->workspace / GIB);
         fprintf(fp, "      cuda graphs    %8.2f GiB\n", M->graphs / GIB);
@@ -85,15 +87,16 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         if (M->tl.n > 0) {
             fprintf(fp, "    timeline of stage %d (allocated; each row the highest point of its interval, GiB):\n",
                     M->tl.stage);
-            fprintf(fp, "         time_s  allocated  activations  loss  recompute\n");
+            fprintf(fp, "         time_s  allocated  activations  loss  recompute  bwd_grads\n");
             int step = M->tl.n > 40 ? (M->tl.n + 39) / 40 : 1;
             for (int i = 0; i < M->tl.n; i += step) {
                 int k = i; /* the highest of the rows this one stands for */
                 for (int j = i; j < i + step && j < M->tl.n; j++)
                     if (M->tl.allocated[j] > M->tl.allocated[k])
                         k = j;
-                fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f\n", M->tl.t[k], M->tl.allocated[k] / GIB,
-                        M->tl.activations[k] / GIB, M->tl.logits[k] / GIB, M->tl.recompute[k] / GIB);
+                fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f %10.2f\n", M->tl.t[k], M->tl.allocated[k] / GIB,
+                        M->tl.activations[k] / GIB, M->tl.logits[k] / GIB, M->tl.recompute[k] / GIB,
+                        M->tl.bwd_grads[k] / GIB);
             }
         }
     }
@@ -193,6 +196,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(mem, "peak_time_s", json_real(r->mem.peak_time_s));
     json_object_set_new(mem, "recompute_gib", json_real(r->mem.recompute / GIB));
     json_object_set_new(mem, "loss_gib", json_real(r->mem.logits / GIB));
+    json_object_set_new(mem, "backward_gradients_gib", json_real(r->mem.bwd_grads / GIB));
     json_object_set_new(mem, "dispatch_gib", json_real(r->mem.dispatch / GIB));
     json_object_set_new(mem, "workspace_gib", json_real(r->mem.workspace / GIB));
     json_object_set_new(mem, "allocated_gib", json_real(r->mem.peak_allocated / GIB));
@@ -214,6 +218,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
                               "reserved_gib", m->reserved / GIB);
         json_object_set_new(e, "recompute_gib", json_real(m->recompute / GIB));
         json_object_set_new(e, "loss_gib", json_real(m->logits / GIB));
+        json_object_set_new(e, "backward_gradients_gib", json_real(m->bwd_grads / GIB));
         json_object_set_new(e, "dispatch_gib", json_real(m->dispatch / GIB));
         json_object_set_new(e, "workspace_gib", json_real(m->workspace / GIB));
         json_object_set_new(e, "fragmentation_gib", json_real(m->fragmentation / GIB));
@@ -227,11 +232,12 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     }
     if (r->mem.tl.n > 0) {
         const struct mb_memtl *tl = &r->mem.tl;
-        json_t *t = json_object(), *a[5];
-        const double *src[5] = {tl->t, tl->allocated, tl->activations, tl->logits, tl->recompute};
-        static const char *const key[5] = {"t_s", "allocated_gib", "activations_gib", "loss_gib", "recompute_gib"};
+        json_t *t = json_object(), *a[6];
+        const double *src[6] = {tl->t, tl->allocated, tl->activations, tl->logits, tl->recompute, tl->bwd_grads};
+        static const char *const key[6] = {"t_s",      "allocated_gib", "activations_gib",
+                                           "loss_gib", "recompute_gib", "backward_gradients_gib"};
         json_object_set_new(t, "stage", json_integer(tl->stage));
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
             a[k] = json_array();
             for (int i = 0; i < tl->n; i++)
                 json_array_append_new(a[k], json_real(k ? src[k][i] / GIB : src[k][i]));

@@ -16,7 +16,8 @@
  *
  * Dynamic terms come from the timeline (memtl.c): activations (the bytes each
  * op saves, minus what recompute discards), the loss working set on the last
- * stage and the recompute working set, alive at the peak moment.
+ * stage, the recompute working set and the backward's gradient working set,
+ * alive at the peak moment.
  *
  * Beside the allocations: the PyTorch caching allocator's reserve
  * (fragmentation of non-expandable segments) and what lives outside it (CUDA
@@ -152,6 +153,25 @@ double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layou
     return ws;
 }
 
+double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan, int st,
+                         int c)
+{
+    const struct mb_model *m = &s->model;
+    int vs = c * lay->p + st;
+    double ws = 0;
+    for (int li = lay->first[vs]; li < lay->first[vs] + lay->count[vs]; li++) {
+        const struct mb_oplist *l = &plan->kind[m->layer[li].mixer][m->layer[li].ffn];
+        /* autograd holds an op's output gradient while it computes its input gradient;
+         * the largest is the MLP / expert activation (saves its gated input of 2f per
+         * token, outputs f): grad in 2f + grad out f = 1.5 x what it saved */
+        const struct mb_op *ops = l->part ? l->part : l->op; /* the ops before fusion */
+        int n = l->part ? l->nparts : l->n;
+        for (int i = 0; i < n; i++)
+            ws = fmax(ws, 1.5 * ops[i].saved);
+    }
+    return ws;
+}
+
 /* Bytes of Megatron-Core's DeepEP buffer (fused_a2a.get_buffer: the larger of the
  * dispatch and combine configs' NVL and RDMA size hints; DeepEP csrc/config.hpp,
  * deep_ep/buffer.py get_dispatch_config / get_combine_config). */
@@ -262,17 +282,19 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             o = ob * (train_dense + train_vis) / dpd + ob * train_exp / edpd;
         }
         /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
-        double act, logits = 0, rc = 0, t_peak = 0;
+        double act, logits = 0, rc = 0, gws = 0, t_peak = 0;
         if (dyn) {
             act = dyn[st].activations;
             logits = dyn[st].logits;
             rc = dyn[st].recompute;
+            gws = dyn[st].grads;
             t_peak = dyn[st].t;
         } else {
             double act_chunks = 0, ws = 0;
             for (int c = 0; c < v; c++) {
                 act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
                 ws = fmax(ws, mb_memory_recompute_ws(s, lay, plan, st, c));
+                gws = fmax(gws, mb_memory_grad_ws(s, lay, plan, st, c));
             }
             int total = lay->m * v, warm = mb_sched_warmup_depth(st, p, v);
             int inflight = warm + 1 < total ? warm + 1 : total;
@@ -285,16 +307,22 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             rc = ws;
         }
         double T = mb__tokens(s);
-        /* dispatch + combine tensors of one MoE layer (two with EP overlap); padded to the
-         * capacity under drop-and-pad */
+        /* Token tensors of one MoE layer beside the saved expert input (two layers' with EP
+         * overlap). AllToAll / AllGather (token_dispatcher.py): the permuted routed copies and
+         * the all-to-all output are separate tensors, padded to the capacity under
+         * drop-and-pad. DeepEP / HybridEP dispatch from and into their registered buffers
+         * (counted outside PyTorch) and hand back the received tokens, which are the saved
+         * expert input; the combine output [T, h] remains. */
         double disp = 0;
-        if (moe && lay->count[st] + (v > 1 ? 1 : 0) > 0) {
+        if (moe) {
             double pad = s->pad_to_capacity && s->capacity_factor > 1 ? s->capacity_factor : 1;
-            disp = (s->overlap_ep_comm ? 2 : 1) * 2 * T / s->tp * m->topk * m->hidden * 2.0 * s->etp * pad;
+            double copies = T / s->tp * m->topk * m->hidden * BF16 * s->etp * pad;
+            int flex = s->ep > 1 && (s->dispatcher == MB_DISP_DEEPEP || s->dispatcher == MB_DISP_HYBRIDEP);
+            disp = (s->overlap_ep_comm ? 2 : 1) * (flex ? T / s->tp * m->hidden * BF16 : 2 * copies);
         }
         double graphs = lay->graph_bytes_stage[st];
         double buf = logits + disp + MB_MEM_WORKSPACE;
-        double alloc = w + g + o + act + rc + buf + graphs;
+        double alloc = w + g + o + act + rc + gws + buf + graphs;
         /* Fragmentation: without expandable segments a freed block is cached at its size
          * and split for smaller requests, so the next request of the largest transient
          * size (the loss working set, one dispatch buffer) finds no hole and takes a new
@@ -329,6 +357,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->dispatch = disp;
             ps->workspace = MB_MEM_WORKSPACE;
             ps->recompute = rc;
+            ps->bwd_grads = gws;
             ps->peak_allocated = alloc;
             ps->fragmentation = frag;
             ps->reserved = alloc + frag;
@@ -354,7 +383,7 @@ enum mb_mem_verdict mb_memory_verdict_of(double device, double capacity)
 void mb_memory_summarize(struct mb_memory *m)
 {
     static const char *const names[] = {"weights", "gradients",   "optimizer", "activations",
-                                        "buffers", "cuda_graphs", "recompute"};
+                                        "buffers", "cuda_graphs", "recompute", "backward_gradients"};
     int best = 0;
     if (m->n_stages <= 0)
         return;
@@ -374,6 +403,7 @@ void mb_memory_summarize(struct mb_memory *m)
     m->dispatch = a->dispatch;
     m->workspace = a->workspace;
     m->recompute = a->recompute;
+    m->bwd_grads = a->bwd_grads;
     m->fragmentation = a->fragmentation;
     m->comm_buffers = a->comm_buffers;
     m->context = a->context;
@@ -381,9 +411,10 @@ void mb_memory_summarize(struct mb_memory *m)
     m->peak_time_s = a->peak_time_s;
     m->verdict = mb_memory_verdict_of(a->device, m->capacity);
     m->stage = best;
-    double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs, a->recompute};
+    double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs, a->recompute,
+                  a->bwd_grads};
     int d = 0;
-    for (int i = 1; i < 7; i++)
+    for (int i = 1; i < 8; i++)
         if (v[i] > v[d])
             d = i;
     m->dominant = names[d];

@@ -9,7 +9,9 @@
  *    (the loss is its last op) until its backward's first task (the loss
  *    backward) ends;
  *  - the recompute working set (activations re-materialised for a layer's
- *    backward), from the end of the backward's first task until it ends.
+ *    backward) and the gradient working set (the output and input gradients
+ *    of the op running backward), from the end of the backward's first task
+ *    until it ends.
  * The running sum's maximum is the stage's dynamic peak; the terms at that
  * moment go to the memory estimate, the activation running sum to the
  * trace's "activation memory" counter.
@@ -19,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MB__ACT, MB__LOGITS, MB__RC, MB__NK };
+enum { MB__ACT, MB__LOGITS, MB__RC, MB__GR, MB__NK };
 
 struct mb__mev {
     double t, bytes; /* time (s), bytes allocated (> 0) or freed (< 0) */
-    int kind;        /* MB__ACT, MB__LOGITS, MB__RC */
+    int kind;        /* MB__ACT, MB__LOGITS, MB__RC, MB__GR */
     int prio;        /* order at equal times (mb__prio) */
     int seq;         /* creation order, for a stable sort */
 };
@@ -38,7 +40,7 @@ static int mb__prio(int kind, int alloc)
 {
     if (kind == MB__LOGITS)
         return alloc ? 1 : 2;
-    if (kind == MB__RC)
+    if (kind == MB__RC || kind == MB__GR)
         return alloc ? 3 : 0;
     return alloc ? 1 : 0;
 }
@@ -75,6 +77,7 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
     for (int c = 0; c < q->v; c++) {
         double a = mb_memory_chunk_act(s, &b->lay, &b->plan, st, c);
         double rc = mb_memory_recompute_ws(s, &b->lay, &b->plan, st, c);
+        double gr = mb_memory_grad_ws(s, &b->lay, &b->plan, st, c);
         for (int i = 0; i < q->n; i++) {
             double ai = a;
             if (st == 0 && c == 0 && !frozen_v && d->vP[i] > 0)
@@ -89,6 +92,7 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
             if (c == q->v - 1 && fd >= 0)
                 mb__ev(ev, &k, mb_engine_task_end(b->e, fd), tbe, lg, MB__LOGITS);
             mb__ev(ev, &k, tbe, tbd, rc, MB__RC);
+            mb__ev(ev, &k, tbe, tbd, gr, MB__GR);
         }
     }
     return k;
@@ -98,7 +102,7 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
 {
     const struct mb_sched *q = &b->sched;
     for (int st = 0; st < q->p; st++) {
-        int ne = 6 * q->v * q->n;
+        int ne = 8 * q->v * q->n;
         struct mb__mev *ev = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *ev);
         int k = mb__stage_events(b, st, ev);
         qsort(ev, (size_t)k, sizeof *ev, mb__mev_cmp);
@@ -108,6 +112,7 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
         b->mem_v[st] = mb_malloc(n1);
         b->mem_lg[st] = mb_malloc(n1);
         b->mem_rc[st] = mb_malloc(n1);
+        b->mem_gr[st] = mb_malloc(n1);
         memset(&dyn[st], 0, sizeof dyn[st]);
         for (int i = 0; i < k; i++) {
             cur[ev[i].kind] += ev[i].bytes;
@@ -115,10 +120,11 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
             b->mem_v[st][i] = cur[MB__ACT];
             b->mem_lg[st][i] = cur[MB__LOGITS];
             b->mem_rc[st][i] = cur[MB__RC];
-            double tot = cur[MB__ACT] + cur[MB__LOGITS] + cur[MB__RC];
+            b->mem_gr[st][i] = cur[MB__GR];
+            double tot = cur[MB__ACT] + cur[MB__LOGITS] + cur[MB__RC] + cur[MB__GR];
             if (tot > best) {
                 best = tot;
-                dyn[st] = (struct mb_memdyn){cur[MB__ACT], cur[MB__LOGITS], cur[MB__RC], ev[i].t};
+                dyn[st] = (struct mb_memdyn){cur[MB__ACT], cur[MB__LOGITS], cur[MB__RC], cur[MB__GR], ev[i].t};
             }
         }
         b->mem_n[st] = k;
@@ -142,7 +148,7 @@ void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_
         int bk = k <= MB_MEMTL_POINTS ? i : (int)((b->mem_t[st][i] - t0) / w);
         if (bk >= nb)
             bk = nb - 1;
-        double a = static_bytes + b->mem_v[st][i] + b->mem_lg[st][i] + b->mem_rc[st][i];
+        double a = static_bytes + b->mem_v[st][i] + b->mem_lg[st][i] + b->mem_rc[st][i] + b->mem_gr[st][i];
         if (bk != last) {
             last = bk;
             tl->n++;
@@ -155,6 +161,7 @@ void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_
         tl->activations[j] = b->mem_v[st][i];
         tl->logits[j] = b->mem_lg[st][i];
         tl->recompute[j] = b->mem_rc[st][i];
+        tl->bwd_grads[j] = b->mem_gr[st][i];
     }
 }
 
@@ -165,6 +172,7 @@ void mb_memtl_free(struct mb_build *b)
         mb_free(b->mem_v[st]);
         mb_free(b->mem_lg[st]);
         mb_free(b->mem_rc[st]);
-        b->mem_t[st] = b->mem_v[st] = b->mem_lg[st] = b->mem_rc[st] = NULL;
+        mb_free(b->mem_gr[st]);
+        b->mem_t[st] = b->mem_v[st] = b->mem_lg[st] = b->mem_rc[st] = b->mem_gr[st] = NULL;
     }
 }

@@ -108,7 +108,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, b->gpu->hbm_bytes, dyn, &r->mem);
     {
         const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];
-        double dynb = ps->activations + ps->logits + ps->recompute;
+        double dynb = ps->activations + ps->logits + ps->recompute + ps->bwd_grads;
         mb_memtl_record(b, r->mem.stage, ps->peak_allocated - dynb, &r->mem.tl);
     }
     r->oom = r->mem.verdict == MB_MEM_OOM;
@@ -184,6 +184,7 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
         a->dispatch = mb__lin(a->dispatch, b1->dispatch, k);
         a->workspace = mb__lin(a->workspace, b1->workspace, k);
         a->recompute = mb__lin(a->recompute, b1->recompute, k);
+        a->bwd_grads = mb__lin(a->bwd_grads, b1->bwd_grads, k);
         a->fragmentation = mb__lin(a->fragmentation, b1->fragmentation, k);
         a->comm_buffers = mb__lin(a->comm_buffers, b1->comm_buffers, k);
         a->context = mb__lin(a->context, b1->context, k);

@@ -184,7 +184,7 @@ struct mb_build {
     /* activation memory counter per stage (time, bytes), for the trace; and the
      * dynamic terms (activations, logits, recompute) after each event */
     double *mem_t[MB_MAX_STAGES], *mem_v[MB_MAX_STAGES];
-    double *mem_lg[MB_MAX_STAGES], *mem_rc[MB_MAX_STAGES];
+    double *mem_lg[MB_MAX_STAGES], *mem_rc[MB_MAX_STAGES], *mem_gr[MB_MAX_STAGES];
     int mem_n[MB_MAX_STAGES];
     /* task descriptions, kept only when a trace or the op table is asked for */
     int record;
@@ -302,7 +302,7 @@ void mb_reduce_grads_and_step(struct mb_build *b);
 /* ---- memtl.c, memory.c */
 /* A stage's dynamic memory at its peak moment (timeline). */
 struct mb_memdyn {
-    double activations, logits, recompute; /* bytes alive at the peak */
+    double activations, logits, recompute, grads; /* bytes alive at the peak */
     double t;                              /* s, when */
 };
 void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn);
@@ -321,6 +321,10 @@ double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *
  * stage st (the largest layer, or group of layers under uniform full recompute). */
 double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                               int st, int c);
+/* Gradient working set of a layer's backward on chunk c of stage st (the largest op's
+ * output and input gradients). */
+double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan, int st,
+                         int c);
 /* Loss working set of one microbatch on the last stage (logits, softmax or in-place gradient). */
 double mb_memory_logits_bytes(const struct mb_scenario *s);
 /* Bytes the caching allocator reserves for one allocation of `bytes` (2 MiB segments). */
