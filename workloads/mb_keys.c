@@ -49,6 +49,9 @@ static const struct mb_key_name mb_key__cp_comm[] = {{"p2p", 0}, {"a2a", 1}, {NU
 /* bytes per parameter: main gradients, and Adam's two moments together */
 static const struct mb_key_name mb_key__grad_dtypes[] = {{"fp32", 4}, {"bf16", 2}, {NULL, 0}};
 static const struct mb_key_name mb_key__state_dtypes[] = {{"fp32", 8}, {"bf16", 4}, {NULL, 0}};
+static const struct mb_key_name mb_key__fsdp_impls[] = {
+    {"megatron_fsdp", MB_FSDP_MEGATRON}, {"torch_fsdp2", MB_FSDP_TORCH2}, {NULL, 0}};
+static const struct mb_key_name mb_key__ce_impls[] = {{"native", MB_CE_NATIVE}, {"te", MB_CE_TE}, {NULL, 0}};
 /* NCCL_ALGO names for all_reduce (sim/mb_coll.h) */
 static const struct mb_key_name mb_key__ar_algos[] = {
     {"auto", MB_COLL_ALGO_AUTO}, {"ring", MB_COLL_ALGO_RING},
@@ -209,6 +212,12 @@ static int mb_key__if_tp(const struct mb_scenario *s) { return s->tp > 1; }
 static int mb_key__if_selective(const struct mb_scenario *s) { return s->recompute == MB_RC_SELECTIVE; }
 static int mb_key__if_full(const struct mb_scenario *s) { return s->recompute == MB_RC_FULL; }
 static int mb_key__if_real(const struct mb_scenario *s) { return !s->mock; }
+static int mb_key__if_fsdp(const struct mb_scenario *s) { return s->strategy == MB_STRAT_FSDP; }
+static int mb_key__if_fsdp2(const struct mb_scenario *s)
+{
+    return s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2;
+}
+static int mb_key__if_ce_fusion(const struct mb_scenario *s) { return s->ce_fusion; }
 
 /* ------------------------------------------------------------------ table */
 
@@ -218,7 +227,8 @@ static int mb_key__if_real(const struct mb_scenario *s) { return !s->mock; }
 
 _Static_assert(sizeof(enum mb_strategy) == sizeof(int) && sizeof(enum mb_dispatcher) == sizeof(int) &&
                    sizeof(enum mb_routing) == sizeof(int) && sizeof(enum mb_rc_gran) == sizeof(int) &&
-                   sizeof(enum mb_rc_method) == sizeof(int),
+                   sizeof(enum mb_rc_method) == sizeof(int) && sizeof(enum mb_fsdp_impl) == sizeof(int) &&
+                   sizeof(enum mb_ce_impl) == sizeof(int),
                "enum keys are stored as int");
 _Static_assert(offsetof(struct mb_scenario, text_max) == offsetof(struct mb_scenario, text_min) + sizeof(int),
                "range keys: max follows min");
@@ -283,6 +293,15 @@ static const struct mb_key mb_key__table[] = {
             "`L` loss, `|` stage boundary, `X*N` and `(...)*N` repeats"},
     {.key = "parallel.cp_comm_type", .type = MB_KEY_ENUM, F_(cp_a2a), .flags = SW, .names = mb_key__cp_comm,
      .def = 0, .doc = "context-parallel attention: ring attention (p2p) or Ulysses all-to-alls (a2a)"},
+    {.key = "parallel.fsdp_impl", .type = MB_KEY_ENUM, F_(fsdp_impl), .flags = SW, .names = mb_key__fsdp_impls,
+     .def = MB_FSDP_MEGATRON, .applies = mb_key__if_fsdp,
+     .doc = "strategy fsdp: Megatron-FSDP (`--use-megatron-fsdp`: bf16 + fp32 main weights sharded, double "
+            "buffers for gathered parameters and gradients) or PyTorch FSDP2 (`fully_shard` with "
+            "MixedPrecisionPolicy(bf16, reduce fp32): fp32 sharded parameters, bf16 gathers)"},
+    {.key = "parallel.fsdp_reshard_after_forward", .type = MB_KEY_BOOL, F_(fsdp_reshard_after_forward),
+     .flags = SW, .def = 1, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2 `reshard_after_forward`; `false` keeps every layer's gathered bf16 parameters from its "
+            "forward to its backward (memory only: the backward gathers are still simulated)"},
     {.key = "parallel.sequence_parallel", .type = MB_KEY_BOOL, F_(sequence_parallel), .flags = SW, .def = -1,
      .def_text = "on when tp > 1", .applies = mb_key__if_tp,
      .doc = "Megatron sequence parallel; forced off at tp = 1"},
@@ -309,6 +328,9 @@ static const struct mb_key mb_key__table[] = {
      * SMs, ..., permute fusion") */
     {.key = "moe.hybridep_permute_fusion", .type = MB_KEY_BOOL, F_(hybridep_permute_fusion), .flags = SW,
      .def = 1, .doc = "Megatron `--moe-permute-fusion-into-hybridep`: no separate permute/unpermute pass"},
+    {.key = "moe.pad_expert_input_to_capacity", .type = MB_KEY_BOOL, F_(pad_to_capacity), .flags = SW, .def = 0,
+     .doc = "Megatron `--moe-pad-expert-input-to-capacity` (drop-and-pad, needs `capacity_factor`): "
+            "all-to-all buffers padded to the capacity (memory only)"},
     {.key = "recompute.granularity", .alias = "recompute", .type = MB_KEY_ENUM, F_(recompute), .flags = SW | SH,
      .names = mb_key__grans, .def = MB_RC_NONE, .def_text = "none (selective if only `modules` is given)",
      .doc = "Megatron `--recompute-granularity`"},
@@ -343,6 +365,16 @@ static const struct mb_key mb_key__table[] = {
      .def = 8, .doc = "Adam moments dtype (precision-aware optimizer)"},
     {.key = "optimizer.distributed", .type = MB_KEY_BOOL, F_(dist_opt), .flags = SW, .def = 1,
      .doc = "Megatron's distributed optimizer; `false` = DDP (needs strategy 3d)"},
+    {.key = "training.cross_entropy_fusion", .type = MB_KEY_BOOL, F_(ce_fusion), .flags = SW, .def = 1,
+     .doc = "Megatron `--cross-entropy-loss-fusion` (on in Megatron-Bridge's recipes); off: the fp32 "
+            "vocab-parallel cross-entropy keeps an fp32 softmax per head (memory only)"},
+    {.key = "training.cross_entropy_fusion_impl", .type = MB_KEY_ENUM, F_(ce_impl), .flags = SW,
+     .names = mb_key__ce_impls, .def = MB_CE_TE, .applies = mb_key__if_ce_fusion,
+     .doc = "Megatron `--cross-entropy-fusion-impl`: te (gradient written into the bf16 logits) or native "
+            "(fp32 softmax kept, as unfused)"},
+    {.key = "memory.expandable_segments", .type = MB_KEY_BOOL, F_(expandable_segments), .flags = SW, .def = 0,
+     .doc = "PyTorch `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: no fragmentation reserve (not for "
+            "CUDA-graph private pools)"},
     {.key = "collectives.all_reduce", .type = MB_KEY_ENUM, F_(allreduce_algo), .flags = SW,
      .names = mb_key__ar_algos, .def = MB_COLL_ALGO_AUTO, .doc = "NCCL algorithm of the step's all-reduces"},
     {.key = "calibration.table", .type = MB_KEY_STRING, F_(calib_path), .flags = MB_KEYF_PATH,

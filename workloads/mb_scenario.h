@@ -20,6 +20,10 @@
 struct mb_node; /* mb_yaml.h */
 
 enum mb_strategy { MB_STRAT_3D, MB_STRAT_FSDP };
+/* parallel.fsdp_impl: Megatron-FSDP (--use-megatron-fsdp) or PyTorch FSDP2 (fully_shard). */
+enum mb_fsdp_impl { MB_FSDP_MEGATRON, MB_FSDP_TORCH2 };
+/* training.cross_entropy_fusion_impl (Megatron --cross-entropy-fusion-impl). */
+enum mb_ce_impl { MB_CE_NATIVE, MB_CE_TE };
 /** Deepest FSDP prefetch (layers gathered ahead of the one computing). */
 #define MB_MAX_FSDP_PREFETCH 4
 
@@ -108,6 +112,9 @@ struct mb_scenario {
                                           '|' between virtual stages; "" = even split */
     int sequence_parallel;
     int cp_a2a;                        /* parallel.cp_comm_type: 0 p2p (ring attention), 1 a2a (Ulysses) */
+    enum mb_fsdp_impl fsdp_impl;       /* parallel.fsdp_impl (strategy fsdp only): memory of the flavour */
+    int fsdp_reshard_after_forward;    /* parallel.fsdp_reshard_after_forward: FSDP2's reshard_after_forward;
+                                          0 keeps every layer's parameters gathered from forward to backward */
     /* moe */
     enum mb_dispatcher dispatcher;
     enum mb_routing routing;
@@ -119,6 +126,8 @@ struct mb_scenario {
     int shared_expert_overlap;         /* moe.shared_expert_overlap: shared experts beside the dispatch */
     int hybridep_permute_fusion;       /* moe.hybridep_permute_fusion: HybridEP dispatch/combine write
                                           tokens in expert order (no separate permute/unpermute pass) */
+    int pad_to_capacity;               /* moe.pad_expert_input_to_capacity: drop-and-pad, the expert input
+                                          buffers are padded to capacity_factor x the balanced load */
     /* training options */
     enum mb_rc_gran recompute;
     unsigned recompute_modules;        /* MB_RCM_* */
@@ -135,6 +144,10 @@ struct mb_scenario {
     int dist_opt;                      /* optimizer.distributed: 1 = Megatron's distributed optimizer (grads
                                           reduce-scattered, params all-gathered, optimizer state sharded over
                                           DP; the default); 0 = DDP: grads all-reduced, state replicated */
+    int ce_fusion;                     /* training.cross_entropy_fusion: Megatron --cross-entropy-loss-fusion */
+    enum mb_ce_impl ce_impl;           /* training.cross_entropy_fusion_impl: native or te */
+    int expandable_segments;           /* memory.expandable_segments: PYTORCH_CUDA_ALLOC_CONF
+                                          expandable_segments:True */
     int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/mb_coll.h) AUTO,
                                           RING, TREE or NVLS -- NCCL_ALGO for the DP gradient all-reduce */
     /* calibration */

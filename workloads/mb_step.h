@@ -35,29 +35,69 @@ enum mb_cat {
 /** @brief Short name of a category, e.g. "vision_encoder", "exposed_ep_comm". */
 const char *mb_cat_name(enum mb_cat c);
 
-/** Memory (bytes) of one pipeline stage's rank. */
+/** Memory (bytes) of one pipeline stage's rank, each term at the moment of the stage's peak. */
 struct mb_memory_stage {
     double weights, grads, optimizer;   /* static state */
-    double activations;                 /* saved activations at the stage's peak (timeline) */
-    double buffers;                     /* comm/dispatch buffers, workspace, logits */
+    double activations;                 /* saved activations alive at the peak (timeline) */
+    double buffers;                     /* PyTorch-allocated buffers: logits + dispatch + workspace */
     double graphs;                      /* CUDA-graph static buffers and pools */
-    double peak_allocated, reserved;
+    double peak_allocated, reserved;    /* PyTorch allocator: allocated at the peak, estimated reserved */
+    /* parts of the above and what lies outside the PyTorch allocator */
+    double logits;                      /* loss working set (logits, softmax / in-place gradient), in buffers */
+    double dispatch;                    /* token dispatch / combine tensors of one MoE layer, in buffers */
+    double workspace;                   /* cuBLAS / Transformer Engine GEMM workspaces, in buffers */
+    double recompute;                   /* activations re-materialised by recompute (in peak_allocated) */
+    double bwd_grads;                   /* gradients of the op running backward (in peak_allocated) */
+    double fragmentation;               /* reserved - allocated: segments the allocator cannot reuse */
+    double comm_buffers;                /* outside PyTorch: NCCL communicators, DeepEP/HybridEP buffers */
+    double context;                     /* outside PyTorch: CUDA context and kernel images */
+    double device;                      /* reserved + comm_buffers + context: what the GPU holds */
+    double peak_time_s;                 /* when the peak happens (s from the step's start) */
+};
+
+/** Memory verdict: device memory below the at-risk margin, within it, or above capacity. */
+enum mb_mem_verdict { MB_MEM_FITS, MB_MEM_AT_RISK, MB_MEM_OOM };
+
+/** Fraction of capacity above which a rank is `at risk` (mb_memory_verdict_of). */
+#define MB_MEM_AT_RISK_FRACTION 0.90
+
+/** Points of the peak rank's memory timeline (the envelope of the step, mb_memory.tl). */
+#define MB_MEMTL_POINTS 160
+
+/** Memory of the peak stage's rank over the step: the maximum of each time bucket. */
+struct mb_memtl {
+    int n, stage;
+    double t[MB_MEMTL_POINTS];          /* s */
+    double allocated[MB_MEMTL_POINTS];  /* bytes allocated (static + the dynamic terms below) */
+    double activations[MB_MEMTL_POINTS], logits[MB_MEMTL_POINTS], recompute[MB_MEMTL_POINTS];
+    double bwd_grads[MB_MEMTL_POINTS];
 };
 
 /** Per-rank memory (bytes) on the most loaded rank. */
 struct mb_memory {
     double weights, grads, optimizer;   /* static state on the rank */
     double activations;                 /* in-flight microbatches at the peak */
-    double buffers;                     /* comm/dispatch buffers, workspace, logits */
+    double buffers;                     /* PyTorch-allocated buffers: logits + dispatch + workspace */
     double graphs;                      /* CUDA-graph static buffers and pools */
-    double peak_allocated;              /* sum of the above */
+    double peak_allocated;              /* sum of the above + recompute + bwd_grads */
     double reserved;                    /* estimated allocator reserve */
     double capacity;                    /* GPU usable HBM */
-    int stage;                          /* pipeline stage holding the peak */
+    double logits, dispatch, workspace, recompute, bwd_grads, fragmentation, comm_buffers, context, device;
+    double peak_time_s;
+    enum mb_mem_verdict verdict;        /* of `device` against `capacity` */
+    int stage;                          /* pipeline stage holding the peak (largest device memory) */
     const char *dominant;               /* name of the largest term */
     int n_stages;                       /* entries of per_stage */
     struct mb_memory_stage per_stage[64]; /* every stage's rank (index = stage) */
+    struct mb_memtl tl;                 /* the peak stage's timeline (n = 0: not recorded) */
 };
+
+/** @brief "fits", "at risk" or "OOM". */
+const char *mb_memory_verdict_name(enum mb_mem_verdict v);
+
+/** @brief Verdict of a rank holding `device` bytes of a GPU with `capacity`: OOM above it, at risk above
+ * MB_MEM_AT_RISK_FRACTION of it, else fits. */
+enum mb_mem_verdict mb_memory_verdict_of(double device, double capacity);
 
 /** One op of the critical stage's rank over the whole step (mbsim run --ops). */
 struct mb_op_stat {

@@ -70,6 +70,9 @@ static void usage_plot(FILE *fp)
             "             INPUT is the TSV of `mbsim sweep --tsv`\n"
             "  breakdown  step-time breakdown bars; INPUT is the output of `mbsim run --json`\n"
             "  gantt      timeline of the simulated ranks; INPUT is a `mbsim run --trace` file\n"
+            "  memory     memory of the peak rank over the step (allocated, its dynamic terms stacked on\n"
+            "             the static state) against reserved, device memory and capacity; INPUT is the\n"
+            "             output of `mbsim run --json`\n"
             "\n"
             "  -o FILE    output; the extension picks PNG or SVG (default KIND.png)\n"
             "\n"
@@ -442,6 +445,59 @@ static int conv_breakdown(const char *in, FILE *out)
     return 0;
 }
 
+/* ------------------------------------------------------------- memory */
+
+static double num_of(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* `mbsim run --json` -> t_ms, static_gib, activations_gib, loss_gib, recompute_gib,
+ * backward_gradients_gib, allocated_gib, reserved_gib, device_gib, capacity_gib,
+ * at_risk_gib: one row per point of memory.timeline (the peak rank). Static =
+ * allocated - the dynamic terms; reserved and device add the peak's
+ * fragmentation and the memory outside PyTorch to each point. */
+static int conv_memory(const char *in, FILE *out)
+{
+    json_error_t je;
+    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
+    if (!root) {
+        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+        return -1;
+    }
+    json_t *mem = json_object_get(root, "memory");
+    json_t *tl = json_is_object(mem) ? json_object_get(mem, "timeline") : NULL;
+    static const char *const cols[] = {"t_s", "allocated_gib", "activations_gib", "loss_gib", "recompute_gib",
+                                       "backward_gradients_gib"};
+    json_t *a[6];
+    size_t n = 0;
+    for (int k = 0; k < 6; k++) {
+        a[k] = tl ? json_object_get(tl, cols[k]) : NULL;
+        if (!json_is_array(a[k]) || (k && json_array_size(a[k]) != n) || (!k && !(n = json_array_size(a[k])))) {
+            fprintf(stderr, "mbsim plot: %s: no \"memory.timeline\" (expected the output of mbsim run --json "
+                            "of a simulation with microbatches)\n", in);
+            json_decref(root);
+            return -1;
+        }
+    }
+    double frag = num_of(mem, "fragmentation_gib");
+    double outside = num_of(mem, "comm_buffers_gib") + num_of(mem, "cuda_context_gib");
+    double cap = num_of(mem, "capacity_gib"), risk = num_of(mem, "at_risk_fraction") * cap;
+    fprintf(out, "t_ms\tstatic_gib\tactivations_gib\tloss_gib\trecompute_gib\tbackward_gradients_gib\t"
+                 "allocated_gib\treserved_gib\tdevice_gib\tcapacity_gib\tat_risk_gib\n");
+    for (size_t i = 0; i < n; i++) {
+        double v[6];
+        for (int k = 0; k < 6; k++)
+            v[k] = json_number_value(json_array_get(a[k], i));
+        double stat = v[1] - v[2] - v[3] - v[4] - v[5];
+        fprintf(out, "%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\n", 1e3 * v[0], stat, v[2],
+                v[3], v[4], v[5], v[1], v[1] + frag, v[1] + frag + outside, cap, risk);
+    }
+    json_decref(root);
+    return 0;
+}
+
 /* ------------------------------------------------------------- gantt */
 
 /* `mbsim run --trace` JSON -> one row per slice: track (y), start/end (ms),
@@ -539,8 +595,10 @@ int mb_cmd_plot(int argc, char **argv)
         usage_plot(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(kind, "validate") && strcmp(kind, "sweep") && strcmp(kind, "breakdown") && strcmp(kind, "gantt")) {
-        fprintf(stderr, "mbsim plot: unknown kind '%s'; expected one of: validate, sweep, breakdown, gantt\n", kind);
+    if (strcmp(kind, "validate") && strcmp(kind, "sweep") && strcmp(kind, "breakdown") && strcmp(kind, "gantt") &&
+        strcmp(kind, "memory")) {
+        fprintf(stderr, "mbsim plot: unknown kind '%s'; expected one of: validate, sweep, breakdown, gantt, memory\n",
+                kind);
         return EXIT_USAGE;
     }
     char def_out[64];
@@ -601,6 +659,8 @@ int mb_cmd_plot(int argc, char **argv)
         rc = f2 ? conv_sweep(in, f1, f2) : -1;
     } else if (!strcmp(kind, "gantt")) {
         rc = conv_gantt(in, f1);
+    } else if (!strcmp(kind, "memory")) {
+        rc = conv_memory(in, f1);
     } else {
         rc = conv_breakdown(in, f1);
     }

@@ -44,24 +44,60 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                 r->useful_tokens_per_s_per_gpu, 100 * r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu);
     fprintf(fp, "  model TFLOP/s/GPU    %10.1f\n", r->model_tflops_per_gpu);
     fprintf(fp, "  MFU                  %10.1f %%  (of %s dense peak)\n", 100 * r->mfu, mb_prec_name(s->prec.gemm));
-    fprintf(fp, "  peak memory          %10.1f GiB of %.1f GiB (reserved ~%.1f GiB) -> %s; largest term: %s\n",
-            r->mem.peak_allocated / GIB, r->mem.capacity / GIB, r->mem.reserved / GIB, r->oom ? "OOM" : "fits",
-            r->mem.dominant);
+    const struct mb_memory *M = &r->mem;
+    fprintf(fp, "  peak memory          %10.1f GiB allocated, ~%.1f GiB reserved, ~%.1f GiB on the device of %.1f GiB "
+            "(%.0f %%) -> %s; largest term: %s\n",
+            M->peak_allocated / GIB, M->reserved / GIB, M->device / GIB, M->capacity / GIB,
+            M->capacity > 0 ? 100 * M->device / M->capacity : 0, mb_memory_verdict_name(M->verdict), M->dominant);
     if (memory_detail) {
-        fprintf(fp, "    rank of pipeline stage %d:\n", r->mem.stage);
-        fprintf(fp, "      weights      %8.2f GiB\n", r->mem.weights / GIB);
-        fprintf(fp, "      gradients    %8.2f GiB\n", r->mem.grads / GIB);
-        fprintf(fp, "      optimizer    %8.2f GiB\n", r->mem.optimizer / GIB);
-        fprintf(fp, "      activations  %8.2f GiB\n", r->mem.activations / GIB);
-        fprintf(fp, "      buffers      %8.2f GiB\n", r->mem.buffers / GIB);
-        fprintf(fp, "      cuda graphs  %8.2f GiB\n", r->mem.graphs / GIB);
-        fprintf(fp, "    every stage (GiB): stage  weights  grads  optim  activ  buffers  graphs  peak  reserved\n");
-        for (int st = 0; st < r->mem.n_stages; st++) {
-            const struct mb_memory_stage *m = &r->mem.per_stage[st];
-            fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %8.2f %7.2f %5.1f %9.1f%s\n", st,
-                    m->weights / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB, m->buffers / GIB,
-                    m->graphs / GIB, m->peak_allocated / GIB, m->reserved / GIB,
-                    m->reserved > r->mem.capacity ? "  OOM" : "");
+        fprintf(fp, "    rank of pipeline stage %d, at its peak (%.4f s into the step):\n", M->stage, M->peak_time_s);
+        fprintf(fp, "      weights        %8.2f GiB\n", M->weights / GIB);
+        fprintf(fp, "      gradients      %8.2f GiB\n", M->grads / GIB);
+        fprintf(fp, "      optimizer      %8.2f GiB\n", M->optimizer / GIB);
+        fprintf(fp, "      activations    %8.2f GiB\n", M->activations / GIB);
+        fprintf(fp, "      recompute      %8.2f GiB  (re-forwarded activations of the layer in backward)\n",
+                M->recompute / GIB);
+        fprintf(fp, "      bwd gradients  %8.2f GiB  (output and input gradients of the op in backward)\n",
+                M->bwd_grads / GIB);
+        fprintf(fp, "      buffers        %8.2f GiB  (loss %.2f, dispatch %.2f, GEMM workspaces %.2f)\n",
+                M->buffers / GIB, M->logits / GIB, M->dispatch / GIB, M->workspace / GIB);
+        fprintf(fp, "      cuda graphs    %8.2f GiB\n", M->graphs / GIB);
+        fprintf(fp, "      = allocated    %8.2f GiB\n", M->peak_allocated / GIB);
+        fprintf(fp, "      fragmentation  %8.2f GiB  (%s)\n", M->fragmentation / GIB,
+                s->expandable_segments ? "expandable segments" : "no expandable segments");
+        fprintf(fp, "      = reserved     %8.2f GiB\n", M->reserved / GIB);
+        fprintf(fp, "      comm buffers   %8.2f GiB  (NCCL%s, outside PyTorch)\n", M->comm_buffers / GIB,
+                s->model.num_experts > 0 && s->ep > 1 &&
+                        (s->dispatcher == MB_DISP_DEEPEP || s->dispatcher == MB_DISP_HYBRIDEP)
+                    ? ", dispatcher buffers"
+                    : "");
+        fprintf(fp, "      CUDA context   %8.2f GiB\n", M->context / GIB);
+        fprintf(fp, "      = device       %8.2f GiB of %.2f GiB -> %s (at risk above %.0f %%)\n", M->device / GIB,
+                M->capacity / GIB, mb_memory_verdict_name(M->verdict), 100 * MB_MEM_AT_RISK_FRACTION);
+        fprintf(fp, "    every stage (GiB): stage  weights  grads  optim  activ  recomp  buffers  graphs  alloc  "
+                    "reserved  device\n");
+        for (int st = 0; st < M->n_stages; st++) {
+            const struct mb_memory_stage *m = &M->per_stage[st];
+            fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %7.2f %8.2f %7.2f %6.1f %9.1f %7.1f  %s\n",
+                    st, m->weights / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
+                    m->recompute / GIB, m->buffers / GIB, m->graphs / GIB, m->peak_allocated / GIB,
+                    m->reserved / GIB, m->device / GIB,
+                    mb_memory_verdict_name(mb_memory_verdict_of(m->device, M->capacity)));
+        }
+        if (M->tl.n > 0) {
+            fprintf(fp, "    timeline of stage %d (allocated; each row the highest point of its interval, GiB):\n",
+                    M->tl.stage);
+            fprintf(fp, "         time_s  allocated  activations  loss  recompute  bwd_grads\n");
+            int step = M->tl.n > 40 ? (M->tl.n + 39) / 40 : 1;
+            for (int i = 0; i < M->tl.n; i += step) {
+                int k = i; /* the highest of the rows this one stands for */
+                for (int j = i; j < i + step && j < M->tl.n; j++)
+                    if (M->tl.allocated[j] > M->tl.allocated[k])
+                        k = j;
+                fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f %10.2f\n", M->tl.t[k], M->tl.allocated[k] / GIB,
+                        M->tl.activations[k] / GIB, M->tl.logits[k] / GIB, M->tl.recompute[k] / GIB,
+                        M->tl.bwd_grads[k] / GIB);
+            }
         }
     }
     fprintf(fp, "\n  time breakdown (pipeline stage %d, seconds per step):\n", r->critical_stage);
@@ -153,6 +189,8 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(o, "reserved_memory_gib", json_real(r->mem.reserved / GIB));
     json_object_set_new(o, "memory_capacity_gib", json_real(r->mem.capacity / GIB));
     json_object_set_new(o, "oom", json_boolean(r->oom));
+    json_object_set_new(o, "device_memory_gib", json_real(r->mem.device / GIB));
+    json_object_set_new(o, "memory_verdict", json_string(mb_memory_verdict_name(r->mem.verdict)));
     json_t *mem = json_object();
     json_object_set_new(mem, "stage", json_integer(r->mem.stage));
     json_object_set_new(mem, "weights_gib", json_real(r->mem.weights / GIB));
@@ -162,15 +200,57 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(mem, "buffers_gib", json_real(r->mem.buffers / GIB));
     json_object_set_new(mem, "cuda_graphs_gib", json_real(r->mem.graphs / GIB));
     json_object_set_new(mem, "dominant", json_string(r->mem.dominant));
+    json_object_set_new(mem, "peak_time_s", json_real(r->mem.peak_time_s));
+    json_object_set_new(mem, "recompute_gib", json_real(r->mem.recompute / GIB));
+    json_object_set_new(mem, "loss_gib", json_real(r->mem.logits / GIB));
+    json_object_set_new(mem, "backward_gradients_gib", json_real(r->mem.bwd_grads / GIB));
+    json_object_set_new(mem, "dispatch_gib", json_real(r->mem.dispatch / GIB));
+    json_object_set_new(mem, "workspace_gib", json_real(r->mem.workspace / GIB));
+    json_object_set_new(mem, "allocated_gib", json_real(r->mem.peak_allocated / GIB));
+    json_object_set_new(mem, "fragmentation_gib", json_real(r->mem.fragmentation / GIB));
+    json_object_set_new(mem, "reserved_gib", json_real(r->mem.reserved / GIB));
+    json_object_set_new(mem, "comm_buffers_gib", json_real(r->mem.comm_buffers / GIB));
+    json_object_set_new(mem, "cuda_context_gib", json_real(r->mem.context / GIB));
+    json_object_set_new(mem, "device_gib", json_real(r->mem.device / GIB));
+    json_object_set_new(mem, "capacity_gib", json_real(r->mem.capacity / GIB));
+    json_object_set_new(mem, "at_risk_fraction", json_real(MB_MEM_AT_RISK_FRACTION));
+    json_object_set_new(mem, "verdict", json_string(mb_memory_verdict_name(r->mem.verdict)));
     json_t *stages = json_array();
     for (int st = 0; st < r->mem.n_stages; st++) {
         const struct mb_memory_stage *m = &r->mem.per_stage[st];
-        json_array_append_new(stages, json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", st, "weights_gib",
-                                                m->weights / GIB, "gradients_gib", m->grads / GIB, "optimizer_gib",
-                                                m->optimizer / GIB, "activations_gib", m->activations / GIB,
-                                                "buffers_gib", m->buffers / GIB, "cuda_graphs_gib", m->graphs / GIB,
-                                                "peak_gib", m->peak_allocated / GIB, "reserved_gib",
-                                                m->reserved / GIB));
+        json_t *e = json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", st, "weights_gib", m->weights / GIB,
+                              "gradients_gib", m->grads / GIB, "optimizer_gib", m->optimizer / GIB,
+                              "activations_gib", m->activations / GIB, "buffers_gib", m->buffers / GIB,
+                              "cuda_graphs_gib", m->graphs / GIB, "peak_gib", m->peak_allocated / GIB,
+                              "reserved_gib", m->reserved / GIB);
+        json_object_set_new(e, "recompute_gib", json_real(m->recompute / GIB));
+        json_object_set_new(e, "loss_gib", json_real(m->logits / GIB));
+        json_object_set_new(e, "backward_gradients_gib", json_real(m->bwd_grads / GIB));
+        json_object_set_new(e, "dispatch_gib", json_real(m->dispatch / GIB));
+        json_object_set_new(e, "workspace_gib", json_real(m->workspace / GIB));
+        json_object_set_new(e, "fragmentation_gib", json_real(m->fragmentation / GIB));
+        json_object_set_new(e, "comm_buffers_gib", json_real(m->comm_buffers / GIB));
+        json_object_set_new(e, "cuda_context_gib", json_real(m->context / GIB));
+        json_object_set_new(e, "device_gib", json_real(m->device / GIB));
+        json_object_set_new(e, "peak_time_s", json_real(m->peak_time_s));
+        json_object_set_new(e, "verdict",
+                            json_string(mb_memory_verdict_name(mb_memory_verdict_of(m->device, r->mem.capacity))));
+        json_array_append_new(stages, e);
+    }
+    if (r->mem.tl.n > 0) {
+        const struct mb_memtl *tl = &r->mem.tl;
+        json_t *t = json_object(), *a[6];
+        const double *src[6] = {tl->t, tl->allocated, tl->activations, tl->logits, tl->recompute, tl->bwd_grads};
+        static const char *const key[6] = {"t_s",      "allocated_gib", "activations_gib",
+                                           "loss_gib", "recompute_gib", "backward_gradients_gib"};
+        json_object_set_new(t, "stage", json_integer(tl->stage));
+        for (int k = 0; k < 6; k++) {
+            a[k] = json_array();
+            for (int i = 0; i < tl->n; i++)
+                json_array_append_new(a[k], json_real(k ? src[k][i] / GIB : src[k][i]));
+            json_object_set_new(t, key[k], a[k]);
+        }
+        json_object_set_new(mem, "timeline", t);
     }
     json_object_set_new(mem, "per_stage", stages);
     json_object_set_new(o, "memory", mem);

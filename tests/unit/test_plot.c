@@ -1,5 +1,5 @@
 /*
- * test_plot.c -- `mbsim plot`: every kind (validate, sweep, breakdown, gantt) writes a
+ * test_plot.c -- `mbsim plot`: every kind (validate, sweep, breakdown, gantt, memory) writes a
  * non-empty PNG (and one SVG) from real mbsim outputs; without gnuplot the
  * command says so and exits 1. The binary comes from $MBSIM_BIN (set by
  * CTest; $MBSIM_PLOT_BIN overrides it). Tests that need gnuplot are skipped
@@ -194,6 +194,27 @@ static void test_gantt_plot(void **state)
     mb_free(o);
 }
 
+static void test_memory_plot(void **state)
+{
+    (void)state;
+    NEED_PLOT();
+    char cmd[2048], json[512], png[512];
+    snprintf(json, sizeof json, "%s/run_mem.json", tmpdir);
+    snprintf(png, sizeof png, "%s/memory.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s run scenarios/gb200_ep32.yaml --json > %s", bin(), json);
+    assert_int_equal(sh(cmd, NULL), 0);
+    plot("memory", json, png);
+    assert_image(png, 0);
+    snprintf(png, sizeof png, "%s/memory.svg", tmpdir);
+    plot("memory", json, png);
+    assert_image(png, 1);
+    /* input without a timeline: a clear message, exit 1 */
+    char *o;
+    snprintf(cmd, sizeof cmd, "%s plot memory tests/data/sweep/validate_points.tsv -o %s/bad.png", bin(), tmpdir);
+    assert_int_equal(sh(cmd, &o), 1);
+    mb_free(o);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -218,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_sweep_plot),
         cmocka_unit_test(test_breakdown_plot),
         cmocka_unit_test(test_gantt_plot),
+        cmocka_unit_test(test_memory_plot),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

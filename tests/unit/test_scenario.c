@@ -157,10 +157,10 @@ static const struct {
     {"bad_schema_version_2.yaml", "1:17: unsupported schema_version '2'; this mbsim reads schema_version: 1"},
     {"bad_unknown_top_key.yaml",
      "10:1: unknown key 'optimiser' in scenario; expected one of: schema_version, name, model, system, "
-     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, optimizer, collectives, calibration, measured"},
+     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, optimizer, training, memory, collectives, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
-     "pipeline_layout, cp_comm_type, sequence_parallel"},
+     "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
     {"bad_wrong_type.yaml", "11:7: expected an integer, got 'four'"},
     {"bad_enum.yaml",

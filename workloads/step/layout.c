@@ -102,26 +102,49 @@ static int mb__regions(const struct mb_oplist *L)
     return nreg;
 }
 
-/* CUDA-graph memory: TE's make_graphed_callables (Megatron-Core
+/* CUDA-graph memory.
+ * Scoped graphs: TE's make_graphed_callables (Megatron-Core
  * --cuda-graph-impl transformer_engine) captures a forward and a backward
  * graph per captured module, layer and microbatch, each with static input
  * and output tensors: 2 hidden-state buffers [s/tp, b, h] per graph and
  * direction. The buffers of microbatches not in flight are reused, so a
  * stage holds those of its in-flight chunk-forwards, like its activations
  * (keeping all microbatches' would put the published Qwen3-30B-A3B H100
- * run with scoped graphs, which ran in 80 GB, at ~190 GiB). The pool's
- * intermediate tensors are the activations already counted. A
- * full-iteration graph keeps no per-module static buffers. */
+ * run with scoped graphs, which ran in 80 GB, at ~190 GiB). Each buffer is
+ * its own allocation in the graphs' private pool, which never uses
+ * expandable segments: a buffer takes at least a 2 MiB segment (requests of
+ * <= 1 MiB are packed into 2 MiB segments, larger ones rounded up to 2 MiB),
+ * which is what short sequences pay. The pool's intermediate tensors are the
+ * activations already counted.
+ * Full-iteration graph (Megatron-Core full_cuda_graph.py): the whole
+ * forward-backward of every microbatch is one graph; its StaticBufferLoader
+ * keeps a static copy of every microbatch's input batch for the step (tokens
+ * and position ids, int64, on the first stage; labels int64 and loss mask
+ * fp32 on the last), and its private pool holds the step's dynamic peak (the
+ * activations, counted) without expandable segments (memory.c). */
 void mb_layout_graphs(struct mb_build *b)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
     struct mb_layout *lay = &b->lay;
     int p = lay->p, v = lay->v;
-    if (!s->cuda_graph || (s->cuda_graph & MB_CG_FULL_ITERATION))
+    if (!s->cuda_graph)
         return;
-    double hbuf = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
     int m_all = s->global_batch_size / (s->micro_batch_size * s->dp);
+    if (s->cuda_graph & MB_CG_FULL_ITERATION) {
+        double tok = (double)s->micro_batch_size * s->seq_length;
+        for (int st = 0; st < p; st++) {
+            double per = 0;
+            if (st == 0)
+                per += 2 * mb_memory_segment(8 * tok);
+            if (st == p - 1)
+                per += mb_memory_segment(8 * tok) + mb_memory_segment(4 * tok);
+            lay->graph_bytes_stage[st] = per * m_all;
+        }
+        return;
+    }
+    double hbuf = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+    double seg = mb_memory_segment(hbuf);
     for (int st = 0; st < p; st++) {
         int inflight = mb_sched_warmup_depth(st, p, v) + 1 + (s->overlap_ep_comm && m->num_experts > 0 && s->ep > 1);
         if (inflight > m_all * v)
@@ -130,7 +153,7 @@ void mb_layout_graphs(struct mb_build *b)
         for (int c = 0; c < v; c++) {
             int vs = c * p + st;
             for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++)
-                lay->graph_bytes_stage[st] += mb__regions(mb_plan_layer(b, i)) * 2.0 * 2.0 * hbuf * per_chunk_mb;
+                lay->graph_bytes_stage[st] += mb__regions(mb_plan_layer(b, i)) * 2.0 * 2.0 * seg * per_chunk_mb;
         }
     }
 }

@@ -1,30 +1,32 @@
 /*
- * memory.c -- the memory phase: per-rank memory of one training step.
+ * memory.c -- the memory phase: per-rank memory of one training step, each
+ * term at the moment of the rank's peak (docs/modeling.md, Memory, cites the
+ * sources of every mechanism below).
  *
  * Static state follows Megatron's theoretical_memory_usage.py and the
  * distributed-optimizer table (shared/docs/reference/hardware.md D.2), by
  * default (optimizer.main_grads / optimizer.states change the 4 and the 8 of 12):
  * bf16 parameters (2 B), fp32 main gradients (4 B), fp32 master weights and
- * Adam m, v (12 B) sharded over the data-parallel group (expert-DP for
- * experts): 6 + 12/d bytes per parameter; 18 without the distributed
- * optimizer (optimizer.distributed: false, D.2's DDP row). FSDP shards all 18 bytes and keeps
- * the current and the prefetched layer unsharded.
+ * Adam m, v (12 B) sharded over the data-parallel x context-parallel group
+ * (Megatron's distributed optimizer and its gradient reduce-scatter use the
+ * DP x CP group; expert-DP for experts): 6 + 12/(d cp) bytes per parameter; 18
+ * without the distributed optimizer. FSDP shards all of it over DP x CP and
+ * keeps gathered layers (parallel.fsdp_impl: Megatron-FSDP's double buffers or
+ * FSDP2's mixed-precision policy).
  *
- * Activations are the bytes each op saves for backward (set where the op list
- * is built in the ops phase), minus what the recompute policy discards, times the
- * microbatches in flight on the stage: min(p - stage, m) for 1F1B, and the
- * warm-up depth + 1 chunk-forwards for interleaved 1F1B.
+ * Dynamic terms come from the timeline (memtl.c): activations (the bytes each
+ * op saves, minus what recompute discards), the loss working set on the last
+ * stage, the recompute working set and the backward's gradient working set,
+ * alive at the peak moment.
  *
- * Assumptions (stated, not measured): 1 GiB of CUDA/cuBLAS/NCCL workspace per
- * rank; the caching allocator reserves 5% more than it has allocated.
+ * Beside the allocations: the PyTorch caching allocator's reserve
+ * (fragmentation of non-expandable segments) and what lives outside it (CUDA
+ * context, NCCL communicator buffers, DeepEP/HybridEP registered buffers).
  */
 #include "step_int.h"
 
+#include <math.h>
 #include <string.h>
-
-#define GIB (1024.0 * 1024.0 * 1024.0)
-#define MB_WORKSPACE_BYTES (1.0 * GIB)
-#define MB_RESERVE_FACTOR 1.05
 
 /* Megatron-Core full recompute (transformer_block.py _checkpointed_forward):
  * block: the first num_layers layers of each model chunk are checkpointed
@@ -62,14 +64,171 @@ double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *
     return a;
 }
 
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* GEMM workspaces allocated through the PyTorch allocator: PyTorch's cuBLAS /
+ * cuBLASLt workspace (CUBLAS_WORKSPACE_CONFIG default ":4096:8" = 32 MiB on
+ * Hopper and later, ATen/cuda/CublasHandlePool.cpp), Transformer Engine's GEMM
+ * workspace (32 MiB on sm90+, get_cublas_workspace_size_bytes) and its four
+ * multi-stream workspaces for grouped GEMMs: 6 x 32 MiB. */
+#define MB_MEM_WORKSPACE (6 * 32.0 * MIB)
+/* Outside PyTorch. CUDA context and lazily loaded kernel images: an assumption
+ * (not a documented constant). NCCL: NCCL_BUFFSIZE (4 MiB, the SIMPLE protocol
+ * buffer per channel and peer, NCCL's documented default) for the two ring
+ * peers of each channel, 16 channels assumed, per communicator of >1 rank. */
+#define MB_MEM_CONTEXT (0.5 * GIB)
+#define MB_MEM_NCCL_COMM (2 * 16 * 4.0 * MIB)
+/* PyTorch CUDACachingAllocator.cpp: sizes round up to 512 B (kMinBlockSize);
+ * requests <= 1 MiB are packed into 2 MiB segments (kSmallBuffer), larger ones
+ * into 20 MiB segments (kLargeBuffer) up to 10 MiB (kMinLargeAlloc), else
+ * rounded up to 2 MiB (kRoundLarge). */
+#define MB_MEM_SMALL_SEG (2.0 * MIB)
+#define MB_MEM_ROUND_LARGE (2.0 * MIB)
+
+const char *mb_memory_verdict_name(enum mb_mem_verdict v)
+{
+    return v == MB_MEM_OOM ? "OOM" : v == MB_MEM_AT_RISK ? "at risk" : "fits";
+}
+
+double mb_memory_segment(double bytes)
+{
+    if (bytes <= 0)
+        return 0;
+    if (bytes <= 1.0 * MIB)
+        return MB_MEM_SMALL_SEG;
+    return ceil(bytes / MB_MEM_ROUND_LARGE) * MB_MEM_ROUND_LARGE;
+}
+
+/* Tokens of one microbatch on a rank before the TP split (s b / cp). */
+static double mb__tokens(const struct mb_scenario *s)
+{
+    return (double)s->micro_batch_size * s->seq_length / s->cp;
+}
+
+double mb_memory_logits_bytes(const struct mb_scenario *s)
+{
+    const struct mb_model *m = &s->model;
+    double elems = mb__tokens(s) * (double)m->vocab / s->tp; /* [s/cp, b, V/tp] per head */
+    int heads = 1 + (m->mtp_layers > 0 ? m->mtp_layers : 0);
+    /* TE parallel_cross_entropy: the gradient is written into the bf16 logits
+     * during forward; that tensor is what backward needs, per head */
+    if (s->ce_fusion && s->ce_impl == MB_CE_TE)
+        return heads * elems * BF16;
+    /* vocab_parallel_cross_entropy and the native fused one: calculate_logits_max
+     * makes an fp32 copy, exp/softmax in place and saved for backward (fp32, per
+     * head), beside the bf16 output-layer logits of the head being computed */
+    return heads * elems * 4.0 + elems * BF16;
+}
+
+/* Saved bytes of a layer with nothing recomputed. */
+static double mb__layer_full(const struct mb_oplist *l)
+{
+    double sum = 0;
+    for (int i = 0; i < l->n; i++)
+        sum += l->op[i].saved;
+    return sum;
+}
+
+double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                              int st, int c)
+{
+    if (s->recompute == MB_RC_NONE)
+        return 0;
+    const struct mb_model *m = &s->model;
+    int vs = c * lay->p + st;
+    double ws = 0;
+    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
+        const struct mb_oplist *l = &plan->kind[m->layer[li].mixer][m->layer[li].ffn];
+        /* the layer's backward runs on its re-forwarded activations: what recompute
+         * discarded is allocated again; uniform full recompute re-forwards a whole
+         * group of recompute_num_layers layers before their backward */
+        double w = mb__layer_full(l) - mb__layer_act(s, l, k);
+        if (s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_UNIFORM && s->recompute_num_layers > 1)
+            w = s->recompute_num_layers * mb__layer_full(l) - l->input_bytes;
+        if (w > ws)
+            ws = w;
+    }
+    return ws;
+}
+
+double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan, int st,
+                         int c)
+{
+    const struct mb_model *m = &s->model;
+    int vs = c * lay->p + st;
+    double ws = 0;
+    for (int li = lay->first[vs]; li < lay->first[vs] + lay->count[vs]; li++) {
+        const struct mb_oplist *l = &plan->kind[m->layer[li].mixer][m->layer[li].ffn];
+        /* autograd holds an op's output gradient while it computes its input gradient;
+         * the largest is the MLP / expert activation (saves its gated input of 2f per
+         * token, outputs f): grad in 2f + grad out f = 1.5 x what it saved */
+        const struct mb_op *ops = l->part ? l->part : l->op; /* the ops before fusion */
+        int n = l->part ? l->nparts : l->n;
+        for (int i = 0; i < n; i++)
+            ws = fmax(ws, 1.5 * ops[i].saved);
+    }
+    return ws;
+}
+
+/* Bytes of Megatron-Core's DeepEP buffer (fused_a2a.get_buffer: the larger of the
+ * dispatch and combine configs' NVL and RDMA size hints; DeepEP csrc/config.hpp,
+ * deep_ep/buffer.py get_dispatch_config / get_combine_config). */
+static double mb__deepep_bytes(int ranks, int sms, double hidden_bytes)
+{
+    /* {ranks, dispatch nvl recv, dispatch rdma recv, combine nvl recv, combine rdma recv} */
+    static const int cfg[][5] = {{2, 256, 128, 256, 128},  {4, 256, 128, 256, 128},  {8, 256, 128, 256, 128},
+                                 {16, 288, 128, 288, 128}, {24, 288, 128, 288, 128}, {32, 288, 128, 288, 128},
+                                 {64, 288, 128, 288, 128}, {128, 560, 128, 560, 128}, {144, 720, 128, 720, 128},
+                                 {160, 720, 128, 720, 128}};
+    int n = (int)(sizeof cfg / sizeof cfg[0]), i = 0;
+    while (i < n - 1 && cfg[i][0] < ranks)
+        i++;
+    const double topk = 128, scales = 128, meta = 8, idx = 8, f32 = 4;
+    double ch = sms / 2, nvl_r = ranks < 8 ? ranks : 8, rdma_r = ranks / 8 > 1 ? ranks / 8 : 1;
+    double best_nvl = 0, best_rdma = 0;
+    for (int k = 0; k < 2; k++) {
+        double nrecv = cfg[i][1 + 2 * k], rrecv = cfg[i][2 + 2 * k];
+        double nvl = ch * nvl_r * (2 * rdma_r + 3) * 4 +
+                     ch * nvl_r * nrecv * (hidden_bytes + meta + topk * idx + topk * f32 + scales * f32);
+        double rdma = 0;
+        if (ranks > 8)
+            rdma = ch * rdma_r * (8 * 2 + 2) * 2 * 4 +
+                   ch * rdma_r * rrecv * 2 * (hidden_bytes + meta + topk * idx + topk * f32 + scales * f32 + 16);
+        best_nvl = fmax(best_nvl, nvl);
+        best_rdma = fmax(best_rdma, rdma);
+    }
+    return best_nvl + best_rdma;
+}
+
+/* Bytes of HybridEP's buffers (csrc/hybrid_ep/hybrid_ep.cu allocate_buffer*):
+ * the worst case of every token of the domain landing on this rank,
+ * Tmax = T x ranks_per_domain x domains tokens, for the combine input (bf16 +
+ * fp32 probabilities per expert of the domain) and the dispatch output (token
+ * dtype + probabilities + fp32 scales per 128 elements), plus the inter-domain
+ * staging buffers of T x (domains - 1) tokens. */
+static double mb__hybridep_bytes(double T, int ep, int local, double h, int experts, double tok_bytes)
+{
+    int domains = local > 0 ? ep / local : 1;
+    double tmax = T * ep, e_dom = (double)experts / ep * (local > 0 ? local : ep);
+    double combine = tmax * (h * 2 + e_dom * 4);
+    double dispatch = tmax * (h * tok_bytes + e_dom * 4 + h / 128 * 4);
+    double stage = domains > 1 ? T * (domains - 1) * (3 * h * 2 + 3 * e_dom * 4 + h * tok_bytes) : 0;
+    return combine + dispatch + stage;
+}
+
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
-                       double act_vision, double hbm_bytes, const double *act_timeline, struct mb_memory *out)
+                       double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
     int p = lay->p, v = lay->v;
     int frozen_lang = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
     int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
+    int moe = m->num_experts > 0;
     memset(out, 0, sizeof *out);
+    /* Megatron's distributed optimizer and FSDP shard dense state over DP x CP */
+    double dpc = (double)s->dp * s->cp;
     for (int st = 0; st < p; st++) {
         double dense = lay->params_dense_stage[st] / s->tp;
         double expert = lay->params_expert_stage[st] / (s->ep * s->etp);
@@ -80,53 +239,112 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         /* main grads (fp32, or bf16 with --grad-reduce-in-bf16) and fp32 master weights
          * plus Adam's two moments (fp32, or bf16 with the precision-aware optimizer) */
         double gb = s->grad_bytes, ob = 4.0 + s->state_bytes;
+        int on_stage = 0; /* decoder layers of the stage */
+        for (int c = 0; c < v; c++)
+            on_stage += lay->count[c * p + st];
         if (s->strategy == MB_STRAT_FSDP) {
-            w = 2 * (dense + vis) / s->dp + 2 * expert / lay->edp;
-            g = gb * (train_dense + train_vis) / s->dp + gb * train_exp / lay->edp;
-            o = ob * (train_dense + train_vis) / s->dp + ob * train_exp / lay->edp;
-            /* unsharded working copies: the current layer and the fsdp_prefetch layers
-             * gathered ahead (bf16), one layer of main grads */
+            double shard_d = (dense + vis) / dpc, shard_e = expert / lay->edp;
+            double tshard_d = (train_dense + train_vis) / dpc, tshard_e = train_exp / lay->edp;
             double layer = lay->layer_params;
-            int held = 1 + s->fsdp_prefetch, on_stage = 0; /* no more layers than the stage has */
-            for (int c = 0; c < v; c++)
-                on_stage += lay->count[c * p + st];
+            int held = 1 + s->fsdp_prefetch; /* no more layers than the stage has */
             if (on_stage > 0 && held > on_stage)
                 held = on_stage;
-            w += 2.0 * held * layer;
-            g += gb * layer;
+            if (s->fsdp_impl == MB_FSDP_TORCH2) {
+                /* FSDP2 + MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32): the sharded
+                 * parameter is the fp32 master (4 B); trainable shards carry fp32 grads and Adam.
+                 * Unsharded: bf16 gathers of the held layers (all of the stage's layers without
+                 * reshard_after_forward), one layer's bf16 gradient and its fp32 copy for the
+                 * reduce-scatter */
+                w = 4 * (shard_d + shard_e);
+                g = 4 * (tshard_d + tshard_e);
+                o = s->state_bytes * (tshard_d + tshard_e);
+                double gathered = s->fsdp_reshard_after_forward ? held : (on_stage > held ? on_stage : held);
+                w += 2.0 * gathered * layer;
+                g += (2.0 + 4.0) * layer;
+            } else {
+                /* Megatron-FSDP (optim_grads_params): bf16 weights, main grads, fp32 main
+                 * weights and Adam sharded; gathered parameters and unsharded gradients in
+                 * double buffers (two layers each, one being computed, one in flight), more
+                 * when fsdp_prefetch gathers further ahead */
+                w = 2 * (shard_d + shard_e);
+                g = gb * (tshard_d + tshard_e);
+                o = ob * (tshard_d + tshard_e);
+                int wbuf = held > 2 ? held : (on_stage >= 2 ? 2 : 1);
+                int gbuf = on_stage >= 2 ? 2 : 1;
+                w += 2.0 * wbuf * layer;
+                g += gb * gbuf * layer;
+            }
         } else {
-            /* the distributed optimizer shards master weights and moments over DP; DDP keeps them whole */
-            double dpd = s->dist_opt ? s->dp : 1, edpd = s->dist_opt ? lay->edp : 1;
+            /* the distributed optimizer shards master weights and moments over DP x CP; DDP keeps them whole */
+            double dpd = s->dist_opt ? dpc : 1, edpd = s->dist_opt ? lay->edp : 1;
             w = 2 * (dense + expert + vis);
             g = gb * (train_dense + train_exp + train_vis);
             o = ob * (train_dense + train_vis) / dpd + ob * train_exp / edpd;
         }
-        /* activations of one chunk-forward, averaged over the stage's chunks */
-        double act_chunks = 0;
-        for (int c = 0; c < v; c++)
-            act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
-        double per_chunk = act_chunks / v;
-        int total = lay->m * v;
-        int warm = mb_sched_warmup_depth(st, p, v);
-        int inflight = warm + 1 < total ? warm + 1 : total;
-        /* EP all-to-all overlap starts the next forward before the backward ends */
-        if (s->overlap_ep_comm && m->num_experts > 0 && s->ep > 1 && inflight < total)
-            inflight++;
-        double act = per_chunk * inflight;
-        if (st == 0 && !frozen_vis)
-            act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
-        /* the timeline's own peak (allocations at each forward's end, frees at
-         * each backward's end) replaces the in-flight formula when given */
-        if (act_timeline)
-            act = act_timeline[st];
-        double T = (double)s->micro_batch_size * s->seq_length / s->cp;
-        double buf = MB_WORKSPACE_BYTES;
-        if (st == p - 1) /* fp32 logits and their gradient (vocab-parallel cross-entropy) */
-            buf += 2 * T * (double)m->vocab / s->tp * 4;
-        if (m->num_experts > 0) /* dispatch + combine buffers of one MoE layer (two with EP overlap) */
-            buf += (s->overlap_ep_comm ? 2 : 1) * 2 * T / s->tp * m->topk * m->hidden * 2.0 * s->etp;
+        /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
+        double act, logits = 0, rc = 0, gws = 0, t_peak = 0;
+        if (dyn) {
+            act = dyn[st].activations;
+            logits = dyn[st].logits;
+            rc = dyn[st].recompute;
+            gws = dyn[st].grads;
+            t_peak = dyn[st].t;
+        } else {
+            double act_chunks = 0, ws = 0;
+            for (int c = 0; c < v; c++) {
+                act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
+                ws = fmax(ws, mb_memory_recompute_ws(s, lay, plan, st, c));
+                gws = fmax(gws, mb_memory_grad_ws(s, lay, plan, st, c));
+            }
+            int total = lay->m * v, warm = mb_sched_warmup_depth(st, p, v);
+            int inflight = warm + 1 < total ? warm + 1 : total;
+            if (s->overlap_ep_comm && moe && s->ep > 1 && inflight < total)
+                inflight++;
+            act = act_chunks / v * inflight;
+            if (st == 0 && !frozen_vis)
+                act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
+            logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
+            rc = ws;
+        }
+        double T = mb__tokens(s);
+        /* Token tensors of one MoE layer beside the saved expert input (two layers' with EP
+         * overlap). AllToAll / AllGather (token_dispatcher.py): the permuted routed copies and
+         * the all-to-all output are separate tensors, padded to the capacity under
+         * drop-and-pad. DeepEP / HybridEP dispatch from and into their registered buffers
+         * (counted outside PyTorch) and hand back the received tokens, which are the saved
+         * expert input; the combine output [T, h] remains. */
+        double disp = 0;
+        if (moe) {
+            double pad = s->pad_to_capacity && s->capacity_factor > 1 ? s->capacity_factor : 1;
+            double copies = T / s->tp * m->topk * m->hidden * BF16 * s->etp * pad;
+            int flex = s->ep > 1 && (s->dispatcher == MB_DISP_DEEPEP || s->dispatcher == MB_DISP_HYBRIDEP);
+            disp = (s->overlap_ep_comm ? 2 : 1) * (flex ? T / s->tp * m->hidden * BF16 : 2 * copies);
+        }
         double graphs = lay->graph_bytes_stage[st];
-        double total_b = w + g + o + act + buf + graphs;
+        double buf = logits + disp + MB_MEM_WORKSPACE;
+        double alloc = w + g + o + act + rc + gws + buf + graphs;
+        /* Fragmentation: without expandable segments a freed block is cached at its size
+         * and split for smaller requests, so the next request of the largest transient
+         * size (the loss working set, one dispatch buffer) finds no hole and takes a new
+         * segment: one such block stays reserved beyond the allocation. CUDA-graph
+         * private pools never use expandable segments. Expandable segments map 2 MiB
+         * pages: at most a page per stream's segment. */
+        double big = fmax(logits, disp / 2);
+        int fullg = (s->cuda_graph & MB_CG_FULL_ITERATION) != 0;
+        double frag = (!s->expandable_segments || fullg) ? mb_memory_segment(big) : (1 + MB_CK_COUNT) * MB_MEM_ROUND_LARGE;
+        /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
+        int ncomm = 1; /* the default (world) group */
+        int groups[] = {s->tp, s->cp, (int)dpc, s->ep * s->etp > 1 ? s->ep : 1, moe ? lay->edp : 1, p};
+        for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+            ncomm += groups[i] > 1;
+        double comm = ncomm * MB_MEM_NCCL_COMM;
+        if (moe && s->ep > 1 && s->dispatcher == MB_DISP_DEEPEP)
+            comm += mb__deepep_bytes(s->ep, s->dispatcher_sms, m->hidden * 2.0);
+        if (moe && s->ep > 1 && s->dispatcher == MB_DISP_HYBRIDEP) {
+            int local = mb_scenario_group_local(s->ep, s->etp, s->system.nvlink_domain);
+            comm += mb__hybridep_bytes(T / s->tp, s->ep, local, m->hidden, m->num_experts,
+                                       s->prec.quantize ? 1.0 : 2.0);
+        }
         if (st < 64) {
             struct mb_memory_stage *ps = &out->per_stage[st];
             ps->weights = w;
@@ -135,8 +353,18 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->activations = act;
             ps->buffers = buf;
             ps->graphs = graphs;
-            ps->peak_allocated = total_b;
-            ps->reserved = total_b * MB_RESERVE_FACTOR;
+            ps->logits = logits;
+            ps->dispatch = disp;
+            ps->workspace = MB_MEM_WORKSPACE;
+            ps->recompute = rc;
+            ps->bwd_grads = gws;
+            ps->peak_allocated = alloc;
+            ps->fragmentation = frag;
+            ps->reserved = alloc + frag;
+            ps->comm_buffers = comm;
+            ps->context = MB_MEM_CONTEXT;
+            ps->device = ps->reserved + comm + MB_MEM_CONTEXT;
+            ps->peak_time_s = t_peak;
             out->n_stages = st + 1;
         }
     }
@@ -145,15 +373,23 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     return 0;
 }
 
+enum mb_mem_verdict mb_memory_verdict_of(double device, double capacity)
+{
+    if (device > capacity)
+        return MB_MEM_OOM;
+    return device > MB_MEM_AT_RISK_FRACTION * capacity ? MB_MEM_AT_RISK : MB_MEM_FITS;
+}
+
 void mb_memory_summarize(struct mb_memory *m)
 {
-    static const char *const names[] = {"weights", "gradients", "optimizer", "activations", "buffers", "cuda_graphs"};
+    static const char *const names[] = {"weights", "gradients",   "optimizer", "activations",
+                                        "buffers", "cuda_graphs", "recompute", "backward_gradients"};
     int best = 0;
-    for (int i = 1; i < m->n_stages; i++)
-        if (m->per_stage[i].peak_allocated > m->per_stage[best].peak_allocated)
-            best = i;
     if (m->n_stages <= 0)
         return;
+    for (int i = 1; i < m->n_stages; i++)
+        if (m->per_stage[i].device > m->per_stage[best].device)
+            best = i;
     const struct mb_memory_stage *a = &m->per_stage[best];
     m->weights = a->weights;
     m->grads = a->grads;
@@ -163,10 +399,22 @@ void mb_memory_summarize(struct mb_memory *m)
     m->graphs = a->graphs;
     m->peak_allocated = a->peak_allocated;
     m->reserved = a->reserved;
+    m->logits = a->logits;
+    m->dispatch = a->dispatch;
+    m->workspace = a->workspace;
+    m->recompute = a->recompute;
+    m->bwd_grads = a->bwd_grads;
+    m->fragmentation = a->fragmentation;
+    m->comm_buffers = a->comm_buffers;
+    m->context = a->context;
+    m->device = a->device;
+    m->peak_time_s = a->peak_time_s;
+    m->verdict = mb_memory_verdict_of(a->device, m->capacity);
     m->stage = best;
-    double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs};
+    double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs, a->recompute,
+                  a->bwd_grads};
     int d = 0;
-    for (int i = 1; i < 6; i++)
+    for (int i = 1; i < 8; i++)
         if (v[i] > v[d])
             d = i;
     m->dominant = names[d];

@@ -1,31 +1,69 @@
 /*
- * memtl.c -- the activation-memory timeline of each stage's rank: a
- * microbatch's activations on a chunk count from the start of its forward
- * (they are allocated while it runs: counting them whole from its start
- * bounds the peak inside it) until its backward ends; the running sum's
- * maximum is the stage's activation peak, and the running sum is the trace's
- * "activation memory" counter.
+ * memtl.c -- the dynamic memory timeline of each stage's rank. Three kinds of
+ * allocation, each counted whole over its lifetime:
+ *  - a microbatch's activations on a chunk, from the end of its forward's
+ *    first task (they are allocated while the forward runs: counting them whole
+ *    from its start bounds the peak inside it) until its backward ends;
+ *  - the loss working set (logits, fp32 softmax or in-place gradient) of a
+ *    microbatch on the last stage's last chunk, from the end of its forward
+ *    (the loss is its last op) until its backward's first task (the loss
+ *    backward) ends;
+ *  - the recompute working set (activations re-materialised for a layer's
+ *    backward) and the gradient working set (the output and input gradients
+ *    of the op running backward), from the end of the backward's first task
+ *    until it ends.
+ * The running sum's maximum is the stage's dynamic peak; the terms at that
+ * moment go to the memory estimate, the activation running sum to the
+ * trace's "activation memory" counter.
  */
 #include "step_int.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+enum { MB__ACT, MB__LOGITS, MB__RC, MB__GR, MB__NK };
 
 struct mb__mev {
     double t, bytes; /* time (s), bytes allocated (> 0) or freed (< 0) */
+    int kind;        /* MB__ACT, MB__LOGITS, MB__RC, MB__GR */
+    int prio;        /* order at equal times (mb__prio) */
     int seq;         /* creation order, for a stable sort */
 };
 
-/* By time; at equal times frees first (a backward that ends as the next
- * forward starts has released its memory), then creation order. */
+/* Order of events at one instant: frees of activations and recompute first (a
+ * backward that ends as the next forward starts has released its memory),
+ * then allocations; the loss working set is freed and the recompute working
+ * set allocated after that, as the backward's first task (the loss backward,
+ * a zero-length entry elsewhere) ends: both are alive with the activations at
+ * the start of the backward, one after the other. */
+static int mb__prio(int kind, int alloc)
+{
+    if (kind == MB__LOGITS)
+        return alloc ? 1 : 2;
+    if (kind == MB__RC || kind == MB__GR)
+        return alloc ? 3 : 0;
+    return alloc ? 1 : 0;
+}
+
+/* By time, then mb__prio, then creation order. */
 static int mb__mev_cmp(const void *pa, const void *pb)
 {
     const struct mb__mev *a = pa, *b = pb;
     if (a->t != b->t)
         return a->t < b->t ? -1 : 1;
-    int fa = a->bytes < 0, fb = b->bytes < 0;
-    if (fa != fb)
-        return fa ? -1 : 1;
+    if (a->prio != b->prio)
+        return a->prio - b->prio;
     return a->seq - b->seq;
+}
+
+static void mb__ev(struct mb__mev *ev, int *k, double t0, double t1, double bytes, int kind)
+{
+    if (bytes <= 0)
+        return;
+    ev[*k] = (struct mb__mev){t0, bytes, kind, mb__prio(kind, 1), *k};
+    (*k)++;
+    ev[*k] = (struct mb__mev){t1, -bytes, kind, mb__prio(kind, 0), *k};
+    (*k)++;
 }
 
 /* Allocation and free events of stage st (n written to ev). */
@@ -35,47 +73,95 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
     const struct mb_sched *q = &b->sched;
     const struct mb_data *d = &b->data;
     int frozen_v = (s->freeze & MB_FREEZE_VISION) != 0, k = 0;
+    double lg = st == q->p - 1 ? mb_memory_logits_bytes(s) : 0;
     for (int c = 0; c < q->v; c++) {
         double a = mb_memory_chunk_act(s, &b->lay, &b->plan, st, c);
+        double rc = mb_memory_recompute_ws(s, &b->lay, &b->plan, st, c);
+        double gr = mb_memory_grad_ws(s, &b->lay, &b->plan, st, c);
         for (int i = 0; i < q->n; i++) {
             double ai = a;
             if (st == 0 && c == 0 && !frozen_v && d->vP[i] > 0)
                 ai += d->act_vision * d->vP[i] / d->vP[d->vis_max];
-            int fe = q->fentry[mb_slot(q, st, c, i)], bd = q->bdone[mb_slot(q, st, c, i)];
-            if (fe < 0 || bd < 0 || ai == 0)
+            size_t sl = mb_slot(q, st, c, i);
+            int fe = q->fentry[sl], fd = q->fdone[sl], be = q->bentry[sl], bd = q->bdone[sl];
+            if (fe < 0 || bd < 0)
                 continue;
-            ev[k] = (struct mb__mev){mb_engine_task_end(b->e, fe), ai, k};
-            k++;
-            ev[k] = (struct mb__mev){mb_engine_task_end(b->e, bd), -ai, k};
-            k++;
+            double tbd = mb_engine_task_end(b->e, bd);
+            mb__ev(ev, &k, mb_engine_task_end(b->e, fe), tbd, ai, MB__ACT);
+            double tbe = be >= 0 ? mb_engine_task_end(b->e, be) : tbd;
+            if (c == q->v - 1 && fd >= 0)
+                mb__ev(ev, &k, mb_engine_task_end(b->e, fd), tbe, lg, MB__LOGITS);
+            mb__ev(ev, &k, tbe, tbd, rc, MB__RC);
+            mb__ev(ev, &k, tbe, tbd, gr, MB__GR);
         }
     }
     return k;
 }
 
-/* act_tl[st] = stage st's activation peak (bytes); the running sums are kept
- * in b->mem_t / mem_v for the trace. */
-void mb_memtl_build(struct mb_build *b, double *act_tl)
+void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
 {
     const struct mb_sched *q = &b->sched;
     for (int st = 0; st < q->p; st++) {
-        int ne = 2 * q->v * q->n;
+        int ne = 8 * q->v * q->n;
         struct mb__mev *ev = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *ev);
         int k = mb__stage_events(b, st, ev);
         qsort(ev, (size_t)k, sizeof *ev, mb__mev_cmp);
-        double cur = 0, peak = 0;
-        b->mem_t[st] = mb_malloc((size_t)(k > 0 ? k : 1) * sizeof(double));
-        b->mem_v[st] = mb_malloc((size_t)(k > 0 ? k : 1) * sizeof(double));
+        double cur[MB__NK] = {0}, best = 0;
+        size_t n1 = (size_t)(k > 0 ? k : 1) * sizeof(double);
+        b->mem_t[st] = mb_malloc(n1);
+        b->mem_v[st] = mb_malloc(n1);
+        b->mem_lg[st] = mb_malloc(n1);
+        b->mem_rc[st] = mb_malloc(n1);
+        b->mem_gr[st] = mb_malloc(n1);
+        memset(&dyn[st], 0, sizeof dyn[st]);
         for (int i = 0; i < k; i++) {
-            cur += ev[i].bytes;
+            cur[ev[i].kind] += ev[i].bytes;
             b->mem_t[st][i] = ev[i].t;
-            b->mem_v[st][i] = cur;
-            if (cur > peak)
-                peak = cur;
+            b->mem_v[st][i] = cur[MB__ACT];
+            b->mem_lg[st][i] = cur[MB__LOGITS];
+            b->mem_rc[st][i] = cur[MB__RC];
+            b->mem_gr[st][i] = cur[MB__GR];
+            double tot = cur[MB__ACT] + cur[MB__LOGITS] + cur[MB__RC] + cur[MB__GR];
+            if (tot > best) {
+                best = tot;
+                dyn[st] = (struct mb_memdyn){cur[MB__ACT], cur[MB__LOGITS], cur[MB__RC], cur[MB__GR], ev[i].t};
+            }
         }
         b->mem_n[st] = k;
-        act_tl[st] = peak;
         mb_free(ev);
+    }
+}
+
+void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_memtl *tl)
+{
+    memset(tl, 0, sizeof *tl);
+    tl->stage = st;
+    int k = st >= 0 && st < MB_MAX_STAGES ? b->mem_n[st] : 0;
+    if (k <= 0)
+        return;
+    double t0 = b->mem_t[st][0], t1 = b->mem_t[st][k - 1];
+    int nb = k < MB_MEMTL_POINTS ? k : MB_MEMTL_POINTS;
+    double w = t1 > t0 ? (t1 - t0) / nb : 1;
+    int last = -1;
+    for (int i = 0; i < k; i++) {
+        /* bucket of the event; each bucket keeps its highest point */
+        int bk = k <= MB_MEMTL_POINTS ? i : (int)((b->mem_t[st][i] - t0) / w);
+        if (bk >= nb)
+            bk = nb - 1;
+        double a = static_bytes + b->mem_v[st][i] + b->mem_lg[st][i] + b->mem_rc[st][i] + b->mem_gr[st][i];
+        if (bk != last) {
+            last = bk;
+            tl->n++;
+        } else if (a <= tl->allocated[tl->n - 1]) {
+            continue;
+        }
+        int j = tl->n - 1;
+        tl->t[j] = b->mem_t[st][i];
+        tl->allocated[j] = a;
+        tl->activations[j] = b->mem_v[st][i];
+        tl->logits[j] = b->mem_lg[st][i];
+        tl->recompute[j] = b->mem_rc[st][i];
+        tl->bwd_grads[j] = b->mem_gr[st][i];
     }
 }
 
@@ -84,6 +170,9 @@ void mb_memtl_free(struct mb_build *b)
     for (int st = 0; st < MB_MAX_STAGES; st++) {
         mb_free(b->mem_t[st]);
         mb_free(b->mem_v[st]);
-        b->mem_t[st] = b->mem_v[st] = NULL;
+        mb_free(b->mem_lg[st]);
+        mb_free(b->mem_rc[st]);
+        mb_free(b->mem_gr[st]);
+        b->mem_t[st] = b->mem_v[st] = b->mem_lg[st] = b->mem_rc[st] = b->mem_gr[st] = NULL;
     }
 }

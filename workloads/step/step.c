@@ -94,14 +94,15 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
 {
     if (mb_engine_run(b->e, err))
         return -1;
-    double step = mb_engine_makespan(b->e), act_tl[MB_MAX_STAGES];
+    double step = mb_engine_makespan(b->e);
+    struct mb_memdyn dyn[MB_MAX_STAGES];
     r->step_time_s = step;
     r->events = mb_engine_n_events(b->e);
     r->tasks = mb_engine_n_tasks(b->e);
     mb_results_breakdown(b, step, r);
     if (a->critical)
         mb_results_critical(b, r);
-    mb_memtl_build(b, act_tl);
+    mb_memtl_build(b, dyn);
     int rc = a->trace ? mb_trace_write(b, a->trace, err) : 0;
     mb_results_metrics(b, step, r);
     r->fw_on = b->fw_on;
@@ -110,8 +111,13 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     r->fw_kernel_eager_s = b->fw_kernel_eager;
     r->fw_kernel_graph_s = b->fw_kernel_graph;
     r->fw_overlap_slowdown = b->fw_overlap;
-    mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, b->gpu->hbm_bytes, act_tl, &r->mem);
-    r->oom = r->mem.reserved > r->mem.capacity;
+    mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, b->gpu->hbm_bytes, dyn, &r->mem);
+    {
+        const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];
+        double dynb = ps->activations + ps->logits + ps->recompute + ps->bwd_grads;
+        mb_memtl_record(b, r->mem.stage, ps->peak_allocated - dynb, &r->mem.tl);
+    }
+    r->oom = r->mem.verdict == MB_MEM_OOM;
     if (a->ops)
         mb_opstats_collect(b, r);
     return rc;
@@ -180,9 +186,19 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
         a->graphs = mb__lin(a->graphs, b1->graphs, k);
         a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);
         a->reserved = mb__lin(a->reserved, b1->reserved, k);
+        a->logits = mb__lin(a->logits, b1->logits, k);
+        a->dispatch = mb__lin(a->dispatch, b1->dispatch, k);
+        a->workspace = mb__lin(a->workspace, b1->workspace, k);
+        a->recompute = mb__lin(a->recompute, b1->recompute, k);
+        a->bwd_grads = mb__lin(a->bwd_grads, b1->bwd_grads, k);
+        a->fragmentation = mb__lin(a->fragmentation, b1->fragmentation, k);
+        a->comm_buffers = mb__lin(a->comm_buffers, b1->comm_buffers, k);
+        a->context = mb__lin(a->context, b1->context, k);
+        a->device = mb__lin(a->device, b1->device, k);
     }
     mb_memory_summarize(M);
-    r->oom = M->reserved > M->capacity;
+    M->tl.n = 0; /* the timeline of the shortened model does not extend */
+    r->oom = M->verdict == MB_MEM_OOM;
 }
 
 /* Extend r (simulated at count n2) linearly to count n2 + k (n2 - n1), given r1

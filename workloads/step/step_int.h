@@ -182,8 +182,10 @@ struct mb_build {
     int host[MB_MAX_STAGES];  /* host launch thread of each stage's rank */
     int *hostdep;             /* [task] host launch task a GPU task waited for, or -1 */
     size_t hostdep_cap;
-    /* activation memory counter per stage (time, bytes), for the trace */
+    /* activation memory counter per stage (time, bytes), for the trace; and the
+     * dynamic terms (activations, logits, recompute) after each event */
     double *mem_t[MB_MAX_STAGES], *mem_v[MB_MAX_STAGES];
+    double *mem_lg[MB_MAX_STAGES], *mem_rc[MB_MAX_STAGES], *mem_gr[MB_MAX_STAGES];
     int mem_n[MB_MAX_STAGES];
     /* task descriptions, kept only when a trace or the op table is asked for */
     int record;
@@ -313,18 +315,37 @@ void mb_reduce_param_gather(struct mb_build *b, int *pg_done);
 void mb_reduce_grads_and_step(struct mb_build *b);
 
 /* ---- memtl.c, memory.c */
-void mb_memtl_build(struct mb_build *b, double *act_tl);
+/* A stage's dynamic memory at its peak moment (timeline). */
+struct mb_memdyn {
+    double activations, logits, recompute, grads; /* bytes alive at the peak */
+    double t;                              /* s, when */
+};
+void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn);
+/* The envelope of stage st's allocated bytes (static_bytes + dynamic terms) over the step into tl. */
+void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_memtl *tl);
 void mb_memtl_free(struct mb_build *b);
-/* Per-rank memory of every stage; act_timeline[st] (or NULL: the in-flight
- * formula) gives each stage's activation peak. */
+/* Per-rank memory of every stage; dyn[st] (or NULL: the in-flight formula)
+ * gives each stage's dynamic terms at its peak. */
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
-                       double act_vision, double hbm_bytes, const double *act_timeline, struct mb_memory *out);
+                       double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out);
 /* Activation bytes one microbatch leaves saved on virtual chunk c of stage st
  * (recompute applied). */
 double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                            int st, int c);
-/* Set the rank-level fields (peak stage, its terms, reserved, dominant term)
- * from m->per_stage[0 .. n_stages). */
+/* Bytes the recompute of one microbatch re-materialises at once on chunk c of
+ * stage st (the largest layer, or group of layers under uniform full recompute). */
+double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                              int st, int c);
+/* Gradient working set of a layer's backward on chunk c of stage st (the largest op's
+ * output and input gradients). */
+double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan, int st,
+                         int c);
+/* Loss working set of one microbatch on the last stage (logits, softmax or in-place gradient). */
+double mb_memory_logits_bytes(const struct mb_scenario *s);
+/* Bytes the caching allocator reserves for one allocation of `bytes` (2 MiB segments). */
+double mb_memory_segment(double bytes);
+/* Set the rank-level fields (peak stage, its terms, reserved, verdict, dominant
+ * term) from m->per_stage[0 .. n_stages) and m->capacity. */
 void mb_memory_summarize(struct mb_memory *m);
 
 /* ---- results.c, trace.c, opstats.c */
