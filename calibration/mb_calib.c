@@ -95,6 +95,7 @@ struct mb_calib {
     int n_recipe;                         /* `recipes:` GEMM-time scales per precision recipe */
     double fw[MB_FW_COUNT];               /* `framework:` parameters (SI units) */
     unsigned fw_set;                      /* bit p: fw[p] given (else the default) */
+    unsigned fw_fitted;                   /* bit p: fw[p] fitted (the section's fit.params) */
     char *fw_source;                      /* the section's source, or NULL */
     int fw_on;                            /* lookups apply tensor_fraction / membound_eff */
     struct {
@@ -1308,6 +1309,11 @@ static const struct mb_fw_param_info mb_calib__fw_info[MB_FW_COUNT] = {
     {"overlap_slowdown", "", 0.0, 0.4, 0.189, 0.1,
      "compute slowed while communication kernels run beside it: 18.9% average, 40% maximum "
      "(arXiv 2507.03114, A100/H100); the maximum is the bound"},
+    {"step_overhead", "us", 0.0, 0.5, 0.0, 0.05,
+     "framework time per iteration outside the microbatch loop (the distributed optimizer's multi-tensor kernels "
+     "and their Python, gradient-norm clipping with its all-reduce, zeroing the grad buffers); default 0 (nothing "
+     "assumed); public rows with one microbatch per rank (GBS-4 Moonlight, 512-GPU MLPerf Llama-3.1-8B) show it; "
+     "0.5 s bound: above any per-step fixed cost those rows leave"},
 };
 
 const struct mb_fw_param_info *mb_calib_fw_info(enum mb_fw_param p)
@@ -1325,6 +1331,7 @@ void mb_calib_framework_get(const struct mb_calib *c, struct mb_calib_framework 
         out->v[p] = (c->fw_set >> p) & 1u ? c->fw[p] : d;
     }
     out->set = c->fw_set;
+    out->fitted = c->fw_fitted;
     out->source = c->fw_source ? c->fw_source : "";
 }
 
@@ -1366,7 +1373,8 @@ struct mb_calib__fw_in {
 /* `framework:` {source, tensor_fraction?, membound_eff?, kernel_eager?,
  * kernel_graph?, overlap_slowdown?, fit?}: each given value replaces the
  * default (or an overlay's base value); bounds from mb_calib__fw_info. `fit`
- * is the provenance `mbsim calibrate runs` writes (informative, not read). */
+ * is the provenance `mbsim calibrate runs` writes; only its `params` list is
+ * read (which values a fit moved: cross-validation refits the same ones). */
 static int mb_calib__load_framework(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
     if (!sec || mb_yaml_is_null(sec))
@@ -1395,6 +1403,12 @@ static int mb_calib__load_framework(struct mb_calib *c, const struct mb_node *se
         }
     mb_free(c->fw_source);
     c->fw_source = in.source;
+    const struct mb_node *fit = mb_yaml_get(sec, "fit");
+    const struct mb_node *ps = fit && fit->kind == MB_NODE_MAP ? mb_yaml_get(fit, "params") : NULL;
+    for (size_t i = 0; ps && ps->kind == MB_NODE_SEQ && i < ps->n; i++)
+        for (int p = 0; p < MB_FW_COUNT; p++)
+            if (ps->items[i]->kind == MB_NODE_SCALAR && !strcmp(ps->items[i]->str, mb_calib__fw_info[p].name))
+                c->fw_fitted |= 1u << p;
     return 0;
 }
 

@@ -272,6 +272,8 @@ enum mb_fw_param {
     MB_FW_KERNEL_EAGER,     /* seconds of framework time on the GPU timeline per eagerly launched kernel */
     MB_FW_KERNEL_GRAPH,     /* the same per kernel inside a captured CUDA graph */
     MB_FW_OVERLAP_SLOWDOWN, /* compute slowdown while communication kernels share the GPU (fraction) */
+    MB_FW_STEP_OVERHEAD,    /* seconds per iteration outside the microbatches (optimizer launches, grad-norm
+                               clipping, zeroing, Python), on every stage after its optimizer step */
     MB_FW_COUNT
 };
 
@@ -292,6 +294,7 @@ const struct mb_fw_param_info *mb_calib_fw_info(enum mb_fw_param p);
 struct mb_calib_framework {
     double v[MB_FW_COUNT];  /* SI units (seconds for kernel times) */
     unsigned set;           /* bit p: the table (or mb_calib_framework_set) gave v[p]; else default */
+    unsigned fitted;        /* bit p: the section's fit.params names p (mbsim calibrate runs moved it) */
     double def[MB_FW_COUNT]; /* this table's defaults (mb_calib_fw_info; membound_eff: its membound.eff) */
     const char *source;     /* the section's source ("" when the table has none); owned by the table */
 };

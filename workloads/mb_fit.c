@@ -623,11 +623,17 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
             const struct mb_fit_row *w = &set->rows[train[a]];
             cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
         }
-        /* a GPU whose shipped table keeps the defaults (no fitted framework
-         * section) is cross-validated as shipped: its rows at the defaults */
+        /* cross-validate as shipped: refit what the shipped table's fit moved
+         * (fit.params); a GPU whose table keeps the defaults predicts its rows
+         * at the defaults (o->fit_unfitted: fit every GPU with o's set) */
         struct mb_calib_framework shipped;
         mb_calib_framework_get(base, &shipped);
-        if (!shipped.set && !(o && o->fit_unfitted)) {
+        struct mb_fit_opts fo = o ? *o : (struct mb_fit_opts){0};
+        if (!(o && o->fit_unfitted))
+            fo.params = shipped.fitted;
+        else if (!fo.params)
+            fo.params = MB_FIT_DEFAULT_PARAMS;
+        if (!fo.params) {
             for (size_t a = 0; a < nall; a++)
                 cv->err_cv[train[a]] = cv->err_zero[train[a]];
             cv->n_default += nall;
@@ -649,7 +655,7 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
             if (nte == 0)
                 continue;
             struct mb_fit_result fr;
-            if (mb_fit_framework(set, train, ntr, base, o, &fr, err)) {
+            if (mb_fit_framework(set, train, ntr, base, &fo, &fr, err)) {
                 rc = -1;
                 break;
             }

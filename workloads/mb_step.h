@@ -138,6 +138,7 @@ struct mb_result {
     double fw_tensor_fraction, fw_membound_eff; /* tensor-core rate / benchmark; HBM efficiency */
     double fw_kernel_eager_s, fw_kernel_graph_s; /* GPU seconds per eager / CUDA-graph kernel */
     double fw_overlap_slowdown;          /* compute slowdown beside communication */
+    double fw_step_overhead_s;           /* seconds per iteration outside the microbatches */
     /* per-op table of the critical stage (mb_step_opts.ops), owned: mb_result_free() */
     struct mb_op_stat *ops;
     size_t n_ops;

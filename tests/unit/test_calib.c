@@ -820,7 +820,7 @@ static void test_framework(void **state)
     mb_calib_framework_get(c, &fw);
     assert_true(mb_dbl_eq(fw.v[MB_FW_TENSOR_FRACTION], 0.8) && mb_dbl_eq(fw.v[MB_FW_MEMBOUND_EFF], 0.4));
     assert_true(mb_dbl_eq(fw.v[MB_FW_KERNEL_EAGER], 5e-6) && mb_dbl_eq(fw.v[MB_FW_KERNEL_GRAPH], 1e-6));
-    assert_true(mb_dbl_eq(fw.v[MB_FW_OVERLAP_SLOWDOWN], 0.25));
+    assert_true(mb_dbl_eq(fw.v[MB_FW_OVERLAP_SLOWDOWN], 0.25) && fw.v[MB_FW_STEP_OVERHEAD] == 0);
     assert_int_equal(fw.set, (1u << MB_FW_COUNT) - 1);
     assert_string_equal(fw.source, "test fixture (round numbers)");
     double g = 2.0 * 4096 * 4096 * 4096 / 500e12;
@@ -861,7 +861,7 @@ static void test_framework(void **state)
                "tests/data/calib/bad_framework_range.yaml:6:17: framework.kernel_eager = 80 us is out of range [0, 6e-05]");
     expect_bad("tests/data/calib/bad_framework_key.yaml",
                "tests/data/calib/bad_framework_key.yaml:6:3: unknown key 'tensor_frac' in framework; expected one "
-               "of: tensor_fraction, membound_eff, kernel_eager, kernel_graph, overlap_slowdown, source, fit");
+               "of: tensor_fraction, membound_eff, kernel_eager, kernel_graph, overlap_slowdown, step_overhead, source, fit");
 }
 
 /* Recipe GEMM-time scales (`recipes:`): the shipped H100 and H200 tables carry

@@ -736,6 +736,30 @@ static void sim_fw(const struct mb_scenario *s, const char *path, const double *
     mb_calib_free(cal);
 }
 
+/* framework.step_overhead: a task of that many seconds after each stage's
+ * optimizer step. Nothing else waits for it, so the step is exactly that much
+ * longer, the optimizer category too, whatever the pipeline depth (each
+ * stage's rank pays its own after its own optimizer; the one ending last sets
+ * the step). Hand value: +5 ms. */
+static void test_framework_step_overhead(void **state)
+{
+    (void)state;
+    const char *files[] = {"tests/data/step/launch_bound.yaml", "tests/data/step/pipe_1f1b.yaml"};
+    double off[MB_FW_COUNT] = {1, 0.5, 0, 0, 0, 0}, on[MB_FW_COUNT] = {1, 0.5, 0, 0, 0, 5e-3};
+    for (int f = 0; f < 2; f++) {
+        struct mb_scenario s;
+        struct mb_result r0, r1;
+        load(files[f], &s);
+        sim_fw(&s, FIXTURE_H100, off, 0, &r0);
+        sim_fw(&s, FIXTURE_H100, on, 0, &r1);
+        if (fabs(r1.step_time_s - r0.step_time_s - 5e-3) > 1e-9)
+            fail_msg("%s: step +%.6f ms for a 5 ms step_overhead", files[f], (r1.step_time_s - r0.step_time_s) * 1e3);
+        assert_true(fabs(r1.breakdown[MB_CAT_OPTIMIZER] - r0.breakdown[MB_CAT_OPTIMIZER] - 5e-3) < 1e-9);
+        assert_true(mb_dbl_eq(r1.fw_step_overhead_s, 5e-3));
+        mb_scenario_free(&s);
+    }
+}
+
 /* Framework time per kernel (calibration framework.kernel_eager / kernel_graph) on the
  * launch-bound fixture (2 tiny dense layers, 4 microbatches, one GPU: 344 kernels per step,
  * test_launch_bound). Under a full-iteration CUDA graph nothing waits for the host, so the
@@ -1299,7 +1323,7 @@ int main(void)
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),
-        cmocka_unit_test(test_framework_rates), cmocka_unit_test(test_framework_overlap),
+        cmocka_unit_test(test_framework_rates), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),

@@ -10,6 +10,8 @@
  *  - kernel_eager / kernel_graph: GPU-timeline seconds per kernel a compute op
  *    runs (its kf forward or recomputed, kb backward), the graph value for ops
  *    inside a captured CUDA-graph region or under a full-iteration graph;
+ *  - step_overhead: a task of that many seconds after each stage's optimizer
+ *    step (reduce.c), the iteration's fixed framework work;
  *  - overlap_slowdown: compute that the schedule runs beside communication
  *    is slowed by that fraction for as long as the communication is estimated
  *    to last (mb_fw_comp consumes the "beside" budgets that emit.c sets).
@@ -36,6 +38,7 @@ void mb_fw_setup(struct mb_build *b)
     b->fw_kernel_eager = on ? fw.v[MB_FW_KERNEL_EAGER] : 0;
     b->fw_kernel_graph = on ? fw.v[MB_FW_KERNEL_GRAPH] : 0;
     b->fw_overlap = on ? fw.v[MB_FW_OVERLAP_SLOWDOWN] : 0;
+    b->fw_step = on ? fw.v[MB_FW_STEP_OVERHEAD] : 0;
 }
 
 /* GPU seconds of compute op o in this pass, from its table time `dur`: the

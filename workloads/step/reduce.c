@@ -95,7 +95,11 @@ void mb_reduce_grads_and_step(struct mb_build *b)
         double bytes = shard * (10.0 + s->grad_bytes + 2.0 * s->state_bytes);
         mb_emit_describe(b, "optimizer", st, -1, -1, -1);
         b->cur.bytes = bytes;
-    b->cur.peak = b->gpu->hbm_bw;
-        mb_emit_task(b, b->comp[st], MB_CAT_OPTIMIZER, mb_calib_membound(b->cal, bytes), NULL, 0, last);
+        b->cur.peak = b->gpu->hbm_bw;
+        int t = mb_emit_task(b, b->comp[st], MB_CAT_OPTIMIZER, mb_calib_membound(b->cal, bytes), NULL, 0, last);
+        if (b->fw_step > 0) { /* the iteration's fixed framework work (calibration framework.step_overhead) */
+            mb_emit_describe(b, "iteration overhead", st, -1, -1, -1);
+            mb_emit_task(b, b->comp[st], MB_CAT_OPTIMIZER, b->fw_step, NULL, 0, t);
+        }
     }
 }

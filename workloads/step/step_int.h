@@ -197,6 +197,7 @@ struct mb_build {
     double fw_tensor, fw_mem_eff; /* as applied by the table view's lookups (reported) */
     double fw_kernel_eager, fw_kernel_graph; /* GPU seconds per kernel of a compute op */
     double fw_overlap;        /* compute slowdown beside communication */
+    double fw_step;           /* seconds per iteration after each stage's optimizer step */
 };
 
 /* ---- placement.c */
