@@ -204,11 +204,16 @@ static double mb_fit__res(const struct mb_fit_row *w, double pred)
 
 /* ------------------------------------------------------------ parameters */
 
-/* The defaults (the prior): base's table defaults (membound_eff: its membound.eff). */
-static void mb_fit__prior(const struct mb_calib *base, struct mb_calib_framework *fw)
+/* Where a fit starts and what it is pulled toward: the fitted parameters
+ * (`params` bits) at their evidence defaults (membound_eff: the table's
+ * membound.eff), the others at base's own values (a fitted table keeps what
+ * the fit does not move). */
+static void mb_fit__prior(const struct mb_calib *base, unsigned params, struct mb_calib_framework *fw)
 {
     mb_calib_framework_get(base, fw);
-    memcpy(fw->v, fw->def, sizeof fw->v);
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if (params & MB_FIT_PARAM(p))
+            fw->v[p] = fw->def[p];
     fw->set = (1u << MB_FW_COUNT) - 1;
     fw->source = "";
 }
@@ -423,7 +428,8 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
 {
     double t0 = mb_fit__now();
     memset(res, 0, sizeof *res);
-    mb_fit__prior(base, &res->prior);
+    unsigned params = o && o->params ? o->params : MB_FIT_DEFAULT_PARAMS;
+    mb_fit__prior(base, params, &res->prior);
     res->fit = res->prior;
     const char *gpu = mb_calib_spec(base)->name;
     for (size_t a = 0; a < n_in; a++)
@@ -432,7 +438,6 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
                               set->rows[idx_in[a]].gpu, gpu);
     if (n_in == 0)
         return 0;
-    unsigned params = o && o->params ? o->params : MB_FIT_DEFAULT_PARAMS;
     int max_iter = o && o->max_iter > 0 ? o->max_iter : 8;
     double w = (o && o->prior_weight > 0 ? o->prior_weight : 1.0) * MB_FIT_SIGMA_OBS * MB_FIT_SIGMA_OBS;
     int pi[MB_FW_COUNT], np = 0;
@@ -611,18 +616,10 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
             rc = -1;
             break;
         }
-        /* every row of the GPU at the defaults: the zero-shot figure, and the Jacobian the folds share */
         size_t nall = 0;
         for (size_t i = 0; i < set->n; i++)
             if (!strcmp(set->rows[i].gpu, gpus[gi]))
                 train[nall++] = i;
-        struct mb_calib_framework prior;
-        mb_fit__prior(base, &prior);
-        mb_fit__linearize(set, train, nall, base, &prior, &cv->sims);
-        for (size_t a = 0; a < nall; a++) {
-            const struct mb_fit_row *w = &set->rows[train[a]];
-            cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
-        }
         /* cross-validate as shipped: refit what the shipped table's fit moved
          * (fit.params); a GPU whose table keeps the defaults predicts its rows
          * at the defaults (o->fit_unfitted: fit every GPU with o's set) */
@@ -633,6 +630,14 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
             fo.params = shipped.fitted;
         else if (!fo.params)
             fo.params = MB_FIT_DEFAULT_PARAMS;
+        struct mb_calib_framework prior;
+        mb_fit__prior(base, fo.params, &prior);
+        /* every row of the GPU at the defaults: the zero-shot figure, and the Jacobian the folds share */
+        mb_fit__linearize(set, train, nall, base, &prior, &cv->sims);
+        for (size_t a = 0; a < nall; a++) {
+            const struct mb_fit_row *w = &set->rows[train[a]];
+            cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
+        }
         if (!fo.params) {
             for (size_t a = 0; a < nall; a++)
                 cv->err_cv[train[a]] = cv->err_zero[train[a]];

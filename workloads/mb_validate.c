@@ -500,9 +500,10 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
     }
     if (res.oom) {
         size_t l = strlen(r->note);
-        snprintf(r->note + l, sizeof r->note - l, "%spredicted OOM (peak %.1f GiB, reserved %.1f GiB, capacity %.1f GiB)",
+        snprintf(r->note + l, sizeof r->note - l,
+                 "%spredicted OOM (peak %.1f GiB, reserved %.1f GiB, on the device %.1f GiB, capacity %.1f GiB)",
                  l ? "; " : "", res.mem.peak_allocated / 1073741824.0, res.mem.reserved / 1073741824.0,
-                 res.mem.capacity / 1073741824.0);
+                 res.mem.device / 1073741824.0, res.mem.capacity / 1073741824.0);
     }
     if (tail && tail[0]) {
         size_t l = strlen(r->note);

@@ -45,7 +45,7 @@ void mb_report_ops_text(const struct mb_result *r, FILE *fp)
     if (!v)
         return;
     fprintf(fp, "\n  ops (pipeline stage %d, per step; communication overlaps compute):\n", r->critical_stage);
-    fprintf(fp, "    %-24s %-9s %8s %10s %7s %15s %8s\n", "op", "direction", "count", "time s", "share", "achieved",
+    fprintf(fp, "    %-26s %-9s %8s %10s %7s %15s %8s\n", "op", "direction", "count", "time s", "share", "achieved",
             "of peak");
     for (size_t i = 0; i < r->n_ops; i++) {
         const struct mb_op_stat *x = v[i];
@@ -55,7 +55,7 @@ void mb_report_ops_text(const struct mb_result *r, FILE *fp)
             snprintf(ach, sizeof ach, x->flop > 0 ? "%.1f TFLOP/s" : "%.1f GB/s", rate / (x->flop > 0 ? 1e12 : 1e9));
         if (rate > 0 && x->peak > 0)
             snprintf(frac, sizeof frac, "%.1f %%", 100 * rate / x->peak);
-        fprintf(fp, "    %-24s %-9s %8.0f %10.4f %6.1f%% %15s %8s%s\n", x->name, mb__dir(x->dir), x->count, x->time_s,
+        fprintf(fp, "    %-26s %-9s %8.0f %10.4f %6.1f%% %15s %8s%s\n", x->name, mb__dir(x->dir), x->count, x->time_s,
                 r->step_time_s > 0 ? 100 * x->time_s / r->step_time_s : 0, ach, frac, x->comm ? "  (comm)" : "");
     }
     free(v);
