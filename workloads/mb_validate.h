@@ -193,9 +193,12 @@ int mb_validate_scenario_files(const char *const *paths, size_t n, struct mb_val
 
 /**
  * @brief Print a table of predicted rows (id truncated to 40 characters, model,
- * system, metric, measured, predicted, err%), then the summary: predicted and
- * skipped counts, skipped rows grouped by reason, MAPE, median and max APE,
- * MAPE per system, per model and per metric.
+ * system, metric, measured, predicted, err%), the rows compared in peak memory
+ * (id, kind, source, measured and predicted GiB, err%), then the summary:
+ * predicted and skipped counts, skipped rows grouped by reason, MAPE, median
+ * and max APE, the memory MAPE, the memory verdicts against the rows that ran
+ * or were reported OOM, the predicted-OOM rows that ran with their largest
+ * memory terms, MAPE per system, per model and per metric.
  */
 void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp);
 
@@ -203,8 +206,11 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp);
  * @brief Print the summary as one JSON object (jansson): n_rows, n_predicted,
  * n_skipped, mape_pct, median_ape_pct, max_ape_pct (null when nothing was
  * predicted), mape_by_system, mape_by_model, mape_by_metric (name -> MAPE),
- * skipped_by_reason (reason -> count) and rows (objects with id, model, system,
- * line, metric, measured, then predicted + err_pct [+ note], or skipped: true + reason).
+ * skipped_by_reason (reason -> count), the memory counts (n_memory,
+ * memory_mape_pct, memory_median_err_pct, n_ran, n_ran_predicted_oom, ...,
+ * predicted_oom_ran; docs/validation.md, Memory) and rows (objects with id,
+ * model, system, line, metric, measured, then predicted + err_pct [+ note] +
+ * memory_verdict ..., or skipped: true + reason; measured_memory_gib ... where stated).
  * @return 0, or -1 if encoding or writing failed.
  */
 int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp);
