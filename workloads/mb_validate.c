@@ -19,6 +19,12 @@
  * A TFLOP/s-only row is converted to tokens/s with its publisher's FLOP
  * convention (chosen by the `source` column) and compared in time.
  *
+ * Memory: a measured peak (CSV peak_memory_gib / peak_memory_kind, a "peak N
+ * GB" item of the notes, a scenario's measured.peak_memory_gib) is compared
+ * with the predicted peak of the same kind, and the memory verdict is counted
+ * against whether the run ran (notes saying OOM mark the runs that did not).
+ * Only reads the simulator's mb_memory; the time comparison is unchanged.
+ *
  * Statistics are exact: mean, median (sorted copy) and max of |error %|.
  * Known limit: a row is compared on one metric only (tokens/s/GPU, else step
  * time, else model TFLOP/s/GPU converted to tokens/s); rows measuring several
