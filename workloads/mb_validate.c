@@ -19,6 +19,12 @@
  * A TFLOP/s-only row is converted to tokens/s with its publisher's FLOP
  * convention (chosen by the `source` column) and compared in time.
  *
+ * Memory: a measured peak (CSV peak_memory_gib / peak_memory_kind, a "peak N
+ * GB" item of the notes, a scenario's measured.peak_memory_gib) is compared
+ * with the predicted peak of the same kind, and the memory verdict is counted
+ * against whether the run ran (notes saying OOM mark the runs that did not).
+ * Only reads the simulator's mb_memory; the time comparison is unchanged.
+ *
  * Statistics are exact: mean, median (sorted copy) and max of |error %|.
  * Known limit: a row is compared on one metric only (tokens/s/GPU, else step
  * time, else model TFLOP/s/GPU converted to tokens/s); rows measuring several
@@ -408,6 +414,7 @@ void mb_validate_init(struct mb_val_summary *out)
     memset(out, 0, sizeof *out);
     out->mape_pct = out->median_ape_pct = out->max_ape_pct = NAN;
     out->median_err_pct = out->mape_layout_mismatch_pct = out->mape_layout_ok_pct = NAN;
+    out->mape_mem_pct = out->median_mem_err_pct = NAN;
     out->max_ape_row = (size_t)-1;
 }
 
@@ -457,6 +464,70 @@ static int pick_metric(struct mb_val_row *r, double tokens, double step, double 
     return 0;
 }
 
+#define GIB 1073741824.0
+
+/* The predicted peak of a kind ("allocated", "reserved", "device") on the rank
+ * of one pipeline stage. */
+static double stage_mem(const struct mb_memory_stage *st, const char *kind)
+{
+    if (!strcmp(kind, "reserved"))
+        return st->reserved;
+    if (!strcmp(kind, "device"))
+        return st->device;
+    return st->peak_allocated;
+}
+
+/* Memory of a predicted row: the verdict, the peak rank's largest terms at its
+ * peak, and the comparison with a measured peak (largest over the stages'
+ * ranks, as a published peak is the worst rank's). */
+static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
+{
+    const struct {
+        const char *name;
+        double v;
+    } t[] = {{"weights", m->weights},         {"gradients", m->grads},
+             {"optimizer", m->optimizer},     {"activations", m->activations},
+             {"recompute", m->recompute},     {"backward gradients", m->bwd_grads},
+             {"loss", m->logits},             {"dispatch", m->dispatch},
+             {"GEMM workspaces", m->workspace}, {"CUDA graphs", m->graphs},
+             {"fragmentation", m->fragmentation}, {"comm buffers", m->comm_buffers},
+             {"CUDA context", m->context}};
+    enum { NT = sizeof t / sizeof t[0] };
+    int used[NT] = {0};
+    size_t l = 0;
+
+    r->verdict = (int)m->verdict;
+    r->device_gib = m->device / GIB;
+    r->capacity_gib = m->capacity / GIB;
+    r->mem_terms[0] = '\0';
+    for (int k = 0; k < 3; k++) { /* the three largest, first listed on a tie */
+        int b = -1;
+        for (int i = 0; i < NT; i++)
+            if (!used[i] && t[i].v > 0 && (b < 0 || t[i].v > t[b].v))
+                b = i;
+        if (b < 0)
+            break;
+        used[b] = 1;
+        if (l < sizeof r->mem_terms)
+            l += (size_t)snprintf(r->mem_terms + l, sizeof r->mem_terms - l, "%s%s %.1f GiB", k ? ", " : "",
+                                  t[b].name, t[b].v / GIB);
+    }
+    if (r->meas_mem_gib > 0) {
+        double best = 0.0;
+        if (m->n_stages > 0) {
+            for (int st = 0; st < m->n_stages; st++)
+                best = fmax(best, stage_mem(&m->per_stage[st], r->mem_kind));
+        } else {
+            struct mb_memory_stage one = {.peak_allocated = m->peak_allocated, .reserved = m->reserved,
+                                          .device = m->device};
+            best = stage_mem(&one, r->mem_kind);
+        }
+        r->pred_mem_gib = best / GIB;
+        r->mem_err_pct = (r->pred_mem_gib - r->meas_mem_gib) / r->meas_mem_gib * 100.0;
+        r->mem_compared = 1;
+    }
+}
+
 /* Simulate a checked scenario and compare on r->metric. fsdp_group > 0: the
  * CSV's sharding group, noted when it differs from DP; `head` and `tail`: what
  * the recipe columns or the notes set and state (built by the CSV reader),
@@ -491,6 +562,7 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
     }
     r->predicted = pred;
     r->err_pct = (pred - r->measured) / r->measured * 100.0;
+    row_memory(r, &res.mem);
     if (fsdp_group > 0 && s->strategy == MB_STRAT_FSDP && fsdp_group != s->dp)
         snprintf(r->note, sizeof r->note, "FSDP sharding group %d differs from DP %d (simulated over DP)",
                  fsdp_group, s->dp);
@@ -502,8 +574,8 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
         size_t l = strlen(r->note);
         snprintf(r->note + l, sizeof r->note - l,
                  "%spredicted OOM (peak %.1f GiB, reserved %.1f GiB, on the device %.1f GiB, capacity %.1f GiB)",
-                 l ? "; " : "", res.mem.peak_allocated / 1073741824.0, res.mem.reserved / 1073741824.0,
-                 res.mem.device / 1073741824.0, res.mem.capacity / 1073741824.0);
+                 l ? "; " : "", res.mem.peak_allocated / GIB, res.mem.reserved / GIB, res.mem.device / GIB,
+                 res.mem.capacity / GIB);
     }
     if (tail && tail[0]) {
         size_t l = strlen(r->note);
@@ -548,6 +620,7 @@ struct csv_ctx {
     int idx[C_COUNT];
     int notes_idx; /* optional "notes" column, -1 if absent */
     int source_idx, match_idx;     /* optional "source" and "recipe_match" columns, -1 if absent */
+    int mem_idx, kind_idx;         /* optional "peak_memory_gib" and "peak_memory_kind", -1 if absent */
     int ridx[MB_VAL_RC_COUNT];     /* optional recipe columns, -1 if absent */
     int have_recipe;               /* any recipe column present: the notes are not read for the recipe */
 };
@@ -582,7 +655,7 @@ static int csv_header(struct csv_ctx *c)
     int n_missing = 0;
     for (k = 0; k < C_COUNT; k++)
         c->idx[k] = -1;
-    c->notes_idx = c->source_idx = c->match_idx = -1;
+    c->notes_idx = c->source_idx = c->match_idx = c->mem_idx = c->kind_idx = -1;
     c->have_recipe = 0;
     for (k = 0; k < MB_VAL_RC_COUNT; k++)
         c->ridx[k] = -1;
@@ -594,6 +667,13 @@ static int csv_header(struct csv_ctx *c)
             c->source_idx = (int)i;
         if (!strcmp(name, "recipe_match"))
             c->match_idx = (int)i;
+        if (!strcmp(name, "peak_memory_gib") || !strcmp(name, "peak_memory_kind")) {
+            int *at = !strcmp(name, "peak_memory_gib") ? &c->mem_idx : &c->kind_idx;
+            if (*at >= 0)
+                return mb_err_set(c->err, c->path, c->f[i].line, c->f[i].col,
+                                  "duplicate column '%s' (first at column %d of the header)", name, *at + 1);
+            *at = (int)i;
+        }
         for (k = 0; k < MB_VAL_RC_COUNT; k++)
             if (!strcmp(name, mb_val__rcolname[k])) {
                 if (c->ridx[k] >= 0)
@@ -652,10 +732,10 @@ static int cell_int(struct csv_ctx *c, int k, int *v, int *present)
     return 0;
 }
 
-/* Number cell: 0 when empty/null. */
-static int cell_num(struct csv_ctx *c, int k, double *v)
+/* Number cell of field `fi` (header name `name`): 0 when empty/null. */
+static int cell_num_at(struct csv_ctx *c, int fi, const char *name, double *v)
 {
-    struct csv_field *f = &c->f[c->idx[k]];
+    struct csv_field *f = &c->f[fi];
     char *s = trim(f->text), *end;
     double x;
     *v = 0.0;
@@ -664,9 +744,46 @@ static int cell_num(struct csv_ctx *c, int k, double *v)
     errno = 0;
     x = strtod(s, &end);
     if (end == s || *end || errno == ERANGE || !isfinite(x))
-        return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': expected a number, got '%.60s'",
-                          mb_val__colname[k], s);
+        return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': expected a number, got '%.60s'", name,
+                          s);
     *v = x;
+    return 0;
+}
+
+/* Number cell of a required column: 0 when empty/null. */
+static int cell_num(struct csv_ctx *c, int k, double *v)
+{
+    return cell_num_at(c, c->idx[k], mb_val__colname[k], v);
+}
+
+/* The optional measured-memory cells: peak_memory_gib (positive when given)
+ * and peak_memory_kind (allocated / reserved / device, empty = allocated). */
+static int cell_memory(struct csv_ctx *c, double *gib, const char **kind)
+{
+    static const char *const kinds[] = {"allocated", "reserved", "device"};
+    *gib = 0.0;
+    *kind = kinds[0];
+    if (c->mem_idx >= 0) {
+        struct csv_field *f = &c->f[c->mem_idx];
+        if (cell_num_at(c, c->mem_idx, "peak_memory_gib", gib) != 0)
+            return -1;
+        if (!is_absent(trim(f->text)) && !(*gib > 0))
+            return mb_err_set(c->err, c->path, f->line, f->col,
+                              "column 'peak_memory_gib': expected a positive number, got '%.60s'", trim(f->text));
+    }
+    if (c->kind_idx >= 0) {
+        struct csv_field *f = &c->f[c->kind_idx];
+        const char *t = trim(f->text);
+        if (is_absent(t))
+            return 0;
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            if (!strcasecmp(t, kinds[i])) {
+                *kind = kinds[i];
+                return 0;
+            }
+        return mb_err_set(c->err, c->path, f->line, f->col,
+                          "column 'peak_memory_kind': expected allocated, reserved or device, got '%.60s'", t);
+    }
     return 0;
 }
 
@@ -748,6 +865,81 @@ static unsigned note_graph_modules(const char *p, const struct mb_model *m)
         ((cg & MB_CG_MOE_PREPROCESS) && !(cg & MB_CG_MOE_ROUTER)))
         return 0;
     return cg;
+}
+
+/* The word before position `at` of `text`, lower case, in w (size n); "" at the start. */
+static void word_before(const char *text, const char *at, char *w, size_t n)
+{
+    const char *e = at, *b;
+    size_t k = 0;
+    while (e > text && !isalnum((unsigned char)e[-1]))
+        e--;
+    b = e;
+    while (b > text && isalpha((unsigned char)b[-1]))
+        b--;
+    for (; b < e && k + 1 < n; b++)
+        w[k++] = (char)tolower((unsigned char)*b);
+    w[k] = '\0';
+}
+
+int mb_validate_notes_oom(const char *notes)
+{
+    static const char *const neg[] = {"no", "not", "without", "avoid", "avoids", NULL};
+    const char *p = notes ? notes : "";
+    for (const char *q = p; *q; q++) {
+        size_t len = 0;
+        if (!strncasecmp(q, "oom", 3) && !isalpha((unsigned char)q[3]))
+            len = 3;
+        else if (!strncasecmp(q, "out of memory", 13))
+            len = 13;
+        if (!len || (q > p && isalnum((unsigned char)q[-1])))
+            continue;
+        char w[16];
+        int negated = 0;
+        word_before(p, q, w, sizeof w);
+        for (int i = 0; neg[i]; i++)
+            negated |= !strcmp(w, neg[i]);
+        if (!negated)
+            return 1;
+        q += len - 1;
+    }
+    return 0;
+}
+
+int mb_validate_notes_peak_memory(const char *notes, double *gib)
+{
+    const char *p = notes ? notes : "";
+    *gib = 0.0;
+    while (*p) {
+        size_t len = strcspn(p, ";");
+        char item[128], *t, *end;
+        size_t k = len < sizeof item ? len : 0; /* an item this long is not "peak N GB" */
+        memcpy(item, p, k);
+        item[k] = '\0';
+        t = trim(item);
+        if (!strncasecmp(t, "peak ", 5)) {
+            t += 5;
+            t += strspn(t, " ");
+            errno = 0;
+            double v = isdigit((unsigned char)*t) ? strtod(t, &end) : 0.0;
+            if (v > 0 && isfinite(v) && errno == 0) {
+                end += strspn(end, " ");
+                size_t u = strcspn(end, " ,(");
+                if (u == 3 && !strncasecmp(end, "GiB", 3)) {
+                    *gib = v;
+                    return 1;
+                }
+                if (u == 2 && !strncasecmp(end, "GB", 2)) {
+                    *gib = v * 1e9 / 1073741824.0;
+                    return 1;
+                }
+            }
+        }
+        p += len;
+        if (*p)
+            p++;
+    }
+    return 0;
 }
 
 int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n)
@@ -1888,7 +2080,8 @@ static int csv_record(struct csv_ctx *c)
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
     static const int icol[I_N] = {C_GPUS, C_GBS, C_MBS, C_SEQ, C_TP, C_PP, C_CP, C_VP, C_EP, C_ETP, C_FSDP};
     int iv[I_N], ip[I_N], i;
-    double tokens, tflops, step;
+    double tokens, tflops, step, mem_gib;
+    const char *mem_kind;
     struct mb_val_row *r;
     const char *key, *model_key;
     struct mb_precision prec;
@@ -1910,7 +2103,7 @@ static int csv_record(struct csv_ctx *c)
             return -1;
     if (cell_num(c, C_TOKENS, &tokens) || cell_num(c, C_TFLOPS, &tflops) || cell_num(c, C_STEP, &step) ||
         measured_positive(c, C_TOKENS, tokens) || measured_positive(c, C_TFLOPS, tflops) ||
-        measured_positive(c, C_STEP, step))
+        measured_positive(c, C_STEP, step) || cell_memory(c, &mem_gib, &mem_kind))
         return -1;
 
     r = new_row(c->out);
@@ -1923,6 +2116,19 @@ static int csv_record(struct csv_ctx *c)
     copy_str(r->model, sizeof r->model, model_key);
     key = mb_validate_system_key(cell(c, C_SYSTEM));
     copy_str(r->system, sizeof r->system, key ? key : cell(c, C_SYSTEM));
+    /* memory: the column, else a "peak N GB" the notes state (allocated: see docs/validation.md) */
+    {
+        const char *notes = c->notes_idx >= 0 ? c->f[c->notes_idx].text : NULL;
+        r->reported_oom = mb_validate_notes_oom(notes);
+        copy_str(r->mem_kind, sizeof r->mem_kind, mem_kind);
+        if (mem_gib > 0) {
+            r->meas_mem_gib = mem_gib;
+            copy_str(r->mem_from, sizeof r->mem_from, "column");
+        } else if (mb_validate_notes_peak_memory(notes, &r->meas_mem_gib)) {
+            copy_str(r->mem_kind, sizeof r->mem_kind, "allocated");
+            copy_str(r->mem_from, sizeof r->mem_from, "notes");
+        }
+    }
 
     if (pick_metric(r, tokens, step, tflops) != 0)
         return 0;
@@ -2193,6 +2399,11 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
     copy_str(r->model, sizeof r->model, s.model.name);
     copy_str(r->system, sizeof r->system, s.system.name);
     copy_str(r->source, sizeof r->source, path);
+    copy_str(r->mem_kind, sizeof r->mem_kind, "allocated");
+    if (s.meas_peak_memory_gib > 0) {
+        r->meas_mem_gib = s.meas_peak_memory_gib;
+        copy_str(r->mem_from, sizeof r->mem_from, "scenario");
+    }
     if (s.meas_tokens_per_s_per_gpu <= 0 && s.meas_step_time_s <= 0 && s.meas_model_tflops_per_gpu <= 0)
         skip_row(r, "no measured block");
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
@@ -2333,6 +2544,37 @@ void mb_validate_finish(struct mb_val_summary *out)
         mb_free(ok);
     }
 
+    /* memory: verdicts against what ran, peak memory on the rows that ran */
+    {
+        double *me = mb_malloc((out->n_predicted ? out->n_predicted : 1) * sizeof *me);
+        size_t nme = 0;
+        out->n_ran = out->n_ran_pred_oom = out->n_ran_pred_at_risk = 0;
+        out->n_reported_oom = out->n_reported_oom_pred_fits = 0;
+        out->n_reported_oom_pred_at_risk = out->n_reported_oom_pred_oom = 0;
+        for (i = 0; i < out->n_rows; i++) {
+            const struct mb_val_row *r = &out->rows[i];
+            if (r->skipped)
+                continue;
+            if (r->reported_oom) {
+                out->n_reported_oom++;
+                out->n_reported_oom_pred_fits += r->verdict == MB_MEM_FITS;
+                out->n_reported_oom_pred_at_risk += r->verdict == MB_MEM_AT_RISK;
+                out->n_reported_oom_pred_oom += r->verdict == MB_MEM_OOM;
+                continue; /* its peak, if stated, is where it failed: not in the memory MAPE */
+            }
+            out->n_ran++;
+            out->n_ran_pred_oom += r->verdict == MB_MEM_OOM;
+            out->n_ran_pred_at_risk += r->verdict == MB_MEM_AT_RISK;
+            if (r->mem_compared)
+                me[nme++] = r->mem_err_pct;
+        }
+        out->n_mem = nme;
+        mb_validate_stats(me, nme, &out->mape_mem_pct, NULL, NULL);
+        qsort(me, nme, sizeof *me, cmp_dbl);
+        out->median_mem_err_pct = nme == 0 ? NAN : (nme % 2) ? me[nme / 2] : 0.5 * (me[nme / 2 - 1] + me[nme / 2]);
+        mb_free(me);
+    }
+
     qsort(why, ns, sizeof *why, cmp_str_ptr);
     out->reasons = mb_malloc((ns ? ns : 1) * sizeof *out->reasons);
     out->n_reasons = 0;
@@ -2408,6 +2650,46 @@ static void print_groups(FILE *fp, const char *title, const struct mb_val_group 
                 g[i].mape_pct);
 }
 
+/* An id cut to 40 characters for the text tables (longer ones end in "..."). */
+static void row_id40(char *id, size_t n, const char *full)
+{
+    if (strlen(full) > 40)
+        snprintf(id, n, "%.37s...", full);
+    else
+        copy_str(id, n, full);
+}
+
+/* Is a row a predicted OOM that ran? (listed with its largest memory terms) */
+static int pred_oom_ran(const struct mb_val_row *r)
+{
+    return !r->skipped && !r->reported_oom && r->verdict == MB_MEM_OOM;
+}
+
+/* The memory part of the text summary: peak-memory MAPE, OOM verdicts against
+ * what ran, and the predicted-OOM rows that ran with their largest terms (ids
+ * whole: the rows of one card differ only at the end). */
+static void print_memory_summary(const struct mb_val_summary *s, FILE *fp)
+{
+    if (s->n_mem)
+        fprintf(fp, "peak memory: %zu row%s that ran compared, MAPE %.2f %%, signed median error %+.2f %%\n", s->n_mem,
+                s->n_mem == 1 ? "" : "s", s->mape_mem_pct, s->median_mem_err_pct);
+    else
+        fprintf(fp, "peak memory: no row that ran states a measured peak\n");
+    fprintf(fp, "memory verdicts: %zu row%s ran: %zu predicted OOM, %zu at risk; %zu reported OOM: %zu predicted to fit, "
+            "%zu at risk, %zu OOM\n",
+            s->n_ran, s->n_ran == 1 ? "" : "s", s->n_ran_pred_oom, s->n_ran_pred_at_risk, s->n_reported_oom,
+            s->n_reported_oom_pred_fits, s->n_reported_oom_pred_at_risk, s->n_reported_oom_pred_oom);
+    if (!s->n_ran_pred_oom)
+        return;
+    fprintf(fp, "predicted OOM but ran (device memory / capacity; the largest terms at the peak):\n");
+    for (size_t i = 0; i < s->n_rows; i++) {
+        const struct mb_val_row *r = &s->rows[i];
+        if (!pred_oom_ran(r))
+            continue;
+        fprintf(fp, "  %-56s %6.1f / %5.1f GiB: %s\n", r->id, r->device_gib, r->capacity_gib, r->mem_terms);
+    }
+}
+
 void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
 {
     size_t i;
@@ -2419,14 +2701,25 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
         const struct mb_val_row *r = &s->rows[i];
         if (r->skipped)
             continue;
-        if (strlen(r->id) > 40)
-            snprintf(id, sizeof id, "%.37s...", r->id);
-        else
-            copy_str(id, sizeof id, r->id);
+        row_id40(id, sizeof id, r->id);
         /* the note is cut at 200 characters here; --json has it whole */
         fprintf(fp, "%-40s %-24.24s %-12.12s %-10s %12.6g %12.6g %+8.1f%s%.200s%s\n", id, r->model, r->system,
                 metric_short(r->metric), r->measured, r->predicted, r->err_pct, r->note[0] ? "  # " : "",
                 r->note, strlen(r->note) > 200 ? "..." : "");
+    }
+    int any_mem = 0;
+    for (i = 0; i < s->n_rows; i++)
+        any_mem |= s->rows[i].mem_compared;
+    if (any_mem) {
+        fprintf(fp, "\n%-56s %-10s %-8s %12s %12s %8s\n", "memory (peak per GPU, GiB)", "kind", "from", "measured",
+                "predicted", "err%");
+        for (i = 0; i < s->n_rows; i++) {
+            const struct mb_val_row *r = &s->rows[i];
+            if (!r->mem_compared)
+                continue;
+            fprintf(fp, "%-56s %-10s %-8s %12.2f %12.2f %+8.1f%s\n", r->id, r->mem_kind, r->mem_from, r->meas_mem_gib,
+                    r->pred_mem_gib, r->mem_err_pct, r->reported_oom ? "  # reported OOM: not in the memory MAPE" : "");
+        }
     }
     fprintf(fp, "\npredicted rows: %zu of %zu\n", s->n_predicted, s->n_rows);
     fprintf(fp, "skipped rows: %zu\n", s->n_skipped);
@@ -2444,6 +2737,7 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
                 s->n_layout_mismatch, s->mape_layout_mismatch_pct, s->mape_layout_ok_pct);
     if (s->n_recipe_bad)
         fprintf(fp, "rows with an unparseable recipe cell (named in the note): %zu\n", s->n_recipe_bad);
+    print_memory_summary(s, fp);
     if (s->n_by_flops_conv)
         print_groups(fp, "FLOP convention (TFLOP/s-only rows compared in tokens/s)", s->by_flops_conv,
                      s->n_by_flops_conv);
@@ -2488,6 +2782,30 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
     json_object_set_new(root, "mape_by_model", group_obj(s->by_model, s->n_by_model));
     json_object_set_new(root, "mape_by_metric", group_obj(s->by_metric, s->n_by_metric));
     json_object_set_new(root, "mape_by_flops_convention", group_obj(s->by_flops_conv, s->n_by_flops_conv));
+    json_object_set_new(root, "n_memory", json_integer((json_int_t)s->n_mem));
+    json_object_set_new(root, "memory_mape_pct", jnum(s->mape_mem_pct));
+    json_object_set_new(root, "memory_median_err_pct", jnum(s->median_mem_err_pct));
+    json_object_set_new(root, "n_ran", json_integer((json_int_t)s->n_ran));
+    json_object_set_new(root, "n_ran_predicted_oom", json_integer((json_int_t)s->n_ran_pred_oom));
+    json_object_set_new(root, "n_ran_predicted_at_risk", json_integer((json_int_t)s->n_ran_pred_at_risk));
+    json_object_set_new(root, "n_reported_oom", json_integer((json_int_t)s->n_reported_oom));
+    json_object_set_new(root, "n_reported_oom_predicted_fits", json_integer((json_int_t)s->n_reported_oom_pred_fits));
+    json_object_set_new(root, "n_reported_oom_predicted_at_risk",
+                        json_integer((json_int_t)s->n_reported_oom_pred_at_risk));
+    json_object_set_new(root, "n_reported_oom_predicted_oom", json_integer((json_int_t)s->n_reported_oom_pred_oom));
+    json_t *oomr = json_array();
+    for (i = 0; i < s->n_rows; i++) {
+        const struct mb_val_row *r = &s->rows[i];
+        if (!pred_oom_ran(r))
+            continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "id", json_string(r->id));
+        json_object_set_new(e, "device_memory_gib", jnum(r->device_gib));
+        json_object_set_new(e, "memory_capacity_gib", jnum(r->capacity_gib));
+        json_object_set_new(e, "memory_terms", json_string(r->mem_terms));
+        json_array_append_new(oomr, e);
+    }
+    json_object_set_new(root, "predicted_oom_ran", oomr);
     for (i = 0; i < s->n_reasons; i++)
         json_object_set_new(why, s->reasons[i].reason, json_integer((json_int_t)s->reasons[i].count));
     json_object_set_new(root, "skipped_by_reason", why);
@@ -2515,6 +2833,21 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
                 json_object_set_new(o, "flops_convention", json_string(r->flops_conv));
                 json_object_set_new(o, "measured_tflops", jnum(r->measured_tflops));
             }
+            json_object_set_new(o, "memory_verdict", json_string(mb_memory_verdict_name((enum mb_mem_verdict)r->verdict)));
+            json_object_set_new(o, "device_memory_gib", jnum(r->device_gib));
+            json_object_set_new(o, "memory_capacity_gib", jnum(r->capacity_gib));
+            json_object_set_new(o, "memory_terms", json_string(r->mem_terms));
+        }
+        if (r->reported_oom)
+            json_object_set_new(o, "reported_oom", json_true());
+        if (r->mem_from[0]) {
+            json_object_set_new(o, "measured_memory_gib", jnum(r->meas_mem_gib));
+            json_object_set_new(o, "memory_kind", json_string(r->mem_kind));
+            json_object_set_new(o, "memory_from", json_string(r->mem_from));
+        }
+        if (r->mem_compared) {
+            json_object_set_new(o, "predicted_memory_gib", jnum(r->pred_mem_gib));
+            json_object_set_new(o, "memory_err_pct", jnum(r->mem_err_pct));
         }
         if (r->layout_mismatch)
             json_object_set_new(o, "layout_mismatch", json_true());

@@ -64,6 +64,18 @@ struct mb_val_row {
     char flops_conv[24]; /* TFLOP/s-only row compared in time: the publisher's FLOP convention
                             (mb_validate_flop_convention_name), "" otherwise */
     double measured_tflops; /* the published TFLOP/s/GPU such a row was converted from (0 if none) */
+    /* memory (docs/validation.md, "Memory"); the verdict and terms are set on predicted rows */
+    int reported_oom;       /* the notes say the run was reported out of memory (mb_validate_notes_oom) */
+    int verdict;            /* enum mb_mem_verdict of the prediction (the rank with the most device memory) */
+    double device_gib;      /* that rank's predicted device memory */
+    double capacity_gib;    /* the GPU's usable HBM */
+    char mem_terms[200];    /* that rank's largest memory terms at its peak: "activations 41.2 GiB, ..." */
+    double meas_mem_gib;    /* measured peak memory per GPU, GiB (0: not stated) */
+    char mem_kind[12];      /* what meas_mem_gib measures: "allocated" (default), "reserved" or "device" */
+    char mem_from[12];      /* where it was read: "column", "notes" or "scenario"; "" if not stated */
+    int mem_compared;       /* 1: a predicted row with a measured peak; pred_mem_gib and mem_err_pct set */
+    double pred_mem_gib;    /* predicted peak of mem_kind, the largest over the pipeline stages' ranks */
+    double mem_err_pct;     /* (pred_mem_gib - meas_mem_gib) / meas_mem_gib * 100 */
 };
 
 /** MAPE of one group of predicted rows (one system, model or metric). */
@@ -96,6 +108,14 @@ struct mb_val_summary {
     size_t n_by_flops_conv;
     struct mb_val_group *by_flops_conv; /* TFLOP/s-only rows compared in time, by FLOP convention */
     size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
+    /* memory: rows that ran = predicted rows not reported OOM (every measured run ran unless its
+     * notes say it was reported out of memory) */
+    size_t n_mem;                    /* rows that ran compared in peak memory */
+    double mape_mem_pct;             /* mean |mem_err_pct| over them; NaN if none */
+    double median_mem_err_pct;       /* signed median of mem_err_pct; NaN if none */
+    size_t n_ran, n_ran_pred_oom, n_ran_pred_at_risk; /* rows that ran; of them predicted OOM / at risk */
+    size_t n_reported_oom;           /* predicted rows reported OOM */
+    size_t n_reported_oom_pred_fits, n_reported_oom_pred_at_risk, n_reported_oom_pred_oom;
     size_t n_by_system, n_by_model, n_by_metric, n_reasons;
     struct mb_val_group *by_system;  /* sorted by name */
     struct mb_val_group *by_model;   /* sorted by name */
@@ -124,7 +144,10 @@ void mb_validate_init(struct mb_val_summary *out);
  *
  * Columns are located by header name; required: id, model, system, gpus,
  * precision, gbs, mbs, seq_len, tp, pp, cp, vp, ep, etp, fsdp, recompute,
- * tokens_per_s_per_gpu, model_tflops_per_gpu, step_time_s. Others are ignored.
+ * tokens_per_s_per_gpu, model_tflops_per_gpu, step_time_s. Optional: notes,
+ * source, recipe_match, the recipe columns, peak_memory_gib (a positive
+ * number) and peak_memory_kind (allocated, reserved or device; empty =
+ * allocated). Others are ignored.
  * @param[in,out] out   summary started with mb_validate_init()
  * @param[in]     path  CSV file
  * @param[out]    err   "path: cannot open (...)", "path:1:1: missing column 'gbs'",
@@ -170,9 +193,12 @@ int mb_validate_scenario_files(const char *const *paths, size_t n, struct mb_val
 
 /**
  * @brief Print a table of predicted rows (id truncated to 40 characters, model,
- * system, metric, measured, predicted, err%), then the summary: predicted and
- * skipped counts, skipped rows grouped by reason, MAPE, median and max APE,
- * MAPE per system, per model and per metric.
+ * system, metric, measured, predicted, err%), the rows compared in peak memory
+ * (id, kind, source, measured and predicted GiB, err%), then the summary:
+ * predicted and skipped counts, skipped rows grouped by reason, MAPE, median
+ * and max APE, the memory MAPE, the memory verdicts against the rows that ran
+ * or were reported OOM, the predicted-OOM rows that ran with their largest
+ * memory terms, MAPE per system, per model and per metric.
  */
 void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp);
 
@@ -180,8 +206,11 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp);
  * @brief Print the summary as one JSON object (jansson): n_rows, n_predicted,
  * n_skipped, mape_pct, median_ape_pct, max_ape_pct (null when nothing was
  * predicted), mape_by_system, mape_by_model, mape_by_metric (name -> MAPE),
- * skipped_by_reason (reason -> count) and rows (objects with id, model, system,
- * line, metric, measured, then predicted + err_pct [+ note], or skipped: true + reason).
+ * skipped_by_reason (reason -> count), the memory counts (n_memory,
+ * memory_mape_pct, memory_median_err_pct, n_ran, n_ran_predicted_oom, ...,
+ * predicted_oom_ran; docs/validation.md, Memory) and rows (objects with id,
+ * model, system, line, metric, measured, then predicted + err_pct [+ note] +
+ * memory_verdict ..., or skipped: true + reason; measured_memory_gib ... where stated).
  * @return 0, or -1 if encoding or writing failed.
  */
 int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp);
@@ -213,6 +242,27 @@ void mb_validate_free(struct mb_val_summary *s);
  * @return the number of items recognised (applied, or said in `applied` to be not applicable).
  */
 int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *applied, size_t n);
+
+/**
+ * @brief Does a notes cell say the run was reported out of memory? True for
+ * the word "OOM" (case-insensitive, not inside a longer word; "OOM_on_rank0"
+ * counts) or "out of memory", unless the word before it is "no", "not",
+ * "without" or "avoid(s)" ("no OOM").
+ * @param[in] notes  the notes cell (NULL = empty)
+ * @return 1 or 0.
+ */
+int mb_validate_notes_oom(const char *notes);
+
+/**
+ * @brief The measured peak memory a notes cell states: an item (split at ';')
+ * "peak N GB" or "peak N GiB" with a plain number N (an approximate "~N" or a
+ * bare "memory N GB" is not read). GB are decimal (10^9 bytes, what
+ * Megatron-Bridge logs as "gigabytes").
+ * @param[in]  notes  the notes cell (NULL = empty)
+ * @param[out] gib    the value in GiB (0 when none)
+ * @return 1 when a value was found, else 0.
+ */
+int mb_validate_notes_peak_memory(const char *notes, double *gib);
 
 /**
  * @brief Exact statistics of absolute percentage errors.

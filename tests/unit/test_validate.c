@@ -5,7 +5,9 @@
  * and without a measured: block, exact "file:line:col: message" errors for
  * broken CSV fixtures, the text and JSON reports, and an end-to-end run over
  * shared/data/measured/public_measured.csv; the recipe columns (one parser per
- * column, a fixture CSV row with them, the FLOP conventions of TFLOP/s-only rows).
+ * column, a fixture CSV row with them, the FLOP conventions of TFLOP/s-only rows);
+ * memory (measured peaks from the column, the notes and a scenario, reported-OOM
+ * notes, the verdict counts and the memory MAPE on memory.csv and on hand-made rows).
  *
  * Run from the source tree (ctest sets WORKING_DIRECTORY, MBSIM_DATA_DIR and
  * MBSIM_SHARED_DIR), so fixture paths and the paths in messages are relative.
@@ -27,6 +29,7 @@
 
 #include <jansson.h>
 
+#include "mb_step.h"
 #include "mb_validate.h"
 
 #define FIX "tests/data/validate/"
@@ -392,6 +395,29 @@ static void test_scenario_files(void **state)
     assert_true(s.rows[0].predicted > 0);
     assert_true(s.rows[1].skipped);
     assert_string_equal(s.rows[1].reason, "no measured block");
+    /* measured.peak_memory_gib 2.5, read as allocated: compared with the largest
+     * allocated peak over the ranks, recomputed here from the loaded scenario */
+    {
+        struct mb_scenario sc;
+        struct mb_result res;
+        struct mb_step_opts opts = {.critical_path = 0};
+        double pred = 0;
+        memset(&sc, 0, sizeof sc);
+        memset(&res, 0, sizeof res);
+        assert_int_equal(mb_scenario_load(FIX "tiny_measured.yaml", &sc, &e), 0);
+        assert_int_equal(mb_step_simulate_opts(&sc, &opts, &res, &e), 0);
+        for (int st = 0; st < res.mem.n_stages; st++)
+            pred = fmax(pred, res.mem.per_stage[st].peak_allocated / 1073741824.0);
+        mb_result_free(&res);
+        mb_scenario_free(&sc);
+        assert_true(s.rows[0].mem_compared);
+        assert_string_equal(s.rows[0].mem_from, "scenario");
+        assert_string_equal(s.rows[0].mem_kind, "allocated");
+        assert_true(mb_dbl_eq(s.rows[0].meas_mem_gib, 2.5));
+        assert_true(mb_dbl_eq(s.rows[0].pred_mem_gib, pred));
+        assert_true(mb_dbl_eq(s.rows[0].mem_err_pct, (pred - 2.5) / 2.5 * 100.0));
+        assert_int_equal(s.n_mem, 1);
+    }
     mb_validate_free(&s);
 
     /* a CSV and a scenario in one summary */
@@ -430,6 +456,12 @@ static void test_bad_csv(void **state)
         {FIX "bad_negative.csv",
          FIX "bad_negative.csv:2:75: column 'tokens_per_s_per_gpu': expected a positive number, got '-5'"},
         {FIX "short_record.csv", FIX "short_record.csv:2:1: record has 3 fields, the header has 20"},
+        /* the optional memory columns, the 21st and 22nd fields (columns 65 and 67/68 of line 2) */
+        {FIX "bad_memory.csv", FIX "bad_memory.csv:2:65: column 'peak_memory_gib': expected a number, got 'lots'"},
+        {FIX "bad_memory_zero.csv",
+         FIX "bad_memory_zero.csv:2:65: column 'peak_memory_gib': expected a positive number, got '0'"},
+        {FIX "bad_memory_kind.csv", FIX "bad_memory_kind.csv:2:68: column 'peak_memory_kind': expected allocated, "
+                                        "reserved or device, got 'max'"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open (No such file or directory)"},
     };
@@ -1121,6 +1153,335 @@ static void test_public_csv(void **state)
     mb_validate_free(&s);
 }
 
+/* Step 10: what the notes say about memory. A run is reported OOM when its
+ * notes use the word OOM (also OOM_on_rank0) or "out of memory", not negated by
+ * the word before; a measured peak is only an item "peak N GB|GiB" with a plain
+ * number, GB decimal: 53.2 GB = 53.2e9 / 2^30 = 49.546 GiB. */
+static void test_notes_memory(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *notes;
+        int oom;
+    } o[] = {
+        {"task=sft; DP2; status OOM_on_rank0 (fragmentation)", 1},
+        {"OOM", 1},
+        {"baseline needed expandable_segments (fragmentation OOM)", 1},
+        {"CUDA out of memory at step 2", 1},
+        {"no OOM", 0},
+        {"ran without OOM; fine", 0},
+        {"no OOM at 4k; OOM at 8k", 1}, /* the second is not negated */
+        {"zoom 2x; BOOM; oomph", 0},
+        {"", 0},
+        {NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
+        if (mb_validate_notes_oom(o[i].notes) != o[i].oom)
+            fail_msg("'%s': expected %d", o[i].notes ? o[i].notes : "(null)", o[i].oom);
+
+    static const struct {
+        const char *notes;
+        double gib; /* 0: none */
+    } m[] = {
+        {"task=sft; DP1; peak 53.2 GB; severe regression", 53.2e9 / 1073741824.0},
+        {"peak 40 GiB", 40.0},
+        {"peak 12 GB (rank 0)", 12e9 / 1073741824.0},
+        {"peak ~59 GB", 0},       /* approximate: not a measurement to score */
+        {"memory ~150 GB", 0},    /* not said to be the peak */
+        {"peak memory 5 GB", 0},  /* no number after "peak" */
+        {"peak 53.2", 0},         /* no unit */
+        {"peak 7 TB", 0},         /* a unit not read */
+        {NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        double g = -1;
+        int found = mb_validate_notes_peak_memory(m[i].notes, &g);
+        if (found != (m[i].gib > 0) || !mb_dbl_eq(g, m[i].gib))
+            fail_msg("'%s': got %d, %g GiB; expected %g", m[i].notes ? m[i].notes : "(null)", found, g, m[i].gib);
+    }
+}
+
+/* The predicted peaks of one CSV row, computed again through the public API
+ * from the scenario the row was simulated with (scenario_hook): the largest
+ * allocated, reserved and device bytes over the pipeline stages' ranks. */
+struct mem_pred {
+    size_t n;
+    struct {
+        char id[160];
+        double alloc, reserved, device; /* GiB */
+        struct mb_memory mem;
+    } row[16];
+};
+
+static void mem_hook(const struct mb_scenario *sc, const struct mb_val_row *r, void *ctx)
+{
+    struct mem_pred *p = ctx;
+    struct mb_result res;
+    struct mb_err e;
+    struct mb_step_opts opts = {.critical_path = 0};
+    assert_true(p->n < 16);
+    memset(&res, 0, sizeof res);
+    mb_err_clear(&e);
+    assert_int_equal(mb_step_simulate_opts(sc, &opts, &res, &e), 0);
+    snprintf(p->row[p->n].id, sizeof p->row[p->n].id, "%s", r->id);
+    p->row[p->n].alloc = p->row[p->n].reserved = p->row[p->n].device = 0;
+    for (int st = 0; st < res.mem.n_stages; st++) {
+        p->row[p->n].alloc = fmax(p->row[p->n].alloc, res.mem.per_stage[st].peak_allocated / 1073741824.0);
+        p->row[p->n].reserved = fmax(p->row[p->n].reserved, res.mem.per_stage[st].reserved / 1073741824.0);
+        p->row[p->n].device = fmax(p->row[p->n].device, res.mem.per_stage[st].device / 1073741824.0);
+    }
+    p->row[p->n].mem = res.mem;
+    p->n++;
+    mb_result_free(&res);
+}
+
+static const double *mem_of(const struct mem_pred *p, const char *id, const char *kind)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->row[i].id, id))
+            return !strcmp(kind, "reserved") ? &p->row[i].reserved
+                   : !strcmp(kind, "device") ? &p->row[i].device
+                                             : &p->row[i].alloc;
+    fail_msg("row '%s' was not simulated", id);
+    return NULL;
+}
+
+/* Step 11: memory.csv, nine rows on DGX-H100 (capacity 79.6 GiB):
+ *  - alloc_col, reserved_col, device_pp, column_wins: peak_memory_gib 40, 30.5,
+ *    25, 45 with kind (empty = allocated), "Reserved", "device", empty;
+ *    column_wins also says "peak 99 GB" in its notes: the column wins;
+ *  - from_notes: no column value, notes "peak 53.2 GB; no OOM" -> 49.546 GiB
+ *    allocated, not reported OOM;
+ *  - oom_ran: Llama-3-70B on 8 GPUs, TP1 PP1: the bf16 weights alone (131 GiB)
+ *    exceed the GPU -> predicted OOM, and it ran;
+ *  - reported_oom: notes "status OOM_on_rank0", peak 70 GiB: compared per row,
+ *    not in the memory MAPE (its peak is where it failed); an 8B model with TP2
+ *    and full recompute holds ~36 GiB -> predicted to fit;
+ *  - reported_oom_skipped: "out of memory", but gbs missing: skipped, not counted;
+ *  - no_memory: nothing stated.
+ * Error per row = (predicted - measured) / measured * 100 with predicted the
+ * row's peak of the stated kind, recomputed here from the scenario.
+ * Counts: predicted 8; reported OOM 1 (fits: 1); ran 7 (predicted OOM 1, at risk 0);
+ * compared in memory and ran: 5. */
+static void test_memory_csv(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    struct mem_pred p = {0};
+    const struct mb_val_row *r;
+    mb_validate_init(&s);
+    s.scenario_hook = mem_hook;
+    s.hook_ctx = &p;
+    mb_err_clear(&e);
+    if (mb_validate_add_csv(&s, FIX "memory.csv", &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    mb_validate_finish(&s);
+    assert_int_equal(s.n_rows, 9);
+    assert_int_equal(s.n_predicted, 8);
+
+    static const struct {
+        const char *id, *kind, *from;
+        double measured;
+    } c[] = {
+        {"alloc_col", "allocated", "column", 40.0},
+        {"reserved_col", "reserved", "column", 30.5},
+        {"device_pp", "device", "column", 25.0},
+        {"from_notes", "allocated", "notes", 53.2e9 / 1073741824.0},
+        {"column_wins", "allocated", "column", 45.0},
+        {"reported_oom", "allocated", "column", 70.0},
+    };
+    double err[6];
+    for (size_t i = 0; i < 6; i++) {
+        r = find_row(&s, c[i].id);
+        double pred = *mem_of(&p, c[i].id, c[i].kind);
+        assert_true(r->mem_compared);
+        assert_string_equal(r->mem_kind, c[i].kind);
+        assert_string_equal(r->mem_from, c[i].from);
+        assert_true(mb_dbl_eq(r->meas_mem_gib, c[i].measured));
+        assert_true(mb_dbl_eq(r->pred_mem_gib, pred));
+        err[i] = (pred - c[i].measured) / c[i].measured * 100.0;
+        assert_true(mb_dbl_eq(r->mem_err_pct, err[i]));
+        assert_int_equal(r->verdict, MB_MEM_FITS);
+    }
+    /* device_pp has two stages: the largest rank's device memory is compared */
+    assert_true(*mem_of(&p, "device_pp", "device") > 0);
+    /* the stated kinds are different numbers of one rank: reserved >= allocated */
+    assert_true(*mem_of(&p, "reserved_col", "reserved") >= *mem_of(&p, "alloc_col", "allocated"));
+
+    r = find_row(&s, "from_notes");
+    assert_false(r->reported_oom);
+    r = find_row(&s, "reported_oom");
+    assert_true(r->reported_oom);
+    r = find_row(&s, "reported_oom_skipped");
+    assert_true(r->skipped && r->reported_oom);
+    r = find_row(&s, "no_memory");
+    assert_false(r->mem_compared);
+    assert_string_equal(r->mem_from, "");
+
+    /* oom_ran: predicted OOM; the listed terms start with the largest one */
+    r = find_row(&s, "oom_ran");
+    assert_false(r->reported_oom);
+    assert_int_equal(r->verdict, MB_MEM_OOM);
+    assert_false(r->mem_compared);
+    assert_non_null(strstr(r->note, "predicted OOM (")); /* the per-row note stays */
+    for (size_t i = 0; i < p.n; i++)
+        if (!strcmp(p.row[i].id, "oom_ran")) {
+            const struct mb_memory *m = &p.row[i].mem;
+            char first[64];
+            assert_true(m->grads > m->weights && m->grads > m->optimizer && m->grads > m->activations);
+            snprintf(first, sizeof first, "gradients %.1f GiB, ", m->grads / 1073741824.0);
+            assert_true(!strncmp(r->mem_terms, first, strlen(first)));
+            assert_true(mb_dbl_eq(r->device_gib, m->device / 1073741824.0));
+        }
+
+    assert_int_equal(s.n_reported_oom, 1);
+    assert_int_equal(s.n_reported_oom_pred_fits, 1);
+    assert_int_equal(s.n_reported_oom_pred_at_risk + s.n_reported_oom_pred_oom, 0);
+    assert_int_equal(s.n_ran, 7);
+    assert_int_equal(s.n_ran_pred_oom, 1);
+    assert_int_equal(s.n_ran_pred_at_risk, 0);
+    /* memory MAPE over the five that ran (reported_oom, err[5], is left out) */
+    assert_int_equal(s.n_mem, 5);
+    double mape = (fabs(err[0]) + fabs(err[1]) + fabs(err[2]) + fabs(err[3]) + fabs(err[4])) / 5;
+    assert_true(mb_dbl_eq(s.mape_mem_pct, mape));
+    double sorted[5];
+    memcpy(sorted, err, sizeof sorted);
+    for (int i = 0; i < 5; i++) /* insertion sort: the signed median is the third */
+        for (int j = i; j > 0 && sorted[j] < sorted[j - 1]; j--) {
+            double t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    assert_true(mb_dbl_eq(s.median_mem_err_pct, sorted[2]));
+
+    /* text: the memory table, the counts and the predicted-OOM row with its terms */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "memory (peak per GPU, GiB)"));
+    assert_non_null(strstr(buf, "memory verdicts: 7 rows ran: 1 predicted OOM, 0 at risk; 1 reported OOM: 1 "
+                                "predicted to fit, 0 at risk, 0 OOM\n"));
+    assert_non_null(strstr(buf, "peak memory: 5 rows that ran compared, MAPE "));
+    assert_non_null(strstr(buf, "predicted OOM but ran"));
+    const char *at = strstr(buf, "  oom_ran ");
+    assert_non_null(at);
+    assert_non_null(strstr(at, find_row(&s, "oom_ran")->mem_terms));
+    assert_non_null(strstr(buf, "# reported OOM: not in the memory MAPE"));
+    free(buf);
+
+    /* JSON: the same numbers under the documented keys */
+    buf = NULL;
+    fp = open_memstream(&buf, &len);
+    assert_int_equal(mb_validate_print_json(&s, fp), 0);
+    fclose(fp);
+    json_error_t jerr;
+    json_t *root = json_loads(buf, 0, &jerr);
+    if (!root)
+        fail_msg("JSON does not parse: %s (line %d)", jerr.text, jerr.line);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_ran")), 7);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_ran_predicted_oom")), 1);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_ran_predicted_at_risk")), 0);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_reported_oom")), 1);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_reported_oom_predicted_fits")), 1);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_reported_oom_predicted_at_risk")), 0);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_reported_oom_predicted_oom")), 0);
+    assert_int_equal(json_integer_value(json_object_get(root, "n_memory")), 5);
+    assert_true(mb_dbl_eq(json_real_value(json_object_get(root, "memory_mape_pct")), mape));
+    assert_true(mb_dbl_eq(json_real_value(json_object_get(root, "memory_median_err_pct")), sorted[2]));
+    json_t *list = json_object_get(root, "predicted_oom_ran");
+    assert_int_equal(json_array_size(list), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "id")), "oom_ran");
+    json_t *rows = json_object_get(root, "rows");
+    json_t *r0 = json_array_get(rows, 1); /* reserved_col */
+    assert_string_equal(json_string_value(json_object_get(r0, "memory_kind")), "reserved");
+    assert_true(mb_dbl_eq(json_real_value(json_object_get(r0, "memory_err_pct")), err[1]));
+    assert_string_equal(json_string_value(json_object_get(r0, "memory_verdict")), "fits");
+    json_t *r6 = json_array_get(rows, 6); /* reported_oom */
+    assert_true(json_is_true(json_object_get(r6, "reported_oom")));
+    json_decref(root);
+    free(buf);
+    mb_validate_free(&s);
+}
+
+/* Step 12: the counts on hand-made rows (no simulation): a fits row with a
+ * memory error of +10 %, an at-risk row with -20 %, a predicted OOM, three
+ * rows reported OOM (one per verdict; one with a +50 % memory error, left out
+ * of the MAPE), and two skipped rows (one reported OOM) that count nowhere.
+ * Ran: 3, predicted OOM 1, at risk 1; reported OOM 3: fits 1, at risk 1, OOM 1;
+ * memory: n 2, MAPE (10 + 20) / 2 = 15, signed median (-20 + 10) / 2 = -5. */
+static void test_memory_counts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *id;
+        int skipped, reported, verdict, compared;
+        double err;
+    } t[] = {
+        {"fits", 0, 0, MB_MEM_FITS, 1, 10},   {"risk", 0, 0, MB_MEM_AT_RISK, 1, -20},
+        {"oom", 0, 0, MB_MEM_OOM, 0, 0},      {"rep_fits", 0, 1, MB_MEM_FITS, 1, 50},
+        {"rep_risk", 0, 1, MB_MEM_AT_RISK, 0, 0}, {"rep_oom", 0, 1, MB_MEM_OOM, 0, 0},
+        {"skip_rep", 1, 1, MB_MEM_FITS, 0, 0}, {"skip", 1, 0, MB_MEM_OOM, 0, 0},
+    };
+    const size_t n = sizeof t / sizeof t[0];
+    struct mb_val_summary s;
+    mb_validate_init(&s);
+    s.rows = mb_calloc(n, sizeof *s.rows);
+    s.n_rows = s.cap_rows = n;
+    for (size_t i = 0; i < n; i++) {
+        struct mb_val_row *r = &s.rows[i];
+        snprintf(r->id, sizeof r->id, "%s", t[i].id);
+        snprintf(r->metric, sizeof r->metric, "%s", MB_VAL_TOKENS);
+        r->skipped = t[i].skipped;
+        if (r->skipped)
+            snprintf(r->reason, sizeof r->reason, "hand-made");
+        r->reported_oom = t[i].reported;
+        r->verdict = t[i].verdict;
+        r->mem_compared = t[i].compared;
+        r->mem_err_pct = t[i].err;
+        snprintf(r->mem_terms, sizeof r->mem_terms, "weights 1.0 GiB");
+    }
+    mb_validate_finish(&s);
+    assert_int_equal(s.n_ran, 3);
+    assert_int_equal(s.n_ran_pred_oom, 1);
+    assert_int_equal(s.n_ran_pred_at_risk, 1);
+    assert_int_equal(s.n_reported_oom, 3);
+    assert_int_equal(s.n_reported_oom_pred_fits, 1);
+    assert_int_equal(s.n_reported_oom_pred_at_risk, 1);
+    assert_int_equal(s.n_reported_oom_pred_oom, 1);
+    assert_int_equal(s.n_mem, 2);
+    assert_true(mb_dbl_eq(s.mape_mem_pct, 15.0));
+    assert_true(mb_dbl_eq(s.median_mem_err_pct, -5.0));
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "peak memory: 2 rows that ran compared, MAPE 15.00 %, signed median error -5.00 %\n"));
+    assert_non_null(strstr(buf, "memory verdicts: 3 rows ran: 1 predicted OOM, 1 at risk; 3 reported OOM: 1 predicted "
+                                "to fit, 1 at risk, 1 OOM\n"));
+    /* only the predicted OOM that ran is listed, not rep_oom or skip */
+    const char *list = strstr(buf, "predicted OOM but ran");
+    assert_non_null(list);
+    assert_non_null(strstr(list, "\n  oom "));
+    assert_null(strstr(list, "rep_oom"));
+    assert_null(strstr(list, "  skip"));
+    free(buf);
+    mb_validate_free(&s);
+
+    /* no rows: the statistics are NaN (null in JSON) and every count 0 */
+    mb_validate_init(&s);
+    mb_validate_finish(&s);
+    assert_true(isnan(s.mape_mem_pct) && isnan(s.median_mem_err_pct));
+    assert_int_equal(s.n_ran + s.n_reported_oom + s.n_mem, 0);
+    mb_validate_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1130,7 +1491,8 @@ int main(void)
         cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
-        cmocka_unit_test(test_flop_conventions),
+        cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
+        cmocka_unit_test(test_memory_csv),     cmocka_unit_test(test_memory_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
