@@ -218,69 +218,109 @@ static double mb__hybridep_bytes(double T, int ep, int local, double h, int expe
     return combine + dispatch + stage;
 }
 
+/* Static state of stage st's rank (bytes): weights *w, gradients *g, optimizer
+ * state *o, for FSDP (Megatron-FSDP or FSDP2) or the 3D path (distributed
+ * optimizer or DDP). */
+static void mb__static_state(const struct mb_scenario *s, const struct mb_layout *lay, int st, double *wp, double *gp,
+                             double *op)
+{
+    int p = lay->p, v = lay->v;
+    int frozen_lang = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
+    int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
+    /* Megatron's distributed optimizer and FSDP shard dense state over DP x CP */
+    double dpc = (double)s->dp * s->cp;
+    double dense = lay->params_dense_stage[st] / s->tp;
+    double expert = lay->params_expert_stage[st] / (s->ep * s->etp);
+    double vis = st == 0 ? lay->params_vision / s->tp : 0;
+    double train_dense = frozen_lang ? 0 : dense, train_exp = frozen_lang ? 0 : expert;
+    double train_vis = frozen_vis ? 0 : vis;
+    double w, g, o;
+    /* main grads (fp32, or bf16 with --grad-reduce-in-bf16) and fp32 master weights
+     * plus Adam's two moments (fp32, or bf16 with the precision-aware optimizer) */
+    double gb = s->grad_bytes, ob = 4.0 + s->state_bytes;
+    int on_stage = 0; /* decoder layers of the stage */
+    for (int c = 0; c < v; c++)
+        on_stage += lay->count[c * p + st];
+    if (s->strategy == MB_STRAT_FSDP) {
+        double shard_d = (dense + vis) / dpc, shard_e = expert / lay->edp;
+        double tshard_d = (train_dense + train_vis) / dpc, tshard_e = train_exp / lay->edp;
+        double layer = lay->layer_params;
+        int held = 1 + s->fsdp_prefetch; /* no more layers than the stage has */
+        if (on_stage > 0 && held > on_stage)
+            held = on_stage;
+        if (s->fsdp_impl == MB_FSDP_TORCH2) {
+            /* FSDP2 + MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32): the sharded
+             * parameter is the fp32 master (4 B); trainable shards carry fp32 grads and Adam.
+             * Unsharded: bf16 gathers of the held layers (all of the stage's layers without
+             * reshard_after_forward), one layer's bf16 gradient and its fp32 copy for the
+             * reduce-scatter */
+            w = 4 * (shard_d + shard_e);
+            g = 4 * (tshard_d + tshard_e);
+            o = s->state_bytes * (tshard_d + tshard_e);
+            double gathered = s->fsdp_reshard_after_forward ? held : (on_stage > held ? on_stage : held);
+            w += 2.0 * gathered * layer;
+            g += (2.0 + 4.0) * layer;
+        } else {
+            /* Megatron-FSDP (optim_grads_params): bf16 weights, main grads, fp32 main
+             * weights and Adam sharded; gathered parameters and unsharded gradients in
+             * double buffers (two layers each, one being computed, one in flight), more
+             * when fsdp_prefetch gathers further ahead */
+            w = 2 * (shard_d + shard_e);
+            g = gb * (tshard_d + tshard_e);
+            o = ob * (tshard_d + tshard_e);
+            int wbuf = held > 2 ? held : (on_stage >= 2 ? 2 : 1);
+            int gbuf = on_stage >= 2 ? 2 : 1;
+            w += 2.0 * wbuf * layer;
+            g += gb * gbuf * layer;
+        }
+    } else {
+        /* the distributed optimizer shards master weights and moments over DP x CP; DDP keeps them whole */
+        double dpd = s->dist_opt ? dpc : 1, edpd = s->dist_opt ? lay->edp : 1;
+        w = 2 * (dense + expert + vis);
+        g = gb * (train_dense + train_exp + train_vis);
+        o = ob * (train_dense + train_vis) / dpd + ob * train_exp / edpd;
+    }
+    *wp = w;
+    *gp = g;
+    *op = o;
+}
+
+/* Device memory outside PyTorch of a rank (bytes): NCCL communicators of its
+ * groups and the DeepEP / HybridEP registered buffers (the CUDA context is
+ * added by the caller). */
+static double mb__outside(const struct mb_scenario *s, const struct mb_layout *lay, double T, double dpc)
+{
+    const struct mb_model *m = &s->model;
+    int moe = m->num_experts > 0, p = lay->p;
+    /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
+    int ncomm = 1; /* the default (world) group */
+    int groups[] = {s->tp, s->cp, (int)dpc, s->ep * s->etp > 1 ? s->ep : 1, moe ? lay->edp : 1, p};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        ncomm += groups[i] > 1;
+    double comm = ncomm * MB_MEM_NCCL_COMM;
+    if (moe && s->ep > 1 && s->dispatcher == MB_DISP_DEEPEP)
+        comm += mb__deepep_bytes(s->ep, s->dispatcher_sms, m->hidden * 2.0);
+    if (moe && s->ep > 1 && s->dispatcher == MB_DISP_HYBRIDEP) {
+        int local = mb_scenario_group_local(s->ep, s->etp, s->system.nvlink_domain);
+        comm += mb__hybridep_bytes(T / s->tp, s->ep, local, m->hidden, m->num_experts,
+                                   s->prec.quantize ? 1.0 : 2.0);
+    }
+    return comm;
+}
+
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                        double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
     int p = lay->p, v = lay->v;
-    int frozen_lang = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
     int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
     int moe = m->num_experts > 0;
     memset(out, 0, sizeof *out);
     /* Megatron's distributed optimizer and FSDP shard dense state over DP x CP */
     double dpc = (double)s->dp * s->cp;
     for (int st = 0; st < p; st++) {
-        double dense = lay->params_dense_stage[st] / s->tp;
-        double expert = lay->params_expert_stage[st] / (s->ep * s->etp);
-        double vis = st == 0 ? lay->params_vision / s->tp : 0;
-        double train_dense = frozen_lang ? 0 : dense, train_exp = frozen_lang ? 0 : expert;
-        double train_vis = frozen_vis ? 0 : vis;
         double w, g, o;
-        /* main grads (fp32, or bf16 with --grad-reduce-in-bf16) and fp32 master weights
-         * plus Adam's two moments (fp32, or bf16 with the precision-aware optimizer) */
-        double gb = s->grad_bytes, ob = 4.0 + s->state_bytes;
-        int on_stage = 0; /* decoder layers of the stage */
-        for (int c = 0; c < v; c++)
-            on_stage += lay->count[c * p + st];
-        if (s->strategy == MB_STRAT_FSDP) {
-            double shard_d = (dense + vis) / dpc, shard_e = expert / lay->edp;
-            double tshard_d = (train_dense + train_vis) / dpc, tshard_e = train_exp / lay->edp;
-            double layer = lay->layer_params;
-            int held = 1 + s->fsdp_prefetch; /* no more layers than the stage has */
-            if (on_stage > 0 && held > on_stage)
-                held = on_stage;
-            if (s->fsdp_impl == MB_FSDP_TORCH2) {
-                /* FSDP2 + MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32): the sharded
-                 * parameter is the fp32 master (4 B); trainable shards carry fp32 grads and Adam.
-                 * Unsharded: bf16 gathers of the held layers (all of the stage's layers without
-                 * reshard_after_forward), one layer's bf16 gradient and its fp32 copy for the
-                 * reduce-scatter */
-                w = 4 * (shard_d + shard_e);
-                g = 4 * (tshard_d + tshard_e);
-                o = s->state_bytes * (tshard_d + tshard_e);
-                double gathered = s->fsdp_reshard_after_forward ? held : (on_stage > held ? on_stage : held);
-                w += 2.0 * gathered * layer;
-                g += (2.0 + 4.0) * layer;
-            } else {
-                /* Megatron-FSDP (optim_grads_params): bf16 weights, main grads, fp32 main
-                 * weights and Adam sharded; gathered parameters and unsharded gradients in
-                 * double buffers (two layers each, one being computed, one in flight), more
-                 * when fsdp_prefetch gathers further ahead */
-                w = 2 * (shard_d + shard_e);
-                g = gb * (tshard_d + tshard_e);
-                o = ob * (tshard_d + tshard_e);
-                int wbuf = held > 2 ? held : (on_stage >= 2 ? 2 : 1);
-                int gbuf = on_stage >= 2 ? 2 : 1;
-                w += 2.0 * wbuf * layer;
-                g += gb * gbuf * layer;
-            }
-        } else {
-            /* the distributed optimizer shards master weights and moments over DP x CP; DDP keeps them whole */
-            double dpd = s->dist_opt ? dpc : 1, edpd = s->dist_opt ? lay->edp : 1;
-            w = 2 * (dense + expert + vis);
-            g = gb * (train_dense + train_exp + train_vis);
-            o = ob * (train_dense + train_vis) / dpd + ob * train_exp / edpd;
-        }
+        mb__static_state(s, lay, st, &w, &g, &o);
         /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
         double act, logits = 0, rc = 0, gws = 0, t_peak = 0;
         if (dyn) {
@@ -333,18 +373,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         int fullg = (s->cuda_graph & MB_CG_FULL_ITERATION) != 0;
         double frag = (!s->expandable_segments || fullg) ? mb_memory_segment(big) : (1 + MB_CK_COUNT) * MB_MEM_ROUND_LARGE;
         /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
-        int ncomm = 1; /* the default (world) group */
-        int groups[] = {s->tp, s->cp, (int)dpc, s->ep * s->etp > 1 ? s->ep : 1, moe ? lay->edp : 1, p};
-        for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
-            ncomm += groups[i] > 1;
-        double comm = ncomm * MB_MEM_NCCL_COMM;
-        if (moe && s->ep > 1 && s->dispatcher == MB_DISP_DEEPEP)
-            comm += mb__deepep_bytes(s->ep, s->dispatcher_sms, m->hidden * 2.0);
-        if (moe && s->ep > 1 && s->dispatcher == MB_DISP_HYBRIDEP) {
-            int local = mb_scenario_group_local(s->ep, s->etp, s->system.nvlink_domain);
-            comm += mb__hybridep_bytes(T / s->tp, s->ep, local, m->hidden, m->num_experts,
-                                       s->prec.quantize ? 1.0 : 2.0);
-        }
+        double comm = mb__outside(s, lay, T, dpc);
         if (st < 64) {
             struct mb_memory_stage *ps = &out->per_stage[st];
             ps->weights = w;
