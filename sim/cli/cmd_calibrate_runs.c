@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 #include <time.h>
 
@@ -50,14 +51,32 @@ static int parse_params(const char *list, unsigned *out)
             if (!strcmp(t, mb_calib_fw_info((enum mb_fw_param)p)->name))
                 found = p;
         if (found < 0) {
-            fprintf(stderr, "mbsim calibrate runs: unknown parameter '%s'; expected some of: tensor_fraction, "
-                            "membound_eff, kernel_eager, kernel_graph, overlap_slowdown\n",
-                    t);
+            fprintf(stderr, "mbsim calibrate runs: unknown parameter '%s'; expected some of:", t);
+            for (int p = 0; p < MB_FW_COUNT; p++)
+                fprintf(stderr, "%s %s", p ? "," : "", mb_calib_fw_info((enum mb_fw_param)p)->name);
+            fprintf(stderr, "\n");
             return -1;
         }
         *out |= MB_FIT_PARAM(found);
     }
+    if (!*out)
+        fprintf(stderr, "mbsim calibrate runs: --params '%s' names no parameter\n", list);
     return *out ? 0 : -1;
+}
+
+/* The folder of `path` can take a new file (checked before a fit of tens of seconds). */
+static int writable_dir(const char *path)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return access(".", W_OK) == 0;
+    if (slash == dir)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    return access(dir, W_OK) == 0;
 }
 
 /* The whole file, or NULL. */
@@ -213,6 +232,10 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     if (!csv) {
         usage(stderr);
         return 2;
+    }
+    if (out && !writable_dir(out)) {
+        fprintf(stderr, "mbsim calibrate runs: cannot write %s (%s)\n", out, strerror(errno));
+        return 1;
     }
     struct mb_fit_set set;
     struct mb_err err;

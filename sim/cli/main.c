@@ -217,6 +217,11 @@ static int cmd_validate_cv(int argc, char **argv, int jobs, int fit_all)
         }
     }
     mb_fit_set_finish(&set);
+    if (set.n == 0) {
+        fprintf(stderr, "mbsim validate: --cv: no row could be predicted (mbsim validate without --cv says why)\n");
+        mb_fit_set_free(&set);
+        return EXIT_BAD_INPUT;
+    }
     struct mb_fit_cv cv;
     struct mb_fit_opts fo = {.fit_unfitted = fit_all};
     int rc = mb_fit_cv(&set, &fo, &cv, &err);

@@ -153,6 +153,24 @@ static void test_validate_cli(void **state)
  * mean of the log's two blocks (203.2 and 207.2 us -> 205.2 us). The GPU comes
  * from the log's device lines ("NVIDIA H100 80GB HBM3" -> H100), so the table
  * does not fit an A100 system; unusable input is refused with its reason. */
+/* calibrate runs and validate --cv refuse unusable arguments before any
+ * simulation: an empty --params, an output folder that does not exist, a CSV
+ * with no predictable row (tests/data/validate/header_only.csv: a header only). */
+static void test_fit_cli_errors(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("calibrate runs tests/data/validate/small.csv --params ''", &o, 1), 2);
+    assert_non_null(strstr(o, "names no parameter"));
+    mb_free(o);
+    assert_int_equal(run("calibrate runs tests/data/validate/small.csv -o /nonexistent-dir/t.yaml", &o, 1), 1);
+    assert_non_null(strstr(o, "cannot write /nonexistent-dir/t.yaml"));
+    mb_free(o);
+    assert_int_equal(run("validate tests/data/validate/header_only.csv --cv family", &o, 1), 1);
+    assert_non_null(strstr(o, "no row could be predicted"));
+    mb_free(o);
+}
+
 static void test_calibrate_nccl_cli(void **state)
 {
     (void)state;
@@ -396,6 +414,7 @@ int main(void)
                                        cmocka_unit_test(test_validate_cli),
                                        cmocka_unit_test(test_calibrate_nccl_cli),
                                        cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
-                                       cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops)};
+                                       cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
+                                       cmocka_unit_test(test_fit_cli_errors)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
