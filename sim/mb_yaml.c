@@ -390,6 +390,29 @@ int mb_yaml_quantity(const struct mb_node *n, enum mb_unit unit, int bare_ok, do
     return mb_yaml_err(err, n, "bad unit '%s' in '%s': expected %s with a unit (%s)", end, n->str, what, list);
 }
 
+/* The unit a range of `unit` quantities up to `hi` reads best in, and its
+ * size in base units (*scale): time in us / ms / s, others in base units. */
+static const char *mb_yaml__unit_name(enum mb_unit unit, double hi, double *scale)
+{
+    *scale = 1;
+    switch (unit) {
+    case MB_UNIT_TIME:
+        if (hi < 1e-3) {
+            *scale = 1e-6;
+            return "us";
+        }
+        if (hi < 1) {
+            *scale = 1e-3;
+            return "ms";
+        }
+        return "s";
+    case MB_UNIT_BYTES: return "B";
+    case MB_UNIT_BW: return "B/s";
+    case MB_UNIT_FLOPS: return "FLOP/s";
+    default: return "";
+    }
+}
+
 int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields, void *dst,
                         const char *what, unsigned long long *seen, struct mb_err *err)
 {
@@ -439,9 +462,12 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
         case MB_F_DOUBLE:
             if (mb_yaml_quantity(v, f->unit, 0, &dv, err))
                 return -1;
-            if (f->min <= f->max && (dv < f->min || dv > f->max))
-                return mb_yaml_err(err, v, "%s.%s = %s is out of range [%.15g, %.15g]", what, f->key, v->str,
-                                   f->min, f->max);
+            if (f->min <= f->max && (dv < f->min || dv > f->max)) {
+                double sc;
+                const char *u = mb_yaml__unit_name(f->unit, f->max, &sc);
+                return mb_yaml_err(err, v, "%s.%s = %s is out of range [%.15g, %.15g]%s%s", what, f->key, v->str,
+                                   f->min / sc, f->max / sc, *u ? " " : "", u);
+            }
             memcpy(at, &dv, sizeof dv);
             break;
         case MB_F_BOOL:

@@ -858,7 +858,7 @@ static void test_framework(void **state)
     }
     mb_calib_free(c);
     expect_bad("tests/data/calib/bad_framework_range.yaml",
-               "tests/data/calib/bad_framework_range.yaml:6:17: framework.kernel_eager = 80 us is out of range [0, 6e-05]");
+               "tests/data/calib/bad_framework_range.yaml:6:17: framework.kernel_eager = 80 us is out of range [0, 60] us");
     expect_bad("tests/data/calib/bad_framework_key.yaml",
                "tests/data/calib/bad_framework_key.yaml:6:3: unknown key 'tensor_frac' in framework; expected one "
                "of: tensor_fraction, membound_eff, kernel_eager, kernel_graph, overlap_slowdown, step_overhead, source, fit");
