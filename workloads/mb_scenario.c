@@ -64,7 +64,7 @@ struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce;
+    const struct mb_node *dist_opt, *allreduce, *pad;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -295,6 +295,10 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
         return mb_scn__err(err, s, mk->dist_opt ? mk->dist_opt : mk->strategy,
                            "optimizer.distributed: false needs strategy 3d (FSDP shards the optimizer state "
                            "by construction)");
+    if (s->pad_to_capacity && !(s->capacity_factor > 0))
+        return mb_scn__err(err, s, mk->pad,
+                           "moe.pad_expert_input_to_capacity needs moe.capacity_factor (Megatron "
+                           "--moe-pad-expert-input-to-capacity pads to the expert capacity)");
     if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
@@ -599,6 +603,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->overlap = mb_yaml_get(root, "overlap");
     mk->dist_opt = mb_scn__node(nodes, "optimizer.distributed");
     mk->allreduce = mb_scn__node(nodes, "collectives.all_reduce");
+    mk->pad = mb_scn__node(nodes, "moe.pad_expert_input_to_capacity");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

@@ -185,6 +185,8 @@ static const struct {
     {"bad_calib_gpu.yaml", "11:10: calibration.table is a table for H100, but the system's GPUs are GB200"},
     {"bad_ddp_fsdp.yaml",
      "13:16: optimizer.distributed: false needs strategy 3d (FSDP shards the optimizer state by construction)"},
+    {"bad_pad_no_capacity.yaml", "13:33: moe.pad_expert_input_to_capacity needs moe.capacity_factor (Megatron "
+                                 "--moe-pad-expert-input-to-capacity pads to the expert capacity)"},
     {"bad_nvls_a100.yaml",
      "12:15: collectives.all_reduce: nvls needs NVLink SHARP (NVSwitch gen3+); system dgx_a100 has none"},
     {"bad_nvls_dp_local.yaml",
