@@ -296,6 +296,13 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
                 idx[m++] = idx[a];
         fprintf(stderr, "mbsim calibrate runs: %zu %s rows, %d iterations, %d simulations in %.1f s\n", r.n_rows, gpu,
                 r.iterations, r.sims, r.wall_s);
+        if (set.sum.n_skipped) { /* rows of any GPU the validate reader could not predict, and why */
+            fprintf(stderr, "  %zu rows of %s were not predicted (all GPUs; mbsim validate lists them):", set.sum.n_skipped,
+                    csv);
+            for (size_t k = 0; k < set.sum.n_reasons && k < 3; k++)
+                fprintf(stderr, "%s %zu x %s", k ? ";" : "", set.sum.reasons[k].count, set.sum.reasons[k].reason);
+            fprintf(stderr, "%s\n", set.sum.n_reasons > 3 ? "; ..." : "");
+        }
         for (int p = 0; p < MB_FW_COUNT; p++) {
             const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
             fprintf(stderr, "  %-17s ", in->name);
