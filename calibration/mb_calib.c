@@ -89,6 +89,8 @@ struct mb_calib {
     struct mb_calib__akind attn[2][2];    /* [causal][bwd]: curves by head dim */
     double mem_eff, mem_floor;
     double link_eff[MB_LINK_COUNT], link_lat[MB_LINK_COUNT];
+    size_t n_flex;                        /* links.hybridep_nic points (0: none) */
+    struct mb_calib__pt flex[MB_CALIB_FLEX_COUNT][MB_CALIB_MAX_FLEX_POINTS]; /* x = domains, y = eff */
     size_t n_measured;                    /* measured points merged from `measured:` sections */
     size_t n_coll;
     struct mb_calib_coll_point *coll;     /* measured collectives (strings owned) */
@@ -525,6 +527,12 @@ struct mb_calib__mem_in {
 struct mb_calib__link_in {
     double eff, latency;
 };
+struct mb_calib__flex_in {
+    const struct mb_node *points;
+};
+struct mb_calib__flex_pt_in {
+    double domains, eff[MB_CALIB_FLEX_COUNT];
+};
 
 static int mb_calib__load_mem(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
@@ -541,12 +549,56 @@ static int mb_calib__load_mem(struct mb_calib *c, const struct mb_node *sec, str
     return 0;
 }
 
+/* links.hybridep_nic (optional): points {domains, dispatch, dispatch_fp8,
+ * combine}, strictly increasing in domains (>= 2), each value the fraction
+ * of the NIC line rate the library's scale-out bytes reach. */
+static int mb_calib__load_flex(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
+{
+    c->n_flex = 0;
+    if (!sec)
+        return 0;
+    struct mb_calib__flex_in in = {NULL};
+    const struct mb_field f[] = {
+        {"points", MB_F_NODE, offsetof(struct mb_calib__flex_in, points), 0, 1, 1, 0, MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    const struct mb_field pf[] = {
+        {"domains", MB_F_DOUBLE, offsetof(struct mb_calib__flex_pt_in, domains), 0, 1, 2, 1e6, MB_UNIT_NONE},
+        {"dispatch", MB_F_DOUBLE, offsetof(struct mb_calib__flex_pt_in, eff[MB_CALIB_FLEX_DISPATCH]), 0, 1, 0.01, 1,
+         MB_UNIT_NONE},
+        {"dispatch_fp8", MB_F_DOUBLE, offsetof(struct mb_calib__flex_pt_in, eff[MB_CALIB_FLEX_DISPATCH_FP8]), 0, 1,
+         0.01, 1, MB_UNIT_NONE},
+        {"combine", MB_F_DOUBLE, offsetof(struct mb_calib__flex_pt_in, eff[MB_CALIB_FLEX_COMBINE]), 0, 1, 0.01, 1,
+         MB_UNIT_NONE},
+        {"source", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+        {NULL, 0, 0, 0, 0, 0, 0, 0}};
+    if (mb_yaml_read_fields(sec, f, &in, "links.hybridep_nic", NULL, err) ||
+        mb_yaml_expect(in.points, MB_NODE_SEQ, "links.hybridep_nic.points", err))
+        return -1;
+    if (in.points->n == 0 || in.points->n > MB_CALIB_MAX_FLEX_POINTS)
+        return mb_yaml_err(err, in.points, "links.hybridep_nic.points: %zu points (1 to %d)", in.points->n,
+                           MB_CALIB_MAX_FLEX_POINTS);
+    for (size_t i = 0; i < in.points->n; i++) {
+        struct mb_calib__flex_pt_in g = {0, {0, 0, 0}};
+        const struct mb_node *pn = in.points->items[i];
+        if (mb_yaml_read_fields(pn, pf, &g, "links.hybridep_nic point", NULL, err))
+            return -1;
+        for (int k = 0; k < MB_CALIB_FLEX_COUNT; k++)
+            c->flex[k][i] = (struct mb_calib__pt){g.domains, g.eff[k]};
+        if (mb_calib__check_sorted(c->flex[0], i, pn, "links.hybridep_nic", "domains", err))
+            return -1;
+    }
+    c->n_flex = in.points->n;
+    return 0;
+}
+
 static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err)
 {
     const struct mb_field f[] = {{"nvlink", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {"nic", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {"pcie", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {"nvls", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
+                                 {"hybridep_nic", MB_F_SKIP, 0, 0, 0, 1, 0, MB_UNIT_NONE},
                                  {"source", MB_F_SKIP, 0, 0, 1, 1, 0, MB_UNIT_NONE},
                                  {NULL, 0, 0, 0, 0, 0, 0, 0}};
     const struct mb_field lf[] = {
@@ -569,7 +621,7 @@ static int mb_calib__load_links(struct mb_calib *c, const struct mb_node *sec, s
         c->link_eff[k] = in.eff;
         c->link_lat[k] = in.latency;
     }
-    return 0;
+    return mb_calib__load_flex(c, mb_yaml_get(sec, "hybridep_nic"), err);
 }
 
 /* ------------------------------------------------- imported (measured) points */
@@ -1753,6 +1805,17 @@ enum mb_calib_src mb_calib_last_source(const struct mb_calib *c)
 {
     assert(c);
     return c->last_fb ? MB_CALIB_SRC_FALLBACK : MB_CALIB_SRC_TABLE;
+}
+
+double mb_calib_flex_nic_eff(const struct mb_calib *c, enum mb_calib_flex_kind k, double domains)
+{
+    assert(k >= 0 && k < MB_CALIB_FLEX_COUNT);
+    if (!c || c->n_flex == 0 || !(domains >= 2))
+        return 0;
+    const struct mb_calib__pt *pts = c->flex[k];
+    size_t n = c->n_flex;
+    double x = fmin(fmax(domains, pts[0].x), pts[n - 1].x); /* outside: the nearest end point */
+    return mb_calib__interp(pts, n, x);
 }
 
 double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k)

@@ -172,6 +172,28 @@ double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k);
 /** @brief Fixed per-collective-step latency on a link class, seconds. */
 double mb_calib_link_latency(const struct mb_calib *c, enum mb_link_kind k);
 
+/** HybridEP transfers with a measured scale-out rate (`links.hybridep_nic`). */
+enum mb_calib_flex_kind {
+    MB_CALIB_FLEX_DISPATCH,     /* BF16 token dispatch */
+    MB_CALIB_FLEX_DISPATCH_FP8, /* FP8 token dispatch (1 byte per element) */
+    MB_CALIB_FLEX_COMBINE,      /* BF16 combine */
+    MB_CALIB_FLEX_COUNT
+};
+
+/** Most `links.hybridep_nic` points a table may hold. */
+#define MB_CALIB_MAX_FLEX_POINTS 16
+
+/**
+ * @brief Fraction of the NIC line rate that a HybridEP dispatch or combine
+ * reaches on its scale-out bytes when its EP group spans `domains` NVLink
+ * domains (`links.hybridep_nic`, docs/calibration.md "links"): piecewise
+ * linear in ln(domains) between the measured domain counts, the nearest end
+ * point outside them. Not affected by roofline mode (as the link values).
+ * @return the fraction (0, 1], or 0 when the table has no such entry,
+ *         c is NULL or domains < 2 (nothing crosses the scale-out fabric).
+ */
+double mb_calib_flex_nic_eff(const struct mb_calib *c, enum mb_calib_flex_kind k, double domains);
+
 /** Per-table usage, for the report's `calibration` section. */
 struct mb_calib_table_info {
     const char *name;     /* "gemm", "grouped_gemm", "attention", "membound", "links", "spec" */

@@ -736,6 +736,48 @@ static void test_bad_tables(void **state)
     expect_bad("tests/data/calib/bad_unsorted_grouped.yaml",
                "tests/data/calib/bad_unsorted_grouped.yaml:26:7: grouped_gemm points must be sorted by "
                "increasing tokens (32 after 64)");
+    expect_bad("tests/data/calib/bad_hybridep_nic.yaml",
+               "tests/data/calib/bad_hybridep_nic.yaml:40:9: links.hybridep_nic points must be sorted by "
+               "increasing domains (4 after 8)");
+}
+
+/* links.hybridep_nic (mb_calib_flex_nic_eff): the fixture's points are 0.5 / 0.4 / 0.6 (dispatch,
+ * FP8 dispatch, combine) at 2 domains and 0.8 / 0.7 / 0.9 at 8. Between them linear in ln(domains):
+ * 4 domains lie halfway (ln 4 = (ln 2 + ln 8) / 2), 0.65 / 0.55 / 0.75; 3 domains at
+ * t = ln(3/2) / ln 4 = 0.29248: 0.5 + 0.3 t = 0.58774. Outside: the end points (16 domains: 0.8),
+ * and nothing below 2 domains (no scale-out traffic) or without the entry (fixture_GB200).
+ * The shipped H100 table reproduces its HybridEP benchmark points (16 ranks: 0.717 / 0.664 /
+ * 0.629, docs/calibration.md links). */
+static void test_hybridep_nic(void **state)
+{
+    (void)state;
+    struct mb_calib *c = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", "tests/data/calib/fixture_H100.yaml", &c, &e), 0);
+    static const double at2[] = {0.5, 0.4, 0.6}, at4[] = {0.65, 0.55, 0.75}, at8[] = {0.8, 0.7, 0.9};
+    for (int k = 0; k < MB_CALIB_FLEX_COUNT; k++) {
+        enum mb_calib_flex_kind fk = (enum mb_calib_flex_kind)k;
+        assert_true(close_rel(mb_calib_flex_nic_eff(c, fk, 2), at2[k], 1e-12));
+        assert_true(close_rel(mb_calib_flex_nic_eff(c, fk, 4), at4[k], 1e-12));
+        assert_true(close_rel(mb_calib_flex_nic_eff(c, fk, 8), at8[k], 1e-12));
+        assert_true(close_rel(mb_calib_flex_nic_eff(c, fk, 16), at8[k], 1e-12));
+        assert_true(mb_calib_flex_nic_eff(c, fk, 1) == 0);
+    }
+    assert_true(close_rel(mb_calib_flex_nic_eff(c, MB_CALIB_FLEX_DISPATCH, 3), 0.5 + 0.3 * log(1.5) / log(4), 1e-12));
+    /* links are not roofline lookups: the same answer in roofline mode */
+    mb_calib_set_roofline(c, 1);
+    assert_true(close_rel(mb_calib_flex_nic_eff(c, MB_CALIB_FLEX_COMBINE, 4), 0.75, 1e-12));
+    mb_calib_free(c);
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("GB200", "tests/data/calib/fixture_GB200.yaml", &c, &e), 0);
+    assert_true(mb_calib_flex_nic_eff(c, MB_CALIB_FLEX_DISPATCH, 4) == 0);
+    mb_calib_free(c);
+    c = load_ok("H100");
+    assert_true(close_rel(mb_calib_flex_nic_eff(c, MB_CALIB_FLEX_DISPATCH, 2), 0.717, 1e-12));
+    assert_true(close_rel(mb_calib_flex_nic_eff(c, MB_CALIB_FLEX_DISPATCH_FP8, 2), 0.664, 1e-12));
+    assert_true(close_rel(mb_calib_flex_nic_eff(c, MB_CALIB_FLEX_COMBINE, 2), 0.629, 1e-12));
+    mb_calib_free(c);
 }
 
 /*
@@ -1033,6 +1075,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coll_line),         cmocka_unit_test(test_fixture_tables),
+        cmocka_unit_test(test_hybridep_nic),
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_gemm_training_ceiling),

@@ -166,6 +166,47 @@ static void test_ep_alltoall(void **state)
     assert_true(count == 48); /* one dispatch per MoE layer and microbatch */
 }
 
+/* HybridEP EP16 over 2 domains (Qwen3-30B-A3B: E 128, top-8, h 2048, T 4096): a token crosses to
+ * the other domain when it hits one of its 64 experts, p_dom = 1 - C(64,8)/C(128,8) = 0.996904,
+ * and is sent once, T p_dom h bytes per element (BF16 2, FP8 1) over the NIC. The flow runs at the
+ * fixture's hybridep_nic rate across 2 domains -- 0.5 (dispatch), 0.4 (FP8 dispatch), 0.6
+ * (combine, BF16) of 50 GB/s, below the NIC's 45 GB/s -- after one step of NIC latency (5 us); the
+ * NVLink part (2 x T h 2 x 7 p_rank at 360 GB/s, 0.27 ms) is shorter. BF16: 16.725 MB / 25 GB/s +
+ * 5 us = 674.0 us, combine / 30 GB/s = 562.5 us; FP8: 8.363 MB / 20 GB/s + 5 us = 423.1 us. */
+static void test_ep_hybridep_nic(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    double count, p_dom = 1, T = 4096, h = 2048;
+    for (int i = 0; i < 8; i++)
+        p_dom *= (64.0 - i) / (128.0 - i);
+    p_dom = 1 - p_dom;
+    double nic = T * p_dom * h * 2;
+    double t = step_call("tests/data/net/ep16_hybridep.yaml", "ep dispatch", 0, &count, &s);
+    mb_scenario_free(&s);
+    assert_rel(t, 5e-6 + nic / (0.5 * 50e9), 1e-9, "hybridep dispatch");
+    assert_true(count == 48);
+    t = step_call("tests/data/net/ep16_hybridep.yaml", "ep combine", 0, &count, &s);
+    mb_scenario_free(&s);
+    assert_rel(t, 5e-6 + nic / (0.6 * 50e9), 1e-9, "hybridep combine");
+    t = step_call("tests/data/net/ep16_hybridep_fp8.yaml", "ep dispatch", 0, &count, &s);
+    mb_scenario_free(&s);
+    assert_rel(t, 5e-6 + nic / 2 / (0.4 * 50e9), 1e-9, "hybridep FP8 dispatch");
+    /* DeepEP has no measured entry: the same bytes at the NIC's link rate */
+    struct mb_err e;
+    struct mb_result r;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_load("tests/data/net/ep16_hybridep.yaml", &s, &e), 0);
+    s.dispatcher = MB_DISP_DEEPEP;
+    struct mb_step_opts o = {.critical_path = 0, .ops = 1};
+    assert_int_equal(mb_step_simulate_opts(&s, &o, &r, &e), 0);
+    for (size_t i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.ops[i].name, "ep dispatch") && r.ops[i].dir == 0)
+            assert_rel(r.ops[i].time_s / r.ops[i].count, 5e-6 + nic / (0.9 * 50e9), 1e-9, "deepep dispatch");
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_tp_wgrad_regather),
         cmocka_unit_test(test_ddp_allreduce),
         cmocka_unit_test(test_ep_alltoall),
+        cmocka_unit_test(test_ep_hybridep_nic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -205,7 +205,7 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
             continue;
         b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
         if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
-            u->ep_busy = o->latency + fmax(o->bytes_nv / b->nv_cap, o->bytes_nic / b->nic_cap);
+            u->ep_busy = mb_fw_comm_est(b, o);
             return 1;
         }
     }

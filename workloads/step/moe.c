@@ -5,6 +5,7 @@
  * with the dispatchers' traffic (AllToAll, AllGather, DeepEP, HybridEP).
  */
 #include "step_int.h"
+#include "mb_calib.h"
 
 #include <math.h>
 
@@ -91,6 +92,18 @@ struct mb_moe {
     int flex;         /* DeepEP / HybridEP */
 };
 
+/* The measured scale-out rate that prices a HybridEP dispatch (FP8 or BF16
+ * tokens) or combine (mb_net_flex); -1 for DeepEP, which has no H100
+ * inter-node measurement (docs/calibration.md, links). */
+static int mb__flex_kind(const struct mb_build *b, const struct mb_moe *x, int combine)
+{
+    if (b->s->dispatcher != MB_DISP_HYBRIDEP)
+        return -1;
+    if (combine)
+        return MB_CALIB_FLEX_COMBINE;
+    return x->tokb < b->m->hidden * BF16 ? MB_CALIB_FLEX_DISPATCH_FP8 : MB_CALIB_FLEX_DISPATCH;
+}
+
 /* DeepEP/HybridEP dispatch bytes: *nv inside the NVLink domain, *nic across
  * it. They send a token once per destination rank (the receiver expands it
  * to its local experts), and across the scale-out fabric once per
@@ -156,7 +169,7 @@ static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct m
     if (x->flex) {
         double nv, nic;
         mb__flex_bytes(b, x, &nv, &nic);
-        mb_net_flex(b, l, "ep dispatch", b->g_ep, nv, nic);
+        mb_net_flex(b, l, "ep dispatch", b->g_ep, nv, nic, mb__flex_kind(b, x, 0));
     } else { /* one copy per routed expert, 1/ep of them to each rank (itself included) */
         mb_net_a2a(b, l, "ep dispatch", MB_CK_EP, b->g_ep, x->copies * x->tokb * b->route_imbalance);
     }
@@ -191,7 +204,8 @@ static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb
     mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
 }
 
-/* The combine mirrors the dispatch, in BF16. */
+/* The combine mirrors the dispatch, in BF16 (a flex combine at its own
+ * measured scale-out rate). */
 static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
     b->cur_region = x->g_tail;
@@ -209,6 +223,10 @@ static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb
     c.parallel = 0;
     c.bytes_nv *= tokb_c / x->tokb;
     c.bytes_nic *= tokb_c / x->tokb;
+    if (x->flex) {
+        mb_net_flex(b, l, c.name, b->g_ep, c.bytes_nv, c.bytes_nic, mb__flex_kind(b, x, 1));
+        return;
+    }
     mb_ops_push(l, &c);
 }
 

@@ -10,7 +10,9 @@
  * oversubscribed fabric is capped at the rank's share of the leaf uplink.
  * DeepEP/HybridEP dispatch and combine are their own kernels, not NCCL
  * collectives: their volumes come from the dispatcher (moe.c), their
- * latency is one pairwise step.
+ * latency is one pairwise step, and HybridEP's scale-out flow is capped at
+ * the rate its own benchmark reaches across that many domains (calibration
+ * `links.hybridep_nic`; the link model's NIC efficiency is NCCL's ring).
  */
 #include "step_int.h"
 #include "mb_calib.h"
@@ -151,9 +153,13 @@ void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, enum 
 
 /* DeepEP / HybridEP dispatch or combine: bytes_nv / bytes_nic leave this rank
  * for peers inside / outside its NVLink domain (token deduplication in
- * moe.c); one pairwise step of latency, as an all-to-all. */
+ * moe.c); one pairwise step of latency, as an all-to-all. HybridEP's NIC
+ * flow runs at most at the fraction of the NIC line rate its benchmark
+ * reaches for this transfer kind across g.domains domains
+ * (mb_calib_flex_nic_eff; `kind` < 0 or a table without the entry: no cap),
+ * and at most at an oversubscribed uplink's share. */
 void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, struct mb_group g, double bytes_nv,
-                 double bytes_nic)
+                 double bytes_nic, int kind)
 {
     if (!(bytes_nv > 0 || bytes_nic > 0))
         return;
@@ -165,6 +171,11 @@ void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, stru
     o.bytes_nic = bytes_nic;
     o.latency = mb_coll_vol_latency(&v, b->nv_lat, b->nic_lat, 0);
     o.bound_nic = mb__a2a_nic_cap(b, g);
+    double eff = kind >= 0 ? mb_calib_flex_nic_eff(b->cal, (enum mb_calib_flex_kind)kind, g.domains) : 0;
+    if (eff > 0) {
+        double cap = eff * b->s->system.nic_bw;
+        o.bound_nic = o.bound_nic > 0 ? fmin(o.bound_nic, cap) : cap;
+    }
     o.peak = bytes_nic > 0 ? b->s->system.nic_bw : b->s->system.nvlink_bw;
     o.region = b->cur_region;
     mb_ops_push(l, &o);

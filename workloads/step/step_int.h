@@ -231,7 +231,7 @@ void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, enum 
                 double bytes);
 void mb_net_wgrad_gather(struct mb_build *b, struct mb_oplist *l, struct mb_group g, double total, int frozen);
 void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, struct mb_group g, double bytes_nv,
-                 double bytes_nic);
+                 double bytes_nic, int kind);
 int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep);
 int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, enum mb_coll_op op,
                 struct mb_group g, double bytes, int dep);
