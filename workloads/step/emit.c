@@ -190,7 +190,7 @@ static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const
         u->em.last = mb_emit_join(b, st, u->em.last, t);
     /* prefetched (d >= 1): the gathers of the next layers run beside this layer's compute */
     if (d > 0)
-        u->em.beside_bg += mb_fw_coll_est(b, MB_COLL_ALL_GATHER, b->g_dp, x->bytes);
+        u->em.beside_bg += mb_net_coll_est(b, MB_COLL_ALL_GATHER, b->g_dp, x->bytes);
 }
 
 /* Emit the ops of item x from u->opi on; returns 1 after an EP dispatch or
@@ -223,9 +223,9 @@ static double mb__grad_reduce_est(const struct mb_build *b, const struct mb_unit
         u->mb != b->lay.m - 1 || li < 0)
         return 0;
     enum mb_coll_op op = s->dist_opt ? MB_COLL_REDUCE_SCATTER : MB_COLL_ALL_REDUCE;
-    double t = mb_fw_coll_est(b, op, b->g_dp, b->lay.dense_layer_params / s->tp * s->grad_bytes);
+    double t = mb_net_coll_est(b, op, b->g_dp, b->lay.dense_layer_params / s->tp * s->grad_bytes);
     if (b->m->layer[li].ffn == MB_FFN_MOE)
-        t += mb_fw_coll_est(b, op, b->g_edp, b->lay.expert_layer_params / (s->ep * s->etp) * s->grad_bytes);
+        t += mb_net_coll_est(b, op, b->g_edp, b->lay.expert_layer_params / (s->ep * s->etp) * s->grad_bytes);
     return t;
 }
 
@@ -251,7 +251,7 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
             mb__em_close(b, st, &u->em);
             mb_emit_describe(b, "fsdp reducescatter", st, x->li, u->mb, 1);
             mb_net_coll(b, st, MB_CK_DP, MB_CK_FSDP, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes, u->em.last);
-            u->em.beside_bg += mb_fw_coll_est(b, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes); /* beside the next layers */
+            u->em.beside_bg += mb_net_coll_est(b, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes); /* beside the next layers */
             break;
         case MB_IT_LASTB:
             mb__em_close(b, st, &u->em);

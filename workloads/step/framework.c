@@ -61,26 +61,3 @@ double mb_fw_comm_est(const struct mb_build *b, const struct mb_op *o)
     double nic = o->bytes_nic > 0 ? o->bytes_nic / (o->bound_nic > 0 ? fmin(o->bound_nic, b->nic_cap) : b->nic_cap) : 0;
     return o->latency + fmax(nv, nic);
 }
-
-/* Estimated seconds of collective op of `bytes` (nccl-tests size) over g alone
- * on the rank's links, from the collective layer's own volumes. */
-double mb_fw_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes)
-{
-    if (g.size <= 1 || !(bytes > 0))
-        return 0;
-    struct mb_coll_rank rk = {0, 1, b->nv_cap, b->nic_cap, b->nvls_bw, {b->nv_lat, b->nic_lat}, b->nvls_lat,
-                              b->nvls_bw > 0, 0};
-    struct mb_coll_req q = {op, MB_COLL_ALGO_AUTO, g.size, NULL, 0, bytes, 0, 0, 0};
-    struct mb_task_desc t;
-    struct mb_flow_desc f[3];
-    if (mb_coll_rank_task(&rk, &q, g.local, g.domains, &t, f, NULL) <= 0)
-        return 0;
-    double longest = 0;
-    for (int i = 0; i < t.n_flows; i++) {
-        double cap = f[i].links[0] == rk.nic_link ? b->nic_cap : b->nv_cap;
-        if (f[i].bound > 0 && f[i].bound < cap)
-            cap = f[i].bound;
-        longest = fmax(longest, f[i].bytes / cap);
-    }
-    return t.duration + longest;
-}

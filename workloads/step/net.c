@@ -215,6 +215,12 @@ int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep)
  * reduce-scatters, and the DDP gradient all-reduce with the scenario's
  * collectives.all_reduce algorithm (auto: NCCL-like, the least estimate of
  * ring, tree and NVLS). Returns the task, or dep when g has one rank. */
+static struct mb_coll_req mb__coll_req(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes)
+{
+    enum mb_coll_algo algo = op == MB_COLL_ALL_REDUCE ? (enum mb_coll_algo)b->s->allreduce_algo : MB_COLL_ALGO_AUTO;
+    return mb__req(b, op, algo, g, bytes, 1);
+}
+
 int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, enum mb_coll_op op,
                 struct mb_group g, double bytes, int dep)
 {
@@ -222,7 +228,29 @@ int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, 
         b->cur = (struct mb_tinfo){0};
         return dep;
     }
-    enum mb_coll_algo algo = op == MB_COLL_ALL_REDUCE ? (enum mb_coll_algo)b->s->allreduce_algo : MB_COLL_ALGO_AUTO;
-    struct mb_coll_req q = mb__req(b, op, algo, g, bytes, 1);
+    struct mb_coll_req q = mb__coll_req(b, op, g, bytes);
     return mb__task(b, st, on, ck, &q, g, dep);
+}
+
+/* Seconds the task mb_net_coll would add takes alone on the rank's links (the
+ * same request: algorithm, measured pacing), each flow at the lower of its
+ * link's rate and its bound; 0 when g has one rank. */
+double mb_net_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes)
+{
+    if (g.size <= 1 || !(bytes > 0))
+        return 0;
+    struct mb_coll_rank rk = mb__rank(b, -1, 0);
+    struct mb_coll_req q = mb__coll_req(b, op, g, bytes);
+    struct mb_task_desc t;
+    struct mb_flow_desc f[3];
+    if (mb_coll_rank_task(&rk, &q, g.local, g.domains, &t, f, NULL) <= 0)
+        return 0;
+    double longest = 0;
+    for (int i = 0; i < t.n_flows; i++) {
+        double cap = f[i].links[0] == rk.nic_link ? b->nic_cap : b->nv_cap;
+        if (f[i].bound > 0 && f[i].bound < cap)
+            cap = f[i].bound;
+        longest = fmax(longest, f[i].bytes / cap);
+    }
+    return t.duration + longest;
 }

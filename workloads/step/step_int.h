@@ -235,6 +235,7 @@ void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, stru
 int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep);
 int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, enum mb_coll_op op,
                 struct mb_group g, double bytes, int dep);
+double mb_net_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes);
 
 /* ---- mixer.c, moe.c, model_ops.c: the op lists */
 void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int frozen);
@@ -309,7 +310,6 @@ void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer
 void mb_fw_setup(struct mb_build *b);
 double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, int dir, int recompute, double dur);
 double mb_fw_comm_est(const struct mb_build *b, const struct mb_op *o);
-double mb_fw_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes);
 
 /* ---- reduce.c */
 void mb_reduce_param_gather(struct mb_build *b, int *pg_done);
