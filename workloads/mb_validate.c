@@ -2254,8 +2254,6 @@ static int csv_record(struct csv_ctx *c)
         copy_str(why, sizeof why, msg);
         skip_row(r, why);
     } else {
-        if (c->out->scenario_hook)
-            c->out->scenario_hook(&s, r, c->out->hook_ctx);
         predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
         if (!r->skipped && c->out->on_row)
             c->out->on_row(c->out->on_row_ctx, r, &s);

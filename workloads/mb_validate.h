@@ -123,10 +123,6 @@ struct mb_val_summary {
     struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
     struct mb_val_row *rows;         /* n_rows rows, in input order */
     int roofline;                    /* set before adding inputs: predict in roofline-only mode */
-    /* set before adding inputs (optional): called with each CSV row's final scenario, recipe
-     * applied, right before it is simulated (tests read the fields the row produced) */
-    void (*scenario_hook)(const struct mb_scenario *s, const struct mb_val_row *r, void *ctx);
-    void *hook_ctx;
     /* set before adding inputs (optional): called for every predicted row with the checked
      * scenario it was simulated with (borrowed: valid during the call only), e.g. to keep it
      * for refitting the framework-time model (mb_fit.h) */

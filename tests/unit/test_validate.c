@@ -890,7 +890,7 @@ struct seen_list {
     int n;
 };
 
-static void remember(const struct mb_scenario *s, const struct mb_val_row *r, void *ctx)
+static void remember(void *ctx, const struct mb_val_row *r, const struct mb_scenario *s)
 {
     struct seen_list *l = ctx;
     if (l->n < 16) {
@@ -920,8 +920,8 @@ static void test_recipe_csv(void **state)
     const struct mb_val_row *r;
     memset(&seen, 0, sizeof seen);
     mb_validate_init(&s);
-    s.scenario_hook = remember;
-    s.hook_ctx = &seen;
+    s.on_row = remember;
+    s.on_row_ctx = &seen;
     mb_err_clear(&e);
     if (mb_validate_add_csv(&s, FIX "recipe.csv", &e) != 0) {
         mb_err_format(&e, msgbuf, sizeof msgbuf);
@@ -1202,7 +1202,7 @@ static void test_notes_memory(void **state)
 }
 
 /* The predicted peaks of one CSV row, computed again through the public API
- * from the scenario the row was simulated with (scenario_hook): the largest
+ * from the scenario the row was simulated with (on_row): the largest
  * allocated, reserved and device bytes over the pipeline stages' ranks. */
 struct mem_pred {
     size_t n;
@@ -1213,7 +1213,7 @@ struct mem_pred {
     } row[16];
 };
 
-static void mem_hook(const struct mb_scenario *sc, const struct mb_val_row *r, void *ctx)
+static void mem_hook(void *ctx, const struct mb_val_row *r, const struct mb_scenario *sc)
 {
     struct mem_pred *p = ctx;
     struct mb_result res;
@@ -1271,8 +1271,8 @@ static void test_memory_csv(void **state)
     struct mem_pred p = {0};
     const struct mb_val_row *r;
     mb_validate_init(&s);
-    s.scenario_hook = mem_hook;
-    s.hook_ctx = &p;
+    s.on_row = mem_hook;
+    s.on_row_ctx = &p;
     mb_err_clear(&e);
     if (mb_validate_add_csv(&s, FIX "memory.csv", &e) != 0) {
         mb_err_format(&e, msgbuf, sizeof msgbuf);
