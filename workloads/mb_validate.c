@@ -32,6 +32,7 @@
  * publisher's FLOP formula.
  */
 #include "mb_validate.h"
+#include "mb_keys.h"
 
 #include <csv.h>
 #include <jansson.h>
@@ -1130,20 +1131,6 @@ static long rc_int(const char **p)
     return v;
 }
 
-static const char *disp_name(enum mb_dispatcher d)
-{
-    switch (d) {
-    case MB_DISP_ALLGATHER:
-        return "allgather";
-    case MB_DISP_HYBRIDEP:
-        return "hybridep";
-    case MB_DISP_DEEPEP:
-        return "deepep";
-    default:
-        return "alltoall";
-    }
-}
-
 /* dispatcher: alltoall, allgather, flex:deepep, flex:hybridep (moe_hybridep_num_sms=N);
  * "(card)" and other remarks ignored; an SM count also as "[--moe-deepep-num-sms N]". */
 static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
@@ -1172,7 +1159,7 @@ static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t,
     }
     if (s->model.num_experts <= 0 || s->ep <= 1) {
         if (d != MB_DISP_ALLTOALL)
-            rl_add(r->not_applied, sizeof r->not_applied, "dispatcher %s (%s)", disp_name(d),
+            rl_add(r->not_applied, sizeof r->not_applied, "dispatcher %s (%s)", mb_key_value_name("moe.dispatcher", d),
                    s->model.num_experts <= 0 ? "dense model" : "ep = 1");
         return 0;
     }
@@ -1182,10 +1169,10 @@ static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t,
         s->dispatcher_sms = (int)sms;
     if (changed) {
         if (d == MB_DISP_HYBRIDEP || d == MB_DISP_DEEPEP)
-            rl_add(r->applied, sizeof r->applied, "dispatcher %s (%d SMs%s)", disp_name(d), s->dispatcher_sms,
+            rl_add(r->applied, sizeof r->applied, "dispatcher %s (%d SMs%s)", mb_key_value_name("moe.dispatcher", d), s->dispatcher_sms,
                    sms ? "" : ", SM count not stated: default");
         else
-            rl_add(r->applied, sizeof r->applied, "dispatcher %s", disp_name(d));
+            rl_add(r->applied, sizeof r->applied, "dispatcher %s", mb_key_value_name("moe.dispatcher", d));
     }
     return 0;
 }
@@ -1266,19 +1253,9 @@ static void rc_describe(char *buf, size_t n, enum mb_rc_gran g, unsigned mods, e
         else
             snprintf(buf, n, "full");
     } else {
-        static const struct {
-            unsigned f;
-            const char *name;
-        } mn[] = {{MB_RCM_CORE_ATTN, "core_attn"},     {MB_RCM_MOE_ACT, "moe_act"}, {MB_RCM_LAYERNORM, "layernorm"},
-                  {MB_RCM_MLA_UP_PROJ, "mla_up_proj"}, {MB_RCM_MLP, "mlp"},         {MB_RCM_MOE, "moe"},
-                  {MB_RCM_SHARED_EXPERTS, "shared_experts"}, {MB_RCM_GDN_NORM_OUT, "gdn_norm_out"}};
         size_t l = (size_t)snprintf(buf, n, "selective ");
-        int first = 1;
-        for (size_t i = 0; i < sizeof mn / sizeof mn[0] && l < n; i++)
-            if (mods & mn[i].f) {
-                l += (size_t)snprintf(buf + l, n - l, "%s%s", first ? "" : "+", mn[i].name);
-                first = 0;
-            }
+        if (l < n)
+            mb_key_flag_names("recompute.modules", mods, "+", buf + l, n - l);
     }
 }
 
