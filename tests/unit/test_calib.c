@@ -1071,6 +1071,53 @@ static void test_fixture_tables(void **state)
     mb_calib_free(c);
 }
 
+/* mb_calib_shared: one parse per file version. Two views of the same file
+ * share the parsed table (their path string is the table's own), have their
+ * own lookup counters, and a changed file is parsed again. */
+static void test_shared_tables(void **state)
+{
+    (void)state;
+    const char *tmp = "/tmp/mbsim_test_shared_table.yaml";
+    char *text = NULL;
+    size_t n = 0;
+    FILE *in = fopen("tests/data/calib/fixture_H100.yaml", "rb");
+    assert_non_null(in);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
+        text = realloc(text, n + got);
+        memcpy(text + n, buf, got);
+        n += got;
+    }
+    fclose(in);
+    FILE *out = fopen(tmp, "wb");
+    assert_non_null(out);
+    fwrite(text, 1, n, out);
+    fclose(out);
+    struct mb_calib *a, *b, *c;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_shared("H100", tmp, &a, &e), 0);
+    assert_int_equal(mb_calib_shared("H100", tmp, &b, &e), 0);
+    assert_ptr_equal(mb_calib_path(a), mb_calib_path(b)); /* one parsed table */
+    mb_calib_gemm(a, MB_PREC_BF16, 1024, 1024, 1024);
+    assert_int_equal(mb_calib_table(a, 0).lookups + mb_calib_table(a, 1).lookups > 0, 1);
+    assert_int_equal(mb_calib_table(b, 0).lookups + mb_calib_table(b, 1).lookups, 0); /* own counters */
+    out = fopen(tmp, "wb"); /* a new version of the file (one more comment line) */
+    assert_non_null(out);
+    fwrite(text, 1, n, out);
+    fputs("# changed\n", out);
+    fclose(out);
+    assert_int_equal(mb_calib_shared("H100", tmp, &c, &e), 0);
+    assert_ptr_not_equal(mb_calib_path(c), mb_calib_path(a)); /* parsed again */
+    mb_calib_free(a);
+    mb_calib_free(b);
+    mb_calib_free(c);
+    mb_calib_shared_clear();
+    remove(tmp);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1086,7 +1133,7 @@ int main(void)
         cmocka_unit_test(test_grouped_monotone),  cmocka_unit_test(test_roofline_mode),
         cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_membound_cudnn_norms),
         cmocka_unit_test(test_bad_tables), cmocka_unit_test(test_recipes),
-        cmocka_unit_test(test_recipes_te_layer), cmocka_unit_test(test_framework),
+        cmocka_unit_test(test_recipes_te_layer), cmocka_unit_test(test_framework), cmocka_unit_test(test_shared_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
