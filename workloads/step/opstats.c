@@ -40,6 +40,18 @@ static void mb__add(struct mb_result *r, size_t *cap, const struct mb_op *o, con
     x->peak = o->peak;
 }
 
+struct mb__acc {
+    struct mb_result *r;
+    size_t *cap;
+    const struct mb_tinfo *ti;
+};
+
+static void mb__add_part(const struct mb_op *part, double sec, void *ctx)
+{
+    struct mb__acc *a = ctx;
+    mb__add(a->r, a->cap, part, a->ti, sec);
+}
+
 /* A recorded task without an op (collective, optimizer, stall). */
 static void mb__add_named(struct mb_result *r, size_t *cap, const struct mb_tinfo *ti, int comm, double sec)
 {
@@ -66,17 +78,8 @@ void mb_opstats_collect(struct mb_build *b, struct mb_result *r)
             mb__add_named(r, &cap, ti, comm, sec);
             continue;
         }
-        const struct mb_op *o = ti->op;
-        int fused = ti->list && ti->list->part && o->type == MB_OP_COMP;
-        const struct mb_op *parts = fused ? &ti->list->part[o->part0] : o;
-        int n = fused ? o->nparts : 1;
-        double sum = 0;
-        for (int i = 0; i < n; i++)
-            sum += ti->dir == 1 ? (ti->skip_bwd ? parts[i].bwd_dgrad_only : parts[i].bwd) : parts[i].fwd;
-        for (int i = 0; i < n; i++) {
-            double pt = ti->dir == 1 ? (ti->skip_bwd ? parts[i].bwd_dgrad_only : parts[i].bwd) : parts[i].fwd;
-            mb__add(r, &cap, &parts[i], ti, sum > 0 ? sec * pt / sum : sec / n);
-        }
+        struct mb__acc acc = {r, &cap, ti};
+        mb_tinfo_split(ti, sec, mb__add_part, &acc);
     }
 }
 

@@ -305,6 +305,11 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
 void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
                       struct mb_gate *gate);
 void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer, int mb, int dir);
+/* Call fn for each op recorded task ti ran (the ops a compute task was fused
+ * from, in program order, or its one op) with its share of the task's `sec`
+ * seconds, in proportion to the ops' own times in that direction (tasks.c). */
+void mb_tinfo_split(const struct mb_tinfo *ti, double sec,
+                    void (*fn)(const struct mb_op *part, double sec, void *ctx), void *ctx);
 
 /* ---- framework.c: the framework-time model */
 void mb_fw_setup(struct mb_build *b);

@@ -50,3 +50,23 @@ int mb_emit_join(struct mb_build *b, int st, int a, int c)
         mb_engine_add_dep(b->e, c, j);
     return j;
 }
+
+/* Seconds part q of a fused op takes in the direction task ti ran. */
+static double mb__part_time(const struct mb_op *q, const struct mb_tinfo *ti)
+{
+    return ti->dir == 1 ? (ti->skip_bwd ? q->bwd_dgrad_only : q->bwd) : q->fwd;
+}
+
+void mb_tinfo_split(const struct mb_tinfo *ti, double sec,
+                    void (*fn)(const struct mb_op *part, double sec, void *ctx), void *ctx)
+{
+    const struct mb_op *o = ti->op;
+    int fused = ti->list && ti->list->part && o->type == MB_OP_COMP;
+    const struct mb_op *parts = fused ? &ti->list->part[o->part0] : o;
+    int n = fused ? o->nparts : 1;
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += mb__part_time(&parts[i], ti);
+    for (int i = 0; i < n; i++)
+        fn(&parts[i], sum > 0 ? sec * mb__part_time(&parts[i], ti) / sum : sec / n, ctx);
+}

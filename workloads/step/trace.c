@@ -98,29 +98,27 @@ static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op 
                                         "ts", t0 * 1e6, "dur", dur * 1e6, "pid", pid, "tid", tid, "args", args));
 }
 
-/* Seconds part q of a fused op takes in this task's direction. */
-static double mb__part_time(const struct mb_op *q, const struct mb_tinfo *ti)
+struct mb__slices {
+    json_t *ev;
+    const struct mb_tinfo *ti;
+    int bcat, pid;
+    double at; /* where the next op's slice starts */
+};
+
+static void mb__part_slice(const struct mb_op *part, double sec, void *ctx)
 {
-    return ti->dir == 1 ? (ti->skip_bwd ? q->bwd_dgrad_only : q->bwd) : q->fwd;
+    struct mb__slices *c = ctx;
+    if (sec > 0)
+        mb__slice(c->ev, c->ti, part, "compute", c->bcat, c->at, sec, c->pid, 0);
+    c->at += sec;
 }
 
 /* A compute task: its ops (the parts it was fused from) one after the other,
  * each its share of the task's time. */
 static void mb__compute_slices(json_t *ev, const struct mb_tinfo *ti, int bcat, double t0, double t1, int pid)
 {
-    const struct mb_op *o = ti->op;
-    const struct mb_op *parts = ti->list && ti->list->part ? &ti->list->part[o->part0] : o;
-    int n = ti->list && ti->list->part ? o->nparts : 1;
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += mb__part_time(&parts[i], ti);
-    double at = t0;
-    for (int i = 0; i < n; i++) {
-        double d = sum > 0 ? (t1 - t0) * mb__part_time(&parts[i], ti) / sum : (t1 - t0) / n;
-        if (d > 0)
-            mb__slice(ev, ti, &parts[i], "compute", bcat, at, d, pid, 0);
-        at += d;
-    }
+    struct mb__slices c = {ev, ti, bcat, pid, t0};
+    mb_tinfo_split(ti, t1 - t0, mb__part_slice, &c);
 }
 
 /* Stream id -> (process, thread). */
