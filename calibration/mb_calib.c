@@ -1814,8 +1814,7 @@ double mb_calib_flex_nic_eff(const struct mb_calib *c, enum mb_calib_flex_kind k
         return 0;
     const struct mb_calib__pt *pts = c->flex[k];
     size_t n = c->n_flex;
-    double x = fmin(fmax(domains, pts[0].x), pts[n - 1].x); /* outside: the nearest end point */
-    return mb_calib__interp(pts, n, x);
+    return mb_calib__interp_clamp(pts, n, domains); /* outside: the nearest end point */
 }
 
 double mb_calib_link_eff(const struct mb_calib *c, enum mb_link_kind k)
