@@ -82,6 +82,17 @@ static void usage_plot(FILE *fp)
 
 /* ------------------------------------------------------------- helpers */
 
+/* The JSON input of a plot: a file (plain or gzip) or "-" for stdin; NULL
+ * after printing "mbsim plot: FILE:line:col: what" when it does not parse. */
+static json_t *read_input(const char *in)
+{
+    json_error_t je;
+    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
+    if (!root)
+        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+    return root;
+}
+
 static int has_suffix(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
@@ -162,12 +173,9 @@ static void clean_field(const char *s, FILE *fp)
 /* `mbsim validate --json` -> id, system, model, metric, measured, predicted, err_pct (predicted rows only). */
 static int conv_validate(const char *in, FILE *out)
 {
-    json_error_t je;
-    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
-    if (!root) {
-        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+    json_t *root = read_input(in);
+    if (!root)
         return -1;
-    }
     json_t *rows = json_object_get(root, "rows");
     if (!json_is_array(rows)) {
         fprintf(stderr, "mbsim plot: %s: no \"rows\" array (expected the output of mbsim validate --json)\n", in);
@@ -409,12 +417,9 @@ static int by_seconds(const void *a, const void *b)
 /* `mbsim run --json` -> term, seconds, share (non-zero terms, largest first). */
 static int conv_breakdown(const char *in, FILE *out)
 {
-    json_error_t je;
-    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
-    if (!root) {
-        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+    json_t *root = read_input(in);
+    if (!root)
         return -1;
-    }
     json_t *bd = json_object_get(root, "breakdown_s");
     if (!json_is_object(bd)) {
         fprintf(stderr, "mbsim plot: %s: no \"breakdown_s\" object (expected the output of mbsim run --json)\n",
@@ -460,12 +465,9 @@ static double num_of(json_t *o, const char *k)
  * fragmentation and the memory outside PyTorch to each point. */
 static int conv_memory(const char *in, FILE *out)
 {
-    json_error_t je;
-    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
-    if (!root) {
-        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+    json_t *root = read_input(in);
+    if (!root)
         return -1;
-    }
     json_t *mem = json_object_get(root, "memory");
     json_t *tl = json_is_object(mem) ? json_object_get(mem, "timeline") : NULL;
     static const char *const cols[] = {"t_s", "allocated_gib", "activations_gib", "loss_gib", "recompute_gib",
@@ -504,12 +506,9 @@ static int conv_memory(const char *in, FILE *out)
  * category. Tracks are numbered stage by stage: compute, each comm kind, host. */
 static int conv_gantt(const char *in, FILE *out)
 {
-    json_error_t je;
-    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
-    if (!root) {
-        fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
+    json_t *root = read_input(in);
+    if (!root)
         return -1;
-    }
     json_t *ev = json_object_get(root, "traceEvents");
     if (!json_is_array(ev)) {
         fprintf(stderr, "mbsim plot: %s: no \"traceEvents\" array (expected the output of mbsim run --trace)\n", in);
