@@ -51,6 +51,9 @@ static const struct mb_key_name mb_key__grad_dtypes[] = {{"fp32", 4}, {"bf16", 2
 static const struct mb_key_name mb_key__state_dtypes[] = {{"fp32", 8}, {"bf16", 4}, {NULL, 0}};
 static const struct mb_key_name mb_key__fsdp_impls[] = {
     {"megatron_fsdp", MB_FSDP_MEGATRON}, {"torch_fsdp2", MB_FSDP_TORCH2}, {NULL, 0}};
+static const struct mb_key_name mb_key__attn_backends[] = {
+    {"auto", MB_ATTN_AUTO},       {"flash", MB_ATTN_FLASH}, {"fused", MB_ATTN_FUSED},
+    {"unfused", MB_ATTN_UNFUSED}, {"local", MB_ATTN_LOCAL}, {NULL, 0}};
 static const struct mb_key_name mb_key__ce_impls[] = {{"native", MB_CE_NATIVE}, {"te", MB_CE_TE}, {NULL, 0}};
 /* NCCL_ALGO names for all_reduce (sim/mb_coll.h) */
 static const struct mb_key_name mb_key__ar_algos[] = {
@@ -218,6 +221,10 @@ static int mb_key__if_fsdp2(const struct mb_scenario *s)
     return s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2;
 }
 static int mb_key__if_ce_fusion(const struct mb_scenario *s) { return s->ce_fusion; }
+static int mb_key__if_attn_scores(const struct mb_scenario *s)
+{
+    return s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL;
+}
 
 /* ------------------------------------------------------------------ table */
 
@@ -228,7 +235,7 @@ static int mb_key__if_ce_fusion(const struct mb_scenario *s) { return s->ce_fusi
 _Static_assert(sizeof(enum mb_strategy) == sizeof(int) && sizeof(enum mb_dispatcher) == sizeof(int) &&
                    sizeof(enum mb_routing) == sizeof(int) && sizeof(enum mb_rc_gran) == sizeof(int) &&
                    sizeof(enum mb_rc_method) == sizeof(int) && sizeof(enum mb_fsdp_impl) == sizeof(int) &&
-                   sizeof(enum mb_ce_impl) == sizeof(int),
+                   sizeof(enum mb_ce_impl) == sizeof(int) && sizeof(enum mb_attn_backend) == sizeof(int),
                "enum keys are stored as int");
 _Static_assert(offsetof(struct mb_scenario, text_max) == offsetof(struct mb_scenario, text_min) + sizeof(int),
                "range keys: max follows min");
@@ -372,6 +379,15 @@ static const struct mb_key mb_key__table[] = {
      .names = mb_key__ce_impls, .def = MB_CE_TE, .applies = mb_key__if_ce_fusion,
      .doc = "Megatron `--cross-entropy-fusion-impl`: te (gradient written into the bf16 logits) or native "
             "(fp32 softmax kept, as unfused)"},
+    {.key = "training.attention_backend", .type = MB_KEY_ENUM, F_(attn_backend), .flags = SW | SH,
+     .names = mb_key__attn_backends, .def = MB_ATTN_AUTO,
+     .doc = "Megatron-Core `--attention-backend`: auto, flash, fused (one fused kernel, the table's "
+            "attention curves) or unfused, local (the [b, heads, s, s] scores in memory: baddbmm, "
+            "softmax, dropout, bmm)"},
+    {.key = "training.attention_dropout", .type = MB_KEY_DOUBLE, F_(attn_dropout), .flags = SW, .min = 0,
+     .max = 0.99, .def = 0, .applies = mb_key__if_attn_scores,
+     .doc = "Megatron `--attention-dropout` probability; with unfused/local attention a dropout kernel "
+            "over the scores and its 1-byte mask (fused kernels drop in-kernel: not priced)"},
     {.key = "memory.expandable_segments", .type = MB_KEY_BOOL, F_(expandable_segments), .flags = SW, .def = 0,
      .doc = "PyTorch `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: no fragmentation reserve (not for "
             "CUDA-graph private pools)"},

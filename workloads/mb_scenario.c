@@ -64,7 +64,7 @@ struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -299,6 +299,13 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
         return mb_scn__err(err, s, mk->pad,
                            "moe.pad_expert_input_to_capacity needs moe.capacity_factor (Megatron "
                            "--moe-pad-expert-input-to-capacity pads to the expert capacity)");
+    /* Megatron-Core's DotProductAttention asserts context_parallel_size == 1
+     * ("only supported by TEDotProductAttention"); TE's CP runs flash or fused */
+    if (s->cp > 1 && (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL))
+        return mb_scn__err(err, s, mb_scn__at(mk->attn, mk->cp, NULL),
+                           "training.attention_backend %s does not support context parallelism (cp = %d): "
+                           "Megatron-Core runs CP only with TE flash or fused attention",
+                           s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
     if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
@@ -604,6 +611,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->dist_opt = mb_scn__node(nodes, "optimizer.distributed");
     mk->allreduce = mb_scn__node(nodes, "collectives.all_reduce");
     mk->pad = mb_scn__node(nodes, "moe.pad_expert_input_to_capacity");
+    mk->attn = mb_scn__node(nodes, "training.attention_backend");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

@@ -22,6 +22,13 @@ struct mb_node; /* mb_yaml.h */
 enum mb_strategy { MB_STRAT_3D, MB_STRAT_FSDP };
 /* parallel.fsdp_impl: Megatron-FSDP (--use-megatron-fsdp) or PyTorch FSDP2 (fully_shard). */
 enum mb_fsdp_impl { MB_FSDP_MEGATRON, MB_FSDP_TORCH2 };
+/* training.attention_backend (Megatron-Core --attention-backend, enum AttnBackend in
+ * megatron/core/transformer/enums.py): auto/flash/fused run one fused kernel
+ * (FlashAttention or cuDNN: the calibration's attention curves); unfused (TE
+ * UnfusedDotProductAttention) and local (Megatron's own DotProductAttention /
+ * the pre-2023 CoreAttention) materialize the [b, np, s, s] scores. */
+enum mb_attn_backend { MB_ATTN_AUTO, MB_ATTN_FLASH, MB_ATTN_FUSED, MB_ATTN_UNFUSED, MB_ATTN_LOCAL };
+
 /* training.cross_entropy_fusion_impl (Megatron --cross-entropy-fusion-impl). */
 enum mb_ce_impl { MB_CE_NATIVE, MB_CE_TE };
 /** Deepest FSDP prefetch (layers gathered ahead of the one computing). */
@@ -146,6 +153,9 @@ struct mb_scenario {
                                           DP; the default); 0 = DDP: grads all-reduced, state replicated */
     int ce_fusion;                     /* training.cross_entropy_fusion: Megatron --cross-entropy-loss-fusion */
     enum mb_ce_impl ce_impl;           /* training.cross_entropy_fusion_impl: native or te */
+    enum mb_attn_backend attn_backend; /* training.attention_backend */
+    double attn_dropout;               /* training.attention_dropout: probability (Megatron
+                                          --attention-dropout); a kernel of its own when unfused/local */
     int expandable_segments;           /* memory.expandable_segments: PYTORCH_CUDA_ALLOC_CONF
                                           expandable_segments:True */
     int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/mb_coll.h) AUTO,

@@ -270,6 +270,54 @@ static void test_attention_lookup_seq_and_kind(void **state)
     mb_scenario_free(&s);
 }
 
+/* Core attention with the scores in memory (training.attention_backend local,
+ * Megatron's CoreAttention: NVIDIA/Megatron-LM@00baee46489c
+ * megatron/model/transformer.py), on gqa2 with attention dropout 0.1. Per
+ * microbatch bh = n = 16 (batch x heads, K and V repeated to every head), the
+ * scores E = bh s^2 elements:
+ *  - baddbmm Q K^T: the [bh s, d] x [d, s] GEMM over the whole square (the
+ *    causal mask is applied after it), as a linear layer for its backward
+ *    (dQ = dS K, dK = dS^T Q);
+ *  - fused scale-mask-softmax: reads and writes E BF16 forward (4E bytes);
+ *    backward reads the output and its gradient, writes the input gradient (6E);
+ *  - dropout: reads E BF16, writes E BF16 and a 1-byte mask (5E) each way;
+ *  - bmm P V: [bh s, s] x [s, d], backward dP = dO V^T, dV = P^T dO.
+ * With cp > 1 the scenario is refused (Megatron-Core's DotProductAttention
+ * asserts context_parallel_size == 1). */
+static void test_attention_local(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    s.attn_backend = MB_ATTN_LOCAL;
+    s.attn_dropout = 0.1;
+    recheck(&s);
+    sim_ops(&s, &r);
+    const double sq = 4096, d = 128, bh = 16, rows = bh * sq, E = bh * sq * sq, c = 2 * 2;
+    assert_false(has_op(&r, "core_attn"));
+    expect_linear(&r, "core_attn_qk", c, rows, sq, d);
+    expect_linear(&r, "core_attn_av", c, rows, d, sq);
+    expect_op(&r, "attention_softmax", 0, c, 0, mem_s(4 * E));
+    expect_op(&r, "attention_softmax", 1, c, 0, mem_s(6 * E));
+    expect_op(&r, "attention_dropout", 0, c, 0, mem_s(5 * E));
+    expect_op(&r, "attention_dropout", 1, c, 0, mem_s(5 * E));
+    mb_result_free(&r);
+    /* without dropout there is no dropout kernel */
+    s.attn_dropout = 0;
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "attention_dropout"));
+    mb_result_free(&r);
+    s.cp = 2;
+    s.gpus = 2;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_not_equal(mb_scenario_check(&s, &e), 0);
+    if (!strstr(e.msg, "context parallelism"))
+        fail_msg("cp = 2 with local attention: %s", e.msg);
+    mb_scenario_free(&s);
+}
+
 /* MLA (mla2: h 2048, n 16, q_lora_rank r_q 1536, kv_lora_rank r_kv 512,
  * qk_head_dim 128, qk_rope_head_dim d_r 64, v_head_dim 128). DeepSeek-V2/V3
  * (and Megatron-Core MLASelfAttention): q = W_qb norm(W_qa x) with W_qa [h, r_q],
@@ -659,7 +707,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
-        cmocka_unit_test(test_attention_lookup_seq_and_kind),
+        cmocka_unit_test(test_attention_lookup_seq_and_kind), cmocka_unit_test(test_attention_local),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
         cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
                      cmocka_unit_test(test_dispatch_alltoall),

@@ -58,6 +58,40 @@ static void mb__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int fro
     l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
 }
 
+/* Core attention with the scores in memory (Megatron's CoreAttention /
+ * DotProductAttention, NVIDIA/Megatron-LM@00baee46489c
+ * megatron/model/transformer.py, and TE's UnfusedDotProductAttention): a
+ * baddbmm writes the [bh, s, s] scores -- the whole square, the causal mask is
+ * applied after it -- FusedScaleMaskSoftmax reads and writes them, dropout
+ * (p > 0) writes them again with a 1-byte mask, and a bmm multiplies them with
+ * V. bh = MBS x heads per rank. The saved tensors are Korthikanti et al.,
+ * "Reducing Activation Recomputation in Large Transformer Models" (2022),
+ * Sec. 4.1: softmax output 2as^2b, dropout mask as^2b and dropout output
+ * 2as^2b bytes, plus Q, K and V. The bmm GEMMs run in BF16/FP16 (no FP8 recipe
+ * covers them); a GEMM's time is the larger of its FLOP and byte times, so the
+ * score-sized operands make them memory-bound at small head dims. */
+static void mb__core_attn_scores(struct mb_build *b, struct mb_oplist *l, int g, double bh, double seq, double dq,
+                                 double dv)
+{
+    enum mb_prec pa = b->s->prec.attn == MB_PREC_FP16 ? MB_PREC_FP16 : MB_PREC_BF16;
+    double E = bh * seq * seq, p = b->s->attn_dropout, rows = bh * seq;
+    enum mb_cat cat = MB_CAT_ATTN;
+    unsigned mod = MB_RCM_CORE_ATTN;
+    mb_ops_gemm_p(b, l, "core_attn_qk", cat, mod, g, pa, 0, rows, seq, dq, 2 * rows * dq * BF16, 0);
+    /* fused scale-mask-softmax: reads and writes the scores; backward reads the
+     * output and its gradient and writes the input gradient (1.5x) */
+    mb_ops_mem(b, l, "attention_softmax", cat, mod, g, 2 * E * BF16, E * BF16);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = mb_calib_membound(b->cal, 3 * E * BF16);
+    o->bytes_b = 3 * E * BF16;
+    if (p > 0) /* reads the probabilities, writes them and the mask; backward the same bytes */
+        mb_ops_mem_sym(b, l, "attention_dropout", cat, mod, g, 2 * E * BF16 + E, E);
+    /* the bmm keeps its inputs: V and the dropout output (without dropout, the
+     * softmax output the softmax already keeps) */
+    mb_ops_gemm_p(b, l, "core_attn_av", cat, mod, g, pa, 0, rows, dv, seq, (p > 0 ? E * BF16 : 0) + rows * dv * BF16,
+                  0);
+}
+
 /* Softmax attention (MHA/GQA, sliding window, MLA): projections, CP exchange,
  * the fused attention kernel and the output projection. */
 static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int g, int frozen)
@@ -93,11 +127,13 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
      * (cp-1)/cp of its tokens' heads */
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * (nl * dq + 2 * kvl_d) * BF16);
-    /* flash attention keeps its output (counted once, as the output GEMM's input)
-     * and the fp32 log-sum-exp per head and token; one kernel over MBS x
-     * heads-per-rank (batch x head) problems */
-    mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
-                (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
+    if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
+        mb__core_attn_scores(b, l, g, (double)s->micro_batch_size * nl, seq, dq, dv);
+    else /* flash attention keeps its output (counted once, as the output GEMM's
+          * input) and the fp32 log-sum-exp per head and token; one kernel over
+          * MBS x heads-per-rank (batch x head) problems */
+        mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
+                    (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * nl * dv * BF16);
     mb_ops_gemm(b, l, "linear_proj", MB_CAT_ATTN, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
