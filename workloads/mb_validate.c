@@ -621,6 +621,7 @@ struct csv_ctx {
     int idx[C_COUNT];
     int notes_idx; /* optional "notes" column, -1 if absent */
     int source_idx, match_idx;     /* optional "source" and "recipe_match" columns, -1 if absent */
+    int date_idx;                  /* optional "source_date" column (YYYY-MM-DD), -1 if absent */
     int mem_idx, kind_idx;         /* optional "peak_memory_gib" and "peak_memory_kind", -1 if absent */
     int ridx[MB_VAL_RC_COUNT];     /* optional recipe columns, -1 if absent */
     int have_recipe;               /* any recipe column present: the notes are not read for the recipe */
@@ -656,7 +657,7 @@ static int csv_header(struct csv_ctx *c)
     int n_missing = 0;
     for (k = 0; k < C_COUNT; k++)
         c->idx[k] = -1;
-    c->notes_idx = c->source_idx = c->match_idx = c->mem_idx = c->kind_idx = -1;
+    c->notes_idx = c->source_idx = c->match_idx = c->mem_idx = c->kind_idx = c->date_idx = -1;
     c->have_recipe = 0;
     for (k = 0; k < MB_VAL_RC_COUNT; k++)
         c->ridx[k] = -1;
@@ -668,6 +669,8 @@ static int csv_header(struct csv_ctx *c)
             c->source_idx = (int)i;
         if (!strcmp(name, "recipe_match"))
             c->match_idx = (int)i;
+        if (!strcmp(name, "source_date"))
+            c->date_idx = (int)i;
         if (!strcmp(name, "peak_memory_gib") || !strcmp(name, "peak_memory_kind")) {
             int *at = !strcmp(name, "peak_memory_gib") ? &c->mem_idx : &c->kind_idx;
             if (*at >= 0)
@@ -1373,6 +1376,13 @@ static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, 
         if (dist != s->dist_opt)
             rl_add(r->applied, sizeof r->applied, "%s", dist ? "distributed optimizer" : "DDP, no distributed optimizer");
         s->dist_opt = dist;
+        /* Megatron-LM's LocalDDP (--DDP-impl local, before 2023) all-reduces the
+         * gradient buffer in train_step after the last microbatch's backward
+         * (model_module.allreduce_gradients()): nothing overlaps it */
+        if (strstr(t, "ddp-impl local") && s->overlap_grad_reduce) {
+            rl_add(r->applied, sizeof r->applied, "grad-reduce overlap off (LocalDDP)");
+            s->overlap_grad_reduce = 0;
+        }
         return 0;
     }
     int mfsdp = !strncmp(t, "megatron_fsdp", 13);
@@ -1655,6 +1665,21 @@ static int rc_kv_bool(const char *x, const char *key, int *b)
     return 1;
 }
 
+/* other_recipe "attention_backend=NAME" (Megatron-Core --attention-backend). */
+static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_val_recipe *r)
+{
+    static const char *const names[] = {"auto", "flash", "fused", "unfused", "local"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, names[i])) {
+            /* auto, flash and fused cost the same (one fused kernel) */
+            if ((i >= MB_ATTN_UNFUSED) != (s->attn_backend >= MB_ATTN_UNFUSED))
+                rl_add(r->applied, sizeof r->applied, "attention backend %s", names[i]);
+            s->attn_backend = (enum mb_attn_backend)i;
+            return 0;
+        }
+    return -1;
+}
+
 /* other_recipe: ';'-separated settings. Modelled: precision_aware_opt (dtypes), grad_reduce_in_fp32,
  * overlap_grad_reduce / overlap_param_gather (also co.*), shared_expert_overlap, seq_parallel,
  * dist_opt, TOKEN-DROP capacity_factor, force-balanced routing, grouped GEMM, HybridEP/DeepEP SM
@@ -1762,6 +1787,9 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
         } else if (!strcmp(x, "force_balance=false")) {
             rl_add(r->unmodelled, sizeof r->unmodelled,
                    "force_balance=False (the routing imbalance is not stated: simulated balanced)");
+        } else if (!strncmp(x, "attention_backend=", 18)) {
+            if (rc_attn_backend(s, x + 18, r) < 0)
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "attention_backend: expected auto, flash, fused, unfused or local");
         } else if (!strcmp(x, "grouped_gemm=true") || !strcmp(x, "grouped gemm") || !strcmp(x, "experts=gmm")) {
             /* mbsim runs the routed experts as grouped GEMMs */
         } else if (!strncmp(x, "hybridep_num_sms=", 17) || !strncmp(x, "--moe-deepep-num-sms", 20)) {
@@ -1957,6 +1985,24 @@ double mb_validate_tflops_to_tokens(double tflops, double flops_per_step, double
     if (!(flops_per_step > 0) || !(tflops > 0))
         return 0;
     return gbs * seq * tflops * 1e12 / flops_per_step;
+}
+
+/* Rows published before FlashAttention reached Megatron-LM (NVIDIA/Megatron-LM
+ * PR #267, merged January 2023; the FlashAttention paper is arXiv:2205.14135,
+ * May 2022) ran Megatron's own CoreAttention: the scores in memory, with
+ * Megatron's default --attention-dropout 0.1 (megatron/arguments.py). A row's
+ * other_recipe attention_backend, applied after this, overrides it. */
+#define MB_VAL__FLASH_ERA "2023-01-01"
+static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *head, size_t hn)
+{
+    const char *d = c->date_idx >= 0 ? trim(c->f[c->date_idx].text) : "";
+    if (strlen(d) < 10 || !isdigit((unsigned char)d[0]) || strncmp(d, MB_VAL__FLASH_ERA, 10) >= 0)
+        return;
+    s->attn_backend = MB_ATTN_LOCAL;
+    s->attn_dropout = 0.1;
+    size_t l = strlen(head);
+    snprintf(head + l, hn - l, "%sattention local, dropout 0.1 (published before FlashAttention reached Megatron-LM)",
+             l ? "; " : "");
 }
 
 /* Apply every recipe column of the record to s, one column at a time; a
@@ -2204,6 +2250,8 @@ static int csv_record(struct csv_ctx *c)
     }
     char *head = mb_malloc(2048), *tail = mb_malloc(1100);
     head[0] = tail[0] = '\0';
+    if (s.cp == 1)
+        csv_attention_era(c, &s, head, 2048);
     if (c->have_recipe) {
         struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
         csv_apply_recipe(c, &s, rec);

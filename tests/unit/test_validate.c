@@ -730,8 +730,12 @@ static void test_recipe_cells(void **state)
 
     /* fsdp_impl: the distributed optimizer or DDP under 3D; an FSDP flavour against a 3D layout */
     mb_validate_recipe_init(&r);
+    s.overlap_grad_reduce = 1;
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "none (--DDP-impl local; no distributed optimizer in 2021 Megatron-LM)", &r), 0);
     assert_int_equal(s.dist_opt, 0);
+    assert_int_equal(s.overlap_grad_reduce, 0); /* LocalDDP all-reduces after the backward */
+    assert_non_null(strstr(r.applied, "grad-reduce overlap off (LocalDDP)"));
+    s.overlap_grad_reduce = 1;
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "none (DDP + distributed optimizer)", &r), 0);
     assert_int_equal(s.dist_opt, 1);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "none (DDP)", &r), 0);
@@ -870,6 +874,16 @@ static void test_recipe_cells(void **state)
                      -1);
     assert_int_equal(r.n_bad, 3);
     assert_int_equal(s.overlap_grad_reduce, 0);
+    /* attention_backend (Megatron-Core --attention-backend names) */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "attention_backend=local", &r), 0);
+    assert_int_equal(s.attn_backend, MB_ATTN_LOCAL);
+    assert_non_null(strstr(r.applied, "attention backend local"));
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "attention_backend=fused", &r), 0);
+    assert_int_equal(s.attn_backend, MB_ATTN_FUSED);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "attention_backend=paged", &r), -1);
+    assert_int_equal(s.attn_backend, MB_ATTN_FUSED);
+    s.attn_backend = MB_ATTN_AUTO;
 
     /* bad column index */
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_COUNT, "x", &r), -1);
@@ -908,6 +922,41 @@ static const struct mb_scenario *seen_get(const struct seen_list *l, const char 
             return &l->row[i].s;
     fail_msg("no scenario for '%s'", id);
     return NULL;
+}
+
+/* Rows dated before FlashAttention reached Megatron-LM (2023-01) run Megatron's
+ * CoreAttention with its default dropout 0.1 (tests/data/validate/era.csv: one
+ * layout three times): the 2021 row gets attention_backend local and is slower
+ * than the same layout dated 2024 (the scores' memory traffic is added, nothing
+ * removed); an attention_backend stated in other_recipe wins over the date. */
+static void test_attention_era(void **state)
+{
+    (void)state;
+    static struct seen_list seen;
+    struct mb_val_summary s;
+    struct mb_err e;
+    memset(&seen, 0, sizeof seen);
+    mb_validate_init(&s);
+    s.on_row = remember;
+    s.on_row_ctx = &seen;
+    mb_err_clear(&e);
+    if (mb_validate_add_csv(&s, FIX "era.csv", &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    mb_validate_finish(&s);
+    assert_int_equal(s.n_predicted, 3);
+    const struct mb_scenario *old = seen_get(&seen, "old_2021"), *recent = seen_get(&seen, "new_2024");
+    assert_int_equal(old->attn_backend, MB_ATTN_LOCAL);
+    assert_true(mb_dbl_eq(old->attn_dropout, 0.1));
+    assert_int_equal(recent->attn_backend, MB_ATTN_AUTO);
+    assert_int_equal(seen_get(&seen, "old_stated")->attn_backend, MB_ATTN_FUSED);
+    const struct mb_val_row *ro = find_row(&s, "old_2021"), *rn = find_row(&s, "new_2024");
+    assert_non_null(strstr(ro->note, "attention local, dropout 0.1"));
+    assert_null(strstr(rn->note, "attention local"));
+    assert_true(ro->predicted < rn->predicted);
+    assert_true(mb_dbl_eq(find_row(&s, "old_stated")->predicted, rn->predicted));
+    mb_validate_free(&s);
 }
 
 static void test_recipe_csv(void **state)
@@ -1491,6 +1540,7 @@ int main(void)
         cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
+        cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
         cmocka_unit_test(test_memory_csv),     cmocka_unit_test(test_memory_counts),
     };
