@@ -22,6 +22,9 @@ int mb_cmd_collective(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
 int mb_cmd_calibrate_runs(int argc, char **argv);
+int mb_cmd_import(int argc, char **argv);
+int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
+int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -37,11 +40,16 @@ static void usage_main(FILE *fp)
             "commands:\n"
             "  run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
             "                                      simulate one steady-state training step\n"
+            "  run FILE.yaml --emit megatron|bridge\n"
+            "                                      the scenario as Megatron-LM flags / Bridge overrides\n"
             "  validate FILE.csv|FILE.yaml... [--json] [--cv family]\n"
             "                                      predict published/measured runs and report errors\n"
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
-            "  tune FILE.yaml [-o OUT.yaml]        fit-first tuning: recommended scenario + runners-up\n"
+            "  tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge]\n"
+            "                                      fit-first tuning: recommended scenario + runners-up\n"
+            "  import megatron|bridge FILE --system NAME [--gpus N] [--model NAME] [-o OUT.yaml]\n"
+            "                                      a scenario from Megatron-LM arguments / Bridge overrides\n"
             "  plot validate|sweep|breakdown|gantt INPUT [-o OUT.png|.svg]\n"
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
@@ -65,6 +73,7 @@ static void usage_run(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
+            "       mbsim run FILE.yaml --emit megatron|bridge\n"
             "\n"
             "Simulates one steady-state training step of the scenario in FILE.yaml\n"
             "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
@@ -79,7 +88,10 @@ static void usage_run(FILE *fp)
             "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F from the same\n"
             "               simulation: slices per op, layer, direction and microbatch; F.gz is\n"
             "               gzip; - writes the trace alone to stdout (the report goes to stderr)\n"
-            "               (open in ui.perfetto.dev or chrome://tracing)\n");
+            "               (open in ui.perfetto.dev or chrome://tracing)\n"
+            "  --emit D     print the scenario as Megatron-LM flags (D = megatron) or Megatron-Bridge\n"
+            "               overrides (D = bridge) instead of simulating; what has no Megatron\n"
+            "               setting goes to stderr as # lines (docs/import.md)\n");
 }
 
 static void usage_validate(FILE *fp)
@@ -134,7 +146,7 @@ static int has_suffix(const char *s, const char *suf)
 static int cmd_run(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL;
-    int json = 0, memory = 0, roofline = 0, ops = 0;
+    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage_run(stdout);
@@ -153,6 +165,9 @@ static int cmd_run(int argc, char **argv)
                 return EXIT_USAGE;
             }
             trace = argv[++i];
+        } else if (!strcmp(argv[i], "--emit")) {
+            if (mb_cmd_emit_parse("run", i + 1 < argc ? argv[++i] : NULL, &emit))
+                return EXIT_USAGE;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "mbsim run: unknown option '%s'\n", argv[i]);
             usage_run(stderr);
@@ -177,6 +192,11 @@ static int cmd_run(int argc, char **argv)
     if (mb_scenario_load(file, &s, &err)) {
         print_err(&err);
         return EXIT_BAD_INPUT;
+    }
+    if (emit >= 0) {
+        int rc = mb_cmd_emit(&s, emit);
+        mb_scenario_free(&s);
+        return rc;
     }
     if (roofline)
         s.roofline = 1;
@@ -365,6 +385,11 @@ int main(int argc, char **argv)
         if (!help && !strcmp(cmd, "sweep") && check_data_dir())
             return EXIT_BAD_INPUT;
         return !strcmp(cmd, "sweep") ? mb_cmd_sweep(argc - 2, argv + 2) : mb_cmd_plot(argc - 2, argv + 2);
+    }
+    if (!strcmp(cmd, "import")) {
+        if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
+            return EXIT_BAD_INPUT;
+        return mb_cmd_import(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "tune")) {
         if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
