@@ -408,6 +408,35 @@ static void test_json_ops(void **state)
     mb_free(o);
 }
 
+/* `mbsim import` and `--emit` as a user runs them: exit codes 0 / 1 (bad input,
+ * file:line:col) / 2 (usage), the imported scenario runs, --emit prints flags. */
+static void test_import_emit_cli(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("import megatron tests/data/import/qwen3_30b_a3b_h100_ep16.sh", &o, 1), 2); /* no --system */
+    mb_free(o);
+    assert_int_equal(run("import nemo x --system dgx_h100", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("import megatron tests/data/import/bad_value.sh --system dgx_h100 --gpus 8", &o, 1), 1);
+    assert_non_null(strstr(o, "bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: expected an integer"));
+    mb_free(o);
+    assert_int_equal(run("import megatron tests/data/import/qwen3_30b_a3b_h100_ep16.sh --system dgx_h100 "
+                         "-o mbsim_test_import.yaml", &o, 1), 0);
+    assert_non_null(strstr(o, "--moe-router-load-balancing-type: aux_loss: not imported"));
+    mb_free(o);
+    assert_int_equal(run("run mbsim_test_import.yaml --json", &o, 0), 0);
+    assert_non_null(strstr(o, "\"tokens_per_s_per_gpu\""));
+    mb_free(o);
+    assert_int_equal(run("run mbsim_test_import.yaml --emit megatron", &o, 0), 0);
+    assert_non_null(strstr(o, "--expert-model-parallel-size 16 \\\n"));
+    assert_non_null(strstr(o, "--moe-flex-dispatcher-backend hybridep \\\n"));
+    mb_free(o);
+    assert_int_equal(run("run mbsim_test_import.yaml --emit nemo", &o, 1), 2);
+    mb_free(o);
+    remove("mbsim_test_import.yaml");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
@@ -415,6 +444,7 @@ int main(void)
                                        cmocka_unit_test(test_calibrate_nccl_cli),
                                        cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
-                                       cmocka_unit_test(test_fit_cli_errors)};
+                                       cmocka_unit_test(test_fit_cli_errors),
+                                       cmocka_unit_test(test_import_emit_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "mb_keys.h"
 #include "mb_megatron.h"
 #include "mb_step.h"
 
@@ -262,6 +263,26 @@ static void test_bad_input(void **state)
     remove("test_megatron_bad.sh");
 }
 
+/* The key table's Megatron names: each with its Bridge path, none twice. */
+static void test_key_names(void **state)
+{
+    (void)state;
+    size_t n;
+    const struct mb_key *k = mb_keys(&n);
+    int named = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!k[i].megatron)
+            continue;
+        named++;
+        assert_non_null(k[i].bridge);
+        assert_non_null(strchr(k[i].bridge, '.'));
+        for (size_t j = i + 1; j < n; j++)
+            if (k[j].megatron && !strcmp(k[i].megatron, k[j].megatron))
+                fail_msg("%s and %s share the Megatron name %s", k[i].key, k[j].key, k[i].megatron);
+    }
+    assert_true(named >= 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_log_and_bridge),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_key_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
