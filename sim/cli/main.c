@@ -59,8 +59,8 @@ static void usage_main(FILE *fp)
             "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-o TABLE.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"
-            "  systems                             list system presets\n"
-            "  models                              list shipped model files\n"
+            "  systems [--json]                    list system presets\n"
+            "  models [--json]                     list shipped model files\n"
             "\n"
             "  mbsim COMMAND --help   shows the command's options\n"
             "  mbsim --version\n"
@@ -121,6 +121,21 @@ static void print_err(const struct mb_err *e)
     char buf[1024];
     mb_err_format(e, buf, sizeof buf);
     fprintf(stderr, "mbsim: %s\n", buf);
+}
+
+/* A ", "-separated name list as a JSON array of strings (names are file stems: no quotes). */
+static void print_json_list(const char *list)
+{
+    printf("[");
+    const char *p = list;
+    for (int first = 1; *p; first = 0) {
+        size_t n = strcspn(p, ",");
+        printf("%s\"%.*s\"", first ? "" : ", ", (int)n, p);
+        p += n;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    printf("]\n");
 }
 
 /* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
@@ -363,7 +378,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("mbsim 0.1.0\n");
+        printf("mbsim %s (git %s)\n", MBSIM_VERSION, MBSIM_GIT_REV);
         return 0;
     }
     if (!strcmp(cmd, "run"))
@@ -397,14 +412,16 @@ int main(int argc, char **argv)
         return mb_cmd_tune(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
-        char buf[4096];
+        char buf[16384];
+        int json = argc > 2 && !strcmp(argv[2], "--json");
         if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            printf("usage: mbsim %s\n\nLists the shipped %s, comma separated.\n", cmd,
+            printf("usage: mbsim %s [--json]\n\nLists the shipped %s, comma separated (--json: a JSON array "
+                   "of names).\n", cmd,
                    !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
             return 0;
         }
-        if (argc > 2) {
-            fprintf(stderr, "mbsim %s: takes no arguments, got '%s'\n", cmd, argv[2]);
+        if (argc > 2 + json) {
+            fprintf(stderr, "mbsim %s: takes only --json, got '%s'\n", cmd, argv[2 + json]);
             return EXIT_USAGE;
         }
         if (check_data_dir())
@@ -413,7 +430,10 @@ int main(int argc, char **argv)
             mb_topo_list_presets(buf, sizeof buf);
         else
             mb_model_list(buf, sizeof buf);
-        printf("%s\n", buf);
+        if (json)
+            print_json_list(buf);
+        else
+            printf("%s\n", buf);
         return 0;
     }
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
