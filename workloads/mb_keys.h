@@ -14,7 +14,9 @@
  *  - the scenario writer (mb_scenario_write_yaml), so every key loaded is
  *    written and loads back;
  *  - the names reports print (mb_key_value_name) and the key reference in
- *    docs/scenario-format.md (mb_keys_write_markdown, checked by a test).
+ *    docs/scenario-format.md (mb_keys_write_markdown, checked by a test);
+ *  - `mbsim import megatron|bridge` and `--emit` (mb_megatron.h): the
+ *    Megatron-LM argument and Megatron-Bridge override of each key that has one.
  *
  * A few keys are read by the loader itself (MB_KEY_SPECIAL: schema_version,
  * model, data.images); they are in the table so that the key lists, the docs
@@ -80,6 +82,12 @@ struct mb_key {
     /* writer: 0 when the key means nothing for s (e.g. recompute.method unless full); NULL = always */
     int (*applies)(const struct mb_scenario *s);
     const char *doc;                  /* one line for docs/scenario-format.md */
+    /* Megatron vocabulary of keys whose value carries over one to one (same
+     * number, bool or value names; NULL = none, or read and written by
+     * mb_megatron.h itself): the Megatron-LM argument as its `args` attribute
+     * (tensor_model_parallel_size; `--tensor-model-parallel-size` on a command
+     * line) and the Megatron-Bridge override path (model.tensor_model_parallel_size). */
+    const char *megatron, *bridge;
 };
 
 /**

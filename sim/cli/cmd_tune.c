@@ -11,21 +11,68 @@
 #include "mb_tune.h"
 
 int mb_cmd_tune(int argc, char **argv);
+int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
+int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: mbsim tune FILE.yaml [-o OUT.yaml]\n"
+    fprintf(fp, "usage: mbsim tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge]\n"
                 "\n"
                 "Applies the fit-first tuning order to the scenario: largest useful EP, smallest\n"
                 "TP/PP that fits, recompute, MBS, TP down, dispatcher, overlap and CUDA graphs,\n"
                 "on the FSDP and the 3D-parallel path, keeping workload, GBS, precision and\n"
                 "sequence shape fixed. Prints every step and writes the recommendation to\n"
-                "OUT.yaml (default: NAME_tuned.yaml in the current directory).\n");
+                "OUT.yaml (default: NAME_tuned.yaml in the current directory).\n"
+                "\n"
+                "  --emit D   print the recommendation as Megatron-LM flags (D = megatron) or\n"
+                "             Megatron-Bridge overrides (D = bridge) on stdout; the log goes to stderr\n"
+                "             and the YAML is written only with -o\n");
+}
+
+/* Write the recommendation to outp (NULL: NAME_tuned.yaml here); 0 or 1. */
+static int write_best(const struct mb_scenario *best, const char *outp, FILE *log)
+{
+    char def[256];
+    if (!outp) { /* NAME_tuned.yaml here: a name's '/', spaces, a leading '-' or '.' become '_' */
+        snprintf(def, sizeof def, "%.200s_tuned.yaml", best->name);
+        for (char *c = def; *c; c++)
+            if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ||
+                (c == def && (*c == '-' || *c == '.')))
+                *c = '_';
+        outp = def;
+    }
+    FILE *fp = fopen(outp, "w");
+    int rc = 0;
+    if (!fp || mb_scenario_write_yaml(best, fp)) {
+        fprintf(stderr, "mbsim: %s: cannot write the recommended scenario\n", outp);
+        rc = 1;
+    }
+    if (fp)
+        fclose(fp);
+    if (!rc)
+        fprintf(log, "wrote %s\n", outp);
+    return rc;
+}
+
+static void print_runners(const struct mb_tune_result *t, FILE *log)
+{
+    fprintf(log, "runners-up:\n");
+    for (int i = 0, k = 0; i < t->n_runners; i++) {
+        const struct mb_scenario *r = &t->runner[i];
+        if (t->runner_r[i].tokens_per_s_per_gpu == t->best_r.tokens_per_s_per_gpu &&
+            t->runner_r[i].mem.peak_allocated == t->best_r.mem.peak_allocated)
+            continue; /* the recommendation itself */
+        fprintf(log, "  %d. %s TP%d PP%d EP%d MBS %d: %.1f tok/s/GPU, %.1f GiB\n", ++k,
+                mb_key_value_name("parallel.strategy", r->strategy), r->tp, r->pp, r->ep, r->micro_batch_size,
+                t->runner_r[i].tokens_per_s_per_gpu, t->runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
+    }
+    fprintf(log, "%d simulations\n", t->evaluations);
 }
 
 int mb_cmd_tune(int argc, char **argv)
 {
     const char *file = NULL, *outp = NULL;
+    int emit = -1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -36,6 +83,9 @@ int mb_cmd_tune(int argc, char **argv)
                 return 2;
             }
             outp = argv[++i];
+        } else if (!strcmp(argv[i], "--emit")) {
+            if (mb_cmd_emit_parse("tune", i + 1 < argc ? argv[++i] : NULL, &emit))
+                return 2;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "mbsim tune: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -61,42 +111,17 @@ int mb_cmd_tune(int argc, char **argv)
         return 1;
     }
     struct mb_tune_result t;
-    if (mb_tune(&s, stdout, &t, &err)) {
+    FILE *log = emit >= 0 ? stderr : stdout; /* --emit: stdout holds the flags alone */
+    if (mb_tune(&s, log, &t, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim: %s\n", msg);
         mb_scenario_free(&s);
         return 1;
     }
-    char def[256];
-    if (!outp) { /* NAME_tuned.yaml here: a name's '/', spaces, a leading '-' or '.' become '_' */
-        snprintf(def, sizeof def, "%.200s_tuned.yaml", s.name);
-        for (char *c = def; *c; c++)
-            if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ||
-                (c == def && (*c == '-' || *c == '.')))
-                *c = '_';
-        outp = def;
-    }
-    FILE *fp = fopen(outp, "w");
-    int rc = 0;
-    if (!fp || mb_scenario_write_yaml(&t.best, fp)) {
-        fprintf(stderr, "mbsim: %s: cannot write the recommended scenario\n", outp);
-        rc = 1;
-    }
-    if (fp)
-        fclose(fp);
-    if (!rc)
-        printf("wrote %s\n", outp);
-    printf("runners-up:\n");
-    for (int i = 0, k = 0; i < t.n_runners; i++) {
-        const struct mb_scenario *r = &t.runner[i];
-        if (t.runner_r[i].tokens_per_s_per_gpu == t.best_r.tokens_per_s_per_gpu &&
-            t.runner_r[i].mem.peak_allocated == t.best_r.mem.peak_allocated)
-            continue; /* the recommendation itself */
-        printf("  %d. %s TP%d PP%d EP%d MBS %d: %.1f tok/s/GPU, %.1f GiB\n", ++k,
-               mb_key_value_name("parallel.strategy", r->strategy), r->tp, r->pp, r->ep, r->micro_batch_size,
-               t.runner_r[i].tokens_per_s_per_gpu, t.runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
-    }
-    printf("%d simulations\n", t.evaluations);
+    int rc = emit >= 0 && !outp ? 0 : write_best(&t.best, outp, log);
+    print_runners(&t, log);
+    if (!rc && emit >= 0)
+        rc = mb_cmd_emit(&t.best, emit);
     mb_tune_free(&t);
     mb_scenario_free(&s);
     return rc;

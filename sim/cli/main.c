@@ -22,6 +22,9 @@ int mb_cmd_collective(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
 int mb_cmd_calibrate_runs(int argc, char **argv);
+int mb_cmd_import(int argc, char **argv);
+int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
+int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -37,11 +40,16 @@ static void usage_main(FILE *fp)
             "commands:\n"
             "  run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
             "                                      simulate one steady-state training step\n"
+            "  run FILE.yaml --emit megatron|bridge\n"
+            "                                      the scenario as Megatron-LM flags / Bridge overrides\n"
             "  validate FILE.csv|FILE.yaml... [--json] [--cv family]\n"
             "                                      predict published/measured runs and report errors\n"
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
-            "  tune FILE.yaml [-o OUT.yaml]        fit-first tuning: recommended scenario + runners-up\n"
+            "  tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge]\n"
+            "                                      fit-first tuning: recommended scenario + runners-up\n"
+            "  import megatron|bridge FILE --system NAME [--gpus N] [--model NAME] [-o OUT.yaml]\n"
+            "                                      a scenario from Megatron-LM arguments / Bridge overrides\n"
             "  plot validate|sweep|breakdown|gantt INPUT [-o OUT.png|.svg]\n"
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
@@ -51,8 +59,8 @@ static void usage_main(FILE *fp)
             "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-o TABLE.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"
-            "  systems                             list system presets\n"
-            "  models                              list shipped model files\n"
+            "  systems [--json]                    list system presets\n"
+            "  models [--json]                     list shipped model files\n"
             "\n"
             "  mbsim COMMAND --help   shows the command's options\n"
             "  mbsim --version\n"
@@ -65,6 +73,7 @@ static void usage_run(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
+            "       mbsim run FILE.yaml --emit megatron|bridge\n"
             "\n"
             "Simulates one steady-state training step of the scenario in FILE.yaml\n"
             "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
@@ -79,7 +88,10 @@ static void usage_run(FILE *fp)
             "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F from the same\n"
             "               simulation: slices per op, layer, direction and microbatch; F.gz is\n"
             "               gzip; - writes the trace alone to stdout (the report goes to stderr)\n"
-            "               (open in ui.perfetto.dev or chrome://tracing)\n");
+            "               (open in ui.perfetto.dev or chrome://tracing)\n"
+            "  --emit D     print the scenario as Megatron-LM flags (D = megatron) or Megatron-Bridge\n"
+            "               overrides (D = bridge) instead of simulating; what has no Megatron\n"
+            "               setting goes to stderr as # lines (docs/import.md)\n");
 }
 
 static void usage_validate(FILE *fp)
@@ -111,6 +123,21 @@ static void print_err(const struct mb_err *e)
     fprintf(stderr, "mbsim: %s\n", buf);
 }
 
+/* A ", "-separated name list as a JSON array of strings (names are file stems: no quotes). */
+static void print_json_list(const char *list)
+{
+    printf("[");
+    const char *p = list;
+    for (int first = 1; *p; first = 0) {
+        size_t n = strcspn(p, ",");
+        printf("%s\"%.*s\"", first ? "" : ", ", (int)n, p);
+        p += n;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    printf("]\n");
+}
+
 /* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
 static int check_data_dir(void)
 {
@@ -134,7 +161,7 @@ static int has_suffix(const char *s, const char *suf)
 static int cmd_run(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL;
-    int json = 0, memory = 0, roofline = 0, ops = 0;
+    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage_run(stdout);
@@ -153,6 +180,9 @@ static int cmd_run(int argc, char **argv)
                 return EXIT_USAGE;
             }
             trace = argv[++i];
+        } else if (!strcmp(argv[i], "--emit")) {
+            if (mb_cmd_emit_parse("run", i + 1 < argc ? argv[++i] : NULL, &emit))
+                return EXIT_USAGE;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "mbsim run: unknown option '%s'\n", argv[i]);
             usage_run(stderr);
@@ -177,6 +207,11 @@ static int cmd_run(int argc, char **argv)
     if (mb_scenario_load(file, &s, &err)) {
         print_err(&err);
         return EXIT_BAD_INPUT;
+    }
+    if (emit >= 0) {
+        int rc = mb_cmd_emit(&s, emit);
+        mb_scenario_free(&s);
+        return rc;
     }
     if (roofline)
         s.roofline = 1;
@@ -343,7 +378,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("mbsim 0.1.0\n");
+        printf("mbsim %s (git %s)\n", MBSIM_VERSION, MBSIM_GIT_REV);
         return 0;
     }
     if (!strcmp(cmd, "run"))
@@ -366,20 +401,27 @@ int main(int argc, char **argv)
             return EXIT_BAD_INPUT;
         return !strcmp(cmd, "sweep") ? mb_cmd_sweep(argc - 2, argv + 2) : mb_cmd_plot(argc - 2, argv + 2);
     }
+    if (!strcmp(cmd, "import")) {
+        if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
+            return EXIT_BAD_INPUT;
+        return mb_cmd_import(argc - 2, argv + 2);
+    }
     if (!strcmp(cmd, "tune")) {
         if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
             return EXIT_BAD_INPUT;
         return mb_cmd_tune(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
-        char buf[4096];
+        char buf[16384];
+        int json = argc > 2 && !strcmp(argv[2], "--json");
         if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            printf("usage: mbsim %s\n\nLists the shipped %s, comma separated.\n", cmd,
+            printf("usage: mbsim %s [--json]\n\nLists the shipped %s, comma separated (--json: a JSON array "
+                   "of names).\n", cmd,
                    !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
             return 0;
         }
-        if (argc > 2) {
-            fprintf(stderr, "mbsim %s: takes no arguments, got '%s'\n", cmd, argv[2]);
+        if (argc > 2 + json) {
+            fprintf(stderr, "mbsim %s: takes only --json, got '%s'\n", cmd, argv[2 + json]);
             return EXIT_USAGE;
         }
         if (check_data_dir())
@@ -388,7 +430,10 @@ int main(int argc, char **argv)
             mb_topo_list_presets(buf, sizeof buf);
         else
             mb_model_list(buf, sizeof buf);
-        printf("%s\n", buf);
+        if (json)
+            print_json_list(buf);
+        else
+            printf("%s\n", buf);
         return 0;
     }
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);

@@ -408,6 +408,61 @@ static void test_json_ops(void **state)
     mb_free(o);
 }
 
+/* `mbsim import` and `--emit` as a user runs them: exit codes 0 / 1 (bad input,
+ * file:line:col) / 2 (usage), the imported scenario runs, --emit prints flags. */
+static void test_import_emit_cli(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("import megatron tests/data/import/qwen3_30b_a3b_h100_ep16.sh", &o, 1), 2); /* no --system */
+    mb_free(o);
+    assert_int_equal(run("import nemo x --system dgx_h100", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("import megatron tests/data/import/bad_value.sh --system dgx_h100 --gpus 8", &o, 1), 1);
+    assert_non_null(strstr(o, "bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: expected an integer"));
+    mb_free(o);
+    assert_int_equal(run("import megatron tests/data/import/qwen3_30b_a3b_h100_ep16.sh --system dgx_h100 "
+                         "-o mbsim_test_import.yaml", &o, 1), 0);
+    assert_non_null(strstr(o, "--moe-router-load-balancing-type: aux_loss: not imported"));
+    mb_free(o);
+    assert_int_equal(run("run mbsim_test_import.yaml --json", &o, 0), 0);
+    assert_non_null(strstr(o, "\"tokens_per_s_per_gpu\""));
+    mb_free(o);
+    assert_int_equal(run("run mbsim_test_import.yaml --emit megatron", &o, 0), 0);
+    assert_non_null(strstr(o, "--expert-model-parallel-size 16 \\\n"));
+    assert_non_null(strstr(o, "--moe-flex-dispatcher-backend hybridep \\\n"));
+    mb_free(o);
+    assert_int_equal(run("run mbsim_test_import.yaml --emit nemo", &o, 1), 2);
+    mb_free(o);
+    remove("mbsim_test_import.yaml");
+}
+
+/* --version names the git revision CMake found; systems/models --json are JSON arrays of the names. */
+static void test_version_and_lists(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("--version", &o, 0), 0);
+    assert_non_null(strstr(o, "mbsim 0.1.0 (git "));
+    mb_free(o);
+    static const char *const cmds[][2] = {{"models --json", "qwen3_30b_a3b"}, {"systems --json", "dgx_h100"}};
+    for (int c = 0; c < 2; c++) {
+        assert_int_equal(run(cmds[c][0], &o, 0), 0);
+        json_error_t je;
+        json_t *a = json_loads(o, 0, &je);
+        if (!a || !json_is_array(a))
+            fail_msg("%s: not a JSON array: %s", cmds[c][0], o);
+        int found = 0;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            found |= json_is_string(json_array_get(a, i)) && !strcmp(json_string_value(json_array_get(a, i)), cmds[c][1]);
+        assert_true(found);
+        json_decref(a);
+        mb_free(o);
+    }
+    assert_int_equal(run("models --bogus", &o, 1), 2);
+    mb_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
@@ -415,6 +470,8 @@ int main(void)
                                        cmocka_unit_test(test_calibrate_nccl_cli),
                                        cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
-                                       cmocka_unit_test(test_fit_cli_errors)};
+                                       cmocka_unit_test(test_fit_cli_errors),
+                                       cmocka_unit_test(test_import_emit_cli),
+                                       cmocka_unit_test(test_version_and_lists)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

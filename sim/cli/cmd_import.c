@@ -1,0 +1,163 @@
+/*
+ * cmd_import.c -- `mbsim import megatron|bridge FILE`: Megatron-LM arguments
+ * (a command line or a training log's arguments block) or Megatron-Bridge
+ * overrides -> a scenario YAML (workloads/mb_megatron.h). Settings not
+ * imported are listed on stderr. Also the `--emit megatron|bridge` option
+ * shared by `run` and `tune` (mb_cmd_emit_parse, mb_cmd_emit).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_megatron.h"
+
+int mb_cmd_import(int argc, char **argv);
+int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
+int mb_cmd_emit(const struct mb_scenario *s, int dialect);
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: mbsim import megatron|bridge FILE --system NAME [--gpus N | --nodes N] [--model NAME]\n"
+            "                    [--name NAME] [-o OUT.yaml]\n"
+            "\n"
+            "Writes a scenario (docs/scenario-format.md) from the settings of a Megatron run:\n"
+            "  megatron  Megatron-LM arguments: a command line (--tensor-model-parallel-size 2 ...)\n"
+            "            or the arguments block a Megatron-LM training log prints\n"
+            "  bridge    Megatron-Bridge overrides (model.tensor_model_parallel_size=2 ...)\n"
+            "Every setting not imported is listed on stderr (docs/import.md).\n"
+            "\n"
+            "  --system NAME  system preset or file (`mbsim systems`); required\n"
+            "  --gpus N       GPUs (default: the log's world_size, torchrun's --nnodes x --nproc-per-node,\n"
+            "                 or data_parallel_size x the parallel sizes)\n"
+            "  --nodes N      GPUs = N x the system's GPUs per node\n"
+            "  --model NAME   model name or file (default: the shipped model whose architecture\n"
+            "                 matches --num-layers, --hidden-size, ...); the settings are checked against it\n"
+            "  --name NAME    scenario name (default: FILE's base name)\n"
+            "  -o OUT.yaml    write there (default: stdout)\n");
+}
+
+int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect)
+{
+    if (v && !strcmp(v, "megatron")) {
+        *dialect = MB_MEGATRON_LM;
+        return 0;
+    }
+    if (v && !strcmp(v, "bridge")) {
+        *dialect = MB_MEGATRON_BRIDGE;
+        return 0;
+    }
+    fprintf(stderr, "mbsim %s: --emit %s: expected megatron or bridge\n", cmd, v ? v : "needs a value");
+    return -1;
+}
+
+int mb_cmd_emit(const struct mb_scenario *s, int dialect)
+{
+    return mb_megatron_emit(s, (enum mb_megatron_dialect)dialect, stdout, stderr) ? 1 : 0;
+}
+
+static int positive(const char *opt, const char *v, int *out)
+{
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (!v || end == v || *end || n < 1 || n > 1000000) {
+        fprintf(stderr, "mbsim import: %s '%s': expected an integer from 1 to 1000000\n", opt, v ? v : "");
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+/* Options after the dialect; 0, 1 (help shown) or 2 (usage error). */
+static int parse(int argc, char **argv, const char **file, const char **out, struct mb_megatron_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = !strcmp(a, "--system") || !strcmp(a, "--model") || !strcmp(a, "--name") || !strcmp(a, "-o") ||
+                    !strcmp(a, "--gpus") || !strcmp(a, "--nodes");
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (takes && !v) {
+            fprintf(stderr, "mbsim import: %s needs a value\n", a);
+            return 2;
+        } else if (!strcmp(a, "--system")) {
+            o->system = v;
+        } else if (!strcmp(a, "--model")) {
+            o->model = v;
+        } else if (!strcmp(a, "--name")) {
+            o->name = v;
+        } else if (!strcmp(a, "-o")) {
+            *out = v;
+        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--nodes")) {
+            if (positive(a, v, !strcmp(a, "--gpus") ? &o->gpus : &o->nodes))
+                return 2;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "mbsim import: unknown option '%s'\n", a);
+            return 2;
+        } else if (!*file) {
+            *file = a;
+            continue;
+        } else {
+            fprintf(stderr, "mbsim import: one file expected, got '%s' too\n", a);
+            return 2;
+        }
+        i += takes;
+    }
+    return 0;
+}
+
+static int write_scenario(const struct mb_scenario *s, const char *out)
+{
+    FILE *fp = out ? fopen(out, "w") : stdout;
+    int bad = !fp || mb_scenario_write_yaml(s, fp);
+    if (fp && fp != stdout)
+        bad |= fclose(fp) != 0;
+    if (bad)
+        fprintf(stderr, "mbsim import: %s: cannot write the scenario\n", out ? out : "stdout");
+    else if (out)
+        fprintf(stderr, "mbsim import: wrote %s\n", out);
+    return bad;
+}
+
+int mb_cmd_import(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        usage(argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    enum mb_megatron_dialect d;
+    if (!strcmp(argv[0], "megatron")) {
+        d = MB_MEGATRON_LM;
+    } else if (!strcmp(argv[0], "bridge")) {
+        d = MB_MEGATRON_BRIDGE;
+    } else {
+        fprintf(stderr, "mbsim import: unknown format '%s'; expected megatron or bridge\n", argv[0]);
+        return 2;
+    }
+    const char *file = NULL, *out = NULL;
+    struct mb_megatron_opts o = {0};
+    int rc = parse(argc, argv, &file, &out, &o);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    if (!file || !o.system) {
+        fprintf(stderr, "mbsim import: %s\n", !file ? "give the file to import" : "give the system with --system NAME");
+        usage(stderr);
+        return 2;
+    }
+    struct mb_megatron_args a;
+    struct mb_scenario s;
+    struct mb_err err;
+    char msg[1024];
+    mb_err_clear(&err);
+    if (mb_megatron_read(file, d, &a, &err) || mb_megatron_import(&a, &o, &s, stderr, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim: %s\n", msg);
+        mb_megatron_args_free(&a);
+        return 1;
+    }
+    mb_megatron_args_free(&a);
+    rc = write_scenario(&s, out);
+    mb_scenario_free(&s);
+    return rc;
+}

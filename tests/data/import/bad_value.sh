@@ -1,0 +1,2 @@
+--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128
+--tensor-model-parallel-size two

@@ -1,0 +1,296 @@
+/*
+ * test_megatron.c -- Megatron-LM / Megatron-Bridge settings in and out
+ * (workloads/mb_megatron.h): `mbsim import` and `--emit`.
+ *
+ * Where the expectations come from: tests/data/import/qwen3_30b_a3b_h100_ep16.sh
+ * is the published Megatron-Bridge Qwen3-30B-A3B run on 16 H100 of
+ * shared/data/measured/public_measured.csv (row mbridge_2606_qwen3_30b_a3b_h100_fp8_16:
+ * TP1 PP1 CP1 EP16, MBS 1, GBS 1024, seq 4096, flex + HybridEP on 32 SMs,
+ * tensorwise FP8, bf16 gradient reduction) written as a Megatron-LM command
+ * line; the asserted scenario values are that row's, the emitted flags must be
+ * the file's own parallel and MoE lines. The same run as a training log's
+ * arguments block and as Bridge overrides must import to the same layout. No
+ * predicted number is asserted (only that the scenario simulates), so
+ * calibration changes cannot break these tests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "mb_keys.h"
+#include "mb_megatron.h"
+#include "mb_step.h"
+
+#define QWEN "tests/data/import/qwen3_30b_a3b_h100_ep16.sh"
+
+/* Import `path`; notes (stderr of `mbsim import`) into *notes_p when given. */
+static int import(const char *path, enum mb_megatron_dialect d, const struct mb_megatron_opts *o,
+                  struct mb_scenario *s, char **notes_p, struct mb_err *err)
+{
+    struct mb_megatron_args a;
+    char *notes = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&notes, &len);
+    mb_err_clear(err);
+    int rc = mb_megatron_read(path, d, &a, err);
+    if (!rc)
+        rc = mb_megatron_import(&a, o, s, fp, err);
+    fclose(fp);
+    mb_megatron_args_free(&a);
+    if (notes_p)
+        *notes_p = notes;
+    else
+        free(notes);
+    return rc;
+}
+
+static char *emit(const struct mb_scenario *s, enum mb_megatron_dialect d)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&out, &len);
+    assert_int_equal(mb_megatron_emit(s, d, fp, NULL), 0);
+    fclose(fp);
+    return out;
+}
+
+/* The published layout of the Qwen3-30B-A3B H100 row. */
+static void check_qwen_layout(const struct mb_scenario *s)
+{
+    assert_string_equal(s->model.name, "qwen3_30b_a3b");
+    assert_int_equal(s->gpus, 16);
+    assert_int_equal(s->tp, 1);
+    assert_int_equal(s->pp, 1);
+    assert_int_equal(s->cp, 1);
+    assert_int_equal(s->ep, 16);
+    assert_int_equal(s->etp, 1);
+    assert_int_equal(s->micro_batch_size, 1);
+    assert_int_equal(s->global_batch_size, 1024);
+    assert_int_equal(s->seq_length, 4096);
+    assert_int_equal(s->dispatcher, MB_DISP_HYBRIDEP);
+    assert_int_equal(s->dispatcher_sms, 32);
+    assert_string_equal(s->prec.label, "fp8_cs");
+    assert_int_equal(s->grad_bytes, 2);
+    assert_int_equal(s->dist_opt, 1);
+}
+
+/* Megatron-LM command line: imports, simulates, and --emit megatron gives
+ * back every parallel and MoE line of the input file verbatim. */
+static void test_qwen3_roundtrip(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import(QWEN, MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    check_qwen_layout(&s);
+    struct mb_result r;
+    assert_int_equal(mb_step_simulate(&s, &r, &err), 0);
+    assert_true(r.tokens_per_s_per_gpu > 0);
+    mb_result_free(&r);
+
+    char *out = emit(&s, MB_MEGATRON_LM);
+    static const char *const prefixes[] = {"--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+                                           "--context-parallel-size", "--expert-model-parallel-size",
+                                           "--expert-tensor-parallel-size", "--moe-", "--num-experts"};
+    FILE *in = fopen(QWEN, "r");
+    assert_non_null(in);
+    char line[512];
+    int checked = 0;
+    while (fgets(line, sizeof line, in)) {
+        char flag[256];
+        if (sscanf(line, " %255[^\\\n]", flag) != 1)
+            continue;
+        for (size_t n = strlen(flag); n && flag[n - 1] == ' ';)
+            flag[--n] = '\0';
+        for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+            if (!strncmp(flag, prefixes[i], strlen(prefixes[i])) && strcmp(flag, "--moe-router-load-balancing-type aux_loss") &&
+                strcmp(flag, "--moe-aux-loss-coeff 1e-3") && strcmp(flag, "--moe-router-force-load-balancing") &&
+                strcmp(flag, "--moe-permute-fusion") && strcmp(flag, "--moe-router-fusion")) {
+                char want[300];
+                snprintf(want, sizeof want, "%s \\\n", flag);
+                if (!strstr(out, want) && !strstr(out, flag))
+                    fail_msg("emitted flags lack '%s':\n%s", flag, out);
+                checked++;
+                break;
+            }
+    }
+    fclose(in);
+    assert_int_equal(checked, 13); /* 5 parallel sizes, 8 MoE flags mbsim simulates */
+    /* flags mbsim does not simulate are listed, with their position */
+    assert_non_null(strstr(notes, QWEN ":33:5: --moe-router-load-balancing-type: aux_loss: not imported"));
+    assert_non_null(strstr(notes, QWEN ":52:5: --fp8-param-gather: not imported"));
+    free(notes);
+
+    /* the emitted flags import back to the same scenario */
+    FILE *fp = fopen("test_megatron_emitted.sh", "w");
+    fputs(out, fp);
+    fclose(fp);
+    struct mb_scenario s2;
+    o.gpus = 16;
+    if (import("test_megatron_emitted.sh", MB_MEGATRON_LM, &o, &s2, NULL, &err))
+        fail_msg("%s", err.msg);
+    remove("test_megatron_emitted.sh");
+    check_qwen_layout(&s2);
+    assert_int_equal(s2.hybridep_permute_fusion, s.hybridep_permute_fusion);
+    assert_int_equal(s2.ce_impl, s.ce_impl);
+    assert_int_equal(s2.overlap_grad_reduce, 1);
+    mb_scenario_free(&s2);
+    free(out);
+    mb_scenario_free(&s);
+}
+
+/* A training log's arguments block and Bridge overrides of the same run. */
+static void test_log_and_bridge(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/qwen3_30b_a3b_log.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    check_qwen_layout(&s); /* gpus from world_size */
+    assert_null(strstr(notes, "recompute_modules")); /* Megatron's default list, granularity None */
+    assert_non_null(strstr(notes, ":28:3: moe_router_load_balancing_type: aux_loss: not imported"));
+    free(notes);
+    mb_scenario_free(&s);
+
+    o.model = "qwen3_30b_a3b";
+    o.nodes = 2; /* 2 x 8 GPUs of dgx_h100 */
+    if (import("tests/data/import/qwen3_30b_a3b_bridge.txt", MB_MEGATRON_BRIDGE, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    check_qwen_layout(&s);
+    assert_int_equal(s.recompute, MB_RC_SELECTIVE);
+    assert_int_equal(s.recompute_modules, MB_RCM_CORE_ATTN | MB_RCM_MOE_ACT);
+    assert_non_null(strstr(notes, "model.moe_router_fusion: true: not imported"));
+    assert_non_null(strstr(notes, "without effect on a simulated step (training schedule, data, checkpoints, "
+                                  "logging): logger.log_interval"));
+    char *out = emit(&s, MB_MEGATRON_BRIDGE);
+    assert_non_null(strstr(out, "model.recompute_modules='[core_attn,moe_act]' \\\n"));
+    assert_non_null(strstr(out, "mixed_precision=bf16_with_fp8_current_scaling_mixed \\\n"));
+    assert_non_null(strstr(out, "model.moe_flex_dispatcher_backend=hybridep \\\n"));
+    free(out);
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* Every setting not imported is listed: unknown flags with file:line:col. */
+static void test_unknown_listed(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .gpus = 8};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/unknown_flags.sh", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.model.name, "qwen3_30b_a3b"); /* matched by its architecture */
+    assert_non_null(strstr(notes, "tests/data/import/unknown_flags.sh:5:1: --frobnicate-experts: 3: not imported "
+                                  "(mbsim has no equivalent)\n"));
+    assert_non_null(strstr(notes, "unknown_flags.sh:6:1: --moe-router-load-balancing-type: aux_loss: not imported"));
+    assert_non_null(strstr(notes, "2 settings without effect on a simulated step (training schedule, data, "
+                                  "checkpoints, logging): --lr, --seed\n"));
+    assert_non_null(strstr(notes, "no --moe-grouped-gemm: mbsim simulates grouped-GEMM experts"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* Bad input: exit-1 errors with file:line:col and what was expected. */
+static void test_bad_input(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .gpus = 8};
+    struct mb_scenario s;
+    struct mb_err err;
+    char msg[1024];
+    assert_int_equal(import("tests/data/import/bad_value.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "tests/data/import/bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: "
+                             "expected an integer, got 'two'");
+
+    FILE *fp = fopen("test_megatron_bad.sh", "w");
+    fputs("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128\n"
+          "  --moe-token-dispatcher-type nccl\n--lr '1e-4\n", fp);
+    fclose(fp);
+    assert_int_equal(import("test_megatron_bad.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "test_megatron_bad.sh:3:6: unterminated ' quote");
+
+    fp = fopen("test_megatron_bad.sh", "w");
+    fputs("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128\n"
+          "  --moe-token-dispatcher-type nccl\n", fp);
+    fclose(fp);
+    assert_int_equal(import("test_megatron_bad.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "test_megatron_bad.sh:2:3: --moe-token-dispatcher-type: unknown dispatcher 'nccl'; "
+                             "expected alltoall, allgather or flex");
+
+    fp = fopen("test_megatron_bad.sh", "w");
+    fputs("--num-layers 7 --hidden-size 333\n", fp);
+    fclose(fp);
+    assert_int_equal(import("test_megatron_bad.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "no shipped model has num_layers=7, hidden_size=333"));
+
+    o.model = "llama3_8b"; /* the architecture contradicts the named model */
+    fp = fopen("test_megatron_bad.sh", "w");
+    fputs("--num-layers 48 --hidden-size 4096\n", fp);
+    fclose(fp);
+    assert_int_equal(import("test_megatron_bad.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "test_megatron_bad.sh:1:1: --num-layers: 48, but model llama3_8b has 32; give the "
+                             "model the run trained");
+
+    o.model = NULL;
+    o.gpus = 0; /* nothing gives the GPU count */
+    assert_int_equal(import("tests/data/import/unknown_flags.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "do not give the GPU count; give --gpus N or --nodes N"));
+
+    fp = fopen("test_megatron_bad.sh", "w");
+    fputs("python train.py model.tensor_model_parallel_size=1 stray\n", fp);
+    fclose(fp);
+    struct mb_megatron_args a;
+    mb_err_clear(&err);
+    assert_int_equal(mb_megatron_read("test_megatron_bad.sh", MB_MEGATRON_BRIDGE, &a, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_non_null(strstr(msg, "test_megatron_bad.sh:1:52: 'stray' is not an override; expected section.key=value"));
+    remove("test_megatron_bad.sh");
+}
+
+/* The key table's Megatron names: each with its Bridge path, none twice. */
+static void test_key_names(void **state)
+{
+    (void)state;
+    size_t n;
+    const struct mb_key *k = mb_keys(&n);
+    int named = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!k[i].megatron)
+            continue;
+        named++;
+        assert_non_null(k[i].bridge);
+        assert_non_null(strchr(k[i].bridge, '.'));
+        for (size_t j = i + 1; j < n; j++)
+            if (k[j].megatron && !strcmp(k[i].megatron, k[j].megatron))
+                fail_msg("%s and %s share the Megatron name %s", k[i].key, k[j].key, k[i].megatron);
+    }
+    assert_true(named >= 20);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen3_roundtrip),
+        cmocka_unit_test(test_log_and_bridge),
+        cmocka_unit_test(test_unknown_listed),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_key_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

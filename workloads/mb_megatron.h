@@ -1,0 +1,104 @@
+/*
+ * mb_megatron.h -- Megatron-LM and Megatron-Bridge settings in and out.
+ *
+ * In: mb_megatron_read reads what users already have -- a Megatron-LM
+ * command line (`--tensor-model-parallel-size 2 ...`, shell quoting and
+ * backslash continuations, launcher words and VAR=value prefixes), the
+ * `arguments` block a Megatron-LM training log prints (`  tensor_model_parallel_size
+ * ....... 2`), or Megatron-Bridge overrides (`model.tensor_model_parallel_size=2`)
+ * -- into a list of settings with their positions. mb_megatron_import turns
+ * them into a scenario: keys that carry over one to one through the key
+ * table's `megatron` names (mb_keys.h), the rest (dispatcher and backend,
+ * precision recipe, CUDA-graph implementation and modules, virtual stages,
+ * FSDP, gradient and Adam dtypes, GPU count) by rules here, and the model
+ * chosen or checked from the architecture arguments. Every setting it does
+ * not use is reported, none is dropped silently.
+ *
+ * Out: mb_megatron_emit writes a scenario as Megatron-LM flags or
+ * Megatron-Bridge overrides, one per line, ready to paste.
+ *
+ * Absent Megatron-LM flags mean Megatron-LM's defaults (no distributed
+ * optimizer, no overlap, allgather dispatcher, ...); absent Bridge overrides
+ * mean the recipe's, which mbsim's defaults follow. docs/import.md.
+ */
+#ifndef MB_MEGATRON_H
+#define MB_MEGATRON_H
+
+#include <stdio.h>
+
+#include "mb_scenario.h"
+
+enum mb_megatron_dialect { MB_MEGATRON_LM, MB_MEGATRON_BRIDGE };
+
+/** One setting as read: canonical name (Megatron's `args` attribute). */
+struct mb_megatron_arg {
+    char name[96];     /* e.g. "tensor_model_parallel_size"; Bridge: without its section */
+    char written[160]; /* as the file spells it: "--tensor-model-parallel-size", "model.tensor_..." */
+    char **val;        /* values (owned); a command-line switch without a value has none */
+    int nval;
+    int is_list;       /* written as a list ([a, b] or several words) */
+    int env;           /* an environment assignment (NAME=value before the command) */
+    int line, col;     /* 1-based position of the setting in the file */
+    int used;          /* set by the importer */
+};
+
+struct mb_megatron_args {
+    enum mb_megatron_dialect dialect;
+    int log_block;     /* 1: read from a training log's arguments block */
+    char file[512];
+    struct mb_megatron_arg *a;
+    int n, cap;
+};
+
+/**
+ * @brief Read settings from a file (see the file comment for the forms).
+ * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
+ *         quote, a Bridge word that is not key=value after the overrides began).
+ */
+int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_megatron_args *out,
+                     struct mb_err *err);
+
+/** @brief Free what mb_megatron_read allocated; accepts NULL. */
+void mb_megatron_args_free(struct mb_megatron_args *a);
+
+/** Choices the settings cannot make (command-line options of `mbsim import`). */
+struct mb_megatron_opts {
+    const char *model;   /* shipped model name or path; NULL = match the architecture arguments */
+    const char *system;  /* system preset or path (required) */
+    const char *name;    /* scenario name; NULL = the file's base name */
+    int gpus;            /* 0 = from world_size, torchrun's --nnodes x --nproc-per-node, or nodes */
+    int nodes;           /* 0 = not given; else gpus = nodes x the system's GPUs per node */
+};
+
+/**
+ * @brief Turn settings into a loaded, checked scenario (as mb_scenario_load
+ * gives). Settings not imported are listed on `notes` (one line each, with
+ * file:line:col; settings that do not change a simulated step grouped on one
+ * line). Marks what it used in a->a[i].used.
+ * @return 0, or -1 with a message in err: a value mbsim cannot read
+ *         (file:line:col of the setting), no or several matching models,
+ *         architecture arguments that contradict --model, no GPU count, and
+ *         the layout rules of mb_scenario_check.
+ */
+int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts *o, struct mb_scenario *s,
+                       FILE *notes, struct mb_err *err);
+
+/**
+ * @brief Megatron-LM's default for scenario key `key` where it differs from
+ * mbsim's ("optimizer.distributed" -> "false"), as mb_key_set text; NULL when
+ * they agree. An absent Megatron-LM flag means this value.
+ */
+const char *mb_megatron_lm_default(const char *key);
+
+/**
+ * @brief Write scenario s as Megatron-LM flags (`--flag value \` lines) or
+ * Megatron-Bridge overrides (`section.key=value \` lines) on out: model
+ * architecture, batch and sequence, parallel layout, MoE dispatcher,
+ * precision, recompute, CUDA graphs, overlap and optimizer. What has no
+ * Megatron equivalent (GPU count, routing skew, ...) goes to notes as
+ * `# ...` lines (notes may be NULL).
+ * @return 0, or -1 on a write error.
+ */
+int mb_megatron_emit(const struct mb_scenario *s, enum mb_megatron_dialect d, FILE *out, FILE *notes);
+
+#endif /* MB_MEGATRON_H */

@@ -1,0 +1,423 @@
+/*
+ * mb_megatron_read.c -- Megatron-LM / Megatron-Bridge settings from a file
+ * into a list of (name, values, position) (mb_megatron_read, mb_megatron.h).
+ *
+ * Three forms:
+ *  - a training log's arguments block: lines `  NAME ...... VALUE` with
+ *    Python reprs for values (None, True, ['a', 'b']); other log lines are
+ *    ignored. Chosen when at least three lines have that shape.
+ *  - a Megatron-LM command line: shell words (quotes, backslash escapes and
+ *    continuations, # comments); `--name value...` or `--name=value`; words
+ *    before the first flag (torchrun, python, script.py, -m mod) and words
+ *    ending in .py are the launcher; VAR=value words before the first flag
+ *    are environment settings.
+ *  - Megatron-Bridge overrides: `section.name=value` words (Hydra's leading
+ *    `+`/`++` dropped, values `[a,b]` lists); words before the first
+ *    override are the launcher.
+ * Names become Megatron's `args` attribute spelling: '-' -> '_', the Bridge
+ * section removed (kept in `written`).
+ */
+#include "mb_megatron.h"
+
+#include <ctype.h>
+#include <string.h>
+
+struct mb_mgr__word {
+    char *s;
+    int line, col;
+};
+
+struct mb_mgr__words {
+    struct mb_mgr__word *w;
+    int n, cap;
+};
+
+static void mb_mgr__push_word(struct mb_mgr__words *ws, char *s, int line, int col)
+{
+    if (ws->n == ws->cap) {
+        ws->cap = ws->cap ? 2 * ws->cap : 64;
+        ws->w = mb_realloc(ws->w, (size_t)ws->cap * sizeof *ws->w);
+    }
+    ws->w[ws->n++] = (struct mb_mgr__word){s, line, col};
+}
+
+static void mb_mgr__free_words(struct mb_mgr__words *ws)
+{
+    for (int i = 0; i < ws->n; i++)
+        mb_free(ws->w[i].s);
+    mb_free(ws->w);
+}
+
+static char *mb_mgr__read_file(const char *path, struct mb_err *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        mb_err_set(err, path, 0, 0, "cannot open file");
+        return NULL;
+    }
+    size_t cap = 1 << 14, n = 0, got;
+    char *buf = mb_malloc(cap);
+    while ((got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
+        n += got;
+        if (cap - n < 2)
+            buf = mb_realloc(buf, cap *= 2);
+    }
+    fclose(fp);
+    buf[n] = '\0';
+    if (strlen(buf) != n) {
+        mb_free(buf);
+        mb_err_set(err, path, 0, 0, "binary file (a NUL byte); expected Megatron arguments as text");
+        return NULL;
+    }
+    return buf;
+}
+
+/* ------------------------------------------------------------ shell words */
+
+struct mb_mgr__lex {
+    const char *p;
+    int line, col;
+};
+
+static void mb_mgr__adv(struct mb_mgr__lex *lx)
+{
+    if (*lx->p == '\n') {
+        lx->line++;
+        lx->col = 1;
+    } else {
+        lx->col++;
+    }
+    lx->p++;
+}
+
+/* Skip blanks, backslash-newlines and # comments. */
+static void mb_mgr__skip(struct mb_mgr__lex *lx)
+{
+    for (;;) {
+        if (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n' || *lx->p == '\r') {
+            mb_mgr__adv(lx);
+        } else if (lx->p[0] == '\\' && (lx->p[1] == '\n' || (lx->p[1] == '\r' && lx->p[2] == '\n'))) {
+            mb_mgr__adv(lx);
+            while (*lx->p != '\n')
+                mb_mgr__adv(lx);
+            mb_mgr__adv(lx);
+        } else if (*lx->p == '#') {
+            while (*lx->p && *lx->p != '\n')
+                mb_mgr__adv(lx);
+        } else {
+            return;
+        }
+    }
+}
+
+/* One word at lx->p (not blank); 0, or -1 on an unterminated quote. */
+static int mb_mgr__word(struct mb_mgr__lex *lx, const char *file, char **out, struct mb_err *err)
+{
+    size_t cap = 64, n = 0;
+    char *w = mb_malloc(cap);
+    while (*lx->p && !strchr(" \t\r\n", *lx->p)) {
+        char q = *lx->p;
+        if (q == '\'' || q == '"') {
+            int ql = lx->line, qc = lx->col;
+            mb_mgr__adv(lx);
+            while (*lx->p && *lx->p != q) {
+                if (q == '"' && *lx->p == '\\' && lx->p[1] && strchr("\"\\$`", lx->p[1]))
+                    mb_mgr__adv(lx);
+                if (n + 2 >= cap)
+                    w = mb_realloc(w, cap *= 2);
+                w[n++] = *lx->p;
+                mb_mgr__adv(lx);
+            }
+            if (!*lx->p) {
+                mb_free(w);
+                return mb_err_set(err, file, ql, qc, "unterminated %c quote", q);
+            }
+            mb_mgr__adv(lx);
+            continue;
+        }
+        if (q == '\\' && lx->p[1] == '\n')
+            break; /* continuation ends the word */
+        if (q == '\\' && lx->p[1])
+            mb_mgr__adv(lx);
+        if (n + 2 >= cap)
+            w = mb_realloc(w, cap *= 2);
+        w[n++] = *lx->p;
+        mb_mgr__adv(lx);
+    }
+    w[n] = '\0';
+    *out = w;
+    return 0;
+}
+
+static int mb_mgr__words(const char *buf, const char *file, struct mb_mgr__words *ws, struct mb_err *err)
+{
+    struct mb_mgr__lex lx = {buf, 1, 1};
+    for (;;) {
+        mb_mgr__skip(&lx);
+        if (!*lx.p)
+            return 0;
+        int line = lx.line, col = lx.col;
+        char *w;
+        if (mb_mgr__word(&lx, file, &w, err))
+            return -1;
+        mb_mgr__push_word(ws, w, line, col);
+    }
+}
+
+/* ------------------------------------------------------------ settings */
+
+static struct mb_megatron_arg *mb_mgr__add(struct mb_megatron_args *a, const char *name, const char *written,
+                                           int line, int col)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        a->a = mb_realloc(a->a, (size_t)a->cap * sizeof *a->a);
+    }
+    struct mb_megatron_arg *g = &a->a[a->n++];
+    memset(g, 0, sizeof *g);
+    size_t k = 0;
+    for (const char *p = name; *p && k + 1 < sizeof g->name; p++)
+        g->name[k++] = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
+    g->name[k] = '\0';
+    snprintf(g->written, sizeof g->written, "%s", written);
+    g->line = line;
+    g->col = col;
+    return g;
+}
+
+static void mb_mgr__val(struct mb_megatron_arg *g, const char *v, size_t len)
+{
+    while (len && isspace((unsigned char)*v))
+        v++, len--;
+    while (len && isspace((unsigned char)v[len - 1]))
+        len--;
+    if (len >= 2 && (v[0] == '\'' || v[0] == '"') && v[len - 1] == v[0])
+        v++, len -= 2;
+    g->val = mb_realloc(g->val, (size_t)(g->nval + 1) * sizeof *g->val);
+    char *s = mb_malloc(len + 1);
+    memcpy(s, v, len);
+    s[len] = '\0';
+    g->val[g->nval++] = s;
+}
+
+/* A value as text: "[a, b]" (Python or Hydra list) becomes a list, else one value. */
+static void mb_mgr__value(struct mb_megatron_arg *g, const char *v)
+{
+    size_t len = strlen(v);
+    while (len && isspace((unsigned char)v[len - 1]))
+        len--;
+    if (len >= 2 && v[0] == '[' && v[len - 1] == ']') {
+        g->is_list = 1;
+        const char *p = v + 1, *end = v + len - 1;
+        while (p < end) {
+            const char *c = memchr(p, ',', (size_t)(end - p));
+            const char *stop = c ? c : end;
+            size_t l = (size_t)(stop - p);
+            while (l && isspace((unsigned char)*p))
+                p++, l--;
+            if (l)
+                mb_mgr__val(g, p, l);
+            p = stop + 1;
+        }
+        return;
+    }
+    mb_mgr__val(g, v, len);
+}
+
+static int mb_mgr__is_number(const char *w)
+{
+    return (w[0] == '-' || w[0] == '+') && (isdigit((unsigned char)w[1]) || w[1] == '.');
+}
+
+static int mb_mgr__ends_py(const char *w)
+{
+    size_t n = strlen(w);
+    return n > 3 && !strcmp(w + n - 3, ".py");
+}
+
+static int mb_mgr__is_env(const char *w)
+{
+    if (!(isupper((unsigned char)w[0]) || w[0] == '_'))
+        return 0;
+    const char *p = w;
+    while (isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_')
+        p++;
+    return *p == '=';
+}
+
+static void mb_mgr__env(struct mb_megatron_args *a, const struct mb_mgr__word *w)
+{
+    const char *eq = strchr(w->s, '=');
+    char name[96];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - w->s), w->s);
+    struct mb_megatron_arg *g = mb_mgr__add(a, name, name, w->line, w->col);
+    snprintf(g->name, sizeof g->name, "%s", name); /* environment names keep their case */
+    g->env = 1;
+    mb_mgr__val(g, eq + 1, strlen(eq + 1));
+}
+
+/* Megatron-LM command line: flags and their values. */
+static void mb_mgr__cmdline(struct mb_mgr__words *ws, struct mb_megatron_args *a)
+{
+    int seen_flag = 0;
+    struct mb_megatron_arg *cur = NULL;
+    for (int i = 0; i < ws->n; i++) {
+        const struct mb_mgr__word *w = &ws->w[i];
+        if (!strncmp(w->s, "--", 2) && w->s[2]) {
+            seen_flag = 1;
+            const char *eq = strchr(w->s, '=');
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(eq ? (size_t)(eq - w->s - 2) : strlen(w->s + 2)), w->s + 2);
+            char written[160];
+            snprintf(written, sizeof written, "--%s", name);
+            cur = mb_mgr__add(a, name, written, w->line, w->col);
+            if (eq)
+                mb_mgr__value(cur, eq + 1), cur = NULL;
+        } else if (!seen_flag && mb_mgr__is_env(w->s)) {
+            mb_mgr__env(a, w);
+        } else if (mb_mgr__ends_py(w->s) || (w->s[0] == '-' && !mb_mgr__is_number(w->s))) {
+            cur = NULL; /* the script, or a launcher option (-m, -u) */
+        } else if (cur) {
+            mb_mgr__val(cur, w->s, strlen(w->s));
+            cur->is_list = cur->nval > 1;
+        }
+        /* else a launcher word before the first flag (torchrun, python, a module) */
+    }
+}
+
+/* Megatron-Bridge overrides: section.name=value words. */
+static int mb_mgr__bridge(struct mb_mgr__words *ws, struct mb_megatron_args *a, struct mb_err *err)
+{
+    int seen = 0;
+    for (int i = 0; i < ws->n; i++) {
+        const struct mb_mgr__word *w = &ws->w[i];
+        const char *s = w->s;
+        while (*s == '+')
+            s++;
+        const char *eq = strchr(s, '=');
+        if (!eq || eq == s) {
+            if (!seen || mb_mgr__ends_py(s))
+                continue; /* launcher: python script.py, torchrun ... */
+            return mb_err_set(err, a->file, w->line, w->col,
+                              "'%s' is not an override; expected section.key=value (e.g. "
+                              "model.tensor_model_parallel_size=2)", w->s);
+        }
+        if (!seen && mb_mgr__is_env(s)) {
+            mb_mgr__env(a, w);
+            continue;
+        }
+        seen = 1;
+        char full[160];
+        snprintf(full, sizeof full, "%.*s", (int)(eq - s), s);
+        const char *dot = strchr(full, '.');
+        struct mb_megatron_arg *g = mb_mgr__add(a, dot ? dot + 1 : full, full, w->line, w->col);
+        mb_mgr__value(g, eq + 1);
+    }
+    return 0;
+}
+
+/* A log line `  NAME ..... VALUE`: 1 with the parts, else 0. */
+static int mb_mgr__block_line(const char *line, size_t len, size_t *name_at, size_t *name_len, size_t *val_at)
+{
+    const char *dots = NULL;
+    for (size_t i = 1; i + 3 < len; i++)
+        if (line[i] == ' ' && line[i + 1] == '.' && line[i + 2] == '.') {
+            dots = line + i;
+            break;
+        }
+    if (!dots)
+        return 0;
+    const char *e = dots, *b = dots;
+    while (b > line && (isalnum((unsigned char)b[-1]) || b[-1] == '_'))
+        b--;
+    if (b == e || (b > line && !isspace((unsigned char)b[-1]) && b[-1] != ':' && b[-1] != ']'))
+        return 0;
+    const char *v = dots + 1;
+    while (v < line + len && *v == '.')
+        v++;
+    if (v >= line + len || *v != ' ')
+        return 0;
+    *name_at = (size_t)(b - line);
+    *name_len = (size_t)(e - b);
+    *val_at = (size_t)(v + 1 - line);
+    return 1;
+}
+
+/* Read the arguments block if the file is one (>= 3 such lines); returns 1 if it was. */
+static int mb_mgr__log_block(const char *buf, struct mb_megatron_args *a)
+{
+    int count = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int lineno = 1;
+        for (const char *p = buf; *p; lineno++) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            size_t na, nlen, va;
+            if (len && p[len - 1] == '\r')
+                len--;
+            if (mb_mgr__block_line(p, len, &na, &nlen, &va)) {
+                if (pass == 0) {
+                    count++;
+                } else {
+                    char name[96];
+                    snprintf(name, sizeof name, "%.*s", (int)nlen, p + na);
+                    struct mb_megatron_arg *g = mb_mgr__add(a, name, name, lineno, (int)na + 1);
+                    char *v = mb_malloc(len - va + 1);
+                    memcpy(v, p + va, len - va);
+                    v[len - va] = '\0';
+                    mb_mgr__value(g, v);
+                    mb_free(v);
+                }
+            }
+            p = nl ? nl + 1 : p + len;
+        }
+        if (count < 3)
+            return 0;
+    }
+    return 1;
+}
+
+int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_megatron_args *out,
+                     struct mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->dialect = d;
+    snprintf(out->file, sizeof out->file, "%s", path ? path : "");
+    char *buf = path ? mb_mgr__read_file(path, err) : NULL;
+    if (!buf)
+        return path ? -1 : mb_err_set(err, NULL, 0, 0, "no file given");
+    int rc = 0;
+    if (d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out)) {
+        out->log_block = 1;
+    } else {
+        struct mb_mgr__words ws = {0};
+        rc = mb_mgr__words(buf, out->file, &ws, err);
+        if (!rc && d == MB_MEGATRON_LM)
+            mb_mgr__cmdline(&ws, out);
+        else if (!rc)
+            rc = mb_mgr__bridge(&ws, out, err);
+        mb_mgr__free_words(&ws);
+    }
+    mb_free(buf);
+    if (!rc && out->n == 0)
+        rc = mb_err_set(err, out->file, 0, 0, "no %s found", d == MB_MEGATRON_LM
+                        ? "Megatron-LM arguments (--flag value, or a log's arguments block)"
+                        : "Megatron-Bridge overrides (section.key=value)");
+    if (rc)
+        mb_megatron_args_free(out);
+    return rc;
+}
+
+void mb_megatron_args_free(struct mb_megatron_args *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < a->n; i++) {
+        for (int j = 0; j < a->a[i].nval; j++)
+            mb_free(a->a[i].val[j]);
+        mb_free(a->a[i].val);
+    }
+    mb_free(a->a);
+    a->a = NULL;
+    a->n = a->cap = 0;
+}
