@@ -162,6 +162,7 @@ static int mb_mgi__bool(const struct mb_megatron_arg *g)
 
 static int mb_mgi__flag(struct mb_mgi *m, const char *name, int *out)
 {
+    *out = 0;
     struct mb_megatron_arg *g = mb_mgi__find(m->a, name);
     int b = mb_mgi__bool(g);
     if (b < 0)
@@ -585,7 +586,7 @@ static int mb_mgi__vpp(struct mb_mgi *m)
 
 static int mb_mgi__fsdp(struct mb_mgi *m)
 {
-    int mfsdp = 0, fsdp2 = 0;
+    int mfsdp, fsdp2;
     if (mb_mgi__flag(m, "use_megatron_fsdp", &mfsdp) || mb_mgi__flag(m, "use_torch_fsdp2", &fsdp2))
         return -1;
     struct mb_megatron_arg *shard = mb_mgi__get(m->a, "data_parallel_sharding_strategy");
