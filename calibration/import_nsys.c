@@ -259,9 +259,9 @@ int mb_prof_shapes_load(const char *path, struct mb_prof_shapes **out, struct mb
         struct mb_prof__shape_rule *r = &s->rules[s->n];
         int rc = mb_yaml_read_fields(rn, f, &in, "shape", &seen, err);
         r->match = in.match;
+        s->n++; /* counted before any error, so fail frees its match */
         if (rc)
             goto fail;
-        s->n++;
         r->shape.prec = MB_PREC_BF16;
         r->shape.batch = (double)in.batch;
         if (in.prec && mb_prof__prec(in.prec, &r->shape.prec, err))
