@@ -31,60 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include "mb_input.h"
 
 /* Reads a whole (possibly gzip-compressed) file into a NUL-terminated buffer. */
 static char *mb_kin__read(const char *path, size_t *len, struct mb_err *err)
 {
-    if (mb_dir_exists(path)) {
-        mb_err_set(err, path, 0, 0, "is a directory, expected a Kineto trace (.json or .json.gz)");
+    char *buf;
+    if (mb_input_read_gz(path, "a Kineto trace (.json or .json.gz)", 0, &buf, len, err))
         return NULL;
-    }
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    fclose(probe);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = mb_malloc(cap);
-    for (;;) {
-        if (cap - n < (1 << 15)) {
-            cap *= 2;
-            buf = mb_realloc(buf, cap);
-        }
-        int r = gzread(gz, buf + n, (unsigned)(cap - n - 1));
-        if (r < 0 || (r == 0 && !gzeof(gz))) {
-            int code = 0;
-            const char *msg = gzerror(gz, &code);
-            mb_err_set(err, path, 0, 0, "gzip error: %s (truncated file?)", msg ? msg : "read failed");
-            gzclose(gz);
-            mb_free(buf);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    int code = Z_OK;
-    const char *msg = gzerror(gz, &code);
-    if (code != Z_OK) { /* a truncated gzip stream ends with Z_BUF_ERROR */
-        size_t pl = strlen(path);
-        if (msg && strncmp(msg, path, pl) == 0 && strncmp(msg + pl, ": ", 2) == 0)
-            msg += pl + 2; /* zlib prefixes the path */
-        mb_err_set(err, path, 0, 0, "gzip error: %s (truncated file?)", msg ? msg : "read failed");
-        gzclose(gz);
-        mb_free(buf);
-        return NULL;
-    }
-    gzclose(gz);
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* Open and check; returns a descriptor (blocking again) or -1 with err set. */
 static int mb_input__fd(const char *path, const char *what, struct mb_err *err)
@@ -106,5 +107,73 @@ int mb_input_read(const char *path, const char *what, int allow_stdin, char **bu
     int rc = mb_input_slurp(f, path, buf_p, len_p, err);
     if (f != stdin)
         fclose(f);
+    return rc;
+}
+
+/* zlib's message without the stream name it prefixes. */
+static int mb_input__gz_err(gzFile gz, const char *path, struct mb_err *err)
+{
+    int code = 0;
+    const char *msg = gzerror(gz, &code);
+    const char *colon = msg && msg[0] == '<' ? strstr(msg, ">: ") : NULL;
+    if (colon) /* gzdopen names the stream "<fd:N>" */
+        msg = colon + 3;
+    return mb_err_set(err, path, 0, 0, "gzip error: %s (truncated file?)", msg && *msg ? msg : "read failed");
+}
+
+static int mb_input__gz_all(gzFile gz, const char *path, char **buf_p, size_t *len_p, struct mb_err *err)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = mb_malloc(cap);
+    for (;;) {
+        if (cap - n < (1 << 15)) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+        int r = gzread(gz, buf + n, (unsigned)(cap - n - 1));
+        if (r < 0 || (r == 0 && !gzeof(gz))) {
+            mb_free(buf);
+            return mb_input__gz_err(gz, path, err);
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > MB_INPUT_MAX_BYTES) {
+            mb_free(buf);
+            return mb_err_set(err, path, 0, 0, "decompresses to more than the %zu bytes mbsim reads as one input",
+                              MB_INPUT_MAX_BYTES);
+        }
+    }
+    int code = Z_OK;
+    gzerror(gz, &code);
+    if (code != Z_OK) { /* a truncated gzip stream ends with Z_BUF_ERROR */
+        mb_free(buf);
+        return mb_input__gz_err(gz, path, err);
+    }
+    buf[n] = '\0';
+    *buf_p = buf;
+    if (len_p)
+        *len_p = n;
+    return 0;
+}
+
+int mb_input_read_gz(const char *path, const char *what, int allow_stdin, char **buf_p, size_t *len_p,
+                     struct mb_err *err)
+{
+    *buf_p = NULL;
+    FILE *f = mb_input_open(path, what, allow_stdin, err);
+    if (!f)
+        return -1;
+    int fd = dup(fileno(f));
+    if (f != stdin)
+        fclose(f);
+    gzFile gz = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+    if (!gz) {
+        if (fd >= 0)
+            close(fd);
+        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    }
+    int rc = mb_input__gz_all(gz, path, buf_p, len_p, err);
+    gzclose(gz);
     return rc;
 }

@@ -49,6 +49,15 @@ int mb_input_read(const char *path, const char *what, int allow_stdin, char **bu
 int mb_input_slurp(FILE *f, const char *name, char **buf_p, size_t *len_p, struct mb_err *err);
 
 /**
+ * @brief As mb_input_read, for a file that may be gzip-compressed (zlib reads
+ * plain files unchanged); at most MB_INPUT_MAX_BYTES after decompression.
+ * A damaged or truncated stream: "path: gzip error: ... (truncated file?)".
+ * @return 0, or -1 with err set (buf_p NULL).
+ */
+int mb_input_read_gz(const char *path, const char *what, int allow_stdin, char **buf_p, size_t *len_p,
+                     struct mb_err *err);
+
+/**
  * @brief Check path as mb_input_open does, without keeping it open (for the
  * libraries that open files themselves: zlib).
  * @return 0, or -1 with err set.
