@@ -8,6 +8,7 @@
  * parse with the same code.
  */
 #include "mb_import.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 #include <ctype.h>
@@ -204,11 +205,9 @@ static void infer_op(struct mb_nccl_run *r, const char *path)
 
 int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_err *err)
 {
-    if (mb_dir_exists(path))
-        return mb_err_set(err, path, 0, 0, "is a directory, expected an nccl-tests log file");
-    FILE *f = fopen(path, "r");
+    FILE *f = mb_input_open(path, "an nccl-tests log file", 0, err);
     if (!f)
-        return mb_err_set(err, path, 0, 0, "cannot open nccl-tests log: %s", strerror(errno));
+        return -1;
     struct mb_nccl_log add = {0};
     struct pstate ps;
     memset(&ps, 0, sizeof ps);

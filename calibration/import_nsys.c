@@ -19,6 +19,7 @@
  * per-class time summary is produced.
  */
 #include "mb_import.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 #include <csv.h>
@@ -542,11 +543,9 @@ static void mb_nsys__row(int term, void *data)
 int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct mb_prof **out, struct mb_err *err)
 {
     *out = NULL;
-    if (mb_dir_exists(path))
-        return mb_err_set(err, path, 0, 0, "is a directory, expected an nsys cuda_gpu_kern_sum CSV file");
-    FILE *fp = fopen(path, "r");
+    FILE *fp = mb_input_open(path, "an nsys cuda_gpu_kern_sum CSV file", 0, err);
     if (!fp)
-        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+        return -1;
     struct mb_nsys__ctx c;
     memset(&c, 0, sizeof c);
     c.file = path;
