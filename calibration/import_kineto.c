@@ -33,6 +33,11 @@
 #include <string.h>
 #include "mb_input.h"
 
+#define MB_KIN__MAX_INT 9007199254740992.0 /* 2^53: integers a double (JSON real) holds exactly */
+#define MB_KIN__MAX_GROUP (1 << 24)     /* ranks in one collective */
+#define MB_KIN__MAX_ELEMS 1e15          /* elements in one message */
+#define MB_KIN__MAX_DIM (1LL << 40)     /* one tensor dimension */
+
 /* Reads a whole (possibly gzip-compressed) file into a NUL-terminated buffer. */
 static char *mb_kin__read(const char *path, size_t *len, struct mb_err *err)
 {
@@ -68,11 +73,11 @@ static int mb_kin__int_arg(json_t *args, const char *key, long long *out)
         *out = json_integer_value(v);
         return 1;
     }
-    if (json_is_real(v)) {
+    if (json_is_real(v) && mb_dbl_is_whole(json_real_value(v), -MB_KIN__MAX_INT, MB_KIN__MAX_INT)) {
         *out = (long long)json_real_value(v);
         return 1;
     }
-    return 0;
+    return 0; /* absent, or not an integer a cast keeps */
 }
 
 static const char *mb_kin__str(json_t *obj, const char *key)
@@ -109,7 +114,7 @@ static int mb_kin__dims(json_t *dims, size_t i, double d[8])
         return -1;
     for (size_t j = 0; j < json_array_size(a); j++) {
         json_t *v = json_array_get(a, j);
-        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > MB_KIN__MAX_DIM)
             return -1;
         d[j] = (double)json_integer_value(v);
     }
@@ -200,7 +205,7 @@ static int mb_kin__op_shape(const char *op, json_t *args, struct mb_prof_shape *
             continue;
         ra = mb_kin__dims(dims, (size_t)t->q, a);
         rb = mb_kin__dims(dims, (size_t)t->k, b);
-        if (ra != 4 || rb != 4)
+        if (ra != 4 || rb != 4 || a[3] > 4096) /* a head dim that fits the int it is stored in */
             return 0;
         s->op = MB_PROF_ATTN;
         s->bwd = t->bwd;
@@ -237,15 +242,24 @@ static double mb_kin__dtype_bytes(const char *t)
  * busbw = size / time * factor, factor 2(n-1)/n all-reduce, (n-1)/n
  * all-gather / reduce-scatter / all-to-all, 1 otherwise.
  */
-static int mb_kin__coll(json_t *args, double dur_s, struct mb_prof_coll *c)
+/* A collective from an NCCL kernel's (or its op's) args: 1, 0 when the args
+ * name none, -1 with err set when they give a group size or element count
+ * out of range (a negative count would be written as negative bandwidth). */
+static int mb_kin__coll(json_t *args, double dur_s, struct mb_prof_coll *c, const char *path, size_t ev,
+                        struct mb_err *err)
 {
     const char *name = mb_kin__str(args, "Collective name");
     const char *dtype = mb_kin__str(args, "dtype");
     long long in = 0, outn = 0, group = 0;
-    if (!name || !mb_kin__int_arg(args, "In msg nelems", &in) || !mb_kin__int_arg(args, "Group size", &group) ||
-        group < 1)
+    if (!name || !mb_kin__int_arg(args, "In msg nelems", &in) || !mb_kin__int_arg(args, "Group size", &group))
         return 0;
     mb_kin__int_arg(args, "Out msg nelems", &outn);
+    if (group < 1 || group > MB_KIN__MAX_GROUP)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].args.Group size: %lld is not in [1, %d]", ev, group,
+                          MB_KIN__MAX_GROUP);
+    if (in < 0 || outn < 0 || in > MB_KIN__MAX_ELEMS || outn > MB_KIN__MAX_ELEMS)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].args: message element counts %lld, %lld are not in "
+                          "[0, %.0e]", ev, in, outn, MB_KIN__MAX_ELEMS);
     double eb = mb_kin__dtype_bytes(dtype);
     if (eb <= 0 || dur_s <= 0)
         return 0;
@@ -586,7 +600,14 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
 
         if (cls == MB_KC_NCCL) {
             struct mb_prof_coll c;
-            if (mb_kin__coll(args, dur_s, &c) || (op && mb_kin__coll(json_object_get(op, "args"), dur_s, &c)))
+            int got = mb_kin__coll(args, dur_s, &c, path, i, err);
+            if (!got && op)
+                got = mb_kin__coll(json_object_get(op, "args"), dur_s, &c, path, opr->ev, err);
+            if (got < 0) {
+                rc = -1;
+                break;
+            }
+            if (got)
                 mb_kin__add_coll(p, &c);
             else
                 p->n_noshape++;

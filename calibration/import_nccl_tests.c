@@ -18,6 +18,7 @@
 #include <string.h>
 
 #define NCCL_MAX_TOK 48
+#define NCCL_MAX_COUNT 1e15 /* largest count read (#wrong, root): far above any real one, exact as a double */
 #define NCCL_MAX_HOSTS 256
 
 static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
@@ -321,9 +322,9 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                             nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
             break;
         }
-        if (num(tok[L.size], &pt.size) || !(pt.size >= 0) || pt.size != floor(pt.size))
+        if (num(tok[L.size], &pt.size) || !mb_dbl_is_whole(pt.size, 0, NCCL_MAX_COUNT))
             bad = "size", badi = L.size, want = "a whole number of bytes";
-        else if (num(tok[L.count], &pt.count) || pt.count < 0)
+        else if (num(tok[L.count], &pt.count) || !mb_dbl_is_whole(pt.count, 0, 1e18))
             bad = "count", badi = L.count;
         for (int b = 0; b < L.nb && !bad; b++) {
             if (num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
@@ -335,7 +336,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             pt.wrong[b] = -1;
             if (!bad && L.wrong[b] >= 0 && strcmp(tok[L.wrong[b]], "N/A")) {
                 double w;
-                if (num(tok[L.wrong[b]], &w) || w < 0)
+                if (num(tok[L.wrong[b]], &w) || !mb_dbl_is_whole(ceil(w), 0, NCCL_MAX_COUNT))
                     bad = "#wrong", badi = L.wrong[b], want = "a non-negative count or N/A";
                 else
                     pt.wrong[b] = (long)ceil(w);
@@ -359,7 +360,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             snprintf(cur->dtype, sizeof cur->dtype, "%s", tok[L.type]);
             snprintf(cur->redop, sizeof cur->redop, "%s", L.redop >= 0 ? tok[L.redop] : "");
             double root;
-            if (L.root >= 0 && !num(tok[L.root], &root))
+            if (L.root >= 0 && !num(tok[L.root], &root) && mb_dbl_is_whole(root, -1, NCCL_MAX_COUNT))
                 cur->root = (int)root;
         }
         run_push_point(cur, &pt);

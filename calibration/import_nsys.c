@@ -474,8 +474,8 @@ static int mb_nsys__data_row(struct mb_nsys__ctx *c)
         if ((int)i != c->c_name && mb_nsys__number(c, i, &v[i]))
             return -1;
     double inst = v[c->c_inst];
-    if (inst != floor(inst))
-        return mb_err_set(c->err, c->file, c->line, 1, "column 'Instances': '%s' is not an integer",
+    if (!mb_dbl_is_whole(inst, 0, 1e15)) /* 1e15 launches: far beyond any profile, exact as a double */
+        return mb_err_set(c->err, c->file, c->line, 1, "column 'Instances': '%s' is not an integer in [0, 1e15]",
                           c->f[c->c_inst]);
     const char *name = c->c_name >= 0 ? c->f[c->c_name] : "";
     if (!*name)
