@@ -575,6 +575,8 @@ int mb_yaml_quantity(const struct mb_node *n, enum mb_unit unit, int bare_ok, do
     } else {
         for (const struct mb_unit_def *d = defs; d->sym; d++)
             if (strcmp(end, d->sym) == 0) {
+                if (!isfinite(v * d->mult))
+                    return mb_yaml_err(err, n, "'%s' is out of range (not a finite number in base units)", n->str);
                 *out = v * d->mult;
                 return 0;
             }
