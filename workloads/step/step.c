@@ -344,22 +344,29 @@ static const char *mb__implausible(const struct mb_result *r, double *v)
     return NULL;
 }
 
-int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
-                          struct mb_err *err)
+int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, struct mb_err *err)
 {
-    if (mb__simulate_opts(s, o, r, err))
-        return -1;
     double v = 0;
     const char *what = mb__implausible(r, &v);
     if (!what)
         return 0;
-    mb_result_free(r);
     return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
                       "internal error: scenario '%s' (model %s, system %s, %d GPUs, tp %d pp %d cp %d ep %d, "
                       "micro-batch %d, sequence %d) gives %s = %g, which is impossible; please report it "
                       "with this scenario",
                       s->name, s->model.name, s->system.name, s->gpus, s->tp, s->pp, s->cp, s->ep,
                       s->micro_batch_size, s->seq_length, what, v);
+}
+
+int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                          struct mb_err *err)
+{
+    if (mb__simulate_opts(s, o, r, err))
+        return -1;
+    if (!mb_result_check(s, r, err))
+        return 0;
+    mb_result_free(r);
+    return -1;
 }
 
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
