@@ -646,7 +646,7 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
                               "key '%s' in %s has no value; give one or leave the key out", p->key, what);
         if (seen && fi < 64)
             *seen |= 1ULL << fi;
-        char *at = (char *)dst + f->offset;
+        char *at = dst ? (char *)dst + f->offset : NULL; /* no pointer arithmetic on NULL (MB_F_SKIP tables) */
         long iv;
         double dv;
         int bv;
