@@ -31,60 +31,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include "mb_input.h"
+
+#define MB_KIN__MAX_INT 9007199254740992.0 /* 2^53: integers a double (JSON real) holds exactly */
+#define MB_KIN__MAX_GROUP (1 << 24)     /* ranks in one collective */
+#define MB_KIN__MAX_ELEMS 1e15          /* elements in one message */
+#define MB_KIN__MAX_DIM (1LL << 40)     /* one tensor dimension */
 
 /* Reads a whole (possibly gzip-compressed) file into a NUL-terminated buffer. */
 static char *mb_kin__read(const char *path, size_t *len, struct mb_err *err)
 {
-    if (mb_dir_exists(path)) {
-        mb_err_set(err, path, 0, 0, "is a directory, expected a Kineto trace (.json or .json.gz)");
+    char *buf;
+    if (mb_input_read_gz(path, "a Kineto trace (.json or .json.gz)", 0, &buf, len, err))
         return NULL;
-    }
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
-        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    fclose(probe);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = mb_malloc(cap);
-    for (;;) {
-        if (cap - n < (1 << 15)) {
-            cap *= 2;
-            buf = mb_realloc(buf, cap);
-        }
-        int r = gzread(gz, buf + n, (unsigned)(cap - n - 1));
-        if (r < 0 || (r == 0 && !gzeof(gz))) {
-            int code = 0;
-            const char *msg = gzerror(gz, &code);
-            mb_err_set(err, path, 0, 0, "gzip error: %s (truncated file?)", msg ? msg : "read failed");
-            gzclose(gz);
-            mb_free(buf);
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    int code = Z_OK;
-    const char *msg = gzerror(gz, &code);
-    if (code != Z_OK) { /* a truncated gzip stream ends with Z_BUF_ERROR */
-        size_t pl = strlen(path);
-        if (msg && strncmp(msg, path, pl) == 0 && strncmp(msg + pl, ": ", 2) == 0)
-            msg += pl + 2; /* zlib prefixes the path */
-        mb_err_set(err, path, 0, 0, "gzip error: %s (truncated file?)", msg ? msg : "read failed");
-        gzclose(gz);
-        mb_free(buf);
-        return NULL;
-    }
-    gzclose(gz);
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 
@@ -114,11 +73,11 @@ static int mb_kin__int_arg(json_t *args, const char *key, long long *out)
         *out = json_integer_value(v);
         return 1;
     }
-    if (json_is_real(v)) {
+    if (json_is_real(v) && mb_dbl_is_whole(json_real_value(v), -MB_KIN__MAX_INT, MB_KIN__MAX_INT)) {
         *out = (long long)json_real_value(v);
         return 1;
     }
-    return 0;
+    return 0; /* absent, or not an integer a cast keeps */
 }
 
 static const char *mb_kin__str(json_t *obj, const char *key)
@@ -155,7 +114,7 @@ static int mb_kin__dims(json_t *dims, size_t i, double d[8])
         return -1;
     for (size_t j = 0; j < json_array_size(a); j++) {
         json_t *v = json_array_get(a, j);
-        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > MB_KIN__MAX_DIM)
             return -1;
         d[j] = (double)json_integer_value(v);
     }
@@ -246,7 +205,7 @@ static int mb_kin__op_shape(const char *op, json_t *args, struct mb_prof_shape *
             continue;
         ra = mb_kin__dims(dims, (size_t)t->q, a);
         rb = mb_kin__dims(dims, (size_t)t->k, b);
-        if (ra != 4 || rb != 4)
+        if (ra != 4 || rb != 4 || a[3] > 4096) /* a head dim that fits the int it is stored in */
             return 0;
         s->op = MB_PROF_ATTN;
         s->bwd = t->bwd;
@@ -283,15 +242,24 @@ static double mb_kin__dtype_bytes(const char *t)
  * busbw = size / time * factor, factor 2(n-1)/n all-reduce, (n-1)/n
  * all-gather / reduce-scatter / all-to-all, 1 otherwise.
  */
-static int mb_kin__coll(json_t *args, double dur_s, struct mb_prof_coll *c)
+/* A collective from an NCCL kernel's (or its op's) args: 1, 0 when the args
+ * name none, -1 with err set when they give a group size or element count
+ * out of range (a negative count would be written as negative bandwidth). */
+static int mb_kin__coll(json_t *args, double dur_s, struct mb_prof_coll *c, const char *path, size_t ev,
+                        struct mb_err *err)
 {
     const char *name = mb_kin__str(args, "Collective name");
     const char *dtype = mb_kin__str(args, "dtype");
     long long in = 0, outn = 0, group = 0;
-    if (!name || !mb_kin__int_arg(args, "In msg nelems", &in) || !mb_kin__int_arg(args, "Group size", &group) ||
-        group < 1)
+    if (!name || !mb_kin__int_arg(args, "In msg nelems", &in) || !mb_kin__int_arg(args, "Group size", &group))
         return 0;
     mb_kin__int_arg(args, "Out msg nelems", &outn);
+    if (group < 1 || group > MB_KIN__MAX_GROUP)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].args.Group size: %lld is not in [1, %d]", ev, group,
+                          MB_KIN__MAX_GROUP);
+    if (in < 0 || outn < 0 || in > MB_KIN__MAX_ELEMS || outn > MB_KIN__MAX_ELEMS)
+        return mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].args: message element counts %lld, %lld are not in "
+                          "[0, %.0e]", ev, in, outn, MB_KIN__MAX_ELEMS);
     double eb = mb_kin__dtype_bytes(dtype);
     if (eb <= 0 || dur_s <= 0)
         return 0;
@@ -632,7 +600,14 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
 
         if (cls == MB_KC_NCCL) {
             struct mb_prof_coll c;
-            if (mb_kin__coll(args, dur_s, &c) || (op && mb_kin__coll(json_object_get(op, "args"), dur_s, &c)))
+            int got = mb_kin__coll(args, dur_s, &c, path, i, err);
+            if (!got && op)
+                got = mb_kin__coll(json_object_get(op, "args"), dur_s, &c, path, opr->ev, err);
+            if (got < 0) {
+                rc = -1;
+                break;
+            }
+            if (got)
                 mb_kin__add_coll(p, &c);
             else
                 p->n_noshape++;

@@ -8,6 +8,7 @@
  * parse with the same code.
  */
 #include "mb_import.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 #include <ctype.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #define NCCL_MAX_TOK 48
+#define NCCL_MAX_COUNT 1e15 /* largest count read (#wrong, root): far above any real one, exact as a double */
 #define NCCL_MAX_HOSTS 256
 
 static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
@@ -204,11 +206,9 @@ static void infer_op(struct mb_nccl_run *r, const char *path)
 
 int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_err *err)
 {
-    if (mb_dir_exists(path))
-        return mb_err_set(err, path, 0, 0, "is a directory, expected an nccl-tests log file");
-    FILE *f = fopen(path, "r");
+    FILE *f = mb_input_open(path, "an nccl-tests log file", 0, err);
     if (!f)
-        return mb_err_set(err, path, 0, 0, "cannot open nccl-tests log: %s", strerror(errno));
+        return -1;
     struct mb_nccl_log add = {0};
     struct pstate ps;
     memset(&ps, 0, sizeof ps);
@@ -322,9 +322,9 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                             nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
             break;
         }
-        if (num(tok[L.size], &pt.size) || !(pt.size >= 0) || pt.size != floor(pt.size))
+        if (num(tok[L.size], &pt.size) || !mb_dbl_is_whole(pt.size, 0, NCCL_MAX_COUNT))
             bad = "size", badi = L.size, want = "a whole number of bytes";
-        else if (num(tok[L.count], &pt.count) || pt.count < 0)
+        else if (num(tok[L.count], &pt.count) || !mb_dbl_is_whole(pt.count, 0, 1e18))
             bad = "count", badi = L.count;
         for (int b = 0; b < L.nb && !bad; b++) {
             if (num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
@@ -336,7 +336,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             pt.wrong[b] = -1;
             if (!bad && L.wrong[b] >= 0 && strcmp(tok[L.wrong[b]], "N/A")) {
                 double w;
-                if (num(tok[L.wrong[b]], &w) || w < 0)
+                if (num(tok[L.wrong[b]], &w) || !mb_dbl_is_whole(ceil(w), 0, NCCL_MAX_COUNT))
                     bad = "#wrong", badi = L.wrong[b], want = "a non-negative count or N/A";
                 else
                     pt.wrong[b] = (long)ceil(w);
@@ -360,7 +360,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             snprintf(cur->dtype, sizeof cur->dtype, "%s", tok[L.type]);
             snprintf(cur->redop, sizeof cur->redop, "%s", L.redop >= 0 ? tok[L.redop] : "");
             double root;
-            if (L.root >= 0 && !num(tok[L.root], &root))
+            if (L.root >= 0 && !num(tok[L.root], &root) && mb_dbl_is_whole(root, -1, NCCL_MAX_COUNT))
                 cur->root = (int)root;
         }
         run_push_point(cur, &pt);

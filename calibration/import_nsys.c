@@ -19,6 +19,7 @@
  * per-class time summary is produced.
  */
 #include "mb_import.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 #include <csv.h>
@@ -259,9 +260,9 @@ int mb_prof_shapes_load(const char *path, struct mb_prof_shapes **out, struct mb
         struct mb_prof__shape_rule *r = &s->rules[s->n];
         int rc = mb_yaml_read_fields(rn, f, &in, "shape", &seen, err);
         r->match = in.match;
+        s->n++; /* counted before any error, so fail frees its match */
         if (rc)
             goto fail;
-        s->n++;
         r->shape.prec = MB_PREC_BF16;
         r->shape.batch = (double)in.batch;
         if (in.prec && mb_prof__prec(in.prec, &r->shape.prec, err))
@@ -473,8 +474,8 @@ static int mb_nsys__data_row(struct mb_nsys__ctx *c)
         if ((int)i != c->c_name && mb_nsys__number(c, i, &v[i]))
             return -1;
     double inst = v[c->c_inst];
-    if (inst != floor(inst))
-        return mb_err_set(c->err, c->file, c->line, 1, "column 'Instances': '%s' is not an integer",
+    if (!mb_dbl_is_whole(inst, 0, 1e15)) /* 1e15 launches: far beyond any profile, exact as a double */
+        return mb_err_set(c->err, c->file, c->line, 1, "column 'Instances': '%s' is not an integer in [0, 1e15]",
                           c->f[c->c_inst]);
     const char *name = c->c_name >= 0 ? c->f[c->c_name] : "";
     if (!*name)
@@ -542,11 +543,9 @@ static void mb_nsys__row(int term, void *data)
 int mb_prof_nsys(const char *path, const struct mb_prof_shapes *shapes, struct mb_prof **out, struct mb_err *err)
 {
     *out = NULL;
-    if (mb_dir_exists(path))
-        return mb_err_set(err, path, 0, 0, "is a directory, expected an nsys cuda_gpu_kern_sum CSV file");
-    FILE *fp = fopen(path, "r");
+    FILE *fp = mb_input_open(path, "an nsys cuda_gpu_kern_sum CSV file", 0, err);
     if (!fp)
-        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+        return -1;
     struct mb_nsys__ctx c;
     memset(&c, 0, sizeof c);
     c.file = path;

@@ -901,10 +901,11 @@ gemm_done:
             add[i].x = g.tokens;
             add[i].y = g.achieved / c->spec.peak[p] / dense;
             if (add[i].y > 1.5) {
+                double rel = add[i].y; /* read before add is freed */
                 mb_free(add);
                 return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
                                    "measured grouped_gemm point is %.4g times the dense efficiency (more than 1.5)",
-                                   add[i].y);
+                                   rel);
             }
         }
         mb_calib__merge(&c->grouped, &c->n_grouped, add, n);

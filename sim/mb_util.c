@@ -106,6 +106,11 @@ double mb_dbl_sub_clamp(double a, double b)
     return r;
 }
 
+int mb_dbl_is_whole(double v, double lo, double hi)
+{
+    return isfinite(v) && v >= lo && v <= hi && v == floor(v);
+}
+
 char *mb_path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);

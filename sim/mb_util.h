@@ -67,6 +67,13 @@ int mb_dbl_eq(double a, double b);
 /** @brief a - b, clamped to 0 when the result is within tolerance of 0 or negative. */
 double mb_dbl_sub_clamp(double a, double b);
 
+/**
+ * @brief 1 if v is a whole number in [lo, hi] (finite, so casting it to long
+ * is defined when lo and hi are within long's range), else 0. Every integer
+ * an importer reads as a double passes through it before a cast.
+ */
+int mb_dbl_is_whole(double v, double lo, double hi);
+
 /** @brief Concatenate dir + "/" + name into a freshly allocated string. */
 char *mb_path_join(const char *dir, const char *name);
 /**

@@ -7,6 +7,7 @@
  * in exactly one function (mb_yaml__parser_error).
  */
 #include "mb_yaml.h"
+#include "mb_input.h"
 
 #include <errno.h>
 #include <math.h>
@@ -60,134 +61,349 @@ static void mb_yaml__free_node(struct mb_node *n)
     mb_free(n);
 }
 
-static struct mb_node *mb_yaml__convert(yaml_document_t *doc, yaml_node_t *yn, const char *file,
-                                        int depth, size_t *nodes, struct mb_err *err)
+/* Event-driven builder: the tree is built while libyaml parses, so the depth
+ * and node limits stop a hostile file at the point it crosses them (loading a
+ * whole libyaml document first spends minutes on 100,000 nested '[' before
+ * any check could run). Anchors are kept by name; an alias is a deep copy
+ * that counts against the node budget. */
+struct mb_yaml__anchor {
+    char *name;
+    const struct mb_node *node;
+};
+
+struct mb_yaml__ctx {
+    yaml_parser_t *p;
+    const char *file;
+    struct mb_err *err;
+    size_t nodes;                 /* nodes built so far, copies included */
+    struct mb_yaml__anchor *anc;  /* anchors defined so far, in file order */
+    size_t n_anc, cap_anc;
+};
+
+static int mb_yaml__at(struct mb_yaml__ctx *c, yaml_mark_t m, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* An error at libyaml mark m (0-based) of the file being loaded; returns -1. */
+static int mb_yaml__at(struct mb_yaml__ctx *c, yaml_mark_t m, const char *fmt, ...)
 {
-    if (++*nodes > MB_YAML_MAX_NODES) {
-        mb_err_set(err, file, (int)yn->start_mark.line + 1, (int)yn->start_mark.column + 1,
-                   "document expands to more than %d nodes (nested aliases?)", MB_YAML_MAX_NODES);
-        return NULL;
-    }
-    if (depth > MB_YAML_MAX_DEPTH) {
-        mb_err_set(err, file, (int)yn->start_mark.line + 1, (int)yn->start_mark.column + 1,
-                   "document nested deeper than %d levels (recursive alias?)", MB_YAML_MAX_DEPTH);
-        return NULL;
-    }
+    char msg[sizeof c->err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return mb_err_set(c->err, c->file, (int)m.line + 1, (int)m.column + 1, "%s", msg);
+}
+
+/* Count one node and check its depth; -1 with an error at m past a limit. */
+static int mb_yaml__budget(struct mb_yaml__ctx *c, yaml_mark_t m, int depth)
+{
+    if (++c->nodes > MB_YAML_MAX_NODES)
+        return mb_err_set(c->err, c->file, (int)m.line + 1, (int)m.column + 1,
+                          "document expands to more than %d nodes (nested aliases?)", MB_YAML_MAX_NODES);
+    if (depth > MB_YAML_MAX_DEPTH)
+        return mb_err_set(c->err, c->file, (int)m.line + 1, (int)m.column + 1,
+                          "document nested deeper than %d levels", MB_YAML_MAX_DEPTH);
+    return 0;
+}
+
+static struct mb_node *mb_yaml__new(struct mb_yaml__ctx *c, enum mb_node_kind kind, yaml_mark_t m)
+{
     struct mb_node *n = mb_calloc(1, sizeof *n);
-    n->file = file;
-    n->line = (int)yn->start_mark.line + 1;
-    n->col = (int)yn->start_mark.column + 1;
-    switch (yn->type) {
-    case YAML_SCALAR_NODE:
-        n->kind = MB_NODE_SCALAR;
-        n->str = mb_malloc(yn->data.scalar.length + 1);
-        memcpy(n->str, yn->data.scalar.value, yn->data.scalar.length);
-        n->str[yn->data.scalar.length] = '\0';
-        if (strlen(n->str) != yn->data.scalar.length) {
-            mb_err_set(err, file, n->line, n->col, "scalar contains a NUL byte");
+    n->kind = kind;
+    n->file = c->file;
+    n->line = (int)m.line + 1;
+    n->col = (int)m.column + 1;
+    return n;
+}
+
+/* Deep copy of an anchored node for an alias at mark m, `depth` levels down. */
+static struct mb_node *mb_yaml__copy(struct mb_yaml__ctx *c, const struct mb_node *s, yaml_mark_t m, int depth)
+{
+    if (mb_yaml__budget(c, m, depth))
+        return NULL;
+    struct mb_node *n = mb_calloc(1, sizeof *n);
+    *n = *s;
+    n->str = NULL;
+    n->items = NULL;
+    n->pairs = NULL;
+    n->n = 0;
+    if (s->kind == MB_NODE_SCALAR) {
+        n->str = mb_strdup(s->str);
+        return n;
+    }
+    if (s->kind == MB_NODE_SEQ)
+        n->items = mb_calloc(s->n, sizeof *n->items);
+    else
+        n->pairs = mb_calloc(s->n, sizeof *n->pairs);
+    for (size_t i = 0; i < s->n; i++) {
+        struct mb_node *v = mb_yaml__copy(c, s->kind == MB_NODE_SEQ ? s->items[i] : s->pairs[i].val, m, depth + 1);
+        if (!v) {
             mb_yaml__free_node(n);
             return NULL;
         }
-        n->quoted = yn->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-                    yn->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-        return n;
-    case YAML_SEQUENCE_NODE: {
-        n->kind = MB_NODE_SEQ;
-        size_t cnt = (size_t)(yn->data.sequence.items.top - yn->data.sequence.items.start);
-        n->items = mb_calloc(cnt, sizeof *n->items);
-        for (yaml_node_item_t *it = yn->data.sequence.items.start; it < yn->data.sequence.items.top; it++) {
-            struct mb_node *c = mb_yaml__convert(doc, yaml_document_get_node(doc, *it), file, depth + 1, nodes, err);
-            if (!c) {
-                mb_yaml__free_node(n);
-                return NULL;
-            }
-            n->items[n->n++] = c;
+        if (s->kind == MB_NODE_SEQ) {
+            n->items[n->n++] = v;
+        } else {
+            n->pairs[n->n] = s->pairs[i];
+            n->pairs[n->n].key = mb_strdup(s->pairs[i].key);
+            n->pairs[n->n++].val = v;
         }
-        return n;
     }
-    case YAML_MAPPING_NODE: {
-        n->kind = MB_NODE_MAP;
-        size_t cnt = (size_t)(yn->data.mapping.pairs.top - yn->data.mapping.pairs.start);
-        n->pairs = mb_calloc(cnt, sizeof *n->pairs);
-        for (yaml_node_pair_t *p = yn->data.mapping.pairs.start; p < yn->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_document_get_node(doc, p->key);
-            int kl = (int)k->start_mark.line + 1, kc = (int)k->start_mark.column + 1;
-            if (k->type != YAML_SCALAR_NODE) {
-                mb_err_set(err, file, kl, kc, "mapping keys must be plain scalars");
-                mb_yaml__free_node(n);
-                return NULL;
-            }
-            char *key = mb_malloc(k->data.scalar.length + 1);
-            memcpy(key, k->data.scalar.value, k->data.scalar.length);
-            key[k->data.scalar.length] = '\0';
-            for (size_t i = 0; i < n->n; i++) {
-                if (strcmp(n->pairs[i].key, key) == 0) {
-                    mb_err_set(err, file, kl, kc, "duplicate key '%s' (first defined at line %d)", key,
-                               n->pairs[i].line);
-                    mb_free(key);
-                    mb_yaml__free_node(n);
-                    return NULL;
-                }
-            }
-            struct mb_node *v = mb_yaml__convert(doc, yaml_document_get_node(doc, p->value), file, depth + 1, nodes,
-                                                 err);
-            if (!v) {
-                mb_free(key);
-                mb_yaml__free_node(n);
-                return NULL;
-            }
-            n->pairs[n->n].key = key;
-            n->pairs[n->n].line = kl;
-            n->pairs[n->n].col = kc;
-            n->pairs[n->n].val = v;
-            n->n++;
-        }
-        return n;
+    return n;
+}
+
+static void mb_yaml__anchor(struct mb_yaml__ctx *c, const yaml_char_t *name, const struct mb_node *n)
+{
+    if (!name)
+        return;
+    if (c->n_anc == c->cap_anc) {
+        c->cap_anc = c->cap_anc ? 2 * c->cap_anc : 16;
+        c->anc = mb_realloc(c->anc, c->cap_anc * sizeof *c->anc);
     }
-    default:
-        mb_free(n);
-        mb_err_set(err, file, (int)yn->start_mark.line + 1, (int)yn->start_mark.column + 1, "empty YAML node");
+    c->anc[c->n_anc].name = mb_strdup((const char *)name);
+    c->anc[c->n_anc++].node = n;
+}
+
+static struct mb_node *mb_yaml__alias(struct mb_yaml__ctx *c, const yaml_event_t *ev, int depth)
+{
+    const char *name = (const char *)ev->data.alias.anchor;
+    for (size_t i = c->n_anc; i-- > 0;) /* the latest definition of a name wins */
+        if (!strcmp(c->anc[i].name, name))
+            return mb_yaml__copy(c, c->anc[i].node, ev->start_mark, depth);
+    mb_yaml__at(c, ev->start_mark, "alias '*%s' names no anchor defined before it (or its own node)", name);
+    return NULL;
+}
+
+static struct mb_node *mb_yaml__scalar(struct mb_yaml__ctx *c, const yaml_event_t *ev)
+{
+    struct mb_node *n = mb_yaml__new(c, MB_NODE_SCALAR, ev->start_mark);
+    size_t len = ev->data.scalar.length;
+    n->str = mb_malloc(len + 1);
+    memcpy(n->str, ev->data.scalar.value, len);
+    n->str[len] = '\0';
+    if (strlen(n->str) != len) {
+        mb_yaml__at(c, ev->start_mark, "scalar contains a NUL byte");
+        mb_yaml__free_node(n);
         return NULL;
     }
+    n->quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    return n;
+}
+
+/* Next event into ev (the previous one deleted by the caller); -1 on a syntax error. */
+static int mb_yaml__next(struct mb_yaml__ctx *c, yaml_event_t *ev)
+{
+    if (yaml_parser_parse(c->p, ev))
+        return 0;
+    mb_yaml__parser_error(c->p, c->file, c->err);
+    return -1;
+}
+
+static struct mb_node *mb_yaml__node(struct mb_yaml__ctx *c, yaml_event_t *ev, int depth);
+
+static struct mb_node *mb_yaml__seq(struct mb_yaml__ctx *c, struct mb_node *n, int depth)
+{
+    size_t cap = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (mb_yaml__next(c, &ev))
+            break;
+        if (ev.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&ev);
+            return n;
+        }
+        struct mb_node *v = mb_yaml__node(c, &ev, depth + 1);
+        yaml_event_delete(&ev);
+        if (!v)
+            break;
+        if (n->n == cap) {
+            cap = cap ? 2 * cap : 4;
+            n->items = mb_realloc(n->items, cap * sizeof *n->items);
+        }
+        n->items[n->n++] = v;
+    }
+    mb_yaml__free_node(n);
+    return NULL;
+}
+
+/* First pair whose key repeats an earlier one (file order), or n->n if none;
+ * *first is the earlier one. Sorted (key, index) entries, so a mapping of a
+ * million keys costs n log n, not n^2. */
+struct mb_yaml__keyix {
+    const char *key;
+    size_t i;
+};
+
+static int mb_yaml__by_key(const void *a, const void *b)
+{
+    const struct mb_yaml__keyix *x = a, *y = b;
+    int r = strcmp(x->key, y->key);
+    return r ? r : (x->i > y->i) - (x->i < y->i);
+}
+
+static size_t mb_yaml__dup(const struct mb_node *n, size_t *first)
+{
+    struct mb_yaml__keyix *ix = mb_malloc((n->n ? n->n : 1) * sizeof *ix);
+    size_t dup = n->n;
+    for (size_t i = 0; i < n->n; i++)
+        ix[i] = (struct mb_yaml__keyix){n->pairs[i].key, i};
+    qsort(ix, n->n, sizeof *ix, mb_yaml__by_key);
+    for (size_t i = 1; i < n->n; i++)
+        if (!strcmp(ix[i].key, ix[i - 1].key) && ix[i].i < dup && (i < 2 || strcmp(ix[i].key, ix[i - 2].key))) {
+            dup = ix[i].i; /* the second occurrence of its key (a third is not the first duplicate) */
+            *first = ix[i - 1].i;
+        }
+    mb_free(ix);
+    return dup;
+}
+
+/* One key: value pair of a mapping, ev the key's event. */
+static int mb_yaml__pair(struct mb_yaml__ctx *c, struct mb_node *n, const yaml_event_t *ev, size_t *cap, int depth)
+{
+    if (ev->type != YAML_SCALAR_EVENT)
+        return mb_yaml__at(c, ev->start_mark, "mapping keys must be plain scalars");
+    struct mb_node *k = mb_yaml__scalar(c, ev);
+    if (!k)
+        return -1;
+    yaml_event_t vev;
+    struct mb_node *v = NULL;
+    if (!mb_yaml__next(c, &vev)) {
+        v = mb_yaml__node(c, &vev, depth + 1);
+        yaml_event_delete(&vev);
+    }
+    if (!v) {
+        mb_yaml__free_node(k);
+        return -1;
+    }
+    if (n->n == *cap) {
+        *cap = *cap ? 2 * *cap : 4;
+        n->pairs = mb_realloc(n->pairs, *cap * sizeof *n->pairs);
+    }
+    n->pairs[n->n++] = (struct mb_pair){k->str, k->line, k->col, v};
+    mb_free(k);
+    return 0;
+}
+
+static struct mb_node *mb_yaml__map(struct mb_yaml__ctx *c, struct mb_node *n, int depth)
+{
+    size_t cap = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (mb_yaml__next(c, &ev))
+            break;
+        if (ev.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ev);
+            size_t first = 0, d = mb_yaml__dup(n, &first);
+            if (d == n->n)
+                return n;
+            mb_err_set(c->err, c->file, n->pairs[d].line, n->pairs[d].col,
+                       "duplicate key '%s' (first defined at line %d)", n->pairs[d].key, n->pairs[first].line);
+            break;
+        }
+        int rc = mb_yaml__pair(c, n, &ev, &cap, depth);
+        yaml_event_delete(&ev);
+        if (rc)
+            break;
+    }
+    mb_yaml__free_node(n);
+    return NULL;
+}
+
+/* The node that starts with event ev (owned by the caller), `depth` levels down. */
+static struct mb_node *mb_yaml__node(struct mb_yaml__ctx *c, yaml_event_t *ev, int depth)
+{
+    if (ev->type == YAML_ALIAS_EVENT)
+        return mb_yaml__alias(c, ev, depth);
+    if (mb_yaml__budget(c, ev->start_mark, depth))
+        return NULL;
+    struct mb_node *n = NULL;
+    const yaml_char_t *anchor = NULL;
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT:
+        anchor = ev->data.scalar.anchor;
+        n = mb_yaml__scalar(c, ev);
+        break;
+    case YAML_SEQUENCE_START_EVENT:
+        anchor = ev->data.sequence_start.anchor;
+        n = mb_yaml__seq(c, mb_yaml__new(c, MB_NODE_SEQ, ev->start_mark), depth);
+        break;
+    case YAML_MAPPING_START_EVENT:
+        anchor = ev->data.mapping_start.anchor;
+        n = mb_yaml__map(c, mb_yaml__new(c, MB_NODE_MAP, ev->start_mark), depth);
+        break;
+    default:
+        mb_yaml__at(c, ev->start_mark, "empty YAML node");
+        return NULL;
+    }
+    if (n)
+        mb_yaml__anchor(c, anchor, n);
+    return n;
+}
+
+/* Skip events up to and including one of type t; -1 on a syntax error. */
+static int mb_yaml__expect_event(struct mb_yaml__ctx *c, yaml_event_type_t t, yaml_event_t *ev)
+{
+    if (mb_yaml__next(c, ev))
+        return -1;
+    if (ev->type == t)
+        return 0;
+    yaml_event_delete(ev);
+    return 1;
+}
+
+/* stream-start, document-start, the root node, document-end, then either
+ * stream-end or a second document (an error: it would be silently ignored). */
+static struct mb_node *mb_yaml__document(struct mb_yaml__ctx *c)
+{
+    yaml_event_t ev;
+    if (mb_yaml__expect_event(c, YAML_STREAM_START_EVENT, &ev))
+        return NULL;
+    yaml_event_delete(&ev);
+    int rc = mb_yaml__expect_event(c, YAML_DOCUMENT_START_EVENT, &ev);
+    if (rc) {
+        if (rc > 0)
+            mb_err_set(c->err, c->file, 1, 1, "empty document");
+        return NULL;
+    }
+    yaml_event_delete(&ev);
+    if (mb_yaml__next(c, &ev))
+        return NULL;
+    struct mb_node *root = mb_yaml__node(c, &ev, 0);
+    yaml_event_delete(&ev);
+    if (!root)
+        return NULL;
+    if (mb_yaml__expect_event(c, YAML_DOCUMENT_END_EVENT, &ev))
+        goto fail;
+    yaml_event_delete(&ev);
+    if (mb_yaml__next(c, &ev))
+        goto fail;
+    if (ev.type == YAML_STREAM_END_EVENT) {
+        yaml_event_delete(&ev);
+        return root;
+    }
+    yaml_event_delete(&ev);
+    if (!mb_yaml__next(c, &ev)) { /* the second document's first node */
+        mb_yaml__at(c, ev.start_mark, "a second YAML document starts here; mbsim files hold one document");
+        yaml_event_delete(&ev);
+    }
+fail:
+    mb_yaml__free_node(root);
+    return NULL;
 }
 
 static struct mb_node *mb_yaml__load(yaml_parser_t *p, const char *name, struct mb_err *err)
 {
-    yaml_document_t doc;
-    char *file = mb_strdup(name);
-    if (!yaml_parser_load(p, &doc)) {
-        mb_yaml__parser_error(p, file, err);
-        mb_free(file);
-        return NULL;
-    }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    struct mb_node *n = NULL;
-    size_t nodes = 0;
-    if (!root)
-        mb_err_set(err, file, 1, 1, "empty document");
-    else
-        n = mb_yaml__convert(&doc, root, file, 0, &nodes, err);
-    yaml_document_delete(&doc);
-    if (n) {
-        /* one document per file: a second one would be silently ignored */
-        yaml_document_t more;
-        if (!yaml_parser_load(p, &more)) {
-            mb_yaml__parser_error(p, file, err);
-            mb_yaml_free(n);
-            return NULL;
-        }
-        yaml_node_t *r2 = yaml_document_get_root_node(&more);
-        if (r2) {
-            mb_err_set(err, file, (int)r2->start_mark.line + 1, (int)r2->start_mark.column + 1,
-                       "a second YAML document starts here; mbsim files hold one document");
-            yaml_document_delete(&more);
-            mb_yaml_free(n);
-            return NULL;
-        }
-        yaml_document_delete(&more);
-    }
+    struct mb_yaml__ctx c = {p, mb_strdup(name), err, 0, NULL, 0, 0};
+    struct mb_node *n = mb_yaml__document(&c);
+    for (size_t i = 0; i < c.n_anc; i++)
+        mb_free(c.anc[i].name);
+    mb_free(c.anc);
     if (!n)
-        mb_free(file);
+        mb_free((char *)c.file);
     return n;
 }
 
@@ -206,30 +422,12 @@ struct mb_node *mb_yaml_load_string(const char *buf, size_t len, const char *nam
 
 struct mb_node *mb_yaml_load_file(const char *path, struct mb_err *err)
 {
-    struct stat st;
-    if (!*path) {
-        mb_err_set(err, NULL, 0, 0, "empty file name");
+    char *buf;
+    size_t len;
+    if (mb_input_read(path, "a YAML file", 0, &buf, &len, err))
         return NULL;
-    }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        mb_err_set(err, path, 0, 0, "is a directory, expected a YAML file");
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) {
-        fclose(f);
-        mb_err_set(err, path, 0, 0, "cannot initialise the YAML parser");
-        return NULL;
-    }
-    yaml_parser_set_input_file(&p, f);
-    struct mb_node *n = mb_yaml__load(&p, path, err);
-    yaml_parser_delete(&p);
-    fclose(f);
+    struct mb_node *n = mb_yaml_load_string(buf, len, path, err);
+    mb_free(buf);
     return n;
 }
 
@@ -377,6 +575,8 @@ int mb_yaml_quantity(const struct mb_node *n, enum mb_unit unit, int bare_ok, do
     } else {
         for (const struct mb_unit_def *d = defs; d->sym; d++)
             if (strcmp(end, d->sym) == 0) {
+                if (!isfinite(v * d->mult))
+                    return mb_yaml_err(err, n, "'%s' is out of range (not a finite number in base units)", n->str);
                 *out = v * d->mult;
                 return 0;
             }
@@ -446,7 +646,7 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
                               "key '%s' in %s has no value; give one or leave the key out", p->key, what);
         if (seen && fi < 64)
             *seen |= 1ULL << fi;
-        char *at = (char *)dst + f->offset;
+        char *at = dst ? (char *)dst + f->offset : NULL; /* no pointer arithmetic on NULL (MB_F_SKIP tables) */
         long iv;
         double dv;
         int bv;

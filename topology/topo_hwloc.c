@@ -27,6 +27,8 @@
  * wrapped in mb_topo__is_openfabrics() so a port touches one place.
  */
 #include "mb_topo.h"
+#include "mb_input.h"
+#include "topo_xml.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -251,21 +253,15 @@ static double mb_topo__nvlink_bw(hwloc_topology_t t, const struct mb_topo__scan 
     return result;
 }
 
-/* Read the version attribute of <topology ...> from the first few KiB, so
- * that the one error hwloc 2.x gives for a 3.0 file can be explained. */
-static void mb_topo__xml_version(const char *path, char *ver, size_t len)
+/* The version attribute of <topology ...> in the first few KiB, so that the
+ * one error hwloc 2.x gives for a 3.0 file can be explained. */
+static void mb_topo__xml_version(const char *buf, char *ver, size_t len)
 {
-    char buf[4096];
-    size_t n;
+    char head[4096];
     const char *p, *q;
-    FILE *f = fopen(path, "rb");
+    snprintf(head, sizeof head, "%s", buf);
     ver[0] = '\0';
-    if (!f)
-        return;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    p = strstr(buf, "<topology");
+    p = strstr(head, "<topology");
     if (!p || !(p = strstr(p, "version=\"")))
         return;
     p += strlen("version=\"");
@@ -279,16 +275,30 @@ static void mb_topo__xml_version(const char *path, char *ver, size_t len)
 /* The error for a file hwloc refuses. hwloc gives no reason through its API
  * (errno is EINVAL or unset), so recognise the common case ourselves: a 3.0
  * export read by hwloc 2.x. */
-static int mb_topo__load_error(const char *path, struct mb_err *err)
+static int mb_topo__load_error(const char *path, const char *buf, struct mb_err *err)
 {
     char ver[32];
-    mb_topo__xml_version(path, ver, sizeof ver);
+    mb_topo__xml_version(buf, ver, sizeof ver);
     if (ver[0] && ver[0] != '1' && ver[0] != '2')
         return mb_err_set(err, path, 0, 0,
                           "hwloc cannot load XML (topology version %s; hwloc %d.x reads only "
                           "version 2.x and 1.x XML)",
                           ver, HWLOC_API_VERSION >> 16);
     return mb_err_set(err, path, 0, 0, "hwloc cannot load XML (not a valid hwloc topology file)");
+}
+
+/* hwloc parses the checked buffer; -1 with err set when it refuses it. */
+static int mb_topo__hwloc_load(hwloc_topology_t t, const char *path, const char *buf, size_t len,
+                               struct mb_err *err)
+{
+    /* set_xmlbuffer's size counts the terminating NUL, as export_xmlbuffer's does */
+    if (hwloc_topology_set_xmlbuffer(t, buf, (int)len + 1) < 0)
+        return mb_topo__load_error(path, buf, err);
+    /* Without this filter hwloc drops every PCI and OS device: no GPUs. */
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(t) < 0)
+        return mb_topo__load_error(path, buf, err);
+    return 0;
 }
 
 int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *err)
@@ -301,23 +311,27 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
 
     if (!path || !out)
         return mb_err_set(err, path, 0, 0, "no hwloc XML file given");
-    if (!mb_file_exists(path))
-        return mb_err_set(err, path, 0, 0, "cannot read hwloc XML file");
+    char *buf;
+    size_t len;
+    if (mb_input_read(path, "an hwloc XML file", 0, &buf, &len, err))
+        return -1;
+    if (mb_topo_xml_check(buf, len, path, err)) {
+        mb_free(buf);
+        return -1;
+    }
 
     memset(&s, 0, sizeof s);
     memset(&r, 0, sizeof r);
 
-    if (hwloc_topology_init(&t) < 0)
+    if (hwloc_topology_init(&t) < 0) {
+        mb_free(buf);
         return mb_err_set(err, path, 0, 0, "hwloc cannot initialise a topology");
-    if (hwloc_topology_set_xml(t, path) < 0) { /* hwloc parses the file here */
-        hwloc_topology_destroy(t);
-        return mb_topo__load_error(path, err);
     }
-    /* Without this filter hwloc drops every PCI and OS device: no GPUs. */
-    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(t) < 0) {
+    int rc = mb_topo__hwloc_load(t, path, buf, len, err);
+    mb_free(buf);
+    if (rc) {
         hwloc_topology_destroy(t);
-        return mb_topo__load_error(path, err);
+        return -1;
     }
 
     r.n_numa = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);

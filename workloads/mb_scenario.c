@@ -199,19 +199,20 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
                            s->global_batch_size, mbs_dp, s->micro_batch_size, s->dp);
     long microbatches = s->global_batch_size / mbs_dp;
 
+    /* An uneven split is allowed: Megatron places it with an explicit
+     * --pipeline-model-parallel-layout (or account_for_embedding/loss);
+     * mbsim gives the first num_layers % (pp*vpp) virtual stages one
+     * extra layer. Every virtual stage needs at least one layer (the step's
+     * per-stage arrays hold num_layers + 2 slots at most). */
+    if ((long)s->pp * s->vpp > (long)m->num_layers + 2)
+        return mb_scn__err(err, s, mb_scn__at(s->vpp > 1 ? mk->vpp : mk->pp, mk->parallel, NULL),
+                           "pp*vpp = %ld exceeds num_layers + 2 = %d of model %s (embedding and loss "
+                           "may each take one pipeline slot, no more)",
+                           (long)s->pp * s->vpp, m->num_layers + 2, mn);
     if (s->vpp > 1) {
         const struct mb_node *at = mb_scn__at(mk->vpp, mk->parallel, NULL);
         if (s->pp < 2)
             return mb_scn__err(err, s, at, "vpp = %d requires pp > 1", s->vpp);
-        /* An uneven split is allowed: Megatron places it with an explicit
-         * --pipeline-model-parallel-layout (or account_for_embedding/loss);
-         * mbsim gives the first num_layers % (pp*vpp) virtual stages one
-         * extra layer. Every virtual stage needs at least one layer. */
-        if (m->num_layers > 0 && m->num_layers + 2 < s->pp * s->vpp)
-            return mb_scn__err(err, s, at,
-                               "pp*vpp = %d exceeds num_layers + 2 = %d of model %s (embedding and loss "
-                               "may each take one pipeline slot, no more)",
-                               s->pp * s->vpp, m->num_layers + 2, mn);
         if (microbatches % s->pp)
             return mb_scn__err(err, s, at,
                                "interleaved pipeline (vpp = %d) needs microbatches %% pp == 0; "

@@ -156,6 +156,14 @@ void mb_result_free(struct mb_result *r);
  */
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err);
 
+/**
+ * @brief Check that every headline number of r is finite and possible (step
+ * time > 0, MFU <= 1, ...); every mb_step_simulate* runs it on its result.
+ * @return 0, or -1 with "internal error: scenario 'x' (model, system, GPUs,
+ *         layout) gives MFU = 1.2, which is impossible; ..." in err.
+ */
+int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, struct mb_err *err);
+
 struct mb_calib; /* mb_calib.h */
 
 /** Options of a simulation. */

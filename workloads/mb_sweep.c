@@ -137,6 +137,22 @@ static int mb_sw__preload(struct mb_sweep *sw, const char *key, const char *v, s
 
 /* --------------------------------------------------------------- axes */
 
+/* The grid with axis `key` set to n values stays within MB_SWEEP_MAX_CONFIGS:
+ * every factor is at most the limit, so each partial product fits a size_t. */
+static int mb_sw__grid_check(const struct mb_sweep *sw, const char *key, int n, struct mb_err *err)
+{
+    size_t total = (size_t)n;
+    for (int a = 0; a < sw->n_axes && total <= MB_SWEEP_MAX_CONFIGS; a++)
+        if (strcmp(sw->axis[a].key, key))
+            total *= (size_t)sw->axis[a].n;
+    if (total <= MB_SWEEP_MAX_CONFIGS)
+        return 0;
+    return mb_err_set(err, NULL, 0, 0,
+                      "sweep key '%s' with %d values makes the grid larger than %d configurations "
+                      "(the product of every key's value count); sweep fewer values or split the sweep",
+                      key, n, MB_SWEEP_MAX_CONFIGS);
+}
+
 int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char *const *val, struct mb_err *err)
 {
     const struct mb_key *k = mb_sw__key(key_in);
@@ -145,6 +161,8 @@ int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char
         return mb_err_set(err, NULL, 0, 0, "unknown sweep key '%s'; expected one of: %s", key_in, mb_sweep_keys());
     if (n < 1)
         return mb_err_set(err, NULL, 0, 0, "sweep key '%s' has no values", key);
+    if (mb_sw__grid_check(sw, key, n, err))
+        return -1;
     /* every value must parse (the combination is checked per configuration) */
     for (int i = 0; i < n; i++) {
         if (strlen(val[i]) >= MB_SWEEP_VAL_LEN)

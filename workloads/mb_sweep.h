@@ -29,6 +29,10 @@
 #include "mb_step.h"
 
 #define MB_SWEEP_MAX_AXES 32
+/* Configurations one sweep may hold: a million rows take about 45 minutes on
+ * two threads and a few GiB of rows; a larger grid is refused up front (its
+ * product is computed without overflow) rather than wrapping or exhausting memory. */
+#define MB_SWEEP_MAX_CONFIGS 1000000
 #define MB_SWEEP_KEY_LEN 48
 #define MB_SWEEP_VAL_LEN 128
 

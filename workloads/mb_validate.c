@@ -32,6 +32,7 @@
  * publisher's FLOP formula.
  */
 #include "mb_validate.h"
+#include "mb_input.h"
 #include "mb_keys.h"
 
 #include <csv.h>
@@ -2309,33 +2310,9 @@ static void csv_on_record(int term, void *vctx)
 
 static char *read_file(const char *path, size_t *len, struct mb_err *err)
 {
-    if (mb_dir_exists(path)) {
-        mb_err_set(err, path, 0, 0, "is a directory, expected a CSV file");
+    char *buf;
+    if (mb_input_read(path, "a CSV file", 0, &buf, len, err))
         return NULL;
-    }
-    FILE *fp = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0, got;
-    if (!fp) {
-        mb_err_set(err, path, 0, 0, "cannot open (%s)", strerror(errno));
-        return NULL;
-    }
-    do {
-        if (cap - n < 65536) {
-            cap = cap ? 2 * cap : 262144;
-            buf = mb_realloc(buf, cap);
-        }
-        got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-    } while (got > 0);
-    if (ferror(fp)) {
-        mb_err_set(err, path, 0, 0, "read error");
-        fclose(fp);
-        mb_free(buf);
-        return NULL;
-    }
-    fclose(fp);
-    *len = n;
     return buf;
 }
 

@@ -44,6 +44,14 @@ static void usage(FILE *fp)
             "exit codes: 0 ok, 1 bad system, 2 usage error\n");
 }
 
+/* The size after s: s * factor rounded down, at least one byte more (8 * 1.1
+ * rounds back to 8, which looped for ever). */
+static double next_size(double s, double factor)
+{
+    double n = floor(s * factor);
+    return n > s ? n : s + 1;
+}
+
 static int parse_size(const char *s, double *out)
 {
     char *end;
@@ -160,6 +168,12 @@ int mb_cmd_collective(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    int max_ranks = op == MB_COLL_ALLTOALL ? MB_COLL_MAX_ALLTOALL_RANKS : MB_COLL_MAX_RANKS;
+    if (gpus > max_ranks) {
+        fprintf(stderr, "mbsim collective: --gpus %d: at most %d ranks for %s (each size is simulated flow by flow; "
+                        "larger groups take minutes and GiBs)\n", gpus, max_ranks, mb_coll_op_name(op));
+        return 2;
+    }
     double smin, smax;
     {
         char buf[128];
@@ -170,6 +184,14 @@ int mb_cmd_collective(int argc, char **argv)
         if (parse_size(buf, &smin) || parse_size(colon ? colon + 1 : buf, &smax) || smax < smin) {
             fprintf(stderr, "mbsim collective: --sizes '%s': expected MIN:MAX bytes (suffix K, M, G), MIN <= MAX\n",
                     sizes);
+            return 2;
+        }
+        int n_sizes = 0;
+        for (double s = smin; s <= smax * (1 + 1e-12) && n_sizes <= MB_COLL_MAX_SIZES; s = next_size(s, factor))
+            n_sizes++;
+        if (n_sizes > MB_COLL_MAX_SIZES) {
+            fprintf(stderr, "mbsim collective: --sizes %s with --factor %g gives more than %d sizes\n", sizes, factor,
+                    MB_COLL_MAX_SIZES);
             return 2;
         }
     }
@@ -246,7 +268,7 @@ int mb_cmd_collective(int argc, char **argv)
     int n_rows = 0, n_meas = 0;
     char algos[1024] = "";
     enum mb_coll_algo last = MB_COLL_ALGO_COUNT;
-    for (double s = smin; s <= smax * (1 + 1e-12); s = floor(s * factor)) {
+    for (double s = smin; s <= smax * (1 + 1e-12); s = next_size(s, factor)) {
         double unit = per_rank_count ? (double)ws * gpus : ws;
         double count = floor(s / unit);
         if (count < 1)

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <zlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,45 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mb_input.h"
 #include "mb_util.h"
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
 
 int mb_cmd_plot(int argc, char **argv);
-
-/* A JSON file, plain or gzip (zlib reads both: `mbsim run --trace out.json.gz`). */
-static json_t *load_json(const char *path, json_error_t *je)
-{
-    gzFile gz = gzopen(path, "rb");
-    if (!gz)
-        return json_load_file(path, 0, je); /* its error names the file */
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    int got = 0;
-    while (buf && (got = gzread(gz, buf + n, (unsigned)(cap - n))) > 0) {
-        n += (size_t)got;
-        if (n < cap)
-            continue;
-        char *nb = cap < ((size_t)1 << 31) ? realloc(buf, 2 * cap) : NULL;
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int bad = !buf || got < 0;
-    gzclose(gz);
-    json_t *root = bad ? NULL : json_loadb(buf, n, 0, je);
-    if (bad) {
-        je->line = je->column = 0;
-        snprintf(je->text, sizeof je->text, "cannot read it (a damaged gzip stream, or larger than 2 GiB)");
-    }
-    free(buf);
-    return root;
-}
 
 static void usage_plot(FILE *fp)
 {
@@ -82,12 +49,23 @@ static void usage_plot(FILE *fp)
 
 /* ------------------------------------------------------------- helpers */
 
-/* The JSON input of a plot: a file (plain or gzip) or "-" for stdin; NULL
- * after printing "mbsim plot: FILE:line:col: what" when it does not parse. */
+/* The JSON input of a plot: a file (plain or gzip: `mbsim run --trace out.json.gz`)
+ * or "-" for stdin, at most the input size limit; NULL after printing
+ * "mbsim plot: FILE:line:col: what" when it cannot be read or does not parse. */
 static json_t *read_input(const char *in)
 {
+    struct mb_err e;
+    char *buf, msg[1024];
+    size_t n;
+    mb_err_clear(&e);
+    if (mb_input_read_gz(in, "a JSON file", 1, &buf, &n, &e)) {
+        mb_err_format(&e, msg, sizeof msg);
+        fprintf(stderr, "mbsim plot: %s\n", msg);
+        return NULL;
+    }
     json_error_t je;
-    json_t *root = strcmp(in, "-") ? load_json(in, &je) : json_loadf(stdin, 0, &je);
+    json_t *root = json_loadb(buf, n, 0, &je);
+    mb_free(buf);
     if (!root)
         fprintf(stderr, "mbsim plot: %s:%d:%d: %s\n", in, je.line, je.column, je.text);
     return root;
@@ -140,25 +118,17 @@ static int quote_ok(const char *s)
     return !strchr(s, '\'') && !strchr(s, '\n');
 }
 
-/* Read a whole file (or stdin for "-"). */
+/* Read a whole file (or stdin for "-"), printing why not. */
 static char *slurp(const char *path, size_t *n)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f)
+    struct mb_err e;
+    char *buf, msg[1024];
+    mb_err_clear(&e);
+    if (mb_input_read(path, "a TSV or JSON file", 1, &buf, n, &e)) {
+        mb_err_format(&e, msg, sizeof msg);
+        fprintf(stderr, "mbsim plot: %s\n", msg);
         return NULL;
-    size_t cap = 1 << 16, k = 0, got;
-    char *buf = mb_malloc(cap);
-    while ((got = fread(buf + k, 1, cap - k - 1, f)) > 0) {
-        k += got;
-        if (cap - k < 4096) {
-            cap *= 2;
-            buf = mb_realloc(buf, cap);
-        }
     }
-    buf[k] = 0;
-    if (f != stdin)
-        fclose(f);
-    *n = k;
     return buf;
 }
 
@@ -258,8 +228,12 @@ static int tsv_read(const char *path, struct tsv *t)
     if (!t->buf)
         return -1;
     char *save = NULL, *line = strtok_r(t->buf, "\n", &save);
-    if (!line)
+    if (!line) {
+        fprintf(stderr, "mbsim plot: %s: empty file, expected a TSV header row\n", path);
+        mb_free(t->buf);
+        t->buf = NULL;
         return -1;
+    }
     if (has_suffix(line, "\r"))
         line[strlen(line) - 1] = 0;
     t->ncol = tsv_split(line, &t->col);
@@ -313,10 +287,8 @@ static int by_mem(const void *a, const void *b)
 static int conv_sweep(const char *in, FILE *out1, FILE *out2)
 {
     struct tsv t;
-    if (tsv_read(in, &t)) {
-        fprintf(stderr, "mbsim plot: cannot read '%s'\n", in);
-        return -1;
-    }
+    if (tsv_read(in, &t))
+        return -1; /* tsv_read said why */
     int c_st = tsv_col(&t, "status"), c_tok = tsv_col(&t, "tokens_per_s_per_gpu"),
         c_mem = tsv_col(&t, "reserved_memory_gib"), c_cap = tsv_col(&t, "capacity_gib"), c_oom = tsv_col(&t, "oom"),
         c_cfg = tsv_col(&t, "config"), c_mbs = tsv_col(&t, "data.micro_batch_size"),
@@ -626,8 +598,12 @@ int mb_cmd_plot(int argc, char **argv)
                 script);
         return EXIT_BAD_INPUT;
     }
-    if (strcmp(in, "-") && !mb_file_exists(in)) {
-        fprintf(stderr, "mbsim plot: %s: cannot open\n", in);
+    struct mb_err ie;
+    mb_err_clear(&ie);
+    if (strcmp(in, "-") && mb_input_check(in, "a TSV or JSON file", &ie)) {
+        char msg[1024];
+        mb_err_format(&ie, msg, sizeof msg);
+        fprintf(stderr, "mbsim plot: %s\n", msg);
         return EXIT_BAD_INPUT;
     }
 

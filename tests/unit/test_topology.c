@@ -183,17 +183,22 @@ static void test_xml_bad_files(void **state)
     struct mb_err e;
     char *p;
 
+    /* mbsim checks the XML's structure before hwloc sees it (topo_xml.c):
+     * the first element must be <topology>, at line 2 column 2 of this file */
     p = data_path("tests/data/topology/not_hwloc.xml"); /* truncated, wrong root */
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
     assert_string_equal(e.file, p);
-    assert_string_equal(e.msg, "hwloc cannot load XML (not a valid hwloc topology file)");
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.col, 2);
+    assert_string_equal(e.msg, "hwloc XML: expected one <topology> root element");
     mb_free(p);
 
-    p = data_path("tests/data/topology/bad_unit.yaml"); /* not XML at all */
+    p = data_path("tests/data/topology/bad_unit.yaml"); /* not XML at all: its first byte */
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
-    assert_string_equal(e.msg, "hwloc cannot load XML (not a valid hwloc topology file)");
+    assert_int_equal(e.line, 1);
+    assert_string_equal(e.msg, "hwloc XML: text outside the root element");
     mb_free(p);
 
     p = data_path("tests/data/topology/no_gpu.xml"); /* valid hwloc, one core, no GPU */
@@ -206,7 +211,7 @@ static void test_xml_bad_files(void **state)
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_xml("tests/data/topology/does_not_exist.xml", &n, &e), -1);
     assert_string_equal(e.file, "tests/data/topology/does_not_exist.xml");
-    assert_string_equal(e.msg, "cannot read hwloc XML file");
+    assert_string_equal(e.msg, "cannot open: No such file or directory"); /* mb_input_open */
 }
 
 /* ---- 3. shipped presets --------------------------------------------------- */

@@ -463,7 +463,7 @@ static void test_bad_csv(void **state)
         {FIX "bad_memory_kind.csv", FIX "bad_memory_kind.csv:2:68: column 'peak_memory_kind': expected allocated, "
                                         "reserved or device, got 'max'"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
-        {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open (No such file or directory)"},
+        {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open: No such file or directory"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         struct mb_val_summary s;

@@ -294,8 +294,8 @@ static int mb__uniform_layers(const struct mb_model *m)
     return m->n_layers > 0 && !m->pattern[0];
 }
 
-int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
-                          struct mb_err *err)
+static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                             struct mb_err *err)
 {
     struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL};
     int cap = o ? o->mb_cap : 0;
@@ -320,6 +320,53 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
         return -1;
     mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
     return 0;
+}
+
+/* Every number a report prints must be finite and physically possible: a NaN,
+ * an infinite or non-positive step or an MFU above 100 % is a bug in the model
+ * (or a calibration table it trusted), reported as an internal error naming the
+ * scenario rather than printed as a prediction. */
+static const char *mb__implausible(const struct mb_result *r, double *v)
+{
+    const struct {
+        const char *name;
+        double v, lo, hi;
+    } q[] = {{"step time (s)", r->step_time_s, 1e-12, 1e12},
+             {"tokens/s/GPU", r->tokens_per_s_per_gpu, 0, 1e15},
+             {"model TFLOP/s/GPU", r->model_tflops_per_gpu, 0, 1e9},
+             {"MFU", r->mfu, 0, 1},
+             {"peak memory (bytes)", r->mem.peak_allocated, 0, 1e18}};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+        if (!isfinite(q[i].v) || q[i].v < q[i].lo || q[i].v > q[i].hi) {
+            *v = q[i].v;
+            return q[i].name;
+        }
+    return NULL;
+}
+
+int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, struct mb_err *err)
+{
+    double v = 0;
+    const char *what = mb__implausible(r, &v);
+    if (!what)
+        return 0;
+    return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
+                      "internal error: scenario '%s' (model %s, system %s, %d GPUs, tp %d pp %d cp %d ep %d, "
+                      "micro-batch %d, sequence %d) gives %s = %g, which is impossible; please report it "
+                      "with this scenario",
+                      s->name, s->model.name, s->system.name, s->gpus, s->tp, s->pp, s->cp, s->ep,
+                      s->micro_batch_size, s->seq_length, what, v);
+}
+
+int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+                          struct mb_err *err)
+{
+    if (mb__simulate_opts(s, o, r, err))
+        return -1;
+    if (!mb_result_check(s, r, err))
+        return 0;
+    mb_result_free(r);
+    return -1;
 }
 
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)

@@ -1,0 +1,179 @@
+/*
+ * mb_input.c -- safe opening and reading of input files. See mb_input.h.
+ *
+ * open(O_NONBLOCK) so that a FIFO without a writer does not block, then
+ * fstat on the descriptor (no window between the check and the read).
+ */
+#include "mb_input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Open and check; returns a descriptor (blocking again) or -1 with err set. */
+static int mb_input__fd(const char *path, const char *what, struct mb_err *err)
+{
+    struct stat st;
+    if (!path || !*path)
+        return mb_err_set(err, NULL, 0, 0, "empty file name, expected %s", what);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    const char *bad = NULL;
+    if (fstat(fd, &st))
+        bad = strerror(errno);
+    else if (S_ISDIR(st.st_mode))
+        bad = "is a directory";
+    else if (!S_ISREG(st.st_mode))
+        bad = "is not a regular file (a FIFO, socket or device?)";
+    if (bad) {
+        close(fd);
+        return mb_err_set(err, path, 0, 0, "%s, expected %s", bad, what);
+    }
+    if ((unsigned long long)st.st_size > MB_INPUT_MAX_BYTES) {
+        close(fd);
+        return mb_err_set(err, path, 0, 0, "%lld bytes, larger than the %zu bytes mbsim reads as %s",
+                          (long long)st.st_size, MB_INPUT_MAX_BYTES, what);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+FILE *mb_input_open(const char *path, const char *what, int allow_stdin, struct mb_err *err)
+{
+    if (allow_stdin && path && !strcmp(path, "-"))
+        return stdin;
+    int fd = mb_input__fd(path, what, err);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+int mb_input_check(const char *path, const char *what, struct mb_err *err)
+{
+    int fd = mb_input__fd(path, what, err);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+int mb_input_slurp(FILE *f, const char *name, char **buf_p, size_t *len_p, struct mb_err *err)
+{
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = mb_malloc(cap);
+    *buf_p = NULL;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n > MB_INPUT_MAX_BYTES) {
+            mb_free(buf);
+            return mb_err_set(err, name, 0, 0, "more than the %zu bytes mbsim reads as one input",
+                              MB_INPUT_MAX_BYTES);
+        }
+        if (cap - n < 4096) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+    }
+    if (ferror(f)) {
+        mb_free(buf);
+        return mb_err_set(err, name, 0, 0, "read error: %s", strerror(errno));
+    }
+    buf[n] = '\0';
+    *buf_p = buf;
+    if (len_p)
+        *len_p = n;
+    return 0;
+}
+
+int mb_input_read(const char *path, const char *what, int allow_stdin, char **buf_p, size_t *len_p,
+                  struct mb_err *err)
+{
+    *buf_p = NULL;
+    FILE *f = mb_input_open(path, what, allow_stdin, err);
+    if (!f)
+        return -1;
+    int rc = mb_input_slurp(f, path, buf_p, len_p, err);
+    if (f != stdin)
+        fclose(f);
+    return rc;
+}
+
+/* zlib's message without the stream name it prefixes. */
+static int mb_input__gz_err(gzFile gz, const char *path, struct mb_err *err)
+{
+    int code = 0;
+    const char *msg = gzerror(gz, &code);
+    const char *colon = msg && msg[0] == '<' ? strstr(msg, ">: ") : NULL;
+    if (colon) /* gzdopen names the stream "<fd:N>" */
+        msg = colon + 3;
+    return mb_err_set(err, path, 0, 0, "gzip error: %s (truncated file?)", msg && *msg ? msg : "read failed");
+}
+
+static int mb_input__gz_all(gzFile gz, const char *path, char **buf_p, size_t *len_p, struct mb_err *err)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = mb_malloc(cap);
+    for (;;) {
+        if (cap - n < (1 << 15)) {
+            cap *= 2;
+            buf = mb_realloc(buf, cap);
+        }
+        int r = gzread(gz, buf + n, (unsigned)(cap - n - 1));
+        if (r < 0 || (r == 0 && !gzeof(gz))) {
+            mb_free(buf);
+            return mb_input__gz_err(gz, path, err);
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > MB_INPUT_MAX_BYTES) {
+            mb_free(buf);
+            return mb_err_set(err, path, 0, 0, "decompresses to more than the %zu bytes mbsim reads as one input",
+                              MB_INPUT_MAX_BYTES);
+        }
+    }
+    int code = Z_OK;
+    gzerror(gz, &code);
+    if (code != Z_OK) { /* a truncated gzip stream ends with Z_BUF_ERROR */
+        mb_free(buf);
+        return mb_input__gz_err(gz, path, err);
+    }
+    buf[n] = '\0';
+    *buf_p = buf;
+    if (len_p)
+        *len_p = n;
+    return 0;
+}
+
+int mb_input_read_gz(const char *path, const char *what, int allow_stdin, char **buf_p, size_t *len_p,
+                     struct mb_err *err)
+{
+    *buf_p = NULL;
+    FILE *f = mb_input_open(path, what, allow_stdin, err);
+    if (!f)
+        return -1;
+    int fd = dup(fileno(f));
+    if (f != stdin)
+        fclose(f);
+    gzFile gz = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+    if (!gz) {
+        if (fd >= 0)
+            close(fd);
+        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    }
+    int rc = mb_input__gz_all(gz, path, buf_p, len_p, err);
+    gzclose(gz);
+    return rc;
+}

@@ -1,0 +1,17 @@
+/* Measured-runs CSV (`mbsim validate FILE.csv`): parse and predict every row.
+ * Seeds: tests/data/validate/, tests/data/fit/. */
+#include <string.h>
+
+#include "fuzz_util.h"
+#include "mb_validate.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct mb_val_summary v;
+    struct mb_err e;
+    memset(&v, 0, sizeof v);
+    mb_err_clear(&e);
+    mb_validate_add_csv(&v, fuzz_tmp(data, size, "csv"), &e);
+    mb_validate_free(&v);
+    return 0;
+}

@@ -1,0 +1,19 @@
+/* Scenario YAML: load, and when it loads, simulate one step (the whole model
+ * behind `mbsim run`). Seeds: scenarios/, tests/data/scenario/. */
+#include "fuzz_util.h"
+#include "mb_scenario.h"
+#include "mb_step.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct mb_scenario s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_scenario_load(fuzz_tmp(data, size, "yaml"), &s, &e) == 0) {
+        struct mb_result r;
+        if (mb_step_simulate(&s, &r, &e) == 0)
+            mb_result_free(&r);
+        mb_scenario_free(&s);
+    }
+    return 0;
+}

@@ -1,0 +1,221 @@
+/*
+ * test_robust.c -- hostile inputs (issue 18): each class of input that once
+ * crashed, hung, leaked or printed a misleading number gives exit 1 (bad
+ * input; 2 for a command-line option) and a message that names the file (and
+ * line:col where the input has positions) and what was expected.
+ *
+ * The regression inputs are under tests/data/robust/, one per class; each file
+ * says in a comment what it once did. The binary comes from $MBSIM_BIN (set by
+ * CTest); under the ASan/UBSan build a leak or overflow exits non-zero with a
+ * sanitizer report, so the exit-code checks also catch those.
+ */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "mb_input.h"
+#include "mb_step.h"
+#include "mb_util.h"
+
+#define R "tests/data/robust/"
+
+/* Run "$MBSIM_BIN args" with stderr captured, return the exit code. */
+static int run(const char *args, char **out)
+{
+    const char *bin = getenv("MBSIM_BIN");
+    assert_non_null(bin);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 </dev/null", bin, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf;
+    size_t n;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_input_slurp(p, "pipe", &buf, &n, &e), 0);
+    int st = pclose(p);
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+struct rcase {
+    const char *args; /* command line after the binary */
+    int rc;           /* expected exit code */
+    const char *msg;  /* expected in the output: file:line:col and what was expected */
+};
+
+static void check_cases(const struct rcase *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *o;
+        int rc = run(c[i].args, &o);
+        if (rc != c[i].rc || !strstr(o, c[i].msg))
+            fail_msg("mbsim %s: exit %d (expected %d), output:\n%s\nexpected to contain: %s", c[i].args, rc, c[i].rc,
+                     o, c[i].msg);
+        mb_free(o);
+    }
+}
+
+/* Memory safety: the use-after-free, the PP > layers overflow, the two leaks. */
+static void test_memory_safety(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        /* the message is the one that read freed memory: the ratio must be right */
+        {"run " R "scn_calib_grouped_over.yaml", 1,
+         R "calib_grouped_over.yaml:9:71: measured grouped_gemm point is 6.386 times the dense efficiency"},
+        /* llama3_8b has 32 layers: 34 slots with embedding and loss (mb_scenario.c) */
+        {"run " R "pp_over_layers.yaml", 1, R "pp_over_layers.yaml:10:7: pp*vpp = 64 exceeds num_layers + 2 = 34"},
+        {"calibrate nsys ../shared/data/formats/nsys_cuda_gpu_kern_sum.csv --gpu H100 --shapes " R
+         "nsys_shapes_bad_key.yaml -o /dev/null", 1,
+         R "nsys_shapes_bad_key.yaml:6:77: unknown key 'bogus' in shape; expected one of: match"},
+        {"plot sweep " R "empty.tsv -o robust_empty.png", 1, R "empty.tsv: empty file, expected a TSV header row"},
+    };
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
+/* hwloc XML is checked before libhwloc sees it (topo_xml.c). */
+static void test_hwloc_xml(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        {"collective --system " R "sys_hwloc_object_no_type.yaml --gpus 1 --op all_reduce --sizes 1M:1M", 1,
+         R "hwloc_object_no_type.xml:6:6: hwloc XML: <object> without a type= attribute"},
+        {"collective --system " R "sys_hwloc_entity.yaml --gpus 1 --op all_reduce --sizes 1M:1M", 1,
+         R "hwloc_entity.xml:2:20: hwloc XML: DOCTYPE with an internal subset refused"},
+        {"collective --system " R "sys_hwloc_entity_ref.yaml --gpus 1 --op all_reduce --sizes 1M:1M", 1,
+         R "hwloc_entity_ref.xml:4:17: hwloc XML: entity reference refused (expected &lt;"},
+        {"collective --system " R "sys_hwloc_malformed.yaml --gpus 1 --op all_reduce --sizes 1M:1M", 1,
+         R "hwloc_malformed.xml:9:5: hwloc XML: end tag does not match the open element"},
+    };
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
+/* Numbers that wrap or overflow: range checks before every cast. */
+static void test_numbers(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        {"calibrate nccl-tests " R "nccl_wrong_1e99.txt --gpu H100 -o /dev/null", 1,
+         R "nccl_wrong_1e99.txt:26:44: #wrong (field 9): '1e99' is not a non-negative count or N/A"},
+        {"calibrate nsys " R "nsys_instances_1e30.csv --gpu H100 -o /dev/null", 1,
+         R "nsys_instances_1e30.csv:2:1: column 'Instances': '1e30' is not an integer in [0, 1e15]"},
+        {"calibrate kineto " R "kineto_group_1e12.json --gpu H100 -o /dev/null", 1,
+         R "kineto_group_1e12.json: $.traceEvents[17].args.Group size: 1000000000000 is not in [1, 16777216]"},
+        {"calibrate kineto " R "kineto_negative_bytes.json --gpu H100 -o /dev/null", 1,
+         R "kineto_negative_bytes.json: $.traceEvents[17].args: message element counts -4096"},
+        /* 1001 x 1001 > MB_SWEEP_MAX_CONFIGS = 10^6 (mb_sweep.h) */
+        {"sweep " R "sweep_grid_too_large.yaml", 1,
+         R "sweep_grid_too_large.yaml:14:27: sweep key 'data.global_batch_size' with 1001 values makes the grid "
+           "larger than 1000000 configurations"},
+        {"sweep scenarios/gb200_ep32.yaml --set tp=1,2,3,4,5,6,7,8,9,10 --set pp=1,2,3,4,5,6,7,8,9,10 --set "
+         "cp=1,2,3,4,5,6,7,8,9,10 --set ep=1,2,3,4,5,6,7,8,9,10 --set etp=1,2,3,4,5,6,7,8,9,10 --set "
+         "mbs=1,2,3,4,5,6,7,8,9,10 --set vpp=1,2", 2,
+         "sweep key 'parallel.vpp' with 2 values makes the grid larger than 1000000 configurations"},
+        /* 1e308 PFLOP/s = 1e323 FLOP/s overflows a double */
+        {"validate " R "measured_inf.yaml", 1,
+         R "measured_inf.yaml:33:25: '1e308 PFLOP/s' is out of range (not a finite number in base units)"},
+    };
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
+/* Results a report would print are checked (mb_result_check): a NaN or an MFU
+ * above 100 % is an internal error naming the scenario. */
+static void test_implausible_result(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    struct mb_err e;
+    memset(&s, 0, sizeof s);
+    memset(&r, 0, sizeof r);
+    snprintf(s.name, sizeof s.name, "fixture");
+    snprintf(s.file, sizeof s.file, "fixture.yaml");
+    r.step_time_s = 1.0, r.tokens_per_s_per_gpu = 1000, r.model_tflops_per_gpu = 500, r.mfu = 0.5;
+    r.mem.peak_allocated = 1e9;
+    mb_err_clear(&e);
+    assert_int_equal(mb_result_check(&s, &r, &e), 0);
+    r.mfu = 1.2;
+    assert_int_equal(mb_result_check(&s, &r, &e), -1);
+    assert_string_equal(e.file, "fixture.yaml");
+    assert_non_null(strstr(e.msg, "internal error: scenario 'fixture'"));
+    assert_non_null(strstr(e.msg, "gives MFU = 1.2, which is impossible"));
+    r.mfu = 0.5;
+    r.step_time_s = NAN;
+    mb_err_clear(&e);
+    assert_int_equal(mb_result_check(&s, &r, &e), -1);
+    assert_non_null(strstr(e.msg, "gives step time (s) = nan"));
+}
+
+/* Unbounded work: nesting depth while parsing, collective ranks and sizes. */
+static void test_work_limits(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        /* MB_YAML_MAX_DEPTH = 64 (mb_yaml.c): the 65th '{' is at column 273 of line 3 */
+        {"run " R "yaml_deep.yaml", 1, R "yaml_deep.yaml:3:273: document nested deeper than 64 levels"},
+        {"collective --system gb200_nvl72 --gpus 131072 --op all_reduce", 2,
+         "--gpus 131072: at most 4096 ranks for all_reduce"},
+        {"collective --system gb200_nvl72 --gpus 4096 --op alltoall", 2, "--gpus 4096: at most 1024 ranks for alltoall"},
+        {"collective --system dgx_h100 --gpus 8 --op all_reduce --sizes 1:1G --factor 1.001", 2,
+         "--sizes 1:1G with --factor 1.001 gives more than 1000 sizes"},
+    };
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
+/* Non-regular files and the size limit, for each kind of reader (mb_input.c). */
+static void test_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim-robust-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char fifo[128], big[128], args[1024];
+    snprintf(fifo, sizeof fifo, "%s/fifo.yaml", dir);
+    snprintf(big, sizeof big, "%s/big.csv", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    FILE *f = fopen(big, "w"); /* sparse: no disk is used */
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)MB_INPUT_MAX_BYTES + 1), 0);
+    fclose(f);
+    static const char *const dev[] = {"run", "validate", "calibrate nccl-tests", "calibrate nsys", "calibrate kineto",
+                                      "calibrate runs", "plot validate", "sweep", "tune"};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
+        snprintf(args, sizeof args, "%s /dev/zero --gpu H100 -o /dev/null", dev[i]);
+        if (!strncmp(dev[i], "plot", 4) || !strcmp(dev[i], "run") || !strcmp(dev[i], "sweep") ||
+            !strcmp(dev[i], "tune") || !strcmp(dev[i], "validate"))
+            snprintf(args, sizeof args, "%s /dev/zero", dev[i]);
+        struct rcase c = {args, 1, "/dev/zero: is not a regular file (a FIFO, socket or device?), expected"};
+        check_cases(&c, 1);
+    }
+    snprintf(args, sizeof args, "run %s", fifo);
+    struct rcase c1 = {args, 1, "fifo.yaml: is not a regular file (a FIFO, socket or device?), expected a YAML file"};
+    check_cases(&c1, 1);
+    snprintf(args, sizeof args, "validate %s", big);
+    struct rcase c2 = {args, 1, "big.csv: 1073741825 bytes, larger than the 1073741824 bytes mbsim reads as a CSV"};
+    check_cases(&c2, 1);
+    struct rcase c3 = {"calibrate nccl-tests tests/data --gpu H100 -o /dev/null", 1,
+                       "tests/data: is a directory, expected an nccl-tests log file"};
+    check_cases(&c3, 1);
+    unlink(fifo);
+    unlink(big);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memory_safety), cmocka_unit_test(test_hwloc_xml),
+        cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
+        cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

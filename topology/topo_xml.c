@@ -1,0 +1,273 @@
+/*
+ * topo_xml.c -- a small XML well-formedness scanner for hwloc topology files.
+ * See topo_xml.h.
+ *
+ * It accepts the subset lstopo writes: an optional <?xml ...?> declaration,
+ * comments and processing instructions, a DOCTYPE that names an external DTD
+ * (lstopo's `<!DOCTYPE topology SYSTEM "hwloc2.dtd">`) and elements with
+ * quoted attributes. Everything else an XML parser would expand (internal
+ * DTD subsets, entities, CDATA) is refused with its position. It checks
+ * structure only; hwloc still validates the content.
+ */
+#include "topo_xml.h"
+
+#include <string.h>
+
+#define MB_XML_MAX_DEPTH 256 /* lstopo files nest about 15 deep */
+#define MB_XML_MAX_ATTRS 64  /* per element; lstopo writes at most ~12 */
+
+struct mb_xml {
+    const char *s, *p, *end;
+    const char *path;
+    struct mb_err *err;
+    const char *open[MB_XML_MAX_DEPTH]; /* names of the open elements */
+    size_t open_len[MB_XML_MAX_DEPTH];
+    int depth, roots;
+};
+
+/* An error at the scanner's position, counted in lines and columns (1-based). */
+static int mb_xml__err(struct mb_xml *x, const char *what)
+{
+    int line = 1, col = 1;
+    for (const char *q = x->s; q < x->p && q < x->end; q++) {
+        if (*q == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    return mb_err_set(x->err, x->path, line, col, "hwloc XML: %s", what);
+}
+
+static int mb_xml__starts(const struct mb_xml *x, const char *lit)
+{
+    size_t n = strlen(lit);
+    return (size_t)(x->end - x->p) >= n && !memcmp(x->p, lit, n);
+}
+
+static int mb_xml__name_char(char c, int first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+           (!first && ((c >= '0' && c <= '9') || c == '-' || c == '.'));
+}
+
+static void mb_xml__space(struct mb_xml *x)
+{
+    while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\n' || *x->p == '\r'))
+        x->p++;
+}
+
+/* Skip past `lit`, or fail with `what` at the start. */
+static int mb_xml__skip_to(struct mb_xml *x, const char *lit, const char *what)
+{
+    const char *q = x->p;
+    size_t n = strlen(lit);
+    for (; q + n <= x->end; q++)
+        if (!memcmp(q, lit, n)) {
+            x->p = q + n;
+            return 0;
+        }
+    return mb_xml__err(x, what);
+}
+
+/* A reference after '&': &lt; &gt; &amp; &quot; &apos; or &#N; &#xH;. */
+static int mb_xml__ref(struct mb_xml *x)
+{
+    static const char *const ok[] = {"&lt;", "&gt;", "&amp;", "&quot;", "&apos;"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (mb_xml__starts(x, ok[i])) {
+            x->p += strlen(ok[i]);
+            return 0;
+        }
+    if (!mb_xml__starts(x, "&#"))
+        return mb_xml__err(x, "entity reference refused (expected &lt; &gt; &amp; &quot; &apos; or &#N;)");
+    const char *q = x->p + 2;
+    int hex = q < x->end && *q == 'x';
+    unsigned long v = 0;
+    int digits = 0;
+    for (q += hex; q < x->end && *q != ';' && digits < 8; q++, digits++) {
+        int d = (*q >= '0' && *q <= '9') ? *q - '0'
+                : hex && (*q | 32) >= 'a' && (*q | 32) <= 'f' ? (*q | 32) - 'a' + 10 : -1;
+        if (d < 0)
+            break;
+        v = v * (hex ? 16 : 10) + (unsigned long)d;
+    }
+    if (!digits || q >= x->end || *q != ';' || v == 0 || v > 0x10FFFF)
+        return mb_xml__err(x, "bad character reference (expected &#N; or &#xH; naming a character)");
+    x->p = q + 1;
+    return 0;
+}
+
+static size_t mb_xml__name(struct mb_xml *x)
+{
+    const char *q = x->p;
+    if (q < x->end && mb_xml__name_char(*q, 1))
+        for (q++; q < x->end && mb_xml__name_char(*q, 0); q++)
+            ;
+    size_t n = (size_t)(q - x->p);
+    x->p = q;
+    return n;
+}
+
+/* One name="value" attribute; *is_type set when it is type=. */
+static int mb_xml__attr(struct mb_xml *x, int *is_type)
+{
+    const char *name = x->p;
+    size_t n = mb_xml__name(x);
+    if (!n)
+        return mb_xml__err(x, "expected an attribute name, '>' or '/>'");
+    *is_type = n == 4 && !memcmp(name, "type", 4);
+    mb_xml__space(x);
+    if (x->p >= x->end || *x->p != '=')
+        return mb_xml__err(x, "expected '=' after the attribute name");
+    x->p++;
+    mb_xml__space(x);
+    char q = x->p < x->end ? *x->p : 0;
+    if (q != '"' && q != '\'')
+        return mb_xml__err(x, "expected a quoted attribute value");
+    for (x->p++; x->p < x->end && *x->p != q;) {
+        if (*x->p == '<')
+            return mb_xml__err(x, "'<' inside an attribute value");
+        if (*x->p == '&') {
+            if (mb_xml__ref(x))
+                return -1;
+        } else {
+            x->p++;
+        }
+    }
+    if (x->p >= x->end)
+        return mb_xml__err(x, "unterminated attribute value");
+    if (*is_type && x->p == name + n + 2)
+        *is_type = 0; /* type="" names no type */
+    x->p++;
+    return 0;
+}
+
+/* A start tag after '<' (or an empty-element tag). */
+static int mb_xml__start(struct mb_xml *x)
+{
+    const char *tag = x->p;
+    const char *name = x->p;
+    size_t n = mb_xml__name(x);
+    if (!n)
+        return mb_xml__err(x, "expected an element name after '<'");
+    if (x->depth == 0 && (x->roots++ || n != 8 || memcmp(name, "topology", 8)))
+        return x->p = tag, mb_xml__err(x, "expected one <topology> root element");
+    int has_type = 0, attrs = 0;
+    for (;;) {
+        const char *before = x->p;
+        mb_xml__space(x);
+        if (mb_xml__starts(x, "/>") || mb_xml__starts(x, ">"))
+            break;
+        if (x->p == before)
+            return mb_xml__err(x, "expected a space, '>' or '/>' in the tag");
+        int is_type = 0;
+        if (++attrs > MB_XML_MAX_ATTRS)
+            return mb_xml__err(x, "too many attributes in one element");
+        if (mb_xml__attr(x, &is_type))
+            return -1;
+        has_type |= is_type;
+    }
+    if (n == 6 && !memcmp(name, "object", 6) && !has_type)
+        return x->p = tag, mb_xml__err(x, "<object> without a type= attribute");
+    if (*x->p == '/') {
+        x->p += 2;
+        return 0;
+    }
+    x->p++;
+    if (x->depth == MB_XML_MAX_DEPTH)
+        return x->p = tag, mb_xml__err(x, "elements nested too deep");
+    x->open[x->depth] = name;
+    x->open_len[x->depth++] = n;
+    return 0;
+}
+
+static int mb_xml__end(struct mb_xml *x)
+{
+    const char *name = x->p;
+    size_t n = mb_xml__name(x);
+    if (!x->depth || n != x->open_len[x->depth - 1] || memcmp(name, x->open[x->depth - 1], n))
+        return x->p = name, mb_xml__err(x, "end tag does not match the open element");
+    mb_xml__space(x);
+    if (x->p >= x->end || *x->p != '>')
+        return mb_xml__err(x, "expected '>' to close the end tag");
+    x->p++;
+    x->depth--;
+    return 0;
+}
+
+/* <!DOCTYPE name SYSTEM "uri"> or PUBLIC "id" "uri"; no internal subset. */
+static int mb_xml__doctype(struct mb_xml *x)
+{
+    if (x->roots)
+        return mb_xml__err(x, "DOCTYPE after the root element");
+    for (x->p += 9; x->p < x->end && *x->p != '>'; x->p++) {
+        if (*x->p == '[')
+            return mb_xml__err(x, "DOCTYPE with an internal subset refused (entity declarations are not accepted)");
+        if (*x->p == '"' || *x->p == '\'') {
+            const char *c = memchr(x->p + 1, *x->p, (size_t)(x->end - x->p - 1));
+            if (!c)
+                return mb_xml__err(x, "unterminated string in DOCTYPE");
+            x->p = c;
+        }
+    }
+    if (x->p >= x->end)
+        return mb_xml__err(x, "unterminated DOCTYPE");
+    x->p++;
+    return 0;
+}
+
+/* Markup after '<'. */
+static int mb_xml__markup(struct mb_xml *x)
+{
+    if (mb_xml__starts(x, "<!--"))
+        return mb_xml__skip_to(x, "-->", "unterminated comment");
+    if (mb_xml__starts(x, "<?"))
+        return mb_xml__skip_to(x, "?>", "unterminated processing instruction");
+    if (mb_xml__starts(x, "<!DOCTYPE"))
+        return mb_xml__doctype(x);
+    if (mb_xml__starts(x, "<!"))
+        return mb_xml__err(x, "markup declaration refused (ENTITY, CDATA: hwloc files have none)");
+    x->p++;
+    if (x->p < x->end && *x->p == '/') {
+        x->p++;
+        return mb_xml__end(x);
+    }
+    return mb_xml__start(x);
+}
+
+int mb_topo_xml_check(const char *buf, size_t len, const char *path, struct mb_err *err)
+{
+    struct mb_xml x;
+    memset(&x, 0, sizeof x);
+    x.s = x.p = buf;
+    x.end = buf + len;
+    x.path = path;
+    x.err = err;
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        x.p = nul;
+        return mb_xml__err(&x, "NUL byte in the file (not a text file?)");
+    }
+    if (mb_xml__starts(&x, "\xEF\xBB\xBF"))
+        x.p += 3; /* UTF-8 byte order mark */
+    while (x.p < x.end) {
+        if (*x.p == '<') {
+            if (mb_xml__markup(&x))
+                return -1;
+        } else if (*x.p == '&') {
+            if (mb_xml__ref(&x))
+                return -1;
+        } else {
+            if (!x.depth && *x.p != ' ' && *x.p != '\t' && *x.p != '\n' && *x.p != '\r')
+                return mb_xml__err(&x, "text outside the root element");
+            x.p++;
+        }
+    }
+    if (x.depth)
+        return mb_xml__err(&x, "end of file inside an open element (truncated file?)");
+    if (!x.roots)
+        return mb_xml__err(&x, "no <topology> element");
+    return 0;
+}
