@@ -64,7 +64,7 @@ struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad, *attn;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -307,6 +307,15 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "training.attention_backend %s does not support context parallelism (cp = %d): "
                            "Megatron-Core runs CP only with TE flash or fused attention",
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
+    /* settings of one FSDP flavour are errors elsewhere, not silently ignored */
+    if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
+        return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,
+                           "parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)");
+    if ((mk->reshard || !s->fsdp_reshard_after_forward) &&
+        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
+        return mb_scn__err(err, s, mk->reshard ? mk->reshard : mk->strategy,
+                           "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl "
+                           "torch_fsdp2 only (PyTorch FSDP2's reshard_after_forward)");
     if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
@@ -613,6 +622,8 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->allreduce = mb_scn__node(nodes, "collectives.all_reduce");
     mk->pad = mb_scn__node(nodes, "moe.pad_expert_input_to_capacity");
     mk->attn = mb_scn__node(nodes, "training.attention_backend");
+    mk->fsdp_impl = mb_scn__node(nodes, "parallel.fsdp_impl");
+    mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

@@ -192,6 +192,11 @@ static const struct {
     {"bad_nvls_dp_local.yaml",
      "8:27: collectives.all_reduce: nvls needs 2 or more GPUs of the DP group in one NVLink domain; with tp*cp = 8 "
      "on 8-GPU domains each has 1"},
+    /* an FSDP flavour's setting on a layout without it does nothing: refused */
+    {"bad_fsdp_impl_3d.yaml", "12:14: parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)"},
+    {"bad_reshard_megatron_fsdp.yaml",
+     "12:31: parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
+     "(PyTorch FSDP2's reshard_after_forward)"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
 };
