@@ -1367,6 +1367,10 @@ static const struct mb_fw_param_info mb_calib__fw_info[MB_FW_COUNT] = {
      "and their Python, gradient-norm clipping with its all-reduce, zeroing the grad buffers); default 0 (nothing "
      "assumed); public rows with one microbatch per rank (GBS-4 Moonlight, 512-GPU MLPerf Llama-3.1-8B) show it; "
      "0.5 s bound: above any per-step fixed cost those rows leave"},
+    {"host_kernel", "us", 0.0, 100e-6, 0.0, 20e-6,
+     "host time per eager kernel beyond spec.launch (the cudaLaunchKernel call): the Python, PyTorch dispatcher "
+     "and Transformer Engine work issuing it; default 0 (no measurement shipped: import an eager Kineto trace "
+     "of your own); 100 us bound: a whole TE module call per kernel"},
 };
 
 const struct mb_fw_param_info *mb_calib_fw_info(enum mb_fw_param p)

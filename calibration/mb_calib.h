@@ -296,6 +296,9 @@ enum mb_fw_param {
     MB_FW_OVERLAP_SLOWDOWN, /* compute slowdown while communication kernels share the GPU (fraction) */
     MB_FW_STEP_OVERHEAD,    /* seconds per iteration outside the microbatches (optimizer launches, grad-norm
                                clipping, zeroing, Python), on every stage after its optimizer step */
+    MB_FW_HOST_KERNEL,      /* host seconds per eagerly launched kernel beyond the table's launch call
+                               (Python / PyTorch / TE dispatch on the CPU): costs GPU time only where the
+                               host is behind -- after a device-to-host sync, or kernels shorter than it */
     MB_FW_COUNT
 };
 

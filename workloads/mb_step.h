@@ -139,6 +139,7 @@ struct mb_result {
     double fw_kernel_eager_s, fw_kernel_graph_s; /* GPU seconds per eager / CUDA-graph kernel */
     double fw_overlap_slowdown;          /* compute slowdown beside communication */
     double fw_step_overhead_s;           /* seconds per iteration outside the microbatches */
+    double fw_host_kernel_s;             /* host seconds per eager kernel beyond the launch call */
     /* per-op table of the critical stage (mb_step_opts.ops), owned: mb_result_free() */
     struct mb_op_stat *ops;
     size_t n_ops;

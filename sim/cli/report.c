@@ -137,9 +137,9 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
     if (r->fw_on)
         fprintf(fp, "  framework: tensor_fraction %.3f, membound_eff %.3f, kernel_eager %.2f us, kernel_graph %.2f us, "
-                    "overlap_slowdown %.3f, step_overhead %.1f ms\n",
+                    "overlap_slowdown %.3f, step_overhead %.1f ms, host_kernel %.2f us\n",
                 r->fw_tensor_fraction, r->fw_membound_eff, 1e6 * r->fw_kernel_eager_s, 1e6 * r->fw_kernel_graph_s,
-                r->fw_overlap_slowdown, 1e3 * r->fw_step_overhead_s);
+                r->fw_overlap_slowdown, 1e3 * r->fw_step_overhead_s, 1e6 * r->fw_host_kernel_s);
     else
         fprintf(fp, "  framework: off (roofline-only mode)\n");
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
@@ -278,6 +278,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(fw, "kernel_graph_s", json_real(r->fw_kernel_graph_s));
     json_object_set_new(fw, "overlap_slowdown", json_real(r->fw_overlap_slowdown));
     json_object_set_new(fw, "step_overhead_s", json_real(r->fw_step_overhead_s));
+    json_object_set_new(fw, "host_kernel_s", json_real(r->fw_host_kernel_s));
     json_object_set_new(o, "framework", fw);
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
         json_t *me = json_object();

@@ -781,6 +781,31 @@ static void test_framework_step_overhead(void **state)
     }
 }
 
+/* framework.host_kernel: host seconds per eager kernel on top of spec.launch. On the
+ * launch-bound fixture (344 eager kernels per step, kernels ~1 us, launch 10 us:
+ * test_launch_bound) the GPU waits for the host, so with 20 us more per kernel the step
+ * (less the optimizer) is the host's 344 x (10 + 20) us, within 5 % above it; under a
+ * full-iteration graph nothing is launched per kernel and the step does not move. */
+static void test_framework_host_kernel(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r0, r1;
+    load("tests/data/step/launch_bound.yaml", &s);
+    double host[MB_FW_COUNT] = {1, 0.5, 0, 0, 0, 0, 20e-6};
+    sim_fw(&s, FIXTURE_H100, host, 0, &r1);
+    double want = 344 * (10e-6 + 20e-6), t = r1.step_time_s - r1.breakdown[MB_CAT_OPTIMIZER];
+    if (t < want || t > 1.05 * want)
+        fail_msg("host-bound step %.4g s with 20 us host time per kernel, expected %.4g s (+5 %%)", t, want);
+    assert_true(mb_dbl_eq(r1.fw_host_kernel_s, 20e-6));
+    s.cuda_graph = MB_CG_FULL_ITERATION;
+    double none[MB_FW_COUNT] = {1, 0.5, 0, 0, 0, 0, 0};
+    sim_fw(&s, FIXTURE_H100, none, 0, &r0);
+    sim_fw(&s, FIXTURE_H100, host, 0, &r1);
+    assert_true(mb_dbl_eq(r0.step_time_s, r1.step_time_s));
+    mb_scenario_free(&s);
+}
+
 /* Framework time per kernel (calibration framework.kernel_eager / kernel_graph) on the
  * launch-bound fixture (2 tiny dense layers, 4 microbatches, one GPU: 344 kernels per step,
  * test_launch_bound). Under a full-iteration CUDA graph nothing waits for the host, so the
@@ -1345,6 +1370,7 @@ int main(void)
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),
         cmocka_unit_test(test_framework_rates), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
+        cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),

@@ -10,8 +10,9 @@
 #include <string.h>
 
 /* The host side of op o: the stage's host thread issues the op's kernels in
- * program order, launch_s each (kf forward or recomputed, kb backward; one NCCL
- * kernel per communication op), or a single cudaGraphLaunch when the op opens
+ * program order, launch_s + the framework's host_kernel each (kf forward or
+ * recomputed, kb backward; one NCCL kernel per communication op), or a single
+ * cudaGraphLaunch (launch_s) when the op opens
  * a captured region (the rest of the region costs the host nothing). The
  * host never waits for the GPU, except at a device-to-host sync (o->host_sync
  * in a forward pass), where it cannot issue further work until the GPU has
@@ -33,7 +34,9 @@ static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct m
         return -1;
     struct mb_tinfo keep = b->cur;
     mb_emit_describe(b, "launch", st, keep.layer, keep.mb, keep.dir);
-    int h = mb_emit_task(b, b->host[st], MB_CAT_HOST, n * b->launch, NULL, 0, sync ? em->last : -1);
+    /* a graph launch is one call; an eager kernel also pays the framework's host time */
+    double per = b->launch + (o->region ? 0 : b->fw_host);
+    int h = mb_emit_task(b, b->host[st], MB_CAT_HOST, n * per, NULL, 0, sync ? em->last : -1);
     b->cur = keep;
     return h;
 }

@@ -10,6 +10,9 @@
  *  - kernel_eager / kernel_graph: GPU-timeline seconds per kernel a compute op
  *    runs (its kf forward or recomputed, kb backward), the graph value for ops
  *    inside a captured CUDA-graph region or under a full-iteration graph;
+ *  - host_kernel: host seconds per eager kernel on top of the table's launch
+ *    call (emit.c mb__host); the host runs ahead of the GPU, so it costs GPU
+ *    time only after a device-to-host sync or when kernels are shorter;
  *  - step_overhead: a task of that many seconds after each stage's optimizer
  *    step (reduce.c), the iteration's fixed framework work;
  *  - overlap_slowdown: compute that the schedule runs beside communication
@@ -39,6 +42,7 @@ void mb_fw_setup(struct mb_build *b)
     b->fw_kernel_graph = on ? fw.v[MB_FW_KERNEL_GRAPH] : 0;
     b->fw_overlap = on ? fw.v[MB_FW_OVERLAP_SLOWDOWN] : 0;
     b->fw_step = on ? fw.v[MB_FW_STEP_OVERHEAD] : 0;
+    b->fw_host = on ? fw.v[MB_FW_HOST_KERNEL] : 0;
 }
 
 /* GPU seconds of compute op o in this pass, from its table time `dur`: the

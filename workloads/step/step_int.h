@@ -198,6 +198,7 @@ struct mb_build {
     double fw_kernel_eager, fw_kernel_graph; /* GPU seconds per kernel of a compute op */
     double fw_overlap;        /* compute slowdown beside communication */
     double fw_step;           /* seconds per iteration after each stage's optimizer step */
+    double fw_host;           /* host seconds per eager kernel beyond b->launch */
 };
 
 /* ---- placement.c */
