@@ -219,6 +219,7 @@ int mb_cmd_collective(int argc, char **argv)
     struct mb_fabric_params fp = {0};
     fp.nvlink_eff = mb_calib_link_eff(cal, MB_LINK_NVLINK);
     fp.nic_eff = mb_calib_link_eff(cal, MB_LINK_NIC);
+    fp.pcie_eff = mb_calib_link_eff(cal, MB_LINK_PCIE);
     fp.nvlink_lat = mb_calib_link_latency(cal, MB_LINK_NVLINK);
     fp.nic_lat = mb_calib_link_latency(cal, MB_LINK_NIC);
     fp.nvls_eff = mb_calib_link_eff(cal, MB_LINK_NVLS); /* 0 when the table has none: MB_FABRIC_NVLS_EFF */
