@@ -134,6 +134,7 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     net->n_gpus = n_gpus;
     net->domain_size = f->domain;
     net->nvls = sys->nvls && has_nvl;
+    net->intra_pcie = sys->intra_pcie;
     net->nvl_bw = has_nvl ? nvl : 0;
     net->nic_bw = nic;
     net->nvls_bw = sys->nvlink_bw * (p->nvls_eff > 0 ? p->nvls_eff : MB_FABRIC_NVLS_EFF);

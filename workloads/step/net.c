@@ -53,7 +53,8 @@ static struct mb_coll_rank mb__rank(const struct mb_build *b, int st, double nic
                               {b->nv_lat, b->nic_lat},
                               b->nvls_lat,
                               b->nvls_bw > 0,
-                              nic_bound};
+                              nic_bound,
+                              b->s->system.intra_pcie};
     return rk;
 }
 
@@ -114,6 +115,17 @@ void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum
     struct mb_coll_req q = mb__req(b, op, MB_COLL_ALGO_AUTO, g, total, ck != MB_CK_CP);
     struct mb_op o = mb__comm_op(name, ck, &q);
     o.parallel = parallel;
+    if (ck == MB_CK_CP) { /* TE's p2p sends: the ring's bytes, one calibrated step per hop, no NCCL tuning */
+        struct mb_coll_vol v;
+        mb_coll_volume(op, MB_COLL_ALGO_RING, g.size, g.local, g.domains, total, &v);
+        o.bytes_nv = v.nv;
+        o.bytes_nic = v.nic;
+        o.latency = mb_coll_vol_latency(&v, b->nv_lat, b->nic_lat, 0);
+        o.peak = v.nic > 0 ? b->s->system.nic_bw : b->s->system.nvlink_bw;
+        o.region = b->cur_region;
+        mb_ops_push(l, &o);
+        return;
+    }
     mb__push_req(b, l, &o, &q, g, 0);
 }
 
