@@ -62,7 +62,7 @@ static int is_agrs(enum mb_coll_op op)
 /* Does NCCL offer (op, a, p) on this communicator? */
 static int enabled(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p, const struct mb_nccl_comm *c)
 {
-    int N = c->n_nodes, ppn = c->n_ranks / c->n_nodes;
+    int N = c->n_nodes, ppn1 = c->n_ranks == c->n_nodes;
     if (op != MB_COLL_ALL_REDUCE && !is_agrs(op) && op != MB_COLL_BROADCAST)
         return 0;
     if (op == MB_COLL_BROADCAST && a != MB_NCCL_RING)
@@ -74,7 +74,7 @@ static int enabled(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p
     case MB_NCCL_TREE: return op == MB_COLL_ALL_REDUCE;
     case MB_NCCL_NVLS: return p == MB_COLL_PROTO_SIMPLE && !c->intra_pcie && N == 1; /* > 1 node needs CollNet */
     case MB_NCCL_NVLS_TREE: return p == MB_COLL_PROTO_SIMPLE && !c->intra_pcie && op == MB_COLL_ALL_REDUCE && N > 1;
-    case MB_NCCL_PAT: return p == MB_COLL_PROTO_SIMPLE && is_agrs(op) && ppn == 1 && N > 1;
+    case MB_NCCL_PAT: return p == MB_COLL_PROTO_SIMPLE && is_agrs(op) && ppn1 && N > 1;
     default: return 0;
     }
 }
@@ -82,12 +82,12 @@ static int enabled(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p
 double mb_nccl_latency(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p, const struct mb_nccl_comm *c,
                        double bytes)
 {
-    if (!c || c->n_ranks < 2 || c->n_nodes < 1 || c->n_ranks % c->n_nodes || (unsigned)p >= MB_COLL_PROTO_COUNT ||
+    if (!c || c->n_ranks < 2 || c->n_nodes < 1 || c->n_nodes > c->n_ranks || (unsigned)p >= MB_COLL_PROTO_COUNT ||
         !enabled(op, a, p, c))
         return -1;
-    int n = c->n_ranks, N = c->n_nodes, ppn = n / N;
+    int n = c->n_ranks, N = c->n_nodes, ppn = n / N; /* NCCL's integer nRanks / nNodes */
     double intra = hw_lat[c->intra_pcie ? HW_PCI : HW_NVLINK][a][p];
-    double inter = hw_lat[HW_NET][ppn == 1 ? MB_NCCL_TREE : a][p];
+    double inter = hw_lat[HW_NET][n == N ? MB_NCCL_TREE : a][p]; /* NCCL: float ppn == 1 */
     double lat = base_lat[a][p];
     if (N > 1 && p == MB_COLL_PROTO_LL)
         intra *= 1.8;

@@ -23,7 +23,7 @@ enum mb_nccl_algo { MB_NCCL_TREE, MB_NCCL_RING, MB_NCCL_NVLS, MB_NCCL_NVLS_TREE,
 /** One communicator as NCCL's tuner sees it. */
 struct mb_nccl_comm {
     int n_ranks;    /**< nRanks, >= 2 */
-    int n_nodes;    /**< nNodes (NVLink domains), 1..n_ranks, n_ranks a multiple of it */
+    int n_nodes;    /**< nNodes (NVLink domains), 1..n_ranks (ranks per node = n_ranks / n_nodes, rounded down as NCCL) */
     int intra_pcie; /**< ranks of a node reach each other over PCIe, not NVLink */
 };
 

@@ -151,6 +151,36 @@ static void test_topo_cli(void **state)
     mb_free(o);
 }
 
+/* The run report names NCCL's choice per collective class. Qwen3-VL-235B on 99968 GB200 GPUs
+ * (TP1 PP2 EP32, tests/data/net): the dense DP group is 49984 ranks of consecutive GPUs, 72 per
+ * NVLink domain (695 domains, the last one partial); its parameter all-gather is a flat NCCL ring
+ * (no tree for all-gather in NCCL, no PAT with 72 ranks per domain) whose LL latency is
+ * 6.6 + (49983 - 694) x 0.6 x 1.8 + 694 x 2.7 us = 55.11252 ms (tuning.cc @ 5067397c), more than
+ * its bandwidth time: latency-bound. */
+static void test_report_collectives(void **state)
+{
+    (void)state;
+    char *o;
+    json_error_t je;
+    assert_int_equal(run("run tests/data/net/qwen3_vl_235b_gb200_99968.yaml --json", &o, 0), 0);
+    json_t *j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    json_t *dp = json_object_get(json_object_get(json_object_get(j, "collectives"), "longest_latency"), "dp");
+    assert_non_null(dp);
+    assert_string_equal(json_string_value(json_object_get(dp, "op")), "all_gather");
+    assert_string_equal(json_string_value(json_object_get(dp, "algorithm")), "ring");
+    assert_int_equal(json_integer_value(json_object_get(dp, "ranks")), 49984);
+    assert_true(fabs(json_real_value(json_object_get(dp, "latency_s")) - 55112.52e-6) < 1e-9);
+    assert_true(json_is_true(json_object_get(dp, "latency_bound")));
+    json_t *top = json_object_get(json_object_get(j, "collectives"), "dp");
+    assert_string_equal(json_string_value(json_object_get(top, "protocol")), "LL128");
+    json_decref(j);
+    mb_free(o);
+    assert_int_equal(run("run tests/data/net/qwen3_vl_235b_gb200_99968.yaml", &o, 0), 0);
+    assert_non_null(strstr(o, "DP communication is latency-bound on its 49984-rank group"));
+    mb_free(o);
+}
+
 static void test_json_report(void **state)
 {
     (void)state;
@@ -538,6 +568,7 @@ static void test_version_and_lists(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
+                                       cmocka_unit_test(test_report_collectives),
                                        cmocka_unit_test(test_json_report),
                                        cmocka_unit_test(test_validate_cli),
                                        cmocka_unit_test(test_calibrate_nccl_cli),
