@@ -79,9 +79,11 @@ static json_t *mb__coll_json(const struct mb_result *r)
     for (int c = 0; c < MB_CC_COUNT; c++) {
         const struct mb_coll_use *u = &r->coll_lat[c];
         if (u->used)
-            json_object_set_new(lat, mb__cc_names[c], json_pack("{s:s, s:s, s:i, s:f, s:f, s:b}", "op",
+            json_object_set_new(lat, mb__cc_names[c], json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:b}", "op",
                                 mb_coll_op_name((enum mb_coll_op)u->op), "algorithm",
-                                mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains), "ranks", u->ranks,
+                                mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains), "protocol",
+                                mb_coll_proto_name((enum mb_coll_proto)u->proto), "ranks", u->ranks, "domains",
+                                u->domains, "bytes", u->bytes,
                                 "latency_s", u->lat_s, "bandwidth_s", u->bw_s, "latency_bound", u->lat_s >= u->bw_s));
     }
     json_object_set_new(o, "longest_latency", lat);

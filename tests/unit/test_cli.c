@@ -169,6 +169,7 @@ static void test_report_collectives(void **state)
     assert_non_null(dp);
     assert_string_equal(json_string_value(json_object_get(dp, "op")), "all_gather");
     assert_string_equal(json_string_value(json_object_get(dp, "algorithm")), "ring");
+    assert_string_equal(json_string_value(json_object_get(dp, "protocol")), "LL");
     assert_int_equal(json_integer_value(json_object_get(dp, "ranks")), 49984);
     assert_true(fabs(json_real_value(json_object_get(dp, "latency_s")) - 55112.52e-6) < 1e-9);
     assert_true(json_is_true(json_object_get(dp, "latency_bound")));
