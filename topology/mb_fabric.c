@@ -1,7 +1,7 @@
 /*
  * mb_fabric.c -- link graph of a cluster (see mb_fabric.h for the model).
  *
- * Size: 4 links per GPU + 2 per leaf, created in one pass; routes are
+ * Size: 2 NVLink links per GPU, 2 per NIC port and 2 per leaf, created in one pass; routes are
  * computed on demand in O(1) from GPU indices, so a ring over thousands of
  * GPUs costs one route call per flow and no graph search.
  */

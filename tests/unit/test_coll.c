@@ -35,6 +35,7 @@ static int params_of(const char *path, struct mb_fabric_params *p)
         return -1;
     p->nvlink_eff = mb_calib_link_eff(c, MB_LINK_NVLINK);
     p->nic_eff = mb_calib_link_eff(c, MB_LINK_NIC);
+    p->pcie_eff = mb_calib_link_eff(c, MB_LINK_PCIE);
     p->nvls_eff = mb_calib_link_eff(c, MB_LINK_NVLS);
     p->nvlink_lat = mb_calib_link_latency(c, MB_LINK_NVLINK);
     p->nic_lat = mb_calib_link_latency(c, MB_LINK_NIC);
@@ -345,6 +346,23 @@ static void test_auto_at_scale(void **state)
     assert_true(fabs(ch.lat_s - 128253.9e-6) < 1e-9);
 }
 
+/* A PCIe-only node (tests/data/topology/pcie_only.yaml: the DGX H100 XML without its NVLink matrix):
+ * GPUs of the node talk over their PCIe links, pcie_bw 63 GB/s x the fixture's PCIe eff 0.9; NCCL
+ * prices the ring with its PCI latencies (Simple: 8.4 us + 7 steps x 5.7 us = 48.3 us), LL128 is off
+ * and NVLS does not apply. An 8-GPU all-gather of 1 GiB: 48.3 us + 7/8 S / (63e9 x 0.9). */
+static void test_pcie_node(void **state)
+{
+    (void)state;
+    double t, S = 1 << 30;
+    enum mb_coll_algo a;
+    busbw_fix("tests/data/topology/pcie_only.yaml", 8, MB_COLL_ALL_GATHER, MB_COLL_ALGO_AUTO, 8, NULL, S, &t, &a);
+    assert_int_equal(a, MB_COLL_ALGO_RING);
+    assert_true(fabs(t - (48.3e-6 + 7.0 / 8 * S / (63e9 * 0.9))) < 1e-9);
+    struct mb_nccl_comm pc = {8, 1, 1};
+    assert_true(mb_nccl_latency(MB_COLL_ALL_GATHER, MB_NCCL_RING, MB_COLL_PROTO_LL128, &pc, S) < 0);
+    assert_true(mb_nccl_latency(MB_COLL_ALL_REDUCE, MB_NCCL_NVLS, MB_COLL_PROTO_SIMPLE, &pc, S) < 0);
+}
+
 /* Bad requests. */
 static void test_bad(void **state)
 {
@@ -376,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_big_ring),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_nccl_latency),
+        cmocka_unit_test(test_pcie_node),
         cmocka_unit_test(test_auto_at_scale),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
