@@ -12,7 +12,7 @@
 struct mb_fabric {
     struct mb_coll_net net;
     int n_gpus, gpn, domain, nodes, groups, n_leaves, ports;
-    const int *port;         /* [gpn] NIC port (rail) of each local GPU (the system's gpu_port) */
+    int *port;               /* [gpn] NIC port (rail) of each local GPU (a copy of the system's gpu_port), or NULL */
     int *nvl_tx, *nvl_rx, *nic_tx, *nic_rx, *up, *down;
     int first_link, n_links; /* links this fabric created: [first_link, first_link + n_links) */
     double *cap;             /* [n_links] */
@@ -30,7 +30,7 @@ static int add_link(struct mb_fabric *f, struct mb_engine *e, double c)
 
 int mb_fabric_leaf_of(const struct mb_fabric *f, int gpu)
 {
-    int node = gpu / f->gpn, rail = f->port[gpu % f->gpn];
+    int node = gpu / f->gpn, rail = f->port ? f->port[gpu % f->gpn] : gpu % f->gpn;
     return (node / MB_FABRIC_LEAF_NODES) * f->ports + rail;
 }
 
@@ -93,7 +93,11 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     f->nodes = (n_gpus + gpn - 1) / gpn;
     f->groups = (f->nodes + MB_FABRIC_LEAF_NODES - 1) / MB_FABRIC_LEAF_NODES;
     f->ports = sys->n_ports > 0 ? sys->n_ports : gpn;
-    f->port = sys->n_ports > 0 ? sys->gpu_port : NULL;
+    f->port = NULL;
+    if (sys->n_ports > 0) {
+        f->port = mb_malloc((size_t)gpn * sizeof *f->port);
+        memcpy(f->port, sys->gpu_port, (size_t)gpn * sizeof *f->port);
+    }
     f->n_leaves = f->groups * f->ports;
     size_t ng = (size_t)n_gpus, nl = (size_t)f->n_leaves;
     f->nvl_tx = mb_malloc(ng * sizeof(int));
@@ -159,6 +163,7 @@ void mb_fabric_free(struct mb_fabric *f)
     mb_free(f->up);
     mb_free(f->down);
     mb_free(f->cap);
+    mb_free(f->port);
     mb_free(f);
 }
 
