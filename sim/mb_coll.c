@@ -35,6 +35,7 @@
  * channel's domain-crossing edge (NCCL's rail-aligned rings).
  */
 #include "mb_coll.h"
+#include "mb_coll_nccl.h"
 
 #include <assert.h>
 #include <math.h>
@@ -42,7 +43,18 @@
 
 static const char *const op_names[MB_COLL_OP_COUNT] = {"all_reduce", "all_gather", "reduce_scatter",
                                                       "broadcast",  "alltoall",   "sendrecv"};
-static const char *const algo_names[MB_COLL_ALGO_COUNT] = {"auto", "ring", "tree", "nvls", "pairwise"};
+static const char *const algo_names[MB_COLL_ALGO_COUNT] = {"auto", "ring", "tree", "nvls", "pairwise", "pat"};
+static const char *const proto_names[MB_COLL_PROTO_COUNT] = {"LL", "LL128", "Simple"};
+
+const char *mb_coll_proto_name(enum mb_coll_proto p)
+{
+    return (unsigned)p < MB_COLL_PROTO_COUNT ? proto_names[p] : NULL;
+}
+
+const char *mb_coll_algo_label(enum mb_coll_algo a, int D)
+{
+    return a == MB_COLL_ALGO_NVLS && D > 1 ? "nvls_tree" : mb_coll_algo_name(a);
+}
 
 const char *mb_coll_op_name(enum mb_coll_op op)
 {
@@ -215,18 +227,21 @@ static int algo_ok_vol(enum mb_coll_op op, enum mb_coll_algo a, int L, int D, in
         return op == MB_COLL_ALL_REDUCE && nvls_ok && L > 1;
     case MB_COLL_ALGO_PAIRWISE:
         return op == MB_COLL_ALLTOALL || op == MB_COLL_SENDRECV;
+    case MB_COLL_ALGO_PAT:
+        return (op == MB_COLL_ALL_GATHER || op == MB_COLL_REDUCE_SCATTER) && L == 1 && D > 1;
     default:
         return 0;
     }
 }
+
+static int net_nvls_ok(const struct mb_coll_net *net, const struct shape *s);
 
 int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req, enum mb_coll_algo a)
 {
     struct shape s;
     if (shape_make(net, req, &s, NULL))
         return 0;
-    int nvls_ok = net->nvls && net->nvls_bw > 0 && s.uniform && net->nvl_tx && net->nvl_tx[s.gpu[0]] >= 0;
-    int ok = algo_ok_vol(req->op, a, s.L, s.D, nvls_ok);
+    int ok = algo_ok_vol(req->op, a, s.L, s.D, net_nvls_ok(net, &s));
     shape_free(&s);
     return ok;
 }
@@ -242,6 +257,7 @@ int mb_coll_volume(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D,
     double *lmax = D > 1 ? &v->steps_nic : &v->steps_nv; /* a step costs its slowest hop */
     switch (a) {
     case MB_COLL_ALGO_RING:
+    case MB_COLL_ALGO_PAT: /* PAT: the same bytes per rank as the ring (each rank sends (n-1)/n S) */
         v->nv = D > 1 ? V * (L - 1) / L : V;
         v->nic = D > 1 ? V / L : 0;
         *lmax = op == MB_COLL_ALL_REDUCE ? 2.0 * (n - 1) : (double)(n - 1);
@@ -299,54 +315,134 @@ double mb_coll_vol_time(const struct mb_coll_vol *v, double nv_bw, double nic_bw
     return t + mb_coll_vol_latency(v, nv_lat, nic_lat, nvls_lat);
 }
 
-/* Latency of an algorithm: steps x per-step latency of the slowest hop. */
-static double coll_latency(const struct mb_coll_net *net, const struct mb_coll_req *req, const struct shape *s,
-                           enum mb_coll_algo a)
-{
-    struct mb_coll_vol v;
-    if (mb_coll_volume(req->op, a, s->n, s->L, s->D, req->bytes, &v))
-        return 0;
-    return mb_coll_vol_latency(&v, net->lat[MB_COLL_HOP_NVLINK], net->lat[MB_COLL_HOP_NIC], net->nvls_lat);
-}
-
-/* Rates and latencies AUTO estimates with. */
+/* Rates and latencies the estimates use. */
 struct rates {
     double nvl_bw, nic_bw, nvls_bw, nv_lat, nic_lat, nvls_lat;
+    int intra_pcie;
 };
 
-static double estimate_vol(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S,
-                           const struct rates *r)
-{
+/* One call's plan: algorithm, protocol, latency (s), the protocol's bandwidth
+ * factor and the per-rank volumes. */
+struct plan {
+    enum mb_coll_algo a;
+    enum mb_coll_proto p;
+    double lat, eff, bw_s;
     struct mb_coll_vol v;
-    mb_coll_volume(op, a, n, L, D, S, &v);
-    return mb_coll_vol_time(&v, r->nvl_bw, r->nic_bw, r->nvls_bw, r->nv_lat, r->nic_lat, r->nvls_lat);
+};
+
+static enum mb_nccl_algo nccl_algo(enum mb_coll_algo a, int D)
+{
+    switch (a) {
+    case MB_COLL_ALGO_TREE: return MB_NCCL_TREE;
+    case MB_COLL_ALGO_NVLS: return D > 1 ? MB_NCCL_NVLS_TREE : MB_NCCL_NVLS;
+    case MB_COLL_ALGO_PAT: return MB_NCCL_PAT;
+    default: return MB_NCCL_RING;
+    }
 }
 
-/* The applicable algorithm with the least estimate; order = preference on
- * ties: ring, tree, nvls, pairwise. */
-static enum mb_coll_algo choose_vol(enum mb_coll_op op, int n, int L, int D, double S, int nvls_ok,
-                                    const struct rates *r)
+/* Latency (s) of (a, p), -1 when NCCL has no such pair. NCCL's model
+ * (mb_coll_nccl.h) for ring, tree, NVLS (tree) and PAT; a measured NVLS fixed
+ * cost (calibration links.nvls.latency) replaces NCCL's 25 us NVLS intraLat;
+ * the hierarchical all-gather / reduce-scatter `tree` (only when forced; NCCL
+ * has none) pays the ring's; all-to-all and send/recv (NCCL p2p, outside the
+ * tuning model) pay one step of the calibrated per-hop latency. */
+static double plan_lat(enum mb_coll_op op, enum mb_coll_algo a, enum mb_coll_proto p, int n, int L, int D,
+                       double S, const struct rates *r)
 {
-    enum mb_coll_algo best = MB_COLL_ALGO_RING;
-    double tbest = -1;
+    struct mb_nccl_comm c = {n, D, r->intra_pcie};
+    if (a == MB_COLL_ALGO_PAIRWISE) {
+        struct mb_coll_vol v;
+        if (p != MB_COLL_PROTO_SIMPLE)
+            return -1;
+        mb_coll_volume(op, a, n, L, D, S, &v);
+        return mb_coll_vol_latency(&v, r->nv_lat, r->nic_lat, 0);
+    }
+    if (a == MB_COLL_ALGO_TREE && op != MB_COLL_ALL_REDUCE)
+        return mb_nccl_latency(op, MB_NCCL_RING, p, &c, S);
+    double lat = mb_nccl_latency(op, nccl_algo(a, D), p, &c, S);
+    if (lat >= 0 && a == MB_COLL_ALGO_NVLS && r->nvls_lat > 0)
+        lat += r->nvls_lat - 25e-6;
+    return lat;
+}
+
+/* Bandwidth time (s) of a volume alone on its ports at protocol factor eff. */
+static double vol_bw_time(const struct mb_coll_vol *v, const struct rates *r, double eff)
+{
+    double t = 0;
+    if (v->nv > 0 && r->nvl_bw > 0)
+        t = fmax(t, v->nv / r->nvl_bw);
+    if (v->nic > 0 && r->nic_bw > 0)
+        t = fmax(t, v->nic / r->nic_bw);
+    if (v->nvls > 0 && r->nvls_bw > 0)
+        t = fmax(t, v->nvls / r->nvls_bw);
+    return t / eff;
+}
+
+/* The best protocol for algorithm a (Simple wins ties); -1 when none applies. */
+static int plan_make(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, const struct rates *r,
+                     struct plan *pl)
+{
+    struct mb_nccl_comm c = {n, D, r->intra_pcie};
+    int found = 0;
+    for (int p = MB_COLL_PROTO_SIMPLE; p >= MB_COLL_PROTO_LL; p--) {
+        struct plan x;
+        memset(&x, 0, sizeof x);
+        x.a = a;
+        x.p = (enum mb_coll_proto)p;
+        x.lat = plan_lat(op, a, x.p, n, L, D, S, r);
+        if (x.lat < 0)
+            continue;
+        x.eff = a == MB_COLL_ALGO_PAIRWISE ? 1 : mb_nccl_bw_factor(op, nccl_algo(a, D), x.p, &c);
+        mb_coll_volume(op, a, n, L, D, S, &x.v);
+        x.bw_s = vol_bw_time(&x.v, r, x.eff);
+        if (!found || x.lat + x.bw_s < (pl->lat + pl->bw_s) * (1 - 1e-12))
+            *pl = x;
+        found = 1;
+    }
+    return found ? 0 : -1;
+}
+
+/* AUTO: the applicable (algorithm, protocol) with the least estimate; order =
+ * preference on ties: ring, tree, nvls, pairwise, pat. */
+static int plan_auto(enum mb_coll_op op, int n, int L, int D, double S, int nvls_ok, const struct rates *r,
+                     struct plan *best)
+{
+    int found = 0;
     for (int a = MB_COLL_ALGO_RING; a < MB_COLL_ALGO_COUNT; a++) {
+        struct plan x;
         if (a == MB_COLL_ALGO_TREE && op != MB_COLL_ALL_REDUCE)
             continue; /* NCCL's trees are all_reduce only */
-        if (!algo_ok_vol(op, (enum mb_coll_algo)a, L, D, nvls_ok))
+        if (!algo_ok_vol(op, (enum mb_coll_algo)a, L, D, nvls_ok) ||
+            plan_make(op, (enum mb_coll_algo)a, n, L, D, S, r, &x))
             continue;
-        double t = estimate_vol(op, (enum mb_coll_algo)a, n, L, D, S, r);
-        if (tbest < 0 || t < tbest * (1 - 1e-12)) {
-            tbest = t;
-            best = (enum mb_coll_algo)a;
-        }
+        if (!found || x.lat + x.bw_s < (best->lat + best->bw_s) * (1 - 1e-12))
+            *best = x;
+        found = 1;
     }
-    return best;
+    return found ? 0 : -1;
+}
+
+/* The plan of a request: AUTO's or the forced algorithm's best protocol. */
+static int plan_req(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, int nvls_ok,
+                    const struct rates *r, struct plan *pl)
+{
+    if (a == MB_COLL_ALGO_AUTO)
+        return plan_auto(op, n, L, D, S, nvls_ok, r, pl);
+    if (!algo_ok_vol(op, a, L, D, nvls_ok))
+        return -1;
+    return plan_make(op, a, n, L, D, S, r, pl);
 }
 
 static struct rates net_rates(const struct mb_coll_net *net)
 {
     return (struct rates){net->nvl_bw, net->nic_bw, net->nvls_bw, net->lat[MB_COLL_HOP_NVLINK],
-                          net->lat[MB_COLL_HOP_NIC], net->nvls_lat};
+                          net->lat[MB_COLL_HOP_NIC], net->nvls_lat, net->intra_pcie};
+}
+
+static int net_nvls_ok(const struct mb_coll_net *net, const struct shape *s)
+{
+    return net->nvls && !net->intra_pcie && net->nvls_bw > 0 && s->uniform && net->nvl_tx &&
+           net->nvl_tx[s->gpu[0]] >= 0;
 }
 
 double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req *req, enum mb_coll_algo a)
@@ -357,9 +453,10 @@ double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req 
     if (shape_make(net, req, &s, NULL))
         return -1;
     struct rates r = net_rates(net);
-    double t = estimate_vol(req->op, a, s.n, s.L, s.D, req->bytes, &r);
+    struct plan pl;
+    int rc = plan_make(req->op, a, s.n, s.L, s.D, req->bytes, &r, &pl);
     shape_free(&s);
-    return t;
+    return rc ? -1 : pl.lat + pl.bw_s;
 }
 
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req)
@@ -367,9 +464,10 @@ enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_
     struct shape s;
     if (shape_make(net, req, &s, NULL))
         return MB_COLL_ALGO_RING;
-    int nvls_ok = net->nvls && net->nvls_bw > 0 && s.uniform && net->nvl_tx && net->nvl_tx[s.gpu[0]] >= 0;
     struct rates r = net_rates(net);
-    enum mb_coll_algo a = choose_vol(req->op, s.n, s.L, s.D, req->bytes, nvls_ok, &r);
+    struct plan pl;
+    enum mb_coll_algo a = plan_auto(req->op, s.n, s.L, s.D, req->bytes, net_nvls_ok(net, &s), &r, &pl) ? MB_COLL_ALGO_RING
+                                                                                                     : pl.a;
     shape_free(&s);
     return a;
 }
@@ -505,8 +603,21 @@ static void build_pairwise(struct flows *f, const struct mb_coll_net *net, const
             flows_add(f, net, s->gpu[i], s->gpu[j], req->bytes / n, 0);
 }
 
-int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct mb_coll_req *req, int stream,
-                enum mb_coll_algo *algo_out, struct mb_err *err)
+/* Bytes on the wire at the protocol's bandwidth factor. */
+static void flows_scale(struct mb_flow_desc *f, int n, double eff)
+{
+    for (int i = 0; i < n && eff < 1; i++)
+        f[i].bytes /= eff;
+}
+
+static void choice_of(const struct plan *pl, struct mb_coll_choice *ch)
+{
+    if (ch)
+        *ch = (struct mb_coll_choice){pl->a, pl->p, pl->lat, pl->bw_s};
+}
+
+int mb_coll_add_plan(struct mb_engine *e, const struct mb_coll_net *net, const struct mb_coll_req *req, int stream,
+                     struct mb_coll_choice *ch, struct mb_err *err)
 {
     struct shape s;
     if (!net || !req || !net->route)
@@ -518,24 +629,29 @@ int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct
         shape_free(&s);
         return mb_err_set(err, NULL, 0, 0, "collective: unknown algorithm %d", (int)a);
     }
-    if (a == MB_COLL_ALGO_AUTO)
-        a = mb_coll_choose(net, req);
-    if (!mb_coll_algo_ok(net, req, a)) {
+    struct rates r = net_rates(net);
+    struct plan pl;
+    if (plan_req(req->op, a, s.n, s.L, s.D, req->bytes, net_nvls_ok(net, &s), &r, &pl)) {
         shape_free(&s);
+        if (a == MB_COLL_ALGO_AUTO)
+            a = MB_COLL_ALGO_RING;
         return mb_err_set(err, NULL, 0, 0, "collective: algorithm '%s' does not apply to %s on %d ranks%s",
                           mb_coll_algo_name(a), mb_coll_op_name(req->op), req->n_ranks,
                           a == MB_COLL_ALGO_NVLS && !net->nvls ? " (no NVLS on this system)" : "");
     }
+    a = pl.a;
     struct flows f = {0};
     switch (a) {
-    case MB_COLL_ALGO_RING: build_ring(&f, net, req, &s); break;
+    case MB_COLL_ALGO_RING:
+    case MB_COLL_ALGO_PAT: build_ring(&f, net, req, &s); break;
     case MB_COLL_ALGO_TREE: build_tree(&f, net, req, &s); break;
     case MB_COLL_ALGO_NVLS: build_nvls(&f, net, req, &s); break;
     default: build_pairwise(&f, net, req, &s); break;
     }
+    flows_scale(f.v, f.n, pl.eff);
     struct mb_task_desc t = {0};
     t.stream = stream;
-    t.duration = coll_latency(net, req, &s, a);
+    t.duration = pl.lat;
     pace(req, &t, f.v, f.n); /* a measured time: its fixed part, flows paced to its rest */
     t.n_flows = f.n;
     t.flows = f.v;
@@ -544,8 +660,17 @@ int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct
     int id = mb_engine_add_task(e, &t);
     mb_free(f.v);
     shape_free(&s);
-    if (algo_out)
-        *algo_out = a;
+    choice_of(&pl, ch);
+    return id;
+}
+
+int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct mb_coll_req *req, int stream,
+                enum mb_coll_algo *algo_out, struct mb_err *err)
+{
+    struct mb_coll_choice ch;
+    int id = mb_coll_add_plan(e, net, req, stream, &ch, err);
+    if (id >= 0 && algo_out)
+        *algo_out = ch.algo;
     return id;
 }
 
@@ -559,32 +684,40 @@ static void rank_flow(struct mb_flow_desc *f, int *n, double bytes, int link, do
     (*n)++;
 }
 
-int mb_coll_rank_task(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
-                      struct mb_task_desc *t, struct mb_flow_desc f[3], enum mb_coll_algo *used)
+int mb_coll_rank_plan(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
+                      struct mb_task_desc *t, struct mb_flow_desc f[3], struct mb_coll_choice *ch)
 {
     int n = req->n_ranks;
     memset(t, 0, sizeof *t);
+    if (ch)
+        memset(ch, 0, sizeof *ch);
     if (n <= 1 || !(req->bytes > 0))
         return 0;
     struct rates r = {rk->nvl_bw, rk->nic_bw, rk->nvls_bw, rk->lat[MB_COLL_HOP_NVLINK], rk->lat[MB_COLL_HOP_NIC],
-                      rk->nvls_lat};
-    int nvls_ok = rk->nvls && rk->nvls_bw > 0;
-    enum mb_coll_algo a = req->algo;
-    if (a == MB_COLL_ALGO_AUTO)
-        a = choose_vol(req->op, n, L, D, req->bytes, nvls_ok, &r);
-    if (!algo_ok_vol(req->op, a, L, D, nvls_ok))
+                      rk->nvls_lat, rk->intra_pcie};
+    int nvls_ok = rk->nvls && !rk->intra_pcie && rk->nvls_bw > 0;
+    struct plan pl;
+    if (plan_req(req->op, req->algo, n, L, D, req->bytes, nvls_ok, &r, &pl))
         return -1;
-    struct mb_coll_vol v;
-    mb_coll_volume(req->op, a, n, L, D, req->bytes, &v);
     int nf = 0;
-    rank_flow(f, &nf, v.nv, rk->nv_link, 0);
-    rank_flow(f, &nf, v.nvls, rk->nv_link, rk->nvls_bw);
-    rank_flow(f, &nf, v.nic, rk->nic_link, rk->nic_bound);
-    t->duration = mb_coll_vol_latency(&v, r.nv_lat, r.nic_lat, r.nvls_lat);
+    rank_flow(f, &nf, pl.v.nv, rk->nv_link, 0);
+    rank_flow(f, &nf, pl.v.nvls, rk->nv_link, rk->nvls_bw);
+    rank_flow(f, &nf, pl.v.nic, rk->nic_link, rk->nic_bound);
+    flows_scale(f, nf, pl.eff);
+    t->duration = pl.lat;
     t->n_flows = nf;
     t->flows = f;
     pace(req, t, f, nf);
-    if (used)
-        *used = a;
+    choice_of(&pl, ch);
+    return nf;
+}
+
+int mb_coll_rank_task(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
+                      struct mb_task_desc *t, struct mb_flow_desc f[3], enum mb_coll_algo *used)
+{
+    struct mb_coll_choice ch;
+    int nf = mb_coll_rank_plan(rk, req, L, D, t, f, &ch);
+    if (nf > 0 && used)
+        *used = ch.algo;
     return nf;
 }

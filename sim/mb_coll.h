@@ -49,8 +49,29 @@ enum mb_coll_algo {
     MB_COLL_ALGO_TREE,     /**< hierarchical: NVLink domain first, scale-out second (NCCL tree) */
     MB_COLL_ALGO_NVLS,     /**< NVLink SHARP all_reduce (+ scale-out stage when spanning domains) */
     MB_COLL_ALGO_PAIRWISE, /**< all flows at once (alltoall, sendrecv) */
+    MB_COLL_ALGO_PAT,      /**< NCCL's PAT all_gather / reduce_scatter, one rank per NVLink domain */
     MB_COLL_ALGO_COUNT
 };
+
+/** NCCL protocols (NCCL's order: LL, LL128, Simple). The collective's bytes are
+ *  divided by the protocol's bandwidth factor (mb_nccl_bw_factor: LL moves 8
+ *  bytes per 4 of data) and its latency is NCCL's for that protocol. */
+enum mb_coll_proto { MB_COLL_PROTO_LL, MB_COLL_PROTO_LL128, MB_COLL_PROTO_SIMPLE, MB_COLL_PROTO_COUNT };
+
+/** What one call resolved to: algorithm, protocol, its latency and its
+ *  bandwidth time alone on its ports (both s; latency-bound when lat_s >= bw_s). */
+struct mb_coll_choice {
+    enum mb_coll_algo algo;
+    enum mb_coll_proto proto;
+    double lat_s, bw_s;
+};
+
+/** @brief "LL", "LL128", "Simple"; NULL out of range. */
+const char *mb_coll_proto_name(enum mb_coll_proto p);
+
+/** @brief NCCL's name of algorithm a on D NVLink domains: "nvls_tree" for NVLS across domains, else
+ *  mb_coll_algo_name(a). */
+const char *mb_coll_algo_label(enum mb_coll_algo a, int D);
 
 /** Hop classes, for per-step latency. */
 enum mb_coll_hop { MB_COLL_HOP_NVLINK, MB_COLL_HOP_NIC, MB_COLL_HOP_COUNT };
@@ -74,6 +95,7 @@ struct mb_coll_net {
     int n_gpus;          /**< GPUs in the fabric */
     int domain_size;     /**< GPUs per NVLink domain (8 HGX, 72 NVL72); >= 1 */
     int nvls;            /**< NVLink SHARP available in the domain (NVSwitch gen3+) */
+    int intra_pcie;      /**< the "NVLink" ports are PCIe links (PCIe-only node): NCCL's PCI latencies, no LL128 */
     double nvl_bw;       /**< achieved NVLink bytes/s per GPU per direction (line x eff), for AUTO */
     double nic_bw;       /**< achieved NIC bytes/s per GPU per direction (line x eff), for AUTO */
     double nvls_bw;      /**< achieved NVLS all_reduce algorithm bandwidth per GPU, bytes/s (flow bound) */
@@ -128,8 +150,9 @@ int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req
                     enum mb_coll_algo algo);
 
 /**
- * @brief NCCL-style analytic estimate (seconds) of an algorithm in isolation:
- * steps x latency + max over hop classes of (bytes per GPU port / achieved bw).
+ * @brief NCCL-style analytic estimate (seconds) of an algorithm in isolation,
+ * with its best protocol: NCCL's latency (mb_coll_nccl.h) + max over ports of
+ * (bytes per GPU port / protocol factor / achieved bw).
  * Used by AUTO; the simulated time (with contention) comes from mb_coll_add().
  * @return seconds, or -1 when the algorithm does not apply.
  */
@@ -165,9 +188,9 @@ double mb_coll_vol_latency(const struct mb_coll_vol *v, double nv_lat, double ni
 double mb_coll_vol_time(const struct mb_coll_vol *v, double nv_bw, double nic_bw, double nvls_bw, double nv_lat,
                         double nic_lat, double nvls_lat);
 
-/** @brief The algorithm AUTO resolves to: the applicable one with the least estimate
- *  (all_gather / reduce_scatter: ring or nvls only -- NCCL has no tree for them;
- *  `tree` stays available when asked for). */
+/** @brief The algorithm AUTO resolves to: the applicable (algorithm, protocol) with the least
+ *  estimate, as NCCL's tuner (all_gather / reduce_scatter: ring, or PAT at one rank per NVLink
+ *  domain -- NCCL has no tree for them; `tree` stays available when asked for). */
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req);
 
 /**
@@ -193,6 +216,7 @@ struct mb_coll_rank {
     int nvls;                       /**< NVLink SHARP available for groups of >= 2 GPUs per domain */
     double nic_bound;               /**< cap on its NIC flow (bytes/s; its share of an oversubscribed
                                          uplink), 0 = none */
+    int intra_pcie;                 /**< as mb_coll_net.intra_pcie */
 };
 
 /**
@@ -209,5 +233,13 @@ struct mb_coll_rank {
  */
 int mb_coll_rank_task(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
                       struct mb_task_desc *t, struct mb_flow_desc f[3], enum mb_coll_algo *used);
+
+/** @brief mb_coll_rank_task, and what the call resolved to (ch may be NULL; zeroed for no task). */
+int mb_coll_rank_plan(const struct mb_coll_rank *rk, const struct mb_coll_req *req, int L, int D,
+                      struct mb_task_desc *t, struct mb_flow_desc f[3], struct mb_coll_choice *ch);
+
+/** @brief mb_coll_add, and what the call resolved to (ch may be NULL). */
+int mb_coll_add_plan(struct mb_engine *e, const struct mb_coll_net *net, const struct mb_coll_req *req, int stream,
+                     struct mb_coll_choice *ch, struct mb_err *err);
 
 #endif /* MB_COLL_H */

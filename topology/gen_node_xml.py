@@ -37,6 +37,7 @@ def node(p):
     gpus_per_sock = p['gpus'] // ns
     bus = 0x10
     gi = 0
+    ni = 0
     for s in range(ns):
         bit = 1 << s
         pk = g.next()
@@ -48,47 +49,51 @@ def node(p):
         w(f'      <object type="Core" os_index="{s}" cpuset="0x{bit:08x}" complete_cpuset="0x{bit:08x}" nodeset="0x{bit:08x}" complete_nodeset="0x{bit:08x}" gp_index="{co}">')
         w(f'        <object type="PU" os_index="{s}" cpuset="0x{bit:08x}" complete_cpuset="0x{bit:08x}" nodeset="0x{bit:08x}" complete_nodeset="0x{bit:08x}" gp_index="{pu}"/>')
         w('      </object>')
-        for k in range(gpus_per_sock):
-            # one host bridge (root complex) per GPU+NIC pair, a PCIe switch below it
+        gpn = p.get('gpus_per_nic', 1)
+        for k in range(gpus_per_sock // gpn):
+            # one host bridge (root complex) per group of gpn GPUs + 1 NIC, a PCIe switch below it
             b0 = bus; bus += 0x10
+            last = b0 + 3 + gpn
             hb = g.next()
-            w(f'      <object type="Bridge" gp_index="{hb}" bridge_type="0-1" depth="0" bridge_pci="0000:[{b0+1:02x}-{b0+4:02x}]">')
+            w(f'      <object type="Bridge" gp_index="{hb}" bridge_type="0-1" depth="0" bridge_pci="0000:[{b0+1:02x}-{last:02x}]">')
             if p['pcie_switch']:
                 up = g.next()
-                w(f'        <object type="Bridge" gp_index="{up}" bridge_type="1-1" depth="1" bridge_pci="0000:[{b0+2:02x}-{b0+4:02x}]" pci_busid="0000:{b0+1:02x}:00.0" pci_type="0604 [1000:c030] [1000:100b] 00" pci_link_speed="{p["link"]}">')
+                w(f'        <object type="Bridge" gp_index="{up}" bridge_type="1-1" depth="1" bridge_pci="0000:[{b0+2:02x}-{last:02x}]" pci_busid="0000:{b0+1:02x}:00.0" pci_type="0604 [1000:c030] [1000:100b] 00" pci_link_speed="{p["link"]}">')
                 ind = '          '
                 dep = 2
             else:
                 ind = '        '
                 dep = 1
-            # GPU port
-            dp = g.next()
-            w(f'{ind}<object type="Bridge" gp_index="{dp}" bridge_type="1-1" depth="{dep}" bridge_pci="0000:[{b0+3:02x}-{b0+3:02x}]" pci_busid="0000:{b0+2:02x}:00.0" pci_type="0604 [1000:c030] [1000:100b] 00" pci_link_speed="{p["link"]}">')
-            gp = g.next()
-            w(f'{ind}  <object type="PCIDev" gp_index="{gp}" pci_busid="0000:{b0+3:02x}:00.0" pci_type="0302 [10de:{p["gpu_dev"]}] [10de:0000] a1" pci_link_speed="{p["link"]}">')
-            nv = g.next()
-            w(f'{ind}    <object type="OSDev" gp_index="{nv}" name="nvml{gi}" osdev_type="5">')
-            w(f'{ind}      <info name="Backend" value="NVML"/>')
-            w(f'{ind}      <info name="GPUModel" value="{p["model"]}"/>')
-            w(f'{ind}    </object>')
-            cu = g.next()
-            w(f'{ind}    <object type="OSDev" gp_index="{cu}" name="cuda{gi}" subtype="CUDA" osdev_type="5">')
-            w(f'{ind}      <info name="Backend" value="CUDA"/>')
-            w(f'{ind}      <info name="GPUModel" value="{p["model"]}"/>')
-            w(f'{ind}      <info name="CUDAGlobalMemorySize" value="{p["mem_kib"]}"/>')
-            w(f'{ind}    </object>')
-            w(f'{ind}  </object>')
-            w(f'{ind}</object>')
-            gpu_os.append(nv)
+            for j in range(gpn):
+                # GPU port
+                dp = g.next()
+                w(f'{ind}<object type="Bridge" gp_index="{dp}" bridge_type="1-1" depth="{dep}" bridge_pci="0000:[{b0+3+j:02x}-{b0+3+j:02x}]" pci_busid="0000:{b0+2:02x}:{j:02x}.0" pci_type="0604 [1000:c030] [1000:100b] 00" pci_link_speed="{p["link"]}">')
+                gp = g.next()
+                w(f'{ind}  <object type="PCIDev" gp_index="{gp}" pci_busid="0000:{b0+3+j:02x}:00.0" pci_type="0302 [10de:{p["gpu_dev"]}] [10de:0000] a1" pci_link_speed="{p["link"]}">')
+                nv = g.next()
+                w(f'{ind}    <object type="OSDev" gp_index="{nv}" name="nvml{gi}" osdev_type="5">')
+                w(f'{ind}      <info name="Backend" value="NVML"/>')
+                w(f'{ind}      <info name="GPUModel" value="{p["model"]}"/>')
+                w(f'{ind}    </object>')
+                cu = g.next()
+                w(f'{ind}    <object type="OSDev" gp_index="{cu}" name="cuda{gi}" subtype="CUDA" osdev_type="5">')
+                w(f'{ind}      <info name="Backend" value="CUDA"/>')
+                w(f'{ind}      <info name="GPUModel" value="{p["model"]}"/>')
+                w(f'{ind}      <info name="CUDAGlobalMemorySize" value="{p["mem_kib"]}"/>')
+                w(f'{ind}    </object>')
+                w(f'{ind}  </object>')
+                w(f'{ind}</object>')
+                gpu_os.append(nv)
+                gi += 1
             # NIC port
             dp2 = g.next()
-            w(f'{ind}<object type="Bridge" gp_index="{dp2}" bridge_type="1-1" depth="{dep}" bridge_pci="0000:[{b0+4:02x}-{b0+4:02x}]" pci_busid="0000:{b0+2:02x}:01.0" pci_type="0604 [1000:c030] [1000:100b] 00" pci_link_speed="{p["link"]}">')
+            w(f'{ind}<object type="Bridge" gp_index="{dp2}" bridge_type="1-1" depth="{dep}" bridge_pci="0000:[{last:02x}-{last:02x}]" pci_busid="0000:{b0+2:02x}:{gpn:02x}.0" pci_type="0604 [1000:c030] [1000:100b] 00" pci_link_speed="{p["link"]}">')
             nic = g.next()
-            w(f'{ind}  <object type="PCIDev" gp_index="{nic}" pci_busid="0000:{b0+4:02x}:00.0" pci_type="0207 [15b3:{p["nic_dev"]}] [15b3:0000] 00" pci_link_speed="{p["nic_link"]}">')
+            w(f'{ind}  <object type="PCIDev" gp_index="{nic}" pci_busid="0000:{last:02x}:00.0" pci_type="0207 [15b3:{p["nic_dev"]}] [15b3:0000] 00" pci_link_speed="{p["nic_link"]}">')
             ib = g.next()
-            w(f'{ind}    <object type="OSDev" gp_index="{ib}" name="ibp{b0+4}s0" osdev_type="2"/>')
+            w(f'{ind}    <object type="OSDev" gp_index="{ib}" name="ibp{last}s0" osdev_type="2"/>')
             mx = g.next()
-            w(f'{ind}    <object type="OSDev" gp_index="{mx}" name="mlx5_{gi}" osdev_type="3">')
+            w(f'{ind}    <object type="OSDev" gp_index="{mx}" name="mlx5_{ni}" osdev_type="3">')
             w(f'{ind}      <info name="Port1State" value="4"/>')
             w(f'{ind}    </object>')
             w(f'{ind}  </object>')
@@ -96,7 +101,7 @@ def node(p):
             if p['pcie_switch']:
                 w('        </object>')
             w('      </object>')
-            gi += 1
+            ni += 1
         if s == 0 and p['nvswitch'] > 0:
             b0 = bus; bus += 0x10
             hb = g.next()
@@ -190,12 +195,12 @@ presets = {
        '2 NVLink-5 switch chips (A); 18 NVLink5 links per GPU split 9/9 (assumed even split), hwloc counts 50000 MB/s per '
        'link: 900000 MB/s per GPU.'),
  'dgx_b300': dict(product='NVIDIA DGX B300', arch='x86_64', cpu='Intel Xeon', sockets=2, gpus=8,
-     numa_mem=1024*2**30, pcie_switch=True, link='63.015385', nic_link='126.030769',
+     numa_mem=1024*2**30, pcie_switch=True, link='126.030769', nic_link='126.030769',
      gpu_dev='0000', model='NVIDIA B300', mem_kib=kib(288), nic_dev='1023',
      nvswitch=2, sw_dev='0000', links_per_switch=[9,9], mbs_per_link=50000,
      comment=COMMON + 'DGX B300: 8 B300 (288 GB HBM3e, the GB300 per-GPU figure of hardware.md A; assumed equal for HGX B300), '
        '2 sockets, 8 ConnectX-8 800 Gb/s (A note 5), NVLink5 18 links per GPU; 2 NVLink-5 switch chips assumed as on HGX B200 '
-       '(not stated in hardware.md): 900000 MB/s per GPU.'),
+       '(not stated in hardware.md): 900000 MB/s per GPU. ' + 'PCIe links to the GPU and the CX-8 are written as Gen6 x16 (126 GB/s per direction): hardware.md A note 6 records a conflict (Klockwood: Blackwell GPUs at PCIe Gen6; ml-engineering: Gen6 on the NIC side only); mbsim reads the slowest link between a GPU and its NIC as a cap on its NIC rate, and Gen6 keeps the 800 Gb/s NIC uncapped (ASSUMPTION). '),
  'gb200_nvl72': dict(product='NVIDIA GB200 NVL72 compute tray', arch='aarch64', cpu='NVIDIA Grace', sockets=2, gpus=4,
      numa_mem=480*10**9, pcie_switch=False, link='63.015385', nic_link='63.015385',
      gpu_dev='2941', model='NVIDIA GB200', mem_kib=kib(186), nic_dev='1021',
@@ -207,14 +212,35 @@ presets = {
        'lists 300000 MB/s between each pair of tray GPUs (900000 MB/s = 18 x 50000 spread over the 3 peers): a modelling '
        'device, not what real hwloc writes for a tray.'),
  'gb300_nvl72': dict(product='NVIDIA GB300 NVL72 compute tray', arch='aarch64', cpu='NVIDIA Grace', sockets=2, gpus=4,
-     numa_mem=480*10**9, pcie_switch=False, link='63.015385', nic_link='126.030769',
+     numa_mem=480*10**9, pcie_switch=False, link='126.030769', nic_link='126.030769',
      gpu_dev='0000', model='NVIDIA GB300', mem_kib=kib(288), nic_dev='1023',
      nvswitch=0, gpu_gpu_mbs=300000,
      comment=COMMON + 'GB300 NVL72 compute tray (one mbsim node): 2 Grace CPUs as 2 NUMA nodes, 4 Blackwell Ultra GPUs '
        '(288 GB HBM3e, hardware.md A), 4 ConnectX-8 800 Gb/s (2 mezzanine boards x 2 CX-8, A note 5). NVSwitches are in '
        'separate switch trays, so none here; the matrix lists 300000 MB/s between each pair of tray GPUs so that the row '
-       'sum is 900000 MB/s = 18 NVLink5 links x 50000 (a modelling device, not real hwloc output).'),
+       'sum is 900000 MB/s = 18 NVLink5 links x 50000 (a modelling device, not real hwloc output). ' + 'PCIe links to the GPU and the CX-8 are written as Gen6 x16 (126 GB/s per direction): hardware.md A note 6 records a conflict (Klockwood: Blackwell GPUs at PCIe Gen6; ml-engineering: Gen6 on the NIC side only); mbsim reads the slowest link between a GPU and its NIC as a cap on its NIC rate, and Gen6 keeps the 800 Gb/s NIC uncapped (ASSUMPTION). '),
 }
+
+# Variants (same script, same shape; each says what differs and where its numbers come from)
+presets['dgx_h100_4nic'] = dict(presets['dgx_h100'], product='NVIDIA DGX H100 variant, 4 compute NICs', gpus_per_nic=2,
+     comment=COMMON.replace('One PCIe host bridge per GPU+NIC pair, so the GPU-NIC pairing is 1:1. ',
+       'One PCIe host bridge and switch per 2 GPUs + 1 NIC, so each NIC is shared by the 2 GPUs behind its switch. ') +
+       'DGX H100 as dgx_h100.xml but with 4 ConnectX-7 400 Gb/s compute NICs for 8 GPUs (a 2-GPUs-per-NIC build; '
+       'ASSUMPTION: no public lstopo of such a node): NVLink and GPUs as DGX H100 (hardware.md A, C.3.6).')
+presets['hgx_h800'] = dict(presets['h100_sxm'], product='NVIDIA HGX H800 8-GPU', model='NVIDIA H800',
+     links_per_switch=[2, 2, 2, 2],
+     comment=COMMON + 'HGX H800 8-GPU: H100 silicon with NVLink cut to 400 GB/s bidirectional = 200 GB/s per direction '
+       '(hardware.md A measured fabric table, NVIDIA/nccl#1374), written as 8 NVLink4 links of 25000 MB/s, 2 to each of '
+       '4 NVSwitch gen3 (split ASSUMED even); one ConnectX-7 400 Gb/s per GPU (hardware.md DeepEP V1 notes: H800 with one '
+       'CX7 400 Gb/s per GPU).')
+presets['hgx_h200'] = dict(presets['h100_sxm'], product='NVIDIA HGX H200 8-GPU', model='NVIDIA H200',
+     mem_kib=141 * 10**9 // 1024, gpu_dev='2335',
+     comment=COMMON + 'HGX H200 8-GPU: H200 SXM 141 GB HBM3e (hardware.md A), NVLink4 18 links 450 GB/s per GPU through '
+       '4 NVSwitch gen3 (A note 4), one ConnectX-7 400 Gb/s per GPU (A note 5). PCI id 10de:2335 unverified.')
+presets['dgx_a100_40gb'] = dict(presets['dgx_a100'], product='NVIDIA DGX A100 (40 GB)', model='NVIDIA A100-SXM4-40GB',
+     mem_kib=kib(40), gpu_dev='20b0',
+     comment=COMMON + 'DGX A100 with the 40 GB A100-SXM4 (first DGX A100 build; DGX A100 user guide, not in hardware.md A): '
+       'as dgx_a100.xml except 40 GB HBM2 per GPU. PCI id 10de:20b0 unverified.')
 
 for name, p in presets.items():
     with open(os.path.join(OUT, name + '.xml'), 'w') as f:

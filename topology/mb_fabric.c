@@ -1,7 +1,7 @@
 /*
  * mb_fabric.c -- link graph of a cluster (see mb_fabric.h for the model).
  *
- * Size: 4 links per GPU + 2 per leaf, created in one pass; routes are
+ * Size: 2 NVLink links per GPU, 2 per NIC port and 2 per leaf, created in one pass; routes are
  * computed on demand in O(1) from GPU indices, so a ring over thousands of
  * GPUs costs one route call per flow and no graph search.
  */
@@ -11,7 +11,8 @@
 
 struct mb_fabric {
     struct mb_coll_net net;
-    int n_gpus, gpn, domain, nodes, groups, n_leaves;
+    int n_gpus, gpn, domain, nodes, groups, n_leaves, ports;
+    int *port;               /* [gpn] NIC port (rail) of each local GPU (a copy of the system's gpu_port), or NULL */
     int *nvl_tx, *nvl_rx, *nic_tx, *nic_rx, *up, *down;
     int first_link, n_links; /* links this fabric created: [first_link, first_link + n_links) */
     double *cap;             /* [n_links] */
@@ -29,8 +30,8 @@ static int add_link(struct mb_fabric *f, struct mb_engine *e, double c)
 
 int mb_fabric_leaf_of(const struct mb_fabric *f, int gpu)
 {
-    int node = gpu / f->gpn, rail = gpu % f->gpn;
-    return (node / MB_FABRIC_LEAF_NODES) * f->gpn + rail;
+    int node = gpu / f->gpn, rail = f->port ? f->port[gpu % f->gpn] : gpu % f->gpn;
+    return (node / MB_FABRIC_LEAF_NODES) * f->ports + rail;
 }
 
 int mb_fabric_route(const struct mb_fabric *f, int src, int dst, int *links)
@@ -91,7 +92,13 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     f->domain = sys->nvlink_domain > 0 ? sys->nvlink_domain : gpn;
     f->nodes = (n_gpus + gpn - 1) / gpn;
     f->groups = (f->nodes + MB_FABRIC_LEAF_NODES - 1) / MB_FABRIC_LEAF_NODES;
-    f->n_leaves = f->groups * gpn;
+    f->ports = sys->n_ports > 0 ? sys->n_ports : gpn;
+    f->port = NULL;
+    if (sys->n_ports > 0) {
+        f->port = mb_malloc((size_t)gpn * sizeof *f->port);
+        memcpy(f->port, sys->gpu_port, (size_t)gpn * sizeof *f->port);
+    }
+    f->n_leaves = f->groups * f->ports;
     size_t ng = (size_t)n_gpus, nl = (size_t)f->n_leaves;
     f->nvl_tx = mb_malloc(ng * sizeof(int));
     f->nvl_rx = mb_malloc(ng * sizeof(int));
@@ -99,23 +106,39 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     f->nic_rx = mb_malloc(ng * sizeof(int));
     f->up = mb_malloc(nl * sizeof(int));
     f->down = mb_malloc(nl * sizeof(int));
-    double nvl = sys->nvlink_bw * p->nvlink_eff, nic = sys->nic_bw * p->nic_eff;
+    double nv_eff = sys->intra_pcie && p->pcie_eff > 0 ? p->pcie_eff : p->nvlink_eff;
+    double nvl = sys->nvlink_bw * nv_eff, nic = sys->nic_bw * p->nic_eff;
     int has_nvl = f->domain > 1;
+    int port_tx[MB_TOPO_MAX_GPUS], port_rx[MB_TOPO_MAX_GPUS];
     for (int g = 0; g < n_gpus; g++) {
-        f->nvl_tx[g] = has_nvl ? add_link(f, e, nvl) : -1;
-        f->nvl_rx[g] = has_nvl ? add_link(f, e, nvl) : -1;
-        f->nic_tx[g] = add_link(f, e, nic);
-        f->nic_rx[g] = add_link(f, e, nic);
+        int loc = g % gpn, pt = f->port ? f->port[loc] : loc;
+        double nv_g = sys->gpu_nvlink_bw[loc] > 0 ? sys->gpu_nvlink_bw[loc] * nv_eff : nvl;
+        double port_g = sys->port_bw[pt] > 0 ? sys->port_bw[pt] * p->nic_eff : nic;
+        f->nvl_tx[g] = has_nvl ? add_link(f, e, nv_g) : -1;
+        f->nvl_rx[g] = has_nvl ? add_link(f, e, nv_g) : -1;
+        int first = 1; /* the first local GPU of this port creates its links */
+        for (int k = 0; k < loc && f->port; k++)
+            if (f->port[k] == pt)
+                first = 0;
+        if (first) {
+            port_tx[pt] = add_link(f, e, port_g);
+            port_rx[pt] = add_link(f, e, port_g);
+        }
+        f->nic_tx[g] = port_tx[pt];
+        f->nic_rx[g] = port_rx[pt];
     }
     double ovs = sys->oversubscription >= 1 ? sys->oversubscription : 1;
     for (int l = 0; l < f->n_leaves; l++) {
-        f->up[l] = add_link(f, e, MB_FABRIC_LEAF_NODES * nic / ovs);
-        f->down[l] = add_link(f, e, MB_FABRIC_LEAF_NODES * nic / ovs);
+        int pt = l % f->ports;
+        double port_l = sys->port_bw[pt] > 0 ? sys->port_bw[pt] * p->nic_eff : nic;
+        f->up[l] = add_link(f, e, MB_FABRIC_LEAF_NODES * port_l / ovs);
+        f->down[l] = add_link(f, e, MB_FABRIC_LEAF_NODES * port_l / ovs);
     }
     struct mb_coll_net *net = &f->net;
     net->n_gpus = n_gpus;
     net->domain_size = f->domain;
     net->nvls = sys->nvls && has_nvl;
+    net->intra_pcie = sys->intra_pcie;
     net->nvl_bw = has_nvl ? nvl : 0;
     net->nic_bw = nic;
     net->nvls_bw = sys->nvlink_bw * (p->nvls_eff > 0 ? p->nvls_eff : MB_FABRIC_NVLS_EFF);
@@ -140,6 +163,7 @@ void mb_fabric_free(struct mb_fabric *f)
     mb_free(f->up);
     mb_free(f->down);
     mb_free(f->cap);
+    mb_free(f->port);
     mb_free(f);
 }
 

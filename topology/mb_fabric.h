@@ -5,11 +5,16 @@
  * Links (capacities in bytes/s per direction = line rate x achieved fraction
  * from calibration `links`):
  *   - per GPU, NVLink port to its NVSwitch domain, one link each direction
- *     (nvlink_bw x eff); GPU-to-GPU inside a domain = [tx(src), rx(dst)]:
+ *     (the GPU's own NVLink rate from the node XML, sys->gpu_nvlink_bw, x eff;
+ *     on a PCIe-only node its PCIe link x the PCIe eff); GPU-to-GPU inside a
+ *     domain = [tx(src), rx(dst)]:
  *     the NVSwitch itself is non-blocking (hardware.md A note 4: 3.6 TB/s
  *     bisection for 8 x 450 GB/s on DGX H100);
- *   - per GPU, its NIC (nic_bw x eff, the sum of that GPU's NICs), tx and rx;
- *   - rail-optimized leaves: GPU with local index r of node k attaches to leaf
+ *   - per NIC port (sys->gpu_port: GPUs that use the same NICs, e.g. 2 GPUs
+ *     behind one NIC's PCIe switch), one link each direction of the port's
+ *     line rate x eff, shared by its GPUs: 2 GPUs per NIC halve each GPU's
+ *     NIC rate when both send;
+ *   - rail-optimized leaves: GPUs of port r of node k attach to leaf
  *     (r, k / MB_FABRIC_LEAF_NODES); each leaf has one aggregate up and one
  *     aggregate down link to the tiers above, of capacity
  *     MB_FABRIC_LEAF_NODES x nic x eff / oversubscription. Same leaf:
@@ -50,6 +55,7 @@ struct mb_fabric_params {
     double nvlink_lat;   /**< s per NVLink collective step */
     double nic_lat;      /**< s per scale-out collective step */
     double nvls_lat;     /**< s fixed cost of one NVLS all_reduce (calibration links.nvls.latency) */
+    double pcie_eff;     /**< achieved fraction of PCIe line rate on a PCIe-only node; 0 = nvlink_eff */
 };
 
 struct mb_fabric;

@@ -9,6 +9,8 @@
 #ifndef MB_TOPO_H
 #define MB_TOPO_H
 
+#include <stdint.h>
+
 #include "mb_util.h"
 
 #define MB_TOPO_MAX_GPUS 64   /* GPUs per node description */
@@ -27,6 +29,30 @@ struct mb_node_topo {
     int gpu_numa[MB_TOPO_MAX_GPUS];      /* NUMA os_index of each GPU's non-I/O ancestor, -1 unknown */
     int gpu_nic[MB_TOPO_MAX_GPUS];       /* nearest NIC index per GPU (closest common PCI ancestor,
                                             then same NUMA), -1 if none */
+    /* NVLinkBandwidth matrix, per GPU (all 0 without a matrix) */
+    double gpu_nvlink_bw[MB_TOPO_MAX_GPUS];  /* bytes/s uni: the GPU's row sum without the diagonal */
+    double nvlink_pair[MB_TOPO_MAX_GPUS][MB_TOPO_MAX_GPUS]; /* bytes/s uni GPU i -> GPU j: the direct
+                                            entry, or min(row i, row j) when the matrix lists NVSwitches
+                                            (non-blocking switch); 0 = no NVLink between them */
+    int nvlink_switched;                 /* the matrix lists GPU <-> NVSwitch entries */
+    int n_islands;                       /* NVLink islands (connected GPUs); 0 without a matrix */
+    int island_size;                     /* GPUs per island when all islands are equal and contiguous
+                                            in GPU order, else 0 */
+    int gpu_island[MB_TOPO_MAX_GPUS];    /* island of each GPU, -1 without NVLink */
+    /* NICs and the PCIe paths to them (hwloc pci_link_speed, GB/s -> bytes/s) */
+    char nic_name[MB_TOPO_MAX_NICS][32]; /* OpenFabrics name (mlx5_0) or PCI bus id */
+    int nic_numa[MB_TOPO_MAX_NICS];      /* NUMA os_index of the NIC, -1 unknown */
+    double nic_pcie_bw[MB_TOPO_MAX_NICS];/* bytes/s of the NIC's own PCIe link, 0 unknown */
+    int nic_users[MB_TOPO_MAX_NICS];     /* GPUs that use the NIC (gpu_nics) */
+    uint64_t gpu_nics[MB_TOPO_MAX_GPUS]; /* NICs a GPU uses: its nearest one, plus every NIC no GPU
+                                            has as nearest whose closest GPU it is (rail assignment) */
+    double gpu_nic_share[MB_TOPO_MAX_GPUS]; /* sum over its NICs of 1 / nic_users: the fraction of one
+                                            NIC's line rate the GPU gets when all GPUs send at once */
+    double gpu_pcie_bw[MB_TOPO_MAX_GPUS];   /* bytes/s of the GPU's own PCIe link, 0 unknown */
+    double gpu_nic_path_bw[MB_TOPO_MAX_GPUS]; /* bytes/s: slowest PCIe link between the GPU and its
+                                            nearest NIC (GPUDirect RDMA path), 0 unknown */
+    int gpu_nic_cross_numa[MB_TOPO_MAX_GPUS]; /* nearest NIC shares no PCIe switch / root complex
+                                            with the GPU and sits on another NUMA node */
 };
 
 /**
@@ -47,9 +73,21 @@ struct mb_system {
     struct mb_node_topo node; /* loaded from node_xml */
     int gpus_per_node;        /* GPUs per node / compute tray (from the XML, checked against the YAML) */
     int nvlink_domain;        /* GPUs in one NVLink domain (8 HGX, 72 NVL72) */
-    double nvlink_bw;         /* bytes/s per GPU per direction, line rate */
+    double nvlink_bw;         /* bytes/s per GPU per direction, line rate: the XML's NVLinkBandwidth
+                                 row sum (slowest GPU) when the XML has one, else the YAML's
+                                 nvlink_bw; the GPU's PCIe link (pcie_bw) on a PCIe-only node */
     double nvlink_latency;    /* s, one NVLink hop through the switch */
-    double nic_bw;            /* bytes/s per GPU per direction, line rate (sum of its NICs) */
+    double nic_bw;            /* bytes/s per GPU per direction, line rate (slowest GPU): nic_speed x
+                                 the GPU's NIC share (node.gpu_nic_share), capped by its PCIe path;
+                                 or the YAML's nic_bw when it gives no nic_speed */
+    double nic_speed;         /* bytes/s line rate of one NIC (YAML nic_speed; derived from nic_bw) */
+    int intra_pcie;           /* no NVLink: GPUs of a node talk over PCIe (nvlink_bw = pcie_bw) */
+    double gpu_nvlink_bw[MB_TOPO_MAX_GPUS]; /* bytes/s per local GPU: its NVLink (or PCIe) port */
+    double gpu_nic_bw[MB_TOPO_MAX_GPUS];    /* bytes/s per local GPU: its share of its NICs */
+    int gpu_port[MB_TOPO_MAX_GPUS];         /* NIC port (rail) of each local GPU: GPUs that use the
+                                               same NICs share one port */
+    int n_ports;                            /* NIC ports (rails) per node */
+    double port_bw[MB_TOPO_MAX_GPUS];       /* bytes/s line rate of each port (sum of its GPUs' shares) */
     double nic_latency;       /* s, one scale-out traversal */
     int switch_tiers;         /* scale-out switch tiers (1 leaf, 2 leaf-spine, ...) */
     double oversubscription;  /* scale-out taper above the leaf, >= 1 */
@@ -66,6 +104,18 @@ struct mb_system {
  * @return 0 or -1.
  */
 int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct mb_err *err);
+
+/**
+ * @brief The calibration key of a GPU model string ("NVIDIA H100 80GB HBM3" -> "H100";
+ * H800 -> H100 and A800 -> A100, the same silicon). Longest family name first, so
+ * "GB200" is not read as "B200".
+ * @return the key, or the family for parts without a calibration table ("V100",
+ * "L40S"), or NULL when the string names no known family.
+ */
+const char *mb_topo_gpu_family(const char *model);
+
+/** @brief 1 when `family` (mb_topo_gpu_family) has a calibration table. */
+int mb_topo_gpu_calibrated(const char *family);
 
 /**
  * @brief Write the preset names (comma separated) into buf, for messages and --help.

@@ -16,9 +16,15 @@
  *    XML has none, Mellanox/NVIDIA PCI devices of class 0x0207/0x0200.
  *    hwloc does not record link rates; those come from the system YAML.
  *  - NVLink: the NVLinkBandwidth matrix (MB/s, unidirectional, GPU <-> GPU
- *    or GPU <-> NVSwitch). Per-GPU bandwidth = mean over GPU rows of the row
- *    sum without the diagonal. This is the injection bandwidth of one GPU; it
- *    says nothing about bisection or switch contention.
+ *    or GPU <-> NVSwitch). Per-GPU bandwidth = the GPU's row sum without the
+ *    diagonal (injection bandwidth); GPU pairs = the direct entry, or through
+ *    NVSwitches min of the two rows (non-blocking switch); islands = the
+ *    connected components of the pair graph.
+ *  - Rails: each GPU uses its nearest NIC; a NIC that is nobody's nearest
+ *    goes to the GPUs closest to it. A GPU's share of NIC line rate is the
+ *    sum over its NICs of 1 / (GPUs using that NIC): 2 GPUs behind one NIC's
+ *    PCIe switch get half a NIC each. The GPU -> NIC PCIe path rate is the
+ *    slowest pci_link_speed between them.
  *  - GPU -> NIC affinity: NCCL's rule (hardware.md C.3.5): the NIC whose
  *    lowest common ancestor with the GPU is deepest in the PCI tree, else one
  *    on the same NUMA node, else any NIC; ties go to the lowest NIC index.
@@ -31,6 +37,7 @@
 #include "topo_xml.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,40 +224,204 @@ static int mb_topo__gpu_index(const struct mb_topo__scan *s, hwloc_obj_t o)
     return -1;
 }
 
-/* Mean over GPU rows of the NVLinkBandwidth row sum (diagonal excluded),
- * MB/s -> bytes/s. Several matrices of that name: the first with GPU rows. */
-static double mb_topo__nvlink_bw(hwloc_topology_t t, const struct mb_topo__scan *s)
+/* 1 when a distances object is an NVSwitch (PCI device with subtype NVSwitch,
+ * or an OS device below one). */
+static int mb_topo__is_nvswitch(hwloc_obj_t o)
+{
+    hwloc_obj_t pci = mb_topo__pci_of(o);
+    return pci && pci->subtype && strcmp(pci->subtype, "NVSwitch") == 0;
+}
+
+/* One NVLinkBandwidth matrix into out: per-GPU row sums (MB/s -> bytes/s),
+ * GPU pairs (direct entries; through NVSwitches min of the two rows).
+ * Returns the number of GPU rows found. */
+static int mb_topo__nvlink_matrix(const struct hwloc_distances_s *d, const struct mb_topo__scan *s,
+                                  struct mb_node_topo *out)
+{
+    unsigned n = d->nbobjs, i, j;
+    int gi[256], rows = 0, switched = 0;
+    if (n > 256)
+        return 0;
+    for (i = 0; i < n; i++) {
+        gi[i] = d->objs[i] ? mb_topo__gpu_index(s, d->objs[i]) : -1;
+        if (d->objs[i] && gi[i] < 0 && mb_topo__is_nvswitch(d->objs[i]))
+            switched = 1;
+    }
+    for (i = 0; i < n; i++) {
+        int g = gi[i];
+        if (g < 0 || out->gpu_nvlink_bw[g] > 0)
+            continue; /* not a GPU, or a second OS device of the same GPU */
+        double row = 0.0;
+        for (j = 0; j < n; j++)
+            if (j != i && gi[j] != g)
+                row += (double)d->values[(size_t)i * n + j] * 1e6;
+        out->gpu_nvlink_bw[g] = row;
+        for (j = 0; j < n && !switched; j++)
+            if (gi[j] >= 0 && gi[j] != g)
+                out->nvlink_pair[g][gi[j]] += (double)d->values[(size_t)i * n + j] * 1e6;
+        rows++;
+    }
+    out->nvlink_switched = switched;
+    if (switched)
+        for (int a = 0; a < s->n_gpu; a++)
+            for (int b = 0; b < s->n_gpu; b++)
+                if (a != b && out->gpu_nvlink_bw[a] > 0 && out->gpu_nvlink_bw[b] > 0)
+                    out->nvlink_pair[a][b] = fmin(out->gpu_nvlink_bw[a], out->gpu_nvlink_bw[b]);
+    return rows;
+}
+
+/* NVLink islands: connected components of the GPU pair graph. */
+static void mb_topo__islands(struct mb_node_topo *r, int n)
+{
+    int i, k, changed;
+    for (i = 0; i < n; i++)
+        r->gpu_island[i] = r->gpu_nvlink_bw[i] > 0 ? i : -1;
+    do { /* label propagation: each GPU takes the lowest label of its NVLink peers */
+        changed = 0;
+        for (i = 0; i < n; i++)
+            for (k = 0; k < n; k++)
+                if (r->nvlink_pair[i][k] > 0 && r->gpu_island[k] < r->gpu_island[i]) {
+                    r->gpu_island[i] = r->gpu_island[k];
+                    changed = 1;
+                }
+    } while (changed);
+    int label[MB_TOPO_MAX_GPUS], size[MB_TOPO_MAX_GPUS] = {0}, ok = 1;
+    r->n_islands = 0;
+    for (i = 0; i < n; i++) {
+        if (r->gpu_island[i] < 0) {
+            ok = 0;
+            continue;
+        }
+        for (k = 0; k < r->n_islands && label[k] != r->gpu_island[i]; k++)
+            ;
+        if (k == r->n_islands)
+            label[r->n_islands++] = r->gpu_island[i];
+        r->gpu_island[i] = k;
+        size[k]++;
+    }
+    if (r->n_islands == 0)
+        return;
+    for (i = 0; i < n && ok; i++) /* equal islands of consecutive GPUs */
+        ok = size[r->gpu_island[i]] == size[0] && r->gpu_island[i] == i / size[0];
+    r->island_size = ok ? size[0] : 0;
+}
+
+/* The NVLinkBandwidth matrices (several of that name: the first with GPU
+ * rows), then nvlink_bw_per_gpu = mean row sum and the islands. */
+static void mb_topo__nvlink_bw(hwloc_topology_t t, const struct mb_topo__scan *s, struct mb_node_topo *r)
 {
     struct hwloc_distances_s *d[4];
     unsigned nr = 4, k;
-    double result = 0.0;
+    int done = 0;
 
     if (hwloc_distances_get_by_name(t, "NVLinkBandwidth", &nr, d, 0) < 0)
-        return 0.0;
+        return;
     if (nr > 4)
         nr = 4; /* hwloc reports the total; only 4 were filled */
     for (k = 0; k < nr; k++) {
-        unsigned n = d[k]->nbobjs, i, j;
-        int seen[MB_TOPO_MAX_GPUS] = {0};
-        double sum = 0.0;
-        int rows = 0;
-        for (i = 0; i < n; i++) {
-            int g = d[k]->objs[i] ? mb_topo__gpu_index(s, d[k]->objs[i]) : -1;
-            double row = 0.0;
-            if (g < 0 || seen[g])
-                continue; /* not a GPU, or a second OS device of the same GPU */
-            seen[g] = 1;
-            for (j = 0; j < n; j++)
-                if (j != i)
-                    row += (double)d[k]->values[(size_t)i * n + j];
-            sum += row;
-            rows++;
-        }
-        if (rows > 0 && result == 0.0)
-            result = sum / rows * 1e6; /* MB/s -> bytes/s */
+        if (!done)
+            done = mb_topo__nvlink_matrix(d[k], s, r) > 0;
         hwloc_distances_release(t, d[k]);
     }
-    return result;
+    if (!done)
+        return;
+    double sum = 0;
+    int rows = 0;
+    for (int i = 0; i < s->n_gpu; i++)
+        if (r->gpu_nvlink_bw[i] > 0) {
+            sum += r->gpu_nvlink_bw[i];
+            rows++;
+        }
+    r->nvlink_bw_per_gpu = rows ? sum / rows : 0;
+    mb_topo__islands(r, s->n_gpu);
+}
+
+/* PCIe link rate of an I/O object (bytes/s), 0 when hwloc has none. */
+static double mb_topo__link(hwloc_obj_t o)
+{
+    float gbs = 0;
+    if (o->type == HWLOC_OBJ_PCI_DEVICE)
+        gbs = o->attr->pcidev.linkspeed;
+    else if (o->type == HWLOC_OBJ_BRIDGE && o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI)
+        gbs = o->attr->bridge.upstream.pci.linkspeed;
+    return gbs > 0 ? (double)gbs * 1e9 : 0;
+}
+
+/* Slowest PCIe link from `o` up to (not including) `stop`; 0 if none known. */
+static double mb_topo__path_min(hwloc_obj_t o, hwloc_obj_t stop, double m)
+{
+    for (; o && o != stop && mb_topo__is_io(o); o = o->parent) {
+        double l = mb_topo__link(o);
+        if (l > 0 && (m == 0 || l < m))
+            m = l;
+    }
+    return m;
+}
+
+/* Distance class of GPU g to NIC j, as in mb_topo__nearest_nic: 0 shared PCIe
+ * subtree (hops added), 1 same NUMA node, 2 elsewhere; smaller is closer. */
+static int mb_topo__dist(hwloc_topology_t t, hwloc_obj_t gpu, hwloc_obj_t nic)
+{
+    hwloc_obj_t lca = mb_topo__lca(gpu, nic);
+    if (lca && mb_topo__is_io(lca))
+        return mb_topo__hops(gpu, lca) + mb_topo__hops(nic, lca);
+    int gn = mb_topo__numa_of(t, gpu);
+    return gn >= 0 && gn == mb_topo__numa_of(t, nic) ? 1000 : 2000;
+}
+
+/* Rail assignment: each GPU uses its nearest NIC; a NIC that is no GPU's
+ * nearest (two NICs per GPU) goes to the GPUs closest to it. Then the users of
+ * each NIC, each GPU's share, the PCIe links and the GPU->NIC path. */
+static void mb_topo__rails(hwloc_topology_t t, const struct mb_topo__scan *s, struct mb_node_topo *r)
+{
+    int i, j;
+    for (i = 0; i < s->n_gpu; i++)
+        if (r->gpu_nic[i] >= 0)
+            r->gpu_nics[i] |= (uint64_t)1 << r->gpu_nic[i];
+    for (j = 0; j < s->n_nic; j++) {
+        int used = 0, best = -1;
+        for (i = 0; i < s->n_gpu; i++)
+            used |= r->gpu_nic[i] == j;
+        if (used)
+            continue;
+        for (i = 0; i < s->n_gpu; i++) {
+            int dd = mb_topo__dist(t, s->gpu[i], s->nic[j]);
+            best = best < 0 || dd < best ? dd : best;
+        }
+        for (i = 0; i < s->n_gpu; i++)
+            if (mb_topo__dist(t, s->gpu[i], s->nic[j]) == best)
+                r->gpu_nics[i] |= (uint64_t)1 << j;
+    }
+    for (j = 0; j < s->n_nic; j++) {
+        hwloc_obj_t pci = mb_topo__pci_of(s->nic[j]);
+        hwloc_obj_t c;
+        r->nic_numa[j] = mb_topo__numa_of(t, s->nic[j]);
+        r->nic_pcie_bw[j] = pci ? mb_topo__link(pci) : 0;
+        for (i = 0; i < s->n_gpu; i++)
+            r->nic_users[j] += (r->gpu_nics[i] >> j) & 1;
+        r->nic_name[j][0] = '\0';
+        for (c = pci ? pci->io_first_child : NULL; c; c = c->next_sibling)
+            if (c->type == HWLOC_OBJ_OS_DEVICE && mb_topo__is_openfabrics(c) && c->name)
+                snprintf(r->nic_name[j], sizeof r->nic_name[j], "%s", c->name);
+        if (!r->nic_name[j][0] && s->nic[j]->type == HWLOC_OBJ_OS_DEVICE && s->nic[j]->name)
+            snprintf(r->nic_name[j], sizeof r->nic_name[j], "%s", s->nic[j]->name);
+        if (!r->nic_name[j][0] && pci)
+            snprintf(r->nic_name[j], sizeof r->nic_name[j], "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
+                     pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+    }
+    for (i = 0; i < s->n_gpu; i++) {
+        r->gpu_pcie_bw[i] = mb_topo__link(s->gpu[i]);
+        for (j = 0; j < s->n_nic; j++)
+            if ((r->gpu_nics[i] >> j) & 1)
+                r->gpu_nic_share[i] += 1.0 / r->nic_users[j];
+        j = r->gpu_nic[i];
+        if (j < 0)
+            continue;
+        hwloc_obj_t lca = mb_topo__lca(s->gpu[i], s->nic[j]);
+        r->gpu_nic_path_bw[i] = mb_topo__path_min(mb_topo__pci_of(s->nic[j]), lca,
+                                                  mb_topo__path_min(s->gpu[i], lca, 0));
+        r->gpu_nic_cross_numa[i] = !(lca && mb_topo__is_io(lca)) && r->gpu_numa[i] != r->nic_numa[j];
+    }
 }
 
 /* The version attribute of <topology ...> in the first few KiB, so that the
@@ -377,7 +548,13 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
         r.gpu_numa[i] = mb_topo__numa_of(t, s.gpu[i]);
         r.gpu_nic[i] = mb_topo__nearest_nic(t, &s, s.gpu[i], r.gpu_numa[i]);
     }
-    r.nvlink_bw_per_gpu = mb_topo__nvlink_bw(t, &s);
+    for (i = 0; i < MB_TOPO_MAX_NICS; i++)
+        r.nic_numa[i] = -1;
+    mb_topo__rails(t, &s, &r);
+    mb_topo__nvlink_bw(t, &s, &r);
+    if (r.n_islands == 0)
+        for (i = 0; i < MB_TOPO_MAX_GPUS; i++)
+            r.gpu_island[i] = -1;
 
     hwloc_topology_destroy(t);
     *out = r;

@@ -15,6 +15,7 @@
 #include "mb_yaml.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct mb_topo__sys_yaml {
     double nvlink_bw;
     double nvlink_latency;
     double nic_bw;
+    double nic_speed;
     double nic_latency;
     long switch_tiers;
     double oversubscription;
@@ -51,9 +53,10 @@ static const struct mb_field mb_topo__sys_fields[] = {
     F_("node_xml", MB_F_STRBUF, node_xml, 1, 1, 0, MB_UNIT_NONE),
     F_("gpus_per_node", MB_F_INT, gpus_per_node, 1, 1, MB_TOPO_MAX_GPUS, MB_UNIT_NONE),
     F_("nvlink_domain", MB_F_INT, nvlink_domain, 1, 1, 1e6, MB_UNIT_NONE),
-    F_("nvlink_bw", MB_F_DOUBLE, nvlink_bw, 1, 1e9, 1e14, MB_UNIT_BW),
+    F_("nvlink_bw", MB_F_DOUBLE, nvlink_bw, 0, 1e9, 1e14, MB_UNIT_BW),
     F_("nvlink_latency", MB_F_DOUBLE, nvlink_latency, 1, 0, 1e-3, MB_UNIT_TIME),
-    F_("nic_bw", MB_F_DOUBLE, nic_bw, 1, 1e8, 1e13, MB_UNIT_BW),
+    F_("nic_bw", MB_F_DOUBLE, nic_bw, 0, 1e8, 1e13, MB_UNIT_BW),
+    F_("nic_speed", MB_F_DOUBLE, nic_speed, 0, 1e8, 1e13, MB_UNIT_BW),
     F_("nic_latency", MB_F_DOUBLE, nic_latency, 1, 0, 1e-2, MB_UNIT_TIME),
     F_("switch_tiers", MB_F_INT, switch_tiers, 1, 1, 4, MB_UNIT_NONE),
     F_("oversubscription", MB_F_DOUBLE, oversubscription, 0, 1, 64, MB_UNIT_NONE),
@@ -68,6 +71,32 @@ static const struct mb_field mb_topo__sys_fields[] = {
 /* GPU type keys understood by the calibration tables. */
 static const char *const mb_topo__gpu_keys[] = {"A100", "H100", "H200", "B200",
                                                "B300", "GB200", "GB300", NULL};
+
+/* GPU families in model strings, longest first ("GB200" before "B200"), and
+ * the calibration key each one uses (NULL: no table). H800 / A800 are the
+ * export variants of H100 / A100: same die and HBM, fewer NVLink links. */
+static const struct { const char *family, *key; } mb_topo__families[] = {
+    {"GB300", "GB300"}, {"GB200", "GB200"}, {"B300", "B300"}, {"B200", "B200"}, {"H200", "H200"},
+    {"H100", "H100"},   {"H800", "H100"},   {"A100", "A100"}, {"A800", "A100"}, {"L40S", NULL},
+    {"L40", NULL},      {"V100", NULL},     {"P100", NULL},   {NULL, NULL}};
+
+const char *mb_topo_gpu_family(const char *model)
+{
+    if (!model)
+        return NULL;
+    for (int i = 0; mb_topo__families[i].family; i++)
+        if (strstr(model, mb_topo__families[i].family))
+            return mb_topo__families[i].key ? mb_topo__families[i].key : mb_topo__families[i].family;
+    return NULL;
+}
+
+int mb_topo_gpu_calibrated(const char *family)
+{
+    for (int i = 0; family && mb_topo__gpu_keys[i]; i++)
+        if (!strcmp(family, mb_topo__gpu_keys[i]))
+            return 1;
+    return 0;
+}
 
 static int mb_topo__cmp_str(const void *a, const void *b)
 {
@@ -165,6 +194,117 @@ static char *mb_topo__resolve_xml(const char *yaml_path, const char *xml)
     return full;
 }
 
+/* Relative mismatch above 1 %: two statements of one rate disagree. */
+static int mb_topo__differ(double a, double b)
+{
+    return fabs(a - b) > 0.01 * fmax(a, b);
+}
+
+/* The XML's GPU model against the YAML's gpu (and so its calibration table). */
+static int mb_topo__check_gpu(const struct mb_node *root, const struct mb_topo__sys_yaml *y,
+                              const struct mb_system *out, struct mb_err *err)
+{
+    const char *fam = mb_topo_gpu_family(out->node.gpu_model);
+    if (!fam || !strcmp(fam, y->gpu))
+        return 0;
+    return mb_yaml_err(err, mb_yaml_get(root, "gpu"),
+                       "gpu = %s (calibration table calibration/tables/%s.yaml) but node_xml '%s' has GPU model '%s' "
+                       "(%s%s)",
+                       y->gpu, y->gpu, y->node_xml, out->node.gpu_model, fam,
+                       mb_topo_gpu_calibrated(fam) ? "" : ", which has no calibration table");
+}
+
+/* NVLink from the XML's matrix (the YAML's nvlink_bw, when given, must agree),
+ * else the YAML's nvlink_bw, else a PCIe-only node; NVLink islands smaller
+ * than the node set the domain. */
+static int mb_topo__nvlink(const struct mb_node *root, const struct mb_topo__sys_yaml *y, struct mb_system *out,
+                           struct mb_err *err)
+{
+    const struct mb_node_topo *n = &out->node;
+    int g = (int)y->gpus_per_node;
+    out->nvlink_domain = (int)y->nvlink_domain;
+    out->nvls = y->nvls;
+    if (n->nvlink_bw_per_gpu > 0) {
+        double lo = 0;
+        for (int i = 0; i < g; i++) {
+            out->gpu_nvlink_bw[i] = n->gpu_nvlink_bw[i] > 0 ? n->gpu_nvlink_bw[i] : y->pcie_bw;
+            lo = i == 0 || out->gpu_nvlink_bw[i] < lo ? out->gpu_nvlink_bw[i] : lo;
+        }
+        if (y->nvlink_bw > 0 && mb_topo__differ(y->nvlink_bw, n->nvlink_bw_per_gpu))
+            return mb_yaml_err(err, mb_yaml_get(root, "nvlink_bw"),
+                               "nvlink_bw = %.4g GB/s but node_xml '%s' has an NVLinkBandwidth matrix of %.4g GB/s "
+                               "per GPU (drop nvlink_bw or make them agree)",
+                               y->nvlink_bw / 1e9, y->node_xml, n->nvlink_bw_per_gpu / 1e9);
+        out->nvlink_bw = lo;
+        if (n->island_size > 0 && n->island_size < g) {
+            if (y->nvlink_domain != n->island_size)
+                return mb_yaml_err(err, mb_yaml_get(root, "nvlink_domain"),
+                                   "nvlink_domain = %ld but node_xml '%s' has NVLink islands of %d GPUs",
+                                   y->nvlink_domain, y->node_xml, n->island_size);
+        } else if (n->n_islands > 1) {
+            return mb_yaml_err(err, mb_yaml_get(root, "node_xml"),
+                               "node_xml '%s': %d NVLink islands of unequal size or not in GPU order; "
+                               "mbsim needs equal islands of consecutive GPUs", y->node_xml, n->n_islands);
+        }
+        return 0;
+    }
+    if (y->nvlink_bw > 0) { /* no matrix: the YAML's figure for every GPU */
+        out->nvlink_bw = y->nvlink_bw;
+        for (int i = 0; i < g; i++)
+            out->gpu_nvlink_bw[i] = y->nvlink_bw;
+        return 0;
+    }
+    /* PCIe-only node: GPUs of the node talk over their PCIe links */
+    if (y->nvls)
+        return mb_yaml_err(err, mb_yaml_get(root, "nvls"),
+                           "nvls: true but node_xml '%s' has no NVLink (no NVLinkBandwidth matrix, no nvlink_bw)",
+                           y->node_xml);
+    if (y->nvlink_domain != g)
+        return mb_yaml_err(err, mb_yaml_get(root, "nvlink_domain"),
+                           "nvlink_domain = %ld on a PCIe-only node: expected gpus_per_node = %d (GPUs of a node "
+                           "share its PCIe fabric)", y->nvlink_domain, g);
+    out->intra_pcie = 1;
+    out->nvlink_bw = y->pcie_bw;
+    for (int i = 0; i < g; i++)
+        out->gpu_nvlink_bw[i] = y->pcie_bw;
+    return 0;
+}
+
+/* NIC rates: nic_speed (per NIC) x each GPU's share, capped by its PCIe path;
+ * or the YAML's per-GPU nic_bw. GPUs using the same NICs share one port. */
+static int mb_topo__nics(const struct mb_node *root, const struct mb_topo__sys_yaml *y, struct mb_system *out,
+                         struct mb_err *err)
+{
+    const struct mb_node_topo *n = &out->node;
+    int g = (int)y->gpus_per_node;
+    if (!(y->nic_speed > 0) && !(y->nic_bw > 0))
+        return mb_yaml_err(err, root, "missing required key 'nic_speed' (line rate of one NIC) or 'nic_bw' (per GPU)");
+    double lo = 0;
+    out->n_ports = 0;
+    for (int i = 0; i < g; i++) {
+        double share = n->n_nics > 0 ? n->gpu_nic_share[i] : 1;
+        double bw = y->nic_speed > 0 ? y->nic_speed * share : y->nic_bw;
+        if (y->nic_speed > 0 && n->gpu_nic_path_bw[i] > 0 && n->gpu_nic_path_bw[i] < bw)
+            bw = n->gpu_nic_path_bw[i];
+        out->gpu_nic_bw[i] = bw;
+        lo = i == 0 || bw < lo ? bw : lo;
+        int k = 0; /* port: the first GPU with the same NIC set */
+        while (k < i && !(n->n_nics > 0 && y->nic_speed > 0 && n->gpu_nics[k] == n->gpu_nics[i]))
+            k++;
+        out->gpu_port[i] = k < i ? out->gpu_port[k] : out->n_ports++;
+        out->port_bw[out->gpu_port[i]] += bw;
+    }
+    if (y->nic_speed > 0 && y->nic_bw > 0 && mb_topo__differ(y->nic_bw, lo))
+        return mb_yaml_err(err, mb_yaml_get(root, "nic_bw"),
+                           "nic_bw = %.4g Gb/s per GPU but nic_speed = %.4g Gb/s and node_xml '%s' (%d NICs for %d "
+                           "GPUs) give %.4g Gb/s per GPU", y->nic_bw * 8 / 1e9, y->nic_speed * 8 / 1e9, y->node_xml,
+                           n->n_nics, g, lo * 8 / 1e9);
+    out->nic_bw = lo;
+    out->nic_speed = y->nic_speed > 0 ? y->nic_speed
+                     : n->n_nics > 0 && n->gpu_nic_share[0] > 0 ? y->nic_bw / n->gpu_nic_share[0] : y->nic_bw;
+    return 0;
+}
+
 /* Read and check the YAML, then load the node XML. The tree is freed by the caller. */
 static int mb_topo__read_system(const char *path, const struct mb_node *root,
                                 struct mb_system *out, struct mb_err *err)
@@ -218,20 +358,19 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
                            "gpus_per_node = %ld but node_xml '%s' has %d GPUs", y.gpus_per_node, y.node_xml,
                            out->node.n_gpus);
 
+    if (mb_topo__check_gpu(root, &y, out, err) || mb_topo__nvlink(root, &y, out, err) ||
+        mb_topo__nics(root, &y, out, err))
+        return -1;
     if (y.name[0])
         snprintf(out->name, sizeof out->name, "%s", y.name);
     else
         mb_topo__stem(path, out->name, sizeof out->name);
     snprintf(out->gpu, sizeof out->gpu, "%s", y.gpu);
     out->gpus_per_node = (int)y.gpus_per_node;
-    out->nvlink_domain = (int)y.nvlink_domain;
-    out->nvlink_bw = y.nvlink_bw;
     out->nvlink_latency = y.nvlink_latency;
-    out->nic_bw = y.nic_bw;
     out->nic_latency = y.nic_latency;
     out->switch_tiers = (int)y.switch_tiers;
     out->oversubscription = y.oversubscription;
-    out->nvls = y.nvls;
     out->pcie_bw = y.pcie_bw;
     out->max_gpus = (int)y.max_gpus;
     snprintf(out->source, sizeof out->source, "%s", y.source);

@@ -112,6 +112,19 @@ struct mb_op_stat {
                            link line rate bytes/s; 0 = unknown */
 };
 
+/** Collective classes of the report: the step's communication kinds. */
+enum mb_coll_class { MB_CC_TP, MB_CC_CP, MB_CC_EP, MB_CC_PP, MB_CC_DP, MB_CC_FSDP, MB_CC_COUNT };
+
+/** What the costliest NCCL call (latency + bandwidth alone) of one class resolved to (sim/mb_coll.h, NCCL's tuning model). */
+struct mb_coll_use {
+    int used;            /* 0: the class made no call through the collective layer */
+    int op;              /* enum mb_coll_op of that call */
+    int algo, proto;     /* enum mb_coll_algo / mb_coll_proto (AUTO resolved) */
+    int ranks, domains;  /* its group: ranks in NVLink domains */
+    double bytes;        /* its nccl-tests size, bytes */
+    double lat_s, bw_s;  /* its latency and its bandwidth time alone, s; latency-bound when lat_s >= bw_s */
+};
+
 struct mb_result {
     double step_time_s;
     double tokens_per_s_per_gpu;        /* GBS * seq / (step * gpus) */
@@ -140,6 +153,8 @@ struct mb_result {
     double fw_overlap_slowdown;          /* compute slowdown beside communication */
     double fw_step_overhead_s;           /* seconds per iteration outside the microbatches */
     double fw_host_kernel_s;             /* host seconds per eager kernel beyond the launch call */
+    struct mb_coll_use coll[MB_CC_COUNT];     /* the costliest call of each collective class */
+    struct mb_coll_use coll_lat[MB_CC_COUNT]; /* the call of each class with the longest latency */
     /* per-op table of the critical stage (mb_step_opts.ops), owned: mb_result_free() */
     struct mb_op_stat *ops;
     size_t n_ops;

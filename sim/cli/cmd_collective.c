@@ -219,6 +219,7 @@ int mb_cmd_collective(int argc, char **argv)
     struct mb_fabric_params fp = {0};
     fp.nvlink_eff = mb_calib_link_eff(cal, MB_LINK_NVLINK);
     fp.nic_eff = mb_calib_link_eff(cal, MB_LINK_NIC);
+    fp.pcie_eff = mb_calib_link_eff(cal, MB_LINK_PCIE);
     fp.nvlink_lat = mb_calib_link_latency(cal, MB_LINK_NVLINK);
     fp.nic_lat = mb_calib_link_latency(cal, MB_LINK_NIC);
     fp.nvls_eff = mb_calib_link_eff(cal, MB_LINK_NVLS); /* 0 when the table has none: MB_FABRIC_NVLS_EFF */
@@ -267,7 +268,8 @@ int mb_cmd_collective(int argc, char **argv)
     double sum_bus = 0;
     int n_rows = 0, n_meas = 0;
     char algos[1024] = "";
-    enum mb_coll_algo last = MB_COLL_ALGO_COUNT;
+    int last = -1, dom = sys.nvlink_domain > 0 ? sys.nvlink_domain : sys.gpus_per_node;
+    int domains = (gpus + dom - 1) / dom;
     for (double s = smin; s <= smax * (1 + 1e-12); s = next_size(s, factor)) {
         double unit = per_rank_count ? (double)ws * gpus : ws;
         double count = floor(s / unit);
@@ -280,8 +282,8 @@ int mb_cmd_collective(int argc, char **argv)
         struct mb_coll_req r = {op, algo, gpus, NULL, 0, bytes, 0, 0, 0};
         if (calib && mb_calib_coll_pace(cal, mb_coll_op_name(op), gpus, bytes, &r.meas_lat, &r.meas_paced))
             n_meas++;
-        enum mb_coll_algo used;
-        int rc = f ? mb_coll_add(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
+        struct mb_coll_choice used;
+        int rc = f ? mb_coll_add_plan(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
         if (rc >= 0)
             rc = mb_engine_run(e, &err);
         double t = mb_engine_makespan(e);
@@ -302,11 +304,12 @@ int mb_cmd_collective(int argc, char **argv)
                dtypes[dt].nccl, redop, root, ts, algbw, busbw, "N/A", ts, algbw, busbw, "N/A");
         sum_bus += busbw;
         n_rows++;
-        if (used != last) {
+        int key = (int)used.algo * MB_COLL_PROTO_COUNT + (int)used.proto;
+        if (key != last) { /* NCCL's (algorithm, protocol) choice, as NCCL_DEBUG=INFO would name it */
             size_t l = strlen(algos);
-            snprintf(algos + l, sizeof algos - l, "%s%s from %.0f B", l ? ", " : "", mb_coll_algo_name(used),
-                     bytes);
-            last = used;
+            snprintf(algos + l, sizeof algos - l, "%s%s/%s from %.0f B", l ? ", " : "",
+                     mb_coll_algo_label(used.algo, domains), mb_coll_proto_name(used.proto), bytes);
+            last = key;
         }
         if (floor(s * factor) <= s)
             break;

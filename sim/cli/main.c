@@ -19,6 +19,7 @@ int mb_cmd_tune(int argc, char **argv);
 int mb_cmd_sweep(int argc, char **argv);
 int mb_cmd_plot(int argc, char **argv);
 int mb_cmd_collective(int argc, char **argv);
+int mb_cmd_topo(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
 int mb_cmd_calibrate_runs(int argc, char **argv);
@@ -59,6 +60,7 @@ static void usage_main(FILE *fp)
             "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-o TABLE.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"
+            "  topo FILE.xml|SYSTEM [--json]       what mbsim read from a node's hwloc XML or a system\n"
             "  systems [--json]                    list system presets\n"
             "  models [--json]                     list shipped model files\n"
             "\n"
@@ -394,6 +396,12 @@ int main(int argc, char **argv)
         if (!strcmp(cmd, "calibrate") && argc > 2 && (!strcmp(argv[2], "nsys") || !strcmp(argv[2], "kineto")))
             return mb_cmd_calibrate_profile(argv[2], argc - 3, argv + 3);
         return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);
+    }
+    if (!strcmp(cmd, "topo")) {
+        int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
+        if (!help && check_data_dir())
+            return EXIT_BAD_INPUT;
+        return mb_cmd_topo(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "sweep") || !strcmp(cmd, "plot")) {
         int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));

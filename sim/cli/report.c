@@ -18,6 +18,78 @@ static const char *mb__strategy(const struct mb_scenario *s) { return mb_key_val
 
 static const char *mb__disp(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
 
+static const char *const mb__cc_names[MB_CC_COUNT] = {"tp", "cp", "ep", "pp", "dp", "fsdp"};
+
+/* The costliest NCCL call of each collective class: NCCL's algorithm and
+ * protocol, and whether its latency outweighs its bandwidth time. */
+static void mb__coll_line(const char *cls, const struct mb_coll_use *u, FILE *fp)
+{
+    fprintf(fp, "    %-4s %-14s %7d ranks in %6d domain%s %10.1f MiB  %s/%s  latency %.3g ms, bandwidth %.3g ms%s\n", cls,
+            mb_coll_op_name((enum mb_coll_op)u->op), u->ranks, u->domains, u->domains == 1 ? " " : "s",
+            u->bytes / (1024.0 * 1024.0), mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains),
+            mb_coll_proto_name((enum mb_coll_proto)u->proto), u->lat_s * 1e3, u->bw_s * 1e3,
+            u->lat_s >= u->bw_s ? "  LATENCY-BOUND" : "");
+}
+
+static int mb__same_call(const struct mb_coll_use *a, const struct mb_coll_use *b)
+{
+    return a->op == b->op && a->ranks == b->ranks && a->bytes == b->bytes && a->algo == b->algo;
+}
+
+/* The costliest NCCL call of each collective class (and the one with the
+ * longest latency when that is another): NCCL's algorithm and protocol, and
+ * whether its latency outweighs its bandwidth time. */
+static void mb__coll_text(const struct mb_result *r, FILE *fp)
+{
+    int any = 0;
+    for (int c = 0; c < MB_CC_COUNT; c++) {
+        const struct mb_coll_use *u = &r->coll[c], *l = &r->coll_lat[c];
+        if (!u->used)
+            continue;
+        if (!any++)
+            fprintf(fp, "\n  collectives (costliest call per class, and its longest-latency call; NCCL's "
+                        "algorithm/protocol, alone on its links):\n");
+        mb__coll_line(mb__cc_names[c], u, fp);
+        if (l->used && !mb__same_call(u, l))
+            mb__coll_line("", l, fp);
+    }
+    const struct mb_coll_use *dp = &r->coll_lat[MB_CC_DP];
+    if (dp->used && dp->lat_s >= dp->bw_s)
+        fprintf(fp, "    DP communication is latency-bound on its %d-rank group (%.3g ms of latency per call, NCCL's "
+                    "cheapest choice): it grows with the DP size while the bytes per rank do not; hidden only while "
+                    "the overlap with compute lasts (exposed_dp_comm above)\n", dp->ranks, dp->lat_s * 1e3);
+}
+
+static json_t *mb__coll_json(const struct mb_result *r)
+{
+    json_t *o = json_object();
+    for (int c = 0; c < MB_CC_COUNT; c++) {
+        const struct mb_coll_use *u = &r->coll[c];
+        if (!u->used)
+            continue;
+        json_object_set_new(o, mb__cc_names[c],
+                            json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:b}", "op",
+                                      mb_coll_op_name((enum mb_coll_op)u->op), "algorithm",
+                                      mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains), "protocol",
+                                      mb_coll_proto_name((enum mb_coll_proto)u->proto), "ranks", u->ranks, "domains",
+                                      u->domains, "bytes", u->bytes, "latency_s", u->lat_s, "bandwidth_s", u->bw_s,
+                                      "latency_bound", u->lat_s >= u->bw_s));
+    }
+    json_t *lat = json_object();
+    for (int c = 0; c < MB_CC_COUNT; c++) {
+        const struct mb_coll_use *u = &r->coll_lat[c];
+        if (u->used)
+            json_object_set_new(lat, mb__cc_names[c], json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:b}", "op",
+                                mb_coll_op_name((enum mb_coll_op)u->op), "algorithm",
+                                mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains), "protocol",
+                                mb_coll_proto_name((enum mb_coll_proto)u->proto), "ranks", u->ranks, "domains",
+                                u->domains, "bytes", u->bytes,
+                                "latency_s", u->lat_s, "bandwidth_s", u->bw_s, "latency_bound", u->lat_s >= u->bw_s));
+    }
+    json_object_set_new(o, "longest_latency", lat);
+    return o;
+}
+
 void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int memory_detail, FILE *fp)
 {
     fprintf(fp, "mbsim: %s\n", s->name);
@@ -110,6 +182,7 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "    %-26s %9.4f  %5.1f %%\n", mb_cat_name((enum mb_cat)c), r->breakdown[c],
                 total > 0 ? 100 * r->breakdown[c] / total : 0);
     }
+    mb__coll_text(r, fp);
     /* top contributors of the critical path */
     double ctot = 0;
     int top[3] = {-1, -1, -1};
@@ -258,6 +331,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     for (int c = 0; c < MB_CAT_COUNT; c++)
         json_object_set_new(bd, mb_cat_name((enum mb_cat)c), json_real(r->breakdown[c]));
     json_object_set_new(o, "breakdown_s", bd);
+    json_object_set_new(o, "collectives", mb__coll_json(r));
     json_t *cp = json_object();
     for (int c = 0; c < MB_CAT_COUNT; c++)
         json_object_set_new(cp, mb_cat_name((enum mb_cat)c), json_real(r->critical[c]));

@@ -79,6 +79,109 @@ static void test_exit_codes(void **state)
     mb_free(o);
 }
 
+/* `mbsim topo` on the real hwloc samples (shared/data/formats, README there):
+ * hwloc_dgx.xml is a DGX-2H, 16 V100 with 6 NVLink2 links x 25000 MB/s to the
+ * NVSwitches each, so every GPU pair is 150 GB/s through the switches and the
+ * NVLink domain is the 16 GPUs; hwloc_pci_gpu_nic_small.xml has 3 GPUs (the
+ * GPUModel "Tesla K40m") and one NIC, mlx5_0, used by all three (no speed in
+ * hwloc: null); the _v3 file is hwloc 3.0 XML, refused with exit code 1. */
+static void test_topo_cli(void **state)
+{
+    (void)state;
+    const char *sh = getenv("MBSIM_SHARED_DIR");
+    char args[1024], *o;
+    json_error_t je;
+    snprintf(args, sizeof args, "topo %s/data/formats/hwloc_dgx.xml --json", sh ? sh : "../shared");
+    assert_int_equal(run(args, &o, 0), 0);
+    json_t *j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "gpus")), 16);
+    assert_string_equal(json_string_value(json_object_get(j, "gpu_model")), "Tesla V100-SXM3-32GB-H");
+    json_t *m = json_object_get(j, "nvlink_gbps");
+    assert_int_equal(json_array_size(m), 16);
+    for (size_t r = 0; r < 16; r++) {
+        json_t *row = json_array_get(m, r);
+        assert_int_equal(json_array_size(row), 16);
+        for (size_t c = 0; c < 16; c++)
+            assert_true(fabs(json_real_value(json_array_get(row, c)) - (r == c ? 0 : 150)) < 1e-9);
+    }
+    assert_int_equal(json_integer_value(json_object_get(j, "domain_gpus")), 16);
+    assert_int_equal(json_array_size(json_object_get(j, "nics")), 0);
+    json_decref(j);
+    mb_free(o);
+
+    snprintf(args, sizeof args, "topo %s/data/formats/hwloc_pci_gpu_nic_small.xml --json", sh ? sh : "../shared");
+    assert_int_equal(run(args, &o, 0), 0);
+    j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "gpus")), 3);
+    assert_string_equal(json_string_value(json_object_get(j, "gpu_model")), "Tesla K40m");
+    json_t *nics = json_object_get(j, "nics");
+    assert_int_equal(json_array_size(nics), 1);
+    json_t *n0 = json_array_get(nics, 0);
+    assert_string_equal(json_string_value(json_object_get(n0, "name")), "mlx5_0");
+    assert_true(json_is_null(json_object_get(n0, "gbps")));
+    assert_int_equal(json_array_size(json_object_get(n0, "gpus")), 3);
+    assert_int_equal(json_integer_value(json_object_get(j, "domain_gpus")), 1);
+    json_decref(j);
+    mb_free(o);
+
+    snprintf(args, sizeof args, "topo %s/data/formats/hwloc_dgx_v3.xml", sh ? sh : "../shared");
+    assert_int_equal(run(args, &o, 1), 1);
+    assert_non_null(strstr(o, "hwloc cannot load XML (topology version 3.0; hwloc 2.x reads only version 2.x and 1.x XML)"));
+    mb_free(o);
+
+    /* a system: the 4-NIC DGX H100 gives each NIC 400 Gb/s and 2 GPUs, 200 Gb/s per GPU */
+    assert_int_equal(run("topo dgx_h100_4nic --json", &o, 0), 0);
+    j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    nics = json_object_get(j, "nics");
+    assert_int_equal(json_array_size(nics), 4);
+    assert_true(fabs(json_real_value(json_object_get(json_array_get(nics, 1), "gbps")) - 400) < 1e-9);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(json_array_get(nics, 1), "gpus"), 1)), 3);
+    assert_true(fabs(json_real_value(json_object_get(j, "nic_gbps_per_gpu")) - 200) < 1e-9);
+    assert_int_equal(json_integer_value(json_object_get(j, "domain_gpus")), 8);
+    json_decref(j);
+    mb_free(o);
+    /* bad input: file:line:col */
+    assert_int_equal(run("topo tests/data/topology/gpu_model_mismatch.yaml", &o, 1), 1);
+    assert_non_null(strstr(o, "gpu_model_mismatch.yaml:3:6: gpu = A100"));
+    mb_free(o);
+    assert_int_equal(run("topo", &o, 1), 2);
+    mb_free(o);
+}
+
+/* The run report names NCCL's choice per collective class. Qwen3-VL-235B on 99968 GB200 GPUs
+ * (TP1 PP2 EP32, tests/data/net): the dense DP group is 49984 ranks of consecutive GPUs, 72 per
+ * NVLink domain (695 domains, the last one partial); its parameter all-gather is a flat NCCL ring
+ * (no tree for all-gather in NCCL, no PAT with 72 ranks per domain) whose LL latency is
+ * 6.6 + (49983 - 694) x 0.6 x 1.8 + 694 x 2.7 us = 55.11252 ms (tuning.cc @ 5067397c), more than
+ * its bandwidth time: latency-bound. */
+static void test_report_collectives(void **state)
+{
+    (void)state;
+    char *o;
+    json_error_t je;
+    assert_int_equal(run("run tests/data/net/qwen3_vl_235b_gb200_99968.yaml --json", &o, 0), 0);
+    json_t *j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    json_t *dp = json_object_get(json_object_get(json_object_get(j, "collectives"), "longest_latency"), "dp");
+    assert_non_null(dp);
+    assert_string_equal(json_string_value(json_object_get(dp, "op")), "all_gather");
+    assert_string_equal(json_string_value(json_object_get(dp, "algorithm")), "ring");
+    assert_string_equal(json_string_value(json_object_get(dp, "protocol")), "LL");
+    assert_int_equal(json_integer_value(json_object_get(dp, "ranks")), 49984);
+    assert_true(fabs(json_real_value(json_object_get(dp, "latency_s")) - 55112.52e-6) < 1e-9);
+    assert_true(json_is_true(json_object_get(dp, "latency_bound")));
+    json_t *top = json_object_get(json_object_get(j, "collectives"), "dp");
+    assert_string_equal(json_string_value(json_object_get(top, "protocol")), "LL128");
+    json_decref(j);
+    mb_free(o);
+    assert_int_equal(run("run tests/data/net/qwen3_vl_235b_gb200_99968.yaml", &o, 0), 0);
+    assert_non_null(strstr(o, "DP communication is latency-bound on its 49984-rank group"));
+    mb_free(o);
+}
+
 static void test_json_report(void **state)
 {
     (void)state;
@@ -465,7 +568,9 @@ static void test_version_and_lists(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
+                                       cmocka_unit_test(test_report_collectives),
+                                       cmocka_unit_test(test_json_report),
                                        cmocka_unit_test(test_validate_cli),
                                        cmocka_unit_test(test_calibrate_nccl_cli),
                                        cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),

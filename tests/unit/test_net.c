@@ -24,9 +24,11 @@
 
 #define FIXTURE "tests/data/calib/fixture_H100.yaml"
 
-/* Time of one `op` call of `bytes` (nccl-tests size) on the first n GPUs of
- * `gpus` x dgx_h100, alone on the fabric, as `mbsim collective` runs it. */
-static double coll_alone(int gpus, enum mb_coll_op op, int n, double bytes, enum mb_coll_algo *used)
+/* Time of one `op` call of `bytes` (nccl-tests size) with algorithm `algo` on
+ * the first n GPUs of `gpus` x system `sysname`, alone on the fabric, as
+ * `mbsim collective` runs it. */
+static double coll_alone_on(const char *sysname, enum mb_coll_algo algo, int gpus, enum mb_coll_op op, int n,
+                            double bytes, enum mb_coll_algo *used)
 {
     struct mb_calib *c;
     struct mb_err e;
@@ -34,14 +36,14 @@ static double coll_alone(int gpus, enum mb_coll_op op, int n, double bytes, enum
     assert_int_equal(mb_calib_load("H100", FIXTURE, &c, &e), 0);
     struct mb_fabric_params p = {mb_calib_link_eff(c, MB_LINK_NVLINK), mb_calib_link_eff(c, MB_LINK_NIC),
                                  mb_calib_link_eff(c, MB_LINK_NVLS),   mb_calib_link_latency(c, MB_LINK_NVLINK),
-                                 mb_calib_link_latency(c, MB_LINK_NIC), mb_calib_link_latency(c, MB_LINK_NVLS)};
+                                 mb_calib_link_latency(c, MB_LINK_NIC), mb_calib_link_latency(c, MB_LINK_NVLS), 0};
     mb_calib_free(c);
     struct mb_system sys;
-    assert_int_equal(mb_topo_load_system("dgx_h100", &sys, &e), 0);
+    assert_int_equal(mb_topo_load_system(sysname, &sys, &e), 0);
     struct mb_engine *eng = mb_engine_new();
     struct mb_fabric *f = mb_fabric_build(eng, &sys, gpus, &p, &e);
     assert_non_null(f);
-    struct mb_coll_req r = {op, MB_COLL_ALGO_AUTO, n, NULL, 0, bytes, 0, 0, 0};
+    struct mb_coll_req r = {op, algo, n, NULL, 0, bytes, 0, 0, 0};
     int st = mb_engine_add_stream(eng);
     assert_true(mb_coll_add(eng, mb_fabric_net(f), &r, st, used, &e) >= 0);
     assert_int_equal(mb_engine_run(eng, &e), 0);
@@ -49,6 +51,11 @@ static double coll_alone(int gpus, enum mb_coll_op op, int n, double bytes, enum
     mb_fabric_free(f);
     mb_engine_free(eng);
     return t;
+}
+
+static double coll_alone(int gpus, enum mb_coll_op op, int n, double bytes, enum mb_coll_algo *used)
+{
+    return coll_alone_on("dgx_h100", MB_COLL_ALGO_AUTO, gpus, op, n, bytes, used);
 }
 
 /* Seconds per call of op `name` in direction `dir` in the step of `file`;
@@ -80,8 +87,10 @@ static void assert_rel(double got, double want, double tol, const char *what)
 }
 
 /* TP8 sequence-parallel all-gather of the [s, b, h] activations: S = 4096 x
- * 4096 x 2 B = 32 MiB gathered; the ring sends 7/8 S over NVLink in 7 steps:
- * 7 x 1 us + 7/8 S / (450 GB/s x 0.8). */
+ * 4096 x 2 B = 32 MiB gathered; the ring sends 7/8 S over NVLink in 7 steps
+ * with NCCL's Simple-protocol latency (tuning.cc @ 5067397c: base 8.4 us +
+ * 7 x 3.4 us NVLink; LL128 would cost 14 + 7 x 1.9 us and 1/0.92 of the
+ * bandwidth time, LL 2x it): 32.2 us + 7/8 S / (450 GB/s x 0.8). */
 static void test_tp_allgather(void **state)
 {
     (void)state;
@@ -93,7 +102,7 @@ static void test_tp_allgather(void **state)
     double alone = coll_alone(8, MB_COLL_ALL_GATHER, 8, S, &used);
     assert_int_equal(used, MB_COLL_ALGO_RING);
     assert_rel(in_step, alone, 1e-9, "tp allgather: step vs collective");
-    assert_rel(alone, 7e-6 + 7.0 / 8 * S / (450e9 * 0.8), 1e-9, "tp allgather: closed form");
+    assert_rel(alone, 32.2e-6 + 7.0 / 8 * S / (450e9 * 0.8), 1e-9, "tp allgather: closed form");
     assert_true(count == 32 * 2 + 1); /* 32 layers x (attention + MLP) + the head's */
 }
 
@@ -173,6 +182,64 @@ static void test_ep_alltoall(void **state)
  * (combine, BF16) of 50 GB/s, below the NIC's 45 GB/s -- after one step of NIC latency (5 us); the
  * NVLink part (2 x T h 2 x 7 p_rank at 360 GB/s, 0.27 ms) is shorter. BF16: 16.725 MB / 25 GB/s +
  * 5 us = 674.0 us, combine / 30 GB/s = 562.5 us; FP8: 8.363 MB / 20 GB/s + 5 us = 423.1 us. */
+/* Rails from the node XML. dgx_h100: 8 GPUs, 8 NICs (one behind each GPU's
+ * PCIe switch); dgx_h100_4nic: the same node with 4 NICs, each behind the
+ * switch of 2 GPUs (both constructed by topology/gen_node_xml.py). A ring
+ * all-gather over 2 nodes (n = 16, L = 8 per NVLink domain) runs 8 channels;
+ * each GPU sends V/L = (n-1)/n S / 8 through its NIC port and 7/8 V over
+ * NVLink. Fixture rates: NVLink 450 GB/s x 0.8 = 360 GB/s, NIC 400 Gb/s x 0.9
+ * = 45 GB/s per port: NIC-bound (V/8/45e9 > 7V/8/360e9). With 2 GPUs on a
+ * port both channels share its 45 GB/s, so the bandwidth term doubles. The
+ * latency is the same on both nodes; the difference between 2 GiB and 1 GiB
+ * cancels it: dt = (15/16) x 1 GiB / 8 / 45e9 (1 GPU per NIC), 2x that (2). */
+static void test_rails_halve_nic(void **state)
+{
+    (void)state;
+    double S1 = 1 << 30, S2 = 2.0 * (1 << 30), want = 15.0 / 16 * (S2 - S1) / 8 / 45e9;
+    double d1 = coll_alone_on("dgx_h100", MB_COLL_ALGO_RING, 16, MB_COLL_ALL_GATHER, 16, S2, NULL) -
+                coll_alone_on("dgx_h100", MB_COLL_ALGO_RING, 16, MB_COLL_ALL_GATHER, 16, S1, NULL);
+    double d2 = coll_alone_on("dgx_h100_4nic", MB_COLL_ALGO_RING, 16, MB_COLL_ALL_GATHER, 16, S2, NULL) -
+                coll_alone_on("dgx_h100_4nic", MB_COLL_ALGO_RING, 16, MB_COLL_ALL_GATHER, 16, S1, NULL);
+    assert_rel(d1, want, 1e-9, "1 GPU per NIC: NIC-bound all-gather");
+    assert_rel(d2, 2 * want, 1e-9, "2 GPUs per NIC: twice the NIC-bound time");
+}
+
+/* The same DDP scenario (Llama3-8B, 16 GPUs, DP 16 across 2 nodes) on both
+ * nodes: in the step the gradient all-reduce costs what the collective costs
+ * alone on each fabric (half the NIC rate per GPU on dgx_h100_4nic), so the
+ * step is slower on the 4-NIC node. */
+static void test_rails_change_prediction(void **state)
+{
+    (void)state;
+    struct mb_scenario s1, s2;
+    double c1, c2;
+    double t1 = step_call("tests/data/step/llama3_8b_h100_16_ddp.yaml", "dp grad reduce", 1, &c1, &s1);
+    double t2 = step_call("tests/data/net/llama3_8b_h100_4nic_16_ddp.yaml", "dp grad reduce", 1, &c2, &s2);
+    struct mb_params par;
+    mb_model_params(&s1.model, &par);
+    double S = (par.total - par.vision) * 4.0;
+    assert_rel(t1, coll_alone_on("dgx_h100", MB_COLL_ALGO_AUTO, 16, MB_COLL_ALL_REDUCE, 16, S, NULL), 1e-9,
+               "1 GPU per NIC: step vs collective");
+    assert_rel(t2, coll_alone_on("dgx_h100_4nic", MB_COLL_ALGO_AUTO, 16, MB_COLL_ALL_REDUCE, 16, S, NULL), 1e-9,
+               "2 GPUs per NIC: step vs collective");
+    /* 2 GPUs per NIC: AUTO's hierarchical tree is NIC-bound, 2 (D-1)/D S / L = S / 8 per GPU at
+     * 45 / 2 GB/s (NVLink: 2 (L-1)/L S at 360 GB/s = S / 205.7e9 is faster), plus microseconds
+     * of latency against a 0.18 s transfer */
+    assert_rel(t2, S / 8 / 22.5e9, 1e-3, "2 GPUs per NIC: NIC-bound all-reduce");
+    assert_true(t2 > 1.4 * t1);
+    struct mb_err e;
+    struct mb_result r1, r2;
+    mb_err_clear(&e);
+    struct mb_step_opts o = {.critical_path = 0, .ops = 0};
+    assert_int_equal(mb_step_simulate_opts(&s1, &o, &r1, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s2, &o, &r2, &e), 0);
+    assert_true(r2.step_time_s > r1.step_time_s);
+    mb_result_free(&r1);
+    mb_result_free(&r2);
+    mb_scenario_free(&s1);
+    mb_scenario_free(&s2);
+}
+
 static void test_ep_hybridep_nic(void **state)
 {
     (void)state;
@@ -215,6 +282,8 @@ int main(void)
         cmocka_unit_test(test_ddp_allreduce),
         cmocka_unit_test(test_ep_alltoall),
         cmocka_unit_test(test_ep_hybridep_nic),
+        cmocka_unit_test(test_rails_halve_nic),
+        cmocka_unit_test(test_rails_change_prediction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

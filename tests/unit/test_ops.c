@@ -46,6 +46,17 @@
 #define FX_NIC_RATE 45e9    /* NIC 50 GB/s x 0.9 */
 #define FX_NV_LAT 1e-6      /* per collective step */
 #define FX_NIC_LAT 5e-6
+
+/* NCCL's ring all-gather / reduce-scatter latency, Simple protocol, n ranks
+ * in N NVLink domains (NVIDIA/nccl src/graph/tuning.cc @ 5067397c, the
+ * collectives' latency since the NCCL tuning model, docs/collectives.md):
+ * base 8.4 us + (n-1 - (N-1)) steps x 3.4 us NVLink (at least 3 us, the
+ * network overhead x 3, when N > 1) + (N-1) steps x 14 us NET. */
+static double nccl_ring_lat(int n, int N)
+{
+    double inter = N > 1 ? N - 1 : 0, intra = N > 1 ? (3.4 > 3.0 ? 3.4 : 3.0) : 3.4;
+    return (8.4 + (n - 1 - inter) * intra + inter * 14.0) * 1e-6;
+}
 /* HybridEP's scale-out rate across 2 domains (fixture links.hybridep_nic): 0.5 (dispatch) and 0.6
  * (combine) of the 50 GB/s NIC line rate, below the NIC's 45 GB/s */
 #define FX_HEP2_DISPATCH_RATE (0.5 * 50e9)
@@ -524,9 +535,9 @@ static const struct moe_case moe_ep16 = {"tests/data/ops/moe_ep16.yaml", 64, 6, 
  *    kernels): (local - 1) p_rank / p_dom per arriving token, so by symmetry
  *    a rank forwards (D - 1) T (local - 1) p_rank tokens for the other
  *    domains.
- * Latency: a step costs its slowest hop's latency (the NIC once the group
- * spans domains, as its NVLink and NIC sends run at once); a direct
- * all-to-all is one step, a ring all-gather ep - 1 steps. */
+ * Latency: a direct all-to-all is one step of its slowest hop's calibrated
+ * latency (the NIC once the group spans domains); a ring all-gather pays
+ * NCCL's ring latency (nccl_ring_lat). */
 struct traffic {
     double nv, nic, lat;
 };
@@ -542,7 +553,7 @@ static struct traffic dispatch_traffic(const struct moe_case *c, enum mb_dispatc
         double sent = (c->ep - 1) * c->Tm * tok;
         x.nic = D > 1 ? sent / c->local : 0;
         x.nv = sent - x.nic;
-        x.lat = (c->ep - 1) * (D > 1 ? FX_NIC_LAT : FX_NV_LAT);
+        x.lat = nccl_ring_lat(c->ep, (int)D);
     } else {
         double p_rank = p_hit(c->E, c->k, c->E / c->ep), p_dom = p_hit(c->E, c->k, (int)(c->E / D));
         double nv_own = c->Tm * tok * (c->local - 1) * p_rank;
@@ -648,7 +659,7 @@ static void test_etp(void **state)
             near(x->bytes, c * etp_bytes, EXACT, "bytes per step", names[i]);
             /* a 2-rank ring is one NVLink step; forward, nothing else is on the link */
             if (dir == 0)
-                near(x->time_s / x->count, FX_NV_LAT + etp_bytes / FX_NV_RATE, EXACT, "fwd seconds per execution",
+                near(x->time_s / x->count, nccl_ring_lat(2, 1) + etp_bytes / FX_NV_RATE, EXACT, "fwd seconds per execution",
                      names[i]);
         }
     /* grouped GEMMs: `groups` experts of etp T k / groups rows each, at the dense rate */
@@ -690,7 +701,7 @@ static void test_etp_two_nodes(void **state)
     double etp_bytes = (etp - 1) * T * k * h * BF16;
     const struct mb_op_stat *ag = op(&r, "etp allgather", 0);
     near(ag->bytes, c * etp_bytes, EXACT, "bytes per step", "etp allgather");
-    near(ag->time_s / ag->count, FX_NV_LAT + etp_bytes / FX_NV_RATE, EXACT, "fwd seconds per execution",
+    near(ag->time_s / ag->count, nccl_ring_lat(2, 1) + etp_bytes / FX_NV_RATE, EXACT, "fwd seconds per execution",
          "etp allgather");
     double M = etp * T * k, n1 = 2 * fe / etp;
     expect_op(&r, "expert_fc1", 0, c, c * 2 * M * n1 * h, groups * gemm_s(M / groups, n1, h));

@@ -83,9 +83,18 @@ static void test_real_dgx2(void **state)
     assert_int_equal(n.n_numa, 2);
     assert_int_equal(n.n_nvswitch, 12);
     assert_dbl(n.nvlink_bw_per_gpu, 6 * 25000 * 1e6);
+    /* the matrix lists GPU <-> NVSwitch entries (6 x 25000 MB/s per GPU row), so
+     * every GPU pair gets min(row a, row b) = 150 GB/s through the switches, one island */
+    assert_true(n.nvlink_switched);
+    assert_int_equal(n.n_islands, 1);
+    assert_int_equal(n.island_size, 16);
     for (i = 0; i < 16; i++) {
         assert_int_equal(n.gpu_numa[i], i < 8 ? 0 : 1);
         assert_int_equal(n.gpu_nic[i], -1); /* no NIC in the file */
+        assert_dbl(n.gpu_nvlink_bw[i], 150e9);
+        assert_dbl(n.nvlink_pair[i][(i + 5) % 16], 150e9);
+        assert_dbl(n.nvlink_pair[i][i], 0);
+        assert_int_equal(n.gpu_island[i], 0);
     }
     mb_free(p);
 }
@@ -127,6 +136,16 @@ static void test_real_small_pci(void **state)
     assert_int_equal(n.gpu_nic[0], 0);
     assert_int_equal(n.gpu_nic[1], 0);
     assert_int_equal(n.gpu_nic[2], 0);
+    /* the one NIC is used by all 3 GPUs: a third of its line rate each; GPU 0 (NUMA 0)
+     * reaches it across sockets (no shared PCIe switch or root complex) */
+    assert_string_equal(n.nic_name[0], "mlx5_0");
+    assert_int_equal(n.nic_numa[0], 1);
+    assert_int_equal(n.nic_users[0], 3);
+    for (int i = 0; i < 3; i++)
+        assert_dbl(n.gpu_nic_share[i], 1.0 / 3);
+    assert_true(n.gpu_nic_cross_numa[0]);
+    assert_false(n.gpu_nic_cross_numa[1]);
+    assert_int_equal(n.n_islands, 0);
     mb_free(p);
 }
 
@@ -151,6 +170,16 @@ static void test_real_power8(void **state)
     assert_dbl(n.gpu_mem_bytes, 16671616.0 * 1024.0);
     assert_int_equal(n.n_numa, 2);
     assert_dbl(n.nvlink_bw_per_gpu, 80000 * 1e6);
+    /* GPU-GPU entries: 40000 MB/s between GPUs 0-1 and 2-3 (the CPU links are not
+     * pairs), so two NVLink islands of 2 consecutive GPUs */
+    assert_false(n.nvlink_switched);
+    assert_dbl(n.nvlink_pair[0][1], 40e9);
+    assert_dbl(n.nvlink_pair[3][2], 40e9);
+    assert_dbl(n.nvlink_pair[0][2], 0);
+    assert_int_equal(n.n_islands, 2);
+    assert_int_equal(n.island_size, 2);
+    assert_int_equal(n.gpu_island[1], 0);
+    assert_int_equal(n.gpu_island[2], 1);
     mb_free(p);
 }
 
@@ -311,12 +340,14 @@ static void test_preset_list_and_unknown(void **state)
 
     /* The *.yaml stems of topology/systems, sorted. */
     mb_topo_list_presets(buf, sizeof buf);
-    assert_string_equal(buf, "a3_mega, dgx_a100, dgx_b200, dgx_b300, dgx_h100, gb200_nvl72, gb300_nvl72, h100_sxm");
+    assert_string_equal(buf, "a3_mega, dgx_a100, dgx_a100_40gb, dgx_b200, dgx_b300, dgx_h100, dgx_h100_4nic, "
+                             "gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h200, hgx_h800");
 
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_system("dgx_h200", &s, &e), -1);
-    assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: a3_mega, dgx_a100, dgx_b200, dgx_b300, dgx_h100, "
-                               "gb200_nvl72, gb300_nvl72, h100_sxm");
+    assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: a3_mega, dgx_a100, dgx_a100_40gb, dgx_b200, dgx_b300, "
+                               "dgx_h100, dgx_h100_4nic, gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h200, "
+                               "hgx_h800");
     mb_err_clear(&e);
     /* a path (it has a '/') that names nothing, and a directory, say so rather than list presets */
     assert_int_equal(mb_topo_load_system("../sim/x", &s, &e), -1);
@@ -345,8 +376,23 @@ static const struct bad_case bad_cases[] = {
     /* line 7 "nvlink_bandwidth: 450 GB/s", error at the key */
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
-     "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_latency, switch_tiers, oversubscription, nvls, "
-     "pcie_bw, max_gpus, source"},
+     "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
+     "nvls, pcie_bw, max_gpus, source"},
+    /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
+    {"gpu_model_mismatch.yaml", 3, 6,
+     "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
+     "'../../../topology/systems/dgx_h100.xml' has GPU model 'NVIDIA H100 80GB HBM3' (H100)"},
+    /* line 7 "nvlink_bw: 300 GB/s"; the matrix has 5+4+4+5 links x 25000 MB/s = 450 GB/s per GPU */
+    {"nvlink_mismatch.yaml", 7, 12,
+     "nvlink_bw = 300 GB/s but node_xml '../../../topology/systems/dgx_h100.xml' has an NVLinkBandwidth "
+     "matrix of 450 GB/s per GPU (drop nvlink_bw or make them agree)"},
+    /* line 9 "nic_bw: 400 Gb/s"; 4 NICs x 400 Gb/s for 8 GPUs = 200 Gb/s per GPU */
+    {"nic_mismatch.yaml", 9, 9,
+     "nic_bw = 400 Gb/s per GPU but nic_speed = 400 Gb/s and node_xml "
+     "'../../../topology/systems/dgx_h100_4nic.xml' (4 NICs for 8 GPUs) give 200 Gb/s per GPU"},
+    /* line 11 "nvls: true" on a node without NVLink */
+    {"pcie_only_nvls.yaml", 11, 7,
+     "nvls: true but node_xml 'pcie_node.xml' has no NVLink (no NVLinkBandwidth matrix, no nvlink_bw)"},
     /* second "gpu:" on line 7; first on line 3 */
     {"duplicate_key.yaml", 7, 1, "duplicate key 'gpu' (first defined at line 3)"},
     /* "nvlink_bw: 450 GB" on line 7, error at the value (column 12) */
@@ -388,6 +434,40 @@ static void test_bad_systems(void **state)
     }
 }
 
+/* Rails and PCIe-only nodes from the XML.
+ * dgx_h100_4nic.xml (topology/gen_node_xml.py, gpus_per_nic=2): 4 NICs, each
+ * behind the PCIe switch of GPUs 2k and 2k+1, so 4 ports of 2 GPUs, half a
+ * NIC each: nic_speed 400 Gb/s = 50e9 B/s -> 25e9 B/s per GPU, 50e9 per port.
+ * pcie_only.yaml: dgx_h100.xml without its NVLinkBandwidth matrix and no
+ * nvlink_bw: the GPUs of a node talk over PCIe at pcie_bw = 63 GB/s. */
+static void test_rails_and_pcie(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("dgx_h100_4nic", &s, &e), 0);
+    assert_int_equal(s.node.n_nics, 4);
+    assert_int_equal(s.n_ports, 4);
+    assert_dbl(s.nic_speed, 50e9);
+    assert_dbl(s.nic_bw, 25e9);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(s.gpu_port[i], i / 2);
+        assert_int_equal(s.node.gpu_nic[i], i / 2);
+        assert_dbl(s.gpu_nic_bw[i], 25e9);
+        assert_dbl(s.node.gpu_nic_path_bw[i], (double)63.015385f * 1e9); /* hwloc keeps pci_link_speed as a float */
+    }
+    assert_dbl(s.port_bw[3], 50e9);
+    assert_int_equal(s.node.nic_users[2], 2);
+
+    char *p = data_path("tests/data/topology/pcie_only.yaml");
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    assert_true(s.intra_pcie);
+    assert_dbl(s.nvlink_bw, 63e9);
+    assert_int_equal(s.nvlink_domain, 8);
+    mb_free(p);
+}
+
 /* The node XML of a system is loaded through hwloc and its errors pass through. */
 static void test_system_node_xml_errors(void **state)
 {
@@ -423,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_preset_list_and_unknown),
         cmocka_unit_test(test_bad_systems),
+        cmocka_unit_test(test_rails_and_pcie),
         cmocka_unit_test(test_system_node_xml_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,7 +53,8 @@ static struct mb_coll_rank mb__rank(const struct mb_build *b, int st, double nic
                               {b->nv_lat, b->nic_lat},
                               b->nvls_lat,
                               b->nvls_bw > 0,
-                              nic_bound};
+                              nic_bound,
+                              b->s->system.intra_pcie};
     return rk;
 }
 
@@ -78,6 +79,21 @@ static struct mb_op mb__comm_op(const char *name, enum mb_commk ck, const struct
     return o;
 }
 
+_Static_assert((int)MB_CC_COUNT == (int)MB_CK_COUNT, "report classes = comm kinds");
+
+/* Keep what the costliest call (latency + bandwidth time alone) of kind ck
+ * and the one with the longest latency resolved to, for the report. */
+static void mb__note(struct mb_build *b, enum mb_commk ck, const struct mb_coll_req *q, struct mb_group g,
+                     const struct mb_coll_choice *ch)
+{
+    struct mb_coll_use x = {1, (int)q->op, (int)ch->algo, (int)ch->proto, g.size, g.domains, q->bytes, ch->lat_s,
+                            ch->bw_s};
+    if (!b->coll[ck].used || x.lat_s + x.bw_s > b->coll[ck].lat_s + b->coll[ck].bw_s)
+        b->coll[ck] = x;
+    if (!b->coll_lat[ck].used || x.lat_s > b->coll_lat[ck].lat_s)
+        b->coll_lat[ck] = x;
+}
+
 /* The op list entry of request q on group g: its task's latency and flows. */
 static void mb__push_req(struct mb_build *b, struct mb_oplist *l, struct mb_op *o, const struct mb_coll_req *q,
                          struct mb_group g, double nic_bound)
@@ -85,8 +101,10 @@ static void mb__push_req(struct mb_build *b, struct mb_oplist *l, struct mb_op *
     struct mb_coll_rank rk = mb__rank(b, -1, nic_bound);
     struct mb_task_desc t;
     struct mb_flow_desc f[3];
-    if (mb_coll_rank_task(&rk, q, g.local, g.domains, &t, f, NULL) <= 0)
+    struct mb_coll_choice ch;
+    if (mb_coll_rank_plan(&rk, q, g.local, g.domains, &t, f, &ch) <= 0)
         return;
+    mb__note(b, o->ck, q, g, &ch);
     o->latency = t.duration;
     for (int i = 0; i < t.n_flows; i++) {
         if (f[i].links[0] == rk.nv_link) {
@@ -114,6 +132,17 @@ void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum
     struct mb_coll_req q = mb__req(b, op, MB_COLL_ALGO_AUTO, g, total, ck != MB_CK_CP);
     struct mb_op o = mb__comm_op(name, ck, &q);
     o.parallel = parallel;
+    if (ck == MB_CK_CP) { /* TE's p2p sends: the ring's bytes, one calibrated step per hop, no NCCL tuning */
+        struct mb_coll_vol v;
+        mb_coll_volume(op, MB_COLL_ALGO_RING, g.size, g.local, g.domains, total, &v);
+        o.bytes_nv = v.nv;
+        o.bytes_nic = v.nic;
+        o.latency = mb_coll_vol_latency(&v, b->nv_lat, b->nic_lat, 0);
+        o.peak = v.nic > 0 ? b->s->system.nic_bw : b->s->system.nvlink_bw;
+        o.region = b->cur_region;
+        mb_ops_push(l, &o);
+        return;
+    }
     mb__push_req(b, l, &o, &q, g, 0);
 }
 
@@ -189,10 +218,12 @@ static int mb__task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk 
     struct mb_coll_rank rk = mb__rank(b, st, 0);
     struct mb_task_desc t;
     struct mb_flow_desc f[3];
-    if (mb_coll_rank_task(&rk, q, g.local, g.domains, &t, f, NULL) <= 0) {
+    struct mb_coll_choice ch;
+    if (mb_coll_rank_plan(&rk, q, g.local, g.domains, &t, f, &ch) <= 0) {
         b->cur = (struct mb_tinfo){0};
         return dep;
     }
+    mb__note(b, ck, q, g, &ch);
     b->cur.bytes = 0;
     for (int i = 0; i < t.n_flows; i++)
         b->cur.bytes += f[i].bytes;

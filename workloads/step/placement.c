@@ -66,7 +66,9 @@ static double mb__imbalance(const struct mb_scenario *s)
 static void mb__links(struct mb_build *b)
 {
     const struct mb_scenario *s = b->s;
-    b->nv_cap = s->system.nvlink_bw * mb_calib_link_eff(b->cal, MB_LINK_NVLINK);
+    /* nvlink_bw / nic_bw: the slowest GPU's rates from the node XML (its NVLink
+     * row, its share of the NICs it uses; the PCIe link on a PCIe-only node) */
+    b->nv_cap = s->system.nvlink_bw * mb_calib_link_eff(b->cal, s->system.intra_pcie ? MB_LINK_PCIE : MB_LINK_NVLINK);
     b->nic_cap = s->system.nic_bw * mb_calib_link_eff(b->cal, MB_LINK_NIC);
     b->nv_lat = mb_calib_link_latency(b->cal, MB_LINK_NVLINK);
     b->nic_lat = mb_calib_link_latency(b->cal, MB_LINK_NIC);

@@ -5,6 +5,8 @@
  * category, and the headline metrics (tokens/s/GPU, model TFLOP/s/GPU, MFU).
  */
 #include "step_int.h"
+
+#include <string.h>
 #include "mb_calib.h"
 
 #include <math.h>
@@ -183,6 +185,8 @@ void mb_results_metrics(struct mb_build *b, double step, struct mb_result *r)
     const struct mb_data *d = &b->data;
     double gbs = (double)b->lay.m * s->micro_batch_size * s->dp, seq = s->seq_length;
     r->tokens_per_s_per_gpu = gbs * seq / (step * s->gpus);
+    memcpy(r->coll, b->coll, sizeof r->coll);
+    memcpy(r->coll_lat, b->coll_lat, sizeof r->coll_lat);
     r->useful_tokens_per_s_per_gpu = gbs * d->useful_per_seq / (step * s->gpus);
     /* Megatron's count: padded (BSHD) sequences count every position; packed
      * (THD) sequences count real tokens and per-sample squared lengths */

@@ -155,6 +155,8 @@ struct mb_tinfo {
 
 /* Build context of one simulation. */
 struct mb_build {
+    struct mb_coll_use coll[MB_CK_COUNT];     /* the costliest call of each comm kind (net.c) */
+    struct mb_coll_use coll_lat[MB_CK_COUNT]; /* the call of each kind with the longest latency */
     const struct mb_scenario *s;
     const struct mb_model *m;
     struct mb_calib *cal;
