@@ -924,6 +924,22 @@ static const struct mb_scenario *seen_get(const struct seen_list *l, const char 
     return NULL;
 }
 
+/* Validate a CSV fixture into *s, remembering each row's final scenario in *seen. */
+static void validate_seen(const char *path, struct mb_val_summary *s, struct seen_list *seen)
+{
+    struct mb_err e;
+    memset(seen, 0, sizeof *seen);
+    mb_validate_init(s);
+    s->on_row = remember;
+    s->on_row_ctx = seen;
+    mb_err_clear(&e);
+    if (mb_validate_add_csv(s, path, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    mb_validate_finish(s);
+}
+
 /* Rows dated before FlashAttention reached Megatron-LM (2023-01) run Megatron's
  * CoreAttention with its default dropout 0.1 (tests/data/validate/era.csv: one
  * layout three times): the 2021 row gets attention_backend local and is slower
@@ -934,17 +950,7 @@ static void test_attention_era(void **state)
     (void)state;
     static struct seen_list seen;
     struct mb_val_summary s;
-    struct mb_err e;
-    memset(&seen, 0, sizeof seen);
-    mb_validate_init(&s);
-    s.on_row = remember;
-    s.on_row_ctx = &seen;
-    mb_err_clear(&e);
-    if (mb_validate_add_csv(&s, FIX "era.csv", &e) != 0) {
-        mb_err_format(&e, msgbuf, sizeof msgbuf);
-        fail_msg("%s", msgbuf);
-    }
-    mb_validate_finish(&s);
+    validate_seen(FIX "era.csv", &s, &seen);
     assert_int_equal(s.n_predicted, 3);
     const struct mb_scenario *old = seen_get(&seen, "old_2021"), *recent = seen_get(&seen, "new_2024");
     assert_int_equal(old->attn_backend, MB_ATTN_LOCAL);
@@ -964,19 +970,9 @@ static void test_recipe_csv(void **state)
     (void)state;
     static struct seen_list seen;
     struct mb_val_summary s;
-    struct mb_err e;
     const struct mb_scenario *sc;
     const struct mb_val_row *r;
-    memset(&seen, 0, sizeof seen);
-    mb_validate_init(&s);
-    s.on_row = remember;
-    s.on_row_ctx = &seen;
-    mb_err_clear(&e);
-    if (mb_validate_add_csv(&s, FIX "recipe.csv", &e) != 0) {
-        mb_err_format(&e, msgbuf, sizeof msgbuf);
-        fail_msg("%s", msgbuf);
-    }
-    mb_validate_finish(&s);
+    validate_seen(FIX "recipe.csv", &s, &seen);
     assert_int_equal(s.n_rows, 7);
     assert_int_equal(s.n_predicted, 7);
 
