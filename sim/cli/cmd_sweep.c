@@ -425,8 +425,17 @@ int mb_cmd_sweep(int argc, char **argv)
     if (json && write_json(&sw, rows, n, (size_t)shard, (size_t)nshards, (int)top, (int)digits, json))
         rc = EXIT_BAD_INPUT;
     print_summary(&sw, rows, n, total, (int)top, summary);
-    fprintf(stderr, "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads)\n", n, wall,
-            wall > 0 ? (double)n / wall : 0.0, jobs);
+    unsigned long long events = 0;
+    size_t simulated = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].status == MB_SWEEP_OK) {
+            events += rows[i].events;
+            simulated++;
+        }
+    fprintf(stderr,
+            "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads; "
+            "%.0f engine events per simulated configuration)\n",
+            n, wall, wall > 0 ? (double)n / wall : 0.0, jobs, simulated ? (double)events / simulated : 0.0);
     mb_free(rows);
     mb_sweep_free(&sw);
     return rc;
