@@ -11,18 +11,18 @@
  *   task of the stream has completed and its last dependency has completed.
  *   Starting is not an event; it schedules one.
  *
- *   Two event types:
- *     EV_TASK_DELAY  (a = task)  the task's duration has elapsed: complete it
- *                                if it has no flows, else add its flows.
- *     EV_FLOW_DONE               the earliest flow completion under the current
- *                                rates: retire every flow done by now.
- *   The network has at most one pending EV_FLOW_DONE. Whenever flows are added
+ *   Two kinds of event:
+ *     task delay      (heap, key low bits = task) the task's duration has
+ *                     elapsed: complete it if it has no flows, else add its flows.
+ *     flow completion (beside the heap)  the earliest flow completion under the
+ *                     current rates: retire every flow done by now.
+ *   The network has at most one pending completion. Whenever flows are added
  *   or retired the system is marked dirty; once every event of the current
  *   instant has been handled (the next event lies strictly later) the engine
- *   re-solves the rates once, cancels the pending EV_FLOW_DONE (lazy delete in
- *   mb_queue) and schedules a new one at now + min_f(remaining_f / rate_f).
- *   Batching per instant means a collective that starts 1000 flows at once
- *   costs one solve, not 1000.
+ *   re-solves the rates once and moves the pending completion to
+ *   now + min_f(remaining_f / rate_f), with a fresh push counter. Keeping it
+ *   out of the heap means nothing is ever cancelled. Batching per instant means
+ *   a collective that starts 1000 flows at once costs one solve, not 1000.
  *
  *   Flow progress is integrated lazily: remaining bytes are advanced
  *   (remaining -= rate * dt) only when the set of flows is about to change,
@@ -33,8 +33,11 @@
  *   of rounding.
  *
  * DATA LAYOUT (tuned for 10^6 tasks, compute-only graphs > 2 M events/s)
- *   Tasks are one array of structs, streams are intrusive singly linked lists
- *   through task.next. Dependencies are appended to an edge list and turned
+ *   Tasks are one array of 24-byte records the loop reads (duration, stream,
+ *   next, flows), results and caller tags in arrays of their own; streams are
+ *   intrusive singly linked lists through task.next. The run records, per
+ *   task, the predecessor that released it, so the critical path needs no
+ *   reverse index afterwards. Dependencies are appended to an edge list and turned
  *   into a CSR successor array plus in-degree counters at run time. Flow
  *   descriptions live in one pool indexed by task.flow_off.
  */
@@ -51,16 +54,29 @@
 
 _Static_assert(MB_FLOW_MAX_LINKS <= MB_FLOW_ROUTE_MAX, "engine routes must fit the solver");
 
-enum { EV_TASK_DELAY = 1, EV_FLOW_DONE = 2 };
+/* Event keys: push counter in the high 32 bits (ties pop in push order), the
+ * task in the low 32. The network's next flow completion is not in the heap:
+ * it is the one event that gets revoked (each re-solve moves it), so it is
+ * kept beside the heap and compared with its top, and nothing ever needs
+ * cancelling (mb_queue.h). */
+#define MB_EV_TASK(key) ((int)((key) & 0x7fffffffu))
 
+/* What the event loop reads per task: 24 bytes. Results (start, end) and the
+ * caller's tags live in their own arrays. */
 struct mb_task {
     double duration;    /* seconds on the stream before flows start */
-    double start, end;  /* results, seconds; -1 when never started */
     int stream;
     int next;           /* next task on the same stream, -1 */
     int flow_off;       /* first flow in e->fdesc */
     int n_flows;
-    int kind, tag;
+};
+
+struct mb_span {
+    double start, end;  /* results, seconds; -1 when never started */
+};
+
+struct mb_tags {
+    int kind, tag;      /* the caller's, untouched */
 };
 
 struct mb_stream {
@@ -70,6 +86,8 @@ struct mb_stream {
 
 struct mb_engine {
     struct mb_task *tasks;
+    struct mb_span *span;
+    struct mb_tags *tags;
     size_t n_tasks, cap_tasks;
     struct mb_stream *streams;
     int n_streams, cap_streams;
@@ -83,10 +101,13 @@ struct mb_engine {
     struct mb_queue *q;
 
     /* run state */
+    int ran;                      /* a run happened: results must be reset before the next */
     int *succ_off;                /* CSR: successors of t are succ[succ_off[t] .. succ_off[t+1]) */
     int *succ;
     int *indeg;                   /* unfinished dependencies */
     int *flows_left;              /* flows of a transferring task not yet done */
+    int *rel;                     /* per task: the predecessor that released it (critical path), -1 */
+    int last_end;                 /* task that ended last (lowest id among ties), -1 */
     double *frem;                 /* per flow id: bytes remaining */
     int *ftask;                   /* per flow id: owning task */
     int fcap;                     /* allocated length of frem/ftask */
@@ -94,7 +115,9 @@ struct mb_engine {
     double now;
     double t_adv;                 /* flows' remaining bytes are valid at this time */
     int dirty;                    /* flow set changed since the last solve */
-    unsigned long long flow_ev;   /* pending EV_FLOW_DONE id, 0 = none */
+    unsigned long long seq;       /* events pushed in this run */
+    int flow_pending;             /* the network's next completion is scheduled: */
+    struct mb_event flow_ev;      /* at this time, with this key */
     size_t n_done;
     double makespan;
     unsigned long long n_events, n_solves;
@@ -133,10 +156,11 @@ static void mb_engine__free_run(struct mb_engine *e)
     mb_free(e->succ);
     mb_free(e->indeg);
     mb_free(e->flows_left);
+    mb_free(e->rel);
     mb_free(e->frem);
     mb_free(e->ftask);
     mb_free(e->scratch);
-    e->succ_off = e->succ = e->indeg = e->flows_left = e->ftask = e->scratch = NULL;
+    e->succ_off = e->succ = e->indeg = e->flows_left = e->rel = e->ftask = e->scratch = NULL;
     e->frem = NULL;
     e->fcap = 0;
 }
@@ -148,6 +172,8 @@ void mb_engine_free(struct mb_engine *e)
     mb_free(e->now_stack);
     mb_engine__free_run(e);
     mb_free(e->tasks);
+    mb_free(e->span);
+    mb_free(e->tags);
     mb_free(e->streams);
     mb_free(e->fdesc);
     mb_free(e->dep_before);
@@ -197,12 +223,19 @@ static void mb_engine__check_flow(struct mb_engine *e, int task, int i,
             }
 }
 
+/* Grow the per-task arrays to `cap` entries. */
+static void mb_engine__task_cap(struct mb_engine *e, size_t cap)
+{
+    e->cap_tasks = cap;
+    e->tasks = mb_realloc(e->tasks, cap * sizeof *e->tasks);
+    e->span = mb_realloc(e->span, cap * sizeof *e->span);
+    e->tags = mb_realloc(e->tags, cap * sizeof *e->tags);
+}
+
 void mb_engine_reserve(struct mb_engine *e, size_t tasks, size_t deps)
 {
-    if (tasks > e->cap_tasks) {
-        e->cap_tasks = tasks;
-        e->tasks = mb_realloc(e->tasks, e->cap_tasks * sizeof *e->tasks);
-    }
+    if (tasks > e->cap_tasks)
+        mb_engine__task_cap(e, tasks);
     if (deps > e->cap_deps) {
         e->cap_deps = deps;
         e->dep_before = mb_realloc(e->dep_before, e->cap_deps * sizeof *e->dep_before);
@@ -220,18 +253,15 @@ int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
         mb_engine__misuse(e, "too many tasks (%zu)", e->n_tasks);
         return -1;
     }
-    if (e->n_tasks == e->cap_tasks) {
-        e->cap_tasks = e->cap_tasks ? 2 * e->cap_tasks : 1024;
-        e->tasks = mb_realloc(e->tasks, e->cap_tasks * sizeof *e->tasks);
-    }
+    if (e->n_tasks == e->cap_tasks)
+        mb_engine__task_cap(e, e->cap_tasks ? 2 * e->cap_tasks : 1024);
     int id = (int)e->n_tasks++;
     struct mb_task *t = &e->tasks[id];
     t->duration = d->duration;
-    t->start = t->end = -1;
     t->stream = d->stream;
     t->next = -1;
-    t->kind = d->kind;
-    t->tag = d->tag;
+    e->span[id] = (struct mb_span){-1, -1};
+    e->tags[id] = (struct mb_tags){d->kind, d->tag};
     t->n_flows = d->n_flows > 0 ? d->n_flows : 0;
     t->flow_off = (int)e->n_fdesc;
     if (!(d->duration >= 0) || isinf(d->duration)) {
@@ -280,10 +310,16 @@ void mb_engine_add_dep(struct mb_engine *e, int before, int after)
 
 /* ---- run ----------------------------------------------------------------- */
 
+static inline void mb_engine__push(struct mb_engine *e, double time, int task)
+{
+    assert(e->seq < 0xffffffffULL);
+    mb_queue_push(e->q, time, (e->seq++ << 32) | (unsigned)task);
+}
+
 static inline void mb_engine__start(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
-    tk->start = e->now;
+    e->span[t].start = e->now;
     if (tk->duration == 0 && tk->n_flows == 0) {
         /* zero-length (join) task: completes at this instant without a trip
          * through the event queue; drained by mb_engine_run before the next pop */
@@ -294,25 +330,41 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
         e->now_stack[e->n_now++] = t;
         return;
     }
-    mb_queue_push(e->q, e->now + tk->duration, EV_TASK_DELAY, t, 0);
+    mb_engine__push(e, e->now + tk->duration, t);
+}
+
+/* Predecessor t of task u has just completed: it released u if it ended last
+ * (ties: the lower id), which is what the critical path follows. Completions
+ * come in time order, so t ended no earlier than the current candidate. */
+static inline void mb_engine__note_release(struct mb_engine *e, int t, int u)
+{
+    int r = e->rel[u];
+    if (r < 0 || e->now > e->span[r].end || t < r)
+        e->rel[u] = t;
 }
 
 static void mb_engine__complete(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
-    tk->end = e->now;
+    e->span[t].end = e->now;
     e->n_done++;
+    if (e->last_end < 0 || e->now > e->span[e->last_end].end || t < e->last_end)
+        e->last_end = t;
     /* release the stream */
     struct mb_stream *s = &e->streams[tk->stream];
     assert(s->cur == t);
     int nx = tk->next;
     s->cur = nx;
-    if (nx >= 0 && e->indeg[nx] == 0)
-        mb_engine__start(e, nx);
+    if (nx >= 0) {
+        mb_engine__note_release(e, t, nx);
+        if (e->indeg[nx] == 0)
+            mb_engine__start(e, nx);
+    }
     /* notify successors */
     for (int i = e->succ_off[t], n = e->succ_off[t + 1]; i < n; i++) {
         int u = e->succ[i];
         assert(e->indeg[u] > 0);
+        mb_engine__note_release(e, t, u);
         if (--e->indeg[u] == 0 && e->streams[e->tasks[u].stream].cur == u)
             mb_engine__start(e, u);
     }
@@ -359,19 +411,15 @@ static void mb_engine__add_flows(struct mb_engine *e, int t)
     e->dirty = 1;
 }
 
-/* Re-solve rates and (re)schedule the single EV_FLOW_DONE. */
+/* Re-solve rates and move the network's next completion (it takes a fresh
+ * key, as a push would, so ties with task events keep push order). */
 static void mb_engine__resolve(struct mb_engine *e)
 {
     mb_engine__advance(e);
     mb_flow_solve(e->net);
     e->n_solves++;
     e->dirty = 0;
-    if (e->flow_ev) {
-        int rc = mb_queue_cancel(e->q, e->flow_ev);
-        assert(rc == 0);
-        (void)rc;
-        e->flow_ev = 0;
-    }
+    e->flow_pending = 0;
     int n = mb_flow_n_active(e->net);
     if (n == 0)
         return;
@@ -384,13 +432,15 @@ static void mb_engine__resolve(struct mb_engine *e)
         if (tf < tmin)
             tmin = tf;
     }
-    e->flow_ev = mb_queue_push(e->q, tmin, EV_FLOW_DONE, 0, 0);
+    assert(e->seq < 0xffffffffULL);
+    e->flow_ev = (struct mb_event){tmin, (e->seq++ << 32) | 0xffffffffULL};
+    e->flow_pending = 1;
 }
 
-/* EV_FLOW_DONE: retire every flow that is done at `now`. */
+/* The network's next completion: retire every flow that is done at `now`. */
 static void mb_engine__flows_done(struct mb_engine *e)
 {
-    e->flow_ev = 0;
+    e->flow_pending = 0;
     mb_engine__advance(e);
     int n = mb_flow_n_active(e->net), k = 0;
     for (int i = 0; i < n; i++) {
@@ -412,10 +462,12 @@ static void mb_engine__flows_done(struct mb_engine *e)
 
 static void mb_engine__build_csr(struct mb_engine *e)
 {
-    size_t n = e->n_tasks;
+    size_t n = e->n_tasks, n1 = n ? n : 1;
     e->succ_off = mb_calloc(n + 1, sizeof *e->succ_off);
-    e->indeg = mb_calloc(n ? n : 1, sizeof *e->indeg);
-    e->flows_left = mb_calloc(n ? n : 1, sizeof *e->flows_left);
+    e->indeg = mb_calloc(n1, sizeof *e->indeg);
+    e->flows_left = mb_malloc(n1 * sizeof *e->flows_left);
+    e->rel = mb_malloc(n1 * sizeof *e->rel);
+    memset(e->rel, 0xff, n1 * sizeof *e->rel); /* -1 */
     e->succ = mb_malloc((e->n_deps ? e->n_deps : 1) * sizeof *e->succ);
     for (size_t i = 0; i < e->n_deps; i++) {
         e->succ_off[e->dep_before[i] + 1]++;
@@ -424,11 +476,70 @@ static void mb_engine__build_csr(struct mb_engine *e)
     for (size_t t = 0; t < n; t++)
         e->succ_off[t + 1] += e->succ_off[t];
     /* stable fill: successors in the order the dependencies were added */
-    int *fill = mb_malloc((n ? n : 1) * sizeof *fill);
+    int *fill = mb_malloc(n1 * sizeof *fill);
     memcpy(fill, e->succ_off, n * sizeof *fill);
     for (size_t i = 0; i < e->n_deps; i++)
         e->succ[fill[e->dep_before[i]]++] = e->dep_after[i];
     mb_free(fill);
+}
+
+/* Reset the run state; results are reset only when a run already wrote them
+ * (add_task starts every task at -1). */
+static void mb_engine__setup(struct mb_engine *e)
+{
+    mb_engine__free_run(e);
+    mb_queue_clear(e->q);
+    mb_engine__build_csr(e);
+    e->now = e->t_adv = 0;
+    e->dirty = 0;
+    e->flow_pending = 0;
+    e->seq = 0;
+    e->n_done = 0;
+    e->makespan = 0;
+    e->n_events = e->n_solves = 0;
+    e->n_now = 0;
+    e->max_active = 0;
+    e->last_end = -1;
+    if (e->ran)
+        for (size_t t = 0; t < e->n_tasks; t++)
+            e->span[t] = (struct mb_span){-1, -1};
+    e->ran = 1;
+}
+
+/* Time of the next event, +inf when none is pending. */
+static double mb_engine__next_time(const struct mb_engine *e)
+{
+    const struct mb_event *top = mb_queue_peek(e->q);
+    double t = top ? top->time : INFINITY;
+    return e->flow_pending && e->flow_ev.time < t ? e->flow_ev.time : t;
+}
+
+/* Take the next event: the heap's top or the network's completion, whichever
+ * comes first by (time, key). Returns 0 when nothing is pending. */
+static int mb_engine__next(struct mb_engine *e, struct mb_event *ev)
+{
+    const struct mb_event *top = mb_queue_peek(e->q);
+    if (e->flow_pending && (!top || e->flow_ev.time < top->time ||
+                            (e->flow_ev.time == top->time && e->flow_ev.key < top->key))) {
+        *ev = e->flow_ev;
+        return 1;
+    }
+    return mb_queue_pop(e->q, ev);
+}
+
+static int mb_engine__deadlock(const struct mb_engine *e, struct mb_err *err)
+{
+    size_t never = 0;
+    int first = -1;
+    for (size_t t = 0; t < e->n_tasks; t++)
+        if (e->span[t].start < 0) {
+            if (first < 0)
+                first = (int)t;
+            never++;
+        }
+    assert(first >= 0);
+    return mb_err_set(err, NULL, 0, 0, "deadlock: %zu tasks never became ready (first: task %d on stream %d)",
+                      never, first, e->tasks[first].stream);
 }
 
 int mb_engine_run(struct mb_engine *e, struct mb_err *err)
@@ -437,28 +548,13 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
         return mb_err_set(err, NULL, 0, 0, "%s", e->bad);
     if (e->n_deps > 0x7fffffff)
         return mb_err_set(err, NULL, 0, 0, "too many dependencies (%zu)", e->n_deps);
-
-    mb_engine__free_run(e);
-    mb_queue_clear(e->q);
-    mb_engine__build_csr(e);
-    e->now = e->t_adv = 0;
-    e->dirty = 0;
-    e->flow_ev = 0;
-    e->n_done = 0;
-    e->makespan = 0;
-    e->n_events = e->n_solves = 0;
-    e->n_now = 0;
-    e->max_active = 0;
-    for (size_t t = 0; t < e->n_tasks; t++)
-        e->tasks[t].start = e->tasks[t].end = -1;
-
+    mb_engine__setup(e);
     for (int s = 0; s < e->n_streams; s++) {
         struct mb_stream *st = &e->streams[s];
         st->cur = st->head;
         if (st->cur >= 0 && e->indeg[st->cur] == 0)
             mb_engine__start(e, st->cur);
     }
-
     struct mb_event ev;
     for (;;) {
         while (e->n_now > 0) {
@@ -466,45 +562,27 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
             e->n_events++;
             mb_engine__complete(e, t);
         }
-        if (e->dirty) {
-            /* solve once per instant, after all of its events */
-            if (!mb_queue_peek(e->q, &ev) || ev.time > e->now)
-                mb_engine__resolve(e);
-        }
-        if (!mb_queue_pop(e->q, &ev))
+        /* solve once per instant, after all of its events */
+        if (e->dirty && mb_engine__next_time(e) > e->now)
+            mb_engine__resolve(e);
+        if (!mb_engine__next(e, &ev))
             break;
         assert(ev.time >= e->now);
         e->now = ev.time;
         e->n_events++;
-        if (ev.type == EV_TASK_DELAY) {
-            int t = ev.a;
-            if (e->tasks[t].n_flows == 0)
-                mb_engine__complete(e, t);
-            else
-                mb_engine__add_flows(e, t);
-        } else {
-            assert(ev.type == EV_FLOW_DONE);
+        if (e->flow_pending && ev.key == e->flow_ev.key) {
             mb_engine__flows_done(e);
+            continue;
         }
+        int t = MB_EV_TASK(ev.key);
+        if (e->tasks[t].n_flows == 0)
+            mb_engine__complete(e, t);
+        else
+            mb_engine__add_flows(e, t);
     }
     assert(mb_flow_n_active(e->net) == 0);
     e->makespan = e->now;
-
-    if (e->n_done < e->n_tasks) {
-        size_t never = 0;
-        int first = -1;
-        for (size_t t = 0; t < e->n_tasks; t++)
-            if (e->tasks[t].start < 0) {
-                if (first < 0)
-                    first = (int)t;
-                never++;
-            }
-        assert(first >= 0);
-        return mb_err_set(err, NULL, 0, 0,
-                          "deadlock: %zu tasks never became ready (first: task %d on stream %d)",
-                          never, first, e->tasks[first].stream);
-    }
-    return 0;
+    return e->n_done < e->n_tasks ? mb_engine__deadlock(e, err) : 0;
 }
 
 /* ---- results --------------------------------------------------------------- */
@@ -514,25 +592,25 @@ size_t mb_engine_n_tasks(const struct mb_engine *e) { return e->n_tasks; }
 double mb_engine_task_start(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
-    return e->tasks[task].start;
+    return e->span[task].start;
 }
 
 double mb_engine_task_end(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
-    return e->tasks[task].end;
+    return e->span[task].end;
 }
 
 int mb_engine_task_kind(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
-    return e->tasks[task].kind;
+    return e->tags[task].kind;
 }
 
 int mb_engine_task_tag(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
-    return e->tasks[task].tag;
+    return e->tags[task].tag;
 }
 
 int mb_engine_task_stream(const struct mb_engine *e, int task)
@@ -552,50 +630,16 @@ int mb_engine_max_active_flows(const struct mb_engine *e) { return e->max_active
 /*
  * Critical path: from the task that ends last, repeatedly step to the
  * predecessor (a dependency, or the previous task on the same stream) that
- * ended last, i.e. the one that released the task. Ties go to the lower id.
- * O(tasks + deps).
+ * ended last, i.e. the one that released the task; ties go to the lower id.
+ * The run records both (last_end, rel), so this is O(path length).
  */
 size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
 {
-    size_t n = e->n_tasks;
-    if (!n || !max)
+    if (!e->n_tasks || !max || !e->rel)
         return 0;
-    int *prev = mb_malloc(n * sizeof *prev);
-    int *roff = mb_calloc(n + 1, sizeof *roff);
-    int *rin = mb_malloc((e->n_deps ? e->n_deps : 1) * sizeof *rin);
-    for (size_t t = 0; t < n; t++)
-        prev[t] = -1;
-    for (int s = 0; s < e->n_streams; s++)
-        for (int t = e->streams[s].head, p = -1; t >= 0; p = t, t = e->tasks[t].next)
-            prev[t] = p;
-    for (size_t i = 0; i < e->n_deps; i++)
-        roff[e->dep_after[i] + 1]++;
-    for (size_t t = 0; t < n; t++)
-        roff[t + 1] += roff[t];
-    int *fill = mb_malloc(n * sizeof *fill);
-    memcpy(fill, roff, n * sizeof *fill);
-    for (size_t i = 0; i < e->n_deps; i++)
-        rin[fill[e->dep_after[i]]++] = e->dep_before[i];
-    int cur = 0;
-    for (size_t t = 1; t < n; t++)
-        if (e->tasks[t].end > e->tasks[cur].end)
-            cur = (int)t;
     size_t k = 0;
-    while (cur >= 0 && k < max && e->tasks[cur].start >= 0) {
+    for (int cur = e->last_end; cur >= 0 && k < max && e->span[cur].start >= 0; cur = e->rel[cur])
         out[k++] = cur;
-        int best = prev[cur];
-        for (int i = roff[cur]; i < roff[cur + 1]; i++) {
-            int p = rin[i];
-            if (best < 0 || e->tasks[p].end > e->tasks[best].end ||
-                (e->tasks[p].end == e->tasks[best].end && p < best))
-                best = p;
-        }
-        cur = best;
-    }
-    mb_free(prev);
-    mb_free(roff);
-    mb_free(rin);
-    mb_free(fill);
     return k;
 }
 

@@ -488,6 +488,7 @@ void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *r
     row->oom = r->oom;
     row->microbatches = r->microbatches;
     row->sim_wall_s = r->sim_wall_s;
+    row->events = r->events;
     /* the three largest breakdown terms */
     int used[MB_CAT_COUNT] = {0};
     for (int k = 0; k < MB_SWEEP_TOP; k++) {
@@ -511,6 +512,8 @@ struct mb_sw__job {
     size_t shard, nshards, count;
     struct mb_sweep_row *rows;
     atomic_size_t next, done;
+    pthread_mutex_t mu;     /* with `finished`: wakes the caller when the last row is in */
+    pthread_cond_t finished;
 };
 
 static void *mb_sw__worker(void *arg)
@@ -521,9 +524,33 @@ static void *mb_sw__worker(void *arg)
         if (k >= j->count)
             break;
         mb_sweep_eval(j->sw, j->shard + k * j->nshards, &j->rows[k]);
-        atomic_fetch_add(&j->done, 1);
+        if (atomic_fetch_add(&j->done, 1) + 1 == j->count) {
+            pthread_mutex_lock(&j->mu);
+            pthread_cond_broadcast(&j->finished);
+            pthread_mutex_unlock(&j->mu);
+        }
     }
     return NULL;
+}
+
+/* Wait until every row is in, reporting progress about ten times a second;
+ * returns as soon as the last row lands (no polling floor on small sweeps). */
+static void mb_sw__wait(struct mb_sw__job *j, mb_sweep_progress_fn cb, void *ctx)
+{
+    pthread_mutex_lock(&j->mu);
+    while (atomic_load(&j->done) < j->count) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->finished, &j->mu, &ts);
+        if (cb && atomic_load(&j->done) < j->count)
+            cb(atomic_load(&j->done), j->count, ctx);
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jobs, mb_sweep_progress_fn cb,
@@ -541,6 +568,8 @@ int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jo
     j.rows = mb_calloc(count ? count : 1, sizeof *j.rows);
     atomic_init(&j.next, 0);
     atomic_init(&j.done, 0);
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.finished, NULL);
     if (jobs < 1)
         jobs = 1;
     if ((size_t)jobs > count)
@@ -554,15 +583,13 @@ int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jo
             break;
     if (!started)
         mb_sw__worker(&j); /* no threads: run here */
-    while (started && atomic_load(&j.done) < count) {
-        struct timespec ts = {0, 100000000L};
-        nanosleep(&ts, NULL);
-        if (cb)
-            cb(atomic_load(&j.done), count, ctx);
-    }
+    if (started)
+        mb_sw__wait(&j, cb, ctx);
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
     mb_free(th);
+    pthread_cond_destroy(&j.finished);
+    pthread_mutex_destroy(&j.mu);
     if (cb)
         cb(count, count, ctx);
     *rows = j.rows;

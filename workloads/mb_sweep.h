@@ -76,6 +76,7 @@ struct mb_sweep_row {
     int top_cat[MB_SWEEP_TOP];      /* largest breakdown terms (enum mb_cat), -1 if none */
     double top_s[MB_SWEEP_TOP];
     double sim_wall_s;
+    unsigned long long events;      /* engine events of the simulations behind the row */
 };
 
 /**

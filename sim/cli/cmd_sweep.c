@@ -24,7 +24,7 @@ static void usage_sweep(FILE *fp)
     fprintf(fp,
             "usage: mbsim sweep FILE.yaml [--set key=v1,v2,...]... [-j N] [--top N]\n"
             "                   [--tsv OUT.tsv] [--json OUT.json] [--shard i/N] [--no-header]\n"
-            "                   [--mb-cap N | --exact]\n"
+            "                   [--mb-cap N | --exact] [--digits N]\n"
             "\n"
             "Predicts every configuration of the cartesian product of the scenario's\n"
             "`sweep:` block and the --set options (a --set replaces the block's key),\n"
@@ -44,6 +44,7 @@ static void usage_sweep(FILE *fp)
             "  --mb-cap N        simulate at most N microbatches per data-parallel rank (at least 4*pp)\n"
             "                    and extend the steady state linearly (default 16; 64 = `mbsim run`)\n"
             "  --exact           simulate every microbatch (mb_step_simulate_exact); slowest\n"
+            "  --digits N        significant digits of the numbers in --json (default 6, 17 = exact)\n"
             "\n"
             "keys: %s\n"
             "\n"
@@ -239,7 +240,7 @@ static json_t *row_json(const struct mb_sweep *sw, const struct mb_sweep_row *r)
 }
 
 static int write_json(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, size_t shard,
-                      size_t nshards, int top, const char *path)
+                      size_t nshards, int top, int digits, const char *path)
 {
     json_t *o = json_object();
     json_object_set_new(o, "scenario", json_string(sw->base.name));
@@ -276,9 +277,9 @@ static int write_json(const struct mb_sweep *sw, const struct mb_sweep_row *rows
     free(order);
     int rc = 0;
     if (!strcmp(path, "-")) {
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
         fputc('\n', stdout);
-    } else if (json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6))) {
+    } else if (json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(digits))) {
         fprintf(stderr, "mbsim sweep: cannot write '%s'\n", path);
         rc = -1;
     }
@@ -301,7 +302,7 @@ int mb_cmd_sweep(int argc, char **argv)
     const char *file = NULL, *tsv = NULL, *json = NULL;
     const char *sets[64];
     int n_sets = 0, header = -1, exact = 0;
-    long jobs = sysconf(_SC_NPROCESSORS_ONLN), top = 10, shard = 0, nshards = 1, mb_cap = 16;
+    long jobs = sysconf(_SC_NPROCESSORS_ONLN), top = 10, shard = 0, nshards = 1, mb_cap = 16, digits = 6;
     if (jobs < 1)
         jobs = 1;
     for (int i = 0; i < argc; i++) {
@@ -347,6 +348,11 @@ int mb_cmd_sweep(int argc, char **argv)
         } else if (!strcmp(a, "--mb-cap") && has_val) {
             if (parse_count(argv[++i], 1, 1000000, &mb_cap)) {
                 fprintf(stderr, "mbsim sweep: --mb-cap expects a count >= 1, got '%s'\n", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--digits") && has_val) {
+            if (parse_count(argv[++i], 1, 17, &digits)) {
+                fprintf(stderr, "mbsim sweep: --digits expects 1..17, got '%s'\n", argv[i]);
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--no-header")) {
@@ -416,11 +422,20 @@ int mb_cmd_sweep(int argc, char **argv)
                 fclose(fp);
         }
     }
-    if (json && write_json(&sw, rows, n, (size_t)shard, (size_t)nshards, (int)top, json))
+    if (json && write_json(&sw, rows, n, (size_t)shard, (size_t)nshards, (int)top, (int)digits, json))
         rc = EXIT_BAD_INPUT;
     print_summary(&sw, rows, n, total, (int)top, summary);
-    fprintf(stderr, "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads)\n", n, wall,
-            wall > 0 ? (double)n / wall : 0.0, jobs);
+    unsigned long long events = 0;
+    size_t simulated = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].status == MB_SWEEP_OK) {
+            events += rows[i].events;
+            simulated++;
+        }
+    fprintf(stderr,
+            "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads; "
+            "%.0f engine events per simulated configuration)\n",
+            n, wall, wall > 0 ? (double)n / wall : 0.0, jobs, simulated ? (double)events / simulated : 0.0);
     mb_free(rows);
     mb_sweep_free(&sw);
     return rc;

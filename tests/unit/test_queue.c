@@ -1,6 +1,6 @@
 /*
- * test_queue.c -- event queue: (time, seq) order, ids, lazy cancellation,
- * and a differential test against a sorted array.
+ * test_queue.c -- event queue: (time, key) order, ties by key, peek, and a
+ * differential test against an unsorted reference array.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,97 +13,69 @@
 #include "mb_queue.h"
 #include "mb_util.h"
 
-/* Push times 3, 1, 2 -> pops come out 1, 2, 3 with their payloads intact. */
+/* Push times 3, 1, 2 -> pops come out 1, 2, 3 with their keys intact. */
 static void test_order_by_time(void **state)
 {
     (void)state;
     struct mb_queue *q = mb_queue_new();
-    mb_queue_push(q, 3.0, 7, 30, 31);
-    mb_queue_push(q, 1.0, 7, 10, 11);
-    mb_queue_push(q, 2.0, 7, 20, 21);
+    mb_queue_push(q, 3.0, 30);
+    mb_queue_push(q, 1.0, 10);
+    mb_queue_push(q, 2.0, 20);
     assert_int_equal(mb_queue_size(q), 3);
     struct mb_event ev;
-    double want[] = {1.0, 2.0, 3.0};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 1; i <= 3; i++) {
         assert_int_equal(mb_queue_pop(q, &ev), 1);
-        assert_true(mb_dbl_eq(ev.time, want[i]));
-        assert_int_equal(ev.type, 7);
-        assert_int_equal(ev.a, 10 * (i + 1));
-        assert_int_equal(ev.b, 10 * (i + 1) + 1);
+        assert_true(ev.time == (double)i);
+        assert_true(ev.key == (unsigned long long)(10 * i));
     }
     assert_int_equal(mb_queue_pop(q, &ev), 0);
     assert_int_equal(mb_queue_size(q), 0);
     mb_queue_free(q);
 }
 
-/* Five events at the same time 5.0 pushed with a = 0..4 must pop in push
- * order 0..4 (seq breaks ties); an earlier event pushed last still pops first. */
-static void test_ties_by_push_order(void **state)
+/* Ten events at t = 5 with keys 0..9 pushed in reverse, plus one at t = 4:
+ * the t = 4 one first, then keys 0..9 (equal times pop by key, which the
+ * engine makes its push order). */
+static void test_ties_by_key(void **state)
 {
     (void)state;
     struct mb_queue *q = mb_queue_new();
-    for (int i = 0; i < 5; i++)
-        mb_queue_push(q, 5.0, 0, i, 0);
-    mb_queue_push(q, 4.0, 0, 99, 0);
+    for (int i = 9; i >= 0; i--)
+        mb_queue_push(q, 5.0, (unsigned long long)i << 32);
+    mb_queue_push(q, 4.0, 99);
     struct mb_event ev;
-    unsigned long long last_seq = 0;
     assert_int_equal(mb_queue_pop(q, &ev), 1);
-    assert_int_equal(ev.a, 99);
-    for (int i = 0; i < 5; i++) {
+    assert_true(ev.time == 4.0 && ev.key == 99);
+    for (int i = 0; i < 10; i++) {
         assert_int_equal(mb_queue_pop(q, &ev), 1);
-        assert_int_equal(ev.a, i);
-        assert_true(ev.seq > last_seq);
-        last_seq = ev.seq;
+        assert_true(ev.key == (unsigned long long)i << 32);
     }
     mb_queue_free(q);
 }
 
-/* Events A(1), B(2), C(3); cancel B -> pops A, C. Cancelling B again, or A
- * after it popped, or a made-up id, returns -1. Peek skips a cancelled top. */
-static void test_cancel(void **state)
+/* Peek shows the minimum without removing it; NULL when empty. */
+static void test_peek(void **state)
 {
     (void)state;
     struct mb_queue *q = mb_queue_new();
-    unsigned long long a = mb_queue_push(q, 1.0, 0, 1, 0);
-    unsigned long long b = mb_queue_push(q, 2.0, 0, 2, 0);
-    unsigned long long c = mb_queue_push(q, 3.0, 0, 3, 0);
-    assert_true(a != 0 && b != 0 && c != 0 && a != b && b != c);
-    assert_int_equal(mb_queue_cancel(q, b), 0);
-    assert_int_equal(mb_queue_cancel(q, b), -1);
+    assert_null(mb_queue_peek(q));
+    mb_queue_push(q, 2.0, 2);
+    mb_queue_push(q, 1.0, 1);
+    const struct mb_event *top = mb_queue_peek(q);
+    assert_non_null(top);
+    assert_true(top->time == 1.0 && top->key == 1);
     assert_int_equal(mb_queue_size(q), 2);
-    struct mb_event ev;
-    assert_int_equal(mb_queue_pop(q, &ev), 1);
-    assert_int_equal(ev.a, 1);
-    assert_true(ev.id == a);
-    assert_int_equal(mb_queue_cancel(q, a), -1); /* already popped */
-    assert_int_equal(mb_queue_cancel(q, 0), -1);
-    assert_int_equal(mb_queue_cancel(q, 0xdeadbeef00000007ULL), -1);
-    /* the recycled slot of A gets a new id; A's old id stays dead */
-    unsigned long long d = mb_queue_push(q, 2.5, 0, 4, 0);
-    assert_true(d != a);
-    assert_int_equal(mb_queue_cancel(q, a), -1);
-    assert_int_equal(mb_queue_cancel(q, d), 0);
-    assert_int_equal(mb_queue_peek(q, &ev), 1);
-    assert_int_equal(ev.a, 3);
-    assert_int_equal(mb_queue_pop(q, &ev), 1);
-    assert_int_equal(ev.a, 3);
-    assert_int_equal(mb_queue_pop(q, &ev), 0);
-    assert_int_equal(mb_queue_peek(q, &ev), 0);
-    /* cancelling the only event leaves an empty queue */
-    unsigned long long e = mb_queue_push(q, 9.0, 0, 5, 0);
-    assert_int_equal(mb_queue_cancel(q, e), 0);
-    assert_int_equal(mb_queue_size(q), 0);
-    assert_int_equal(mb_queue_pop(q, NULL), 0);
+    mb_queue_pop(q, NULL);
+    assert_true(mb_queue_peek(q)->key == 2);
     mb_queue_free(q);
 }
 
-/* Reference: an array of (time, seq, alive) kept unsorted; its minimum live
- * entry by (time, seq) is what the heap must pop. Random interleavings of
- * push / pop / cancel (times drawn from 16 values so ties are frequent). */
+/* Reference: an unsorted array of (time, key, alive); its minimum live entry
+ * by (time, key) is what the heap must pop. Random interleavings of push and
+ * pop (times drawn from 16 values so ties are frequent; keys = push order). */
 struct ref_ev {
     double time;
-    unsigned long long seq, id;
-    int a;
+    unsigned long long key;
     int alive;
 };
 
@@ -116,52 +88,32 @@ static void test_random_differential(void **state)
     enum { N = 20000 };
     struct ref_ev *ref = calloc(N, sizeof *ref);
     int n_ref = 0, live = 0;
-    unsigned long long seq = 0;
     double now = 0;
     for (int step = 0; step < N; step++) {
-        double u = mb_rng_uniform(&rng);
-        if (u < 0.5 || live == 0) {
+        if (mb_rng_uniform(&rng) < 0.55 || live == 0) {
             double t = now + (double)(int)(mb_rng_uniform(&rng) * 16);
-            struct ref_ev *r = &ref[n_ref];
-            r->time = t;
-            r->seq = seq++;
-            r->a = n_ref;
-            r->alive = 1;
-            r->id = mb_queue_push(q, t, 0, n_ref, 0);
+            ref[n_ref] = (struct ref_ev){t, (unsigned long long)n_ref, 1};
+            mb_queue_push(q, t, ref[n_ref].key);
             n_ref++;
             live++;
-        } else if (u < 0.85) {
+        } else {
             int best = -1;
-            for (int i = 0; i < n_ref; i++) {
-                if (!ref[i].alive)
-                    continue;
-                if (best < 0 || ref[i].time < ref[best].time ||
-                    (ref[i].time == ref[best].time && ref[i].seq < ref[best].seq))
+            for (int i = 0; i < n_ref; i++)
+                if (ref[i].alive && (best < 0 || ref[i].time < ref[best].time ||
+                                     (ref[i].time == ref[best].time && ref[i].key < ref[best].key)))
                     best = i;
-            }
             struct mb_event ev;
             assert_int_equal(mb_queue_pop(q, &ev), 1);
-            assert_int_equal(ev.a, ref[best].a);
-            assert_true(ev.id == ref[best].id);
+            assert_true(ev.key == ref[best].key && ev.time == ref[best].time);
             ref[best].alive = 0;
             live--;
             now = ev.time; /* like the engine: never schedule in the past */
-        } else {
-            /* cancel a random entry (possibly already gone) */
-            int i = (int)(mb_rng_uniform(&rng) * n_ref);
-            int rc = mb_queue_cancel(q, ref[i].id);
-            assert_int_equal(rc, ref[i].alive ? 0 : -1);
-            if (ref[i].alive) {
-                ref[i].alive = 0;
-                live--;
-            }
         }
         assert_int_equal(mb_queue_size(q), live);
     }
-    /* drain: times never decrease */
     struct mb_event ev;
     double last = -1;
-    while (mb_queue_pop(q, &ev)) {
+    while (mb_queue_pop(q, &ev)) { /* drain: times never decrease */
         assert_true(ev.time >= last);
         last = ev.time;
         live--;
@@ -171,18 +123,20 @@ static void test_random_differential(void **state)
     mb_queue_free(q);
 }
 
-/* Bad input: NULL free is a no-op; clear empties but ids stay unique. */
+/* Bad input: NULL free is a no-op; pop on an empty queue returns 0; clear
+ * empties the queue and it can be reused. */
 static void test_bad_input(void **state)
 {
     (void)state;
     mb_queue_free(NULL);
     struct mb_queue *q = mb_queue_new();
-    unsigned long long a = mb_queue_push(q, 1.0, 0, 0, 0);
+    assert_int_equal(mb_queue_pop(q, NULL), 0);
+    mb_queue_push(q, 1.0, 1);
     mb_queue_clear(q);
     assert_int_equal(mb_queue_size(q), 0);
-    assert_int_equal(mb_queue_cancel(q, a), -1);
-    unsigned long long b = mb_queue_push(q, 1.0, 0, 0, 0);
-    assert_true(a != b);
+    assert_int_equal(mb_queue_pop(q, NULL), 0);
+    mb_queue_push(q, 1.0, 2);
+    assert_int_equal(mb_queue_size(q), 1);
     mb_queue_free(q);
 }
 
@@ -190,8 +144,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_by_time),
-        cmocka_unit_test(test_ties_by_push_order),
-        cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_ties_by_key),
+        cmocka_unit_test(test_peek),
         cmocka_unit_test(test_random_differential),
         cmocka_unit_test(test_bad_input),
     };

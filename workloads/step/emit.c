@@ -9,6 +9,30 @@
 #include <math.h>
 #include <string.h>
 
+/* Launches closer than this to the end of the op before them are kept as
+ * tasks (the breakdown tests "launch ended as the op started" to 1e-12 s). */
+#define MB_HOST_FOLD_MARGIN 1e-9
+
+/* A host task of `dur` seconds on stage st's thread, after `dep` (or -1). */
+static int mb__host_task(struct mb_build *b, int st, double dur, int dep)
+{
+    struct mb_tinfo keep = b->cur;
+    mb_emit_describe(b, "launch", st, keep.layer, keep.mb, keep.dir);
+    int h = mb_emit_task(b, b->host[st], MB_CAT_HOST, dur, NULL, 0, dep);
+    b->cur = keep;
+    b->host_last[st] = h;
+    b->host_acc[st] = 0;
+    return h;
+}
+
+/* Launch time folded on stage st and not yet a task becomes one (before a
+ * device-to-host sync, and at the end of the stage's schedule). */
+void mb_emit_host_flush(struct mb_build *b, int st)
+{
+    if (b->host_acc[st] > 0)
+        mb__host_task(b, st, b->host_acc[st], -1);
+}
+
 /* The host side of op o: the stage's host thread issues the op's kernels in
  * program order, launch_s + the framework's host_kernel each (kf forward or
  * recomputed, kb backward; one NCCL kernel per communication op), or a single
@@ -16,7 +40,14 @@
  * a captured region (the rest of the region costs the host nothing). The
  * host never waits for the GPU, except at a device-to-host sync (o->host_sync
  * in a forward pass), where it cannot issue further work until the GPU has
- * reached that point. Returns the host task the GPU op must wait for, or -1. */
+ * reached that point. Returns the host task the GPU op must wait for, or -1.
+ *
+ * Folding: between syncs the thread runs its launches back to back, so a
+ * launch ends host_acc + d seconds after the thread's last task. When the op
+ * before (em->last, which the GPU op waits for anyway) is known to end at
+ * least that much later (em->lb), the launch cannot delay the op: it becomes
+ * no task of its own and its seconds are added to the thread's next task,
+ * which therefore ends exactly when the unfolded launches would have. */
 static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute)
 {
     if (b->launch <= 0)
@@ -32,13 +63,28 @@ static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct m
     int sync = o->host_sync && (!dir || recompute) && em->last >= 0;
     if (n <= 0 && !sync)
         return -1;
-    struct mb_tinfo keep = b->cur;
-    mb_emit_describe(b, "launch", st, keep.layer, keep.mb, keep.dir);
     /* a graph launch is one call; an eager kernel also pays the framework's host time */
-    double per = b->launch + (o->region ? 0 : b->fw_host);
-    int h = mb_emit_task(b, b->host[st], MB_CAT_HOST, n * per, NULL, 0, sync ? em->last : -1);
-    b->cur = keep;
-    return h;
+    double d = n * (b->launch + (o->region ? 0 : b->fw_host));
+    if (!sync && b->host_fold && em->lb_host >= 0 && em->lb_host == b->host_last[st] &&
+        em->lb >= b->host_acc[st] + d + MB_HOST_FOLD_MARGIN) {
+        b->host_acc[st] += d;
+        return -1;
+    }
+    if (sync)
+        mb_emit_host_flush(b, st);
+    return mb__host_task(b, st, b->host_acc[st] + d, sync ? em->last : -1);
+}
+
+/* GPU task t of `dur` seconds, after em->last, became em->last: its lower
+ * bound relative to the host thread (after its launch h, or after the op
+ * before it). */
+static void mb__note_lb(struct mb_em *em, int h, double dur)
+{
+    if (h >= 0) {
+        em->lb_host = h;
+        em->lb = dur;
+    } else if (em->lb_host >= 0)
+        em->lb += dur;
 }
 
 /* Remember that GPU task t waited for host task h (for the breakdown). */
@@ -81,6 +127,7 @@ static void mb__emit_comp(struct mb_build *b, int st, struct mb_em *em, const st
         mb__note_host(b, t, h);
     }
     em->last = t;
+    mb__note_lb(em, h, dur);
     if (em->pending >= 0) /* join: the op after this one also waits for the parallel comm */
         mb__close_pending(b, st, em);
 }
@@ -112,8 +159,10 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
     if (o->parallel) {
         em->pending = t;
         em->beside_par = mb_fw_comm_est(b, o); /* the next compute op runs beside it */
-    } else
+    } else {
         em->last = t;
+        mb__note_lb(em, h, o->latency);
+    }
     return o->ck == MB_CK_EP && !o->parallel;
 }
 
@@ -149,6 +198,8 @@ int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chun
     u->em.pending = -1;
     u->em.region = 0;
     u->em.beside_par = u->em.beside_bg = 0;
+    u->em.lb_host = -1; /* the entry follows the stream, not a known launch */
+    u->em.lb = 0;
     return u->em.last;
 }
 
@@ -292,6 +343,7 @@ void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_
             if (stall > 0) {
                 mb_emit_describe(b, "ep overlap sm stall", st, -1, other->mb, -1);
                 other->em.last = mb_emit_task(b, b->comp[st], MB_CAT_DISPATCH, stall, NULL, 0, other->em.last);
+                mb__note_lb(&other->em, -1, stall);
             }
             struct mb_unit *t = cur;
             cur = other;

@@ -225,8 +225,12 @@ void mb_sched_build(struct mb_build *b, const int *pg_done)
 {
     struct mb_unit fu = {0}, bu = {0};
     mb__sched_alloc(b);
-    for (int st = 0; st < b->lay.p; st++)
+    for (int st = 0; st < b->lay.p; st++) {
+        b->host_last[st] = -1;
+        b->host_acc[st] = 0;
         mb__stage(b, st, pg_done[st], &fu, &bu);
+        mb_emit_host_flush(b, st);
+    }
     mb_free(fu.it);
     mb_free(bu.it);
     mb__edges(b);

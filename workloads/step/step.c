@@ -154,6 +154,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     b.s = s;
     b.m = &s->model;
     b.record = a->trace || a->ops;
+    b.host_fold = !b.record; /* a trace and the op table show every launch */
     if (a->cal)
         b.cal = mb_calib_view(a->cal);
     else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))

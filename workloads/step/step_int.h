@@ -182,6 +182,9 @@ struct mb_build {
     int cstream[MB_MAX_STAGES][MB_CK_COUNT];
     int l_nv[MB_MAX_STAGES], l_nic[MB_MAX_STAGES];
     int host[MB_MAX_STAGES];  /* host launch thread of each stage's rank */
+    int host_fold;            /* fold launches that cannot delay their op (emit.c); off when recording */
+    int host_last[MB_MAX_STAGES]; /* last host task on each stage's thread, -1 */
+    double host_acc[MB_MAX_STAGES]; /* launch seconds folded since host_last, not yet a task */
     int *hostdep;             /* [task] host launch task a GPU task waited for, or -1 */
     size_t hostdep_cap;
     /* activation memory counter per stage (time, bytes), for the trace; and the
@@ -273,6 +276,8 @@ struct mb_em {
     int region;   /* CUDA-graph region of the last op emitted (0 = eager) */
     double beside_par; /* est. seconds the pending parallel comm still runs beside the next compute */
     double beside_bg;  /* est. seconds of background comm (FSDP, overlapped grad reduction) still beside */
+    int lb_host;       /* `last` ends at least lb seconds after host task lb_host ends (-1: unknown) */
+    double lb;
 };
 enum mb_itk { MB_IT_OPS, MB_IT_FSDP_AG, MB_IT_FSDP_RS, MB_IT_LASTB };
 struct mb_item {
@@ -300,6 +305,7 @@ struct mb_gate {
 int mb_emit_task(struct mb_build *b, int stream, int kind, double dur, const struct mb_flow_desc *f, int nf,
                  int dep);
 int mb_emit_join(struct mb_build *b, int st, int a, int c);
+void mb_emit_host_flush(struct mb_build *b, int st);
 int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chunk);
 void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, int recompute, unsigned mask,
                  int skip_bwd);
