@@ -463,6 +463,54 @@ static void test_version_and_lists(void **state)
     mb_free(o);
 }
 
+/* `mbsim sweep --json` writes its object row by row (sim/cli/sweep_out.c); the
+ * bytes must be jansson's own dump of the whole object (JSON_INDENT(2),
+ * JSON_REAL_PRECISION(6), as before streaming), checked by dumping the parsed
+ * output again. --json - adds one newline. Also the usage errors of --resume,
+ * --progress and merge. */
+static void test_sweep_json_stream(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0 --json -", &o, 0), 0);
+    json_error_t je;
+    json_t *j = json_loads(o, 0, &je);
+    if (!j)
+        fail_msg("sweep --json -: not JSON at %d:%d: %s", je.line, je.column, je.text);
+    assert_int_equal(json_array_size(json_object_get(j, "rows")), 36);
+    assert_null(json_object_get(j, "interrupted"));
+    char *again = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    size_t n = strlen(o);
+    assert_true(n > 0 && o[n - 1] == '\n');
+    o[n - 1] = 0;
+    assert_string_equal(o, again);
+    free(again);
+    json_decref(j);
+    mb_free(o);
+    /* an empty shard: "rows": [] */
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 40/50 --progress 0 --json -", &o, 0), 0);
+    j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    again = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    o[strlen(o) - 1] = 0;
+    assert_string_equal(o, again);
+    free(again);
+    json_decref(j);
+    mb_free(o);
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --resume -", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --progress -1", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --progress", &o, 1), 2);
+    assert_non_null(strstr(o, "--progress needs a value"));
+    mb_free(o);
+    assert_int_equal(run("merge tests/data/sweep/small.yaml", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("merge tests/data/sweep/small.yaml /nonexistent.tsv", &o, 1), 1);
+    assert_non_null(strstr(o, "/nonexistent.tsv: cannot open"));
+    mb_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
@@ -472,6 +520,7 @@ int main(void)
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
                                        cmocka_unit_test(test_fit_cli_errors),
                                        cmocka_unit_test(test_import_emit_cli),
-                                       cmocka_unit_test(test_version_and_lists)};
+                                       cmocka_unit_test(test_version_and_lists),
+                                       cmocka_unit_test(test_sweep_json_stream)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
