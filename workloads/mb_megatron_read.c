@@ -157,7 +157,7 @@ static int mb_mgr__words(const char *buf, const char *file, struct mb_mgr__words
         if (!*lx.p)
             return 0;
         int line = lx.line, col = lx.col;
-        char *w;
+        char *w = NULL;
         if (mb_mgr__word(&lx, file, &w, err))
             return -1;
         mb_mgr__push_word(ws, w, line, col);
