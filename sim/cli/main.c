@@ -53,6 +53,8 @@ static void usage_main(FILE *fp)
             "                                      fit-first tuning: recommended scenario + runners-up\n"
             "  import megatron|bridge FILE --system NAME [--gpus N] [--model NAME] [-o OUT.yaml]\n"
             "                                      a scenario from Megatron-LM arguments / Bridge overrides\n"
+            "  import hf CONFIG.json [--name NAME] [-o OUT.yaml]\n"
+            "                                      a model file from a Hugging Face config.json\n"
             "  plot validate|sweep|breakdown|gantt INPUT [-o OUT.png|.svg]\n"
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"

@@ -511,6 +511,55 @@ static void test_sweep_json_stream(void **state)
     mb_free(o);
 }
 
+/* `mbsim import hf`: the model written from the public Qwen3-30B-A3B config.json
+ * (tests/data/hf/README.md) runs in a scenario and predicts what the shipped
+ * qwen3_30b_a3b predicts (the two files describe one architecture: the
+ * expectation is the shipped model's own prediction, not a number). */
+static void test_import_hf_cli(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_cli_hf_XXXXXX", args[512], path[256], *o, *a, *b;
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "import hf tests/data/hf/qwen3_30b_a3b.json -o %s/q3.yaml", dir);
+    assert_int_equal(run(args, &o, 1), 0);
+    assert_non_null(strstr(o, "rope_theta = 1000000.0: RoPE"));
+    assert_non_null(strstr(o, "wrote "));
+    mb_free(o);
+    const char *models[] = {"", "qwen3_30b_a3b"};
+    char *out[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/s%d.yaml", dir, k);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "schema_version: 1\nname: hf\nmodel: %s\nsystem: {preset: dgx_h100, gpus: 8}\n"
+                    "data: {seq_length: 2048, global_batch_size: 16, micro_batch_size: 1}\nparallel: {tp: 1, ep: 8}\n",
+                k ? models[k] : "q3.yaml");
+        fclose(fp);
+        snprintf(args, sizeof args, "run %s --json", path);
+        if (run(args, &out[k], 1) != 0)
+            fail_msg("%s: %s", args, out[k]);
+    }
+    a = strstr(out[0], "\"step_time_s\"");
+    b = strstr(out[1], "\"step_time_s\"");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_memory_equal(a, b, 40);
+    mb_free(out[0]);
+    mb_free(out[1]);
+    assert_int_equal(run("import hf tests/data/hf/bad_type.json", &o, 1), 1);
+    assert_non_null(strstr(o, "bad_type.json:4:3:"));
+    mb_free(o);
+    assert_int_equal(run("import hf tests/data/hf/llama3_8b.json --system dgx_h100", &o, 1), 2);
+    mb_free(o);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/s%d.yaml", dir, k);
+        remove(path);
+    }
+    snprintf(path, sizeof path, "%s/q3.yaml", dir);
+    remove(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_json_report),
@@ -521,6 +570,7 @@ int main(void)
                                        cmocka_unit_test(test_fit_cli_errors),
                                        cmocka_unit_test(test_import_emit_cli),
                                        cmocka_unit_test(test_version_and_lists),
-                                       cmocka_unit_test(test_sweep_json_stream)};
+                                       cmocka_unit_test(test_sweep_json_stream),
+                                       cmocka_unit_test(test_import_hf_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
