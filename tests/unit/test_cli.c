@@ -497,6 +497,23 @@ static void test_sweep_json_stream(void **state)
     free(again);
     json_decref(j);
     mb_free(o);
+    /* stderr is a pipe here, not a terminal: progress comes as lines (at least the last one) */
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0.001 --tsv /dev/null", &o, 1), 0);
+    assert_non_null(strstr(o, "mbsim sweep: 36/36 configurations (100%), "));
+    mb_free(o);
+    /* -j defaults to the CPUs the process may run on (one under taskset -c 0), not the machine's */
+    if (system("taskset -c 0 true > /dev/null 2>&1") == 0) { /* taskset present and CPU 0 allowed */
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "taskset -c 0 %s sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0 "
+                                  "--tsv /dev/null 2>&1", getenv("MBSIM_BIN"));
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        char buf[8192];
+        size_t got = fread(buf, 1, sizeof buf - 1, p);
+        buf[got] = 0;
+        assert_int_equal(pclose(p), 0);
+        assert_non_null(strstr(buf, "configurations/s, 1 threads)"));
+    }
     assert_int_equal(run("sweep tests/data/sweep/small.yaml --resume -", &o, 1), 2);
     mb_free(o);
     assert_int_equal(run("sweep tests/data/sweep/small.yaml --progress -1", &o, 1), 2);
