@@ -20,8 +20,16 @@ set datafile columnheaders
 set multiplot layout 1,2 title "mbsim sweep"
 
 # left: throughput vs micro-batch size, one line per recompute granularity
-set logscale x 2
-set xlabel "micro-batch size"
+# (mbs_axis=0: the sweep has no data.micro_batch_size axis; one point at the scenario's)
+if (!exists("mbs_axis")) mbs_axis = 1
+if (mbs_axis) {
+    set logscale x 2
+    set xlabel "micro-batch size"
+} else {
+    set xrange [0.5:1.5]
+    set xtics ("the scenario's (not swept)" 1)
+    set xlabel "micro-batch size"
+}
 set ylabel "best tokens/s/GPU (configurations that fit)"
 set grid lc rgb "#dddddd"
 set key below horizontal box
@@ -35,6 +43,8 @@ plot infile using "micro_batch_size":"none" with linespoints pt 7 lw 2 lc rgb "#
 
 # right: peak memory per rank of every configuration, with the GPU capacity
 unset logscale x
+set autoscale x
+set xtics autofreq
 set xlabel offset 0,0
 set offsets 0, 0, graph 0.05, 0
 set xlabel "configuration (sorted by memory)"

@@ -780,6 +780,19 @@ static void mb_mgi__leftovers(struct mb_mgi *m)
                      "checkpoints, logging): %s", ng, ng > 1 ? "s" : "", grouped);
 }
 
+/* --moe-shared-expert-overlap on a model without shared experts: Megatron
+ * creates no shared-expert MLP and the flag does nothing; the scenario check
+ * refuses it, so it is listed and left out. */
+static int mb_mgi__shared_overlap(struct mb_mgi *m)
+{
+    if (!m->s->shared_expert_overlap || m->model.shared_ffn_hidden > 0)
+        return 0;
+    m->s->shared_expert_overlap = 0;
+    mb_mgi__note(m, mb_mgi__find(m->a, "moe_shared_expert_overlap"),
+                 "not imported: model %s has no shared experts, so the overlap does nothing", m->model.name);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 /* Write the built scenario and load it back: the loader's rules and defaults apply. */
@@ -825,7 +838,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
     int (*const rules[])(struct mb_mgi *) = {mb_mgi__defaults, mb_mgi__direct, mb_mgi__dispatcher,
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
                                              mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
-                                             mb_mgi__gpus};
+                                             mb_mgi__gpus, mb_mgi__shared_overlap};
     int rc = -1;
     mb_scenario_defaults(m.s);
     mb_mgi__canonical(a);

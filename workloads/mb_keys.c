@@ -220,6 +220,11 @@ static int mb_key__if_fsdp2(const struct mb_scenario *s)
 {
     return s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2;
 }
+/* dispatcher_sms: only the dispatchers whose kernels occupy SMs */
+static int mb_key__if_sm_dispatcher(const struct mb_scenario *s)
+{
+    return s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP;
+}
 static int mb_key__if_ce_fusion(const struct mb_scenario *s) { return s->ce_fusion; }
 static int mb_key__if_attn_scores(const struct mb_scenario *s)
 {
@@ -335,7 +340,7 @@ static const struct mb_key mb_key__table[] = {
     /* HybridEP README (shared/docs/reference/hardware.md B.4): GB200 MNNVL runs
      * use 32 SMs, B200/H100 runs 8-16; DeepEP V2 min-SM mode 24. */
     {.key = "moe.dispatcher_sms", .type = MB_KEY_INT, F_(dispatcher_sms), .flags = SW, .min = 1, .max = 1024,
-     .def = 24, .doc = "SMs a HybridEP/DeepEP kernel occupies"},
+     .def = 24, .applies = mb_key__if_sm_dispatcher, .doc = "SMs a HybridEP/DeepEP kernel occupies"},
     {.key = "moe.capacity_factor", .type = MB_KEY_DOUBLE, F_(capacity_factor), .flags = SW, .min = 0,
      .max = 1000, .def = 0, .def_text = "0 (dropless)", .check = mb_key__check_capacity,
      .doc = "Megatron `--moe-expert-capacity-factor`: no expert takes more than cf x its balanced share; "

@@ -62,6 +62,7 @@ void mb_scenario_free(struct mb_scenario *s)
 /* Nodes that layout errors point at (NULL = no position: hand-built scenario). */
 struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
+    const struct mb_node *disp_sms, *seo;       /* moe.dispatcher_sms, moe.shared_expert_overlap */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard;
@@ -300,6 +301,16 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
         return mb_scn__err(err, s, mk->pad,
                            "moe.pad_expert_input_to_capacity needs moe.capacity_factor (Megatron "
                            "--moe-pad-expert-input-to-capacity pads to the expert capacity)");
+    /* MoE settings that were accepted and did nothing (issue 17, first-hour bugs); dispatcher_sms
+     * only when the file writes it (a sweep may switch a hybridep base to alltoall) */
+    if (s->shared_expert_overlap && m->shared_ffn_hidden <= 0)
+        return mb_scn__err(err, s, mb_scn__at(mk->seo, mk->model, NULL),
+                           "moe.shared_expert_overlap: model %s has no shared experts to overlap", mn);
+    if (mk->disp_sms && (s->dispatcher == MB_DISP_ALLTOALL || s->dispatcher == MB_DISP_ALLGATHER))
+        return mb_scn__err(err, s, mk->disp_sms,
+                           "moe.dispatcher_sms applies to the hybridep and deepep dispatchers (their kernels "
+                           "occupy SMs); moe.dispatcher is %s, whose NCCL collectives use none",
+                           s->dispatcher == MB_DISP_ALLTOALL ? "alltoall" : "allgather");
     /* Megatron-Core's DotProductAttention asserts context_parallel_size == 1
      * ("only supported by TEDotProductAttention"); TE's CP runs flash or fused */
     if (s->cp > 1 && (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL))
@@ -595,6 +606,8 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
                                const struct mb_node *const *nodes)
 {
     mk->model = mb_scn__node(nodes, "model");
+    mk->disp_sms = mb_scn__node(nodes, "moe.dispatcher_sms");
+    mk->seo = mb_scn__node(nodes, "moe.shared_expert_overlap");
     mk->gpus = mb_scn__node(nodes, "system.gpus");
     mk->data = mb_yaml_get(root, "data");
     mk->seq = mb_scn__node(nodes, "data.seq_length");

@@ -453,6 +453,27 @@ static int mb_sw__simulate(const struct mb_scenario *s, int cap, int layers, str
     return mb_step_simulate_opts(s, &o, r, err);
 }
 
+/* x to the 6 significant digits the TSV and JSON carry (%.6g reads back to
+ * the same double, and prints the same again). */
+static double mb_sw__digits(double x)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.6g", x);
+    return strtod(buf, NULL);
+}
+
+/* A row holds what its TSV line says, so rows read back from a TSV (resume,
+ * merge) rank and print exactly as the ones just simulated. */
+static void mb_sw__round(struct mb_sweep_row *r)
+{
+    double *v[] = {&r->step_time_s,     &r->tokens_per_s_per_gpu, &r->model_tflops_per_gpu, &r->mfu,
+                   &r->peak_memory_gib, &r->reserved_memory_gib,  &r->capacity_gib};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        *v[i] = mb_sw__digits(*v[i]);
+    for (int k = 0; k < MB_SWEEP_TOP; k++)
+        r->top_s[k] = mb_sw__digits(r->top_s[k]);
+}
+
 void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row)
 {
     struct mb_scenario s;
@@ -502,99 +523,172 @@ void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *r
         row->top_cat[k] = best;
         row->top_s[k] = r->breakdown[best];
     }
+    mb_sw__round(row);
     mb_free(r);
 }
 
 /* ------------------------------------------------------------ running */
 
+/* Workers take the next shard position from one counter; the calling thread
+ * polls every 100 ms, hands the finished rows to on_row in grid order (a row
+ * goes out once it and every row before it finished) and reports progress.
+ * A stop request only ends the hand-out: configurations already running
+ * finish, and every finished row still goes out (in grid order, past the
+ * unfinished ones). */
 struct mb_sw__job {
     const struct mb_sweep *sw;
-    size_t shard, nshards, count;
+    const struct mb_sweep_run_opts *o;
+    size_t count;
     struct mb_sweep_row *rows;
-    atomic_size_t next, done;
-    pthread_mutex_t mu;     /* with `finished`: wakes the caller when the last row is in */
-    pthread_cond_t finished;
+    atomic_uchar *fin;              /* per shard position: 1 once rows[k] is final */
+    atomic_size_t next, evaluated;
+    atomic_int live;                /* workers still running */
+    pthread_mutex_t mu;             /* with `wake`: a row landed or a worker ended */
+    pthread_cond_t wake;
 };
+
+/* Wake the caller (a row is final, or a worker is done). */
+static void mb_sw__wake(struct mb_sw__job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    pthread_cond_signal(&j->wake);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static int mb_sw__stopped(const struct mb_sweep_run_opts *o) { return o->stop && *o->stop; }
+
+static void mb_sw__work(struct mb_sw__job *j)
+{
+    for (;;) {
+        if (mb_sw__stopped(j->o))
+            break;
+        size_t k = atomic_fetch_add(&j->next, 1);
+        if (k >= j->count)
+            break;
+        if (j->o->skip && j->o->skip[k])
+            continue;
+        mb_sweep_eval(j->sw, j->o->shard + k * j->o->nshards, &j->rows[k]);
+        atomic_store(&j->fin[k], 1);
+        atomic_fetch_add(&j->evaluated, 1);
+        mb_sw__wake(j);
+    }
+}
 
 static void *mb_sw__worker(void *arg)
 {
     struct mb_sw__job *j = arg;
-    for (;;) {
-        size_t k = atomic_fetch_add(&j->next, 1);
-        if (k >= j->count)
-            break;
-        mb_sweep_eval(j->sw, j->shard + k * j->nshards, &j->rows[k]);
-        if (atomic_fetch_add(&j->done, 1) + 1 == j->count) {
-            pthread_mutex_lock(&j->mu);
-            pthread_cond_broadcast(&j->finished);
-            pthread_mutex_unlock(&j->mu);
-        }
-    }
+    mb_sw__work(j);
+    atomic_fetch_sub(&j->live, 1);
+    mb_sw__wake(j);
     return NULL;
 }
 
-/* Wait until every row is in, reporting progress about ten times a second;
- * returns as soon as the last row lands (no polling floor on small sweeps). */
-static void mb_sw__wait(struct mb_sw__job *j, mb_sweep_progress_fn cb, void *ctx)
+/* Hand the finished rows from *pos on to on_row: up to the first unfinished
+ * one, or (all = 1) every finished one. */
+static void mb_sw__emit(struct mb_sw__job *j, size_t *pos, int all)
 {
-    pthread_mutex_lock(&j->mu);
-    while (atomic_load(&j->done) < j->count) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+    for (; *pos < j->count; ++*pos) {
+        if (!atomic_load(&j->fin[*pos])) {
+            if (!all)
+                return;
+            continue;
         }
-        pthread_cond_timedwait(&j->finished, &j->mu, &ts);
-        if (cb && atomic_load(&j->done) < j->count)
-            cb(atomic_load(&j->done), j->count, ctx);
+        if (j->o->on_row)
+            j->o->on_row(&j->rows[*pos], j->o->ctx);
     }
-    pthread_mutex_unlock(&j->mu);
+}
+
+size_t mb_sweep_shard_count(const struct mb_sweep *sw, size_t shard, size_t nshards)
+{
+    size_t total = mb_sweep_size(sw);
+    if (nshards < 1)
+        nshards = 1;
+    return shard < total ? (total - shard + nshards - 1) / nshards : 0;
+}
+
+int mb_sweep_run_opts(const struct mb_sweep *sw, const struct mb_sweep_run_opts *o, struct mb_sweep_row *rows,
+                      unsigned char *done)
+{
+    struct mb_sweep_run_opts oo = *o;
+    if (oo.nshards < 1)
+        oo.nshards = 1;
+    struct mb_sw__job j;
+    j.sw = sw;
+    j.o = &oo;
+    j.count = mb_sweep_shard_count(sw, oo.shard, oo.nshards);
+    j.rows = rows;
+    j.fin = mb_calloc(j.count ? j.count : 1, sizeof *j.fin);
+    size_t todo = 0;
+    for (size_t k = 0; k < j.count; k++) {
+        atomic_init(&j.fin[k], oo.skip && oo.skip[k]);
+        todo += !(oo.skip && oo.skip[k]);
+    }
+    atomic_init(&j.next, 0);
+    atomic_init(&j.evaluated, 0);
+    int jobs = oo.jobs < 1 ? 1 : oo.jobs;
+    if ((size_t)jobs > todo)
+        jobs = todo ? (int)todo : 1;
+    atomic_init(&j.live, jobs);
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_cond_init(&j.wake, NULL);
+    pthread_t *th = mb_calloc((size_t)jobs, sizeof *th);
+    int started = 0;
+    for (int t = 0; t < jobs && pthread_create(&th[t], NULL, mb_sw__worker, &j) == 0; t++)
+        started++;
+    size_t pos = 0;
+    if (!started) {
+        mb_sw__work(&j); /* no threads: run here */
+    } else {
+        atomic_fetch_sub(&j.live, jobs - started);
+        /* woken by each finished row and by the last worker (no polling floor on
+         * small sweeps); at most 0.1 s between progress reports */
+        pthread_mutex_lock(&j.mu);
+        while (atomic_load(&j.live) > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            if (atomic_load(&j.live) > 0)
+                pthread_cond_timedwait(&j.wake, &j.mu, &ts);
+            pthread_mutex_unlock(&j.mu);
+            mb_sw__emit(&j, &pos, 0);
+            if (oo.progress)
+                oo.progress(atomic_load(&j.evaluated), todo, oo.ctx);
+            pthread_mutex_lock(&j.mu);
+        }
+        pthread_mutex_unlock(&j.mu);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    mb_free(th);
+    mb_sw__emit(&j, &pos, 1);
+    size_t evaluated = atomic_load(&j.evaluated);
+    if (oo.progress)
+        oo.progress(evaluated, todo, oo.ctx);
+    int complete = 1;
+    for (size_t k = 0; k < j.count; k++) {
+        unsigned char f = atomic_load(&j.fin[k]);
+        complete &= f;
+        if (done)
+            done[k] = f;
+    }
+    mb_free(j.fin);
+    pthread_cond_destroy(&j.wake);
+    pthread_mutex_destroy(&j.mu);
+    return complete ? 0 : 1;
 }
 
 int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jobs, mb_sweep_progress_fn cb,
                  void *ctx, struct mb_sweep_row **rows, size_t *n)
 {
-    size_t total = mb_sweep_size(sw);
-    if (nshards < 1)
-        nshards = 1;
-    size_t count = shard < total ? (total - shard + nshards - 1) / nshards : 0;
-    struct mb_sw__job j;
-    j.sw = sw;
-    j.shard = shard;
-    j.nshards = nshards;
-    j.count = count;
-    j.rows = mb_calloc(count ? count : 1, sizeof *j.rows);
-    atomic_init(&j.next, 0);
-    atomic_init(&j.done, 0);
-    pthread_mutex_init(&j.mu, NULL);
-    pthread_cond_init(&j.finished, NULL);
-    if (jobs < 1)
-        jobs = 1;
-    if ((size_t)jobs > count)
-        jobs = count ? (int)count : 1;
-    pthread_t *th = mb_calloc((size_t)jobs, sizeof *th);
-    int started = 0;
-    for (int t = 0; t < jobs; t++)
-        if (pthread_create(&th[t], NULL, mb_sw__worker, &j) == 0)
-            started++;
-        else
-            break;
-    if (!started)
-        mb_sw__worker(&j); /* no threads: run here */
-    if (started)
-        mb_sw__wait(&j, cb, ctx);
-    for (int t = 0; t < started; t++)
-        pthread_join(th[t], NULL);
-    mb_free(th);
-    pthread_cond_destroy(&j.finished);
-    pthread_mutex_destroy(&j.mu);
-    if (cb)
-        cb(count, count, ctx);
-    *rows = j.rows;
+    struct mb_sweep_run_opts o = {.shard = shard, .nshards = nshards, .jobs = jobs, .progress = cb, .ctx = ctx};
+    size_t count = mb_sweep_shard_count(sw, shard, nshards);
+    *rows = mb_calloc(count ? count : 1, sizeof **rows);
     *n = count;
-    return 0;
+    return mb_sweep_run_opts(sw, &o, *rows, NULL);
 }
 
 /* ------------------------------------------------------------ analysis */

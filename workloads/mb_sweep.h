@@ -23,6 +23,7 @@
 #ifndef MB_SWEEP_H
 #define MB_SWEEP_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "mb_scenario.h"
@@ -64,7 +65,9 @@ enum mb_sweep_status { MB_SWEEP_OK, MB_SWEEP_INVALID, MB_SWEEP_FAILED };
 
 #define MB_SWEEP_TOP 3
 
-/** One configuration's outcome (a TSV row). */
+/** One configuration's outcome (a TSV row). The numbers are rounded to the 6
+ * significant digits the TSV and JSON print, so a row read back from a TSV
+ * (mb_sweep_read_tsv) equals the row that was written. */
 struct mb_sweep_row {
     size_t index;                   /* position in the full product (0-based) */
     enum mb_sweep_status status;
@@ -130,6 +133,56 @@ const char *mb_sweep_keys(void);
 
 /** Progress callback: called from the calling thread a few times a second. */
 typedef void (*mb_sweep_progress_fn)(size_t done, size_t total, void *ctx);
+
+/** Row callback: called from the calling thread with each finished row. */
+typedef void (*mb_sweep_row_fn)(const struct mb_sweep_row *row, void *ctx);
+
+/** What mb_sweep_run_opts runs and whom it tells. */
+struct mb_sweep_run_opts {
+    size_t shard, nshards;          /* configurations shard, shard + nshards, ... (nshards 0 = 1) */
+    int jobs;                       /* worker threads (< 1 = 1) */
+    const unsigned char *skip;      /* NULL, or per shard position k: 1 = rows[k] is given by the
+                                       caller (a resumed row) and not run */
+    const volatile sig_atomic_t *stop; /* NULL, or: once nonzero, no further configuration starts
+                                       (set it from a signal handler); running ones finish */
+    mb_sweep_row_fn on_row;         /* NULL, or each final row (skipped ones too) in grid order, as
+                                       soon as it and every row before it are final; after a stop,
+                                       the remaining final rows, still in grid order */
+    mb_sweep_progress_fn progress;  /* NULL, or (configurations run, configurations to run) */
+    void *ctx;                      /* passed to on_row and progress */
+};
+
+/** @brief Number of configurations in shard i of N (N = 0 counts as 1). */
+size_t mb_sweep_shard_count(const struct mb_sweep *sw, size_t shard, size_t nshards);
+
+/**
+ * @brief Run one shard on worker threads, streaming rows through o->on_row.
+ * @param[in,out] rows  mb_sweep_shard_count() rows in shard order (position k
+ *                      is configuration shard + k * nshards); skipped rows are
+ *                      the caller's, the others are filled here
+ * @param[out]    done  NULL, or per position: 1 = rows[k] is final
+ * @return 0 when every row is final, 1 when a stop left some unrun.
+ */
+int mb_sweep_run_opts(const struct mb_sweep *sw, const struct mb_sweep_run_opts *o, struct mb_sweep_row *rows,
+                      unsigned char *done);
+
+/**
+ * @brief Read rows back from a TSV that mb_sweep_write_tsv wrote for this
+ * sweep (an interrupted run, a shard). A header row, when present, must be the
+ * one this sweep writes; each row's configuration must be in the grid with
+ * that configuration's axis values; numbers as written (6 significant digits).
+ * @param[in] allow_partial  1: a last line without its newline (a write cut
+ *                           short) is skipped and reported in *partial_p;
+ *                           0: it is an error
+ * @param[in] fn   called with each row, its 1-based line and err; returns 0, or
+ *                 -1 with err set to stop the read
+ * @param[out] partial_p  NULL, or 1 when such a last line was skipped
+ * @return 0, or -1 with "file:line:col: what was expected" in err.
+ */
+int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_partial,
+                      int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err), void *ctx,
+                      int *partial_p,
+                      struct mb_err *err);
 
 /**
  * @brief Run configurations shard, shard + nshards, ... on `jobs` threads.

@@ -1,14 +1,17 @@
 /*
  * cmd_import.c -- `mbsim import megatron|bridge FILE`: Megatron-LM arguments
  * (a command line or a training log's arguments block) or Megatron-Bridge
- * overrides -> a scenario YAML (workloads/mb_megatron.h). Settings not
- * imported are listed on stderr. Also the `--emit megatron|bridge` option
- * shared by `run` and `tune` (mb_cmd_emit_parse, mb_cmd_emit).
+ * overrides -> a scenario YAML (workloads/mb_megatron.h); `mbsim import hf
+ * config.json`: a Hugging Face config -> a model file (workloads/mb_hf.h).
+ * Settings not imported are listed on stderr. Also the `--emit
+ * megatron|bridge` option shared by `run` and `tune` (mb_cmd_emit_parse,
+ * mb_cmd_emit).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_hf.h"
 #include "mb_megatron.h"
 
 int mb_cmd_import(int argc, char **argv);
@@ -20,11 +23,16 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: mbsim import megatron|bridge FILE --system NAME [--gpus N | --nodes N] [--model NAME]\n"
             "                    [--name NAME] [-o OUT.yaml]\n"
+            "       mbsim import hf CONFIG.json [--name NAME] [-o OUT.yaml]\n"
             "\n"
             "Writes a scenario (docs/scenario-format.md) from the settings of a Megatron run:\n"
             "  megatron  Megatron-LM arguments: a command line (--tensor-model-parallel-size 2 ...)\n"
             "            or the arguments block a Megatron-LM training log prints\n"
             "  bridge    Megatron-Bridge overrides (model.tensor_model_parallel_size=2 ...)\n"
+            "and a model file (docs/models.md) from a Hugging Face config.json:\n"
+            "  hf        dense Llama/Mistral/Qwen2/Qwen3, MoE Qwen2-MoE/Qwen3-MoE/Mixtral/DeepSeek-V3\n"
+            "            (MLA), Qwen3-VL (text_config + vision_config); --name: the model's name\n"
+            "            (default: OUT's file stem, else the config's folder name)\n"
             "Every setting not imported is listed on stderr (docs/import.md).\n"
             "\n"
             "  --system NAME  system preset or file (`mbsim systems`); required\n"
@@ -120,6 +128,71 @@ static int write_scenario(const struct mb_scenario *s, const char *out)
     return bad;
 }
 
+/* Default model name: OUT's stem, else the config file's stem unless it is
+ * "config" (then its folder's name), else "hf_model"; lower case, [a-z0-9._-]. */
+static void hf_name(const char *file, const char *out, char *name, size_t len)
+{
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    const char *src = out ? out : strcmp(base, "config.json") ? file : NULL, *end;
+    char dir[512];
+    if (src) {
+        src = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+        end = strrchr(src, '.') && strrchr(src, '.') != src ? strrchr(src, '.') : src + strlen(src);
+    } else {
+        snprintf(dir, sizeof dir, "%s", file);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        src = slash ? (strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir) : "hf_model";
+        end = src + strlen(src);
+    }
+    size_t k = 0;
+    for (const char *p = src; p < end && k + 1 < len; p++) {
+        char c = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+        name[k++] = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ? c : '_';
+    }
+    name[k] = 0;
+    if (!k)
+        snprintf(name, len, "hf_model");
+}
+
+static int import_hf(const char *file, const char *out, const char *name_opt)
+{
+    char name[64], msg[1024];
+    if (name_opt)
+        snprintf(name, sizeof name, "%s", name_opt);
+    else
+        hf_name(file, out, name, sizeof name);
+    if (name_opt && strlen(name_opt) >= sizeof name) {
+        fprintf(stderr, "mbsim import: --name '%s': at most 63 characters\n", name_opt);
+        return 2;
+    }
+    char *yaml = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&yaml, &len);
+    struct mb_err err;
+    mb_err_clear(&err);
+    int rc = mem ? mb_hf_import(file, name, mem, stderr, &err) : -1;
+    if (mem)
+        fclose(mem);
+    if (rc) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "mbsim: %s\n", msg);
+        free(yaml);
+        return 1;
+    }
+    FILE *fp = out ? fopen(out, "w") : stdout;
+    int bad = !fp || fwrite(yaml, 1, len, fp) != len;
+    if (fp && fp != stdout)
+        bad |= fclose(fp) != 0;
+    free(yaml);
+    if (bad)
+        fprintf(stderr, "mbsim import: %s: cannot write the model\n", out ? out : "stdout");
+    else if (out)
+        fprintf(stderr, "mbsim import: wrote %s (model %s)\n", out, name);
+    return bad;
+}
+
 int mb_cmd_import(int argc, char **argv)
 {
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
@@ -127,12 +200,15 @@ int mb_cmd_import(int argc, char **argv)
         return argc < 1 ? 2 : 0;
     }
     enum mb_megatron_dialect d;
-    if (!strcmp(argv[0], "megatron")) {
+    int hf = !strcmp(argv[0], "hf");
+    if (hf) {
+        d = MB_MEGATRON_LM; /* unused */
+    } else if (!strcmp(argv[0], "megatron")) {
         d = MB_MEGATRON_LM;
     } else if (!strcmp(argv[0], "bridge")) {
         d = MB_MEGATRON_BRIDGE;
     } else {
-        fprintf(stderr, "mbsim import: unknown format '%s'; expected megatron or bridge\n", argv[0]);
+        fprintf(stderr, "mbsim import: unknown format '%s'; expected megatron, bridge or hf\n", argv[0]);
         return 2;
     }
     const char *file = NULL, *out = NULL;
@@ -140,6 +216,12 @@ int mb_cmd_import(int argc, char **argv)
     int rc = parse(argc, argv, &file, &out, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
+    if (hf && (o.system || o.model || o.gpus || o.nodes)) {
+        fprintf(stderr, "mbsim import hf: takes only --name and -o\n");
+        return 2;
+    }
+    if (hf && file)
+        return import_hf(file, out, o.name);
     if (!file || !o.system) {
         fprintf(stderr, "mbsim import: %s\n", !file ? "give the file to import" : "give the system with --system NAME");
         usage(stderr);

@@ -18,6 +18,7 @@
 
 #include "mb_input.h"
 #include "mb_util.h"
+#include "tsv.h"
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -183,88 +184,6 @@ static int conv_validate(const char *in, FILE *out)
     return 0;
 }
 
-/* ------------------------------------------------------------- TSV reader */
-
-struct tsv {
-    char *buf;
-    int ncol;
-    char **col;          /* header names */
-    size_t nrow;
-    char ***cell;        /* cell[row][col] */
-};
-
-static void tsv_free(struct tsv *t)
-{
-    for (size_t r = 0; r < t->nrow; r++)
-        mb_free(t->cell[r]);
-    mb_free(t->cell);
-    mb_free(t->col);
-    mb_free(t->buf);
-}
-
-static int tsv_split(char *line, char ***out)
-{
-    int n = 1;
-    for (char *p = line; *p; p++)
-        n += *p == '\t';
-    char **f = mb_calloc((size_t)n, sizeof *f);
-    int k = 0;
-    for (char *p = line; p;) {
-        char *t = strchr(p, '\t');
-        if (t)
-            *t = 0;
-        f[k++] = p;
-        p = t ? t + 1 : NULL;
-    }
-    *out = f;
-    return n;
-}
-
-static int tsv_read(const char *path, struct tsv *t)
-{
-    size_t n;
-    memset(t, 0, sizeof *t);
-    t->buf = slurp(path, &n);
-    if (!t->buf)
-        return -1;
-    char *save = NULL, *line = strtok_r(t->buf, "\n", &save);
-    if (!line) {
-        fprintf(stderr, "mbsim plot: %s: empty file, expected a TSV header row\n", path);
-        mb_free(t->buf);
-        t->buf = NULL;
-        return -1;
-    }
-    if (has_suffix(line, "\r"))
-        line[strlen(line) - 1] = 0;
-    t->ncol = tsv_split(line, &t->col);
-    size_t cap = 0;
-    while ((line = strtok_r(NULL, "\n", &save))) {
-        if (has_suffix(line, "\r"))
-            line[strlen(line) - 1] = 0;
-        if (!*line)
-            continue;
-        char **f;
-        if (tsv_split(line, &f) != t->ncol) {
-            mb_free(f);
-            continue;
-        }
-        if (t->nrow == cap) {
-            cap = cap ? 2 * cap : 256;
-            t->cell = mb_realloc(t->cell, cap * sizeof *t->cell);
-        }
-        t->cell[t->nrow++] = f;
-    }
-    return 0;
-}
-
-static int tsv_col(const struct tsv *t, const char *name)
-{
-    for (int c = 0; c < t->ncol; c++)
-        if (!strcmp(t->col[c], name))
-            return c;
-    return -1;
-}
-
 /* ------------------------------------------------------------- sweep */
 
 struct mem_pt {
@@ -284,19 +203,23 @@ static int by_mem(const void *a, const void *b)
  * capacity_gib, fits_gib, oom_gib sorted by memory. The reserved memory (peak
  * allocated plus the allocator's estimated reserve) is what the OOM verdict
  * compares with the capacity, so points above the line are exactly the OOM ones. */
-static int conv_sweep(const char *in, FILE *out1, FILE *out2)
+static int conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis)
 {
-    struct tsv t;
-    if (tsv_read(in, &t))
-        return -1; /* tsv_read said why */
-    int c_st = tsv_col(&t, "status"), c_tok = tsv_col(&t, "tokens_per_s_per_gpu"),
-        c_mem = tsv_col(&t, "reserved_memory_gib"), c_cap = tsv_col(&t, "capacity_gib"), c_oom = tsv_col(&t, "oom"),
-        c_cfg = tsv_col(&t, "config"), c_mbs = tsv_col(&t, "data.micro_batch_size"),
-        c_rc = tsv_col(&t, "recompute.granularity");
+    struct mb_tsv t;
+    char msg[1024];
+    if (mb_tsv_read(in, &t, msg, sizeof msg)) {
+        fprintf(stderr, "mbsim plot: %s\n", msg);
+        return -1;
+    }
+    int c_st = mb_tsv_col(&t, "status"), c_tok = mb_tsv_col(&t, "tokens_per_s_per_gpu"),
+        c_mem = mb_tsv_col(&t, "reserved_memory_gib"), c_cap = mb_tsv_col(&t, "capacity_gib"),
+        c_oom = mb_tsv_col(&t, "oom"), c_cfg = mb_tsv_col(&t, "config"),
+        c_mbs = mb_tsv_col(&t, "data.micro_batch_size"), c_rc = mb_tsv_col(&t, "recompute.granularity");
+    *mbs_axis = c_mbs >= 0;
     if (c_st < 0 || c_tok < 0 || c_mem < 0 || c_cap < 0 || c_oom < 0 || c_cfg < 0) {
         fprintf(stderr, "mbsim plot: %s: not a sweep TSV (needs config, status, tokens_per_s_per_gpu, "
                         "reserved_memory_gib, capacity_gib, oom columns; see docs/sweep.md)\n", in);
-        tsv_free(&t);
+        mb_tsv_free(&t);
         return -1;
     }
     static const char *const grans[3] = {"none", "selective", "full"};
@@ -308,11 +231,21 @@ static int conv_sweep(const char *in, FILE *out1, FILE *out2)
         char **f = t.cell[r];
         if (strcmp(f[c_st], "ok"))
             continue;
-        int oom = atoi(f[c_oom]);
-        pts[np++] = (struct mem_pt){atof(f[c_mem]), atof(f[c_cap]), oom, f[c_cfg]};
+        char *e1, *e2, *e3;
+        double mem = strtod(f[c_mem], &e1), cap = strtod(f[c_cap], &e2), tok0 = strtod(f[c_tok], &e3);
+        if (e1 == f[c_mem] || *e1 || e2 == f[c_cap] || *e2 || e3 == f[c_tok] || *e3 ||
+            (strcmp(f[c_oom], "0") && strcmp(f[c_oom], "1"))) {
+            fprintf(stderr, "mbsim plot: %s:%d: an ok row needs numbers in tokens_per_s_per_gpu, "
+                            "reserved_memory_gib, capacity_gib and 0 or 1 in oom\n", in, t.line[r]);
+            mb_free(pts);
+            mb_tsv_free(&t);
+            return -1;
+        }
+        int oom = f[c_oom][0] == '1';
+        pts[np++] = (struct mem_pt){mem, cap, oom, f[c_cfg]};
         if (oom)
             continue;
-        int mbs = c_mbs >= 0 ? atoi(f[c_mbs]) : 0;
+        int mbs = c_mbs >= 0 ? atoi(f[c_mbs]) : 1; /* no axis: one point, labelled by the script */
         int g = 0; /* without a recompute axis every row counts as the base's choice: "none" column */
         if (c_rc >= 0)
             for (int k = 0; k < 3; k++)
@@ -327,7 +260,7 @@ static int conv_sweep(const char *in, FILE *out1, FILE *out2)
             mbs_v[n_mbs++] = mbs;
             best[m][0] = best[m][1] = best[m][2] = -1;
         }
-        double tok = atof(f[c_tok]);
+        double tok = tok0;
         if (tok > best[m][g])
             best[m][g] = tok;
     }
@@ -365,7 +298,7 @@ static int conv_sweep(const char *in, FILE *out1, FILE *out2)
             fprintf(out2, "%.6g\tNA\n", pts[i].mem);
     }
     mb_free(pts);
-    tsv_free(&t);
+    mb_tsv_free(&t);
     if (!np) {
         fprintf(stderr, "mbsim plot: %s: no simulated configurations to plot\n", in);
         return -1;
@@ -518,10 +451,11 @@ static int conv_gantt(const char *in, FILE *out)
 
 /* ------------------------------------------------------------- command */
 
-static int run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out)
+static int run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
+                       const char *extra)
 {
     char expr[4096];
-    snprintf(expr, sizeof expr, "infile='%s'; infile2='%s'; outfile='%s'", in1, in2 ? in2 : "", out);
+    snprintf(expr, sizeof expr, "infile='%s'; infile2='%s'; outfile='%s'%s", in1, in2 ? in2 : "", out, extra);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "mbsim plot: fork: %s\n", strerror(errno));
@@ -613,7 +547,7 @@ int mb_cmd_plot(int argc, char **argv)
         fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
         return EXIT_BAD_INPUT;
     }
-    int rc;
+    int rc, mbs_axis = 1;
     if (!strcmp(kind, "validate")) {
         if (has_suffix(in, ".tsv")) { /* a TSV with the columns already (docs/plots.md) */
             size_t n;
@@ -631,7 +565,7 @@ int mb_cmd_plot(int argc, char **argv)
         }
     } else if (!strcmp(kind, "sweep")) {
         f2 = tmp_tsv(t2, sizeof t2);
-        rc = f2 ? conv_sweep(in, f1, f2) : -1;
+        rc = f2 ? conv_sweep(in, f1, f2, &mbs_axis) : -1;
     } else if (!strcmp(kind, "gantt")) {
         rc = conv_gantt(in, f1);
     } else if (!strcmp(kind, "memory")) {
@@ -642,8 +576,11 @@ int mb_cmd_plot(int argc, char **argv)
     fclose(f1);
     if (f2)
         fclose(f2);
-    if (!rc)
-        rc = run_gnuplot(gp, script, t1, f2 ? t2 : NULL, out);
+    if (!rc) {
+        rc = run_gnuplot(gp, script, t1, f2 ? t2 : NULL, out, mbs_axis ? "" : "; mbs_axis=0");
+        if (rc)
+            unlink(out); /* gnuplot opens the output before it fails: no blank chart left behind */
+    }
     unlink(t1);
     if (f2)
         unlink(t2);
@@ -652,6 +589,7 @@ int mb_cmd_plot(int argc, char **argv)
     struct stat st;
     if (stat(out, &st) || st.st_size == 0) {
         fprintf(stderr, "mbsim plot: gnuplot wrote nothing to %s\n", out);
+        unlink(out);
         return EXIT_BAD_INPUT;
     }
     fprintf(stderr, "mbsim plot: wrote %s\n", out);

@@ -1,11 +1,16 @@
 /*
  * cmd_sweep.c -- `mbsim sweep`: the cartesian product of scenario keys, run on
- * every core, written as TSV/JSON, with the ranked configurations that fit and
- * the throughput-vs-memory Pareto front (docs/sweep.md).
+ * the CPUs this process may use, written as TSV/JSON while rows finish, with
+ * the ranked configurations that fit and the throughput-vs-memory Pareto front
+ * (docs/sweep.md). Made for batch clusters (docs/slurm.md): SIGINT/SIGTERM
+ * keep every finished row and print how to resume, `--resume FILE` runs only
+ * what FILE lacks, `--shard` defaults from a Slurm job array, progress lines
+ * go to stderr also when it is a log file.
  */
-#include <jansson.h>
-#if defined(__GLIBC__) || defined(__linux__)
-#endif
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +18,7 @@
 #include <unistd.h>
 
 #include "mb_sweep.h"
+#include "sweep_out.h"
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
@@ -24,31 +30,38 @@ static void usage_sweep(FILE *fp)
     fprintf(fp,
             "usage: mbsim sweep FILE.yaml [--set key=v1,v2,...]... [-j N] [--top N]\n"
             "                   [--tsv OUT.tsv] [--json OUT.json] [--shard i/N] [--no-header]\n"
-            "                   [--mb-cap N | --exact] [--digits N]\n"
+            "                   [--resume FILE.tsv] [--progress S] [--mb-cap N | --exact]\n"
             "\n"
             "Predicts every configuration of the cartesian product of the scenario's\n"
             "`sweep:` block and the --set options (a --set replaces the block's key),\n"
             "lists the combinations that cannot exist with their reason, ranks the\n"
             "configurations that fit in memory and prints the throughput-vs-memory\n"
-            "Pareto front (docs/sweep.md).\n"
+            "Pareto front (docs/sweep.md; on a cluster: docs/slurm.md).\n"
             "\n"
             "  --set key=v1,v2   sweep a dotted scenario key, e.g. parallel.tp=1,2,4;\n"
             "                    list values join names with '+': cuda_graph.modules=none,attn+moe_router\n"
-            "  -j N              worker threads (default: all online CPUs)\n"
+            "  -j N              worker threads (default: the CPUs this process may run on)\n"
             "  --top N           configurations in the ranking (default 10)\n"
-            "  --tsv FILE        one row per configuration ('-' = stdout, summary then goes to stderr)\n"
+            "  --tsv FILE        one row per configuration, written as rows finish ('-' = stdout,\n"
+            "                    the summary then goes to stderr)\n"
             "  --json FILE       the same rows, the ranking and the front as one JSON object ('-' = stdout)\n"
             "  --shard i/N       run configurations i, i+N, i+2N, ... (0 <= i < N); the TSV header is\n"
-            "                    written by shard 0 only, so shard files concatenate\n"
+            "                    written by shard 0 only, so shard files concatenate; default in a Slurm\n"
+            "                    job array: SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT\n"
             "  --no-header       no TSV header row\n"
+            "  --resume FILE     keep the rows FILE (the TSV of an interrupted run of this sweep and\n"
+            "                    shard) has, run the others; the TSV (default: FILE itself) is then the\n"
+            "                    one an uninterrupted run writes. A FILE that does not exist yet: run all\n"
+            "  --progress S      a progress line on stderr every S seconds when stderr is not a terminal\n"
+            "                    (default 5; 0 = none); a terminal gets a progress bar with ETA\n"
             "  --mb-cap N        simulate at most N microbatches per data-parallel rank (at least 4*pp)\n"
             "                    and extend the steady state linearly (default 16; 64 = `mbsim run`)\n"
             "  --exact           simulate every microbatch (mb_step_simulate_exact); slowest\n"
-            "  --digits N        significant digits of the numbers in --json (default 6, 17 = exact)\n"
             "\n"
             "keys: %s\n"
             "\n"
-            "A progress bar with ETA is drawn on stderr when it is a terminal.\n",
+            "SIGINT (Ctrl-C) or SIGTERM: running configurations finish, every finished row is kept in\n"
+            "the TSV/JSON, the command to resume is printed, exit status 128 + the signal number.\n",
             mb_sweep_keys());
 }
 
@@ -66,8 +79,11 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* ------------------------------------------------------------ progress */
+
 struct progress {
-    double t0;
+    double t0, last;                /* start, time of the last progress line */
+    double every;                   /* seconds between lines when not a terminal (0: none) */
     int tty;
 };
 
@@ -83,360 +99,426 @@ static void fmt_hms(char *buf, size_t len, double s)
 static void on_progress(size_t done, size_t total, void *ctx)
 {
     struct progress *p = ctx;
-    if (!p->tty || !total)
+    double now = now_s(), el = now - p->t0;
+    if (!total || (!p->tty && (p->every <= 0 || now - p->last < p->every)))
         return;
-    double el = now_s() - p->t0;
-    const int w = 30;
-    int fill = (int)((double)done / (double)total * w);
-    char bar[64], e[32], eta[32];
-    for (int i = 0; i < w; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
+    p->last = now;
+    char e[32], eta[32];
     fmt_hms(e, sizeof e, el);
     if (done)
         fmt_hms(eta, sizeof eta, el / (double)done * (double)(total - done));
     else
         snprintf(eta, sizeof eta, "?");
-    fprintf(stderr, "\r[%s] %zu/%zu %3.0f%% %s ETA %s ", bar, done, total, 100.0 * (double)done / (double)total,
-            e, eta);
+    double pct = 100.0 * (double)done / (double)total;
+    if (!p->tty) {
+        fprintf(stderr, "mbsim sweep: %zu/%zu configurations (%.0f%%), %s elapsed, ETA %s\n", done, total, pct, e,
+                eta);
+        return;
+    }
+    const int w = 30;
+    int fill = (int)((double)done / (double)total * w);
+    char bar[64];
+    for (int i = 0; i < w; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r[%s] %zu/%zu %3.0f%% %s ETA %s ", bar, done, total, pct, e, eta);
     if (done == total)
         fprintf(stderr, "\n");
     fflush(stderr);
 }
 
-static void print_values(const struct mb_sweep *sw, size_t idx, FILE *fp)
-{
-    for (int a = 0; a < sw->n_axes; a++)
-        fprintf(fp, "%s%s=%s", a ? " " : "", sw->axis[a].key, mb_sweep_value(sw, idx, a));
-}
+/* ------------------------------------------------------------ options */
 
-static void print_row_line(const struct mb_sweep *sw, const struct mb_sweep_row *r, FILE *fp)
-{
-    fprintf(fp, "%7zu  %9.1f  %8.1f  %5.1f%%  %8.3f  %7.1f  ", r->index, r->tokens_per_s_per_gpu,
-            r->model_tflops_per_gpu, 100.0 * r->mfu, r->step_time_s, r->peak_memory_gib);
-    print_values(sw, r->index, fp);
-    fprintf(fp, "\n");
-}
-
-struct reason_group {
-    const char *reason;
-    size_t count, example;
+struct sweep_args {
+    const char *file, *tsv, *json, *resume;
+    const char *sets[64];
+    int n_sets, header, exact, shard_given;
+    long jobs, top, shard, nshards, mb_cap;
+    double progress_every;
 };
-
-static int by_count(const void *a, const void *b)
-{
-    const struct reason_group *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
-    return x->example < y->example ? -1 : x->example > y->example;
-}
-
-static void print_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, size_t total,
-                          int top, FILE *fp)
-{
-    size_t ok = 0, invalid = 0, failed = 0, oom = 0;
-    for (size_t i = 0; i < n; i++) {
-        ok += rows[i].status == MB_SWEEP_OK;
-        invalid += rows[i].status == MB_SWEEP_INVALID;
-        failed += rows[i].status == MB_SWEEP_FAILED;
-        oom += rows[i].status == MB_SWEEP_OK && rows[i].oom;
-    }
-    fprintf(fp, "sweep of %s: %zu configurations", sw->base.name, total);
-    if (n != total)
-        fprintf(fp, " (%zu in this shard)", n);
-    fprintf(fp, "; %zu simulated (%zu fit, %zu out of memory), %zu invalid, %zu failed\n", ok, ok - oom, oom,
-            invalid, failed);
-    for (int a = 0; a < sw->n_axes; a++) {
-        fprintf(fp, "  %s:", sw->axis[a].key);
-        for (int k = 0; k < sw->axis[a].n; k++)
-            fprintf(fp, " %s", sw->axis[a].val[k]);
-        fprintf(fp, "\n");
-    }
-
-    if (invalid + failed) {
-        struct reason_group *g = calloc(invalid + failed, sizeof *g);
-        size_t ng = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (rows[i].status == MB_SWEEP_OK)
-                continue;
-            size_t k = 0;
-            while (k < ng && strcmp(g[k].reason, rows[i].reason))
-                k++;
-            if (k == ng)
-                g[ng++] = (struct reason_group){rows[i].reason, 0, rows[i].index};
-            g[k].count++;
-        }
-        qsort(g, ng, sizeof *g, by_count);
-        fprintf(fp, "\ninvalid or failed combinations, by reason (every one is a row of --tsv/--json):\n");
-        const size_t shown = 25;
-        for (size_t k = 0; k < ng && k < shown; k++) {
-            fprintf(fp, "  %5zu x %s\n          e.g. config %zu: ", g[k].count, g[k].reason, g[k].example);
-            print_values(sw, g[k].example, fp);
-            fprintf(fp, "\n");
-        }
-        if (ng > shown)
-            fprintf(fp, "  ... %zu more reasons\n", ng - shown);
-        free(g);
-    }
-
-    size_t *order = calloc(n ? n : 1, sizeof *order);
-    size_t m = mb_sweep_rank(rows, n, order);
-    fprintf(fp, "\ntop %d configurations that fit (of %zu):\n", top, m);
-    if (m) {
-        fprintf(fp, "   rank   config  tok/s/GPU  TFLOP/s    MFU    step s  peak GiB  values\n");
-        for (size_t i = 0; i < m && i < (size_t)top; i++) {
-            fprintf(fp, "  %5zu", i + 1);
-            print_row_line(sw, &rows[order[i]], fp);
-        }
-    } else {
-        fprintf(fp, "  none\n");
-    }
-    size_t f = mb_sweep_pareto(rows, n, order);
-    fprintf(fp, "\nthroughput-vs-memory Pareto front (%zu configurations, memory ascending):\n", f);
-    if (f) {
-        fprintf(fp, "           config  tok/s/GPU  TFLOP/s    MFU    step s  peak GiB  values\n");
-        for (size_t i = 0; i < f; i++) {
-            fprintf(fp, "       ");
-            print_row_line(sw, &rows[order[i]], fp);
-        }
-    }
-    free(order);
-}
-
-static json_t *row_json(const struct mb_sweep *sw, const struct mb_sweep_row *r)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "config", json_integer((json_int_t)r->index));
-    json_t *v = json_object();
-    for (int a = 0; a < sw->n_axes; a++)
-        json_object_set_new(v, sw->axis[a].key, json_string(mb_sweep_value(sw, r->index, a)));
-    json_object_set_new(o, "values", v);
-    json_object_set_new(o, "status",
-                        json_string(r->status == MB_SWEEP_OK ? "ok" : r->status == MB_SWEEP_INVALID ? "invalid" : "error"));
-    if (r->status != MB_SWEEP_OK) {
-        json_object_set_new(o, "reason", json_string(r->reason));
-        return o;
-    }
-    json_object_set_new(o, "step_time_s", json_real(r->step_time_s));
-    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s_per_gpu));
-    json_object_set_new(o, "model_tflops_per_gpu", json_real(r->model_tflops_per_gpu));
-    json_object_set_new(o, "mfu", json_real(r->mfu));
-    json_object_set_new(o, "peak_memory_gib", json_real(r->peak_memory_gib));
-    json_object_set_new(o, "reserved_memory_gib", json_real(r->reserved_memory_gib));
-    json_object_set_new(o, "capacity_gib", json_real(r->capacity_gib));
-    json_object_set_new(o, "oom", json_boolean(r->oom));
-    json_object_set_new(o, "dp", json_integer(r->dp));
-    json_object_set_new(o, "microbatches", json_integer(r->microbatches));
-    json_t *top = json_array();
-    for (int k = 0; k < MB_SWEEP_TOP; k++)
-        if (r->top_cat[k] >= 0) {
-            json_t *t = json_object();
-            json_object_set_new(t, "term", json_string(mb_cat_name((enum mb_cat)r->top_cat[k])));
-            json_object_set_new(t, "seconds", json_real(r->top_s[k]));
-            json_array_append_new(top, t);
-        }
-    json_object_set_new(o, "top_breakdown", top);
-    return o;
-}
-
-static int write_json(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, size_t shard,
-                      size_t nshards, int top, int digits, const char *path)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "scenario", json_string(sw->base.name));
-    json_object_set_new(o, "configurations", json_integer((json_int_t)mb_sweep_size(sw)));
-    json_t *sh = json_object();
-    json_object_set_new(sh, "index", json_integer((json_int_t)shard));
-    json_object_set_new(sh, "count", json_integer((json_int_t)nshards));
-    json_object_set_new(o, "shard", sh);
-    json_t *axes = json_array();
-    for (int a = 0; a < sw->n_axes; a++) {
-        json_t *ax = json_object(), *vals = json_array();
-        json_object_set_new(ax, "key", json_string(sw->axis[a].key));
-        for (int k = 0; k < sw->axis[a].n; k++)
-            json_array_append_new(vals, json_string(sw->axis[a].val[k]));
-        json_object_set_new(ax, "values", vals);
-        json_array_append_new(axes, ax);
-    }
-    json_object_set_new(o, "axes", axes);
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(arr, row_json(sw, &rows[i]));
-    json_object_set_new(o, "rows", arr);
-    size_t *order = calloc(n ? n : 1, sizeof *order);
-    size_t m = mb_sweep_rank(rows, n, order);
-    json_t *ranked = json_array();
-    for (size_t i = 0; i < m && i < (size_t)top; i++)
-        json_array_append_new(ranked, json_integer((json_int_t)rows[order[i]].index));
-    json_object_set_new(o, "top", ranked);
-    size_t f = mb_sweep_pareto(rows, n, order);
-    json_t *front = json_array();
-    for (size_t i = 0; i < f; i++)
-        json_array_append_new(front, json_integer((json_int_t)rows[order[i]].index));
-    json_object_set_new(o, "pareto", front);
-    free(order);
-    int rc = 0;
-    if (!strcmp(path, "-")) {
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(digits));
-        fputc('\n', stdout);
-    } else if (json_dump_file(o, path, JSON_INDENT(2) | JSON_REAL_PRECISION(digits))) {
-        fprintf(stderr, "mbsim sweep: cannot write '%s'\n", path);
-        rc = -1;
-    }
-    json_decref(o);
-    return rc;
-}
 
 static int parse_count(const char *s, long lo, long hi, long *out)
 {
     char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || end == s || *end || errno || v < lo || v > hi)
         return -1;
     *out = v;
     return 0;
 }
 
+static int parse_shard(const char *s, long *shard, long *nshards)
+{
+    const char *slash = strchr(s, '/');
+    char buf[32];
+    if (!slash || (size_t)(slash - s) >= sizeof buf)
+        return -1;
+    memcpy(buf, s, (size_t)(slash - s));
+    buf[slash - s] = 0;
+    if (parse_count(buf, 0, 1000000, shard) || parse_count(slash + 1, 1, 1000000, nshards) || *shard >= *nshards)
+        return -1;
+    return 0;
+}
+
+/* The CPUs this process may run on (its affinity mask: taskset, cgroups, a
+ * Slurm allocation), not the machine's. */
+static long usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+/* One option at argv[*i]; 0 ok, 1 help shown, 2 usage error. */
+static int parse_opt(int argc, char **argv, int *i, struct sweep_args *a)
+{
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    static const char *const with_value[] = {"--set",   "-j",       "--top",    "--tsv",      "--json",
+                                             "--shard", "--mb-cap", "--resume", "--progress", NULL};
+    int takes = 0;
+    for (int k = 0; with_value[k]; k++)
+        takes |= !strcmp(o, with_value[k]);
+    if (takes && !v) {
+        fprintf(stderr, "mbsim sweep: %s needs a value\n", o);
+        return 2;
+    }
+    *i += takes;
+    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+        usage_sweep(stdout);
+        return 1;
+    } else if (!strcmp(o, "--set")) {
+        if (a->n_sets == (int)(sizeof a->sets / sizeof a->sets[0])) {
+            fprintf(stderr, "mbsim sweep: too many --set options\n");
+            return 2;
+        }
+        a->sets[a->n_sets++] = v;
+    } else if (!strcmp(o, "-j") && parse_count(v, 1, 4096, &a->jobs)) {
+        fprintf(stderr, "mbsim sweep: -j expects a number of threads >= 1, got '%s'\n", v);
+        return 2;
+    } else if (!strcmp(o, "--top") && parse_count(v, 0, 1000000, &a->top)) {
+        fprintf(stderr, "mbsim sweep: --top expects a count >= 0, got '%s'\n", v);
+        return 2;
+    } else if (!strcmp(o, "--mb-cap") && parse_count(v, 1, 1000000, &a->mb_cap)) {
+        fprintf(stderr, "mbsim sweep: --mb-cap expects a count >= 1, got '%s'\n", v);
+        return 2;
+    } else if (!strcmp(o, "--shard")) {
+        if (parse_shard(v, &a->shard, &a->nshards)) {
+            fprintf(stderr, "mbsim sweep: --shard expects i/N with 0 <= i < N, got '%s'\n", v);
+            return 2;
+        }
+        a->shard_given = 1;
+    } else if (!strcmp(o, "--progress")) {
+        char *end;
+        a->progress_every = strtod(v, &end);
+        if (end == v || *end || !(a->progress_every >= 0) || a->progress_every > 1e6) {
+            fprintf(stderr, "mbsim sweep: --progress expects seconds >= 0, got '%s'\n", v);
+            return 2;
+        }
+    } else if (!strcmp(o, "--tsv") || !strcmp(o, "--json") || !strcmp(o, "--resume")) {
+        *(o[2] == 't' ? &a->tsv : o[2] == 'j' ? &a->json : &a->resume) = v;
+    } else if (!strcmp(o, "--no-header")) {
+        a->header = 0;
+    } else if (!strcmp(o, "--exact")) {
+        a->exact = 1;
+    } else if (!takes && o[0] == '-' && o[1]) {
+        fprintf(stderr, "mbsim sweep: unknown option: '%s'\n", o);
+        usage_sweep(stderr);
+        return 2;
+    } else if (!takes && !a->file) {
+        a->file = o;
+    } else if (!takes) {
+        fprintf(stderr, "mbsim sweep: one scenario file expected, got '%s' too\n", o);
+        return 2;
+    }
+    return 0;
+}
+
+/* Read a Slurm array variable: -1 when unset, -2 when not an integer. */
+static long slurm_env(const char *name)
+{
+    const char *v = getenv(name);
+    long n;
+    if (!v || !*v)
+        return -1;
+    return parse_count(v, 0, 100000000L, &n) ? -2 : n;
+}
+
+/* --shard from a Slurm job array (--array=MIN-MAX[:STEP]): shard =
+ * (SLURM_ARRAY_TASK_ID - MIN) / STEP of SLURM_ARRAY_TASK_COUNT. */
+static int shard_from_slurm(struct sweep_args *a)
+{
+    long id = slurm_env("SLURM_ARRAY_TASK_ID"), count = slurm_env("SLURM_ARRAY_TASK_COUNT");
+    long min = slurm_env("SLURM_ARRAY_TASK_MIN"), step = slurm_env("SLURM_ARRAY_TASK_STEP");
+    if (a->shard_given || id == -1 || count == -1)
+        return 0;
+    if (min == -1)
+        min = 0;
+    if (step == -1 || step == 0)
+        step = 1;
+    if (id < 0 || count < 1 || min < 0 || step < 0 || id < min || (id - min) % step || (id - min) / step >= count) {
+        fprintf(stderr,
+                "mbsim sweep: SLURM_ARRAY_TASK_ID=%s, SLURM_ARRAY_TASK_COUNT=%s, SLURM_ARRAY_TASK_MIN=%s, "
+                "SLURM_ARRAY_TASK_STEP=%s: expected an array of COUNT tasks MIN, MIN+STEP, ...; give --shard i/N\n",
+                getenv("SLURM_ARRAY_TASK_ID"), getenv("SLURM_ARRAY_TASK_COUNT"),
+                getenv("SLURM_ARRAY_TASK_MIN") ? getenv("SLURM_ARRAY_TASK_MIN") : "(unset)",
+                getenv("SLURM_ARRAY_TASK_STEP") ? getenv("SLURM_ARRAY_TASK_STEP") : "(unset)");
+        return -1;
+    }
+    a->shard = (id - min) / step;
+    a->nshards = count;
+    fprintf(stderr, "mbsim sweep: shard %ld/%ld from the Slurm job array (SLURM_ARRAY_TASK_ID=%ld)\n", a->shard,
+            a->nshards, id);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct sweep_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->header = -1;
+    a->jobs = usable_cpus();
+    a->top = 10;
+    a->nshards = 1;
+    a->mb_cap = 16;
+    a->progress_every = 5;
+    for (int i = 0; i < argc; i++) {
+        int rc = parse_opt(argc, argv, &i, a);
+        if (rc)
+            return rc;
+    }
+    if (!a->file) {
+        usage_sweep(stderr);
+        return 2;
+    }
+    if (!a->tsv)
+        a->tsv = a->resume;
+    if (a->tsv && a->json && !strcmp(a->tsv, "-") && !strcmp(a->json, "-")) {
+        fprintf(stderr, "mbsim sweep: --tsv - and --json - cannot both go to stdout\n");
+        return 2;
+    }
+    if (a->resume && !strcmp(a->resume, "-")) {
+        fprintf(stderr, "mbsim sweep: --resume needs the TSV file of the interrupted run, not '-'\n");
+        return 2;
+    }
+    if (shard_from_slurm(a))
+        return 2;
+    if (a->header < 0)
+        a->header = a->shard == 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ resume */
+
+struct resume {
+    const char *path;
+    size_t shard, nshards, count, kept;
+    struct mb_sweep_row *rows;
+    unsigned char *have;
+    int *line;
+};
+
+static int resume_row(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
+{
+    struct resume *rs = ctx;
+    if (r->index < rs->shard || (r->index - rs->shard) % rs->nshards)
+        return mb_err_set(err, rs->path, line, 1, "configuration %zu is not in shard %zu/%zu of this run", r->index,
+                          rs->shard, rs->nshards);
+    size_t k = (r->index - rs->shard) / rs->nshards;
+    if (rs->have[k])
+        return mb_err_set(err, rs->path, line, 1, "configuration %zu is already on line %d", r->index, rs->line[k]);
+    rs->rows[k] = *r;
+    rs->have[k] = 1;
+    rs->line[k] = line;
+    rs->kept++;
+    return 0;
+}
+
+/* Load the rows an earlier run kept; 0, or -1 (printed). A missing file is an
+ * empty one (a job array task that had not started). */
+static int resume_load(struct resume *rs, const struct mb_sweep *sw)
+{
+    if (access(rs->path, F_OK) != 0) {
+        fprintf(stderr, "mbsim sweep: --resume %s: no such file yet, running every configuration\n", rs->path);
+        return 0;
+    }
+    struct mb_err err;
+    mb_err_clear(&err);
+    int partial = 0;
+    if (mb_sweep_read_tsv(sw, rs->path, 1, resume_row, rs, &partial, &err)) {
+        print_err(&err);
+        return -1;
+    }
+    fprintf(stderr, "mbsim sweep: --resume %s: %zu of %zu configurations done, running the other %zu%s\n",
+            rs->path, rs->kept, rs->count, rs->count - rs->kept,
+            partial ? " (its unfinished last line is dropped)" : "");
+    return 0;
+}
+
+/* ------------------------------------------------------------ signals */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+/* SIGINT/SIGTERM ask the run to stop; a second one kills at once
+ * (SA_RESETHAND: the default action is back). */
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* argv as a shell would take it back. */
+static void print_word(const char *w, FILE *fp)
+{
+    if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:%@") == strlen(w)) {
+        fputs(w, fp);
+        return;
+    }
+    fputc('\'', fp);
+    for (; *w; w++)
+        if (*w == '\'')
+            fputs("'\\''", fp);
+        else
+            fputc(*w, fp);
+    fputc('\'', fp);
+}
+
+static void print_resume_hint(int argc, char **argv, const struct sweep_args *a, size_t kept, size_t count)
+{
+    fprintf(stderr, "\nmbsim sweep: interrupted by %s: %zu of %zu configurations finished", strsignal(stop_signal),
+            kept, count);
+    if (!a->tsv || !strcmp(a->tsv, "-")) {
+        fprintf(stderr, "; %s\n", a->tsv ? "save the TSV rows to a file and resume with --resume FILE"
+                                         : "without --tsv FILE there is nothing to resume from");
+        return;
+    }
+    fprintf(stderr, ", kept in %s.\nresume with:\n  mbsim sweep", a->tsv);
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--resume") && i + 1 < argc) {
+            i++;
+            continue;
+        }
+        fputc(' ', stderr);
+        print_word(argv[i], stderr);
+    }
+    fputs(" --resume ", stderr);
+    print_word(a->tsv, stderr);
+    fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------ run */
+
+struct stream {
+    struct mb_swout out;
+    size_t written;
+};
+
+static void on_row(const struct mb_sweep_row *r, void *ctx)
+{
+    struct stream *st = ctx;
+    mb_swout_row(&st->out, r);
+    st->written++;
+}
+
+struct run_ctx {
+    struct stream st;
+    struct progress pr;
+};
+
+static void on_progress_ctx(size_t done, size_t total, void *ctx) { on_progress(done, total, &((struct run_ctx *)ctx)->pr); }
+
+static void on_row_ctx(const struct mb_sweep_row *r, void *ctx) { on_row(r, &((struct run_ctx *)ctx)->st); }
+
+/* The finished rows, in index order, at the front of rows; returns how many. */
+static size_t compact(struct mb_sweep_row *rows, const unsigned char *done, size_t count)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < count; k++)
+        if (done[k])
+            rows[m++] = rows[k];
+    return m;
+}
+
+static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct mb_sweep *sw)
+{
+    size_t count = mb_sweep_shard_count(sw, (size_t)a->shard, (size_t)a->nshards);
+    struct resume rs = {a->resume, (size_t)a->shard, (size_t)a->nshards, count, 0, NULL, NULL, NULL};
+    rs.rows = mb_calloc(count ? count : 1, sizeof *rs.rows);
+    rs.have = mb_calloc(count ? count : 1, 1);
+    rs.line = mb_calloc(count ? count : 1, sizeof *rs.line);
+    unsigned char *done = mb_calloc(count ? count : 1, 1);
+    struct run_ctx rc = {.pr = {now_s(), now_s(), a->progress_every, isatty(2)}};
+    int status = 0;
+    if (a->resume && resume_load(&rs, sw)) {
+        status = EXIT_BAD_INPUT;
+        goto out;
+    }
+    if (mb_swout_open(&rc.st.out, sw, a->tsv, a->json, a->header, rs.shard, rs.nshards)) {
+        status = EXIT_BAD_INPUT;
+        goto out;
+    }
+    install_signals();
+    struct mb_sweep_run_opts o = {.shard = rs.shard, .nshards = rs.nshards, .jobs = (int)a->jobs, .skip = rs.have,
+                                  .stop = &stop_signal, .on_row = on_row_ctx, .progress = on_progress_ctx, .ctx = &rc};
+    int stopped = mb_sweep_run_opts(sw, &o, rs.rows, done);
+    double wall = now_s() - rc.pr.t0;
+    size_t n = stopped ? compact(rs.rows, done, count) : count;
+    if (mb_swout_close(&rc.st.out, rs.rows, n, (int)a->top, !stopped))
+        status = EXIT_BAD_INPUT;
+    size_t ran = n - rs.kept;
+    if (stopped) {
+        if (rc.pr.tty)
+            fputc('\n', stderr);
+        print_resume_hint(argc, argv, a, n, count);
+        status = 128 + stop_signal;
+    } else {
+        FILE *summary = (a->tsv && !strcmp(a->tsv, "-")) || (a->json && !strcmp(a->json, "-")) ? stderr : stdout;
+        mb_swout_summary(sw, rs.rows, n, mb_sweep_size(sw), (int)a->top, summary);
+    }
+    fprintf(stderr, "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads)\n", ran, wall,
+            wall > 0 ? (double)ran / wall : 0.0, a->jobs);
+out:
+    mb_free(done);
+    mb_free(rs.line);
+    mb_free(rs.have);
+    mb_free(rs.rows);
+    return status;
+}
+
 int mb_cmd_sweep(int argc, char **argv)
 {
-    const char *file = NULL, *tsv = NULL, *json = NULL;
-    const char *sets[64];
-    int n_sets = 0, header = -1, exact = 0;
-    long jobs = sysconf(_SC_NPROCESSORS_ONLN), top = 10, shard = 0, nshards = 1, mb_cap = 16, digits = 6;
-    if (jobs < 1)
-        jobs = 1;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int has_val = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage_sweep(stdout);
-            return 0;
-        } else if (!strcmp(a, "--set") && has_val) {
-            if (n_sets == (int)(sizeof sets / sizeof sets[0])) {
-                fprintf(stderr, "mbsim sweep: too many --set options\n");
-                return EXIT_USAGE;
-            }
-            sets[n_sets++] = argv[++i];
-        } else if (!strcmp(a, "-j") && has_val) {
-            if (parse_count(argv[++i], 1, 4096, &jobs)) {
-                fprintf(stderr, "mbsim sweep: -j expects a number of threads >= 1, got '%s'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--top") && has_val) {
-            if (parse_count(argv[++i], 0, 1000000, &top)) {
-                fprintf(stderr, "mbsim sweep: --top expects a count >= 0, got '%s'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--tsv") && has_val) {
-            tsv = argv[++i];
-        } else if (!strcmp(a, "--json") && has_val) {
-            json = argv[++i];
-        } else if (!strcmp(a, "--shard") && has_val) {
-            const char *s = argv[++i], *slash = strchr(s, '/');
-            char buf[32];
-            if (!slash || (size_t)(slash - s) >= sizeof buf) {
-                fprintf(stderr, "mbsim sweep: --shard expects i/N, got '%s'\n", s);
-                return EXIT_USAGE;
-            }
-            memcpy(buf, s, (size_t)(slash - s));
-            buf[slash - s] = 0;
-            if (parse_count(buf, 0, 1000000, &shard) || parse_count(slash + 1, 1, 1000000, &nshards) ||
-                shard >= nshards) {
-                fprintf(stderr, "mbsim sweep: --shard expects i/N with 0 <= i < N, got '%s'\n", s);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--mb-cap") && has_val) {
-            if (parse_count(argv[++i], 1, 1000000, &mb_cap)) {
-                fprintf(stderr, "mbsim sweep: --mb-cap expects a count >= 1, got '%s'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--digits") && has_val) {
-            if (parse_count(argv[++i], 1, 17, &digits)) {
-                fprintf(stderr, "mbsim sweep: --digits expects 1..17, got '%s'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--no-header")) {
-            header = 0;
-        } else if (!strcmp(a, "--exact")) {
-            exact = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "mbsim sweep: unknown option or missing value: '%s'\n", a);
-            usage_sweep(stderr);
-            return EXIT_USAGE;
-        } else if (!file) {
-            file = a;
-        } else {
-            fprintf(stderr, "mbsim sweep: one scenario file expected, got '%s' too\n", a);
-            return EXIT_USAGE;
-        }
-    }
-    if (!file) {
-        usage_sweep(stderr);
-        return EXIT_USAGE;
-    }
-    if (tsv && json && !strcmp(tsv, "-") && !strcmp(json, "-")) {
-        fprintf(stderr, "mbsim sweep: --tsv - and --json - cannot both go to stdout\n");
-        return EXIT_USAGE;
-    }
-    if (header < 0)
-        header = shard == 0;
+    struct sweep_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : EXIT_USAGE;
 
     struct mb_sweep sw;
     struct mb_err err;
     mb_err_clear(&err);
-    if (mb_sweep_load(file, &sw, &err)) {
+    if (mb_sweep_load(a.file, &sw, &err)) {
         print_err(&err);
         return EXIT_BAD_INPUT;
     }
-    for (int k = 0; k < n_sets; k++)
-        if (mb_sweep_set(&sw, sets[k], &err)) {
-            fprintf(stderr, "mbsim sweep: --set %s: ", sets[k]);
+    for (int k = 0; k < a.n_sets; k++)
+        if (mb_sweep_set(&sw, a.sets[k], &err)) {
             char buf[1024];
             mb_err_format(&err, buf, sizeof buf);
-            fprintf(stderr, "%s\n", buf);
+            fprintf(stderr, "mbsim sweep: --set %s: %s\n", a.sets[k], buf);
             mb_sweep_free(&sw);
             return EXIT_USAGE; /* a bad command-line option */
         }
-    sw.exact = exact;
-    sw.mb_cap = mb_cap == 64 ? 0 : (int)mb_cap;
-
-    size_t total = mb_sweep_size(&sw);
-    struct progress pr = {now_s(), isatty(2)};
-    struct mb_sweep_row *rows;
-    size_t n;
-    mb_sweep_run(&sw, (size_t)shard, (size_t)nshards, (int)jobs, on_progress, &pr, &rows, &n);
-    double wall = now_s() - pr.t0;
-
-    int rc = 0;
-    FILE *summary = stdout;
-    if ((tsv && !strcmp(tsv, "-")) || (json && !strcmp(json, "-")))
-        summary = stderr;
-    if (tsv) {
-        FILE *fp = !strcmp(tsv, "-") ? stdout : fopen(tsv, "w");
-        if (!fp) {
-            fprintf(stderr, "mbsim sweep: cannot write '%s'\n", tsv);
-            rc = EXIT_BAD_INPUT;
-        } else {
-            mb_sweep_write_tsv(&sw, rows, n, header, fp);
-            if (fp != stdout)
-                fclose(fp);
-        }
-    }
-    if (json && write_json(&sw, rows, n, (size_t)shard, (size_t)nshards, (int)top, (int)digits, json))
-        rc = EXIT_BAD_INPUT;
-    print_summary(&sw, rows, n, total, (int)top, summary);
-    unsigned long long events = 0;
-    size_t simulated = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].status == MB_SWEEP_OK) {
-            events += rows[i].events;
-            simulated++;
-        }
-    fprintf(stderr,
-            "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads; "
-            "%.0f engine events per simulated configuration)\n",
-            n, wall, wall > 0 ? (double)n / wall : 0.0, jobs, simulated ? (double)events / simulated : 0.0);
-    mb_free(rows);
+    sw.exact = a.exact;
+    sw.mb_cap = a.mb_cap == 64 ? 0 : (int)a.mb_cap;
+    rc = run_sweep(argc, argv, &a, &sw);
     mb_sweep_free(&sw);
     return rc;
 }

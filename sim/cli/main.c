@@ -17,6 +17,7 @@
 
 int mb_cmd_tune(int argc, char **argv);
 int mb_cmd_sweep(int argc, char **argv);
+int mb_cmd_merge(int argc, char **argv);
 int mb_cmd_plot(int argc, char **argv);
 int mb_cmd_collective(int argc, char **argv);
 int mb_cmd_topo(int argc, char **argv);
@@ -47,10 +48,14 @@ static void usage_main(FILE *fp)
             "                                      predict published/measured runs and report errors\n"
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
+            "  merge FILE.yaml SHARD.tsv... [--tsv F] [--json F]\n"
+            "                                      join a sweep's shard outputs, checking the grid is whole\n"
             "  tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge]\n"
             "                                      fit-first tuning: recommended scenario + runners-up\n"
             "  import megatron|bridge FILE --system NAME [--gpus N] [--model NAME] [-o OUT.yaml]\n"
             "                                      a scenario from Megatron-LM arguments / Bridge overrides\n"
+            "  import hf CONFIG.json [--name NAME] [-o OUT.yaml]\n"
+            "                                      a model file from a Hugging Face config.json\n"
             "  plot validate|sweep|breakdown|gantt INPUT [-o OUT.png|.svg]\n"
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
@@ -403,10 +408,12 @@ int main(int argc, char **argv)
             return EXIT_BAD_INPUT;
         return mb_cmd_topo(argc - 2, argv + 2);
     }
-    if (!strcmp(cmd, "sweep") || !strcmp(cmd, "plot")) {
+    if (!strcmp(cmd, "sweep") || !strcmp(cmd, "merge") || !strcmp(cmd, "plot")) {
         int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
-        if (!help && !strcmp(cmd, "sweep") && check_data_dir())
+        if (!help && strcmp(cmd, "plot") && check_data_dir())
             return EXIT_BAD_INPUT;
+        if (!strcmp(cmd, "merge"))
+            return mb_cmd_merge(argc - 2, argv + 2);
         return !strcmp(cmd, "sweep") ? mb_cmd_sweep(argc - 2, argv + 2) : mb_cmd_plot(argc - 2, argv + 2);
     }
     if (!strcmp(cmd, "import")) {

@@ -566,6 +566,120 @@ static void test_version_and_lists(void **state)
     mb_free(o);
 }
 
+/* `mbsim sweep --json` writes its object row by row (sim/cli/sweep_out.c); the
+ * bytes must be jansson's own dump of the whole object (JSON_INDENT(2),
+ * JSON_REAL_PRECISION(6), as before streaming), checked by dumping the parsed
+ * output again. --json - adds one newline. Also the usage errors of --resume,
+ * --progress and merge. */
+static void test_sweep_json_stream(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0 --json -", &o, 0), 0);
+    json_error_t je;
+    json_t *j = json_loads(o, 0, &je);
+    if (!j)
+        fail_msg("sweep --json -: not JSON at %d:%d: %s", je.line, je.column, je.text);
+    assert_int_equal(json_array_size(json_object_get(j, "rows")), 36);
+    assert_null(json_object_get(j, "interrupted"));
+    char *again = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    size_t n = strlen(o);
+    assert_true(n > 0 && o[n - 1] == '\n');
+    o[n - 1] = 0;
+    assert_string_equal(o, again);
+    free(again);
+    json_decref(j);
+    mb_free(o);
+    /* an empty shard: "rows": [] */
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 40/50 --progress 0 --json -", &o, 0), 0);
+    j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    again = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    o[strlen(o) - 1] = 0;
+    assert_string_equal(o, again);
+    free(again);
+    json_decref(j);
+    mb_free(o);
+    /* stderr is a pipe here, not a terminal: progress comes as lines (at least the last one) */
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0.001 --tsv /dev/null", &o, 1), 0);
+    assert_non_null(strstr(o, "mbsim sweep: 36/36 configurations (100%), "));
+    mb_free(o);
+    /* -j defaults to the CPUs the process may run on (one under taskset -c 0), not the machine's */
+    if (system("taskset -c 0 true > /dev/null 2>&1") == 0) { /* taskset present and CPU 0 allowed */
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "taskset -c 0 %s sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0 "
+                                  "--tsv /dev/null 2>&1", getenv("MBSIM_BIN"));
+        FILE *p = popen(cmd, "r");
+        assert_non_null(p);
+        char buf[8192];
+        size_t got = fread(buf, 1, sizeof buf - 1, p);
+        buf[got] = 0;
+        assert_int_equal(pclose(p), 0);
+        assert_non_null(strstr(buf, "configurations/s, 1 threads)"));
+    }
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --resume -", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --progress -1", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("sweep tests/data/sweep/small.yaml --progress", &o, 1), 2);
+    assert_non_null(strstr(o, "--progress needs a value"));
+    mb_free(o);
+    assert_int_equal(run("merge tests/data/sweep/small.yaml", &o, 1), 2);
+    mb_free(o);
+    assert_int_equal(run("merge tests/data/sweep/small.yaml /nonexistent.tsv", &o, 1), 1);
+    assert_non_null(strstr(o, "/nonexistent.tsv: cannot open"));
+    mb_free(o);
+}
+
+/* `mbsim import hf`: the model written from the public Qwen3-30B-A3B config.json
+ * (tests/data/hf/README.md) runs in a scenario and predicts what the shipped
+ * qwen3_30b_a3b predicts (the two files describe one architecture: the
+ * expectation is the shipped model's own prediction, not a number). */
+static void test_import_hf_cli(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_cli_hf_XXXXXX", args[512], path[256], *o, *a, *b;
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "import hf tests/data/hf/qwen3_30b_a3b.json -o %s/q3.yaml", dir);
+    assert_int_equal(run(args, &o, 1), 0);
+    assert_non_null(strstr(o, "rope_theta = 1000000.0: RoPE"));
+    assert_non_null(strstr(o, "wrote "));
+    mb_free(o);
+    const char *models[] = {"", "qwen3_30b_a3b"};
+    char *out[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/s%d.yaml", dir, k);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fprintf(fp, "schema_version: 1\nname: hf\nmodel: %s\nsystem: {preset: dgx_h100, gpus: 8}\n"
+                    "data: {seq_length: 2048, global_batch_size: 16, micro_batch_size: 1}\nparallel: {tp: 1, ep: 8}\n",
+                k ? models[k] : "q3.yaml");
+        fclose(fp);
+        snprintf(args, sizeof args, "run %s --json", path);
+        if (run(args, &out[k], 1) != 0)
+            fail_msg("%s: %s", args, out[k]);
+    }
+    a = strstr(out[0], "\"step_time_s\"");
+    b = strstr(out[1], "\"step_time_s\"");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_memory_equal(a, b, 40);
+    mb_free(out[0]);
+    mb_free(out[1]);
+    assert_int_equal(run("import hf tests/data/hf/bad_type.json", &o, 1), 1);
+    assert_non_null(strstr(o, "bad_type.json:4:3:"));
+    mb_free(o);
+    assert_int_equal(run("import hf tests/data/hf/llama3_8b.json --system dgx_h100", &o, 1), 2);
+    mb_free(o);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/s%d.yaml", dir, k);
+        remove(path);
+    }
+    snprintf(path, sizeof path, "%s/q3.yaml", dir);
+    remove(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
@@ -577,6 +691,8 @@ int main(void)
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
                                        cmocka_unit_test(test_fit_cli_errors),
                                        cmocka_unit_test(test_import_emit_cli),
-                                       cmocka_unit_test(test_version_and_lists)};
+                                       cmocka_unit_test(test_version_and_lists),
+                                       cmocka_unit_test(test_sweep_json_stream),
+                                       cmocka_unit_test(test_import_hf_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

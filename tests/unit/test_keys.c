@@ -124,7 +124,7 @@ static const struct kcase cases[] = {
     {"moe.routing", "", "skewed", O(routing), V_INT, MB_ROUTE_SKEWED, 0, 0, NULL, NULL},
     {"moe.skew", "", "2.5", O(routing_skew), V_DBL, 0, 0, 2.5, NULL, NULL},
     {"moe.seed", "", "12345678901", O(routing_seed), V_U64, 12345678901LL, 0, 0, NULL, NULL},
-    {"moe.dispatcher_sms", "", "16", O(dispatcher_sms), V_INT, 16, 0, 0, NULL, NULL},
+    {"moe.dispatcher_sms", "moe.dispatcher=hybridep", "16", O(dispatcher_sms), V_INT, 16, 0, 0, NULL, NULL},
     {"moe.capacity_factor", "", "1.25", O(capacity_factor), V_DBL, 0, 0, 1.25, NULL, NULL},
     {"moe.shared_expert_overlap", "", "true", O(shared_expert_overlap), V_INT, 1, 0, 0, NULL, NULL},
     {"moe.hybridep_permute_fusion", "", "false", O(hybridep_permute_fusion), V_INT, 0, 0, 0, NULL, NULL},

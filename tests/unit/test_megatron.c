@@ -198,6 +198,10 @@ static void test_unknown_listed(void **state)
     assert_non_null(strstr(notes, "2 settings without effect on a simulated step (training schedule, data, "
                                   "checkpoints, logging): --lr, --seed\n"));
     assert_non_null(strstr(notes, "no --moe-grouped-gemm: mbsim simulates grouped-GEMM experts"));
+    /* accepted by Megatron and without effect on a model without shared experts: listed, left out */
+    assert_non_null(strstr(notes, "unknown_flags.sh:8:1: --moe-shared-expert-overlap: not imported: model "
+                                  "qwen3_30b_a3b has no shared experts, so the overlap does nothing"));
+    assert_int_equal(s.shared_expert_overlap, 0);
     free(notes);
     mb_scenario_free(&s);
 }

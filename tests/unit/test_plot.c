@@ -156,6 +156,23 @@ static void test_sweep_plot(void **state)
     assert_int_equal(sh(cmd, NULL), 0);
     plot("sweep", tsv, png);
     assert_image(png, 0);
+    /* regression: a sweep without a micro-batch axis (its left panel was a log axis at x = 0,
+     * gnuplot failed and left a blank PNG) */
+    snprintf(cmd, sizeof cmd, "%s sweep tests/data/sweep/no_mbs.yaml --progress 0 --tsv %s", bin(), tsv);
+    assert_int_equal(sh(cmd, NULL), 0);
+    snprintf(png, sizeof png, "%s/sweep_no_mbs.png", tmpdir);
+    plot("sweep", tsv, png);
+    assert_image(png, 0);
+    /* regression: a row with fields missing is an error naming its line, not skipped;
+     * no output is left behind */
+    char *o;
+    snprintf(png, sizeof png, "%s/malformed.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s plot sweep tests/data/sweep/malformed_row.tsv -o %s", bin(), png);
+    assert_int_equal(sh(cmd, &o), 1);
+    assert_non_null(strstr(o, "malformed_row.tsv:3: expected 23 tab-separated fields (as the header on line 1), got 19"));
+    mb_free(o);
+    struct stat st;
+    assert_int_not_equal(stat(png, &st), 0);
 }
 
 static void test_breakdown_plot(void **state)

@@ -78,7 +78,7 @@ static void test_memory_safety(void **state)
         {"calibrate nsys ../shared/data/formats/nsys_cuda_gpu_kern_sum.csv --gpu H100 --shapes " R
          "nsys_shapes_bad_key.yaml -o /dev/null", 1,
          R "nsys_shapes_bad_key.yaml:6:77: unknown key 'bogus' in shape; expected one of: match"},
-        {"plot sweep " R "empty.tsv -o robust_empty.png", 1, R "empty.tsv: empty file, expected a TSV header row"},
+        {"plot sweep " R "empty.tsv -o robust_empty.png", 1, R "empty.tsv: empty: expected a header row"},
     };
     check_cases(c, sizeof c / sizeof c[0]);
 }

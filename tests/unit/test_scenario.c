@@ -197,6 +197,12 @@ static const struct {
     {"bad_reshard_megatron_fsdp.yaml",
      "12:31: parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
      "(PyTorch FSDP2's reshard_after_forward)"},
+    /* MoE settings that did nothing: dispatcher SMs without a dispatcher kernel, overlap without shared experts */
+    {"bad_dispatcher_sms_alltoall.yaml",
+     "16:19: moe.dispatcher_sms applies to the hybridep and deepep dispatchers (their kernels occupy SMs); "
+     "moe.dispatcher is alltoall, whose NCCL collectives use none"},
+    {"bad_shared_overlap_no_shared.yaml",
+     "15:26: moe.shared_expert_overlap: model qwen3_30b_a3b has no shared experts to overlap"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
 };

@@ -2,7 +2,11 @@
  * test_sweep.c -- mb_sweep: the cartesian product's size and order, keys set
  * by dotted name, invalid combinations kept with their reason, shard outputs
  * concatenating to the full output, the Pareto front and the top-N ranking on
- * hand-made rows, and the mb_scenario_load_node entry point.
+ * hand-made rows, the mb_scenario_load_node entry point, the streaming run
+ * (rows handed out in grid order, resumed rows skipped, a stop request) and
+ * reading a TSV back (byte-identical when written again; bad cells rejected
+ * with file:line:col). The expected rows are those of the plain mb_sweep_run
+ * of the same sweep: streaming, skipping and re-reading must not change them.
  * Run from the source tree (ctest sets WORKING_DIRECTORY and MBSIM_DATA_DIR).
  */
 #include <setjmp.h>
@@ -11,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "mb_sweep.h"
@@ -300,6 +305,214 @@ static void test_pareto_and_rank(void **state)
     assert_int_equal(mb_sweep_rank(none, 2, out), 0);
 }
 
+/* ------------------------------------------------------------ streaming */
+
+struct seen {
+    size_t idx[64], n;
+    int ascending;
+    volatile sig_atomic_t *stop;
+    size_t stop_after;
+};
+
+static void collect(const struct mb_sweep_row *r, void *ctx)
+{
+    struct seen *s = ctx;
+    if (s->n && r->index <= s->idx[s->n - 1])
+        s->ascending = 0;
+    if (s->n < 64)
+        s->idx[s->n++] = r->index;
+    if (s->stop && s->n >= s->stop_after)
+        *s->stop = 1;
+}
+
+static void test_stream_skip_stop(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    load_small(&sw);
+    struct mb_sweep_row *full;
+    size_t n;
+    assert_int_equal(mb_sweep_run(&sw, 0, 1, 2, NULL, NULL, &full, &n), 0);
+    char *want = tsv_of(&sw, full, n, 1);
+
+    /* every row once, in grid order, whatever the thread count */
+    struct seen s = {.ascending = 1};
+    struct mb_sweep_row rows[36];
+    unsigned char done[36];
+    struct mb_sweep_run_opts o = {.nshards = 1, .jobs = 2, .on_row = collect, .ctx = &s};
+    assert_int_equal(mb_sweep_run_opts(&sw, &o, rows, done), 0);
+    assert_int_equal(s.n, 36);
+    assert_true(s.ascending);
+    char *got = tsv_of(&sw, rows, 36, 1);
+    assert_string_equal(got, want);
+    free(got);
+
+    /* resumed rows (every third, taken from the full run) are not run again
+     * and still come out in their place: poison them to tell */
+    unsigned char skip[36] = {0};
+    memset(rows, 0, sizeof rows);
+    for (size_t k = 0; k < 36; k += 3) {
+        skip[k] = 1;
+        rows[k] = full[k];
+        rows[k].sim_wall_s = -1;
+    }
+    s = (struct seen){.ascending = 1};
+    o.skip = skip;
+    assert_int_equal(mb_sweep_run_opts(&sw, &o, rows, done), 0);
+    assert_int_equal(s.n, 36);
+    assert_true(s.ascending);
+    for (size_t k = 0; k < 36; k++)
+        assert_true((rows[k].sim_wall_s == -1) == (k % 3 == 0));
+    got = tsv_of(&sw, rows, 36, 1);
+    assert_string_equal(got, want);
+    free(got);
+
+    /* a stop requested before the start runs nothing: only the given rows come out */
+    volatile sig_atomic_t stop = 1;
+    s = (struct seen){.ascending = 1};
+    o.stop = &stop;
+    assert_int_equal(mb_sweep_run_opts(&sw, &o, rows, done), 1);
+    assert_int_equal(s.n, 12);
+    for (size_t k = 0; k < 36; k++)
+        assert_int_equal(done[k], k % 3 == 0);
+
+    /* a stop during the run (after 3 rows were handed out): what finished comes
+     * out, in grid order, and equals the full run's rows */
+    stop = 0;
+    o.skip = NULL;
+    o.jobs = 1;
+    s = (struct seen){.ascending = 1, .stop = &stop, .stop_after = 3};
+    int rc = mb_sweep_run_opts(&sw, &o, rows, done);
+    assert_true(s.ascending);
+    size_t finished = 0;
+    for (size_t k = 0; k < 36; k++)
+        if (done[k]) {
+            finished++;
+            assert_int_equal(rows[k].index, k);
+            assert_true(rows[k].tokens_per_s_per_gpu == full[k].tokens_per_s_per_gpu);
+        }
+    assert_int_equal(finished, s.n);
+    assert_int_equal(rc, finished < 36);
+    free(want);
+    mb_free(full);
+    mb_sweep_free(&sw);
+}
+
+/* ------------------------------------------------------------ reading */
+
+struct back {
+    struct mb_sweep_row rows[64];
+    size_t n;
+};
+
+static int keep(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
+{
+    struct back *b = ctx;
+    (void)line;
+    (void)err;
+    if (b->n < 64)
+        b->rows[b->n++] = *r;
+    return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* Read text back; the error message (or "") into msg. */
+static int read_back(const struct mb_sweep *sw, const char *path, const char *text, int partial_ok, struct back *b,
+                     char *msg, size_t len)
+{
+    struct mb_err err;
+    mb_err_clear(&err);
+    write_file(path, text);
+    b->n = 0;
+    int rc = mb_sweep_read_tsv(sw, path, partial_ok, keep, b, NULL, &err);
+    mb_err_format(&err, msg, len);
+    if (!rc)
+        msg[0] = 0;
+    return rc;
+}
+
+/* text with the first occurrence of `from` replaced by `to` */
+static char *edit(const char *text, const char *from, const char *to)
+{
+    const char *p = strstr(text, from);
+    assert_non_null(p);
+    char *out = mb_calloc(1, strlen(text) + strlen(to) + 1);
+    memcpy(out, text, (size_t)(p - text));
+    strcat(out, to);
+    strcat(out, p + strlen(from));
+    return out;
+}
+
+static void test_read_tsv(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    load_small(&sw);
+    struct mb_sweep_row *full;
+    size_t n;
+    assert_int_equal(mb_sweep_run(&sw, 0, 1, 2, NULL, NULL, &full, &n), 0);
+    char *text = tsv_of(&sw, full, n, 1);
+    char path[] = "/tmp/mbsim_test_sweep_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    static struct back b;
+    char msg[1024];
+
+    /* read back and written again: the same bytes (6 significant digits survive) */
+    assert_int_equal(read_back(&sw, path, text, 0, &b, msg, sizeof msg), 0);
+    assert_int_equal(b.n, 36);
+    char *again = tsv_of(&sw, b.rows, b.n, 1);
+    assert_string_equal(again, text);
+    free(again);
+
+    /* without the header (a shard > 0) and with a cut last line (a killed run) */
+    char *cut = mb_strdup(text + strcspn(text, "\n") + 1);
+    cut[strlen(cut) - 5] = 0;
+    assert_int_equal(read_back(&sw, path, cut, 1, &b, msg, sizeof msg), 0);
+    assert_int_equal(b.n, 35);
+    assert_int_equal(read_back(&sw, path, cut, 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":36:"));
+    mb_free(cut);
+
+    /* another sweep's row: the first differing cell is named by line and column
+     * (row 0 is "0\t1\t1\t4\tnone\tok...": its ep cell starts at column 7) */
+    char *bad = edit(text, "\n0\t1\t1\t4\tnone\t", "\n0\t1\t1\t8\tnone\t");
+    assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":2:7: parallel.ep '8': configuration 0 of this sweep has parallel.ep = 4"));
+    mb_free(bad);
+    bad = edit(text, "config\tparallel.tp", "config\tparallel.pp");
+    assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":1:1: header differs from this sweep's"));
+    mb_free(bad);
+    bad = edit(text, "\tnone\tok\t", "\tnone\tfine\t");
+    assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":2:14: status 'fine': expected ok, invalid or error"));
+    mb_free(bad);
+    bad = edit(text, "\n0\t", "\n99\t");
+    assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":2:1: config '99': expected a configuration index below 36"));
+    mb_free(bad);
+    assert_int_equal(read_back(&sw, path, "0\t1\t1\t4\n", 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":1:1: expected 23 tab-separated columns"));
+    assert_int_equal(read_back(&sw, path, "\n", 0, &b, msg, sizeof msg), -1);
+    unlink(path);
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_read_tsv(&sw, "/nonexistent/x.tsv", 0, keep, &b, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "cannot open"));
+    free(text);
+    mb_free(full);
+    mb_sweep_free(&sw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +522,8 @@ int main(void)
         cmocka_unit_test(test_load_node),
         cmocka_unit_test(test_run_invalid_and_shards),
         cmocka_unit_test(test_pareto_and_rank),
+        cmocka_unit_test(test_stream_skip_stop),
+        cmocka_unit_test(test_read_tsv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

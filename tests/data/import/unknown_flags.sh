@@ -5,3 +5,4 @@
 --frobnicate-experts 3
 --moe-router-load-balancing-type aux_loss
 --lr 1e-4 --seed 1234
+--moe-shared-expert-overlap

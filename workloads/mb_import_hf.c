@@ -1,0 +1,608 @@
+/*
+ * mb_import_hf.c -- a model file from a Hugging Face config.json (mb_hf.h).
+ *
+ * The config is parsed with jansson; positions for messages come from the
+ * raw text (the first occurrence of "key" after the start of the object the
+ * key belongs to), since jansson keeps none for values. Each object (the
+ * root, and for vision-language configs `text_config` and `vision_config`)
+ * has a set of the keys this importer used; whatever is left is reported as
+ * "not modelled" (with the reason, from one table) or as unknown.
+ *
+ * Field names follow transformers' configuration classes: LlamaConfig,
+ * MistralConfig, Qwen2Config, Qwen3Config, Qwen2MoeConfig, Qwen3MoeConfig,
+ * MixtralConfig, DeepseekV3Config, Qwen3VLConfig / Qwen3VLMoeConfig.
+ */
+#include "mb_hf.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_model.h"
+#include "mb_yaml.h"
+
+enum mb_hf__family { MB_HF_LLAMA, MB_HF_MISTRAL, MB_HF_QWEN2, MB_HF_QWEN3, MB_HF_QWEN2_MOE, MB_HF_QWEN3_MOE,
+                     MB_HF_MIXTRAL, MB_HF_DEEPSEEK_V3 };
+
+static const struct {
+    const char *type;
+    enum mb_hf__family fam;
+} mb_hf__types[] = {
+    {"llama", MB_HF_LLAMA},         {"mistral", MB_HF_MISTRAL},           {"qwen2", MB_HF_QWEN2},
+    {"qwen3", MB_HF_QWEN3},         {"qwen2_moe", MB_HF_QWEN2_MOE},       {"qwen3_moe", MB_HF_QWEN3_MOE},
+    {"mixtral", MB_HF_MIXTRAL},     {"deepseek_v3", MB_HF_DEEPSEEK_V3},   {"qwen3_vl_text", MB_HF_QWEN3},
+    {"qwen3_vl_moe_text", MB_HF_QWEN3_MOE},
+};
+
+/* Keys that are understood and have no effect on a training-step simulation. */
+static const struct {
+    const char *key, *why;
+} mb_hf__unmodelled[] = {
+    {"architectures", "metadata"},
+    {"transformers_version", "metadata"},
+    {"_name_or_path", "metadata"},
+    {"auto_map", "metadata (remote code)"},
+    {"torch_dtype", "checkpoint dtype (the scenario's precision sets training's)"},
+    {"dtype", "checkpoint dtype (the scenario's precision sets training's)"},
+    {"bos_token_id", "token id"},
+    {"eos_token_id", "token id"},
+    {"pad_token_id", "token id"},
+    {"image_token_id", "token id"},
+    {"video_token_id", "token id"},
+    {"vision_start_token_id", "token id"},
+    {"vision_end_token_id", "token id"},
+    {"initializer_range", "initialisation"},
+    {"use_cache", "inference"},
+    {"output_router_logits", "inference"},
+    {"max_position_embeddings", "context length (the scenario's data.seq_length sets it)"},
+    {"rope_theta", "RoPE: no parameters, FLOPs not counted"},
+    {"rope_scaling", "RoPE: no parameters, FLOPs not counted"},
+    {"rope_parameters", "RoPE: no parameters, FLOPs not counted"},
+    {"use_mrope", "RoPE: no parameters, FLOPs not counted"},
+    {"attention_dropout", "dropout probability"},
+    {"pretraining_tp", "numerics"},
+    {"norm_topk_prob", "routing numerics"},
+    {"router_jitter_noise", "routing numerics"},
+    {"scoring_func", "routing numerics"},
+    {"topk_method", "routing numerics (n_group and topk_group are imported)"},
+    {"routed_scaling_factor", "routing numerics"},
+    {"router_aux_loss_coef", "loss weight"},
+    {"aux_loss_alpha", "loss weight"},
+    {"seq_aux", "loss"},
+    {"ep_size", "inference layout (the scenario's parallel.ep sets training's)"},
+    {"quantization_config", "checkpoint format"},
+    {"num_position_embeddings", "learned ViT position embedding: parameters not counted"},
+};
+
+struct mb_hf__obj {
+    json_t *o;
+    json_t *used;                   /* keys used (a JSON object as a set) */
+    size_t off;                     /* where the object starts in the text */
+};
+
+struct mb_hf {
+    const char *path;
+    char *text;
+    struct mb_hf__obj root, tc, vc; /* tc = root for text-only configs; vc.o NULL without vision */
+    enum mb_hf__family fam;
+    const char *type;
+    struct mb_err *err;
+};
+
+/* The model as it will be written; 0 = not written. */
+struct mb_hf__out {
+    long layers, hidden, ffn, heads, kv, head_dim, vocab;
+    int tied, qk_norm, qkv_bias;
+    const char *act;
+    long mtp;
+    long experts, topk, moe_ffn, shared, first_dense, groups, group_topk;
+    long q_lora, kv_lora, qk_head, qk_rope, v_head;
+    int mla;
+    long window, full_every;
+    long v_depth, v_hidden, v_heads, v_mlp, v_patch, v_tpatch, v_merge, v_deepstack, v_out, v_in;
+};
+
+/* ------------------------------------------------------------ positions */
+
+static void mb_hf__pos(const struct mb_hf *h, size_t off, const char *key, int *line, int *col)
+{
+    char pat[160];
+    snprintf(pat, sizeof pat, "\"%s\"", key);
+    const char *p = strstr(h->text + off, pat);
+    if (!p)
+        p = h->text + off;
+    *line = 1;
+    *col = 1;
+    for (const char *q = h->text; q < p; q++) {
+        if (*q == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}
+
+static int mb_hf__err(const struct mb_hf *h, const struct mb_hf__obj *ob, const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int mb_hf__err(const struct mb_hf *h, const struct mb_hf__obj *ob, const char *key, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line, col;
+    mb_hf__pos(h, ob->off, key, &line, &col);
+    return mb_err_set(h->err, h->path, line, col, "%s", msg);
+}
+
+/* ------------------------------------------------------------ getters */
+
+static void mb_hf__use(struct mb_hf__obj *ob, const char *key) { json_object_set_new(ob->used, key, json_true()); }
+
+/* The value of key, marked used; NULL when absent or null. */
+static json_t *mb_hf__get(struct mb_hf__obj *ob, const char *key)
+{
+    json_t *v = json_object_get(ob->o, key);
+    if (v)
+        mb_hf__use(ob, key);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+/* Integer key >= lo; def when absent (required: def < 0 makes absence an error). */
+static int mb_hf__int(struct mb_hf *h, struct mb_hf__obj *ob, const char *key, long lo, long def, long *out)
+{
+    json_t *v = mb_hf__get(ob, key);
+    if (!v) {
+        if (def < 0)
+            return mb_hf__err(h, ob, "{", "missing \"%s\": expected an integer (transformers' %s config)", key,
+                              h->type);
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > INT_MAX)
+        return mb_hf__err(h, ob, key, "\"%s\": expected an integer >= %ld", key, lo);
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+static int mb_hf__bool(struct mb_hf *h, struct mb_hf__obj *ob, const char *key, int def, int *out)
+{
+    json_t *v = mb_hf__get(ob, key);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_boolean(v))
+        return mb_hf__err(h, ob, key, "\"%s\": expected true or false", key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------ sections */
+
+static int mb_hf__activation(struct mb_hf *h, struct mb_hf__out *m)
+{
+    json_t *v = mb_hf__get(&h->tc, "hidden_act");
+    const char *a = v && json_is_string(v) ? json_string_value(v) : v ? NULL : "silu";
+    if (!a)
+        return mb_hf__err(h, &h->tc, "hidden_act", "\"hidden_act\": expected a string");
+    /* every supported architecture has a gated MLP: act(gate) * up */
+    if (!strcmp(a, "silu") || !strcmp(a, "swish"))
+        m->act = "swiglu";
+    else if (!strcmp(a, "gelu") || !strcmp(a, "gelu_pytorch_tanh") || !strcmp(a, "gelu_new"))
+        m->act = "geglu";
+    else
+        return mb_hf__err(h, &h->tc, "hidden_act", "\"hidden_act\": '%s': expected silu or gelu (a gated MLP)", a);
+    return 0;
+}
+
+static int mb_hf__attention(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *t = &h->tc;
+    int bias = 0, mlp_bias = 0;
+    if (mb_hf__int(h, t, "num_attention_heads", 1, -1, &m->heads) ||
+        mb_hf__int(h, t, "num_key_value_heads", 1, m->heads, &m->kv) ||
+        mb_hf__bool(h, t, "attention_bias", 0, &bias) || mb_hf__bool(h, t, "mlp_bias", 0, &mlp_bias))
+        return -1;
+    if (mlp_bias)
+        return mb_hf__err(h, t, "mlp_bias", "\"mlp_bias\": true is not modelled (MLP biases); expected false");
+    m->qkv_bias = bias || h->fam == MB_HF_QWEN2 || h->fam == MB_HF_QWEN2_MOE; /* Qwen2: q/k/v biases always */
+    m->qk_norm = h->fam == MB_HF_QWEN3 || h->fam == MB_HF_QWEN3_MOE;
+    if (m->heads % m->kv)
+        return mb_hf__err(h, t, "num_key_value_heads", "\"num_key_value_heads\" = %ld does not divide "
+                          "num_attention_heads = %ld", m->kv, m->heads);
+    if (h->fam == MB_HF_DEEPSEEK_V3) {
+        m->mla = 1;
+        mb_hf__use(t, "head_dim"); /* newer configs: = qk_rope_head_dim */
+        return mb_hf__int(h, t, "q_lora_rank", 0, 0, &m->q_lora) || mb_hf__int(h, t, "kv_lora_rank", 1, -1, &m->kv_lora) ||
+               mb_hf__int(h, t, "qk_nope_head_dim", 1, -1, &m->qk_head) ||
+               mb_hf__int(h, t, "qk_rope_head_dim", 1, -1, &m->qk_rope) || mb_hf__int(h, t, "v_head_dim", 1, -1, &m->v_head)
+                   ? -1 : 0;
+    }
+    long dflt = m->hidden % m->heads ? -1 : m->hidden / m->heads;
+    return mb_hf__int(h, t, "head_dim", 1, dflt, &m->head_dim);
+}
+
+/* Sliding window from layer_types: all sliding -> every layer, else every
+ * N-th layer (1-based) full attention. */
+static int mb_hf__layer_types(struct mb_hf *h, json_t *lt, long window, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *t = &h->tc;
+    if (!json_is_array(lt) || (long)json_array_size(lt) != m->layers)
+        return mb_hf__err(h, t, "layer_types", "\"layer_types\": expected a list of %ld layer kinds", m->layers);
+    long first_full = -1, n_full = 0;
+    for (size_t i = 0; i < json_array_size(lt); i++) {
+        const char *k = json_string_value(json_array_get(lt, i));
+        int full = k && !strcmp(k, "full_attention");
+        if (!full && (!k || strcmp(k, "sliding_attention")))
+            return mb_hf__err(h, t, "layer_types", "\"layer_types\"[%zu]: expected full_attention or sliding_attention",
+                              i);
+        if (full && first_full < 0)
+            first_full = (long)i;
+        n_full += full;
+    }
+    if (n_full == m->layers)
+        return 0;
+    long every = first_full < 0 ? 0 : first_full + 1;
+    for (long i = 0; every && i < m->layers; i++) {
+        const char *k = json_string_value(json_array_get(lt, (size_t)i));
+        if (!strcmp(k, "full_attention") != ((i + 1) % every == 0))
+            return mb_hf__err(h, t, "layer_types", "\"layer_types\": full attention on layers other than every "
+                              "%ld-th one is not supported (mbsim: sliding_window.full_every)", every);
+    }
+    if (window < 1)
+        return mb_hf__err(h, t, "sliding_window", "\"sliding_window\": expected the window (tokens) for the "
+                          "sliding_attention layers");
+    m->window = window;
+    m->full_every = every;
+    return 0;
+}
+
+static int mb_hf__sliding(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *t = &h->tc;
+    long window = 0, max_window = 0; /* Mistral/Mixtral: every layer */
+    int use = 1;
+    if (mb_hf__int(h, t, "sliding_window", 1, 0, &window))
+        return -1;
+    json_t *lt = mb_hf__get(t, "layer_types");
+    int qwen = h->fam == MB_HF_QWEN2 || h->fam == MB_HF_QWEN3 || h->fam == MB_HF_QWEN2_MOE || h->fam == MB_HF_QWEN3_MOE;
+    /* Qwen: only with use_sliding_window, on layers max_window_layers.. (transformers' default 28) */
+    if (qwen && (mb_hf__bool(h, t, "use_sliding_window", 0, &use) ||
+                 mb_hf__int(h, t, "max_window_layers", 0, 28, &max_window)))
+        return -1;
+    if (lt)
+        return mb_hf__layer_types(h, lt, window, m);
+    if (!use || !window || max_window >= m->layers) { /* Qwen: layers from max_window_layers on are windowed */
+        json_object_del(t->used, "sliding_window"); /* reported: set, but no layer uses it */
+        json_object_del(t->used, "max_window_layers");
+        return 0;
+    }
+    if (max_window > 0)
+        return mb_hf__err(h, t, "max_window_layers", "\"max_window_layers\" = %ld: a window on layers %ld.. only "
+                          "is not supported (mbsim: every layer, or all but every N-th)", max_window, max_window);
+    m->window = window;
+    return 0;
+}
+
+static int mb_hf__moe_qwen(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *t = &h->tc;
+    long step = 1;
+    if (mb_hf__int(h, t, "num_experts", 1, -1, &m->experts) || mb_hf__int(h, t, "num_experts_per_tok", 1, -1, &m->topk) ||
+        mb_hf__int(h, t, "moe_intermediate_size", 1, -1, &m->moe_ffn) ||
+        mb_hf__int(h, t, "shared_expert_intermediate_size", 0, 0, &m->shared) ||
+        mb_hf__int(h, t, "decoder_sparse_step", 1, 1, &step))
+        return -1;
+    if (step != 1)
+        return mb_hf__err(h, t, "decoder_sparse_step", "\"decoder_sparse_step\" = %ld: MoE on every %ld-th layer is "
+                          "not supported; expected 1", step, step);
+    json_t *dense = mb_hf__get(t, "mlp_only_layers");
+    size_t n = dense ? json_array_size(dense) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (json_integer_value(json_array_get(dense, i)) != (json_int_t)i)
+            return mb_hf__err(h, t, "mlp_only_layers", "\"mlp_only_layers\": dense layers other than the first ones "
+                              "are not supported; expected [0, 1, ..., k-1]");
+    if (dense && !json_is_array(dense))
+        return mb_hf__err(h, t, "mlp_only_layers", "\"mlp_only_layers\": expected a list of layer indices");
+    m->first_dense = (long)n;
+    return 0;
+}
+
+static int mb_hf__moe_deepseek(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *t = &h->tc;
+    long n_shared = 0, freq = 1;
+    if (mb_hf__int(h, t, "n_routed_experts", 1, -1, &m->experts) || mb_hf__int(h, t, "num_experts_per_tok", 1, -1, &m->topk) ||
+        mb_hf__int(h, t, "moe_intermediate_size", 1, -1, &m->moe_ffn) || mb_hf__int(h, t, "n_shared_experts", 0, 0, &n_shared) ||
+        mb_hf__int(h, t, "first_k_dense_replace", 0, 0, &m->first_dense) || mb_hf__int(h, t, "moe_layer_freq", 1, 1, &freq) ||
+        mb_hf__int(h, t, "n_group", 1, 1, &m->groups) || mb_hf__int(h, t, "topk_group", 1, m->groups, &m->group_topk) ||
+        mb_hf__int(h, t, "num_nextn_predict_layers", 0, 0, &m->mtp))
+        return -1;
+    if (freq != 1)
+        return mb_hf__err(h, t, "moe_layer_freq", "\"moe_layer_freq\" = %ld: MoE on every %ld-th layer is not "
+                          "supported; expected 1", freq, freq);
+    m->shared = n_shared * m->moe_ffn;
+    return 0;
+}
+
+static int mb_hf__moe(struct mb_hf *h, struct mb_hf__out *m)
+{
+    if (h->fam == MB_HF_QWEN2_MOE || h->fam == MB_HF_QWEN3_MOE)
+        return mb_hf__moe_qwen(h, m);
+    if (h->fam == MB_HF_DEEPSEEK_V3)
+        return mb_hf__moe_deepseek(h, m);
+    if (h->fam == MB_HF_MIXTRAL) {
+        m->moe_ffn = m->ffn; /* Mixtral's experts are intermediate_size wide */
+        return mb_hf__int(h, &h->tc, "num_local_experts", 1, -1, &m->experts) ||
+               mb_hf__int(h, &h->tc, "num_experts_per_tok", 1, -1, &m->topk) ? -1 : 0;
+    }
+    return 0;
+}
+
+/* Qwen3-VL's vision_config (Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig). */
+static int mb_hf__vision(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *v = &h->vc;
+    json_t *vt = mb_hf__get(v, "model_type");
+    const char *type = vt ? json_string_value(vt) : NULL;
+    if (!type || (strcmp(type, "qwen3_vl") && strcmp(type, "qwen3_vl_moe")))
+        return mb_hf__err(h, v, vt ? "model_type" : "{", "vision_config model_type '%s': expected qwen3_vl or "
+                          "qwen3_vl_moe (other vision encoders are not supported)", type ? type : "(none)");
+    if (mb_hf__int(h, v, "depth", 1, -1, &m->v_depth) || mb_hf__int(h, v, "hidden_size", 1, -1, &m->v_hidden) ||
+        mb_hf__int(h, v, "num_heads", 1, -1, &m->v_heads) || mb_hf__int(h, v, "intermediate_size", 1, -1, &m->v_mlp) ||
+        mb_hf__int(h, v, "patch_size", 1, -1, &m->v_patch) || mb_hf__int(h, v, "temporal_patch_size", 1, 2, &m->v_tpatch) ||
+        mb_hf__int(h, v, "spatial_merge_size", 1, 2, &m->v_merge) || mb_hf__int(h, v, "out_hidden_size", 1, m->hidden, &m->v_out) ||
+        mb_hf__int(h, v, "in_channels", 1, 3, &m->v_in))
+        return -1;
+    json_t *ds = mb_hf__get(v, "deepstack_visual_indexes");
+    if (ds && !json_is_array(ds))
+        return mb_hf__err(h, v, "deepstack_visual_indexes", "\"deepstack_visual_indexes\": expected a list");
+    m->v_deepstack = ds ? (long)json_array_size(ds) : 0;
+    json_t *act = mb_hf__get(v, "hidden_act");
+    const char *a = act ? json_string_value(act) : "gelu_pytorch_tanh";
+    if (!a || strncmp(a, "gelu", 4))
+        return mb_hf__err(h, v, "hidden_act", "vision_config \"hidden_act\": expected a GELU (the ViT MLP mbsim counts)");
+    return 0;
+}
+
+static int mb_hf__read(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *t = &h->tc;
+    if (mb_hf__int(h, t, "num_hidden_layers", 1, -1, &m->layers) || mb_hf__int(h, t, "hidden_size", 1, -1, &m->hidden) ||
+        mb_hf__int(h, t, "vocab_size", 1, -1, &m->vocab))
+        return -1;
+    int dense_layers = h->fam != MB_HF_QWEN2_MOE && h->fam != MB_HF_QWEN3_MOE && h->fam != MB_HF_DEEPSEEK_V3;
+    if (mb_hf__int(h, t, "intermediate_size", 1, dense_layers ? -1 : 0, &m->ffn))
+        return -1;
+    /* Qwen3-VL keeps tie_word_embeddings at the top level */
+    struct mb_hf__obj *tie = json_object_get(t->o, "tie_word_embeddings") ? t : &h->root;
+    if (mb_hf__bool(h, tie, "tie_word_embeddings", 0, &m->tied) || mb_hf__activation(h, m) || mb_hf__attention(h, m) || mb_hf__moe(h, m) || mb_hf__sliding(h, m))
+        return -1;
+    mb_hf__use(t, "rms_norm_eps"); /* RMSNorm: every supported architecture */
+    if (m->first_dense && !m->ffn)
+        return mb_hf__err(h, t, "intermediate_size", "missing \"intermediate_size\": the leading dense layers need it");
+    return h->vc.o ? mb_hf__vision(h, m) : 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void mb_hf__kv(FILE *y, const char *indent, const char *key, long v, int always)
+{
+    if (v || always)
+        fprintf(y, "%s%s: %ld\n", indent, key, v);
+}
+
+static void mb_hf__write(const struct mb_hf *h, const char *name, const struct mb_hf__out *m, FILE *y)
+{
+    const char *base = strrchr(h->path, '/') ? strrchr(h->path, '/') + 1 : h->path;
+    json_t *arch = json_array_get(json_object_get(h->root.o, "architectures"), 0);
+    char src[600];
+    snprintf(src, sizeof src, "Hugging Face %s (model_type %s%s%s), imported by mbsim import hf", base,
+             json_string_value(json_object_get(h->root.o, "model_type")), arch ? ", " : "",
+             arch && json_string_value(arch) ? json_string_value(arch) : "");
+    fprintf(y, "# %s: imported from a Hugging Face config (`mbsim import hf`, docs/import.md).\n", name);
+    fprintf(y, "name: %s\nsource: ", name);
+    mb_yaml_write_quoted(y, src);
+    fputc('\n', y);
+    mb_hf__kv(y, "", "num_layers", m->layers, 1);
+    mb_hf__kv(y, "", "hidden", m->hidden, 1);
+    mb_hf__kv(y, "", "ffn_hidden", m->ffn, 0);
+    mb_hf__kv(y, "", "num_heads", m->heads, 1);
+    if (!m->mla) {
+        mb_hf__kv(y, "", "num_kv_heads", m->kv, 1);
+        mb_hf__kv(y, "", "head_dim", m->head_dim, 1);
+    }
+    mb_hf__kv(y, "", "vocab", m->vocab, 1);
+    fprintf(y, "tied_embeddings: %s\nactivation: %s\nnorm: rmsnorm\n", m->tied ? "true" : "false", m->act);
+    if (m->qk_norm)
+        fprintf(y, "qk_norm: true\n");
+    if (m->qkv_bias)
+        fprintf(y, "qkv_bias: true\n");
+    mb_hf__kv(y, "", "mtp_layers", m->mtp, 0);
+    if (m->experts) {
+        fprintf(y, "moe:\n");
+        mb_hf__kv(y, "  ", "num_experts", m->experts, 1);
+        mb_hf__kv(y, "  ", "topk", m->topk, 1);
+        mb_hf__kv(y, "  ", "ffn_hidden", m->moe_ffn, 1);
+        mb_hf__kv(y, "  ", "shared_ffn_hidden", m->shared, 0);
+        mb_hf__kv(y, "  ", "first_dense_layers", m->first_dense, 0);
+        if (m->groups > 1) {
+            mb_hf__kv(y, "  ", "router_groups", m->groups, 1);
+            mb_hf__kv(y, "  ", "router_group_topk", m->group_topk, 1);
+        }
+    }
+    if (m->mla) {
+        fprintf(y, "mla:\n");
+        mb_hf__kv(y, "  ", "q_lora_rank", m->q_lora, 1);
+        mb_hf__kv(y, "  ", "kv_lora_rank", m->kv_lora, 1);
+        mb_hf__kv(y, "  ", "qk_head_dim", m->qk_head, 1);
+        mb_hf__kv(y, "  ", "qk_rope_head_dim", m->qk_rope, 1);
+        mb_hf__kv(y, "  ", "v_head_dim", m->v_head, 1);
+    }
+    if (m->window) {
+        fprintf(y, "sliding_window:\n");
+        mb_hf__kv(y, "  ", "window", m->window, 1);
+        mb_hf__kv(y, "  ", "full_every", m->full_every, 1);
+    }
+    if (m->v_depth) {
+        fprintf(y, "vision:\n");
+        static const char *const k[] = {"depth", "hidden", "heads", "mlp", "patch", "temporal_patch",
+                                        "spatial_merge", "deepstack", "out_hidden", "in_channels"};
+        const long v[] = {m->v_depth, m->v_hidden, m->v_heads, m->v_mlp, m->v_patch, m->v_tpatch, m->v_merge,
+                          m->v_deepstack, m->v_out, m->v_in};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            mb_hf__kv(y, "  ", k[i], v[i], 1);
+    }
+}
+
+/* The keys of one object nobody used, one line each. */
+static void mb_hf__report(const struct mb_hf *h, const struct mb_hf__obj *ob, const char *prefix, FILE *notes)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(ob->o, key, v) {
+        if (json_object_get(ob->used, key) || (ob == &h->root && h->tc.o != h->root.o &&
+                                               (!strcmp(key, "text_config") || !strcmp(key, "vision_config"))))
+            continue;
+        const char *why = NULL;
+        for (size_t i = 0; i < sizeof mb_hf__unmodelled / sizeof mb_hf__unmodelled[0]; i++)
+            if (!strcmp(key, mb_hf__unmodelled[i].key))
+                why = mb_hf__unmodelled[i].why;
+        if (!strcmp(key, "sliding_window") || !strcmp(key, "max_window_layers"))
+            why = "unused: no layer has a sliding window (use_sliding_window false or max_window_layers >= layers)";
+        char *val = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        int line, col;
+        mb_hf__pos(h, ob->off, key, &line, &col);
+        fprintf(notes, "%s:%d: %s%s = %.60s%s: %s\n", h->path, line, prefix, key, val ? val : "?",
+                val && strlen(val) > 60 ? "..." : "", why ? why : "unknown to mbsim, not imported");
+        free(val);
+    }
+}
+
+/* ------------------------------------------------------------ entry */
+
+static int mb_hf__family(struct mb_hf *h)
+{
+    json_t *t = mb_hf__get(&h->tc, "model_type");
+    h->type = t ? json_string_value(t) : NULL;
+    for (size_t i = 0; h->type && i < sizeof mb_hf__types / sizeof mb_hf__types[0]; i++)
+        if (!strcmp(h->type, mb_hf__types[i].type)) {
+            h->fam = mb_hf__types[i].fam;
+            return 0;
+        }
+    return mb_hf__err(h, &h->tc, t ? "model_type" : "{", "model_type '%s': expected one of llama, mistral, qwen2, "
+                      "qwen3, qwen2_moe, qwen3_moe, mixtral, deepseek_v3, qwen3_vl, qwen3_vl_moe",
+                      h->type ? h->type : "(none)");
+}
+
+/* text_config / vision_config of a vision-language config. */
+static int mb_hf__split(struct mb_hf *h)
+{
+    h->root.used = json_object();
+    h->tc = h->root;
+    json_t *tc = json_object_get(h->root.o, "text_config"), *vc = json_object_get(h->root.o, "vision_config");
+    if (!tc && !vc)
+        return 0;
+    const char *rt = json_string_value(json_object_get(h->root.o, "model_type"));
+    mb_hf__use(&h->root, "model_type");
+    if (!rt || (strcmp(rt, "qwen3_vl") && strcmp(rt, "qwen3_vl_moe")))
+        return mb_hf__err(h, &h->root, "model_type", "model_type '%s' with text_config/vision_config: expected "
+                          "qwen3_vl or qwen3_vl_moe", rt ? rt : "(none)");
+    if (!json_is_object(tc) || !json_is_object(vc))
+        return mb_hf__err(h, &h->root, tc ? "vision_config" : "text_config",
+                          "expected both text_config and vision_config objects");
+    const char *tp = strstr(h->text, "\"text_config\""), *vp = strstr(h->text, "\"vision_config\"");
+    h->tc = (struct mb_hf__obj){tc, json_object(), tp ? (size_t)(tp - h->text) : 0};
+    h->vc = (struct mb_hf__obj){vc, json_object(), vp ? (size_t)(vp - h->text) : 0};
+    return 0;
+}
+
+static char *mb_hf__slurp(const char *path, struct mb_err *err)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = mb_malloc(cap);
+    while ((got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
+        n += got;
+        if (cap - n < 2)
+            buf = mb_realloc(buf, cap *= 2);
+    }
+    fclose(fp);
+    buf[n] = 0;
+    return buf;
+}
+
+/* The written model must load; the loader's message otherwise. */
+static int mb_hf__check(const struct mb_hf *h, const char *yaml, size_t len)
+{
+    struct mb_err sub;
+    mb_err_clear(&sub);
+    struct mb_node *root = mb_yaml_load_string(yaml, len, "imported model", &sub);
+    struct mb_model m;
+    int rc = root ? mb_model_from_node(root, &m, &sub) : -1;
+    if (!rc)
+        mb_model_free(&m);
+    mb_yaml_free(root);
+    if (rc)
+        return mb_err_set(h->err, h->path, 0, 0, "the imported model does not load: %s", sub.msg);
+    return 0;
+}
+
+int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, struct mb_err *err)
+{
+    struct mb_hf h = {.path = path, .err = err};
+    if (!name || !*name || strlen(name) >= 64)
+        return mb_err_set(err, NULL, 0, 0, "model name '%s': expected 1 to 63 characters", name ? name : "");
+    if (!(h.text = mb_hf__slurp(path, err)))
+        return -1;
+    json_error_t je;
+    h.root.o = json_loads(h.text, 0, &je);
+    int rc = 0;
+    if (!h.root.o)
+        rc = mb_err_set(err, path, je.line, je.column, "invalid JSON: %s", je.text);
+    else if (!json_is_object(h.root.o))
+        rc = mb_err_set(err, path, 1, 1, "expected a JSON object (a transformers config.json)");
+    struct mb_hf__out m = {0};
+    if (!rc)
+        rc = mb_hf__split(&h) || mb_hf__family(&h) || mb_hf__read(&h, &m) ? -1 : 0;
+    char *yaml = NULL;
+    size_t len = 0;
+    if (!rc) {
+        FILE *y = open_memstream(&yaml, &len);
+        mb_hf__write(&h, name, &m, y);
+        fclose(y);
+        rc = mb_hf__check(&h, yaml, len);
+    }
+    if (!rc && notes) {
+        mb_hf__report(&h, &h.root, "", notes);
+        if (h.tc.o != h.root.o) {
+            mb_hf__report(&h, &h.tc, "text_config.", notes);
+            mb_hf__report(&h, &h.vc, "vision_config.", notes);
+        }
+    }
+    if (!rc)
+        fwrite(yaml, 1, len, out);
+    free(yaml);
+    json_decref(h.root.used);
+    if (h.tc.o != h.root.o) {
+        json_decref(h.tc.used);
+        json_decref(h.vc.used);
+    }
+    json_decref(h.root.o);
+    mb_free(h.text);
+    return rc;
+}

@@ -1,0 +1,222 @@
+/*
+ * mb_sweep_tsv.c -- reading a sweep's TSV back (mb_sweep.h): the rows an
+ * interrupted run kept (`mbsim sweep --resume`) and shard outputs
+ * (`mbsim merge`).
+ *
+ * The format is mb_sweep_write_tsv's: tab-separated, no quoting (reasons have
+ * their tabs and newlines replaced), an optional header row. Every field is
+ * checked: the configuration index is in the grid and the axis columns hold
+ * that configuration's values, so a file from another sweep (other axes, other
+ * values, another order) is an error at its first differing cell rather than
+ * rows silently attached to the wrong configurations. Numbers come back with
+ * the 6 significant digits the writer printed; writing them again gives the
+ * same bytes.
+ */
+#include "mb_sweep.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MB_SWT_METRICS 10 /* step_time_s .. microbatches */
+
+struct mb_swt__line {
+    const char *path;
+    int line;
+    char *cell[MB_SWEEP_MAX_AXES + 32];
+    int col[MB_SWEEP_MAX_AXES + 32]; /* 1-based byte column of each cell */
+    int n;
+};
+
+static int mb_swt__columns(const struct mb_sweep *sw) { return sw->n_axes + 3 + MB_SWT_METRICS + 2 * MB_SWEEP_TOP; }
+
+/* Split buf (modified) at tabs. */
+static void mb_swt__split(char *buf, struct mb_swt__line *l)
+{
+    int max = (int)(sizeof l->cell / sizeof l->cell[0]);
+    l->n = 0;
+    char *p = buf;
+    for (;;) {
+        char *t = strchr(p, '\t');
+        if (l->n < max) {
+            l->cell[l->n] = p;
+            l->col[l->n] = (int)(p - buf) + 1;
+        }
+        l->n++;
+        if (!t)
+            break;
+        *t = 0;
+        p = t + 1;
+    }
+}
+
+static int mb_swt__err(const struct mb_swt__line *l, int c, struct mb_err *err, const char *what, const char *exp)
+{
+    return mb_err_set(err, l->path, l->line, l->col[c], "%s '%s': expected %s", what, l->cell[c], exp);
+}
+
+/* The header mb_sweep_write_tsv writes, as text. */
+static void mb_swt__header(const struct mb_sweep *sw, char *buf, size_t len)
+{
+    FILE *fp = fmemopen(buf, len, "w");
+    if (!fp) {
+        buf[0] = 0;
+        return;
+    }
+    mb_sweep_write_tsv(sw, NULL, 0, 1, fp);
+    fclose(fp);
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+static int mb_swt__num(const struct mb_swt__line *l, int c, double *out, struct mb_err *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(l->cell[c], &end);
+    if (end == l->cell[c] || *end || errno)
+        return mb_swt__err(l, c, err, "value", "a number");
+    *out = v;
+    return 0;
+}
+
+static int mb_swt__int(const struct mb_swt__line *l, int c, int lo, int *out, struct mb_err *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(l->cell[c], &end, 10);
+    if (end == l->cell[c] || *end || errno || v < lo || v > 1000000000L)
+        return mb_swt__err(l, c, err, "value", lo ? "a positive integer" : "an integer >= 0");
+    *out = (int)v;
+    return 0;
+}
+
+static int mb_swt__cat(const char *name)
+{
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        if (!strcmp(mb_cat_name((enum mb_cat)c), name))
+            return c;
+    return -1;
+}
+
+/* The metric and breakdown columns of an `ok` row, from column c on. */
+static int mb_swt__metrics(const struct mb_swt__line *l, int c, struct mb_sweep_row *r, struct mb_err *err)
+{
+    double *num[] = {&r->step_time_s,     &r->tokens_per_s_per_gpu, &r->model_tflops_per_gpu, &r->mfu,
+                     &r->peak_memory_gib, &r->reserved_memory_gib,  &r->capacity_gib};
+    for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
+        if (mb_swt__num(l, c++, num[i], err))
+            return -1;
+    if (mb_swt__int(l, c++, 0, &r->oom, err) || mb_swt__int(l, c++, 1, &r->dp, err) ||
+        mb_swt__int(l, c++, 1, &r->microbatches, err))
+        return -1;
+    if (r->oom > 1)
+        return mb_swt__err(l, c - 3, err, "oom", "0 or 1");
+    for (int k = 0; k < MB_SWEEP_TOP; k++, c += 2) {
+        if (!strcmp(l->cell[c], "NA") && !strcmp(l->cell[c + 1], "NA"))
+            continue;
+        r->top_cat[k] = mb_swt__cat(l->cell[c]);
+        if (r->top_cat[k] < 0)
+            return mb_swt__err(l, c, err, "breakdown term", "a name of `mbsim run --json` breakdown_s, or NA");
+        if (mb_swt__num(l, c + 1, &r->top_s[k], err))
+            return -1;
+    }
+    if (strcmp(l->cell[c], "NA"))
+        return mb_swt__err(l, c, err, "reason", "NA on an ok row");
+    return 0;
+}
+
+/* One data line into row. */
+static int mb_swt__row(const struct mb_sweep *sw, const struct mb_swt__line *l, struct mb_sweep_row *r,
+                       struct mb_err *err)
+{
+    int want = mb_swt__columns(sw);
+    if (l->n != want)
+        return mb_err_set(err, l->path, l->line, 1,
+                          "expected %d tab-separated columns (config, %d swept keys, status, metrics, reason), got %d",
+                          want, sw->n_axes, l->n);
+    memset(r, 0, sizeof *r);
+    for (int k = 0; k < MB_SWEEP_TOP; k++)
+        r->top_cat[k] = -1;
+    char *end;
+    errno = 0;
+    unsigned long long idx = strtoull(l->cell[0], &end, 10);
+    size_t total = mb_sweep_size(sw);
+    if (end == l->cell[0] || *end || errno || l->cell[0][0] == '-' || idx >= total) {
+        char exp[64];
+        snprintf(exp, sizeof exp, "a configuration index below %zu", total);
+        return mb_swt__err(l, 0, err, "config", exp);
+    }
+    r->index = (size_t)idx;
+    for (int a = 0; a < sw->n_axes; a++) {
+        const char *v = mb_sweep_value(sw, r->index, a);
+        if (strcmp(l->cell[1 + a], v))
+            return mb_err_set(err, l->path, l->line, l->col[1 + a],
+                              "%s '%s': configuration %zu of this sweep has %s = %s (the file is from another "
+                              "sweep: other axes, values or order)",
+                              sw->axis[a].key, l->cell[1 + a], r->index, sw->axis[a].key, v);
+    }
+    int c = 1 + sw->n_axes;
+    const char *st = l->cell[c];
+    if (!strcmp(st, "ok")) {
+        r->status = MB_SWEEP_OK;
+        return mb_swt__metrics(l, c + 1, r, err);
+    }
+    if (strcmp(st, "invalid") && strcmp(st, "error"))
+        return mb_swt__err(l, c, err, "status", "ok, invalid or error");
+    r->status = !strcmp(st, "invalid") ? MB_SWEEP_INVALID : MB_SWEEP_FAILED;
+    for (int k = c + 1; k < want - 1; k++)
+        if (strcmp(l->cell[k], "NA"))
+            return mb_swt__err(l, k, err, "value", "NA on an invalid or error row");
+    const char *reason = l->cell[want - 1];
+    snprintf(r->reason, sizeof r->reason, "%s", strcmp(reason, "NA") ? reason : "");
+    return 0;
+}
+
+int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_partial,
+                      int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err), void *ctx,
+                      int *partial_p,
+                      struct mb_err *err)
+{
+    if (partial_p)
+        *partial_p = 0;
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    char header[8192];
+    mb_swt__header(sw, header, sizeof header);
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    int rc = 0;
+    struct mb_swt__line l = {.path = path};
+    while (!rc && (got = getline(&buf, &cap, fp)) > 0) {
+        l.line++;
+        int terminated = buf[got - 1] == '\n';
+        if (terminated)
+            buf[--got] = 0;
+        if (!terminated && allow_partial) {
+            if (partial_p)
+                *partial_p = 1;
+            break;
+        }
+        if (!terminated) {
+            rc = mb_err_set(err, path, l.line, (int)got + 1,
+                            "expected a newline: the file ends in the middle of a row (was its run killed?)");
+            break;
+        }
+        if (!strncmp(buf, "config\t", 7)) {
+            if (strcmp(buf, header))
+                rc = mb_err_set(err, path, l.line, 1,
+                                "header differs from this sweep's; expected the columns: %.300s", header);
+            continue;
+        }
+        mb_swt__split(buf, &l);
+        struct mb_sweep_row r;
+        rc = mb_swt__row(sw, &l, &r, err);
+        if (!rc && fn)
+            rc = fn(&r, l.line, ctx, err);
+    }
+    free(buf);
+    fclose(fp);
+    return rc ? -1 : 0;
+}
