@@ -13,6 +13,7 @@
  * MixtralConfig, DeepseekV3Config, Qwen3VLConfig / Qwen3VLMoeConfig.
  */
 #include "mb_hf.h"
+#include "mb_input.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -529,21 +530,9 @@ static int mb_hf__split(struct mb_hf *h)
 
 static char *mb_hf__slurp(const char *path, struct mb_err *err)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = mb_malloc(cap);
-    while ((got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
-        n += got;
-        if (cap - n < 2)
-            buf = mb_realloc(buf, cap *= 2);
-    }
-    fclose(fp);
-    buf[n] = 0;
-    return buf;
+    char *buf;
+    size_t n;
+    return mb_input_read(path, "a Hugging Face config.json", 0, &buf, &n, err) ? NULL : buf;
 }
 
 /* The written model must load; the loader's message otherwise. */

@@ -18,6 +18,7 @@
  * section removed (kept in `written`).
  */
 #include "mb_megatron.h"
+#include "mb_input.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -48,22 +49,13 @@ static void mb_mgr__free_words(struct mb_mgr__words *ws)
     mb_free(ws->w);
 }
 
+/* The file as text: a regular file within the input limit (mb_input), no NUL byte. */
 static char *mb_mgr__read_file(const char *path, struct mb_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        mb_err_set(err, path, 0, 0, "cannot open file");
+    char *buf;
+    size_t n;
+    if (mb_input_read(path, "Megatron arguments as text", 0, &buf, &n, err))
         return NULL;
-    }
-    size_t cap = 1 << 14, n = 0, got;
-    char *buf = mb_malloc(cap);
-    while ((got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
-        n += got;
-        if (cap - n < 2)
-            buf = mb_realloc(buf, cap *= 2);
-    }
-    fclose(fp);
-    buf[n] = '\0';
     if (strlen(buf) != n) {
         mb_free(buf);
         mb_err_set(err, path, 0, 0, "binary file (a NUL byte); expected Megatron arguments as text");

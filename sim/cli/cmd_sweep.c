@@ -85,6 +85,7 @@ struct progress {
     double t0, last;                /* start, time of the last progress line */
     double every;                   /* seconds between lines when not a terminal (0: none) */
     int tty;
+    int ended;                      /* the 100 % line is out */
 };
 
 static void fmt_hms(char *buf, size_t len, double s)
@@ -100,8 +101,10 @@ static void on_progress(size_t done, size_t total, void *ctx)
 {
     struct progress *p = ctx;
     double now = now_s(), el = now - p->t0;
-    if (!total || (!p->tty && (p->every <= 0 || now - p->last < p->every)))
+    /* the final line always goes out (the driver now reports on every finished row) */
+    if (!total || p->ended || (!p->tty && (p->every <= 0 || (done < total && now - p->last < p->every))))
         return;
+    p->ended = done == total;
     p->last = now;
     char e[32], eta[32];
     fmt_hms(e, sizeof e, el);
