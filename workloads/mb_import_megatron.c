@@ -376,13 +376,14 @@ static int mb_mgi__model(struct mb_mgi *m)
 /* ------------------------------------------------------- one-to-one keys */
 
 /* Megatron-LM's defaults where mbsim's differ (megatron/training/arguments.py:
- * store_true switches; --moe-token-dispatcher-type allgather; --cross-entropy-fusion-impl native). */
+ * store_true switches; --moe-token-dispatcher-type allgather; --cross-entropy-fusion-impl native;
+ * --attention-dropout 0.1). */
 static const char *const mb_mgi__lm_defaults[][2] = {
     {"optimizer.distributed", "false"},       {"overlap.grad_reduce", "false"},
     {"overlap.param_gather", "false"},        {"training.cross_entropy_fusion", "false"},
     {"training.cross_entropy_fusion_impl", "native"}, {"parallel.sequence_parallel", "false"},
     {"moe.dispatcher", "allgather"},          {"moe.hybridep_permute_fusion", "false"},
-    {NULL, NULL}};
+    {"training.attention_dropout", "0.1"},    {NULL, NULL}};
 
 const char *mb_megatron_lm_default(const char *key)
 {

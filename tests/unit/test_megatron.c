@@ -146,6 +146,32 @@ static void test_qwen3_roundtrip(void **state)
     mb_scenario_free(&s);
 }
 
+/* --attention-dropout absent: Megatron-LM's default 0.1 (megatron/training/arguments.py),
+ * which local/unfused attention prices as a dropout kernel; --emit leaves the default out
+ * and writes any other value, 0 included (else Megatron would train with 0.1). */
+static void test_attention_dropout_default(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    if (import("tests/data/import/llama3_8b_unfused.sh", MB_MEGATRON_LM, &o, &s, NULL, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    assert_int_equal(s.attn_backend, MB_ATTN_UNFUSED);
+    assert_true(mb_dbl_eq(s.attn_dropout, 0.1));
+    char *out = emit(&s, MB_MEGATRON_LM);
+    assert_null(strstr(out, "--attention-dropout"));
+    free(out);
+    s.attn_dropout = 0;
+    out = emit(&s, MB_MEGATRON_LM);
+    assert_non_null(strstr(out, "--attention-dropout 0"));
+    free(out);
+    mb_scenario_free(&s);
+}
+
 /* A training log's arguments block and Bridge overrides of the same run. */
 static void test_log_and_bridge(void **state)
 {
@@ -291,7 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_roundtrip),
-        cmocka_unit_test(test_log_and_bridge),
+        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_key_names),
