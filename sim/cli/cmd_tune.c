@@ -34,7 +34,7 @@ static int write_best(const struct mb_scenario *best, const char *outp, FILE *lo
 {
     char def[256];
     if (!outp) { /* NAME_tuned.yaml here: a name's '/', spaces, a leading '-' or '.' become '_' */
-        snprintf(def, sizeof def, "%.200s_tuned.yaml", best->name);
+        snprintf(def, sizeof def, "%.200s.yaml", best->name); /* best->name is NAME_tuned */
         for (char *c = def; *c; c++)
             if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-' || *c == '.') ||
                 (c == def && (*c == '-' || *c == '.')))
