@@ -52,6 +52,8 @@ static double next_size(double s, double factor)
     return n > s ? n : s + 1;
 }
 
+#define MB_COLL_MAX_BYTES (1024.0 * 1024 * 1024 * 1024 * 1024)
+
 static int parse_size(const char *s, double *out)
 {
     char *end;
@@ -75,7 +77,8 @@ static int parse_size(const char *s, double *out)
             return -1;
     }
     *out = floor(v * m);
-    return *out >= 1 ? 0 : -1;
+    /* at most 1 PiB per rank: above any GPU's memory, and exact in a double */
+    return *out >= 1 && *out <= MB_COLL_MAX_BYTES ? 0 : -1;
 }
 
 static const struct { const char *name, *nccl; int size; } dtypes[] = {
@@ -182,7 +185,9 @@ int mb_cmd_collective(int argc, char **argv)
         if (colon)
             *colon = '\0';
         if (parse_size(buf, &smin) || parse_size(colon ? colon + 1 : buf, &smax) || smax < smin) {
-            fprintf(stderr, "mbsim collective: --sizes '%s': expected MIN:MAX bytes (suffix K, M, G), MIN <= MAX\n",
+            fprintf(stderr,
+                    "mbsim collective: --sizes '%s': expected MIN:MAX bytes (suffix K, M, G, T; at most 1 PiB), "
+                    "MIN <= MAX\n",
                     sizes);
             return 2;
         }
