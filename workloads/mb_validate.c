@@ -34,6 +34,7 @@
 #include "mb_validate.h"
 #include "mb_input.h"
 #include "mb_keys.h"
+#include "mb_topo.h"
 
 #include <csv.h>
 #include <jansson.h>
@@ -145,6 +146,13 @@ const char *mb_validate_system_key(const char *csv_system)
         if (strlen(c) == strlen(t) && starts_with_ci(t, c))
             return mb_val__systems[i].key;
     }
+    /* mbsim's own preset names (gb200_nvl72, dgx_h100_4nic, ...) stand for themselves */
+    char list[4096];
+    mb_topo_list_presets(list, sizeof list);
+    size_t n = strlen(csv_system);
+    for (const char *p = list; n > 0 && (p = strstr(p, csv_system)) != NULL; p += n)
+        if ((p == list || p[-1] == ',' || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return csv_system;
     return NULL;
 }
 

@@ -272,8 +272,10 @@ int mb_validate_stats(const double *err_pct, size_t n, double *mape, double *med
 
 /**
  * @brief Map a CSV system name (DGX-H100, H100-SXM-80GB, DGX-B200, DGX-B300,
- * DGX-GB200, DGX-GB300, DGX-A100-80GB; case-insensitive) to an mbsim preset.
- * @return the preset key (static string), or NULL if unknown.
+ * DGX-GB200, DGX-GB300, DGX-A100-80GB; case-insensitive) to an mbsim preset;
+ * a shipped preset name as written (gb200_nvl72, ...) is that preset.
+ * @return the preset key (a static string, or csv_system itself for a preset
+ *         name), or NULL if unknown.
  */
 const char *mb_validate_system_key(const char *csv_system);
 

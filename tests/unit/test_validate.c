@@ -148,6 +148,11 @@ static void test_system_map(void **state)
 {
     (void)state;
     assert_string_equal(mb_validate_system_key("DGX-H100"), "dgx_h100");
+    /* mbsim's own preset names are accepted as they are (topology/systems/<name>.yaml) */
+    assert_string_equal(mb_validate_system_key("gb200_nvl72"), "gb200_nvl72");
+    assert_string_equal(mb_validate_system_key("dgx_h100"), "dgx_h100");
+    assert_null(mb_validate_system_key("dgx_h1"));
+    assert_null(mb_validate_system_key("gb200"));
     assert_string_equal(mb_validate_system_key("H100-SXM-80GB"), "h100_sxm");
     assert_string_equal(mb_validate_system_key("DGX-B200"), "dgx_b200");
     assert_string_equal(mb_validate_system_key("DGX-B300"), "dgx_b300");
