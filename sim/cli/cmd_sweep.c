@@ -100,7 +100,9 @@ static void on_progress(size_t done, size_t total, void *ctx)
 {
     struct progress *p = ctx;
     double now = now_s(), el = now - p->t0;
-    if (!total || (!p->tty && (p->every <= 0 || now - p->last < p->every)))
+    /* the last line (done == total) is never rate-limited: a fast sweep would
+     * otherwise end without one */
+    if (!total || (!p->tty && (p->every <= 0 || (now - p->last < p->every && done < total))))
         return;
     p->last = now;
     char e[32], eta[32];
