@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,13 +150,74 @@ int mb_dir_exists(const char *path)
     return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* A data directory holds the shipped model cards; that is what the CLI checks too. */
+static int mb__has_data(const char *dir)
+{
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/workloads/models", dir);
+    return n > 0 && (size_t)n < sizeof path && mb_dir_exists(path);
+}
+
+/* <directory of the running binary>/MBSIM_BIN_TO_DATA, e.g. <prefix>/bin/../share/mbsim:
+ * an installed tree found wherever `cmake --install --prefix` put it. */
+static char mb__exe_data[PATH_MAX];
+static pthread_once_t mb__exe_once = PTHREAD_ONCE_INIT;
+
+static void mb__exe_data_init(void)
+{
+#ifdef MBSIM_BIN_TO_DATA
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    int m = snprintf(mb__exe_data, sizeof mb__exe_data, "%s/%s", exe, MBSIM_BIN_TO_DATA);
+    if (m < 0 || (size_t)m >= sizeof mb__exe_data)
+        mb__exe_data[0] = '\0';
+#endif
+}
+
+const char *mb_data_dir_origin(void)
+{
+    const char *d = getenv("MBSIM_DATA_DIR");
+    if (d && *d)
+        return "$MBSIM_DATA_DIR";
+#ifdef MBSIM_SOURCE_DIR
+    const char *no_src = getenv("MBSIM_NO_SOURCE_TREE");
+    if (!(no_src && *no_src && strcmp(no_src, "0")) && mb__has_data(MBSIM_SOURCE_DIR))
+        return "the source tree mbsim was built from";
+#endif
+    pthread_once(&mb__exe_once, mb__exe_data_init);
+    if (mb__exe_data[0] && mb__has_data(mb__exe_data))
+        return "the install tree next to the binary";
+#ifdef MBSIM_INSTALL_DATADIR
+    return "the install prefix mbsim was configured with";
+#else
+    return "the current directory";
+#endif
+}
+
 const char *mb_data_dir(void)
 {
     const char *d = getenv("MBSIM_DATA_DIR");
     if (d && *d)
         return d;
 #ifdef MBSIM_SOURCE_DIR
-    return MBSIM_SOURCE_DIR;
+    /* MBSIM_NO_SOURCE_TREE=1: behave as if the source tree were gone (a test
+     * hook for the installed binary; see tests/cli/install.sh). */
+    const char *no_src = getenv("MBSIM_NO_SOURCE_TREE");
+    if (!(no_src && *no_src && strcmp(no_src, "0")) && mb__has_data(MBSIM_SOURCE_DIR))
+        return MBSIM_SOURCE_DIR;
+#endif
+    pthread_once(&mb__exe_once, mb__exe_data_init);
+    if (mb__exe_data[0] && mb__has_data(mb__exe_data))
+        return mb__exe_data;
+#ifdef MBSIM_INSTALL_DATADIR
+    return MBSIM_INSTALL_DATADIR;
 #else
     return ".";
 #endif

@@ -89,11 +89,21 @@ int mb_file_exists(const char *path);
 int mb_dir_exists(const char *path);
 
 /**
- * @brief Directory of mbsim's shipped data (topology/, workloads/, calibration/).
- * Resolution order: $MBSIM_DATA_DIR, then the source tree recorded at build
- * time (MBSIM_SOURCE_DIR). Never NULL.
+ * @brief Directory of mbsim's shipped data (topology/, workloads/, calibration/,
+ * plots/, scenarios/). Resolution order, the first that applies:
+ *   1. $MBSIM_DATA_DIR when set and not empty (used as given, even if wrong);
+ *   2. the source tree recorded at build time (MBSIM_SOURCE_DIR) if it still
+ *      holds workloads/models/ -- skipped when $MBSIM_NO_SOURCE_TREE is set to
+ *      anything but "0" (a test hook: "the source tree is gone");
+ *   3. the install tree next to the running binary, <bindir>/../share/mbsim,
+ *      wherever `cmake --install --prefix` put it;
+ *   4. the configured install data dir (MBSIM_INSTALL_DATADIR).
+ * Never NULL; callers check that the directory has what they need.
  */
 const char *mb_data_dir(void);
+
+/** @brief Where mb_data_dir() came from, in words, for error messages. */
+const char *mb_data_dir_origin(void);
 
 /* A small deterministic PRNG (splitmix64) for seeded draws: image sizes,
  * routing skew. Same seed, same sequence on every platform. */

@@ -528,8 +528,10 @@ int mb_cmd_plot(int argc, char **argv)
     char script[1024];
     snprintf(script, sizeof script, "%s/plots/%s.gp", mb_data_dir(), kind);
     if (!mb_file_exists(script)) {
-        fprintf(stderr, "mbsim plot: script '%s' not found (set MBSIM_DATA_DIR to the mbsim source tree)\n",
-                script);
+        fprintf(stderr,
+                "mbsim plot: script '%s' not found (data directory from %s; set MBSIM_DATA_DIR to an mbsim "
+                "source tree or to the share/mbsim of an install)\n",
+                script, mb_data_dir_origin());
         return EXIT_BAD_INPUT;
     }
     struct mb_err ie;

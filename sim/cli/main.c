@@ -153,9 +153,9 @@ static int check_data_dir(void)
     if (mb_file_exists(path))
         return 0;
     fprintf(stderr,
-            "mbsim: data directory '%s' has no workloads/models/ (set MBSIM_DATA_DIR to the mbsim source "
-            "tree)\n",
-            mb_data_dir());
+            "mbsim: data directory '%s' (%s) has no workloads/models/; set MBSIM_DATA_DIR to an mbsim "
+            "source tree or to the share/mbsim of an install (cmake --install build --prefix P)\n",
+            mb_data_dir(), mb_data_dir_origin());
     return -1;
 }
 
