@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "topo_xml_v2.h"
 
@@ -68,6 +69,11 @@ static int mb_xml__name_char(char c, int first)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
            (!first && ((c >= '0' && c <= '9') || c == '-' || c == '.'));
+}
+
+static int mb_xml__at_bom(const struct mb_xml *x)
+{
+    return x->end - x->s >= 3 && !memcmp(x->s, "\xEF\xBB\xBF", 3);
 }
 
 static void mb_xml__space(struct mb_xml *x)
@@ -257,13 +263,58 @@ static int mb_xml__doctype(struct mb_xml *x)
     return 0;
 }
 
+/* A processing instruction after '<'. The XML declaration <?xml ...?> must come
+ * first and say what lstopo writes (version 1.x, encoding UTF-8): libxml2 leaks
+ * when it refuses an encoding, and hwloc 2.9 then fails the load anyway. */
+static int mb_xml__pi(struct mb_xml *x)
+{
+    const char *lt = x->p;
+    x->p += 2;
+    const char *t = x->p;
+    size_t n = mb_xml__name(x);
+    if (n != 3 || (t[0] | 32) != 'x' || (t[1] | 32) != 'm' || (t[2] | 32) != 'l')
+        return mb_xml__skip_to(x, "?>", "unterminated processing instruction");
+    const char *start = x->s + (mb_xml__at_bom(x) ? 3 : 0);
+    if (lt != start || memcmp(t, "xml", 3))
+        return x->p = lt, mb_xml__err(x, "XML declaration not at the start of the file (expected <?xml only there)");
+    for (;;) {
+        const char *before = x->p;
+        mb_xml__space(x);
+        if (mb_xml__starts(x, "?>")) {
+            x->p += 2;
+            return 0;
+        }
+        if (x->p == before)
+            return mb_xml__err(x, "expected a space or '?>' in the XML declaration");
+        struct mb_xml_attr a;
+        int is_type = 0;
+        if (mb_xml__attr(x, &is_type, &a))
+            return -1;
+        const char *v = a.val;
+        size_t k = a.val_len;
+        int ok;
+        if (a.name_len == 7 && !memcmp(a.name, "version", 7))
+            ok = k >= 3 && v[0] == '1' && v[1] == '.' && strspn(v + 2, "0123456789") == k - 2;
+        else if (a.name_len == 8 && !memcmp(a.name, "encoding", 8))
+            ok = k == 5 && !strncasecmp(v, "UTF-8", 5);
+        else if (a.name_len == 10 && !memcmp(a.name, "standalone", 10))
+            ok = (k == 3 && !memcmp(v, "yes", 3)) || (k == 2 && !memcmp(v, "no", 2));
+        else
+            return x->p = a.name,
+                   mb_xml__err(x, "unknown attribute in the XML declaration (expected version, encoding, standalone)");
+        if (!ok)
+            return x->p = a.val, mb_xml__err(x, "XML declaration value refused (expected version=\"1.0\", "
+                                                "encoding=\"UTF-8\" as lstopo writes, standalone=\"yes\"|\"no\")");
+    }
+}
+
 /* Markup after '<'. */
 static int mb_xml__markup(struct mb_xml *x)
 {
     if (mb_xml__starts(x, "<!--"))
         return mb_xml__skip_to(x, "-->", "unterminated comment");
     if (mb_xml__starts(x, "<?"))
-        return mb_xml__skip_to(x, "?>", "unterminated processing instruction");
+        return mb_xml__pi(x);
     if (mb_xml__starts(x, "<!DOCTYPE"))
         return mb_xml__doctype(x);
     if (mb_xml__starts(x, "<!"))
