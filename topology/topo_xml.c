@@ -17,8 +17,6 @@
  */
 #include "topo_xml.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
