@@ -100,6 +100,45 @@ static void test_hwloc_xml(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* hwloc XML content (topo_xml_v2.c): what hwloc 2.9's XML import trusts, as
+ * hwloc2.dtd and lstopo 2.x's export define it. The first four crashed or
+ * leaked inside hwloc 2.9 (the comment in each file says how), as did the encoding one in
+ * libxml2 (found by fuzz_hwloc once the content check was in); the others load
+ * into a topology hwloc never builds itself. Positions are the object's name
+ * or the offending attribute. */
+static void test_hwloc_content(void **state)
+{
+    (void)state;
+#define SYS(f) "collective --system " R "sys_" f ".yaml --gpus 1 --op all_reduce --sizes 1M:1M"
+    static const struct rcase c[] = {
+        {SYS("hwloc_no_complete_cpuset"), 1,
+         R "hwloc_no_complete_cpuset.xml:12:6: hwloc XML: normal object \"Core\" without complete_cpuset= (lstopo 2 "
+           "writes cpuset, complete_cpuset, nodeset and complete_nodeset on every normal and memory object)"},
+        {SYS("hwloc_fuzz_segv_bitmap_compare"), 1,
+         R "hwloc_fuzz_segv_bitmap_compare.xml:35:8: hwloc XML: normal object \"L3Cache\" without complete_cpuset="},
+        {SYS("hwloc_info_bad_attr"), 1,
+         R "hwloc_info_bad_attr.xml:10:13: hwloc XML: unknown attribute nawe= on <info> (hwloc2.dtd allows: name "
+           "value)"},
+        {SYS("hwloc_fuzz_leak_alloc_setup_object"), 1,
+         R "hwloc_fuzz_leak_alloc_setup_object.xml:49:21: hwloc XML: unknown attribute nawe= on <info>"},
+        {SYS("hwloc_child_outside_parent"), 1,
+         R "hwloc_child_outside_parent.xml:8:56: hwloc XML: complete_cpuset= of \"PU\" is not inside its parent "
+           "\"Machine\"'s (expected a child's sets inside its parent's)"},
+        {SYS("hwloc_sibling_overlap"), 1,
+         R "hwloc_sibling_overlap.xml:8:56: hwloc XML: complete_cpuset= of \"PU\" overlaps a sibling's (expected "
+           "the normal children of one object to have disjoint cpusets)"},
+        {SYS("hwloc_dup_gp_index"), 1,
+         R "hwloc_dup_gp_index.xml:8:136: hwloc XML: gp_index=\"3\" given to a second object (first at line 7;"},
+        {SYS("hwloc_bad_encoding"), 1,
+         R "hwloc_bad_encoding.xml:1:31: hwloc XML: XML declaration value refused (expected version=\"1.0\", "
+           "encoding=\"UTF-8\" as lstopo writes"},
+        {SYS("hwloc_v1"), 1,
+         R "hwloc_v1.xml:4:2: hwloc XML: version 1.x file refused (expected <topology version=\"2.x\">"},
+    };
+#undef SYS
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
 /* Numbers that wrap or overflow: range checks before every cast. */
 static void test_numbers(void **state)
 {
@@ -217,6 +256,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_safety), cmocka_unit_test(test_hwloc_xml),
+        cmocka_unit_test(test_hwloc_content),
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
     };
