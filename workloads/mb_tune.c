@@ -442,11 +442,13 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
     out->best_r = pev[pick].r;
     snprintf(out->best.name, sizeof out->best.name, "%.110s_tuned", start->name);
     mb_scenario_free(&path[!pick]);
-    fprintf(log, "\nrecommended: the %s path, %.1f tokens/s/GPU (%s%.1f%% vs the starting scenario), %.1f GiB of "
-                 "%.1f GiB\n",
-            pick ? "3D-parallel" : "FSDP", pev[pick].tput, e0.valid ? "" : "start did not simulate; ",
-            e0.valid ? 100 * (pev[pick].tput / e0.tput - 1) : 0.0, pev[pick].mem_gib,
-            pev[pick].r.mem.capacity / GIB);
+    char gain[96];
+    if (e0.valid)
+        snprintf(gain, sizeof gain, "%+.1f%% over the starting scenario", 100 * (pev[pick].tput / e0.tput - 1));
+    else
+        snprintf(gain, sizeof gain, "the start did not simulate");
+    fprintf(log, "\nrecommended: the %s path, %.1f tokens/s/GPU (%s), %.1f GiB of %.1f GiB\n",
+            pick ? "3D-parallel" : "FSDP", pev[pick].tput, gain, pev[pick].mem_gib, pev[pick].r.mem.capacity / GIB);
     out->evaluations = t.evals;
     return 0;
 }
