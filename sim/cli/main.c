@@ -205,6 +205,11 @@ static int cmd_run(int argc, char **argv)
         usage_run(stderr);
         return EXIT_USAGE;
     }
+    if (emit >= 0 && (json || memory || ops || roofline || trace)) {
+        fprintf(stderr, "mbsim run: --emit prints the scenario as flags and simulates nothing; it takes no "
+                        "--json, --memory, --ops, --roofline or --trace\n");
+        return EXIT_USAGE;
+    }
     struct mb_scenario s;
     struct mb_result r;
     struct mb_err err;

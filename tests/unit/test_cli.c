@@ -537,6 +537,10 @@ static void test_import_emit_cli(void **state)
     mb_free(o);
     assert_int_equal(run("run mbsim_test_import.yaml --emit nemo", &o, 1), 2);
     mb_free(o);
+    /* --emit simulates nothing: report options with it are a usage error, not silently dropped */
+    assert_int_equal(run("run mbsim_test_import.yaml --emit megatron --json", &o, 1), 2);
+    assert_non_null(strstr(o, "it takes no --json"));
+    mb_free(o);
     remove("mbsim_test_import.yaml");
 }
 
