@@ -11,9 +11,11 @@
  *
  * Presets live in <data dir>/topology/systems/NAME.yaml; see docs/topology.md.
  */
+#include "mb_input.h"
 #include "mb_topo.h"
 #include "mb_yaml.h"
 
+#include <unistd.h>
 #include <dirent.h>
 #include <math.h>
 #include <stddef.h>
@@ -405,8 +407,12 @@ int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct 
     if (!path && mb_dir_exists(name_or_path))
         return mb_err_set(err, NULL, 0, 0, "system '%s' is a directory; expected a preset name or a system YAML file",
                           name_or_path);
-    if (!path && !mb_topo__plain_name(name_or_path))
+    if (!path && !mb_topo__plain_name(name_or_path)) {
+        /* there but not a regular file (/dev/zero, a FIFO): mb_input says what it is */
+        if (access(name_or_path, F_OK) == 0 && mb_input_check(name_or_path, "a system YAML file", err))
+            return -1;
         return mb_err_set(err, NULL, 0, 0, "system file '%s' not found", name_or_path);
+    }
     if (!path) {
         char known[1024];
         mb_topo_list_presets(known, sizeof known);

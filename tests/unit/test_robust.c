@@ -207,6 +207,9 @@ static void test_work_limits(void **state)
         {"collective --system gb200_nvl72 --gpus 4096 --op alltoall", 2, "--gpus 4096: at most 1024 ranks for alltoall"},
         {"collective --system dgx_h100 --gpus 8 --op all_reduce --sizes 1:1G --factor 1.001", 2,
          "--sizes 1:1G with --factor 1.001 gives more than 1000 sizes"},
+        /* a device named as a system file: what it is, not "not found" */
+        {"topo /dev/zero", 1,
+         "/dev/zero: is not a regular file (a FIFO, socket or device?), expected a system YAML file"},
         /* 1e20 bytes is beyond uint64 and any GPU: refused, not printed as a 73 EB row */
         {"collective --system dgx_h100 --gpus 8 --op all_reduce --sizes 8:99999999999999999999", 2,
          "(suffix K, M, G, T; at most 1 PiB)"},
