@@ -1677,16 +1677,16 @@ static int rc_kv_bool(const char *x, const char *key, int *b)
 /* other_recipe "attention_backend=NAME" (Megatron-Core --attention-backend). */
 static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_val_recipe *r)
 {
-    static const char *const names[] = {"auto", "flash", "fused", "unfused", "local"};
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(name, names[i])) {
-            /* auto, flash and fused cost the same (one fused kernel) */
-            if ((i >= MB_ATTN_UNFUSED) != (s->attn_backend >= MB_ATTN_UNFUSED))
-                rl_add(r->applied, sizeof r->applied, "attention backend %s", names[i]);
-            s->attn_backend = (enum mb_attn_backend)i;
-            return 0;
-        }
-    return -1;
+    int was_scores = s->attn_backend >= MB_ATTN_UNFUSED;
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_key_set(s, mb_key_find("training.attention_backend"), name, &e)) /* the key table's names */
+        return -1;
+    /* auto, flash and fused cost the same (one fused kernel) */
+    if ((s->attn_backend >= MB_ATTN_UNFUSED) != was_scores)
+        rl_add(r->applied, sizeof r->applied, "attention backend %s",
+               mb_key_value_name("training.attention_backend", (unsigned)s->attn_backend));
+    return 0;
 }
 
 /* other_recipe: ';'-separated settings. Modelled: precision_aware_opt (dtypes), grad_reduce_in_fp32,
