@@ -125,4 +125,7 @@ int mb_topo_gpu_calibrated(const char *family);
  */
 void mb_topo_list_presets(char *buf, size_t len);
 
+/** @brief 1 when `name` is a shipped preset (<data dir>/topology/systems/NAME.yaml exists), else 0. */
+int mb_topo_is_preset(const char *name);
+
 #endif /* MB_TOPO_H */

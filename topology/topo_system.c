@@ -163,6 +163,35 @@ static int mb_topo__plain_name(const char *s)
     return 1;
 }
 
+/* <data dir>/topology/systems/NAME.yaml when name is a preset that exists
+ * (malloc'd), else NULL. */
+static char *mb_topo__preset_path(const char *name)
+{
+    if (!mb_topo__plain_name(name))
+        return NULL;
+    char *dir = mb_topo__systems_dir();
+    size_t l = strlen(name);
+    char *file = mb_malloc(l + 6);
+    memcpy(file, name, l);
+    memcpy(file + l, ".yaml", 6);
+    char *path = mb_path_join(dir, file);
+    mb_free(dir);
+    mb_free(file);
+    if (!mb_file_exists(path)) {
+        mb_free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int mb_topo_is_preset(const char *name)
+{
+    char *path = name ? mb_topo__preset_path(name) : NULL;
+    int found = path != NULL;
+    mb_free(path);
+    return found;
+}
+
 /* File stem of a path ("a/b/dgx_h100.yaml" -> "dgx_h100"). */
 static void mb_topo__stem(const char *path, char *buf, size_t len)
 {
@@ -388,22 +417,10 @@ int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct 
 
     if (!name_or_path || !out)
         return mb_err_set(err, NULL, 0, 0, "no system given");
-    if (mb_file_exists(name_or_path)) {
+    if (mb_file_exists(name_or_path))
         path = mb_strdup(name_or_path);
-    } else if (mb_topo__plain_name(name_or_path)) {
-        char *dir = mb_topo__systems_dir();
-        size_t l = strlen(name_or_path);
-        char *file = mb_malloc(l + 6);
-        memcpy(file, name_or_path, l);
-        memcpy(file + l, ".yaml", 6);
-        path = mb_path_join(dir, file);
-        mb_free(dir);
-        mb_free(file);
-        if (!mb_file_exists(path)) {
-            mb_free(path);
-            path = NULL;
-        }
-    }
+    else
+        path = mb_topo__preset_path(name_or_path);
     if (!path && mb_dir_exists(name_or_path))
         return mb_err_set(err, NULL, 0, 0, "system '%s' is a directory; expected a preset name or a system YAML file",
                           name_or_path);

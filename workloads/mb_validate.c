@@ -147,13 +147,7 @@ const char *mb_validate_system_key(const char *csv_system)
             return mb_val__systems[i].key;
     }
     /* mbsim's own preset names (gb200_nvl72, dgx_h100_4nic, ...) stand for themselves */
-    char list[4096];
-    mb_topo_list_presets(list, sizeof list);
-    size_t n = strlen(csv_system);
-    for (const char *p = list; n > 0 && (p = strstr(p, csv_system)) != NULL; p += n)
-        if ((p == list || p[-1] == ',' || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
-            return csv_system;
-    return NULL;
+    return strcmp(t, csv_system) == 0 && mb_topo_is_preset(csv_system) ? csv_system : NULL;
 }
 
 static int is_blackwell(const char *key)
