@@ -62,13 +62,13 @@ static void print_runners(const struct mb_tune_result *t, FILE *log)
         if (t->runner_r[i].tokens_per_s_per_gpu == t->best_r.tokens_per_s_per_gpu &&
             t->runner_r[i].mem.peak_allocated == t->best_r.mem.peak_allocated)
             continue; /* the recommendation itself */
-        char cg[128], rc[16];
+        char cg[128];
         mb_key_flag_names("cuda_graph.modules", r->cuda_graph, "+", cg, sizeof cg);
-        snprintf(rc, sizeof rc, "%s", mb_key_value_name("recompute.granularity", r->recompute));
         /* the knobs tune varies, so two runners-up never read the same */
         fprintf(log, "  %d. %s TP%d PP%d EP%d MBS %d, recompute %s, CUDA graphs %s: %.1f tok/s/GPU, %.1f GiB\n", ++k,
-                mb_key_value_name("parallel.strategy", r->strategy), r->tp, r->pp, r->ep, r->micro_batch_size, rc,
-                cg[0] ? cg : "none", t->runner_r[i].tokens_per_s_per_gpu,
+                mb_key_value_name("parallel.strategy", r->strategy), r->tp, r->pp, r->ep, r->micro_batch_size,
+                mb_key_value_name("recompute.granularity", r->recompute), cg[0] ? cg : "none",
+                t->runner_r[i].tokens_per_s_per_gpu,
                 t->runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
     }
     fprintf(log, "%d simulations\n", t->evaluations);
