@@ -1668,6 +1668,18 @@ static int rc_kv_bool(const char *x, const char *key, int *b)
     return 1;
 }
 
+/* An overlap switch from other_recipe: b = 1 / 0 sets *field (said when it
+ * changes), -1 (neither True nor False) is refused. */
+static int rc_overlap(int *field, int b, const char *what, struct mb_val_recipe *r)
+{
+    if (b < 0)
+        return -1;
+    if (b != *field)
+        rl_add(r->applied, sizeof r->applied, "%s overlap %s", what, b ? "on" : "off");
+    *field = b;
+    return 0;
+}
+
 /* other_recipe "attention_backend=NAME" (Megatron-Core --attention-backend). */
 static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_val_recipe *r)
 {
@@ -1724,21 +1736,11 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
             else
                 grf = b;
         } else if (rc_kv_bool(x, "overlap_grad_reduce", &b) || rc_kv_bool(x, "co.overlap_grad_reduce", &b)) {
-            if (b < 0) {
+            if (rc_overlap(&s->overlap_grad_reduce, b, "grad-reduce", r) < 0)
                 rc = rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_grad_reduce: expected =True or =False");
-                continue;
-            }
-            if (b != s->overlap_grad_reduce)
-                rl_add(r->applied, sizeof r->applied, "grad-reduce overlap %s", b ? "on" : "off");
-            s->overlap_grad_reduce = b;
         } else if (rc_kv_bool(x, "overlap_param_gather", &b) || rc_kv_bool(x, "co.overlap_param_gather", &b)) {
-            if (b < 0) {
+            if (rc_overlap(&s->overlap_param_gather, b, "param-gather", r) < 0)
                 rc = rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_param_gather: expected =True or =False");
-                continue;
-            }
-            if (b != s->overlap_param_gather)
-                rl_add(r->applied, sizeof r->applied, "param-gather overlap %s", b ? "on" : "off");
-            s->overlap_param_gather = b;
         } else if (rc_kv_bool(x, "shared_expert_overlap", &b)) {
             if (b < 0) {
                 rc = rc_bad(r, MB_VAL_RC_OTHER, o, "shared_expert_overlap: expected =True or =False");
