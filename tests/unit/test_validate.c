@@ -45,6 +45,22 @@ static const struct mb_val_row *find_row(const struct mb_val_summary *s, const c
     return s->rows; /* not reached */
 }
 
+/* The summary as mb_validate_print_json writes it, parsed (json_decref it). */
+static json_t *summary_json(const struct mb_val_summary *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    assert_int_equal(mb_validate_print_json(s, fp), 0);
+    fclose(fp);
+    json_error_t jerr;
+    json_t *root = json_loads(buf, 0, &jerr);
+    if (!root)
+        fail_msg("JSON does not parse: %s (line %d)", jerr.text, jerr.line);
+    free(buf);
+    return root;
+}
+
 /* Step 1: statistics on hand-computed inputs.
  * errors +10, -20, +30 -> |e| = 10, 20, 30: mean 20, median 20, max 30.
  * errors +1, -2, +3, -4 -> |e| = 1..4: mean 2.5, median (2+3)/2 = 2.5, max 4.
@@ -329,14 +345,7 @@ static void test_reports(void **state)
     assert_null(strstr(buf, "no_metric")); /* skipped rows are only counted */
     free(buf);
 
-    buf = NULL;
-    fp = open_memstream(&buf, &len);
-    assert_int_equal(mb_validate_print_json(&s, fp), 0);
-    fclose(fp);
-    json_error_t jerr;
-    json_t *root = json_loads(buf, 0, &jerr);
-    if (!root)
-        fail_msg("JSON does not parse: %s (line %d)", jerr.text, jerr.line);
+    json_t *root = summary_json(&s);
     assert_int_equal(json_integer_value(json_object_get(root, "n_predicted")), 3);
     assert_int_equal(json_integer_value(json_object_get(root, "n_skipped")), 8);
     assert_true(mb_dbl_eq(json_real_value(json_object_get(root, "mape_pct")), s.mape_pct));
@@ -358,7 +367,6 @@ static void test_reports(void **state)
     assert_string_equal(json_string_value(json_object_get(r2, "reason")), "model 'no_such_model' has no model file");
     assert_null(json_object_get(r2, "predicted"));
     json_decref(root);
-    free(buf);
     mb_validate_free(&s);
 
     /* nothing predicted: statistics are null in JSON, n/a in text */
@@ -1425,14 +1433,7 @@ static void test_memory_csv(void **state)
     free(buf);
 
     /* JSON: the same numbers under the documented keys */
-    buf = NULL;
-    fp = open_memstream(&buf, &len);
-    assert_int_equal(mb_validate_print_json(&s, fp), 0);
-    fclose(fp);
-    json_error_t jerr;
-    json_t *root = json_loads(buf, 0, &jerr);
-    if (!root)
-        fail_msg("JSON does not parse: %s (line %d)", jerr.text, jerr.line);
+    json_t *root = summary_json(&s);
     assert_int_equal(json_integer_value(json_object_get(root, "n_ran")), 7);
     assert_int_equal(json_integer_value(json_object_get(root, "n_ran_predicted_oom")), 1);
     assert_int_equal(json_integer_value(json_object_get(root, "n_ran_predicted_at_risk")), 0);
@@ -1454,7 +1455,6 @@ static void test_memory_csv(void **state)
     json_t *r6 = json_array_get(rows, 6); /* reported_oom */
     assert_true(json_is_true(json_object_get(r6, "reported_oom")));
     json_decref(root);
-    free(buf);
     mb_validate_free(&s);
 }
 
