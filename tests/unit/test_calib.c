@@ -795,6 +795,7 @@ static void test_hybridep_nic(void **state)
  * and written twice (4 B) backward, through mb_calib_quant.
  *   B300 (measured on this GPU): BF16 12.9, FP8 delayed 8.0, FP8 current 9.2,
  *   block 9.9, MXFP8 9.0, NVFP4 6.4 ms; within 10 %.
+ *   B200, GB200: NVFP4 kernels 1.816x the FP8 rate (B300 pre-quantized 6.9 / 3.8 ms).
  *   H200 NVL is a 600 W PCIe card whose SMs run slower than the SXM the table
  *   describes (BF16 31.2 ms pre-quantized against the table's 24.1): the
  *   predicted kernel time is taken relative to BF16 (x 31.2 / predicted BF16
@@ -843,6 +844,18 @@ static void test_recipes_te_layer(void **state)
     }
     mb_calib_free(b300);
     mb_calib_free(h200);
+    /* B200 and GB200 (FP4 peak 2x FP8, no NVFP4 measurement): NVFP4 kernels at
+     * B300's measured rate relative to FP8 (pre-quantized 6.9 / 3.8 ms = 1.816x,
+     * docs/calibration.md "recipes"), not at B300's fraction of the FP4 peak */
+    const char *same_rate[] = {"B200", "GB200"};
+    for (size_t i = 0; i < 2; i++) {
+        struct mb_calib *c = load_ok(same_rate[i]);
+        double k8 = te_layer(c, "fp8", MB_PREC_FP8, 0, &q), k4 = te_layer(c, "nvfp4", MB_PREC_FP4, 0, &q);
+        if (!close_rel(k8 / k4, 6.9 / 3.8, 0.02))
+            fail_msg("%s: NVFP4 kernels %.3f ms = %.3fx the FP8 rate, B300 measured 6.9 / 3.8 = 1.816x", same_rate[i],
+                     k4 * 1e3, k8 / k4);
+        mb_calib_free(c);
+    }
 }
 
 /* Framework-time model (`framework:`, docs/calibration.md). fixture_fw_H100.yaml is an
