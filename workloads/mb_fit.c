@@ -19,6 +19,7 @@
 #include "mb_step.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -710,7 +711,33 @@ static void mb_fit__print_group(FILE *fp, const struct mb_fit_cv_group *g)
             g->name, g->n, g->mape_zero, g->median_zero, g->mape_cv, g->median_cv);
 }
 
-void mb_fit_cv_print(const struct mb_fit_cv *cv, FILE *fp)
+/* The rows furthest off when held out (MB_FIT_WORST of them, worst first):
+ * where a user should look for a mechanism the step lacks. */
+static void mb_fit__print_worst(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
+{
+    size_t n = set->n < MB_FIT_WORST ? set->n : MB_FIT_WORST;
+    size_t *pick = mb_calloc(n + 1, sizeof *pick);
+    for (size_t k = 0; k < n; k++) { /* selection: n is small */
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < set->n; i++) {
+            int taken = 0;
+            for (size_t q = 0; q < k && !taken; q++)
+                taken = pick[q] == i;
+            if (!taken && (best == SIZE_MAX || fabs(cv->err_cv[i]) > fabs(cv->err_cv[best])))
+                best = i;
+        }
+        pick[k] = best;
+    }
+    fprintf(fp, "worst held-out rows (error %%: zero-shot, cross-validated):\n");
+    for (size_t k = 0; k < n; k++) {
+        const struct mb_fit_row *w = &set->rows[pick[k]];
+        fprintf(fp, "  %-56s %-6s %-10s %+7.1f %+7.1f\n", w->id, w->gpu, w->family, cv->err_zero[pick[k]],
+                cv->err_cv[pick[k]]);
+    }
+    mb_free(pick);
+}
+
+void mb_fit_cv_print(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
 {
     fprintf(fp, "leave-one-family-out cross-validation of the framework-time model (%zu rows)\n", cv->n_rows);
     fprintf(fp, "MAPE cross-validated: %.2f %% (signed median %+.1f %%)   zero-shot: %.2f %% (signed median %+.1f %%)\n",
@@ -721,6 +748,7 @@ void mb_fit_cv_print(const struct mb_fit_cv *cv, FILE *fp)
     fprintf(fp, "by held-out family:\n");
     for (size_t i = 0; i < cv->n_family; i++)
         mb_fit__print_group(fp, &cv->by_family[i]);
+    mb_fit__print_worst(cv, set, fp);
     fprintf(fp, "%zu folds fitted (family x GPU), %zu rows predicted with the defaults (no other family on their GPU, "
                 "or %zu GPU(s) whose shipped table keeps the defaults); %d simulations in %.1f s\n",
             cv->n_fits, cv->n_default, cv->n_unfitted_gpus, cv->sims, cv->wall_s);

@@ -168,8 +168,14 @@ struct mb_fit_cv {
  */
 int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit_cv *cv, struct mb_err *err);
 
-/** @brief Print the CV report (zero-shot vs cross-validated, per GPU and per family). */
-void mb_fit_cv_print(const struct mb_fit_cv *cv, FILE *fp);
+/** Rows listed by mb_fit_cv_print as the worst held out. */
+#define MB_FIT_WORST 12
+
+/**
+ * @brief Print the CV report of set (zero-shot vs cross-validated, per GPU and
+ * per family, then the MB_FIT_WORST rows with the largest cross-validated error).
+ */
+void mb_fit_cv_print(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp);
 
 void mb_fit_cv_free(struct mb_fit_cv *cv);
 

@@ -275,7 +275,7 @@ static int cmd_validate_cv(int argc, char **argv, int jobs, int fit_all)
     if (rc)
         print_err(&err);
     else
-        mb_fit_cv_print(&cv, stdout);
+        mb_fit_cv_print(&cv, &set, stdout);
     mb_fit_cv_free(&cv);
     mb_fit_set_free(&set);
     return rc ? EXIT_BAD_INPUT : 0;
