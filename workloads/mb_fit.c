@@ -401,6 +401,26 @@ static void mb_fit__eval(struct mb_fit_set *set, const size_t *idx, size_t m, co
     mb_free(jobs);
 }
 
+/* Forward-difference Jacobian J[m][np] of rows idx at prior-unit point z (residuals r there):
+ * one batch of simulations per parameter, stepping away from a bound it sits on. */
+static void mb_fit__jacobian(struct mb_fit_set *set, const size_t *idx, size_t m, const struct mb_calib *base,
+                             const struct mb_calib_framework *prior, const int *pi, int np, const double *z,
+                             const double *hi, const double *r, double (*J)[MB_FW_COUNT], int *sims)
+{
+    double *rk = mb_malloc(m * sizeof *rk);
+    for (int k = 0; k < np; k++) {
+        double zk[MB_FW_COUNT], h = z[k] + MB_FIT__H > hi[k] ? -MB_FIT__H : MB_FIT__H;
+        memcpy(zk, z, sizeof zk);
+        zk[k] += h;
+        struct mb_calib_framework th;
+        mb_fit__theta(prior, pi, np, zk, &th);
+        mb_fit__eval(set, idx, m, base, &th, rk, sims);
+        for (size_t i = 0; i < m; i++)
+            J[i][k] = (rk[i] - r[i]) / h;
+    }
+    mb_free(rk);
+}
+
 double mb_fit_signed_median(const double *x, size_t n)
 {
     if (n == 0)
@@ -469,6 +489,7 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
             J[i][k] = set->rows[idx[i]].J0[pi[k]];
     }
     double f = mb_fit__obj(m, r, np, z, w), lambda = 1e-2;
+    int refreshed = 0;
     res->obj_prior = f;
     for (int it = 0; it < max_iter; it++) {
         double d[MB_FW_COUNT] = {0}, zn[MB_FW_COUNT];
@@ -518,8 +539,17 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
                 lambda *= 10;
             }
         }
-        if (!accepted || moved < MB_FIT__TOL)
-            break;
+        if (!accepted || moved < MB_FIT__TOL) {
+            /* stalled: the Broyden updates may have drifted from the true
+             * slopes; re-measure them where the fit stands and go on (not twice in a row) */
+            if (refreshed || res->iterations == 0)
+                break;
+            refreshed = 1;
+            mb_fit__jacobian(set, idx, m, base, &res->prior, pi, np, z, hi, r, J, &res->sims);
+            lambda = 1e-2;
+            continue;
+        }
+        refreshed = 0;
     }
     mb_fit__theta(&res->prior, pi, np, z, &res->fit);
     res->obj_fit = f;

@@ -113,6 +113,43 @@ static void test_recover(void **state)
     mb_calib_free(cal);
 }
 
+/* Host time per kernel (host_kernel) fitted beside the GPU-side parameters. Truth:
+ * tensor 0.85, kernel_eager 15 us, host_kernel 40 us (the fixture's launch 10 us:
+ * 50 us per eager kernel on the host, above the GPU's time per small kernel, so
+ * the rows become partly host-bound: the prediction is a max over host and GPU,
+ * not linear in the parameters); weak prior. The fit must reproduce the rows
+ * (MAPE < 0.5 %) and tensor_fraction (within 0.01). kernel_eager and host_kernel
+ * are not both identified by these six rows (a host-bound row's time depends on
+ * their sum over the kernels on the critical path), so only their effect is checked:
+ * together they must exceed the GPU-only 15 us by at least half the truth's 40 us. */
+static void test_recover_host(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    struct mb_calib_framework truth;
+    synthetic(&set, cal, &truth);
+    truth.v[MB_FW_HOST_KERNEL] = 40e-6;
+    for (size_t i = 0; i < set.n; i++)
+        set.rows[i].measured = mb_fit_predict(&set, i, cal, &truth);
+    size_t idx[6] = {0, 1, 2, 3, 4, 5};
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER) |
+                                      MB_FIT_PARAM(MB_FW_HOST_KERNEL),
+                            .max_iter = 16, .prior_weight = 1e-4};
+    struct mb_fit_result r;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &r, &e), 0);
+    print_message("host: tensor %.4f kernel_eager %.2f us host_kernel %.2f us, MAPE %.2f -> %.3f %%, %d iterations\n",
+                  r.fit.v[MB_FW_TENSOR_FRACTION], r.fit.v[MB_FW_KERNEL_EAGER] * 1e6, r.fit.v[MB_FW_HOST_KERNEL] * 1e6,
+                  r.mape_prior, r.mape_fit, r.iterations);
+    assert_true(fabs(r.fit.v[MB_FW_TENSOR_FRACTION] - 0.85) < 0.01);
+    assert_true(r.fit.v[MB_FW_KERNEL_EAGER] + r.fit.v[MB_FW_HOST_KERNEL] > 15e-6 + 20e-6);
+    assert_true(r.mape_fit < 0.5 && r.mape_prior > 5);
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
 /* A row of another GPU than the table's is an error; no rows: the defaults. */
 static void test_bad_input(void **state)
 {
@@ -159,6 +196,6 @@ static void test_family(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_family), cmocka_unit_test(test_bad_input),
-                                       cmocka_unit_test(test_recover)};
+                                       cmocka_unit_test(test_recover), cmocka_unit_test(test_recover_host)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
