@@ -94,8 +94,40 @@ struct mb_system {
     int nvls;                 /* NVLink SHARP available (NVSwitch gen3+) */
     double pcie_bw;           /* bytes/s per direction, GPU host link */
     int max_gpus;             /* largest cluster the preset describes; 0 = unlimited */
+    double power_cap;         /* W, the YAML's power_cap (sustained board power limit); 0 = the
+                                 part's default, i.e. what its calibration table was measured at */
+    double power_tdp;         /* W, TDP of the calibration table's part (mb_topo_gpu_tdp), 0 unknown */
+    double power_clock_scale; /* sustained tensor-core rate under power_cap / at the TDP:
+                                 mb_topo_power_clock_scale(power_cap, power_tdp); 1 without a cap */
     char source[1024];        /* where the numbers come from */
 };
+
+/**
+ * Lowest sustained-clock scale a power cap may give: the lower bound of the
+ * calibration's framework tensor_fraction (docs/calibration.md, 0.6, below the
+ * worst field report of sustained clocks). power_cap below TDP x 0.6^3 is an
+ * error.
+ */
+#define MB_TOPO_POWER_MIN_SCALE 0.6
+
+/**
+ * @brief TDP in W of the part a calibration key's table describes, at its
+ * default power limit: A100 400 (NVIDIA A100 SXM4 datasheet), H100 700,
+ * H200 700, B200 1000, GB200 1200, GB300 1400 (hardware.md A, TDP row).
+ * @return watts, or 0 for a key without a sourced TDP (B300, unknown keys).
+ */
+double mb_topo_gpu_tdp(const char *key);
+
+/**
+ * @brief Sustained tensor-core clock under a power cap relative to the clock
+ * at the TDP: (cap / tdp)^(1/3). Dynamic CMOS power is P = a C V^2 f and, in
+ * the DVFS range where a power limit acts, the supply voltage scales with the
+ * clock, so P ~ f^3 and f ~ P^(1/3) (docs/topology.md "Power cap").
+ * ASSUMPTION that the tensor-bound kernels of the tables ran at the power
+ * limit; static power is ignored (it makes the true loss larger).
+ * @return the scale in (0, 1]; 1 when cap >= tdp or either is not positive.
+ */
+double mb_topo_power_clock_scale(double cap, double tdp);
 
 /**
  * @brief Load a system by preset name (topology/systems/NAME.yaml under the data

@@ -40,6 +40,7 @@ struct mb_topo__sys_yaml {
     int nvls;
     double pcie_bw;
     long max_gpus;
+    double power_cap;
     char source[1024];
 };
 
@@ -65,6 +66,7 @@ static const struct mb_field mb_topo__sys_fields[] = {
     F_("nvls", MB_F_BOOL, nvls, 1, 1, 0, MB_UNIT_NONE),
     F_("pcie_bw", MB_F_DOUBLE, pcie_bw, 1, 1e9, 1e13, MB_UNIT_BW),
     F_("max_gpus", MB_F_INT, max_gpus, 0, 0, 1e9, MB_UNIT_NONE),
+    F_("power_cap", MB_F_DOUBLE, power_cap, 0, 1, 1e5, MB_UNIT_POWER),
     F_("source", MB_F_STRBUF, source, 1, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 0, 0, MB_UNIT_NONE}};
 
@@ -73,6 +75,61 @@ static const struct mb_field mb_topo__sys_fields[] = {
 /* GPU type keys understood by the calibration tables. */
 static const char *const mb_topo__gpu_keys[] = {"A100", "H100", "H200", "B200",
                                                "B300", "GB200", "GB300", NULL};
+
+/* TDP (W) of the part each calibration table was measured on, at its
+ * default power limit; 0 = no sourced figure (power_cap is then refused). */
+static const struct { const char *key; double tdp; const char *source; } mb_topo__tdp[] = {
+    {"A100", 400, "A100 SXM4 400 W, NVIDIA A100 datasheet (not in hardware.md A)"},
+    {"H100", 700, "hardware.md A, TDP row"},
+    {"H200", 700, "hardware.md A, TDP row"},
+    {"B200", 1000, "hardware.md A, TDP row"},
+    {"GB200", 1200, "hardware.md A, TDP row"},
+    {"GB300", 1400, "hardware.md A, TDP row"},
+    {NULL, 0, NULL}};
+
+double mb_topo_gpu_tdp(const char *key)
+{
+    for (int i = 0; key && mb_topo__tdp[i].key; i++)
+        if (!strcmp(key, mb_topo__tdp[i].key))
+            return mb_topo__tdp[i].tdp;
+    return 0;
+}
+
+double mb_topo_power_clock_scale(double cap, double tdp)
+{
+    if (!(cap > 0) || !(tdp > 0) || cap >= tdp)
+        return 1.0;
+    return cbrt(cap / tdp);
+}
+
+/* power_cap: at most the part's TDP, at least the cap whose clock scale
+ * reaches MB_TOPO_POWER_MIN_SCALE. */
+static int mb_topo__power(const struct mb_node *root, const struct mb_topo__sys_yaml *y, struct mb_system *out,
+                          struct mb_err *err)
+{
+    double tdp = mb_topo_gpu_tdp(y->gpu);
+    out->power_tdp = tdp;
+    out->power_cap = 0;
+    out->power_clock_scale = 1.0;
+    if (!mb_yaml_get(root, "power_cap"))
+        return 0;
+    const struct mb_node *n = mb_yaml_get(root, "power_cap");
+    if (!(tdp > 0))
+        return mb_yaml_err(err, n, "power_cap: no sourced TDP for GPU %s, so a cap cannot be related to the "
+                                   "calibration table's default power (known for: A100, H100, H200, B200, GB200, GB300)",
+                           y->gpu);
+    if (y->power_cap > tdp)
+        return mb_yaml_err(err, n, "power_cap = %.4g W is above the %s's TDP of %.4g W (a board cannot be "
+                                   "allowed more than its rating)", y->power_cap, y->gpu, tdp);
+    double lo = tdp * MB_TOPO_POWER_MIN_SCALE * MB_TOPO_POWER_MIN_SCALE * MB_TOPO_POWER_MIN_SCALE;
+    if (y->power_cap < lo)
+        return mb_yaml_err(err, n, "power_cap = %.4g W is below %.4g W = %.3g^3 x the %s's TDP of %.4g W, where the "
+                                   "sustained-clock model reaches the lowest tensor fraction mbsim accepts (%.3g)",
+                           y->power_cap, lo, MB_TOPO_POWER_MIN_SCALE, y->gpu, tdp, MB_TOPO_POWER_MIN_SCALE);
+    out->power_cap = y->power_cap;
+    out->power_clock_scale = mb_topo_power_clock_scale(y->power_cap, tdp);
+    return 0;
+}
 
 /* GPU families in model strings, longest first ("GB200" before "B200"), and
  * the calibration key each one uses (NULL: no table). H800 / A800 are the
@@ -390,7 +447,7 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
                            out->node.n_gpus);
 
     if (mb_topo__check_gpu(root, &y, out, err) || mb_topo__nvlink(root, &y, out, err) ||
-        mb_topo__nics(root, &y, out, err))
+        mb_topo__nics(root, &y, out, err) || mb_topo__power(root, &y, out, err))
         return -1;
     if (y.name[0])
         snprintf(out->name, sizeof out->name, "%s", y.name);

@@ -153,6 +153,9 @@ static void print_text(const struct topo_view *v)
     printf("\n");
     if (n->gpu_mem_bytes > 0)
         printf("memory per GPU: %.1f GB\n", n->gpu_mem_bytes / 1e9);
+    if (v->sys && v->sys->power_cap > 0)
+        printf("power cap: %.0f W of the part's %.0f W TDP: sustained tensor rate x %.4f ((cap/TDP)^(1/3))\n",
+               v->sys->power_cap, v->sys->power_tdp, v->sys->power_clock_scale);
     printf("NUMA nodes: %d; NVSwitch PCI devices: %d\n", n->n_numa, n->n_nvswitch);
     print_nvlink(v);
     print_nics(v);
@@ -215,6 +218,9 @@ static json_t *json_view(const struct topo_view *v)
     if (v->sys) {
         struct class_bw c = view_classes(v);
         json_object_set_new(o, "nic_gbps_per_gpu", json_real(v->sys->nic_bw * 8 / 1e9));
+        json_object_set_new(o, "power_cap_w", v->sys->power_cap > 0 ? json_real(v->sys->power_cap) : json_null());
+        json_object_set_new(o, "tdp_w", v->sys->power_tdp > 0 ? json_real(v->sys->power_tdp) : json_null());
+        json_object_set_new(o, "power_clock_scale", json_real(v->sys->power_clock_scale));
         json_object_set_new(o, "collective_gbps", json_pack("{s:f, s:f, s:f, s:f}", "intra_domain", c.intra / 1e9,
                                                             "nvls", c.nvls / 1e9, "ring_across_domains",
                                                             c.ring_x / 1e9, "alltoall_across_domains", c.a2a_x / 1e9));

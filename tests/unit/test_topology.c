@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,7 +378,7 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
      "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
-     "nvls, pcie_bw, max_gpus, source"},
+     "nvls, pcie_bw, max_gpus, power_cap, source"},
     /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
     {"gpu_model_mismatch.yaml", 3, 6,
      "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
@@ -409,6 +410,19 @@ static const struct bad_case bad_cases[] = {
     /* "gpu: V100" on line 3, value at column 6 */
     {"unknown_gpu.yaml", 3, 6,
      "unknown GPU type 'V100'; expected one of: A100, H100, H200, B200, B300, GB200, GB300"},
+    /* "power_cap: 800 W" on line 16, value at column 12: above the H100's 700 W TDP */
+    {"power_cap_above.yaml", 16, 12,
+     "power_cap = 800 W is above the H100's TDP of 700 W (a board cannot be allowed more than its rating)"},
+    /* 100 W < 0.6^3 x 700 W = 151.2 W */
+    {"power_cap_low.yaml", 16, 12,
+     "power_cap = 100 W is below 151.2 W = 0.6^3 x the H100's TDP of 700 W, where the sustained-clock model "
+     "reaches the lowest tensor fraction mbsim accepts (0.6)"},
+    /* a bare number has no unit */
+    {"power_cap_bare.yaml", 16, 12, "bad unit '' in '500': expected a power with a unit (mW, kW, MW, W)"},
+    /* B300: hardware.md A has no B300 TDP */
+    {"power_cap_no_tdp.yaml", 17, 12,
+     "power_cap: no sourced TDP for GPU B300, so a cap cannot be related to the calibration table's default "
+     "power (known for: A100, H100, H200, B200, GB200, GB300)"},
 };
 
 static void test_bad_systems(void **state)
@@ -468,6 +482,32 @@ static void test_rails_and_pcie(void **state)
     mb_free(p);
 }
 
+/* power_cap: the sustained-clock scale is (cap / TDP)^(1/3) (P ~ f^3 in the
+ * DVFS range, mb_topo_power_clock_scale): 500 W on a 700 W H100 = (5/7)^(1/3)
+ * = 0.89390; no key = the part's default, scale 1; the TDPs are hardware.md A's. */
+static void test_power_cap(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    char *p = data_path("tests/data/topology/power_cap_500.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    assert_dbl(s.power_cap, 500);
+    assert_dbl(s.power_tdp, 700);
+    assert_true(fabs(s.power_clock_scale - 0.893904) < 1e-6);
+    assert_true(fabs(s.power_clock_scale * s.power_clock_scale * s.power_clock_scale - 5.0 / 7.0) < 1e-12);
+    mb_free(p);
+    assert_int_equal(mb_topo_load_system("dgx_h100", &s, &e), 0);
+    assert_dbl(s.power_cap, 0);
+    assert_dbl(s.power_clock_scale, 1);
+    assert_dbl(mb_topo_gpu_tdp("GB300"), 1400);
+    assert_dbl(mb_topo_gpu_tdp("B300"), 0);
+    assert_dbl(mb_topo_power_clock_scale(700, 700), 1);
+    assert_dbl(mb_topo_power_clock_scale(0, 700), 1);
+    assert_true(fabs(mb_topo_power_clock_scale(87.5, 700) - 0.5) < 1e-12); /* 1/8 of the power: half the clock */
+}
+
 /* The node XML of a system is loaded through hwloc and its errors pass through. */
 static void test_system_node_xml_errors(void **state)
 {
@@ -505,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_bad_systems),
         cmocka_unit_test(test_rails_and_pcie),
         cmocka_unit_test(test_system_node_xml_errors),
+        cmocka_unit_test(test_power_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
