@@ -119,6 +119,9 @@ def node(p):
         w('    <indexes length="4">0 1 </indexes>')
         w('    <u64values length="12">10 21 21 10 </u64values>')
         w('  </distances2>')
+    if not p.get('nvlink', True):
+        # PCIe-only node: hwloc's NVML backend writes no NVLinkBandwidth matrix without NVLink
+        return finish(L, p)
     # NVLinkBandwidth (MB/s, uni, per object pair, 0 on the diagonal as in hwloc_dgx.xml)
     objs = [f'OSDev:{x}' for x in gpu_os] + [f'PCIDev:{x}' for x in sw_pci]
     n = len(objs)
@@ -143,7 +146,10 @@ def node(p):
         t = ' '.join(c) + ' '
         w(f'    <u64values length="{len(t)}">{t}</u64values>')
     w('  </distances2hetero>')
-    w('</topology>')
+    return finish(L, p)
+
+def finish(L, p):
+    L.append('</topology>')
     # hwloc's minimalistic XML parser (used when hwloc lacks libxml2) rejects
     # comments inside the document, so the provenance comment goes after it.
     import textwrap
@@ -241,6 +247,24 @@ presets['dgx_a100_40gb'] = dict(presets['dgx_a100'], product='NVIDIA DGX A100 (4
      mem_kib=kib(40), gpu_dev='20b0',
      comment=COMMON + 'DGX A100 with the 40 GB A100-SXM4 (first DGX A100 build; DGX A100 user guide, not in hardware.md A): '
        'as dgx_a100.xml except 40 GB HBM2 per GPU. PCI id 10de:20b0 unverified.')
+
+presets['hgx_h100_96gb'] = dict(presets['h100_sxm'], product='HGX H100 8-GPU with 96 GB HBM2e (Grand Teton class)',
+     model='NVIDIA H100 96GB HBM2e', mem_kib=kib(96), gpu_dev='0000',
+     comment=COMMON + 'H100 SXM with 96 GB HBM2e, 2.4 TB/s, default power limit 500 W of a 700 W TDP, 8 GPUs per host fully '
+       'connected with NVLink, 400 Gb/s RDMA per GPU: the Grand Teton hosts of pytorch/torchtitan '
+       'benchmarks/llama3_h100_202412_torchtitan.md ("Hardware"). NVLink and NVSwitch as h100_sxm.xml (18 NVLink4 links, '
+       '5/4/4/5 over 4 NVSwitch gen3: ASSUMED the same HGX baseboard), one ConnectX-7 400 Gb/s per GPU. The GPUModel '
+       'string is ASSUMED (no nvidia-smi output of this part was found); PCI device id 0000 (unknown).')
+presets['l40s_pcie8'] = dict(product='8 x L40S PCIe server (constructed)', arch='x86_64', cpu='x86_64 host CPU', sockets=2,
+     gpus=8, numa_mem=512*2**30, pcie_switch=True, link='31.507692', nic_link='31.507692',
+     gpu_dev='26b9', model='NVIDIA L40S', mem_kib=kib(48), nic_dev='1021', gpus_per_nic=2, nvswitch=0, nvlink=False,
+     comment=COMMON.replace('One PCIe host bridge per GPU+NIC pair, so the GPU-NIC pairing is 1:1. ',
+       'One PCIe host bridge and switch per 2 GPUs + 1 NIC, so each NIC is shared by the 2 GPUs behind its switch. ') +
+       'PCIe-only 8-GPU L40S node: L40S = Ada Lovelace, 48 GB GDDR6, 864 GB/s, PCIe Gen4 x16 (64 GB/s bidirectional), '
+       'no NVLink, 350 W (NVIDIA L40S datasheet as reproduced in reseller tables). No NVLinkBandwidth matrix, so the '
+       'GPUs of the node talk over PCIe. ASSUMED build (no public lstopo of an L40S server found): 2 sockets, a Gen4 '
+       'PCIe switch per 2 GPUs and 1 ConnectX-7 400 Gb/s NIC (links written as Gen4 x16, 31.5 GB/s). PCI id 10de:26b9 '
+       'unverified.')
 
 for name, p in presets.items():
     with open(os.path.join(OUT, name + '.xml'), 'w') as f:

@@ -68,7 +68,9 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
 /** A cluster: identical nodes joined by an NVLink domain and a scale-out fabric. */
 struct mb_system {
     char name[64];            /* preset key or file stem, e.g. "gb200_nvl72" */
-    char gpu[32];             /* GPU type key for calibration: A100, H100, H200, B200, B300, GB200, GB300 */
+    char gpu[32];             /* GPU type key for calibration: A100, H100, H100_96GB, H200, B200, B300,
+                                 GB200, GB300; or L40S, a part without a calibration table
+                                 (mb_topo_gpu_calibrated() = 0: simulations need the user's table) */
     char node_xml[512];       /* resolved path of the node hwloc XML */
     struct mb_node_topo node; /* loaded from node_xml */
     int gpus_per_node;        /* GPUs per node / compute tray (from the XML, checked against the YAML) */
@@ -148,6 +150,17 @@ const char *mb_topo_gpu_family(const char *model);
 
 /** @brief 1 when `family` (mb_topo_gpu_family) has a calibration table. */
 int mb_topo_gpu_calibrated(const char *family);
+
+/**
+ * @brief Refuse to price a system whose GPU has no shipped calibration table
+ * (L40S): a simulation needs the user's own table.
+ * @param[in] how  how to give one, e.g. "calibration: {table: FILE}" or "--calib FILE"
+ * @param[out] err "system 'NAME' has L40S GPUs, which have no calibration table
+ *                 (calibration/tables/L40S.yaml): mbsim cannot price their kernels; give
+ *                 one with HOW (docs/calibration.md)"
+ * @return 0 when the system's GPU is calibrated, else -1.
+ */
+int mb_topo_check_calibrated(const struct mb_system *s, const char *how, struct mb_err *err);
 
 /**
  * @brief Write the preset names (comma separated) into buf, for messages and --help.

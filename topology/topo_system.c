@@ -73,14 +73,20 @@ static const struct mb_field mb_topo__sys_fields[] = {
 #undef F_
 
 /* GPU type keys understood by the calibration tables. */
-static const char *const mb_topo__gpu_keys[] = {"A100", "H100", "H200", "B200",
+static const char *const mb_topo__gpu_keys[] = {"A100", "H100", "H100_96GB", "H200", "B200",
                                                "B300", "GB200", "GB300", NULL};
+
+/* Parts a system may describe although no calibration table prices their
+ * kernels: mbsim topo shows them; a simulation needs a table of the user's
+ * (calibration: {table: FILE}) and is refused without one. */
+static const char *const mb_topo__described_keys[] = {"L40S", NULL};
 
 /* TDP (W) of the part each calibration table was measured on, at its
  * default power limit; 0 = no sourced figure (power_cap is then refused). */
 static const struct { const char *key; double tdp; const char *source; } mb_topo__tdp[] = {
     {"A100", 400, "A100 SXM4 400 W, NVIDIA A100 datasheet (not in hardware.md A)"},
     {"H100", 700, "hardware.md A, TDP row"},
+    {"H100_96GB", 700, "\"700W TDP\" (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md)"},
     {"H200", 700, "hardware.md A, TDP row"},
     {"B200", 1000, "hardware.md A, TDP row"},
     {"GB200", 1200, "hardware.md A, TDP row"},
@@ -136,7 +142,7 @@ static int mb_topo__power(const struct mb_node *root, const struct mb_topo__sys_
  * export variants of H100 / A100: same die and HBM, fewer NVLink links. */
 static const struct { const char *family, *key; } mb_topo__families[] = {
     {"GB300", "GB300"}, {"GB200", "GB200"}, {"B300", "B300"}, {"B200", "B200"}, {"H200", "H200"},
-    {"H100", "H100"},   {"H800", "H100"},   {"A100", "A100"}, {"A800", "A100"}, {"L40S", NULL},
+    {"H100 96GB", "H100_96GB"}, {"H100", "H100"},   {"H800", "H100"},   {"A100", "A100"}, {"A800", "A100"}, {"L40S", NULL},
     {"L40", NULL},      {"V100", NULL},     {"P100", NULL},   {NULL, NULL}};
 
 const char *mb_topo_gpu_family(const char *model)
@@ -155,6 +161,16 @@ int mb_topo_gpu_calibrated(const char *family)
         if (!strcmp(family, mb_topo__gpu_keys[i]))
             return 1;
     return 0;
+}
+
+int mb_topo_check_calibrated(const struct mb_system *s, const char *how, struct mb_err *err)
+{
+    if (mb_topo_gpu_calibrated(s->gpu))
+        return 0;
+    return mb_err_set(err, NULL, 0, 0,
+                      "system '%s' has %s GPUs, which have no calibration table (calibration/tables/%s.yaml): mbsim "
+                      "cannot price their kernels; give one with %s (docs/calibration.md)",
+                      s->name, s->gpu, s->gpu, how);
 }
 
 static int mb_topo__cmp_str(const void *a, const void *b)
@@ -410,9 +426,13 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
     for (i = 0; mb_topo__gpu_keys[i]; i++)
         if (strcmp(y.gpu, mb_topo__gpu_keys[i]) == 0)
             ok = 1;
+    for (i = 0; mb_topo__described_keys[i]; i++)
+        if (strcmp(y.gpu, mb_topo__described_keys[i]) == 0)
+            ok = 1;
     if (!ok)
         return mb_yaml_err(err, mb_yaml_get(root, "gpu"),
-                           "unknown GPU type '%s'; expected one of: A100, H100, H200, B200, B300, GB200, GB300",
+                           "unknown GPU type '%s'; expected one of: A100, H100, H100_96GB, H200, B200, B300, GB200, "
+                           "GB300 (calibrated), L40S (described, no calibration table)",
                            y.gpu);
 
     if (y.nvlink_domain % y.gpus_per_node != 0)

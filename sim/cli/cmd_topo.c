@@ -148,8 +148,10 @@ static void print_text(const struct topo_view *v)
     printf("GPUs: %d x %s", n->n_gpus, n->gpu_model[0] ? n->gpu_model : "(no model in the XML)");
     if (fam)
         printf(" (family %s%s)", fam, mb_topo_gpu_calibrated(fam) ? "" : ", no calibration table");
-    if (v->sys)
+    if (v->sys && mb_topo_gpu_calibrated(v->sys->gpu))
         printf("; system gpu %s (calibration/tables/%s.yaml)", v->sys->gpu, v->sys->gpu);
+    else if (v->sys)
+        printf("; system gpu %s (no calibration table)", v->sys->gpu);
     printf("\n");
     if (n->gpu_mem_bytes > 0)
         printf("memory per GPU: %.1f GB\n", n->gpu_mem_bytes / 1e9);
@@ -162,6 +164,12 @@ static void print_text(const struct topo_view *v)
     printf("NVLink domain: %d GPUs%s\n", view_domain(v), v->sys ? "" : " (from the XML alone)");
     if (!v->sys)
         return;
+    if (!mb_topo_gpu_calibrated(v->sys->gpu)) {
+        printf("per-GPU bandwidth each collective class sees: not shown, %s has no calibration table (no achieved "
+               "link fractions); line rates: %s %.1f GB/s, NIC %.0f Gb/s per GPU\n", v->sys->gpu,
+               v->sys->intra_pcie ? "PCIe" : "NVLink", v->sys->nvlink_bw / 1e9, v->sys->nic_bw * 8 / 1e9);
+        return;
+    }
     struct class_bw c = view_classes(v);
     printf("per-GPU bandwidth each collective class sees (achieved, per direction, GB/s):\n");
     printf("  inside an NVLink domain (TP, CP, EP, DP rings):     %8.1f  (%s x %.2f)\n", c.intra / 1e9,
@@ -217,13 +225,17 @@ static json_t *json_view(const struct topo_view *v)
                                               "nics.gbps", "Gb/s line rate"));
     if (v->sys) {
         struct class_bw c = view_classes(v);
+        int cal = mb_topo_gpu_calibrated(v->sys->gpu);
+        json_object_set_new(o, "calibrated", json_boolean(cal));
         json_object_set_new(o, "nic_gbps_per_gpu", json_real(v->sys->nic_bw * 8 / 1e9));
         json_object_set_new(o, "power_cap_w", v->sys->power_cap > 0 ? json_real(v->sys->power_cap) : json_null());
         json_object_set_new(o, "tdp_w", v->sys->power_tdp > 0 ? json_real(v->sys->power_tdp) : json_null());
         json_object_set_new(o, "power_clock_scale", json_real(v->sys->power_clock_scale));
-        json_object_set_new(o, "collective_gbps", json_pack("{s:f, s:f, s:f, s:f}", "intra_domain", c.intra / 1e9,
-                                                            "nvls", c.nvls / 1e9, "ring_across_domains",
-                                                            c.ring_x / 1e9, "alltoall_across_domains", c.a2a_x / 1e9));
+        json_object_set_new(o, "collective_gbps",
+                            !cal ? json_null()
+                                 : json_pack("{s:f, s:f, s:f, s:f}", "intra_domain", c.intra / 1e9, "nvls", c.nvls / 1e9,
+                                             "ring_across_domains", c.ring_x / 1e9, "alltoall_across_domains",
+                                             c.a2a_x / 1e9));
     }
     return o;
 }
@@ -242,6 +254,8 @@ static int topo_usage(FILE *fp, int rc)
 static int view_effs(struct topo_view *v, struct mb_err *err)
 {
     struct mb_calib *cal = NULL;
+    if (!mb_topo_gpu_calibrated(v->sys->gpu))
+        return 0; /* no table: no achieved rates (print_text / json_view say so) */
     if (mb_calib_load(v->sys->gpu, NULL, &cal, err))
         return -1;
     v->nv_eff = mb_calib_link_eff(cal, v->sys->intra_pcie ? MB_LINK_PCIE : MB_LINK_NVLINK);

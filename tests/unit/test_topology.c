@@ -278,6 +278,9 @@ static const struct preset_expect presets[] = {
     {"dgx_b300", "B300", 8, 8, 2, 2, 8, 1, 900e9, 100e9, 63e9, 900e9, 288e9},
     {"gb200_nvl72", "GB200", 4, 4, 2, 0, 72, 1, 900e9, 50e9, 450e9, 900e9, 186e9},
     {"gb300_nvl72", "GB300", 4, 4, 2, 0, 72, 1, 900e9, 100e9, 450e9, 900e9, 288e9},
+    /* the 96 GB HBM2e H100 host of pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md:
+     * HGX H100 NVLink (8 GPUs fully connected), 400 Gb/s per GPU, 96 GB */
+    {"hgx_h100_96gb", "H100_96GB", 8, 8, 2, 4, 8, 1, 450e9, 50e9, 63e9, 450e9, 96e9},
 };
 
 static void test_presets(void **state)
@@ -342,13 +345,14 @@ static void test_preset_list_and_unknown(void **state)
     /* The *.yaml stems of topology/systems, sorted. */
     mb_topo_list_presets(buf, sizeof buf);
     assert_string_equal(buf, "a3_mega, dgx_a100, dgx_a100_40gb, dgx_b200, dgx_b300, dgx_h100, dgx_h100_4nic, "
-                             "gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h200, hgx_h800");
+                             "gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h100_96gb, hgx_h200, hgx_h800, "
+                             "l40s_pcie8");
 
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_system("dgx_h200", &s, &e), -1);
     assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: a3_mega, dgx_a100, dgx_a100_40gb, dgx_b200, dgx_b300, "
-                               "dgx_h100, dgx_h100_4nic, gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h200, "
-                               "hgx_h800");
+                               "dgx_h100, dgx_h100_4nic, gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, "
+                               "hgx_h100_96gb, hgx_h200, hgx_h800, l40s_pcie8");
     mb_err_clear(&e);
     /* a path (it has a '/') that names nothing, and a directory, say so rather than list presets */
     assert_int_equal(mb_topo_load_system("../sim/x", &s, &e), -1);
@@ -409,7 +413,8 @@ static const struct bad_case bad_cases[] = {
     {"domain_not_multiple.yaml", 6, 16, "nvlink_domain = 12 is not a multiple of gpus_per_node = 8"},
     /* "gpu: V100" on line 3, value at column 6 */
     {"unknown_gpu.yaml", 3, 6,
-     "unknown GPU type 'V100'; expected one of: A100, H100, H200, B200, B300, GB200, GB300"},
+     "unknown GPU type 'V100'; expected one of: A100, H100, H100_96GB, H200, B200, B300, GB200, GB300 "
+     "(calibrated), L40S (described, no calibration table)"},
     /* "power_cap: 800 W" on line 16, value at column 12: above the H100's 700 W TDP */
     {"power_cap_above.yaml", 16, 12,
      "power_cap = 800 W is above the H100's TDP of 700 W (a board cannot be allowed more than its rating)"},
@@ -482,6 +487,52 @@ static void test_rails_and_pcie(void **state)
     mb_free(p);
 }
 
+/* The two presets of issue 15's last list (docs/topology.md, Presets).
+ * hgx_h100_96gb: power_cap 500 W of the 700 W TDP (torchtitan) -> scale (5/7)^(1/3).
+ * l40s_pcie8: no NVLinkBandwidth matrix -> PCIe-only, nvlink_bw = pcie_bw = 31.5 GB/s (Gen4 x16,
+ * L40S datasheet 64 GB/s bidirectional); 4 NICs, each behind the PCIe switch of GPUs 2k, 2k+1:
+ * 400 Gb/s / 2 = 25e9 B/s per GPU, below the 31.5 GB/s GPU -> NIC path, so not capped; 48 GB;
+ * the part has no calibration table. */
+static void test_new_presets(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("hgx_h100_96gb", &s, &e), 0);
+    assert_string_equal(s.node.gpu_model, "NVIDIA H100 96GB HBM2e");
+    assert_string_equal(mb_topo_gpu_family(s.node.gpu_model), "H100_96GB");
+    assert_true(mb_topo_gpu_calibrated(s.gpu));
+    assert_dbl(s.power_cap, 500);
+    assert_dbl(s.power_tdp, 700);
+    assert_true(fabs(s.power_clock_scale - cbrt(5.0 / 7.0)) < 1e-12);
+    assert_int_equal(mb_topo_check_calibrated(&s, "x", &e), 0);
+
+    assert_int_equal(mb_topo_load_system("l40s_pcie8", &s, &e), 0);
+    assert_string_equal(s.gpu, "L40S");
+    assert_false(mb_topo_gpu_calibrated(s.gpu));
+    assert_true(s.intra_pcie);
+    assert_int_equal(s.nvls, 0);
+    assert_dbl(s.nvlink_bw, 31.5e9);
+    assert_int_equal(s.nvlink_domain, 8);
+    assert_int_equal(s.node.n_nics, 4);
+    assert_int_equal(s.n_ports, 4);
+    assert_dbl(s.nic_bw, 25e9);
+    assert_dbl(s.node.gpu_mem_bytes, 48e9);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(s.node.gpu_nic[i], i / 2);
+        assert_dbl(s.gpu_nvlink_bw[i], 31.5e9);
+        assert_dbl(s.gpu_nic_bw[i], 25e9);
+        assert_int_equal(s.node.gpu_numa[i], i < 4 ? 0 : 1);
+    }
+    assert_dbl(s.power_clock_scale, 1);
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_check_calibrated(&s, "--calib FILE", &e), -1);
+    assert_string_equal(e.msg, "system 'l40s_pcie8' has L40S GPUs, which have no calibration table "
+                               "(calibration/tables/L40S.yaml): mbsim cannot price their kernels; give one with "
+                               "--calib FILE (docs/calibration.md)");
+}
+
 /* power_cap: the sustained-clock scale is (cap / TDP)^(1/3) (P ~ f^3 in the
  * DVFS range, mb_topo_power_clock_scale): 500 W on a 700 W H100 = (5/7)^(1/3)
  * = 0.89390; no key = the part's default, scale 1; the TDPs are hardware.md A's. */
@@ -546,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_rails_and_pcie),
         cmocka_unit_test(test_system_node_xml_errors),
         cmocka_unit_test(test_power_cap),
+        cmocka_unit_test(test_new_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
