@@ -53,6 +53,7 @@ struct mb_node_topo {
                                             nearest NIC (GPUDirect RDMA path), 0 unknown */
     int gpu_nic_cross_numa[MB_TOPO_MAX_GPUS]; /* nearest NIC shares no PCIe switch / root complex
                                             with the GPU and sits on another NUMA node */
+    char cpu_model[64];                  /* CPUModel info of the first Package, "" if absent */
 };
 
 /**
@@ -96,6 +97,12 @@ struct mb_system {
     int nvls;                 /* NVLink SHARP available (NVSwitch gen3+) */
     double pcie_bw;           /* bytes/s per direction, GPU host link */
     int max_gpus;             /* largest cluster the preset describes; 0 = unlimited */
+    double inter_socket_bw;   /* bytes/s per direction of the SMP link between two NUMA nodes
+                                 (YAML inter_socket_bw, else mb_topo_inter_socket_bw(cpu_model));
+                                 0 when no GPU reaches its NIC across sockets and none is given */
+    int gpu_nic_via_smp[MB_TOPO_MAX_GPUS]; /* the GPU's NIC traffic crosses the SMP link: its NIC is
+                                 on another NUMA node with no shared PCIe switch, and the node has
+                                 no NVLink to relay it through a peer next to the NIC (NCCL PXN) */
     double power_cap;         /* W, the YAML's power_cap (sustained board power limit); 0 = the
                                  part's default, i.e. what its calibration table was measured at */
     double power_tdp;         /* W, TDP of the calibration table's part (mb_topo_gpu_tdp), 0 unknown */
@@ -103,6 +110,22 @@ struct mb_system {
                                  mb_topo_power_clock_scale(power_cap, power_tdp); 1 without a cap */
     char source[1024];        /* where the numbers come from */
 };
+
+/**
+ * @brief NCCL's bandwidth of the SMP interconnect between two CPU sockets /
+ * NUMA nodes (GB/s in NCCL, returned in bytes/s per direction), from a
+ * CPUModel string, as NVIDIA/nccl src/graph/topo.h and topo.cc
+ * (ncclTopoGetInterCpuBw) at commit 5067397c2676 give it: AMD 16 (AMD_BW);
+ * Intel Xeon Scalable by the generation digit of its model number: 1xxx/2xxx
+ * Skylake / Cascade Lake 10 (SKL_QPI_BW), 4xxx Sapphire Rapids 22
+ * (SRP_QPI_BW), 5xxx Emerald Rapids 40 (ERP_QPI_BW), any other Intel 6
+ * (BDW_QPI_BW, NCCL's value for models it does not list); ARM (Grace,
+ * Neoverse) 6 (ARM_BW); POWER9 32 (P9_BW). NCCL decides the Intel model from
+ * CPUID, mbsim from the name: an APPROXIMATION of the same table.
+ * @param[out] src  the constant's name ("SRP_QPI_BW") or NULL; may be NULL
+ * @return bytes/s, or 0 for an empty or unknown CPU model.
+ */
+double mb_topo_inter_socket_bw(const char *cpu_model, const char **src);
 
 /**
  * Lowest sustained-clock scale a power cap may give: the lower bound of the

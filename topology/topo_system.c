@@ -41,6 +41,7 @@ struct mb_topo__sys_yaml {
     double pcie_bw;
     long max_gpus;
     double power_cap;
+    double inter_socket_bw;
     char source[1024];
 };
 
@@ -67,6 +68,7 @@ static const struct mb_field mb_topo__sys_fields[] = {
     F_("pcie_bw", MB_F_DOUBLE, pcie_bw, 1, 1e9, 1e13, MB_UNIT_BW),
     F_("max_gpus", MB_F_INT, max_gpus, 0, 0, 1e9, MB_UNIT_NONE),
     F_("power_cap", MB_F_DOUBLE, power_cap, 0, 1, 1e5, MB_UNIT_POWER),
+    F_("inter_socket_bw", MB_F_DOUBLE, inter_socket_bw, 0, 1e8, 1e13, MB_UNIT_BW),
     F_("source", MB_F_STRBUF, source, 1, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 0, 0, MB_UNIT_NONE}};
 
@@ -374,6 +376,64 @@ static int mb_topo__nvlink(const struct mb_node *root, const struct mb_topo__sys
     return 0;
 }
 
+double mb_topo_inter_socket_bw(const char *m, const char **src)
+{
+    const char *s = NULL;
+    double gbs = 0;
+    if (m && (strstr(m, "AMD") || strstr(m, "EPYC"))) {
+        s = "AMD_BW", gbs = 16;
+    } else if (m && (strstr(m, "Grace") || strstr(m, "Neoverse") || strstr(m, "ARM") || strstr(m, "aarch64"))) {
+        s = "ARM_BW", gbs = 6;
+    } else if (m && strstr(m, "POWER9")) {
+        s = "P9_BW", gbs = 32;
+    } else if (m && (strstr(m, "Intel") || strstr(m, "Xeon"))) {
+        s = "BDW_QPI_BW", gbs = 6; /* NCCL's value for Intel models it does not list */
+        static const char *const tiers[] = {"Platinum ", "Gold ", "Silver ", "Bronze ", NULL};
+        for (int i = 0; tiers[i]; i++) {
+            const char *p = strstr(m, tiers[i]);
+            if (!p)
+                continue;
+            p += strlen(tiers[i]);
+            if (p[0] >= '1' && p[0] <= '9' && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9' &&
+                p[3] >= '0' && p[3] <= '9') {
+                int gen = p[1] - '0';
+                if (gen == 1 || gen == 2)
+                    s = "SKL_QPI_BW", gbs = 10;
+                else if (gen == 4)
+                    s = "SRP_QPI_BW", gbs = 22;
+                else if (gen == 5)
+                    s = "ERP_QPI_BW", gbs = 40;
+            }
+            break;
+        }
+    }
+    if (src)
+        *src = s;
+    return gbs * 1e9;
+}
+
+/* A GPU whose NIC sits on another NUMA node (no shared PCIe switch or root
+ * complex) on a node without NVLink sends its NIC traffic over the SMP link
+ * (NCCL path type SYS): the GPUs doing so between one pair of NUMA nodes share
+ * inter_socket_bw. With NVLink, NCCL relays through a peer GPU next to the NIC
+ * (PXN), so nothing crosses the SMP link. */
+static int mb_topo__smp(const struct mb_node *root, const struct mb_topo__sys_yaml *y, struct mb_system *out,
+                        struct mb_err *err)
+{
+    const struct mb_node_topo *n = &out->node;
+    int g = (int)y->gpus_per_node, any = 0;
+    for (int i = 0; i < g; i++) {
+        out->gpu_nic_via_smp[i] = n->gpu_nic_cross_numa[i] && out->intra_pcie && n->gpu_nic[i] >= 0;
+        any |= out->gpu_nic_via_smp[i];
+    }
+    out->inter_socket_bw = y->inter_socket_bw > 0 ? y->inter_socket_bw : any ? mb_topo_inter_socket_bw(n->cpu_model, NULL) : 0;
+    if (any && !(out->inter_socket_bw > 0))
+        return mb_yaml_err(err, mb_yaml_get(root, "node_xml"),
+                           "node_xml '%s': a GPU reaches its NIC across NUMA nodes but the CPU model '%s' has no known "
+                           "inter-socket bandwidth; give inter_socket_bw", y->node_xml, n->cpu_model);
+    return 0;
+}
+
 /* NIC rates: nic_speed (per NIC) x each GPU's share, capped by its PCIe path;
  * or the YAML's per-GPU nic_bw. GPUs using the same NICs share one port. */
 static int mb_topo__nics(const struct mb_node *root, const struct mb_topo__sys_yaml *y, struct mb_system *out,
@@ -390,6 +450,14 @@ static int mb_topo__nics(const struct mb_node *root, const struct mb_topo__sys_y
         double bw = y->nic_speed > 0 ? y->nic_speed * share : y->nic_bw;
         if (y->nic_speed > 0 && n->gpu_nic_path_bw[i] > 0 && n->gpu_nic_path_bw[i] < bw)
             bw = n->gpu_nic_path_bw[i];
+        if (out->gpu_nic_via_smp[i]) { /* the SMP link, shared by the GPUs crossing it the same way */
+            int k = 0;
+            for (int q = 0; q < g; q++)
+                k += out->gpu_nic_via_smp[q] && n->gpu_numa[q] == n->gpu_numa[i] &&
+                     n->nic_numa[n->gpu_nic[q]] == n->nic_numa[n->gpu_nic[i]];
+            if (out->inter_socket_bw / k < bw)
+                bw = out->inter_socket_bw / k;
+        }
         out->gpu_nic_bw[i] = bw;
         lo = i == 0 || bw < lo ? bw : lo;
         int k = 0; /* port: the first GPU with the same NIC set */
@@ -467,7 +535,7 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
                            out->node.n_gpus);
 
     if (mb_topo__check_gpu(root, &y, out, err) || mb_topo__nvlink(root, &y, out, err) ||
-        mb_topo__nics(root, &y, out, err) || mb_topo__power(root, &y, out, err))
+        mb_topo__smp(root, &y, out, err) || mb_topo__nics(root, &y, out, err) || mb_topo__power(root, &y, out, err))
         return -1;
     if (y.name[0])
         snprintf(out->name, sizeof out->name, "%s", y.name);

@@ -112,7 +112,10 @@ static void print_nics(const struct topo_view *v)
                n->gpu_nic_share[i], n->gpu_nic_path_bw[i] / 1e9);
         if (v->sys)
             printf("  %13.0f", v->sys->gpu_nic_bw[i] * 8 / 1e9);
-        printf("%s\n", n->gpu_nic_cross_numa[i] ? "  (NIC on another NUMA node, no shared PCIe switch)" : "");
+        if (v->sys && v->sys->gpu_nic_via_smp[i])
+            printf("  (NIC on another NUMA node: over the SMP link, %.1f GB/s shared)\n", v->sys->inter_socket_bw / 1e9);
+        else
+            printf("%s\n", n->gpu_nic_cross_numa[i] ? "  (NIC on another NUMA node, no shared PCIe switch)" : "");
     }
 }
 
@@ -228,6 +231,8 @@ static json_t *json_view(const struct topo_view *v)
         int cal = mb_topo_gpu_calibrated(v->sys->gpu);
         json_object_set_new(o, "calibrated", json_boolean(cal));
         json_object_set_new(o, "nic_gbps_per_gpu", json_real(v->sys->nic_bw * 8 / 1e9));
+        json_object_set_new(o, "inter_socket_gbps",
+                            v->sys->inter_socket_bw > 0 ? json_real(v->sys->inter_socket_bw / 1e9) : json_null());
         json_object_set_new(o, "power_cap_w", v->sys->power_cap > 0 ? json_real(v->sys->power_cap) : json_null());
         json_object_set_new(o, "tdp_w", v->sys->power_tdp > 0 ? json_real(v->sys->power_tdp) : json_null());
         json_object_set_new(o, "power_clock_scale", json_real(v->sys->power_clock_scale));

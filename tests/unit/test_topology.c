@@ -382,7 +382,7 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
      "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
-     "nvls, pcie_bw, max_gpus, power_cap, source"},
+     "nvls, pcie_bw, max_gpus, power_cap, inter_socket_bw, source"},
     /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
     {"gpu_model_mismatch.yaml", 3, 6,
      "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
@@ -533,6 +533,51 @@ static void test_new_presets(void **state)
                                "--calib FILE (docs/calibration.md)");
 }
 
+/* NUMA placement on the real 2-socket sample (hwloc_pci_gpu_nic_small.xml, test_real_small_pci):
+ * no NVLink, one NIC on socket 1 shared by 3 GPUs; GPU 0 on socket 0 reaches it over the SMP link.
+ * nic_speed 200 Gb/s = 25e9 B/s, a third each = 8.333e9. The CPU is an "Intel(R) Xeon(R) CPU
+ * E5-2650" (no Scalable model number): NCCL's BDW_QPI_BW = 6 GB/s, so GPU 0 gets
+ * min(8.333e9, 6e9 / 1) = 6e9 and the system's nic_bw (slowest GPU) is 6e9; GPUs 1, 2 keep
+ * 8.333e9. Given inter_socket_bw 3 GB/s: 3e9. NCCL's table from CPU names: closed values. */
+static void test_cross_numa_nic(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    const char *src = NULL;
+    char *p = data_path("tests/data/topology/cross_numa_nic.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_string_equal(s.node.cpu_model, "Intel(R) Xeon(R) CPU E5-2650 0 @ 2.00GHz");
+    assert_true(s.intra_pcie);
+    assert_dbl(s.inter_socket_bw, 6e9);
+    assert_true(s.gpu_nic_via_smp[0]);
+    assert_false(s.gpu_nic_via_smp[1] || s.gpu_nic_via_smp[2]);
+    assert_dbl(s.gpu_nic_bw[0], 6e9);
+    assert_dbl(s.gpu_nic_bw[1], 25e9 / 3);
+    assert_dbl(s.gpu_nic_bw[2], 25e9 / 3);
+    assert_dbl(s.nic_bw, 6e9);
+    p = data_path("tests/data/topology/cross_numa_nic_given.yaml");
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_dbl(s.inter_socket_bw, 3e9);
+    assert_dbl(s.gpu_nic_bw[0], 3e9);
+    assert_dbl(s.nic_bw, 3e9);
+    /* with NVLink (every preset) NCCL relays through a peer next to the NIC: no SMP cap */
+    assert_int_equal(mb_topo_load_system("dgx_h100", &s, &e), 0);
+    assert_dbl(s.inter_socket_bw, 0);
+    assert_dbl(mb_topo_inter_socket_bw("Intel Xeon Platinum 8480C", &src), 22e9);
+    assert_string_equal(src, "SRP_QPI_BW");
+    assert_dbl(mb_topo_inter_socket_bw("Intel Xeon Platinum 8570", &src), 40e9);
+    assert_dbl(mb_topo_inter_socket_bw("Intel(R) Xeon(R) Gold 6248 CPU", &src), 10e9);
+    assert_dbl(mb_topo_inter_socket_bw("Intel(R) Xeon(R) Gold 6338 CPU", &src), 6e9); /* Ice Lake: not in NCCL's list */
+    assert_dbl(mb_topo_inter_socket_bw("AMD EPYC 7742", &src), 16e9);
+    assert_dbl(mb_topo_inter_socket_bw("NVIDIA Grace", &src), 6e9);
+    assert_dbl(mb_topo_inter_socket_bw("x86_64 host CPU", &src), 0);
+    assert_null(src);
+}
+
 /* power_cap: the sustained-clock scale is (cap / TDP)^(1/3) (P ~ f^3 in the
  * DVFS range, mb_topo_power_clock_scale): 500 W on a 700 W H100 = (5/7)^(1/3)
  * = 0.89390; no key = the part's default, scale 1; the TDPs are hardware.md A's. */
@@ -598,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_system_node_xml_errors),
         cmocka_unit_test(test_power_cap),
         cmocka_unit_test(test_new_presets),
+        cmocka_unit_test(test_cross_numa_nic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
