@@ -76,6 +76,9 @@ struct mb_system {
     struct mb_node_topo node; /* loaded from node_xml */
     int gpus_per_node;        /* GPUs per node / compute tray (from the XML, checked against the YAML) */
     int nvlink_domain;        /* GPUs in one NVLink domain (8 HGX, 72 NVL72) */
+    int rack_gpus;            /* GPUs per NVL rack (YAML rack_gpus: 36 or 72) of rack-scale parts
+                                 (GB200, GB300), 72 when absent; 0 for other parts. A domain of 72
+                                 with rack_gpus 36 is NVL36x2 (the inter-rack hop is not modelled) */
     double nvlink_bw;         /* bytes/s per GPU per direction, line rate: the XML's NVLinkBandwidth
                                  row sum (slowest GPU) when the XML has one, else the YAML's
                                  nvlink_bw; the GPU's PCIe link (pcie_bw) on a PCIe-only node */

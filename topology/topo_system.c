@@ -11,6 +11,7 @@
  *
  * Presets live in <data dir>/topology/systems/NAME.yaml; see docs/topology.md.
  */
+#include "mb_fabric.h"
 #include "mb_input.h"
 #include "mb_topo.h"
 #include "mb_yaml.h"
@@ -42,6 +43,9 @@ struct mb_topo__sys_yaml {
     long max_gpus;
     double power_cap;
     double inter_socket_bw;
+    long rack_gpus;
+    long rails;
+    double nics_per_gpu;
     char source[1024];
 };
 
@@ -69,6 +73,9 @@ static const struct mb_field mb_topo__sys_fields[] = {
     F_("max_gpus", MB_F_INT, max_gpus, 0, 0, 1e9, MB_UNIT_NONE),
     F_("power_cap", MB_F_DOUBLE, power_cap, 0, 1, 1e5, MB_UNIT_POWER),
     F_("inter_socket_bw", MB_F_DOUBLE, inter_socket_bw, 0, 1e8, 1e13, MB_UNIT_BW),
+    F_("rack_gpus", MB_F_INT, rack_gpus, 0, 1, 1e6, MB_UNIT_NONE),
+    F_("rails", MB_F_INT, rails, 0, 1, MB_TOPO_MAX_GPUS, MB_UNIT_NONE),
+    F_("nics_per_gpu", MB_F_DOUBLE, nics_per_gpu, 0, 0.01, 64, MB_UNIT_NONE),
     F_("source", MB_F_STRBUF, source, 1, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 0, 0, MB_UNIT_NONE}};
 
@@ -477,6 +484,87 @@ static int mb_topo__nics(const struct mb_node *root, const struct mb_topo__sys_y
     return 0;
 }
 
+/* Rack-scale NVLink parts: the NVLink ports of a compute tray go to NVSwitch
+ * trays, so one domain spans trays (hardware.md A "NVLink domain": 72 for
+ * NVL72, 18 trays x 4; NVL36x2 = 2 racks of 36 joined by NVLink cables). */
+static int mb_topo__rack_nvlink(const char *gpu)
+{
+    return !strcmp(gpu, "GB200") || !strcmp(gpu, "GB300");
+}
+
+/* The fabric description against the node: NVLink domain size, racks, rails,
+ * NICs per GPU, switch tiers and taper, NVLink SHARP. */
+static int mb_topo__fabric_checks(const struct mb_node *root, const struct mb_topo__sys_yaml *y,
+                                  const struct mb_system *out, struct mb_err *err)
+{
+    const struct mb_node_topo *n = &out->node;
+    long g = y->gpus_per_node, d = y->nvlink_domain, r = y->rack_gpus;
+    int rack = mb_topo__rack_nvlink(y->gpu);
+    if (!rack && d != g)
+        return mb_yaml_err(err, mb_yaml_get(root, "nvlink_domain"),
+                           "nvlink_domain = %ld spans %ld nodes, but %s nodes have no NVLink out of the node "
+                           "(%s); only rack-scale parts (GB200, GB300: NVL36, NVL72, NVL36x2) join nodes by NVLink: "
+                           "use nvlink_domain = gpus_per_node = %ld",
+                           d, d / g, y->gpu,
+                           out->intra_pcie        ? "PCIe only"
+                           : n->n_nvswitch > 0 ? "the NVSwitch chips are in the node"
+                                               : "NVLink between the node's GPUs",
+                           g);
+    if (r > 0 && !rack)
+        return mb_yaml_err(err, mb_yaml_get(root, "rack_gpus"),
+                           "rack_gpus applies to rack-scale NVLink parts (GB200, GB300), not %s", y->gpu);
+    if (rack) {
+        if (r > 0 && r != 36 && r != 72)
+            return mb_yaml_err(err, mb_yaml_get(root, "rack_gpus"),
+                               "rack_gpus = %ld: an NVL rack holds 36 (NVL36) or 72 (NVL72) GPUs", r);
+        if (r > 0 && r % g != 0)
+            return mb_yaml_err(err, mb_yaml_get(root, "rack_gpus"),
+                               "rack_gpus = %ld is not a whole number of %ld-GPU trays", r, g);
+        long rg = r > 0 ? r : 72;
+        int ok = d == g || d == rg || (rg == 36 && d == 72);
+        if (!ok)
+            return mb_yaml_err(err, mb_yaml_get(root, "nvlink_domain"),
+                               "nvlink_domain = %ld with %ld-GPU racks%s: expected %ld (one tray), %ld (one rack)%s",
+                               d, rg, r > 0 ? "" : " (rack_gpus absent: NVL72)", g, rg,
+                               rg == 36 ? " or 72 (NVL36x2, two racks joined by NVLink)"
+                                        : "; mbsim knows no NVLink domain beyond one NVL72 rack or two NVL36 "
+                                          "racks (NVL36x2: rack_gpus 36)");
+    }
+    if (y->rails > 0 && y->rails != out->n_ports)
+        return mb_yaml_err(err, mb_yaml_get(root, "rails"),
+                           "rails = %ld but node_xml '%s' gives %d NIC port%s per node (%d NICs for %ld GPUs); one "
+                           "rail (leaf plane) per port", y->rails, y->node_xml, out->n_ports,
+                           out->n_ports == 1 ? "" : "s", n->n_nics, g);
+    if (y->nics_per_gpu > 0) {
+        if (n->n_nics == 0)
+            return mb_yaml_err(err, mb_yaml_get(root, "nics_per_gpu"),
+                               "nics_per_gpu = %g but node_xml '%s' lists no NICs (one per GPU is then assumed): "
+                               "drop the key or describe the NICs in the XML", y->nics_per_gpu, y->node_xml);
+        double have = (double)n->n_nics / (double)g;
+        if (fabs(have - y->nics_per_gpu) > 1e-9 * have)
+            return mb_yaml_err(err, mb_yaml_get(root, "nics_per_gpu"),
+                               "nics_per_gpu = %g but node_xml '%s' has %d NICs for %ld GPUs (%g per GPU)",
+                               y->nics_per_gpu, y->node_xml, n->n_nics, g, have);
+    }
+    if (y->oversubscription > 1 && y->switch_tiers < 2)
+        return mb_yaml_err(err, mb_yaml_get(root, "oversubscription"),
+                           "oversubscription = %g with switch_tiers = 1: a single leaf tier has no uplinks to taper "
+                           "(oversubscription needs switch_tiers >= 2)", y->oversubscription);
+    if (y->switch_tiers == 1) {
+        long most = (long)MB_FABRIC_LEAF_NODES * g;
+        if (y->max_gpus == 0 || y->max_gpus > most)
+            return mb_yaml_err(err, mb_yaml_get(root, y->max_gpus ? "max_gpus" : "switch_tiers"),
+                               "switch_tiers = 1: one leaf switch per rail holds %d nodes, at most %ld GPUs; %s",
+                               MB_FABRIC_LEAF_NODES, most,
+                               y->max_gpus ? "lower max_gpus or add a tier" : "set max_gpus (<= that) or add a tier");
+    }
+    if (y->nvls && !strcmp(y->gpu, "A100"))
+        return mb_yaml_err(err, mb_yaml_get(root, "nvls"),
+                           "nvls: true but A100 nodes have NVSwitch gen2, which has no NVLink SHARP (gen3 and later: "
+                           "H100 onwards)");
+    return 0;
+}
+
 /* Read and check the YAML, then load the node XML. The tree is freed by the caller. */
 static int mb_topo__read_system(const char *path, const struct mb_node *root,
                                 struct mb_system *out, struct mb_err *err)
@@ -535,7 +623,8 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
                            out->node.n_gpus);
 
     if (mb_topo__check_gpu(root, &y, out, err) || mb_topo__nvlink(root, &y, out, err) ||
-        mb_topo__smp(root, &y, out, err) || mb_topo__nics(root, &y, out, err) || mb_topo__power(root, &y, out, err))
+        mb_topo__smp(root, &y, out, err) || mb_topo__nics(root, &y, out, err) || mb_topo__power(root, &y, out, err) ||
+        mb_topo__fabric_checks(root, &y, out, err))
         return -1;
     if (y.name[0])
         snprintf(out->name, sizeof out->name, "%s", y.name);
@@ -543,6 +632,7 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
         mb_topo__stem(path, out->name, sizeof out->name);
     snprintf(out->gpu, sizeof out->gpu, "%s", y.gpu);
     out->gpus_per_node = (int)y.gpus_per_node;
+    out->rack_gpus = mb_topo__rack_nvlink(y.gpu) ? (int)(y.rack_gpus > 0 ? y.rack_gpus : 72) : 0;
     out->nvlink_latency = y.nvlink_latency;
     out->nic_latency = y.nic_latency;
     out->switch_tiers = (int)y.switch_tiers;

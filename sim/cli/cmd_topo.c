@@ -164,7 +164,12 @@ static void print_text(const struct topo_view *v)
     printf("NUMA nodes: %d; NVSwitch PCI devices: %d\n", n->n_numa, n->n_nvswitch);
     print_nvlink(v);
     print_nics(v);
-    printf("NVLink domain: %d GPUs%s\n", view_domain(v), v->sys ? "" : " (from the XML alone)");
+    printf("NVLink domain: %d GPUs%s", view_domain(v), v->sys ? "" : " (from the XML alone)");
+    if (v->sys && v->sys->rack_gpus > 0)
+        printf(" (%d rack%s of %d GPUs%s)", view_domain(v) > v->sys->rack_gpus ? 2 : 1,
+               view_domain(v) > v->sys->rack_gpus ? "s" : "", v->sys->rack_gpus,
+               view_domain(v) > v->sys->rack_gpus ? ": NVL36x2, inter-rack hop not modelled" : "");
+    printf("\n");
     if (!v->sys)
         return;
     if (!mb_topo_gpu_calibrated(v->sys->gpu)) {

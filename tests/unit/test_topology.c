@@ -382,7 +382,7 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
      "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
-     "nvls, pcie_bw, max_gpus, power_cap, inter_socket_bw, source"},
+     "nvls, pcie_bw, max_gpus, power_cap, inter_socket_bw, rack_gpus, rails, nics_per_gpu, source"},
     /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
     {"gpu_model_mismatch.yaml", 3, 6,
      "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
@@ -424,6 +424,40 @@ static const struct bad_case bad_cases[] = {
      "reaches the lowest tensor fraction mbsim accepts (0.6)"},
     /* a bare number has no unit */
     {"power_cap_bare.yaml", 16, 12, "bad unit '' in '500': expected a power with a unit (mW, kW, MW, W)"},
+    /* ---- the fabric against the node (docs/topology.md, "Fabric checks") ---- */
+    /* "nvlink_domain: 16" on line 6: HGX nodes keep NVLink inside the node */
+    {"fabric_domain_hgx.yaml", 6, 16,
+     "nvlink_domain = 16 spans 2 nodes, but H100 nodes have no NVLink out of the node (the NVSwitch chips are in "
+     "the node); only rack-scale parts (GB200, GB300: NVL36, NVL72, NVL36x2) join nodes by NVLink: use "
+     "nvlink_domain = gpus_per_node = 8"},
+    /* GB200 trays: two NVL72 racks are no NVLink domain */
+    {"fabric_rack_two_nvl72.yaml", 6, 16,
+     "nvlink_domain = 144 with 72-GPU racks (rack_gpus absent: NVL72): expected 4 (one tray), 72 (one rack); "
+     "mbsim knows no NVLink domain beyond one NVL72 rack or two NVL36 racks (NVL36x2: rack_gpus 36)"},
+    /* NVL36 racks join in pairs only (NVL36x2) */
+    {"fabric_rack_36x3.yaml", 6, 16,
+     "nvlink_domain = 108 with 36-GPU racks: expected 4 (one tray), 36 (one rack) or 72 (NVL36x2, two racks "
+     "joined by NVLink)"},
+    {"fabric_rack_gpus_48.yaml", 7, 12, "rack_gpus = 48: an NVL rack holds 36 (NVL36) or 72 (NVL72) GPUs"},
+    {"fabric_rack_gpus_hgx.yaml", 16, 12, "rack_gpus applies to rack-scale NVLink parts (GB200, GB300), not H100"},
+    /* rails = NIC ports of the node (8 on dgx_h100.xml) */
+    {"fabric_rails.yaml", 16, 8,
+     "rails = 4 but node_xml '../../../topology/systems/dgx_h100.xml' gives 8 NIC ports per node (8 NICs for 8 "
+     "GPUs); one rail (leaf plane) per port"},
+    /* 4 NICs for 8 GPUs is 0.5 per GPU */
+    {"fabric_nics_per_gpu.yaml", 16, 15,
+     "nics_per_gpu = 1 but node_xml '../../../topology/systems/dgx_h100_4nic.xml' has 4 NICs for 8 GPUs (0.5 per "
+     "GPU)"},
+    /* a taper needs a tier above the leaf */
+    {"fabric_oversub_one_tier.yaml", 12, 19,
+     "oversubscription = 2 with switch_tiers = 1: a single leaf tier has no uplinks to taper (oversubscription "
+     "needs switch_tiers >= 2)"},
+    /* one tier: MB_FABRIC_LEAF_NODES = 32 nodes x 8 GPUs */
+    {"fabric_one_tier_unbounded.yaml", 11, 15,
+     "switch_tiers = 1: one leaf switch per rail holds 32 nodes, at most 256 GPUs; set max_gpus (<= that) or add "
+     "a tier"},
+    {"fabric_nvls_a100.yaml", 13, 7,
+     "nvls: true but A100 nodes have NVSwitch gen2, which has no NVLink SHARP (gen3 and later: H100 onwards)"},
     /* B300: hardware.md A has no B300 TDP */
     {"power_cap_no_tdp.yaml", 17, 12,
      "power_cap: no sourced TDP for GPU B300, so a cap cannot be related to the calibration table's default "
@@ -578,6 +612,30 @@ static void test_cross_numa_nic(void **state)
     assert_null(src);
 }
 
+/* Fabric statements that agree with the node load: one tier of 32 nodes x 8 GPUs = 256 with
+ * rails 8 and one NIC per GPU on dgx_h100.xml; the presets' rack_gpus (NVL36x2 = 2 x 36). */
+static void test_fabric_checks_ok(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    char *p = data_path("tests/data/topology/fabric_one_tier_ok.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_int_equal(s.switch_tiers, 1);
+    assert_int_equal(s.max_gpus, 256);
+    assert_int_equal(s.n_ports, 8);
+    assert_int_equal(s.rack_gpus, 0);
+    assert_int_equal(mb_topo_load_system("gb200_nvl36x2", &s, &e), 0);
+    assert_int_equal(s.rack_gpus, 36);
+    assert_int_equal(s.nvlink_domain, 72);
+    assert_int_equal(mb_topo_load_system("gb300_nvl72", &s, &e), 0);
+    assert_int_equal(s.rack_gpus, 72);
+    assert_int_equal(mb_topo_load_system("dgx_h100_4nic", &s, &e), 0);
+    assert_int_equal(s.n_ports, 4);
+}
+
 /* power_cap: the sustained-clock scale is (cap / TDP)^(1/3) (P ~ f^3 in the
  * DVFS range, mb_topo_power_clock_scale): 500 W on a 700 W H100 = (5/7)^(1/3)
  * = 0.89390; no key = the part's default, scale 1; the TDPs are hardware.md A's. */
@@ -644,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_power_cap),
         cmocka_unit_test(test_new_presets),
         cmocka_unit_test(test_cross_numa_nic),
+        cmocka_unit_test(test_fabric_checks_ok),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
