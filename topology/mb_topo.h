@@ -160,7 +160,11 @@ double mb_topo_power_clock_scale(double cap, double tdp);
 /**
  * @brief Load a system by preset name (topology/systems/NAME.yaml under the data
  * directory) or by path to a YAML file, then load its node XML through hwloc.
- * @param[out] err  file:line:col errors for bad YAML; "unknown system 'x'; known: ..."
+ * @param[out] err  file:line:col errors for bad YAML and for a fabric the node cannot have
+ *                  (docs/topology.md "Fabric checks": NVLink domain vs the part, rack_gpus,
+ *                  rails, nics_per_gpu, switch_tiers / oversubscription, nvls on A100), a
+ *                  power_cap out of (0.6^3 TDP, TDP], a cross-socket NIC without a known
+ *                  inter-socket rate; "unknown system 'x'; known: ..."
  * @return 0 or -1.
  */
 int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct mb_err *err);
