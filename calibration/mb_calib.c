@@ -38,7 +38,7 @@
 enum { T_SPEC, T_GEMM, T_GROUPED, T_ATTN, T_MEM, T_LINKS, T_COUNT };
 static const char *const mb_calib__table_names[T_COUNT] = {"spec", "gemm", "grouped_gemm", "attention",
                                                             "membound", "links"};
-static const char *const mb_calib__known[] = {"A100", "B200", "B300", "GB200", "GB300", "H100", "H200", NULL};
+static const char *const mb_calib__known[] = {"A100", "B200", "B300", "GB200", "GB300", "H100", "H100_96GB", "H200", NULL};
 static const char *const mb_calib__prec_names[MB_PREC_COUNT] = {"fp32", "bf16", "fp16", "fp8", "fp4"};
 static const char *const mb_calib__link_names[MB_LINK_COUNT] = {"nvlink", "nic", "pcie", "nvls"};
 
@@ -1092,7 +1092,7 @@ static int mb_calib__load_overlay(struct mb_calib *c, const struct mb_node *root
         if (!mb_file_exists(file)) {
             mb_free(file);
             return mb_yaml_err(err, bn,
-                               "base '%s' is neither a shipped GPU (A100, B200, B300, GB200, GB300, H100, H200) nor "
+                               "base '%s' is neither a shipped GPU (A100, B200, B300, GB200, GB300, H100, H100_96GB, H200) nor "
                                "a table file (relative to this file's folder)",
                                in.base);
         }

@@ -539,6 +539,8 @@ static const struct mb_unit_def mb__time_units[] = {
     {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}, {NULL, 0}};
 static const struct mb_unit_def mb__flops_units[] = {
     {"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}, {NULL, 0}};
+/* the 4th entry is the example unit of messages ("such as '1 W'") */
+static const struct mb_unit_def mb__power_units[] = {{"mW", 1e-3}, {"kW", 1e3}, {"MW", 1e6}, {"W", 1}, {NULL, 0}};
 
 static const struct mb_unit_def *mb__units(enum mb_unit u, const char **what)
 {
@@ -547,6 +549,7 @@ static const struct mb_unit_def *mb__units(enum mb_unit u, const char **what)
     case MB_UNIT_BW: *what = "a bandwidth"; return mb__bw_units;
     case MB_UNIT_TIME: *what = "a time"; return mb__time_units;
     case MB_UNIT_FLOPS: *what = "a compute rate"; return mb__flops_units;
+    case MB_UNIT_POWER: *what = "a power"; return mb__power_units;
     default: *what = "a number"; return NULL;
     }
 }
@@ -609,6 +612,7 @@ static const char *mb_yaml__unit_name(enum mb_unit unit, double hi, double *scal
     case MB_UNIT_BYTES: return "B";
     case MB_UNIT_BW: return "B/s";
     case MB_UNIT_FLOPS: return "FLOP/s";
+    case MB_UNIT_POWER: return "W";
     default: return "";
     }
 }

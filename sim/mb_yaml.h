@@ -79,13 +79,14 @@ enum mb_unit {
     MB_UNIT_BYTES,    /* B, KB, MB, GB, TB (10^3), KiB, MiB, GiB, TiB (2^10) -> bytes */
     MB_UNIT_BW,       /* B/s, KB/s, MB/s, GB/s, TB/s, Gb/s, Gbit/s, Tb/s -> bytes/s */
     MB_UNIT_TIME,     /* ns, us, ms, s -> seconds */
-    MB_UNIT_FLOPS     /* FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s -> FLOP/s */
+    MB_UNIT_FLOPS,    /* FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s -> FLOP/s */
+    MB_UNIT_POWER     /* mW, W, kW -> watts */
 };
 
 /**
  * @brief Parse a quantity such as "450 GB/s", "80 GiB", "1.5 us", "989 TFLOP/s".
  * A bare number is accepted only when `unit` is MB_UNIT_NONE or `bare_ok` is set
- * (then it is taken in base units: bytes, bytes/s, s, FLOP/s).
+ * (then it is taken in base units: bytes, bytes/s, s, FLOP/s, W).
  * @return 0 or -1 with "bad unit 'x' for ..., expected one of ..." at the node.
  */
 int mb_yaml_quantity(const struct mb_node *n, enum mb_unit unit, int bare_ok,

@@ -53,6 +53,7 @@ struct mb_node_topo {
                                             nearest NIC (GPUDirect RDMA path), 0 unknown */
     int gpu_nic_cross_numa[MB_TOPO_MAX_GPUS]; /* nearest NIC shares no PCIe switch / root complex
                                             with the GPU and sits on another NUMA node */
+    char cpu_model[64];                  /* CPUModel info of the first Package, "" if absent */
 };
 
 /**
@@ -68,11 +69,16 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
 /** A cluster: identical nodes joined by an NVLink domain and a scale-out fabric. */
 struct mb_system {
     char name[64];            /* preset key or file stem, e.g. "gb200_nvl72" */
-    char gpu[32];             /* GPU type key for calibration: A100, H100, H200, B200, B300, GB200, GB300 */
+    char gpu[32];             /* GPU type key for calibration: A100, H100, H100_96GB, H200, B200, B300,
+                                 GB200, GB300; or L40S, a part without a calibration table
+                                 (mb_topo_gpu_calibrated() = 0: simulations need the user's table) */
     char node_xml[512];       /* resolved path of the node hwloc XML */
     struct mb_node_topo node; /* loaded from node_xml */
     int gpus_per_node;        /* GPUs per node / compute tray (from the XML, checked against the YAML) */
     int nvlink_domain;        /* GPUs in one NVLink domain (8 HGX, 72 NVL72) */
+    int rack_gpus;            /* GPUs per NVL rack (YAML rack_gpus: 36 or 72) of rack-scale parts
+                                 (GB200, GB300), 72 when absent; 0 for other parts. A domain of 72
+                                 with rack_gpus 36 is NVL36x2 (the inter-rack hop is not modelled) */
     double nvlink_bw;         /* bytes/s per GPU per direction, line rate: the XML's NVLinkBandwidth
                                  row sum (slowest GPU) when the XML has one, else the YAML's
                                  nvlink_bw; the GPU's PCIe link (pcie_bw) on a PCIe-only node */
@@ -94,13 +100,71 @@ struct mb_system {
     int nvls;                 /* NVLink SHARP available (NVSwitch gen3+) */
     double pcie_bw;           /* bytes/s per direction, GPU host link */
     int max_gpus;             /* largest cluster the preset describes; 0 = unlimited */
+    double inter_socket_bw;   /* bytes/s per direction of the SMP link between two NUMA nodes
+                                 (YAML inter_socket_bw, else mb_topo_inter_socket_bw(cpu_model));
+                                 0 when no GPU reaches its NIC across sockets and none is given */
+    int gpu_nic_via_smp[MB_TOPO_MAX_GPUS]; /* the GPU's NIC traffic crosses the SMP link: its NIC is
+                                 on another NUMA node with no shared PCIe switch, and the node has
+                                 no NVLink to relay it through a peer next to the NIC (NCCL PXN) */
+    double power_cap;         /* W, the YAML's power_cap (sustained board power limit); 0 = the
+                                 part's default, i.e. what its calibration table was measured at */
+    double power_tdp;         /* W, TDP of the calibration table's part (mb_topo_gpu_tdp), 0 unknown */
+    double power_clock_scale; /* sustained tensor-core rate under power_cap / at the TDP:
+                                 mb_topo_power_clock_scale(power_cap, power_tdp); 1 without a cap */
     char source[1024];        /* where the numbers come from */
 };
 
 /**
+ * @brief NCCL's bandwidth of the SMP interconnect between two CPU sockets /
+ * NUMA nodes (GB/s in NCCL, returned in bytes/s per direction), from a
+ * CPUModel string, as NVIDIA/nccl src/graph/topo.h and topo.cc
+ * (ncclTopoGetInterCpuBw) at commit 5067397c2676 give it: AMD 16 (AMD_BW);
+ * Intel Xeon Scalable by the generation digit of its model number: 1xxx/2xxx
+ * Skylake / Cascade Lake 10 (SKL_QPI_BW), 4xxx Sapphire Rapids 22
+ * (SRP_QPI_BW), 5xxx Emerald Rapids 40 (ERP_QPI_BW), any other Intel 6
+ * (BDW_QPI_BW, NCCL's value for models it does not list); ARM (Grace,
+ * Neoverse) 6 (ARM_BW); POWER9 32 (P9_BW). NCCL decides the Intel model from
+ * CPUID, mbsim from the name: an APPROXIMATION of the same table.
+ * @param[out] src  the constant's name ("SRP_QPI_BW") or NULL; may be NULL
+ * @return bytes/s, or 0 for an empty or unknown CPU model.
+ */
+double mb_topo_inter_socket_bw(const char *cpu_model, const char **src);
+
+/**
+ * Lowest sustained-clock scale a power cap may give: the lower bound of the
+ * calibration's framework tensor_fraction (docs/calibration.md, 0.6, below the
+ * worst field report of sustained clocks). power_cap below TDP x 0.6^3 is an
+ * error.
+ */
+#define MB_TOPO_POWER_MIN_SCALE 0.6
+
+/**
+ * @brief TDP in W of the part a calibration key's table describes, at its
+ * default power limit: A100 400 (NVIDIA A100 SXM4 datasheet), H100 700,
+ * H200 700, B200 1000, GB200 1200, GB300 1400 (hardware.md A, TDP row).
+ * @return watts, or 0 for a key without a sourced TDP (B300, unknown keys).
+ */
+double mb_topo_gpu_tdp(const char *key);
+
+/**
+ * @brief Sustained tensor-core clock under a power cap relative to the clock
+ * at the TDP: (cap / tdp)^(1/3). Dynamic CMOS power is P = a C V^2 f and, in
+ * the DVFS range where a power limit acts, the supply voltage scales with the
+ * clock, so P ~ f^3 and f ~ P^(1/3) (docs/topology.md "Power cap").
+ * ASSUMPTION that the tensor-bound kernels of the tables ran at the power
+ * limit; static power is ignored (it makes the true loss larger).
+ * @return the scale in (0, 1]; 1 when cap >= tdp or either is not positive.
+ */
+double mb_topo_power_clock_scale(double cap, double tdp);
+
+/**
  * @brief Load a system by preset name (topology/systems/NAME.yaml under the data
  * directory) or by path to a YAML file, then load its node XML through hwloc.
- * @param[out] err  file:line:col errors for bad YAML; "unknown system 'x'; known: ..."
+ * @param[out] err  file:line:col errors for bad YAML and for a fabric the node cannot have
+ *                  (docs/topology.md "Fabric checks": NVLink domain vs the part, rack_gpus,
+ *                  rails, nics_per_gpu, switch_tiers / oversubscription, nvls on A100), a
+ *                  power_cap out of (0.6^3 TDP, TDP], a cross-socket NIC without a known
+ *                  inter-socket rate; "unknown system 'x'; known: ..."
  * @return 0 or -1.
  */
 int mb_topo_load_system(const char *name_or_path, struct mb_system *out, struct mb_err *err);
@@ -116,6 +180,17 @@ const char *mb_topo_gpu_family(const char *model);
 
 /** @brief 1 when `family` (mb_topo_gpu_family) has a calibration table. */
 int mb_topo_gpu_calibrated(const char *family);
+
+/**
+ * @brief Refuse to price a system whose GPU has no shipped calibration table
+ * (L40S): a simulation needs the user's own table.
+ * @param[in] how  how to give one, e.g. "calibration: {table: FILE}" or "--calib FILE"
+ * @param[out] err "system 'NAME' has L40S GPUs, which have no calibration table
+ *                 (calibration/tables/L40S.yaml): mbsim cannot price their kernels; give
+ *                 one with HOW (docs/calibration.md)"
+ * @return 0 when the system's GPU is calibrated, else -1.
+ */
+int mb_topo_check_calibrated(const struct mb_system *s, const char *how, struct mb_err *err);
 
 /**
  * @brief Write the preset names (comma separated) into buf, for messages and --help.

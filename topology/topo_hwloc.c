@@ -521,6 +521,12 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
         s.gpu[s.n_gpu++] = o;
         mb_topo__gpu_details(o, &r);
     }
+    /* CPU model of the first socket (Package info CPUModel), for the inter-socket rate */
+    {
+        hwloc_obj_t pk = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, NULL);
+        if (pk)
+            mb_topo__info(pk, "CPUModel", r.cpu_model, sizeof r.cpu_model);
+    }
     /* No GPUModel anywhere: the PCIDevice name hwloc writes when it has pci.ids. */
     for (i = 0; i < s.n_gpu && !r.gpu_model[0]; i++)
         mb_topo__info(s.gpu[i], "PCIDevice", r.gpu_model, sizeof r.gpu_model);

@@ -758,8 +758,12 @@ static int mb_scn__system(struct mb_scenario *s, const char *dir, const struct m
         return mb_scn__relay(err, mb_scn__node(nodes, "system.preset"), &sub);
     if (mb_scn__check_system(s, mk, err))
         return -1;
-    if (!s->calib_path[0])
+    if (!s->calib_path[0]) { /* the shipped table of the system's GPU; an uncalibrated part has none */
+        mb_err_clear(&sub);
+        if (mb_topo_check_calibrated(&s->system, "calibration: {table: FILE}", &sub))
+            return mb_scn__relay(err, mb_scn__node(nodes, "system.preset"), &sub);
         return 0;
+    }
     const struct mb_node *tn = mb_scn__node(nodes, "calibration.table");
     struct mb_calib *cal = NULL;
     mb_err_clear(&sub);

@@ -210,7 +210,8 @@ int mb_cmd_collective(int argc, char **argv)
         return 1;
     }
     struct mb_calib *cal = NULL;
-    if (mb_calib_load(calib ? NULL : sys.gpu, calib, &cal, &err)) {
+    if ((!calib && mb_topo_check_calibrated(&sys, "--calib FILE", &err)) ||
+        mb_calib_load(calib ? NULL : sys.gpu, calib, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim collective: %s\n", msg);
         return 1;

@@ -112,7 +112,10 @@ static void print_nics(const struct topo_view *v)
                n->gpu_nic_share[i], n->gpu_nic_path_bw[i] / 1e9);
         if (v->sys)
             printf("  %13.0f", v->sys->gpu_nic_bw[i] * 8 / 1e9);
-        printf("%s\n", n->gpu_nic_cross_numa[i] ? "  (NIC on another NUMA node, no shared PCIe switch)" : "");
+        if (v->sys && v->sys->gpu_nic_via_smp[i])
+            printf("  (NIC on another NUMA node: over the SMP link, %.1f GB/s shared)\n", v->sys->inter_socket_bw / 1e9);
+        else
+            printf("%s\n", n->gpu_nic_cross_numa[i] ? "  (NIC on another NUMA node, no shared PCIe switch)" : "");
     }
 }
 
@@ -148,17 +151,33 @@ static void print_text(const struct topo_view *v)
     printf("GPUs: %d x %s", n->n_gpus, n->gpu_model[0] ? n->gpu_model : "(no model in the XML)");
     if (fam)
         printf(" (family %s%s)", fam, mb_topo_gpu_calibrated(fam) ? "" : ", no calibration table");
-    if (v->sys)
+    if (v->sys && mb_topo_gpu_calibrated(v->sys->gpu))
         printf("; system gpu %s (calibration/tables/%s.yaml)", v->sys->gpu, v->sys->gpu);
+    else if (v->sys)
+        printf("; system gpu %s (no calibration table)", v->sys->gpu);
     printf("\n");
     if (n->gpu_mem_bytes > 0)
         printf("memory per GPU: %.1f GB\n", n->gpu_mem_bytes / 1e9);
+    if (v->sys && v->sys->power_cap > 0)
+        printf("power cap: %.0f W of the part's %.0f W TDP: sustained tensor rate x %.4f ((cap/TDP)^(1/3))\n",
+               v->sys->power_cap, v->sys->power_tdp, v->sys->power_clock_scale);
     printf("NUMA nodes: %d; NVSwitch PCI devices: %d\n", n->n_numa, n->n_nvswitch);
     print_nvlink(v);
     print_nics(v);
-    printf("NVLink domain: %d GPUs%s\n", view_domain(v), v->sys ? "" : " (from the XML alone)");
+    printf("NVLink domain: %d GPUs%s", view_domain(v), v->sys ? "" : " (from the XML alone)");
+    if (v->sys && v->sys->rack_gpus > 0)
+        printf(" (%d rack%s of %d GPUs%s)", view_domain(v) > v->sys->rack_gpus ? 2 : 1,
+               view_domain(v) > v->sys->rack_gpus ? "s" : "", v->sys->rack_gpus,
+               view_domain(v) > v->sys->rack_gpus ? ": NVL36x2, inter-rack hop not modelled" : "");
+    printf("\n");
     if (!v->sys)
         return;
+    if (!mb_topo_gpu_calibrated(v->sys->gpu)) {
+        printf("per-GPU bandwidth each collective class sees: not shown, %s has no calibration table (no achieved "
+               "link fractions); line rates: %s %.1f GB/s, NIC %.0f Gb/s per GPU\n", v->sys->gpu,
+               v->sys->intra_pcie ? "PCIe" : "NVLink", v->sys->nvlink_bw / 1e9, v->sys->nic_bw * 8 / 1e9);
+        return;
+    }
     struct class_bw c = view_classes(v);
     printf("per-GPU bandwidth each collective class sees (achieved, per direction, GB/s):\n");
     printf("  inside an NVLink domain (TP, CP, EP, DP rings):     %8.1f  (%s x %.2f)\n", c.intra / 1e9,
@@ -214,10 +233,19 @@ static json_t *json_view(const struct topo_view *v)
                                               "nics.gbps", "Gb/s line rate"));
     if (v->sys) {
         struct class_bw c = view_classes(v);
+        int cal = mb_topo_gpu_calibrated(v->sys->gpu);
+        json_object_set_new(o, "calibrated", json_boolean(cal));
         json_object_set_new(o, "nic_gbps_per_gpu", json_real(v->sys->nic_bw * 8 / 1e9));
-        json_object_set_new(o, "collective_gbps", json_pack("{s:f, s:f, s:f, s:f}", "intra_domain", c.intra / 1e9,
-                                                            "nvls", c.nvls / 1e9, "ring_across_domains",
-                                                            c.ring_x / 1e9, "alltoall_across_domains", c.a2a_x / 1e9));
+        json_object_set_new(o, "inter_socket_gbps",
+                            v->sys->inter_socket_bw > 0 ? json_real(v->sys->inter_socket_bw / 1e9) : json_null());
+        json_object_set_new(o, "power_cap_w", v->sys->power_cap > 0 ? json_real(v->sys->power_cap) : json_null());
+        json_object_set_new(o, "tdp_w", v->sys->power_tdp > 0 ? json_real(v->sys->power_tdp) : json_null());
+        json_object_set_new(o, "power_clock_scale", json_real(v->sys->power_clock_scale));
+        json_object_set_new(o, "collective_gbps",
+                            !cal ? json_null()
+                                 : json_pack("{s:f, s:f, s:f, s:f}", "intra_domain", c.intra / 1e9, "nvls", c.nvls / 1e9,
+                                             "ring_across_domains", c.ring_x / 1e9, "alltoall_across_domains",
+                                             c.a2a_x / 1e9));
     }
     return o;
 }
@@ -236,6 +264,8 @@ static int topo_usage(FILE *fp, int rc)
 static int view_effs(struct topo_view *v, struct mb_err *err)
 {
     struct mb_calib *cal = NULL;
+    if (!mb_topo_gpu_calibrated(v->sys->gpu))
+        return 0; /* no table: no achieved rates (print_text / json_view say so) */
     if (mb_calib_load(v->sys->gpu, NULL, &cal, err))
         return -1;
     v->nv_eff = mb_calib_link_eff(cal, v->sys->intra_pcie ? MB_LINK_PCIE : MB_LINK_NVLINK);

@@ -95,7 +95,7 @@ static long lookups(const struct mb_calib *c, const char *table)
 static void test_all_tables_load(void **state)
 {
     (void)state;
-    const char *gpus[] = {"H100", "H200", "B200", "B300", "GB200", "GB300", "A100"};
+    const char *gpus[] = {"H100", "H100_96GB", "H200", "B200", "B300", "GB200", "GB300", "A100"};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
         struct mb_calib *c = load_ok(gpus[i]);
         const struct mb_gpu_spec *s = mb_calib_spec(c);
@@ -116,6 +116,26 @@ static void test_all_tables_load(void **state)
     mb_calib_free(c);
 }
 
+/* H100_96GB is H100.yaml with the 96 GB HBM2e memory (torchtitan: 96 GB, 2.4 TB/s): GEMMs and
+ * attention answer exactly as H100's; a memory-bound pass far above the floor is 3.35 / 2.4 times
+ * slower (the same achieved fraction of a lower peak); capacity 96 GiB x 81559/81920 = 97871 MiB. */
+static void test_h100_96gb_derived(void **state)
+{
+    (void)state;
+    struct mb_calib *a = load_ok("H100"), *b = load_ok("H100_96GB");
+    assert_true(close_rel(mb_calib_spec(b)->hbm_bw, 2.4e12, 1e-12));
+    assert_true(close_rel(mb_calib_spec(b)->hbm_bytes, 97871.0 * 1048576.0, 1e-12));
+    assert_true(close_rel(mb_calib_spec(b)->peak[MB_PREC_BF16], mb_calib_spec(a)->peak[MB_PREC_BF16], 1e-12));
+    assert_true(close_rel(mb_calib_gemm(b, MB_PREC_BF16, 4096, 4096, 4096), mb_calib_gemm(a, MB_PREC_BF16, 4096, 4096, 4096),
+                          1e-12));
+    assert_true(close_rel(mb_calib_attn(b, MB_PREC_BF16, 1e12, 4096, 128, 1, 0), mb_calib_attn(a, MB_PREC_BF16, 1e12, 4096, 128, 1, 0),
+                          1e-12));
+    assert_true(close_rel(mb_calib_membound(b, 1e9) / mb_calib_membound(a, 1e9), 3.35 / 2.4, 1e-9));
+    assert_true(close_rel(mb_calib_link_eff(b, MB_LINK_NVLINK), mb_calib_link_eff(a, MB_LINK_NVLINK), 1e-12));
+    mb_calib_free(a);
+    mb_calib_free(b);
+}
+
 static void test_unknown_gpu(void **state)
 {
     (void)state;
@@ -124,7 +144,7 @@ static void test_unknown_gpu(void **state)
     mb_err_clear(&e);
     assert_int_equal(mb_calib_load("V100", NULL, &c, &e), -1);
     assert_null(c);
-    assert_string_equal(e.msg, "unknown GPU 'V100'; known: A100, B200, B300, GB200, GB300, H100, H200");
+    assert_string_equal(e.msg, "unknown GPU 'V100'; known: A100, B200, B300, GB200, GB300, H100, H100_96GB, H200");
 }
 
 /*
@@ -1141,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_coll_line),         cmocka_unit_test(test_fixture_tables),
         cmocka_unit_test(test_hybridep_nic),
         cmocka_unit_test(test_all_tables_load),   cmocka_unit_test(test_unknown_gpu),
+        cmocka_unit_test(test_h100_96gb_derived),
         cmocka_unit_test(test_gemm_points),       cmocka_unit_test(test_gemm_interp),
         cmocka_unit_test(test_gemm_plateau_and_below), cmocka_unit_test(test_gemm_training_ceiling),
         cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_cudnn),

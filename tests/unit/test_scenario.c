@@ -205,6 +205,10 @@ static const struct {
      "15:26: moe.shared_expert_overlap: model qwen3_30b_a3b has no shared experts to overlap"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
+    /* the L40S preset describes a node no shipped table prices */
+    {"bad_uncalibrated_l40s.yaml",
+     "5:11: system 'l40s_pcie8' has L40S GPUs, which have no calibration table (calibration/tables/L40S.yaml): "
+     "mbsim cannot price their kernels; give one with calibration: {table: FILE} (docs/calibration.md)"},
 };
 
 static void test_bad_fixtures(void **state)

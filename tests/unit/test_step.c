@@ -896,6 +896,59 @@ static void test_framework_rates(void **state)
     mb_scenario_free(&s);
 }
 
+/* A system power cap (docs/topology.md "Power cap") scales tensor_fraction by
+ * (cap / TDP)^(1/3): 500 W on a 700 W H100 makes every compute-bound GEMM and
+ * attention kernel of tests/data/ops/gqa2.yaml exactly (7/5)^(1/3) = 1.118689
+ * slower and leaves the memory-bound MLP activation as it was; with the
+ * table's tensor_fraction 0.8 the product 0.8 (5/7)^(1/3) = 0.71512 is
+ * reported; 87.5 W (scale 1/2) would give 0.4, floored at the bound 0.6. */
+static void test_framework_power_cap(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, b;
+    load("tests/data/ops/gqa2.yaml", &s);
+    double neutral[MB_FW_COUNT] = {1, 0.5, 0, 0, 0};
+    sim_fw(&s, FIXTURE_H100, neutral, 1, &a);
+    s.system.power_cap = 500;
+    s.system.power_clock_scale = mb_topo_power_clock_scale(500, 700);
+    sim_fw(&s, FIXTURE_H100, neutral, 1, &b);
+    assert_true(fabs(b.fw_tensor_fraction - cbrt(5.0 / 7.0)) < 1e-12);
+    static const struct {
+        const char *name;
+        double ratio;
+    } c[] = {{"linear_fc1", 1.118689}, {"linear_qkv", 1.118689}, {"core_attn", 1.118689}, {"mlp_act", 1}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        for (int dir = 0; dir < 2; dir++) {
+            double ta = 0, tb = 0;
+            for (size_t k = 0; k < a.n_ops; k++)
+                if (a.ops[k].dir == dir && !strcmp(a.ops[k].name, c[i].name))
+                    ta = a.ops[k].time_s;
+            for (size_t k = 0; k < b.n_ops; k++)
+                if (b.ops[k].dir == dir && !strcmp(b.ops[k].name, c[i].name))
+                    tb = b.ops[k].time_s;
+            assert_true(ta > 0);
+            if (fabs(tb / ta - c[i].ratio) > 1e-6)
+                fail_msg("%s dir %d: %.6f x slower under a 500 W cap, expected %.6f", c[i].name, dir, tb / ta,
+                         c[i].ratio);
+        }
+    mb_result_free(&a);
+    mb_result_free(&b);
+    double tf[MB_FW_COUNT] = {0.8, 0.5, 0, 0, 0};
+    sim_fw(&s, FIXTURE_H100, tf, 0, &b);
+    assert_true(fabs(b.fw_tensor_fraction - 0.8 * cbrt(5.0 / 7.0)) < 1e-12);
+    mb_result_free(&b);
+    s.system.power_clock_scale = mb_topo_power_clock_scale(87.5, 700);
+    sim_fw(&s, FIXTURE_H100, tf, 0, &b);
+    assert_true(mb_dbl_eq(b.fw_tensor_fraction, 0.6));
+    mb_result_free(&b);
+    s.roofline = 1; /* roofline mode applies no framework term */
+    sim_fw(&s, FIXTURE_H100, tf, 0, &b);
+    assert_true(b.fw_tensor_fraction == 1);
+    mb_result_free(&b);
+    mb_scenario_free(&s);
+}
+
 /* Compute beside communication (framework.overlap_slowdown): with CP ring attention
  * (tests/data/step/cp_a2a.yaml switched to p2p, Llama-3-8B CP2 on one H100 node) each forward
  * KV exchange runs beside the next compute op, which is longer than the exchange, so the
@@ -1377,7 +1430,8 @@ int main(void)
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),
-        cmocka_unit_test(test_framework_rates), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
+        cmocka_unit_test(test_framework_rates),
+        cmocka_unit_test(test_framework_power_cap), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,9 @@ static const struct preset_expect presets[] = {
     {"dgx_b300", "B300", 8, 8, 2, 2, 8, 1, 900e9, 100e9, 63e9, 900e9, 288e9},
     {"gb200_nvl72", "GB200", 4, 4, 2, 0, 72, 1, 900e9, 50e9, 450e9, 900e9, 186e9},
     {"gb300_nvl72", "GB300", 4, 4, 2, 0, 72, 1, 900e9, 100e9, 450e9, 900e9, 288e9},
+    /* the 96 GB HBM2e H100 host of pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md:
+     * HGX H100 NVLink (8 GPUs fully connected), 400 Gb/s per GPU, 96 GB */
+    {"hgx_h100_96gb", "H100_96GB", 8, 8, 2, 4, 8, 1, 450e9, 50e9, 63e9, 450e9, 96e9},
 };
 
 static void test_presets(void **state)
@@ -341,13 +345,14 @@ static void test_preset_list_and_unknown(void **state)
     /* The *.yaml stems of topology/systems, sorted. */
     mb_topo_list_presets(buf, sizeof buf);
     assert_string_equal(buf, "a3_mega, dgx_a100, dgx_a100_40gb, dgx_b200, dgx_b300, dgx_h100, dgx_h100_4nic, "
-                             "gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h200, hgx_h800");
+                             "gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h100_96gb, hgx_h200, hgx_h800, "
+                             "l40s_pcie8");
 
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_system("dgx_h200", &s, &e), -1);
     assert_string_equal(e.msg, "unknown system 'dgx_h200'; known: a3_mega, dgx_a100, dgx_a100_40gb, dgx_b200, dgx_b300, "
-                               "dgx_h100, dgx_h100_4nic, gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, hgx_h200, "
-                               "hgx_h800");
+                               "dgx_h100, dgx_h100_4nic, gb200_nvl36x2, gb200_nvl72, gb300_nvl72, h100_sxm, "
+                               "hgx_h100_96gb, hgx_h200, hgx_h800, l40s_pcie8");
     mb_err_clear(&e);
     /* a path (it has a '/') that names nothing, and a directory, say so rather than list presets */
     assert_int_equal(mb_topo_load_system("../sim/x", &s, &e), -1);
@@ -377,7 +382,7 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
      "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
-     "nvls, pcie_bw, max_gpus, source"},
+     "nvls, pcie_bw, max_gpus, power_cap, inter_socket_bw, rack_gpus, rails, nics_per_gpu, source"},
     /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
     {"gpu_model_mismatch.yaml", 3, 6,
      "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
@@ -408,7 +413,55 @@ static const struct bad_case bad_cases[] = {
     {"domain_not_multiple.yaml", 6, 16, "nvlink_domain = 12 is not a multiple of gpus_per_node = 8"},
     /* "gpu: V100" on line 3, value at column 6 */
     {"unknown_gpu.yaml", 3, 6,
-     "unknown GPU type 'V100'; expected one of: A100, H100, H200, B200, B300, GB200, GB300"},
+     "unknown GPU type 'V100'; expected one of: A100, H100, H100_96GB, H200, B200, B300, GB200, GB300 "
+     "(calibrated), L40S (described, no calibration table)"},
+    /* "power_cap: 800 W" on line 16, value at column 12: above the H100's 700 W TDP */
+    {"power_cap_above.yaml", 16, 12,
+     "power_cap = 800 W is above the H100's TDP of 700 W (a board cannot be allowed more than its rating)"},
+    /* 100 W < 0.6^3 x 700 W = 151.2 W */
+    {"power_cap_low.yaml", 16, 12,
+     "power_cap = 100 W is below 151.2 W = 0.6^3 x the H100's TDP of 700 W, where the sustained-clock model "
+     "reaches the lowest tensor fraction mbsim accepts (0.6)"},
+    /* a bare number has no unit */
+    {"power_cap_bare.yaml", 16, 12, "bad unit '' in '500': expected a power with a unit (mW, kW, MW, W)"},
+    /* ---- the fabric against the node (docs/topology.md, "Fabric checks") ---- */
+    /* "nvlink_domain: 16" on line 6: HGX nodes keep NVLink inside the node */
+    {"fabric_domain_hgx.yaml", 6, 16,
+     "nvlink_domain = 16 spans 2 nodes, but H100 nodes have no NVLink out of the node (the NVSwitch chips are in "
+     "the node); only rack-scale parts (GB200, GB300: NVL36, NVL72, NVL36x2) join nodes by NVLink: use "
+     "nvlink_domain = gpus_per_node = 8"},
+    /* GB200 trays: two NVL72 racks are no NVLink domain */
+    {"fabric_rack_two_nvl72.yaml", 6, 16,
+     "nvlink_domain = 144 with 72-GPU racks (rack_gpus absent: NVL72): expected 4 (one tray), 72 (one rack); "
+     "mbsim knows no NVLink domain beyond one NVL72 rack or two NVL36 racks (NVL36x2: rack_gpus 36)"},
+    /* NVL36 racks join in pairs only (NVL36x2) */
+    {"fabric_rack_36x3.yaml", 6, 16,
+     "nvlink_domain = 108 with 36-GPU racks: expected 4 (one tray), 36 (one rack) or 72 (NVL36x2, two racks "
+     "joined by NVLink)"},
+    {"fabric_rack_gpus_48.yaml", 7, 12, "rack_gpus = 48: an NVL rack holds 36 (NVL36) or 72 (NVL72) GPUs"},
+    {"fabric_rack_gpus_hgx.yaml", 16, 12, "rack_gpus applies to rack-scale NVLink parts (GB200, GB300), not H100"},
+    /* rails = NIC ports of the node (8 on dgx_h100.xml) */
+    {"fabric_rails.yaml", 16, 8,
+     "rails = 4 but node_xml '../../../topology/systems/dgx_h100.xml' gives 8 NIC ports per node (8 NICs for 8 "
+     "GPUs); one rail (leaf plane) per port"},
+    /* 4 NICs for 8 GPUs is 0.5 per GPU */
+    {"fabric_nics_per_gpu.yaml", 16, 15,
+     "nics_per_gpu = 1 but node_xml '../../../topology/systems/dgx_h100_4nic.xml' has 4 NICs for 8 GPUs (0.5 per "
+     "GPU)"},
+    /* a taper needs a tier above the leaf */
+    {"fabric_oversub_one_tier.yaml", 12, 19,
+     "oversubscription = 2 with switch_tiers = 1: a single leaf tier has no uplinks to taper (oversubscription "
+     "needs switch_tiers >= 2)"},
+    /* one tier: MB_FABRIC_LEAF_NODES = 32 nodes x 8 GPUs */
+    {"fabric_one_tier_unbounded.yaml", 11, 15,
+     "switch_tiers = 1: one leaf switch per rail holds 32 nodes, at most 256 GPUs; set max_gpus (<= that) or add "
+     "a tier"},
+    {"fabric_nvls_a100.yaml", 13, 7,
+     "nvls: true but A100 nodes have NVSwitch gen2, which has no NVLink SHARP (gen3 and later: H100 onwards)"},
+    /* B300: hardware.md A has no B300 TDP */
+    {"power_cap_no_tdp.yaml", 17, 12,
+     "power_cap: no sourced TDP for GPU B300, so a cap cannot be related to the calibration table's default "
+     "power (known for: A100, H100, H200, B200, GB200, GB300)"},
 };
 
 static void test_bad_systems(void **state)
@@ -468,6 +521,147 @@ static void test_rails_and_pcie(void **state)
     mb_free(p);
 }
 
+/* The two presets of issue 15's last list (docs/topology.md, Presets).
+ * hgx_h100_96gb: power_cap 500 W of the 700 W TDP (torchtitan) -> scale (5/7)^(1/3).
+ * l40s_pcie8: no NVLinkBandwidth matrix -> PCIe-only, nvlink_bw = pcie_bw = 31.5 GB/s (Gen4 x16,
+ * L40S datasheet 64 GB/s bidirectional); 4 NICs, each behind the PCIe switch of GPUs 2k, 2k+1:
+ * 400 Gb/s / 2 = 25e9 B/s per GPU, below the 31.5 GB/s GPU -> NIC path, so not capped; 48 GB;
+ * the part has no calibration table. */
+static void test_new_presets(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("hgx_h100_96gb", &s, &e), 0);
+    assert_string_equal(s.node.gpu_model, "NVIDIA H100 96GB HBM2e");
+    assert_string_equal(mb_topo_gpu_family(s.node.gpu_model), "H100_96GB");
+    assert_true(mb_topo_gpu_calibrated(s.gpu));
+    assert_dbl(s.power_cap, 500);
+    assert_dbl(s.power_tdp, 700);
+    assert_true(fabs(s.power_clock_scale - cbrt(5.0 / 7.0)) < 1e-12);
+    assert_int_equal(mb_topo_check_calibrated(&s, "x", &e), 0);
+
+    assert_int_equal(mb_topo_load_system("l40s_pcie8", &s, &e), 0);
+    assert_string_equal(s.gpu, "L40S");
+    assert_false(mb_topo_gpu_calibrated(s.gpu));
+    assert_true(s.intra_pcie);
+    assert_int_equal(s.nvls, 0);
+    assert_dbl(s.nvlink_bw, 31.5e9);
+    assert_int_equal(s.nvlink_domain, 8);
+    assert_int_equal(s.node.n_nics, 4);
+    assert_int_equal(s.n_ports, 4);
+    assert_dbl(s.nic_bw, 25e9);
+    assert_dbl(s.node.gpu_mem_bytes, 48e9);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(s.node.gpu_nic[i], i / 2);
+        assert_dbl(s.gpu_nvlink_bw[i], 31.5e9);
+        assert_dbl(s.gpu_nic_bw[i], 25e9);
+        assert_int_equal(s.node.gpu_numa[i], i < 4 ? 0 : 1);
+    }
+    assert_dbl(s.power_clock_scale, 1);
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_check_calibrated(&s, "--calib FILE", &e), -1);
+    assert_string_equal(e.msg, "system 'l40s_pcie8' has L40S GPUs, which have no calibration table "
+                               "(calibration/tables/L40S.yaml): mbsim cannot price their kernels; give one with "
+                               "--calib FILE (docs/calibration.md)");
+}
+
+/* NUMA placement on the real 2-socket sample (hwloc_pci_gpu_nic_small.xml, test_real_small_pci):
+ * no NVLink, one NIC on socket 1 shared by 3 GPUs; GPU 0 on socket 0 reaches it over the SMP link.
+ * nic_speed 200 Gb/s = 25e9 B/s, a third each = 8.333e9. The CPU is an "Intel(R) Xeon(R) CPU
+ * E5-2650" (no Scalable model number): NCCL's BDW_QPI_BW = 6 GB/s, so GPU 0 gets
+ * min(8.333e9, 6e9 / 1) = 6e9 and the system's nic_bw (slowest GPU) is 6e9; GPUs 1, 2 keep
+ * 8.333e9. Given inter_socket_bw 3 GB/s: 3e9. NCCL's table from CPU names: closed values. */
+static void test_cross_numa_nic(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    const char *src = NULL;
+    char *p = data_path("tests/data/topology/cross_numa_nic.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_string_equal(s.node.cpu_model, "Intel(R) Xeon(R) CPU E5-2650 0 @ 2.00GHz");
+    assert_true(s.intra_pcie);
+    assert_dbl(s.inter_socket_bw, 6e9);
+    assert_true(s.gpu_nic_via_smp[0]);
+    assert_false(s.gpu_nic_via_smp[1] || s.gpu_nic_via_smp[2]);
+    assert_dbl(s.gpu_nic_bw[0], 6e9);
+    assert_dbl(s.gpu_nic_bw[1], 25e9 / 3);
+    assert_dbl(s.gpu_nic_bw[2], 25e9 / 3);
+    assert_dbl(s.nic_bw, 6e9);
+    p = data_path("tests/data/topology/cross_numa_nic_given.yaml");
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_dbl(s.inter_socket_bw, 3e9);
+    assert_dbl(s.gpu_nic_bw[0], 3e9);
+    assert_dbl(s.nic_bw, 3e9);
+    /* with NVLink (every preset) NCCL relays through a peer next to the NIC: no SMP cap */
+    assert_int_equal(mb_topo_load_system("dgx_h100", &s, &e), 0);
+    assert_dbl(s.inter_socket_bw, 0);
+    assert_dbl(mb_topo_inter_socket_bw("Intel Xeon Platinum 8480C", &src), 22e9);
+    assert_string_equal(src, "SRP_QPI_BW");
+    assert_dbl(mb_topo_inter_socket_bw("Intel Xeon Platinum 8570", &src), 40e9);
+    assert_dbl(mb_topo_inter_socket_bw("Intel(R) Xeon(R) Gold 6248 CPU", &src), 10e9);
+    assert_dbl(mb_topo_inter_socket_bw("Intel(R) Xeon(R) Gold 6338 CPU", &src), 6e9); /* Ice Lake: not in NCCL's list */
+    assert_dbl(mb_topo_inter_socket_bw("AMD EPYC 7742", &src), 16e9);
+    assert_dbl(mb_topo_inter_socket_bw("NVIDIA Grace", &src), 6e9);
+    assert_dbl(mb_topo_inter_socket_bw("x86_64 host CPU", &src), 0);
+    assert_null(src);
+}
+
+/* Fabric statements that agree with the node load: one tier of 32 nodes x 8 GPUs = 256 with
+ * rails 8 and one NIC per GPU on dgx_h100.xml; the presets' rack_gpus (NVL36x2 = 2 x 36). */
+static void test_fabric_checks_ok(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    char *p = data_path("tests/data/topology/fabric_one_tier_ok.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_int_equal(s.switch_tiers, 1);
+    assert_int_equal(s.max_gpus, 256);
+    assert_int_equal(s.n_ports, 8);
+    assert_int_equal(s.rack_gpus, 0);
+    assert_int_equal(mb_topo_load_system("gb200_nvl36x2", &s, &e), 0);
+    assert_int_equal(s.rack_gpus, 36);
+    assert_int_equal(s.nvlink_domain, 72);
+    assert_int_equal(mb_topo_load_system("gb300_nvl72", &s, &e), 0);
+    assert_int_equal(s.rack_gpus, 72);
+    assert_int_equal(mb_topo_load_system("dgx_h100_4nic", &s, &e), 0);
+    assert_int_equal(s.n_ports, 4);
+}
+
+/* power_cap: the sustained-clock scale is (cap / TDP)^(1/3) (P ~ f^3 in the
+ * DVFS range, mb_topo_power_clock_scale): 500 W on a 700 W H100 = (5/7)^(1/3)
+ * = 0.89390; no key = the part's default, scale 1; the TDPs are hardware.md A's. */
+static void test_power_cap(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    char *p = data_path("tests/data/topology/power_cap_500.yaml");
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    assert_dbl(s.power_cap, 500);
+    assert_dbl(s.power_tdp, 700);
+    assert_true(fabs(s.power_clock_scale - 0.893904) < 1e-6);
+    assert_true(fabs(s.power_clock_scale * s.power_clock_scale * s.power_clock_scale - 5.0 / 7.0) < 1e-12);
+    mb_free(p);
+    assert_int_equal(mb_topo_load_system("dgx_h100", &s, &e), 0);
+    assert_dbl(s.power_cap, 0);
+    assert_dbl(s.power_clock_scale, 1);
+    assert_dbl(mb_topo_gpu_tdp("GB300"), 1400);
+    assert_dbl(mb_topo_gpu_tdp("B300"), 0);
+    assert_dbl(mb_topo_power_clock_scale(700, 700), 1);
+    assert_dbl(mb_topo_power_clock_scale(0, 700), 1);
+    assert_true(fabs(mb_topo_power_clock_scale(87.5, 700) - 0.5) < 1e-12); /* 1/8 of the power: half the clock */
+}
+
 /* The node XML of a system is loaded through hwloc and its errors pass through. */
 static void test_system_node_xml_errors(void **state)
 {
@@ -505,6 +699,10 @@ int main(void)
         cmocka_unit_test(test_bad_systems),
         cmocka_unit_test(test_rails_and_pcie),
         cmocka_unit_test(test_system_node_xml_errors),
+        cmocka_unit_test(test_power_cap),
+        cmocka_unit_test(test_new_presets),
+        cmocka_unit_test(test_cross_numa_nic),
+        cmocka_unit_test(test_fabric_checks_ok),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,9 @@
  * `framework:`, docs/calibration.md "Framework-time model"): what a training
  * framework adds to the kernel times the op lists are priced with.
  *
+ *  - a system power_cap below the part's TDP (docs/topology.md "Power cap")
+ *    multiplies tensor_fraction by its sustained-clock scale
+ *    (mb_system.power_clock_scale), floored at the parameter's lower bound;
  *  - tensor_fraction and membound_eff act inside the calibration lookups of
  *    the step's table view (mb_calib_use_framework): every GEMM, grouped GEMM
  *    and attention FLOP term is divided by tensor_fraction, every memory-bound
@@ -34,6 +37,12 @@ void mb_fw_setup(struct mb_build *b)
     struct mb_calib_framework fw;
     mb_calib_framework_get(b->cal, &fw);
     int on = !b->s->roofline;
+    double pscale = b->s->system.power_clock_scale;
+    if (on && pscale > 0 && pscale < 1) { /* the view only: the shared table is untouched */
+        double lo = mb_calib_fw_info(MB_FW_TENSOR_FRACTION)->lo;
+        fw.v[MB_FW_TENSOR_FRACTION] = fmax(lo, fw.v[MB_FW_TENSOR_FRACTION] * pscale);
+        mb_calib_framework_set(b->cal, &fw);
+    }
     mb_calib_use_framework(b->cal, on);
     b->fw_on = on;
     b->fw_tensor = on ? fw.v[MB_FW_TENSOR_FRACTION] : 1;

@@ -157,6 +157,8 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     b.host_fold = !b.record; /* a trace and the op table show every launch */
     if (a->cal)
         b.cal = mb_calib_view(a->cal);
+    else if (!s->calib_path[0] && mb_topo_check_calibrated(&s->system, "calibration: {table: FILE}", err))
+        return -1;
     else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
         return -1;
     mb_calib_set_roofline(b.cal, s->roofline);
