@@ -34,9 +34,8 @@ void mb_emit_host_flush(struct mb_build *b, int st)
 }
 
 /* The host side of op o: the stage's host thread issues the op's kernels in
- * program order, launch_s each (kf forward or recomputed, kb backward; one
- * NCCL kernel per communication op) plus the framework's host_kernel per
- * framework call that launches them (mb_op_calls), or a single
+ * program order, launch_s + the framework's host_kernel each (kf forward or
+ * recomputed, kb backward; one NCCL kernel per communication op), or a single
  * cudaGraphLaunch (launch_s) when the op opens
  * a captured region (the rest of the region costs the host nothing). The
  * host never waits for the GPU, except at a device-to-host sync (o->host_sync
@@ -53,22 +52,19 @@ static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct m
 {
     if (b->launch <= 0)
         return -1; /* full-iteration graph: one launch per step */
-    double n, calls = 0;
-    int bwd = dir && !recompute;
+    double n;
     if (o->region) {
         n = o->region == em->region ? 0 : 1;
         em->region = o->region;
     } else {
-        n = o->type == MB_OP_COMM ? 1 : bwd ? o->kb : o->kf;
-        calls = o->type == MB_OP_COMM ? 1 : mb_op_calls(o, bwd);
+        n = o->type == MB_OP_COMM ? 1 : (dir && !recompute ? o->kb : o->kf);
         em->region = 0;
     }
     int sync = o->host_sync && (!dir || recompute) && em->last >= 0;
     if (n <= 0 && !sync)
         return -1;
-    /* a graph launch is one call; eager kernels also pay the framework's host
-     * time, once per framework call that launches them */
-    double d = n * b->launch + calls * b->fw_host;
+    /* a graph launch is one call; an eager kernel also pays the framework's host time */
+    double d = n * (b->launch + (o->region ? 0 : b->fw_host));
     if (!sync && b->host_fold && em->lb_host >= 0 && em->lb_host == b->host_last[st] &&
         em->lb >= b->host_acc[st] + d + MB_HOST_FOLD_MARGIN) {
         b->host_acc[st] += d;

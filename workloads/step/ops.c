@@ -123,16 +123,9 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
     o.peak = b->gpu->peak[p];
     /* TE GroupedLinear (TEGroupedMLP) runs one cuBLAS GEMM per local expert
      * (general_grouped_gemm over num_gemms): E/ep launches forward, dgrad and
-     * wgrad per expert backward; fp8 adds one multi-tensor quantize each way.
-     * The per-expert loop runs in C++ (te_general_grouped_gemm), so the
-     * framework's host time is paid per Python call: the grouped GEMM forward,
-     * dgrad and wgrad backward, and the quantize (TransformerEngine
-     * pytorch/module/grouped_linear.py _GroupedLinear, pytorch/cpp_extensions/gemm.py) */
-    int quant = b->s->prec.quantize ? 1 : 0;
-    o.kf = ceil(groups) + quant;
-    o.kb = 2 * ceil(groups) + quant;
-    o.hf = 1 + quant;
-    o.hb = 2 + quant;
+     * wgrad per expert backward; fp8 adds one multi-tensor quantize each way */
+    o.kf = ceil(groups) + (b->s->prec.quantize ? 1 : 0);
+    o.kb = 2 * ceil(groups) + (b->s->prec.quantize ? 1 : 0);
     o.saved = b->s->prec.quantize ? saved / 2 : saved; /* as in mb_ops_gemm_p */
     if (b->s->prec.quantize) { /* as in mb_ops_gemm_p */
         o.fwd += mb_calib_quant(b->cal, b->s->prec.label, groups * tpg * K * (BF16 + 1.0));
@@ -242,8 +235,6 @@ void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask)
             q->bwd += o->bwd;
             q->bwd_dgrad_only += o->bwd_dgrad_only;
             q->saved += o->saved;
-            q->hf = mb_op_calls(q, 0) + mb_op_calls(o, 0);
-            q->hb = mb_op_calls(q, 1) + mb_op_calls(o, 1);
             q->kf += o->kf;
             q->kb += o->kb;
             q->flop_f += o->flop_f;

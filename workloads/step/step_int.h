@@ -74,8 +74,6 @@ struct mb_op {
     int bwd_only;             /* runs in the backward pass only (the wgrad input's TP re-gather) */
     double saved;             /* activation bytes saved for backward per microbatch */
     double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
-    double hf, hb;            /* framework calls (Python, dispatcher, TE module) that launch them,
-                               * forward / backward; 0 = one call per kernel (mb_op_calls) */
     int region;               /* CUDA-graph capture region (0 = eager); ops of one region are
                                * launched by one cudaGraphLaunch */
     int host_sync;            /* forward: the host waits for the GPU before issuing this op
@@ -83,13 +81,6 @@ struct mb_op {
     int part0, nparts;        /* after mb_ops_fuse: the ops it was fused from (oplist.part) */
     int vblock;               /* vision encoder block + 1 (0: not a ViT block op) */
 };
-
-/** Framework calls of op o forward (dir 0, or recomputed) or backward: hf / hb, else one per kernel. */
-static inline double mb_op_calls(const struct mb_op *o, int bwd)
-{
-    double h = bwd ? o->hb : o->hf;
-    return h > 0 ? h : bwd ? o->kb : o->kf;
-}
 
 struct mb_oplist {
     struct mb_op *op;
