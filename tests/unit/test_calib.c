@@ -132,6 +132,13 @@ static void test_h100_96gb_derived(void **state)
                           1e-12));
     assert_true(close_rel(mb_calib_membound(b, 1e9) / mb_calib_membound(a, 1e9), 3.35 / 2.4, 1e-9));
     assert_true(close_rel(mb_calib_link_eff(b, MB_LINK_NVLINK), mb_calib_link_eff(a, MB_LINK_NVLINK), 1e-12));
+    /* the framework section is H100's (copied: refit H100, copy it again) */
+    struct mb_calib_framework fa, fb;
+    mb_calib_framework_get(a, &fa);
+    mb_calib_framework_get(b, &fb);
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if (!close_rel(fb.v[p], fa.v[p], 1e-9) && !(fa.v[p] == 0 && fb.v[p] == 0))
+            fail_msg("H100_96GB framework parameter %d = %g, H100.yaml has %g", p, fb.v[p], fa.v[p]);
     mb_calib_free(a);
     mb_calib_free(b);
 }
