@@ -2283,6 +2283,8 @@ static int csv_record(struct csv_ctx *c)
         mb_err_format(&cerr, msg, sizeof msg);
         copy_str(why, sizeof why, msg);
         skip_row(r, why);
+    } else if (c->out->parse_only) {
+        skip_row(r, "parse only");
     } else {
         predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
         if (!r->skipped && c->out->on_row)
@@ -2412,7 +2414,10 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
         skip_row(r, "no measured block");
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
-        predict_row(r, &s, 0, NULL, NULL);
+        if (out->parse_only)
+            skip_row(r, "parse only");
+        else
+            predict_row(r, &s, 0, NULL, NULL);
         if (!r->skipped && out->on_row)
             out->on_row(out->on_row_ctx, r, &s);
     }

@@ -123,6 +123,9 @@ struct mb_val_summary {
     struct mb_val_reason *reasons;   /* skipped rows grouped by reason: count descending, then reason */
     struct mb_val_row *rows;         /* n_rows rows, in input order */
     int roofline;                    /* set before adding inputs: predict in roofline-only mode */
+    int parse_only;                  /* set before adding inputs: read and check every row (layout,
+                                      * recipe columns, scenario check) but simulate none; each row
+                                      * that would be predicted is skipped as "parse only" (fuzzing) */
     /* set before adding inputs (optional): called for every predicted row with the checked
      * scenario it was simulated with (borrowed: valid during the call only), e.g. to keep it
      * for refitting the framework-time model (mb_fit.h) */

@@ -33,6 +33,18 @@ static inline const char *fuzz_tmp(const uint8_t *data, size_t size, const char 
     return path;
 }
 
+/* MBSIM_FUZZ_PARSE_ONLY set (to anything but "" or "0"): harnesses that load
+ * and then simulate stop after loading (docs/robustness.md, long runs). */
+static inline int fuzz_parse_only(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("MBSIM_FUZZ_PARSE_ONLY");
+        v = e && e[0] && !(e[0] == '0' && !e[1]);
+    }
+    return v;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #endif /* MB_FUZZ_UTIL_H */

@@ -321,6 +321,32 @@ static void test_small_csv(void **state)
 }
 
 /* Step 6: text and JSON reports of small.csv. */
+/* parse_only (the fuzz harness's mode): small.csv's 3 predictable rows are read
+ * and checked but skipped as "parse only"; the 8 rows skipped for their own
+ * reasons keep them (counts from test_small_csv). */
+static void test_parse_only(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    mb_validate_init(&s);
+    s.parse_only = 1;
+    assert_int_equal(mb_validate_add_csv(&s, FIX "small.csv", &e), 0);
+    mb_validate_finish(&s);
+    assert_int_equal(s.n_rows, 11);
+    assert_int_equal(s.n_predicted, 0);
+    assert_int_equal(s.n_skipped, 11);
+    const struct mb_val_row *r = find_row(&s, "ok_tokens");
+    assert_true(r->skipped);
+    assert_string_equal(r->reason, "parse only");
+    size_t parse = 0;
+    for (size_t i = 0; i < s.n_rows; i++)
+        parse += !strcmp(s.rows[i].reason, "parse only");
+    assert_int_equal(parse, 3);
+    mb_validate_free(&s);
+}
+
 static void test_reports(void **state)
 {
     (void)state;
@@ -1537,7 +1563,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats),          cmocka_unit_test(test_recompute_cells),
         cmocka_unit_test(test_system_map),     cmocka_unit_test(test_precision_map),
-        cmocka_unit_test(test_small_csv),      cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_small_csv), cmocka_unit_test(test_parse_only),      cmocka_unit_test(test_reports),
         cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
