@@ -207,6 +207,48 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
                           struct mb_err *err);
 
 /**
+ * @brief Lower bound on the step time mb_step_simulate_opts(s, o) reports,
+ * from the op lists alone: no task graph is built or run (a few percent of a
+ * simulation's cost; `mbsim sweep --screen`).
+ *
+ * Every pipeline stage's rank has one serial compute stream, so a simulated
+ * step lasts at least as long as that stream's compute tasks back to back:
+ * per microbatch the forward, backward and recompute passes of the stage's
+ * layers, embedding, head and (stage 0) vision encoder, each op at its table
+ * time plus the framework's kernel time, then the optimizer step and the
+ * iteration overhead. Not counted (each only adds time): communication,
+ * bubbles, host launches, the overlap slowdown and EP-overlap stalls. The
+ * result is the largest stage's sum.
+ *
+ * With o's layer and microbatch extensions the bound is extended exactly as
+ * the step is (the same shortened runs, the same linear formula). This is a
+ * bound on each shortened run; on the extended step it holds as long as the
+ * runs' idle time (bubbles, exposed communication) does not shrink faster
+ * than linearly with layers and microbatches, which periodic steady states
+ * satisfy but nothing forces -- a caller that must not rely on it checks the
+ * bound against each simulated step (mb_sweep_screen does).
+ *
+ * Memory: each stage's device memory without its timeline terms (saved
+ * activations, the loss working set, recompute and backward-gradient working
+ * sets taken as 0): static state, dispatch buffers, workspaces, CUDA-graph
+ * pools, the fragmentation that remains, and what lies outside PyTorch -- the
+ * memory estimate's own formula (mb_memory), so never above the simulated
+ * device memory of any stage, and the verdict OOM only where the simulation's
+ * is OOM too.
+ * @param[in]  o   as for mb_step_simulate_opts (NULL = defaults); trace and
+ *                 op table are ignored
+ * @param[out] out the bounds
+ * @return 0, or -1 with err (placement or calibration errors, as a simulation).
+ */
+struct mb_step_bound {
+    double step_s;       /* step time is at least this, s */
+    double device_bytes; /* the most loaded stage's device memory is at least this, bytes */
+    double capacity;     /* the GPU's usable HBM, bytes (OOM: device > capacity) */
+};
+int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_step_bound *out,
+                  struct mb_err *err);
+
+/**
  * @brief As mb_step_simulate, but always simulates every microbatch of the step.
  * mb_step_simulate simulates at most 64 (or 4*pp) microbatches per DP rank and
  * extends the periodic steady state linearly beyond that, which keeps time and
