@@ -139,6 +139,8 @@ struct mb_result {
     double vision_tokens_per_sample;    /* mean LLM positions taken by images */
     struct mb_memory mem;
     int oom;
+    double floor_s[64];                 /* per pipeline stage: seconds its compute stream runs at least
+                                           (mb_step_bound), extended with the step */
     unsigned long long events;          /* engine events processed */
     size_t tasks;
     double sim_wall_s;                  /* wall time of the simulation itself */
@@ -206,45 +208,42 @@ struct mb_step_opts {
 int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                           struct mb_err *err);
 
-/**
- * @brief Lower bound on the step time mb_step_simulate_opts(s, o) reports,
- * from the op lists alone: no task graph is built or run (a few percent of a
- * simulation's cost; `mbsim sweep --screen`).
- *
- * Every pipeline stage's rank has one serial compute stream, so a simulated
- * step lasts at least as long as that stream's compute tasks back to back:
- * per microbatch the forward, backward and recompute passes of the stage's
- * layers, embedding, head and (stage 0) vision encoder, each op at its table
- * time plus the framework's kernel time, then the optimizer step and the
- * iteration overhead. Not counted (each only adds time): communication,
- * bubbles, host launches, the overlap slowdown and EP-overlap stalls. The
- * result is the largest stage's sum.
- *
- * With o's layer and microbatch extensions the bound is extended exactly as
- * the step is (the same shortened runs, the same linear formula). This is a
- * bound on each shortened run; on the extended step it holds as long as the
- * runs' idle time (bubbles, exposed communication) does not shrink faster
- * than linearly with layers and microbatches, which periodic steady states
- * satisfy but nothing forces -- a caller that must not rely on it checks the
- * bound against each simulated step (mb_sweep_screen does).
- *
- * Memory: each stage's device memory without its timeline terms (saved
- * activations, the loss working set, recompute and backward-gradient working
- * sets taken as 0): static state, dispatch buffers, workspaces, CUDA-graph
- * pools, the fragmentation that remains, and what lies outside PyTorch -- the
- * memory estimate's own formula (mb_memory), so never above the simulated
- * device memory of any stage, and the verdict OOM only where the simulation's
- * is OOM too.
- * @param[in]  o   as for mb_step_simulate_opts (NULL = defaults); trace and
- *                 op table are ignored
- * @param[out] out the bounds
- * @return 0, or -1 with err (placement or calibration errors, as a simulation).
- */
+/** What mb_step_bound proves about a scenario's step. */
 struct mb_step_bound {
-    double step_s;       /* step time is at least this, s */
+    double step_s;       /* the step takes at least this long, s */
     double device_bytes; /* the most loaded stage's device memory is at least this, bytes */
     double capacity;     /* the GPU's usable HBM, bytes (OOM: device > capacity) */
 };
+
+/**
+ * @brief Lower bounds on the step time and device memory of every
+ * mb_step_simulate* of s, from one build of the op lists: no data drawn, no
+ * task graph (a small fraction of a simulation's cost; `mbsim sweep --screen`).
+ *
+ * Step time: every pipeline stage's rank has one serial compute stream, so a
+ * simulated step lasts at least as long as that stream's compute tasks back
+ * to back: per microbatch the forward, backward and recompute passes of the
+ * stage's layers, embedding and head, each op at its table time plus the
+ * framework's kernel time, then the optimizer step and the iteration
+ * overhead; the largest stage's sum. Left out, as each only adds time:
+ * communication, bubbles, host launches, the overlap slowdown, EP-overlap
+ * stalls, and the work that depends on the data drawn (the vision encoder;
+ * with packed sequences, core attention). That floor is the same per
+ * microbatch and per layer, so it is also the linear extension of the floors
+ * of shortened runs: the layer and microbatch extensions (mb_step_opts) are
+ * refused, and the step simulated without them, wherever they would give a
+ * step below it (mb_result.floor_s), which keeps every result at or above it.
+ *
+ * Memory: each stage's device memory without its timeline terms (saved
+ * activations, the loss working set, recompute and backward-gradient working
+ * sets taken as 0) -- the memory estimate's own formula, so never above the
+ * device memory of the simulated stage, and OOM only where the simulation's
+ * verdict is OOM too (for a step extended in layers: as long as the shortened
+ * runs' timeline terms do not shrink as layers are added).
+ * @param[in]  o   NULL, or options whose table (o->cal) to price with
+ * @param[out] out the bounds
+ * @return 0, or -1 with err (placement or calibration errors, as a simulation).
+ */
 int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_step_bound *out,
                   struct mb_err *err);
 

@@ -9,13 +9,25 @@
  * emit.c select and price them -- table time plus the framework's kernel time
  * (mb_fw_kernels) -- plus the optimizer step and the iteration overhead. Left
  * out, so the bound stays below: the overlap slowdown beside communication,
- * EP-overlap SM stalls, waits for links, launches and other stages (bubbles).
+ * EP-overlap SM stalls, waits for links, launches and other stages (bubbles),
+ * and the work that depends on the data drawn -- the vision encoder and,
+ * with packed sequences, core attention. What remains is the same per
+ * microbatch and per layer of a kind, so the floor of a shortened run,
+ * extended linearly, is the floor of the whole step (step.c relies on that).
  */
 #include "step_int.h"
 #include "mb_calib.h"
 
+/* Whether part o is core attention scaled by the drawn sequence lengths
+ * (packed data, mb_plan_scale_attention). */
+static int mb__drawn(const struct mb_build *b, const struct mb_op *o)
+{
+    return b->s->packed && o->type == MB_OP_COMP && o->cat == MB_CAT_ATTN && (o->module & MB_RCM_CORE_ATTN);
+}
+
 /* Compute seconds of list l in one pass (dir 0 forward, 1 backward;
- * recompute: the forward again over the modules in mask; skip: dgrad only). */
+ * recompute: the forward again over the modules in mask; skip: dgrad only),
+ * without the parts whose time depends on the data drawn. */
 static double mb__pass(const struct mb_build *b, const struct mb_oplist *l, int dir, int recompute, unsigned mask,
                        int skip)
 {
@@ -25,8 +37,12 @@ static double mb__pass(const struct mb_build *b, const struct mb_oplist *l, int 
         if (o->type != MB_OP_COMP || !mb_emit_op_runs(o, dir, recompute, mask))
             continue;
         double dur = mb_emit_comp_s(o, dir, recompute, skip);
-        if (dur > 0)
-            t += dur + mb_fw_kernels(b, o, dir, recompute);
+        if (dur <= 0)
+            continue;
+        t += dur + mb_fw_kernels(b, o, dir, recompute);
+        for (int q = 0; l->part && q < o->nparts; q++)
+            if (mb__drawn(b, &l->part[o->part0 + q]))
+                t -= mb_emit_comp_s(&l->part[o->part0 + q], dir, recompute, skip);
     }
     return t;
 }
@@ -61,36 +77,13 @@ static double mb__layers(const struct mb_build *b, int vs, int frozen)
     return t;
 }
 
-/* The vision encoder of every microbatch (first stage): forward, and the
- * backward unless encoder and projector are both frozen. */
-static double mb__vision(const struct mb_build *b)
-{
-    const struct mb_data *d = &b->data;
-    int fv = (b->s->freeze & MB_FREEZE_VISION) != 0, fp = (b->s->freeze & MB_FREEZE_VISION_PROJ) != 0;
-    double t = 0;
-    for (int i = 0; i < d->n; i++) {
-        if (!d->visl[i].n)
-            continue;
-        t += mb__pass(b, &d->visl[i], 0, 0, 0, 0);
-        if (!(fv && fp))
-            t += mb__pass(b, fv ? &d->visp[i] : &d->visl[i], 1, 0, 0, 0);
-    }
-    return t;
-}
-
-double mb_bound_compute(const struct mb_build *b)
+void mb_bound_stages(const struct mb_build *b, double *floor_s)
 {
     int p = b->lay.p, v = b->lay.v, frozen = (b->s->freeze & MB_FREEZE_LANGUAGE) != 0;
-    double best = 0;
     for (int st = 0; st < p; st++) {
         double per_mb = 0;
         for (int c = 0; c < v; c++)
             per_mb += mb__layers(b, c * p + st, frozen) + mb__ends(b, c * p + st, frozen);
-        double t = b->lay.m * per_mb + mb_calib_membound(b->cal, mb_reduce_optimizer_bytes(b, st)) + b->fw_step;
-        if (st == 0)
-            t += mb__vision(b);
-        if (t > best)
-            best = t;
+        floor_s[st] = b->lay.m * per_mb + mb_calib_membound(b->cal, mb_reduce_optimizer_bytes(b, st)) + b->fw_step;
     }
-    return best;
 }

@@ -37,7 +37,6 @@ struct mb__ask {
     const char *trace;
     int ops;
     const struct mb_calib *cal;
-    int bound;          /* only the compute lower bound (bound.c) into r->step_time_s */
 };
 
 void mb_result_free(struct mb_result *r)
@@ -88,16 +87,6 @@ static void mb__build(struct mb_build *b, int mbs_n)
     mb_data_vision_ops(b);
     mb_sched_build(b, pg_done);
     mb_reduce_grads_and_step(b);
-}
-
-/* The op lists and data of the step alone (no task graph): what the bound reads. */
-static void mb__build_lists(struct mb_build *b, int mbs_n)
-{
-    mb_layout_build(b, mbs_n);
-    mb_plan_build(b);
-    mb_data_draw(b, mbs_n);
-    mb_plan_scale_attention(b, b->data.lsq_per_seq / ((double)b->s->seq_length * b->s->seq_length));
-    mb_data_vision_ops(b);
 }
 
 /* Run the engine and reduce the timeline to r. */
@@ -172,12 +161,10 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
         return -1;
     mb_calib_set_roofline(b.cal, s->roofline);
     int rc = mb_step_place(&b, err);
-    if (rc == 0 && a->bound) {
-        mb__build_lists(&b, mbs_n);
-        r->step_time_s = mb_bound_compute(&b);
-    } else if (rc == 0) {
+    if (rc == 0) {
         mb__build(&b, mbs_n);
         rc = mb__run(&b, a, r, err);
+        mb_bound_stages(&b, r->floor_s);
     }
     mb__free(&b);
     if (rc)
@@ -188,6 +175,22 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
 }
 
 static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
+
+/* Relative rounding allowed between a step and its compute floor (sums of the
+ * same durations in another order, a linear extension of them). */
+#define MB_FLOOR_TOL 1e-9
+
+/* Whether an extended step fell below the compute floor of the whole step
+ * (r->floor_s, extended with it): impossible for a simulated step, so the
+ * extension is wrong there (the idle time of the shortened runs did not grow
+ * linearly) and the caller simulates without it. */
+static int mb__below_floor(const struct mb_scenario *s, const struct mb_result *r)
+{
+    double f = 0;
+    for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
+        f = fmax(f, r->floor_s[st]);
+    return r->step_time_s < f * (1 - MB_FLOOR_TOL);
+}
 
 static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, double k)
 {
@@ -236,6 +239,8 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
         r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1->breakdown[c], k));
         r->critical[c] = fmax(0, mb__lin(r->critical[c], r1->critical[c], k));
     }
+    for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
+        r->floor_s[st] = mb__lin(r->floor_s[st], r1->floor_s[st], k);
     if (mem)
         mb__extend_memory(r, r1, k);
     mb_opstats_extend(r, r1, k);
@@ -289,12 +294,13 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
         mb_result_free(r);
         return mb__simulate(s, m, a, r, err);
     }
-    if (a->bound)
-        r->step_time_s = mb__lin(r->step_time_s, r1.step_time_s, (double)(m - m2) / (m2 - m1));
-    else
-        mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
+    mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
     mb_result_free(&r1);
     r->microbatches = m;
+    if (mb__below_floor(s, r)) {
+        mb_result_free(r);
+        return mb__simulate(s, m, a, r, err);
+    }
     return 0;
 }
 
@@ -313,20 +319,10 @@ static int mb__uniform_layers(const struct mb_model *m)
     return m->n_layers > 0 && !m->pattern[0];
 }
 
-static int mb__simulate_ask(const struct mb_scenario *s, const struct mb_step_opts *o, const struct mb__ask *ap,
-                            struct mb_result *r, struct mb_err *err);
-
 static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                              struct mb_err *err)
 {
-    struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL, 0};
-    return mb__simulate_ask(s, o, &a, r, err);
-}
-
-static int mb__simulate_ask(const struct mb_scenario *s, const struct mb_step_opts *o, const struct mb__ask *ap,
-                            struct mb_result *r, struct mb_err *err)
-{
-    struct mb__ask a = *ap;
+    struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL};
     int cap = o ? o->mb_cap : 0;
     int nv = s->pp * (s->vpp > 0 ? s->vpp : 1);
     int L = s->model.n_layers;
@@ -347,10 +343,11 @@ static int mb__simulate_ask(const struct mb_scenario *s, const struct mb_step_op
     struct mb_result r1;
     if (mb__simulate_mb(&s1, cap, &a, &r1, err) || mb__simulate_mb(&s2, cap, &a, r, err))
         return -1;
-    if (a.bound)
-        r->step_time_s = mb__lin(r->step_time_s, r1.step_time_s, (double)(L - L2) / (L2 - L1));
-    else
-        mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
+    mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
+    if (mb__below_floor(s, r)) {
+        mb_result_free(r);
+        return mb__simulate_mb(s, cap, &a, r, err);
+    }
     return 0;
 }
 
@@ -401,50 +398,50 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
     return -1;
 }
 
-/* Memory bound of the whole step (no shortened runs: static terms are exact
- * at the real layer count): the estimate with every timeline term 0. */
-static int mb__bound_memory(const struct mb_scenario *s, const struct mb_calib *cal, struct mb_step_bound *out,
-                            struct mb_err *err)
+/* The bounds from one build of the whole step's op lists (no data drawn, no
+ * task graph): every stage's compute floor, and the memory estimate with
+ * every timeline term 0. */
+static void mb__bound_build(struct mb_build *b, struct mb_step_bound *out)
 {
-    struct mb_build b;
-    memset(&b, 0, sizeof b);
-    b.s = s;
-    b.m = &s->model;
-    if (cal)
-        b.cal = mb_calib_view(cal);
-    else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
-        return -1;
-    mb_calib_set_roofline(b.cal, s->roofline);
-    int rc = mb_step_place(&b, err);
-    if (rc == 0) {
-        struct mb_memdyn dyn[MB_MAX_STAGES];
-        struct mb_memory *mem = mb_malloc(sizeof *mem);
-        memset(dyn, 0, sizeof dyn);
-        mb_layout_build(&b, s->global_batch_size / (s->micro_batch_size * s->dp));
-        mb_plan_build(&b);
-        mb_layout_graphs(&b);
-        mb_memory_estimate(s, &b.lay, &b.plan, 0, b.gpu->hbm_bytes, dyn, mem);
-        out->device_bytes = mem->device;
-        out->capacity = mem->capacity;
-        mb_free(mem);
-    }
-    mb__free(&b);
-    return rc;
+    const struct mb_scenario *s = b->s;
+    double floor_s[MB_MAX_STAGES];
+    struct mb_memdyn dyn[MB_MAX_STAGES];
+    struct mb_memory *mem = mb_malloc(sizeof *mem);
+    memset(dyn, 0, sizeof dyn);
+    mb_layout_build(b, s->global_batch_size / (s->micro_batch_size * s->dp));
+    mb_plan_build(b);
+    mb_plan_scale_attention(b, 1.0); /* fuses the lists as a simulation does */
+    mb_layout_graphs(b);
+    mb_bound_stages(b, floor_s);
+    for (int st = 0; st < b->lay.p; st++)
+        out->step_s = fmax(out->step_s, floor_s[st]);
+    mb_memory_estimate(s, &b->lay, &b->plan, 0, b->gpu->hbm_bytes, dyn, mem);
+    out->device_bytes = mem->device;
+    out->capacity = mem->capacity;
+    mb_free(mem);
 }
 
 int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_step_bound *out,
                   struct mb_err *err)
 {
-    struct mb__ask a = {0, NULL, 0, o ? o->cal : NULL, 1};
-    struct mb_step_opts lean = o ? *o : (struct mb_step_opts){0};
-    lean.trace = NULL;
-    lean.ops = 0;
     memset(out, 0, sizeof *out);
-    struct mb_result *r = mb_malloc(sizeof *r);
-    int rc = mb__simulate_ask(s, &lean, &a, r, err);
-    out->step_s = r->step_time_s;
-    mb_free(r);
-    return rc ? -1 : mb__bound_memory(s, lean.cal, out, err);
+    if (s->pp > MB_MAX_STAGES)
+        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
+                          MB_MAX_STAGES);
+    struct mb_build b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.m = &s->model;
+    if (o && o->cal)
+        b.cal = mb_calib_view(o->cal);
+    else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
+        return -1;
+    mb_calib_set_roofline(b.cal, s->roofline);
+    int rc = mb_step_place(&b, err);
+    if (rc == 0)
+        mb__bound_build(&b, out);
+    mb__free(&b);
+    return rc;
 }
 
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)

@@ -337,10 +337,10 @@ void mb_reduce_grads_and_step(struct mb_build *b);
 double mb_reduce_optimizer_bytes(const struct mb_build *b, int st);
 
 /* ---- bound.c */
-/* Seconds of compute stage st's stream runs at least (the ops of the built
- * plan and data, their framework kernel time and the optimizer, without
- * overlap slowdowns, stalls or waits); the largest over the stages. */
-double mb_bound_compute(const struct mb_build *b);
+/* floor_s[st]: seconds stage st's compute stream runs at least (the ops of
+ * the built plan except the data-drawn ones, their framework kernel time, the
+ * optimizer; no overlap slowdowns, stalls or waits), for every stage. */
+void mb_bound_stages(const struct mb_build *b, double *floor_s);
 
 /* ---- memtl.c, memory.c */
 /* A stage's dynamic memory at its peak moment (timeline). */
