@@ -57,7 +57,8 @@ struct mb_sweep {
     struct mb_sweep__model *models;
     int exact;                      /* 1: mb_step_simulate_exact (every microbatch) */
     int mb_cap;                     /* > 0: simulate at most this many microbatches per DP rank
-                                       (at least 4*pp) and extrapolate; 0: mb_step_simulate (cap 64) */
+                                       (at least 2*pp or 4*pp, mb_step.h) and extrapolate; 0:
+                                       mb_step_simulate (cap 64) */
 };
 
 /** Status of one configuration. SCREENED: not simulated by mb_sweep_screen,
