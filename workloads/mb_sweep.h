@@ -240,7 +240,8 @@ struct mb_sweep_screen_stats {
  * against its bound and a violation turns screening off.
  * @param[in]     k     configurations to keep exact (>= 1)
  * @param[in]     o     as for mb_sweep_run_opts (skip must be NULL; eval is ignored);
- *                      on_row gets every row in grid order at the end
+ *                      on_row gets every row in grid order at the end, progress
+ *                      reports the bound pass
  * @param[in,out] rows  mb_sweep_shard_count() rows in shard order
  * @param[out]    done  NULL, or per position: 1 = rows[k] is final
  * @param[out]    st    NULL, or the counts

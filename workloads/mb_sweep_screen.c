@@ -63,8 +63,7 @@ static int mb_scr__bound(const struct mb_sweep *sw, const struct mb_sweep_run_op
     struct mb_sweep_run_opts b = *o;
     b.skip = NULL;
     b.on_row = NULL;
-    b.progress = NULL;
-    b.eval = mb_sweep_eval_bound;
+    b.eval = mb_sweep_eval_bound; /* progress: the bound pass is the one over every configuration */
     return mb_sweep_run_opts(sw, &b, rows, NULL);
 }
 
