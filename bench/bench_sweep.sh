@@ -3,7 +3,8 @@
 # events per simulated configuration for the two benchmark grids
 # (docs/sweep.md Speed).
 #
-# usage: bench/bench_sweep.sh [MBSIM] [RUNS]     (defaults: build/sim/cli/mbsim, 3)
+# usage: bench/bench_sweep.sh [MBSIM] [RUNS] [SWEEP_OPTIONS]
+#        (defaults: build/sim/cli/mbsim, 3, none; e.g. "--screen 10" measures the screen)
 #
 # Each grid runs RUNS times on one thread (-j 1); CPU time is user + system
 # (the machine may be shared, so wall time is not the measure) and the median
@@ -13,6 +14,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 mbsim=${1:-$here/build/sim/cli/mbsim}
 runs=${2:-3}
+opts=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf 'grid\tconfigurations\tcpu_s_median\tconfigurations_per_cpu_s\tevents_per_configuration\n'
@@ -20,7 +22,8 @@ for grid in moe256 vlm9216; do
     file=$here/tests/data/sweep/$grid.yaml
     : >"$tmp/cpu"
     for r in $(seq "$runs"); do
-        /usr/bin/time -f '%U %S' -o "$tmp/time" "$mbsim" sweep "$file" -j 1 --tsv /dev/null >/dev/null 2>"$tmp/err"
+        # shellcheck disable=SC2086 # the options are words
+        /usr/bin/time -f '%U %S' -o "$tmp/time" "$mbsim" sweep "$file" -j 1 $opts --tsv /dev/null >/dev/null 2>"$tmp/err"
         awk '{ print $1 + $2 }' "$tmp/time" >>"$tmp/cpu"
     done
     line=$(grep 'configurations in' "$tmp/err")

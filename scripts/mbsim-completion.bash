@@ -23,14 +23,14 @@ _mbsim()
         --emit)
             COMPREPLY=($(compgen -W "megatron bridge" -- "$cur"))
             return ;;
-        -j|--top|--gpus|--ranks|--progress|--mb-cap|--shard|--set|--name|--gpu|--op|--sizes|--cv|--params)
+        -j|--top|--gpus|--ranks|--progress|--mb-cap|--screen|--shard|--set|--name|--gpu|--op|--sizes|--cv|--params)
             return ;;
     esac
     local words="" opts=""
     case $cmd in
         run) opts="--json --memory --ops --roofline --trace --emit --help" ;;
         validate) opts="--json --cv --help" ;;
-        sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --help" ;;
+        sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
         merge) opts="--tsv --json --help" ;;
         tune) opts="-o --emit --help" ;;
         import)

@@ -139,6 +139,8 @@ struct mb_result {
     double vision_tokens_per_sample;    /* mean LLM positions taken by images */
     struct mb_memory mem;
     int oom;
+    double floor_s[64];                 /* per pipeline stage: seconds its compute stream runs at least
+                                           (mb_step_bound), extended with the step */
     unsigned long long events;          /* engine events processed */
     size_t tasks;
     double sim_wall_s;                  /* wall time of the simulation itself */
@@ -184,8 +186,9 @@ struct mb_calib; /* mb_calib.h */
 
 /** Options of a simulation. */
 struct mb_step_opts {
-    int mb_cap;          /* simulate at most this many microbatches per DP rank (at least 4*pp) and
-                            extend the periodic steady state linearly; 0 = default 64, < 0 = all */
+    int mb_cap;          /* simulate at most this many microbatches per DP rank (at least 4*pp; 2*pp for
+                            1F1B over identical microbatches) and extend the periodic steady state
+                            linearly; 0 = default 64, < 0 = all */
     int critical_path;   /* compute r->critical (costs ~10% of a simulation) */
     int layer_cap;       /* > 0: models whose decoder layers are all of one kind and divide evenly
                             over the virtual stages are simulated with 2 and 4 layers per virtual
@@ -205,6 +208,45 @@ struct mb_step_opts {
  */
 int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                           struct mb_err *err);
+
+/** What mb_step_bound proves about a scenario's step. */
+struct mb_step_bound {
+    double step_s;       /* the step takes at least this long, s */
+    double device_bytes; /* the most loaded stage's device memory is at least this, bytes */
+    double capacity;     /* the GPU's usable HBM, bytes (OOM: device > capacity) */
+};
+
+/**
+ * @brief Lower bounds on the step time and device memory of every
+ * mb_step_simulate* of s, from one build of the op lists: no data drawn, no
+ * task graph (a small fraction of a simulation's cost; `mbsim sweep --screen`).
+ *
+ * Step time: every pipeline stage's rank has one serial compute stream, so a
+ * simulated step lasts at least as long as that stream's compute tasks back
+ * to back: per microbatch the forward, backward and recompute passes of the
+ * stage's layers, embedding and head, each op at its table time plus the
+ * framework's kernel time, then the optimizer step and the iteration
+ * overhead; the largest stage's sum. Left out, as each only adds time:
+ * communication, bubbles, host launches, the overlap slowdown, EP-overlap
+ * stalls, and the work that depends on the data drawn (the vision encoder;
+ * with packed sequences, core attention). That floor is the same per
+ * microbatch and per layer, so it is also the linear extension of the floors
+ * of shortened runs: the layer and microbatch extensions (mb_step_opts) are
+ * refused, and the step simulated without them, wherever they would give a
+ * step below it (mb_result.floor_s), which keeps every result at or above it.
+ *
+ * Memory: each stage's device memory without its timeline terms (saved
+ * activations, the loss working set, recompute and backward-gradient working
+ * sets taken as 0) -- the memory estimate's own formula, so never above the
+ * device memory of the simulated stage, and OOM only where the simulation's
+ * verdict is OOM too (for a step extended in layers: as long as the shortened
+ * runs' timeline terms do not shrink as layers are added).
+ * @param[in]  o   NULL, or options whose table (o->cal) to price with
+ * @param[out] out the bounds
+ * @return 0, or -1 with err (placement or calibration errors, as a simulation).
+ */
+int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_step_bound *out,
+                  struct mb_err *err);
 
 /**
  * @brief As mb_step_simulate, but always simulates every microbatch of the step.

@@ -474,21 +474,58 @@ static void mb_sw__round(struct mb_sweep_row *r)
         r->top_s[k] = mb_sw__digits(r->top_s[k]);
 }
 
-void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row)
+/* Start row for configuration idx: its scenario into s, or an INVALID row (returns -1). */
+static int mb_sw__start(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row, struct mb_scenario *s)
 {
-    struct mb_scenario s;
     struct mb_err err;
     memset(row, 0, sizeof *row);
     row->index = idx;
     for (int k = 0; k < MB_SWEEP_TOP; k++)
         row->top_cat[k] = -1;
     mb_err_clear(&err);
-    if (mb_sweep_scenario(sw, idx, &s, &err)) {
+    if (mb_sweep_scenario(sw, idx, s, &err)) {
         row->status = MB_SWEEP_INVALID;
         mb_sw__reason(row->reason, sizeof row->reason, err.msg);
+        return -1;
+    }
+    row->dp = s->dp;
+    return 0;
+}
+
+/* Below the step-time bound by more than the rounding a simulation may show
+ * against it (the floor summed in another order and extended, 1e-9 in step.c). */
+#define MB_SW__BOUND_SLACK 1e-8
+
+void mb_sweep_eval_bound(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row)
+{
+    struct mb_scenario s;
+    struct mb_err err;
+    if (mb_sw__start(sw, idx, row, &s))
+        return;
+    mb_err_clear(&err);
+    struct mb_step_opts o = {.mb_cap = sw->exact ? -1 : sw->mb_cap, .critical_path = 0, .layer_cap = !sw->exact};
+    struct mb_step_bound lb;
+    if (mb_step_bound(&s, &o, &lb, &err) || !(lb.step_s > 0)) {
+        row->status = MB_SWEEP_FAILED;
+        mb_sw__reason(row->reason, sizeof row->reason, err.msg[0] ? err.msg : "no step-time bound");
         return;
     }
-    row->dp = s.dp;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    row->status = MB_SWEEP_SCREENED;
+    row->step_time_s = lb.step_s * (1 - MB_SW__BOUND_SLACK);
+    row->tokens_per_s_per_gpu = (double)s.global_batch_size * s.seq_length / (row->step_time_s * s.gpus);
+    row->reserved_memory_gib = lb.device_bytes / gib;
+    row->capacity_gib = lb.capacity / gib;
+    row->oom = lb.device_bytes > lb.capacity;
+}
+
+void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row)
+{
+    struct mb_scenario s;
+    struct mb_err err;
+    if (mb_sw__start(sw, idx, row, &s))
+        return;
+    mb_err_clear(&err);
     struct mb_result *r = mb_malloc(sizeof *r);
     int rc = mb_sw__simulate(&s, sw->exact ? -1 : sw->mb_cap, !sw->exact, r, &err);
     if (rc) {
@@ -567,7 +604,7 @@ static void mb_sw__work(struct mb_sw__job *j)
             break;
         if (j->o->skip && j->o->skip[k])
             continue;
-        mb_sweep_eval(j->sw, j->o->shard + k * j->o->nshards, &j->rows[k]);
+        (j->o->eval ? j->o->eval : mb_sweep_eval)(j->sw, j->o->shard + k * j->o->nshards, &j->rows[k]);
         atomic_store(&j->fin[k], 1);
         atomic_fetch_add(&j->evaluated, 1);
         mb_sw__wake(j);
@@ -760,9 +797,9 @@ size_t mb_sweep_pareto(const struct mb_sweep_row *rows, size_t n, size_t *front)
 
 /* ------------------------------------------------------------ output */
 
-static const char *mb_sw__status(enum mb_sweep_status s)
+const char *mb_sweep_status_name(enum mb_sweep_status s)
 {
-    return s == MB_SWEEP_OK ? "ok" : s == MB_SWEEP_INVALID ? "invalid" : "error";
+    return s == MB_SWEEP_OK ? "ok" : s == MB_SWEEP_INVALID ? "invalid" : s == MB_SWEEP_SCREENED ? "screened" : "error";
 }
 
 void mb_sweep_write_tsv(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, int header, FILE *fp)
@@ -782,7 +819,7 @@ void mb_sweep_write_tsv(const struct mb_sweep *sw, const struct mb_sweep_row *ro
         fprintf(fp, "%zu", r->index);
         for (int a = 0; a < sw->n_axes; a++)
             fprintf(fp, "\t%s", mb_sweep_value(sw, r->index, a));
-        fprintf(fp, "\t%s", mb_sw__status(r->status));
+        fprintf(fp, "\t%s", mb_sweep_status_name(r->status));
         if (r->status == MB_SWEEP_OK) {
             fprintf(fp, "\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%.6g\t%d\t%d\t%d", r->step_time_s,
                     r->tokens_per_s_per_gpu, r->model_tflops_per_gpu, r->mfu, r->peak_memory_gib,

@@ -57,11 +57,16 @@ struct mb_sweep {
     struct mb_sweep__model *models;
     int exact;                      /* 1: mb_step_simulate_exact (every microbatch) */
     int mb_cap;                     /* > 0: simulate at most this many microbatches per DP rank
-                                       (at least 4*pp) and extrapolate; 0: mb_step_simulate (cap 64) */
+                                       (at least 2*pp or 4*pp, mb_step.h) and extrapolate; 0:
+                                       mb_step_simulate (cap 64) */
 };
 
-/** Status of one configuration. */
-enum mb_sweep_status { MB_SWEEP_OK, MB_SWEEP_INVALID, MB_SWEEP_FAILED };
+/** Status of one configuration. SCREENED: not simulated by mb_sweep_screen,
+ * its throughput bound is below the K-th best simulated configuration. */
+enum mb_sweep_status { MB_SWEEP_OK, MB_SWEEP_INVALID, MB_SWEEP_FAILED, MB_SWEEP_SCREENED };
+
+/** @brief "ok", "invalid", "error" or "screened" (the TSV and JSON status). */
+const char *mb_sweep_status_name(enum mb_sweep_status s);
 
 #define MB_SWEEP_TOP 3
 
@@ -150,6 +155,8 @@ struct mb_sweep_run_opts {
                                        the remaining final rows, still in grid order */
     mb_sweep_progress_fn progress;  /* NULL, or (configurations run, configurations to run) */
     void *ctx;                      /* passed to on_row and progress */
+    /* NULL (mb_sweep_eval), or what fills a row instead (mb_sweep_eval_bound); reentrant */
+    void (*eval)(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row);
 };
 
 /** @brief Number of configurations in shard i of N (N = 0 counts as 1). */
@@ -194,6 +201,54 @@ int mb_sweep_run(const struct mb_sweep *sw, size_t shard, size_t nshards, int jo
 
 /** @brief Evaluate configuration idx into row (used by mb_sweep_run; reentrant). */
 void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row);
+
+/**
+ * @brief The screening pass's row of configuration idx (reentrant): INVALID
+ * as mb_sweep_eval; FAILED when the bound cannot be computed; otherwise
+ * SCREENED with step_time_s the lower bound on the step time mb_sweep_eval
+ * would report (mb_step_bound with the same options, seconds),
+ * tokens_per_s_per_gpu the upper bound that gives, reserved_memory_gib the
+ * bound on the device memory, capacity_gib and oom = bound above capacity
+ * (numbers not rounded).
+ */
+void mb_sweep_eval_bound(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row);
+
+/** What mb_sweep_screen did. */
+struct mb_sweep_screen_stats {
+    size_t bounded;                 /* configurations whose bound was computed */
+    size_t simulated;               /* of them, fully simulated */
+    size_t screened;                /* of them, left SCREENED */
+    size_t violations;              /* simulated rows faster than their bound (0 expected; any turns the
+                                       screen off: every remaining configuration is simulated) */
+    size_t batches;                 /* rounds of full simulations */
+};
+
+/* Full simulations per round after the first (the first runs the K best bounds,
+ * at least this many); fixed, so the rows do not depend on the thread count. */
+#define MB_SWEEP_SCREEN_BATCH 32
+
+/**
+ * @brief `mbsim sweep --screen K`: bound every configuration of the shard
+ * (mb_sweep_eval_bound); one whose memory bound is above capacity is out of
+ * memory whatever its timeline and stays SCREENED; simulate the others in
+ * rounds, best bound first, until no
+ * configuration left has a throughput bound (at the TSV's 6 digits) at or
+ * above the K-th best simulated fitting one. A configuration left SCREENED
+ * therefore ranks below K fitting configurations that were simulated, so
+ * mb_sweep_rank's first K are those of simulating every configuration -- as
+ * long as each bound holds (mb_step_bound); every simulated row is checked
+ * against its bound and a violation turns screening off.
+ * @param[in]     k     configurations to keep exact (>= 1)
+ * @param[in]     o     as for mb_sweep_run_opts (skip must be NULL; eval is ignored);
+ *                      on_row gets every row in grid order at the end, progress
+ *                      reports the bound pass
+ * @param[in,out] rows  mb_sweep_shard_count() rows in shard order
+ * @param[out]    done  NULL, or per position: 1 = rows[k] is final
+ * @param[out]    st    NULL, or the counts
+ * @return 0, or 1 when a stop left configurations unrun.
+ */
+int mb_sweep_screen(const struct mb_sweep *sw, size_t k, const struct mb_sweep_run_opts *o, struct mb_sweep_row *rows,
+                    unsigned char *done, struct mb_sweep_screen_stats *st);
 
 /**
  * @brief The configurations that ran and fit (status OK, not OOM), best

@@ -161,12 +161,12 @@ static int mb_swt__row(const struct mb_sweep *sw, const struct mb_swt__line *l, 
         r->status = MB_SWEEP_OK;
         return mb_swt__metrics(l, c + 1, r, err);
     }
-    if (strcmp(st, "invalid") && strcmp(st, "error"))
-        return mb_swt__err(l, c, err, "status", "ok, invalid or error");
-    r->status = !strcmp(st, "invalid") ? MB_SWEEP_INVALID : MB_SWEEP_FAILED;
+    if (strcmp(st, "invalid") && strcmp(st, "error") && strcmp(st, "screened"))
+        return mb_swt__err(l, c, err, "status", "ok, invalid, error or screened");
+    r->status = !strcmp(st, "invalid") ? MB_SWEEP_INVALID : !strcmp(st, "error") ? MB_SWEEP_FAILED : MB_SWEEP_SCREENED;
     for (int k = c + 1; k < want - 1; k++)
         if (strcmp(l->cell[k], "NA"))
-            return mb_swt__err(l, k, err, "value", "NA on an invalid or error row");
+            return mb_swt__err(l, k, err, "value", "NA on an invalid, error or screened row");
     const char *reason = l->cell[want - 1];
     snprintf(r->reason, sizeof r->reason, "%s", strcmp(reason, "NA") ? reason : "");
     return 0;

@@ -30,7 +30,7 @@ static void usage_sweep(FILE *fp)
     fprintf(fp,
             "usage: mbsim sweep FILE.yaml [--set key=v1,v2,...]... [-j N] [--top N]\n"
             "                   [--tsv OUT.tsv] [--json OUT.json] [--shard i/N] [--no-header]\n"
-            "                   [--resume FILE.tsv] [--progress S] [--mb-cap N | --exact]\n"
+            "                   [--resume FILE.tsv] [--progress S] [--mb-cap N | --exact] [--screen K]\n"
             "\n"
             "Predicts every configuration of the cartesian product of the scenario's\n"
             "`sweep:` block and the --set options (a --set replaces the block's key),\n"
@@ -54,9 +54,14 @@ static void usage_sweep(FILE *fp)
             "                    one an uninterrupted run writes. A FILE that does not exist yet: run all\n"
             "  --progress S      a progress line on stderr every S seconds when stderr is not a terminal\n"
             "                    (default 5; 0 = none); a terminal gets a progress bar with ETA\n"
-            "  --mb-cap N        simulate at most N microbatches per data-parallel rank (at least 4*pp)\n"
+            "  --mb-cap N        simulate at most N microbatches per data-parallel rank (at least 4*pp;\n"
+            "                    2*pp for 1F1B over identical microbatches)\n"
             "                    and extend the steady state linearly (default 16; 64 = `mbsim run`)\n"
             "  --exact           simulate every microbatch (mb_step_simulate_exact); slowest\n"
+            "  --screen K        bound every configuration's step time first (compute alone), simulate\n"
+            "                    best bound first and stop once no bound can reach the K best: the top K\n"
+            "                    are those of the full sweep, the others are rows with status 'screened'\n"
+            "                    (not with --resume)\n"
             "\n"
             "keys: %s\n"
             "\n"
@@ -136,7 +141,7 @@ struct sweep_args {
     const char *file, *tsv, *json, *resume;
     const char *sets[64];
     int n_sets, header, exact, shard_given;
-    long jobs, top, shard, nshards, mb_cap;
+    long jobs, top, shard, nshards, mb_cap, screen;
     double progress_every;
 };
 
@@ -181,7 +186,7 @@ static int parse_opt(int argc, char **argv, int *i, struct sweep_args *a)
 {
     const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     static const char *const with_value[] = {"--set",   "-j",       "--top",    "--tsv",      "--json",
-                                             "--shard", "--mb-cap", "--resume", "--progress", NULL};
+                                             "--shard", "--mb-cap", "--resume", "--progress", "--screen", NULL};
     int takes = 0;
     for (int k = 0; with_value[k]; k++)
         takes |= !strcmp(o, with_value[k]);
@@ -207,6 +212,9 @@ static int parse_opt(int argc, char **argv, int *i, struct sweep_args *a)
         return 2;
     } else if (!strcmp(o, "--mb-cap") && parse_count(v, 1, 1000000, &a->mb_cap)) {
         fprintf(stderr, "mbsim sweep: --mb-cap expects a count >= 1, got '%s'\n", v);
+        return 2;
+    } else if (!strcmp(o, "--screen") && parse_count(v, 1, 1000000, &a->screen)) {
+        fprintf(stderr, "mbsim sweep: --screen expects a count >= 1, got '%s'\n", v);
         return 2;
     } else if (!strcmp(o, "--shard")) {
         if (parse_shard(v, &a->shard, &a->nshards)) {
@@ -300,6 +308,10 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
         a->tsv = a->resume;
     if (a->tsv && a->json && !strcmp(a->tsv, "-") && !strcmp(a->json, "-")) {
         fprintf(stderr, "mbsim sweep: --tsv - and --json - cannot both go to stdout\n");
+        return 2;
+    }
+    if (a->resume && a->screen) {
+        fprintf(stderr, "mbsim sweep: --screen cannot resume (which configurations run depends on every row)\n");
         return 2;
     }
     if (a->resume && !strcmp(a->resume, "-")) {
@@ -472,13 +484,27 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
     install_signals();
     struct mb_sweep_run_opts o = {.shard = rs.shard, .nshards = rs.nshards, .jobs = (int)a->jobs, .skip = rs.have,
                                   .stop = &stop_signal, .on_row = on_row_ctx, .progress = on_progress_ctx, .ctx = &rc};
-    int stopped = mb_sweep_run_opts(sw, &o, rs.rows, done);
+    struct mb_sweep_screen_stats ss;
+    int stopped = a->screen ? mb_sweep_screen(sw, (size_t)a->screen, &o, rs.rows, done, &ss)
+                            : mb_sweep_run_opts(sw, &o, rs.rows, done);
     double wall = now_s() - rc.pr.t0;
     size_t n = stopped ? compact(rs.rows, done, count) : count;
     if (mb_swout_close(&rc.st.out, rs.rows, n, (int)a->top, !stopped))
         status = EXIT_BAD_INPUT;
     size_t ran = n - rs.kept;
-    if (stopped) {
+    if (a->screen)
+        fprintf(stderr,
+                "mbsim sweep: --screen %ld: %zu configurations bounded, %zu simulated in %zu rounds, %zu screened "
+                "out%s\n",
+                a->screen, ss.bounded, ss.simulated, ss.batches, ss.screened,
+                ss.violations ? "; a bound failed, so every configuration was simulated (please report it)" : "");
+    if (stopped && a->screen) {
+        if (rc.pr.tty)
+            fputc('\n', stderr);
+        fprintf(stderr, "mbsim sweep: interrupted; %zu of %zu rows kept (a screened sweep is run again from the "
+                        "start)\n", n, count);
+        status = 128 + stop_signal;
+    } else if (stopped) {
         if (rc.pr.tty)
             fputc('\n', stderr);
         print_resume_hint(argc, argv, a, n, count);
@@ -487,8 +513,17 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
         FILE *summary = (a->tsv && !strcmp(a->tsv, "-")) || (a->json && !strcmp(a->json, "-")) ? stderr : stdout;
         mb_swout_summary(sw, rs.rows, n, mb_sweep_size(sw), (int)a->top, summary);
     }
-    fprintf(stderr, "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads)\n", ran, wall,
-            wall > 0 ? (double)ran / wall : 0.0, a->jobs);
+    unsigned long long events = 0;
+    size_t simulated = 0;
+    for (size_t k = 0; k < n; k++)
+        if (rs.rows[k].status == MB_SWEEP_OK && rs.rows[k].events > 0) { /* resumed rows have none */
+            events += rs.rows[k].events;
+            simulated++;
+        }
+    fprintf(stderr,
+            "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads; %.0f engine events "
+            "per simulated configuration)\n",
+            ran, wall, wall > 0 ? (double)ran / wall : 0.0, a->jobs, simulated ? (double)events / simulated : 0.0);
 out:
     mb_free(done);
     mb_free(rs.line);

@@ -47,8 +47,9 @@ static int by_count(const void *a, const void *b)
 void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, size_t total, int top,
                       FILE *fp)
 {
-    size_t ok = 0, invalid = 0, failed = 0, oom = 0;
+    size_t ok = 0, invalid = 0, failed = 0, oom = 0, screened = 0;
     for (size_t i = 0; i < n; i++) {
+        screened += rows[i].status == MB_SWEEP_SCREENED;
         ok += rows[i].status == MB_SWEEP_OK;
         invalid += rows[i].status == MB_SWEEP_INVALID;
         failed += rows[i].status == MB_SWEEP_FAILED;
@@ -57,8 +58,11 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
     fprintf(fp, "sweep of %s: %zu configurations", sw->base.name, total);
     if (n != total)
         fprintf(fp, " (%zu in this shard)", n);
-    fprintf(fp, "; %zu simulated (%zu fit, %zu out of memory), %zu invalid, %zu failed\n", ok, ok - oom, oom,
+    fprintf(fp, "; %zu simulated (%zu fit, %zu out of memory), %zu invalid, %zu failed", ok, ok - oom, oom,
             invalid, failed);
+    if (screened)
+        fprintf(fp, ", %zu screened out (their throughput bound is below the best simulated ones)", screened);
+    fprintf(fp, "\n");
     for (int a = 0; a < sw->n_axes; a++) {
         fprintf(fp, "  %s:", sw->axis[a].key);
         for (int k = 0; k < sw->axis[a].n; k++)
@@ -70,7 +74,7 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
         struct reason_group *g = calloc(invalid + failed, sizeof *g);
         size_t ng = 0;
         for (size_t i = 0; i < n; i++) {
-            if (rows[i].status == MB_SWEEP_OK)
+            if (rows[i].status == MB_SWEEP_OK || rows[i].status == MB_SWEEP_SCREENED)
                 continue;
             size_t k = 0;
             while (k < ng && strcmp(g[k].reason, rows[i].reason))
@@ -125,7 +129,7 @@ static json_t *row_json(const struct mb_sweep *sw, const struct mb_sweep_row *r)
         json_object_set_new(v, sw->axis[a].key, json_string(mb_sweep_value(sw, r->index, a)));
     json_object_set_new(o, "values", v);
     json_object_set_new(o, "status",
-                        json_string(r->status == MB_SWEEP_OK ? "ok" : r->status == MB_SWEEP_INVALID ? "invalid" : "error"));
+                        json_string(mb_sweep_status_name(r->status)));
     if (r->status != MB_SWEEP_OK) {
         json_object_set_new(o, "reason", json_string(r->reason));
         return o;

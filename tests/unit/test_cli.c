@@ -622,7 +622,7 @@ static void test_sweep_json_stream(void **state)
         size_t got = fread(buf, 1, sizeof buf - 1, p);
         buf[got] = 0;
         assert_int_equal(pclose(p), 0);
-        assert_non_null(strstr(buf, "configurations/s, 1 threads)"));
+        assert_non_null(strstr(buf, "configurations/s, 1 threads; "));
     }
     assert_int_equal(run("sweep tests/data/sweep/small.yaml --resume -", &o, 1), 2);
     mb_free(o);

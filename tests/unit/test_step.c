@@ -88,6 +88,71 @@ static void test_bubble_1f1b(void **state)
     mb_scenario_free(&s);
 }
 
+/* mb_step_bound: below every simulated step and its device memory. On the
+ * 1F1B pipeline of test_bubble_1f1b (identical layers, p = 4, m = 16) the
+ * step is the busiest stage's compute stretched by the bubble, so the bound
+ * (that compute alone) is about m / (m + p - 1) = 16/19 of the pipeline time.
+ * On a packed VLM (vision and drawn attention left out) and a scenario with
+ * the microbatch extension it is below the exact and the extended step. */
+static void test_step_bound(void **state)
+{
+    (void)state;
+    const char *paths[] = {"tests/data/step/pipe_1f1b.yaml", "tests/data/step/packing.yaml",
+                           "scenarios/h100_qwen3_30b_a3b_ep8.yaml"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        struct mb_scenario s;
+        struct mb_result r, x;
+        struct mb_step_bound lb;
+        struct mb_err e;
+        mb_err_clear(&e);
+        load(paths[i], &s);
+        sim(&s, &r);
+        assert_int_equal(mb_step_simulate_exact(&s, &x, &e), 0);
+        assert_int_equal(mb_step_bound(&s, NULL, &lb, &e), 0);
+        assert_true(lb.step_s > 0.2 * x.step_time_s);
+        assert_true(lb.step_s <= x.step_time_s * (1 + 1e-9));
+        assert_true(lb.step_s <= r.step_time_s * (1 + 1e-9));
+        assert_true(lb.device_bytes > 0 && lb.device_bytes <= r.mem.device);
+        assert_true(lb.capacity == r.mem.capacity);
+        if (i == 0) {
+            double pipe = x.step_time_s - x.breakdown[MB_CAT_OPTIMIZER];
+            double ratio = (lb.step_s - x.breakdown[MB_CAT_OPTIMIZER]) / pipe;
+            if (fabs(ratio - 16.0 / 19.0) > 0.03)
+                fail_msg("bound / pipeline time %.4f vs 16/19 = %.4f", ratio, 16.0 / 19.0);
+        }
+        mb_result_free(&r);
+        mb_result_free(&x);
+        mb_scenario_free(&s);
+    }
+}
+
+/* Plain 1F1B over identical microbatches is extended from runs of pp and 2 pp
+ * microbatches (mb_cap 8 on pp = 4: 4 and 8 of 64), and is periodic from the
+ * first steady-state microbatch on, so the extension matches simulating all
+ * 64 to well within 0.1 %, for fewer events than one run of 16. */
+static void test_extension_1f1b(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result full, fast;
+    struct mb_err e;
+    mb_err_clear(&e);
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.global_batch_size = 64;
+    struct mb_step_opts o = {.mb_cap = 8};
+    assert_int_equal(mb_step_simulate_exact(&s, &full, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &o, &fast, &e), 0);
+    assert_int_equal(fast.microbatches, 64);
+    /* two runs of 4 and 8 microbatches: fewer events than one run of 16 */
+    struct mb_result r16;
+    s.global_batch_size = 16;
+    sim(&s, &r16);
+    assert_true(fast.events < r16.events);
+    if (fabs(fast.step_time_s / full.step_time_s - 1) > 1e-3)
+        fail_msg("extended %.9f s vs all 64 microbatches %.9f s", fast.step_time_s, full.step_time_s);
+    mb_scenario_free(&s);
+}
+
 /* Same scenario twice: identical results (time, breakdown, memory, events). */
 static void test_deterministic(void **state)
 {
@@ -1435,7 +1500,8 @@ int main(void)
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
-        cmocka_unit_test(test_cp_optimizer_shard),
+        cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_step_bound),
+        cmocka_unit_test(test_extension_1f1b),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

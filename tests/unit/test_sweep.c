@@ -7,6 +7,7 @@
  * reading a TSV back (byte-identical when written again; bad cells rejected
  * with file:line:col). The expected rows are those of the plain mb_sweep_run
  * of the same sweep: streaming, skipping and re-reading must not change them.
+ * The screen (--screen K) is checked against simulating every configuration.
  * Run from the source tree (ctest sets WORKING_DIRECTORY and MBSIM_DATA_DIR).
  */
 #include <setjmp.h>
@@ -494,7 +495,7 @@ static void test_read_tsv(void **state)
     mb_free(bad);
     bad = edit(text, "\tnone\tok\t", "\tnone\tfine\t");
     assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
-    assert_non_null(strstr(msg, ":2:14: status 'fine': expected ok, invalid or error"));
+    assert_non_null(strstr(msg, ":2:14: status 'fine': expected ok, invalid, error or screened"));
     mb_free(bad);
     bad = edit(text, "\n0\t", "\n99\t");
     assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
@@ -513,6 +514,96 @@ static void test_read_tsv(void **state)
     mb_sweep_free(&sw);
 }
 
+/* --screen on a grid with pipelines, images, recompute, packing and OOM rows:
+ * every bound is below what the full simulation gives (step time, and OOM
+ * only where the simulation says OOM), the K best of the screened run are the
+ * K best of simulating every configuration, a simulated row is the exhaustive
+ * row, some configurations are really left out, and the rows do not depend on
+ * the thread count. */
+#define SCREEN "tests/data/sweep/screen.yaml"
+
+static void check_bounds(const struct mb_sweep *sw, const struct mb_sweep_row *full, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct mb_sweep_row b;
+        mb_sweep_eval_bound(sw, i, &b);
+        if (full[i].status != MB_SWEEP_OK) {
+            assert_int_not_equal(b.status, MB_SWEEP_OK);
+            continue;
+        }
+        assert_int_equal(b.status, MB_SWEEP_SCREENED);
+        /* the row is rounded to 6 digits */
+        assert_true(b.step_time_s > 0);
+        assert_true(b.step_time_s <= full[i].step_time_s * (1 + 1e-6));
+        assert_true(b.tokens_per_s_per_gpu >= full[i].tokens_per_s_per_gpu * (1 - 1e-6));
+        if (b.oom)
+            assert_int_equal(full[i].oom, 1);
+    }
+}
+
+static void check_screen(const struct mb_sweep *sw, const struct mb_sweep_row *full, size_t n, size_t k,
+                         char **tsv_out)
+{
+    struct mb_sweep_row *rows = mb_calloc(n, sizeof *rows);
+    struct mb_sweep_run_opts o = {.jobs = 2};
+    struct mb_sweep_screen_stats st;
+    assert_int_equal(mb_sweep_screen(sw, k, &o, rows, NULL, &st), 0);
+    assert_int_equal(st.violations, 0);
+    assert_int_equal(st.bounded, st.simulated + st.screened);
+    assert_true(st.screened > 0);
+    size_t *a = mb_calloc(n, sizeof *a), *b = mb_calloc(n, sizeof *b);
+    size_t na = mb_sweep_rank(full, n, a), nb = mb_sweep_rank(rows, n, b);
+    assert_true(na >= k && nb >= k);
+    for (size_t i = 0; i < k; i++)
+        assert_int_equal(a[i], b[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].status == MB_SWEEP_SCREENED) {
+            assert_non_null(strstr(rows[i].reason, "screened out: "));
+            continue;
+        }
+        char *x = tsv_of(sw, &full[i], 1, 0), *y = tsv_of(sw, &rows[i], 1, 0);
+        assert_string_equal(x, y);
+        free(x);
+        free(y);
+    }
+    *tsv_out = tsv_of(sw, rows, n, 1);
+    mb_free(a);
+    mb_free(b);
+    mb_free(rows);
+}
+
+static void test_screen(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load(SCREEN, &sw, &err), 0);
+    struct mb_sweep_row *full;
+    size_t n;
+    assert_int_equal(mb_sweep_run(&sw, 0, 1, 2, NULL, NULL, &full, &n), 0);
+    check_bounds(&sw, full, n);
+    size_t oom = 0;
+    for (size_t i = 0; i < n; i++)
+        oom += full[i].status == MB_SWEEP_OK && full[i].oom;
+    assert_true(oom > 0);
+    char *t2;
+    check_screen(&sw, full, n, 1, &t2);
+    free(t2);
+    check_screen(&sw, full, n, 5, &t2);
+    /* one thread: the same rows */
+    struct mb_sweep_row *rows = mb_calloc(n, sizeof *rows);
+    struct mb_sweep_run_opts o1 = {.jobs = 1};
+    assert_int_equal(mb_sweep_screen(&sw, 5, &o1, rows, NULL, NULL), 0);
+    char *t1 = tsv_of(&sw, rows, n, 1);
+    assert_string_equal(t1, t2);
+    free(t1);
+    free(t2);
+    mb_free(rows);
+    mb_free(full);
+    mb_sweep_free(&sw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_pareto_and_rank),
         cmocka_unit_test(test_stream_skip_stop),
         cmocka_unit_test(test_read_tsv),
+        cmocka_unit_test(test_screen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

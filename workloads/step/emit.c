@@ -112,11 +112,18 @@ static void mb__close_pending(struct mb_build *b, int st, struct mb_em *em)
     em->beside_par = 0; /* what follows waits for it: nothing runs beside it any more */
 }
 
+/* Table seconds of compute op o in this pass (recompute: the forward again;
+ * skip_bwd: dgrad only), before the framework model. */
+double mb_emit_comp_s(const struct mb_op *o, int dir, int recompute, int skip_bwd)
+{
+    return recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
+}
+
 /* A compute op on stage st's compute stream. */
 static void mb__emit_comp(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
                           int skip_bwd)
 {
-    double dur = recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
+    double dur = mb_emit_comp_s(o, dir, recompute, skip_bwd);
     if (dur <= 0)
         return;
     dur = mb_fw_comp(b, em, o, dir, recompute, dur); /* framework time: kernels, compute beside comm */
@@ -179,10 +186,13 @@ static const struct mb_op *mb__op_at(const struct mb_oplist *l, int dir, int i)
     return &l->op[dir ? l->n - 1 - i : i];
 }
 
-/* Whether op o runs in this pass (recompute passes run only recomputed modules). */
-static int mb__op_selected(const struct mb_op *o, int recompute, unsigned mask)
+/* Whether op o runs in this pass: recompute passes run only recomputed
+ * modules, and a backward-only op only in the backward proper. */
+int mb_emit_op_runs(const struct mb_op *o, int dir, int recompute, unsigned mask)
 {
-    return !recompute || mask == ~0u || (o->module & mask);
+    if (recompute && mask != ~0u && !(o->module & mask))
+        return 0;
+    return !(o->bwd_only && (!dir || recompute));
 }
 
 /* Start unit u (microbatch mb on virtual chunk `chunk`) on stage st: no items
@@ -255,7 +265,7 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
         u->em.region = 0; /* each layer's module is a graph of its own */
     while (u->opi < x->l->n) {
         const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
-        if (!mb__op_selected(o, x->recompute, x->mask) || (o->bwd_only && (!x->dir || x->recompute)))
+        if (!mb_emit_op_runs(o, x->dir, x->recompute, x->mask))
             continue;
         b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
         if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {

@@ -62,9 +62,16 @@ double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, i
     double beside = fmin(dur, fmax(em->beside_par, em->beside_bg));
     em->beside_par = fmax(0, em->beside_par - dur);
     em->beside_bg = fmax(0, em->beside_bg - dur);
+    return dur + b->fw_overlap * beside + mb_fw_kernels(b, o, dir, recompute);
+}
+
+/* GPU seconds the framework adds for the kernels of compute op o in this pass
+ * (kf forward or recomputed, kb backward; the graph value inside a captured region). */
+double mb_fw_kernels(const struct mb_build *b, const struct mb_op *o, int dir, int recompute)
+{
     double k = dir && !recompute ? o->kb : o->kf;
     int graphed = o->region || (b->s->cuda_graph & MB_CG_FULL_ITERATION);
-    return dur + b->fw_overlap * beside + k * (graphed ? b->fw_kernel_graph : b->fw_kernel_eager);
+    return k * (graphed ? b->fw_kernel_graph : b->fw_kernel_eager);
 }
 
 /* Estimated seconds of communication op o alone on its links. */

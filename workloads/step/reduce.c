@@ -71,28 +71,37 @@ static int mb__stage_grads(struct mb_build *b, int st, int stage_end)
                            fmax(exp_rest, 0) / (s->ep * s->etp) * s->grad_bytes, last);
 }
 
+/* HBM bytes of stage st's optimizer step. Adam over this rank's shard,
+ * memory-bound: fp32 master, grad, m, v read and master, m, v written, bf16
+ * param written = 10 + grad + 2 (m + v) bytes per element: 30 with fp32 grads
+ * and moments. */
+double mb_reduce_optimizer_bytes(const struct mb_build *b, int st)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_layout *lay = &b->lay;
+    int frozen = (s->freeze & MB_FREEZE_LANGUAGE) != 0, frozen_v = (s->freeze & MB_FREEZE_VISION) != 0;
+    double dpd = s->dist_opt ? s->dp : 1, edpd = s->dist_opt ? lay->edp : 1; /* DDP: no sharding */
+    double shard = frozen ? 0
+                          : lay->params_dense_stage[st] / s->tp / dpd +
+                                lay->params_expert_stage[st] / (s->ep * s->etp) / edpd;
+    if (st == 0 && !frozen_v)
+        shard += lay->params_vision / s->tp / dpd;
+    return shard * (10.0 + s->grad_bytes + 2.0 * s->state_bytes);
+}
+
 /* Gradient reduction (3D path; FSDP reduce-scatters per layer in its units)
  * and the optimizer step of every stage. */
 void mb_reduce_grads_and_step(struct mb_build *b)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_layout *lay = &b->lay;
-    int frozen = (s->freeze & MB_FREEZE_LANGUAGE) != 0, frozen_v = (s->freeze & MB_FREEZE_VISION) != 0;
+    int frozen = (s->freeze & MB_FREEZE_LANGUAGE) != 0;
     for (int st = 0; st < lay->p; st++) {
         int stage_end = b->sched.bdone[mb_slot(&b->sched, st, 0, lay->m - 1)]; /* last backward of the stage */
         int last = stage_end;
         if (s->strategy != MB_STRAT_FSDP && !frozen)
             last = mb__stage_grads(b, st, stage_end);
-        /* Adam over this rank's shard, memory-bound: fp32 master, grad, m, v read and
-         * master, m, v written, bf16 param written = 10 + grad + 2 (m + v) bytes per
-         * element: 30 with fp32 grads and moments */
-        double dpd = s->dist_opt ? s->dp : 1, edpd = s->dist_opt ? lay->edp : 1; /* DDP: no sharding */
-        double shard = frozen ? 0
-                              : lay->params_dense_stage[st] / s->tp / dpd +
-                                    lay->params_expert_stage[st] / (s->ep * s->etp) / edpd;
-        if (st == 0 && !frozen_v)
-            shard += lay->params_vision / s->tp / dpd;
-        double bytes = shard * (10.0 + s->grad_bytes + 2.0 * s->state_bytes);
+        double bytes = mb_reduce_optimizer_bytes(b, st);
         mb_emit_describe(b, "optimizer", st, -1, -1, -1);
         b->cur.bytes = bytes;
         b->cur.peak = b->gpu->hbm_bw;

@@ -84,7 +84,7 @@ static double mb__layer_params(const struct mb_build *b, int li)
 
 /* Full recompute, block method: only the first num_layers layers of each
  * chunk are checkpointed; uniform re-forwards every layer. */
-static int mb__recompute_here(const struct mb_build *b, int li, int first)
+int mb_sched_recompute_here(const struct mb_build *b, int li, int first)
 {
     const struct mb_scenario *s = b->s;
     return b->plan.rc_mask && !(s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_BLOCK &&
@@ -109,7 +109,7 @@ static void mb__fill_backward(struct mb_build *b, struct mb_unit *u, int vs, int
         const struct mb_oplist *L = mb_plan_layer(b, li);
         if (is_fsdp)
             mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li, 1);
-        if (mb__recompute_here(b, li, first))
+        if (mb_sched_recompute_here(b, li, first))
             mb_unit_ops(u, L, li, 0, 1, pl->rc_mask, 0);
         mb_unit_ops(u, L, li, 1, 0, 0, frozen);
         if (is_fsdp && !frozen) /* reduce-scatter of this layer's main grads */

@@ -166,6 +166,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     if (rc == 0) {
         mb__build(&b, mbs_n);
         rc = mb__run(&b, a, r, err);
+        mb_bound_stages(&b, r->floor_s);
     }
     mb__free(&b);
     if (rc)
@@ -176,6 +177,22 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
 }
 
 static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
+
+/* Relative rounding allowed between a step and its compute floor (sums of the
+ * same durations in another order, a linear extension of them). */
+#define MB_FLOOR_TOL 1e-9
+
+/* Whether an extended step fell below the compute floor of the whole step
+ * (r->floor_s, extended with it): impossible for a simulated step, so the
+ * extension is wrong there (the idle time of the shortened runs did not grow
+ * linearly) and the caller simulates without it. */
+static int mb__below_floor(const struct mb_scenario *s, const struct mb_result *r)
+{
+    double f = 0;
+    for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
+        f = fmax(f, r->floor_s[st]);
+    return r->step_time_s < f * (1 - MB_FLOOR_TOL);
+}
 
 static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, double k)
 {
@@ -224,6 +241,8 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
         r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1->breakdown[c], k));
         r->critical[c] = fmax(0, mb__lin(r->critical[c], r1->critical[c], k));
     }
+    for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
+        r->floor_s[st] = mb__lin(r->floor_s[st], r1->floor_s[st], k);
     if (mem)
         mb__extend_memory(r, r1, k);
     mb_opstats_extend(r, r1, k);
@@ -246,6 +265,21 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
  * between m1 and m2, the full simulation runs instead. */
 #define MB_STEP_MB_CAP 64
 
+/* Fewest microbatches per stage the extension's longer run needs, in units of
+ * pp: 4, or 2 (runs of pp and 2 pp microbatches) for plain 1F1B over
+ * identical microbatches -- no images and no packed lengths drawn -- whose
+ * steady state starts right after the pp - 1 warm-up forwards. That keeps a
+ * capped sweep's cost linear in pp up to pp = cap / 2; on the 2,304
+ * configurations of tests/data/sweep/moe256.yaml (all 1F1B) it moved 15
+ * steps, by at most 4.5e-5. Interleaving (a deeper warm-up) and drawn data
+ * (microbatches differ, so short runs sample them poorly: up to 27 % on the
+ * VLM grid) keep 4. */
+static int mb__mb_floor(const struct mb_scenario *s)
+{
+    int drawn = s->packed || (!s->mock && s->images.dist != MB_IMG_NONE && s->model.vision.depth > 0);
+    return (s->vpp > 1 || drawn) ? 4 : 2;
+}
+
 static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
                            struct mb_err *err)
 {
@@ -255,8 +289,8 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
         return mb__simulate(s, m, a, r, err);
     if (cap == 0)
         cap = MB_STEP_MB_CAP;
-    if (cap < 4 * p)
-        cap = 4 * p;
+    if (cap < mb__mb_floor(s) * p)
+        cap = mb__mb_floor(s) * p;
     cap -= cap % p;
     if (m <= cap)
         return mb__simulate(s, m, a, r, err);
@@ -280,6 +314,10 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
     mb_result_free(&r1);
     r->microbatches = m;
+    if (mb__below_floor(s, r)) {
+        mb_result_free(r);
+        return mb__simulate(s, m, a, r, err);
+    }
     return 0;
 }
 
@@ -323,6 +361,10 @@ static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_o
     if (mb__simulate_mb(&s1, cap, &a, &r1, err) || mb__simulate_mb(&s2, cap, &a, r, err))
         return -1;
     mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
+    if (mb__below_floor(s, r)) {
+        mb_result_free(r);
+        return mb__simulate_mb(s, cap, &a, r, err);
+    }
     return 0;
 }
 
@@ -371,6 +413,52 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
         return 0;
     mb_result_free(r);
     return -1;
+}
+
+/* The bounds from one build of the whole step's op lists (no data drawn, no
+ * task graph): every stage's compute floor, and the memory estimate with
+ * every timeline term 0. */
+static void mb__bound_build(struct mb_build *b, struct mb_step_bound *out)
+{
+    const struct mb_scenario *s = b->s;
+    double floor_s[MB_MAX_STAGES];
+    struct mb_memdyn dyn[MB_MAX_STAGES];
+    struct mb_memory *mem = mb_malloc(sizeof *mem);
+    memset(dyn, 0, sizeof dyn);
+    mb_layout_build(b, s->global_batch_size / (s->micro_batch_size * s->dp));
+    mb_plan_build(b);
+    mb_plan_scale_attention(b, 1.0); /* fuses the lists as a simulation does */
+    mb_layout_graphs(b);
+    mb_bound_stages(b, floor_s);
+    for (int st = 0; st < b->lay.p; st++)
+        out->step_s = fmax(out->step_s, floor_s[st]);
+    mb_memory_estimate(s, &b->lay, &b->plan, 0, b->gpu->hbm_bytes, dyn, mem);
+    out->device_bytes = mem->device;
+    out->capacity = mem->capacity;
+    mb_free(mem);
+}
+
+int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_step_bound *out,
+                  struct mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (s->pp > MB_MAX_STAGES)
+        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
+                          MB_MAX_STAGES);
+    struct mb_build b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.m = &s->model;
+    if (o && o->cal)
+        b.cal = mb_calib_view(o->cal);
+    else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
+        return -1;
+    mb_calib_set_roofline(b.cal, s->roofline);
+    int rc = mb_step_place(&b, err);
+    if (rc == 0)
+        mb__bound_build(&b, out);
+    mb__free(&b);
+    return rc;
 }
 
 int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)

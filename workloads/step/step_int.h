@@ -267,6 +267,8 @@ void mb_data_free(struct mb_data *d);
 int mb_sched_warmup_depth(int st, int p, int v);
 int mb_sched_warmup(int st, int p, int v, int m);
 void mb_sched_build(struct mb_build *b, const int *pg_done);
+/* Whether decoder layer li (first layer of its virtual stage: first) is re-forwarded in its backward. */
+int mb_sched_recompute_here(const struct mb_build *b, int li, int first);
 void mb_sched_free(struct mb_sched *q);
 
 /* ---- emit.c: units of ops as tasks (used by schedule.c) */
@@ -314,6 +316,9 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
 void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_unit *ub, double sm_frac,
                       struct mb_gate *gate);
 void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer, int mb, int dir);
+/* Whether op o runs in a pass (dir 0/1, recompute with module mask) and its table seconds there. */
+int mb_emit_op_runs(const struct mb_op *o, int dir, int recompute, unsigned mask);
+double mb_emit_comp_s(const struct mb_op *o, int dir, int recompute, int skip_bwd);
 /* Call fn for each op recorded task ti ran (the ops a compute task was fused
  * from, in program order, or its one op) with its share of the task's `sec`
  * seconds, in proportion to the ops' own times in that direction (tasks.c). */
@@ -324,10 +329,18 @@ void mb_tinfo_split(const struct mb_tinfo *ti, double sec,
 void mb_fw_setup(struct mb_build *b);
 double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, int dir, int recompute, double dur);
 double mb_fw_comm_est(const struct mb_build *b, const struct mb_op *o);
+double mb_fw_kernels(const struct mb_build *b, const struct mb_op *o, int dir, int recompute);
 
 /* ---- reduce.c */
 void mb_reduce_param_gather(struct mb_build *b, int *pg_done);
 void mb_reduce_grads_and_step(struct mb_build *b);
+double mb_reduce_optimizer_bytes(const struct mb_build *b, int st);
+
+/* ---- bound.c */
+/* floor_s[st]: seconds stage st's compute stream runs at least (the ops of
+ * the built plan except the data-drawn ones, their framework kernel time, the
+ * optimizer; no overlap slowdowns, stalls or waits), for every stage. */
+void mb_bound_stages(const struct mb_build *b, double *floor_s);
 
 /* ---- memtl.c, memory.c */
 /* A stage's dynamic memory at its peak moment (timeline). */
