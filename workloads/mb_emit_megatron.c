@@ -262,6 +262,8 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
                         "optim_grads_params");
         }
     }
+    if (br && s->cpu_offload_layers > 0) /* Megatron-LM's arguments.py sets it from the count; Bridge does not */
+        mb_mge__switch(e, "", "model.cpu_offloading", 1);
     if (br)
         mb_mge__switch(e, "", "ddp.grad_reduce_in_fp32", s->grad_bytes == 4);
     else

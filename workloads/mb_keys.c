@@ -425,6 +425,12 @@ static const struct mb_key mb_key__table[] = {
     {.key = "memory.expandable_segments", .type = MB_KEY_BOOL, F_(expandable_segments), .flags = SW, .def = 0,
      .doc = "PyTorch `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: no fragmentation reserve (not for "
             "CUDA-graph private pools)"},
+    {.key = "memory.cpu_offloading_num_layers", .type = MB_KEY_INT, F_(cpu_offload_layers), .flags = SW, .min = 0,
+     .max = 100000, .def = 0,
+     .doc = "Megatron `--cpu-offloading-num-layers` (Bridge: `model.cpu_offloading=true` and this count): the "
+            "activations of that many layers go to host memory in forward and come back in backward "
+            "(pp 1, no recompute, fewer than the model's layers, as Megatron requires); 0 = off",
+     .megatron = "cpu_offloading_num_layers", .bridge = "model.cpu_offloading_num_layers"},
     {.key = "collectives.all_reduce", .type = MB_KEY_ENUM, F_(allreduce_algo), .flags = SW,
      .names = mb_key__ar_algos, .def = MB_COLL_ALGO_AUTO, .doc = "NCCL algorithm of the step's all-reduces"},
     {.key = "calibration.table", .type = MB_KEY_STRING, F_(calib_path), .flags = MB_KEYF_PATH,

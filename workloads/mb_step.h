@@ -27,6 +27,7 @@ enum mb_cat {
     MB_CAT_COMM_PP,
     MB_CAT_COMM_DP,
     MB_CAT_COMM_FSDP,
+    MB_CAT_OFFLOAD,       /* compute stream waiting for CPU-offload copies (D2H / H2D) to finish */
     MB_CAT_HOST,          /* GPU idle waiting for the host to launch the next kernel */
     MB_CAT_BUBBLE,        /* idle with nothing in flight: pipeline bubble */
     MB_CAT_COUNT

@@ -1412,19 +1412,23 @@ static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, 
     return 0;
 }
 
-/* cpu_offload: none; activations: N layers (weights=...); fine_grained_activation_offloading ...;
- * optimizer(_)cpu offload ... -- none of which mbsim models. */
+/* cpu_offload: none; activations: N layers (weights=...) -> memory.cpu_offloading_num_layers N
+ * (weight offloading, weights=True, is listed as not modelled); fine_grained_activation_offloading ...
+ * and optimizer(_)cpu offload ... are not modelled. */
 static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
-    (void)s;
     if (!strncmp(t, "none", 4))
         return 0;
     if (!strncmp(t, "activations:", 12)) {
         const char *p = t + 12;
         long n = rc_int(&p);
-        if (n < 0)
+        if (n < 0 || n > 100000)
             return rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected 'activations: N layers'");
-        rl_add(r->unmodelled, sizeof r->unmodelled, "CPU activation offload (%ld layers)", n);
+        s->cpu_offload_layers = (int)n;
+        if (n > 0)
+            rl_add(r->applied, sizeof r->applied, "CPU activation offload %ld layers", n);
+        if (strstr(t, "weights=true"))
+            rl_add(r->unmodelled, sizeof r->unmodelled, "CPU weight offload");
         return 0;
     }
     if (!strncmp(t, "fine_grained_activation_offloading", 34)) {

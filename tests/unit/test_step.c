@@ -1268,6 +1268,66 @@ static void test_recompute_working_set(void **state)
 }
 
 /*
+ * CPU activation offloading (memory.cpu_offloading_num_layers; TE cpu_offload.py): pipe_1f1b's
+ * 16 identical GPT layers (h 4096, s 4096, b 1, tp 1, flash attention) each save Korthikanti et
+ * al.'s 34 s b h = 570,425,344 B. At pp 1 one microbatch is in flight, so without offloading the
+ * peak holds 16 x 34 s b h; with the first 6 layers offloaded, 10 stay and one offloaded layer is
+ * on the device in transit: 11 x 34 s b h. Time: over a 1 GB/s host link a layer's copy takes
+ * 0.570 s, against milliseconds of compute, so the exposed wait per step is close to
+ * 4 microbatches x 6 layers x (D2H + H2D) x 0.570 s = 27.38 s (less the layers' compute, < 1 %);
+ * over the preset's 63 GB/s it is less than the copies take. Megatron's rules are errors:
+ * n < num_layers, pp 1, no recompute.
+ */
+static void test_cpu_offload(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, o;
+    struct mb_err e;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.pp = 1;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0); /* dp 4: 4 microbatches per rank */
+    sim(&s, &a);
+    const double layer = 34 * 4096.0 * 4096;
+    if (fabs(a.mem.activations / (16 * layer) - 1) > 1e-3)
+        fail_msg("activations %.6g B, expected 16 x 34 sbh = %.6g", a.mem.activations, 16 * layer);
+    s.cpu_offload_layers = 6;
+    sim(&s, &o);
+    if (fabs(o.mem.activations / (11 * layer) - 1) > 1e-3)
+        fail_msg("offloaded activations %.6g B, expected 11 x 34 sbh = %.6g", o.mem.activations, 11 * layer);
+    double copy = layer / s.system.pcie_bw, hidden = o.breakdown[MB_CAT_OFFLOAD];
+    print_message("63 GB/s: exposed %.4f s, copies %.4f s\n", hidden, 4 * 6 * 2 * copy);
+    assert_true(hidden >= 0 && hidden < 4 * 6 * 2 * copy);
+    assert_true(a.breakdown[MB_CAT_OFFLOAD] == 0);
+    s.system.pcie_bw = 1e9;
+    sim(&s, &o);
+    double want = 4 * 6 * 2 * layer / 1e9;
+    if (fabs(o.breakdown[MB_CAT_OFFLOAD] / want - 1) > 0.01)
+        fail_msg("exposed offload %.4f s, expected %.4f s", o.breakdown[MB_CAT_OFFLOAD], want);
+    assert_true(fabs(o.step_time_s - a.step_time_s - o.breakdown[MB_CAT_OFFLOAD]) < 0.01 * want);
+    /* Megatron-Core's TransformerConfig rules */
+    static const struct {
+        int n, pp;
+        enum mb_rc_gran rc;
+        const char *msg;
+    } bad[] = {{16, 1, MB_RC_NONE, "fewer layers than the model has (16)"},
+               {2, 4, MB_RC_NONE, "needs pp = 1"},
+               {2, 1, MB_RC_FULL, "excludes activation recompute"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mb_scenario t = s;
+        t.cpu_offload_layers = bad[i].n;
+        t.pp = bad[i].pp;
+        t.recompute = bad[i].rc;
+        mb_err_clear(&e);
+        assert_int_equal(mb_scenario_check(&t, &e), -1);
+        if (!strstr(e.msg, bad[i].msg))
+            fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, bad[i].msg);
+    }
+    mb_scenario_free(&s);
+}
+
+/*
  * Dispatcher buffers outside PyTorch (DeepSeek proxy of the MoE layer benchmark: h 7168, 32
  * experts, EP8 in one node, T = 4096 tokens per rank):
  *  - DeepEP (Megatron fused_a2a.get_buffer, DeepEP Config::get_nvl_buffer_size_hint): 8 ranks use
@@ -1381,7 +1441,7 @@ int main(void)
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
-        cmocka_unit_test(test_cp_optimizer_shard),
+        cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_cpu_offload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

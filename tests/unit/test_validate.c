@@ -764,12 +764,20 @@ static void test_recipe_cells(void **state)
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "zero3", &r), -1);
     s.strategy = MB_STRAT_3D;
 
-    /* cpu_offload: never modelled, always said */
+    /* cpu_offload: activation offloading of N layers is memory.cpu_offloading_num_layers N; weight
+     * and optimizer offloading are not modelled, and said */
     mb_validate_recipe_init(&r);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "none", &r), 0);
+    assert_int_equal(s.cpu_offload_layers, 0);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: 20 layers (weights=False)", &r), 0);
+    assert_int_equal(s.cpu_offload_layers, 20);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "optimizer CPU offload (card: 'long-context configs')", &r), 0);
-    assert_string_equal(r.unmodelled, "CPU activation offload (20 layers), optimizer CPU offload");
+    assert_string_equal(r.unmodelled, "optimizer CPU offload");
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: 2 layers (weights=True)", &r), 0);
+    assert_int_equal(s.cpu_offload_layers, 2);
+    assert_string_equal(r.unmodelled, "CPU weight offload");
+    s.cpu_offload_layers = 0;
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: some layers", &r), -1);
 
     /* fp8_recipe: refines a bare FP8; agrees with BF16; contradicts a specific label (kept, said);
@@ -1030,7 +1038,11 @@ static void test_recipe_csv(void **state)
     r = find_row(&s, "dense_pp");
     assert_true(r->layout_mismatch);
     assert_non_null(strstr(r->note, "LAYOUT-MISMATCH (mbs recipe=2 vs table=1)"));
-    assert_non_null(strstr(r->note, "not modelled: CPU activation offload (4 layers), fp8_param_gather=True"));
+    /* CPU offloading needs pp 1 (Megatron-Core's TransformerConfig): this PP2 row keeps none, said */
+    assert_non_null(strstr(r->note, "recipe not applied: cpu_offload 'activations: 4 layers (weights=False)' "
+                                    "(memory.cpu_offloading_num_layers needs pp = 1"));
+    assert_int_equal(sc->cpu_offload_layers, 0);
+    assert_non_null(strstr(r->note, "not modelled: fp8_param_gather=True"));
     assert_null(strstr(r->note, "provider-class")); /* provenance, not a knob */
 
     /* malformed cells: each named, the row still predicted with the layout columns' values */

@@ -53,15 +53,28 @@ static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist 
     return sum;
 }
 
+/* CPU activation offloading (memory.cpu_offloading_num_layers n; TE's
+ * AsyncDoubleBufferGroupOffloadHandler behind Megatron's get_cpu_offload_context,
+ * NVIDIA/TransformerEngine@7e6b21ef transformer_engine/pytorch/cpu_offload.py):
+ * the saved tensors of the first n layers (offload groups 0..n-1) are copied to
+ * pinned host memory during the forward and their device copies freed once the
+ * copy is done; the backward reloads a group one layer ahead. So one offloaded
+ * layer's activations stay on the device at a time (the one in transit: being
+ * copied out in forward, prefetched in backward), the largest of them here. */
 double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                            int st, int c)
 {
     const struct mb_model *m = &s->model;
     int vs = c * lay->p + st;
-    double a = 0;
-    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
-        a += mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
-    return a;
+    double a = 0, transit = 0;
+    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
+        double x = mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
+        if (li < s->cpu_offload_layers)
+            transit = fmax(transit, x);
+        else
+            a += x;
+    }
+    return a + transit;
 }
 
 

@@ -136,6 +136,17 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
     mb_ops_push(l, &o);
 }
 
+/* The compute stream waiting `fwd` / `bwd` seconds for copies on another
+ * engine (no kernel of its own). */
+void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd)
+{
+    struct mb_op o = mb__comp(name, cat, 0, 0);
+    o.fwd = fwd;
+    o.bwd = o.bwd_dgrad_only = bwd;
+    o.src = MB_SRC_LINK;
+    mb_ops_push(l, &o);
+}
+
 /* Memory-bound op moving `bytes`; backward moves about twice as much. */
 void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                 int graphed, double bytes, double saved)

@@ -227,6 +227,7 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved);
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h);
+void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd);
 void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
 void mb_ops_free(struct mb_oplist *l);
 
@@ -250,6 +251,7 @@ double mb_moe_p_hit(const struct mb_model *m, double e);
 void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q);
 void mb_plan_build(struct mb_build *b);
 void mb_plan_scale_attention(struct mb_build *b, double attn_scale);
+void mb_plan_offload(struct mb_build *b);
 void mb_plan_free(struct mb_plan *pl);
 const struct mb_oplist *mb_plan_layer(const struct mb_build *b, int li);
 
