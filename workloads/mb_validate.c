@@ -518,7 +518,10 @@ static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
     }
     if (r->meas_mem_gib > 0) {
         double best = 0.0;
-        if (m->n_stages > 0) {
+        if (m->n_stages > 0 && !strcmp(r->mem_from, "notes")) {
+            /* a logged peak: the last pipeline stage's rank (mb_val_row.mem_from) */
+            best = stage_mem(&m->per_stage[m->n_stages - 1], r->mem_kind);
+        } else if (m->n_stages > 0) {
             for (int st = 0; st < m->n_stages; st++)
                 best = fmax(best, stage_mem(&m->per_stage[st], r->mem_kind));
         } else {
@@ -2148,7 +2151,8 @@ static int csv_record(struct csv_ctx *c)
     copy_str(r->model, sizeof r->model, model_key);
     key = mb_validate_system_key(cell(c, C_SYSTEM));
     copy_str(r->system, sizeof r->system, key ? key : cell(c, C_SYSTEM));
-    /* memory: the column, else a "peak N GB" the notes state (allocated: see docs/validation.md) */
+    /* memory: the column, else a "peak N GB" the notes state (allocated, the last pipeline stage's
+     * rank: see docs/validation.md) */
     {
         const char *notes = c->notes_idx >= 0 ? c->f[c->notes_idx].text : NULL;
         r->reported_oom = mb_validate_notes_oom(notes);

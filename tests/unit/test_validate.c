@@ -1333,6 +1333,35 @@ static const double *mem_of(const struct mem_pred *p, const char *id, const char
  * row's peak of the stated kind, recomputed here from the scenario.
  * Counts: predicted 8; reported OOM 1 (fits: 1); ran 7 (predicted OOM 1, at risk 0);
  * compared in memory and ran: 5. */
+/* A "peak N GB" of the notes is a training log's figure, which Megatron-Bridge took on its writer
+ * rank (the last pipeline stage) until it reduced the memory report over the PP group
+ * (NVIDIA-NeMo/Megatron-Bridge@55c4e667, train_utils.py reduce_max_memory_across_pp_group): with
+ * pp 2 it is compared with stage 1's allocated peak, not the larger stage 0's. */
+static void test_memory_notes_last_stage(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    struct mem_pred p = {0};
+    mb_validate_init(&s);
+    s.on_row = mem_hook;
+    s.on_row_ctx = &p;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "memory_notes_pp.csv", &e), 0);
+    mb_validate_finish(&s);
+    const struct mb_val_row *r = find_row(&s, "notes_pp");
+    assert_true(r->mem_compared);
+    assert_string_equal(r->mem_from, "notes");
+    assert_int_equal(p.n, 1);
+    const struct mb_memory *m = &p.row[0].mem;
+    assert_int_equal(m->n_stages, 2);
+    double last = m->per_stage[1].peak_allocated / 1073741824.0, first = m->per_stage[0].peak_allocated / 1073741824.0;
+    assert_true(first > last); /* stage 0 holds more microbatches' activations */
+    assert_true(mb_dbl_eq(r->pred_mem_gib, last));
+    assert_true(mb_dbl_eq(r->meas_mem_gib, 30e9 / 1073741824.0));
+    mb_validate_free(&s);
+}
+
 static void test_memory_csv(void **state)
 {
     (void)state;
@@ -1555,7 +1584,7 @@ int main(void)
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
-        cmocka_unit_test(test_memory_csv),     cmocka_unit_test(test_memory_counts),
+        cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
