@@ -422,6 +422,11 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron `--attention-dropout` probability; with unfused/local attention a dropout kernel "
             "over the scores and its 1-byte mask (fused kernels drop in-kernel: not priced)",
      .megatron = "attention_dropout", .bridge = "model.attention_dropout"},
+    {.key = "training.bias_activation_fusion", .type = MB_KEY_BOOL, F_(bias_act_fusion), .flags = SW, .def = 1,
+     .doc = "Megatron's fused activation kernels (TransformerConfig `bias_activation_fusion`, on in Megatron-LM "
+            "unless `--no-bias-swiglu-fusion` / `--no-bias-gelu-fusion`; off in a bare TransformerConfig); off: "
+            "the MoE experts run the activation and the routing-probability product eagerly, which keeps the "
+            "activation output and an fp32 backward working set (memory only)"},
     {.key = "memory.expandable_segments", .type = MB_KEY_BOOL, F_(expandable_segments), .flags = SW, .def = 0,
      .doc = "PyTorch `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: no fragmentation reserve (not for "
             "CUDA-graph private pools)"},

@@ -45,7 +45,9 @@ struct mb_memory_stage {
     double peak_allocated, reserved;    /* PyTorch allocator: allocated at the peak, estimated reserved */
     /* parts of the above and what lies outside the PyTorch allocator */
     double logits;                      /* loss working set (logits, softmax / in-place gradient), in buffers */
-    double dispatch;                    /* token dispatch / combine tensors of one MoE layer, in buffers */
+    double dispatch;                    /* the MoE forward working set (dispatcher token tensors, expert
+                                           output, combine chain of one layer; two with EP overlap), in
+                                           buffers when the peak is in a forward (fwd_ws > bwd_ws), else 0 */
     double workspace;                   /* cuBLAS / Transformer Engine GEMM workspaces, in buffers */
     double recompute;                   /* activations re-materialised by recompute (in peak_allocated) */
     double bwd_grads;                   /* gradients of the op running backward (in peak_allocated) */
@@ -54,6 +56,8 @@ struct mb_memory_stage {
     double context;                     /* outside PyTorch: CUDA context and kernel images */
     double device;                      /* reserved + comm_buffers + context: what the GPU holds */
     double peak_time_s;                 /* when the peak happens (s from the step's start) */
+    double fwd_ws, bwd_ws;              /* the forward working set and the backward one (recompute +
+                                           gradients) before the larger is taken for the peak */
 };
 
 /** Memory verdict: device memory below the at-risk margin, within it, or above capacity. */

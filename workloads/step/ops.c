@@ -246,6 +246,7 @@ void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask)
             q->bwd += o->bwd;
             q->bwd_dgrad_only += o->bwd_dgrad_only;
             q->saved += o->saved;
+            q->bwd_ws = fmax(q->bwd_ws, o->bwd_ws);
             q->kf += o->kf;
             q->kb += o->kb;
             q->flop_f += o->flop_f;
