@@ -351,12 +351,38 @@ static double mb__outside(const struct mb_scenario *s, const struct mb_layout *l
     return comm;
 }
 
+/* The dynamic terms of stage st without a timeline: Megatron's in-flight count
+ * (warm-up + 1 chunks; EP overlap's paired forward adds one layer, memtl.c), the
+ * loss working set on the last stage, the largest recompute and gradient working
+ * sets; t = 0. */
+static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struct mb_layout *lay,
+                                        const struct mb_plan *plan, int st, double act_vision)
+{
+    int p = lay->p, v = lay->v;
+    double act_chunks = 0, layer = 0;
+    struct mb_memdyn d = {0};
+    for (int c = 0; c < v; c++) {
+        act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
+        layer = fmax(layer, mb_memory_chunk_layer_max(s, lay, plan, st, c));
+        d.recompute = fmax(d.recompute, mb_memory_recompute_ws(s, lay, plan, st, c));
+        d.grads = fmax(d.grads, mb_memory_grad_ws(s, lay, plan, st, c));
+    }
+    int total = lay->m * v, warm = mb_sched_warmup_depth(st, p, v);
+    int inflight = warm + 1 < total ? warm + 1 : total;
+    d.activations = act_chunks / v * inflight;
+    if (s->overlap_ep_comm && s->model.num_experts > 0 && s->ep > 1 && inflight < total)
+        d.activations += layer;
+    if (st == 0 && !(s->freeze & MB_FREEZE_VISION))
+        d.activations += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
+    d.logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
+    return d;
+}
+
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                        double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
     int p = lay->p, v = lay->v;
-    int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
     int moe = m->num_experts > 0;
     memset(out, 0, sizeof *out);
     /* Megatron's distributed optimizer and FSDP shard dense state over DP x CP */
@@ -365,31 +391,8 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double w, g, o;
         mb__static_state(s, lay, st, &w, &g, &o);
         /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
-        double act, logits = 0, rc = 0, gws = 0, t_peak = 0;
-        if (dyn) {
-            act = dyn[st].activations;
-            logits = dyn[st].logits;
-            rc = dyn[st].recompute;
-            gws = dyn[st].grads;
-            t_peak = dyn[st].t;
-        } else {
-            double act_chunks = 0, ws = 0, layer = 0;
-            for (int c = 0; c < v; c++) {
-                act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
-                layer = fmax(layer, mb_memory_chunk_layer_max(s, lay, plan, st, c));
-                ws = fmax(ws, mb_memory_recompute_ws(s, lay, plan, st, c));
-                gws = fmax(gws, mb_memory_grad_ws(s, lay, plan, st, c));
-            }
-            int total = lay->m * v, warm = mb_sched_warmup_depth(st, p, v);
-            int inflight = warm + 1 < total ? warm + 1 : total;
-            act = act_chunks / v * inflight;
-            if (s->overlap_ep_comm && moe && s->ep > 1 && inflight < total)
-                act += layer; /* combined 1F1B: one layer of the paired forward (memtl.c) */
-            if (st == 0 && !frozen_vis)
-                act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
-            logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
-            rc = ws;
-        }
+        struct mb_memdyn d = dyn ? dyn[st] : mb__dyn_formula(s, lay, plan, st, act_vision);
+        double act = d.activations, logits = d.logits, rc = d.recompute, gws = d.grads, t_peak = d.t;
         double T = mb__tokens(s);
         /* The MoE block's forward working set (mb_oplist.fwd_ws: dispatcher token tensors,
          * expert output, combine chain; two layers' with EP overlap) is alive during a
