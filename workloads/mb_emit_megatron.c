@@ -262,6 +262,12 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
                         "optim_grads_params");
         }
     }
+    if (!s->bias_act_fusion) { /* Megatron-LM: one switch per activation; Bridge: the config field */
+        int glu = s->model.act == MB_ACT_SWIGLU || s->model.act == MB_ACT_GEGLU;
+        mb_mge__switch(e, glu ? "no_bias_swiglu_fusion" : "no_bias_gelu_fusion", "model.bias_activation_fusion", !br);
+    }
+    if (br && s->cpu_offload_layers > 0) /* Megatron-LM's arguments.py sets it from the count; Bridge does not */
+        mb_mge__switch(e, "", "model.cpu_offloading", 1);
     if (br)
         mb_mge__switch(e, "", "ddp.grad_reduce_in_fp32", s->grad_bytes == 4);
     else
@@ -279,7 +285,7 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
 static const char *const mb_mge__covered[] = {
     "schema_version", "name", "model", "system.preset", "system.gpus", "precision", "moe.dispatcher",
     "moe.dispatcher_sms", "cuda_graph.modules", "parallel.strategy", "parallel.fsdp_impl", "optimizer.main_grads",
-    "optimizer.states", "memory.expandable_segments", "collectives.all_reduce", "calibration.table", NULL};
+    "optimizer.states", "training.bias_activation_fusion", "memory.expandable_segments", "collectives.all_reduce", "calibration.table", NULL};
 
 static int mb_mge__is_covered(const struct mb_key *k)
 {

@@ -422,9 +422,20 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron `--attention-dropout` probability; with unfused/local attention a dropout kernel "
             "over the scores and its 1-byte mask (fused kernels drop in-kernel: not priced)",
      .megatron = "attention_dropout", .bridge = "model.attention_dropout"},
+    {.key = "training.bias_activation_fusion", .type = MB_KEY_BOOL, F_(bias_act_fusion), .flags = SW, .def = 1,
+     .doc = "Megatron's fused activation kernels (TransformerConfig `bias_activation_fusion`, on in Megatron-LM "
+            "unless `--no-bias-swiglu-fusion` / `--no-bias-gelu-fusion`; off in a bare TransformerConfig); off: "
+            "the MoE experts run the activation and the routing-probability product eagerly, which keeps the "
+            "activation output and an fp32 backward working set (memory only)"},
     {.key = "memory.expandable_segments", .type = MB_KEY_BOOL, F_(expandable_segments), .flags = SW, .def = 0,
      .doc = "PyTorch `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: no fragmentation reserve (not for "
             "CUDA-graph private pools)"},
+    {.key = "memory.cpu_offloading_num_layers", .type = MB_KEY_INT, F_(cpu_offload_layers), .flags = SW, .min = 0,
+     .max = 100000, .def = 0,
+     .doc = "Megatron `--cpu-offloading-num-layers` (Bridge: `model.cpu_offloading=true` and this count): the "
+            "activations of that many layers go to host memory in forward and come back in backward "
+            "(pp 1, no recompute, fewer than the model's layers, as Megatron requires); 0 = off",
+     .megatron = "cpu_offloading_num_layers", .bridge = "model.cpu_offloading_num_layers"},
     {.key = "collectives.all_reduce", .type = MB_KEY_ENUM, F_(allreduce_algo), .flags = SW,
      .names = mb_key__ar_algos, .def = MB_COLL_ALGO_AUTO, .doc = "NCCL algorithm of the step's all-reduces"},
     {.key = "calibration.table", .type = MB_KEY_STRING, F_(calib_path), .flags = MB_KEYF_PATH,

@@ -65,7 +65,7 @@ struct mb_scn__marks {
     const struct mb_node *disp_sms, *seo;       /* moe.dispatcher_sms, moe.shared_expert_overlap */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -254,6 +254,25 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     return mb_scn__check_options(s, mk, err);
 }
 
+/* CPU activation offloading as Megatron-Core's TransformerConfig.__post_init__ allows it
+ * (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py): fewer layers
+ * than the model has, no pipeline parallelism, no activation recompute. */
+static int mb_scn__check_offload(const struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    const struct mb_node *at = mk->offload ? mk->offload : mk->parallel;
+    int L = s->model.num_layers;
+    if (L > 0 && s->cpu_offload_layers >= L)
+        return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers = %d: Megatron offloads fewer layers "
+                           "than the model has (%d)", s->cpu_offload_layers, L);
+    if (s->pp > 1)
+        return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers needs pp = 1 (Megatron-Core: no "
+                           "pipeline parallelism with CPU offloading); pp = %d", s->pp);
+    if (s->recompute != MB_RC_NONE)
+        return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers excludes activation recompute "
+                           "(Megatron-Core: CPU offloading does not work when recompute is enabled)");
+    return 0;
+}
+
 /* The training options against the model and each other (second half of the
  * rules listed above mb_scn__check_layout). mk is not NULL. */
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
@@ -331,6 +350,8 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
                            s->fsdp_prefetch);
+    if (s->cpu_offload_layers > 0 && mb_scn__check_offload(s, mk, err))
+        return -1;
     if (s->overlap_ep_comm && s->pp > 1 && s->vpp < 2)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.ep_comm with pp = %d needs an interleaved schedule (parallel.vpp >= 2), as "
@@ -637,6 +658,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->attn = mb_scn__node(nodes, "training.attention_backend");
     mk->fsdp_impl = mb_scn__node(nodes, "parallel.fsdp_impl");
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
+    mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

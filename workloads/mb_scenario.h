@@ -158,6 +158,12 @@ struct mb_scenario {
                                           --attention-dropout); a kernel of its own when unfused/local */
     int expandable_segments;           /* memory.expandable_segments: PYTORCH_CUDA_ALLOC_CONF
                                           expandable_segments:True */
+    int bias_act_fusion;               /* training.bias_activation_fusion: Megatron's fused (bias-)activation
+                                          kernels (--no-bias-swiglu-fusion / --no-bias-gelu-fusion turn them
+                                          off); 0 = the experts' eager activation x probs (memory only) */
+    int cpu_offload_layers;            /* memory.cpu_offloading_num_layers: decoder layers whose
+                                          activations Megatron/TE offload to host memory (0 = off;
+                                          Megatron --cpu-offloading-num-layers) */
     int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/mb_coll.h) AUTO,
                                           RING, TREE or NVLS -- NCCL_ALGO for the DP gradient all-reduce */
     /* calibration */

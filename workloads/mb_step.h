@@ -27,6 +27,7 @@ enum mb_cat {
     MB_CAT_COMM_PP,
     MB_CAT_COMM_DP,
     MB_CAT_COMM_FSDP,
+    MB_CAT_OFFLOAD,       /* compute stream waiting for CPU-offload copies (D2H / H2D) to finish */
     MB_CAT_HOST,          /* GPU idle waiting for the host to launch the next kernel */
     MB_CAT_BUBBLE,        /* idle with nothing in flight: pipeline bubble */
     MB_CAT_COUNT
@@ -44,7 +45,9 @@ struct mb_memory_stage {
     double peak_allocated, reserved;    /* PyTorch allocator: allocated at the peak, estimated reserved */
     /* parts of the above and what lies outside the PyTorch allocator */
     double logits;                      /* loss working set (logits, softmax / in-place gradient), in buffers */
-    double dispatch;                    /* token dispatch / combine tensors of one MoE layer, in buffers */
+    double dispatch;                    /* the MoE forward working set (dispatcher token tensors, expert
+                                           output, combine chain of one layer; two with EP overlap), in
+                                           buffers when the peak is in a forward (fwd_ws > bwd_ws), else 0 */
     double workspace;                   /* cuBLAS / Transformer Engine GEMM workspaces, in buffers */
     double recompute;                   /* activations re-materialised by recompute (in peak_allocated) */
     double bwd_grads;                   /* gradients of the op running backward (in peak_allocated) */
@@ -53,6 +56,8 @@ struct mb_memory_stage {
     double context;                     /* outside PyTorch: CUDA context and kernel images */
     double device;                      /* reserved + comm_buffers + context: what the GPU holds */
     double peak_time_s;                 /* when the peak happens (s from the step's start) */
+    double fwd_ws, bwd_ws;              /* the forward working set and the backward one (recompute +
+                                           gradients) before the larger is taken for the peak */
 };
 
 /** Memory verdict: device memory below the at-risk margin, within it, or above capacity. */

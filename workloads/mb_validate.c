@@ -518,7 +518,10 @@ static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
     }
     if (r->meas_mem_gib > 0) {
         double best = 0.0;
-        if (m->n_stages > 0) {
+        if (m->n_stages > 0 && !strcmp(r->mem_from, "notes")) {
+            /* a logged peak: the last pipeline stage's rank (mb_val_row.mem_from) */
+            best = stage_mem(&m->per_stage[m->n_stages - 1], r->mem_kind);
+        } else if (m->n_stages > 0) {
             for (int st = 0; st < m->n_stages; st++)
                 best = fmax(best, stage_mem(&m->per_stage[st], r->mem_kind));
         } else {
@@ -1412,19 +1415,23 @@ static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, 
     return 0;
 }
 
-/* cpu_offload: none; activations: N layers (weights=...); fine_grained_activation_offloading ...;
- * optimizer(_)cpu offload ... -- none of which mbsim models. */
+/* cpu_offload: none; activations: N layers (weights=...) -> memory.cpu_offloading_num_layers N
+ * (weight offloading, weights=True, is listed as not modelled); fine_grained_activation_offloading ...
+ * and optimizer(_)cpu offload ... are not modelled. */
 static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
-    (void)s;
     if (!strncmp(t, "none", 4))
         return 0;
     if (!strncmp(t, "activations:", 12)) {
         const char *p = t + 12;
         long n = rc_int(&p);
-        if (n < 0)
+        if (n < 0 || n > 100000)
             return rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected 'activations: N layers'");
-        rl_add(r->unmodelled, sizeof r->unmodelled, "CPU activation offload (%ld layers)", n);
+        s->cpu_offload_layers = (int)n;
+        if (n > 0)
+            rl_add(r->applied, sizeof r->applied, "CPU activation offload %ld layers", n);
+        if (strstr(t, "weights=true"))
+            rl_add(r->unmodelled, sizeof r->unmodelled, "CPU weight offload");
         return 0;
     }
     if (!strncmp(t, "fine_grained_activation_offloading", 34)) {
@@ -2144,7 +2151,8 @@ static int csv_record(struct csv_ctx *c)
     copy_str(r->model, sizeof r->model, model_key);
     key = mb_validate_system_key(cell(c, C_SYSTEM));
     copy_str(r->system, sizeof r->system, key ? key : cell(c, C_SYSTEM));
-    /* memory: the column, else a "peak N GB" the notes state (allocated: see docs/validation.md) */
+    /* memory: the column, else a "peak N GB" the notes state (allocated, the last pipeline stage's
+     * rank: see docs/validation.md) */
     {
         const char *notes = c->notes_idx >= 0 ? c->f[c->notes_idx].text : NULL;
         r->reported_oom = mb_validate_notes_oom(notes);

@@ -72,9 +72,15 @@ struct mb_val_row {
     char mem_terms[200];    /* that rank's largest memory terms at its peak: "activations 41.2 GiB, ..." */
     double meas_mem_gib;    /* measured peak memory per GPU, GiB (0: not stated) */
     char mem_kind[12];      /* what meas_mem_gib measures: "allocated" (default), "reserved" or "device" */
-    char mem_from[12];      /* where it was read: "column", "notes" or "scenario"; "" if not stated */
+    char mem_from[12];      /* where it was read: "column", "notes" or "scenario"; "" if not stated. A
+                               "notes" peak is a training log's figure: Megatron-Bridge logged the
+                               writer rank's (world_size - 1, the last pipeline stage) until
+                               NVIDIA-NeMo/Megatron-Bridge@55c4e667 (2026-05-08) reduced it over the PP
+                               group, so it is compared with the last stage's rank; the others with
+                               the largest over the stages' ranks */
     int mem_compared;       /* 1: a predicted row with a measured peak; pred_mem_gib and mem_err_pct set */
-    double pred_mem_gib;    /* predicted peak of mem_kind, the largest over the pipeline stages' ranks */
+    double pred_mem_gib;    /* predicted peak of mem_kind: the largest over the pipeline stages' ranks, or
+                               the last stage's for a "notes" peak */
     double mem_err_pct;     /* (pred_mem_gib - meas_mem_gib) / meas_mem_gib * 100 */
 };
 

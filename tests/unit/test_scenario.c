@@ -203,6 +203,11 @@ static const struct {
      "moe.dispatcher is alltoall, whose NCCL collectives use none"},
     {"bad_shared_overlap_no_shared.yaml",
      "15:26: moe.shared_expert_overlap: model qwen3_30b_a3b has no shared experts to overlap"},
+    /* CPU activation offloading as Megatron-Core allows it (transformer_config.py) */
+    {"bad_offload_pp.yaml", "13:30: memory.cpu_offloading_num_layers needs pp = 1 (Megatron-Core: no pipeline "
+                            "parallelism with CPU offloading); pp = 2"},
+    {"bad_offload_layers.yaml", "10:37: memory.cpu_offloading_num_layers = 32: Megatron offloads fewer layers "
+                                "than the model has (32)"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
     /* the L40S preset describes a node no shipped table prices */

@@ -569,6 +569,12 @@ static double moe_layer_s(const char *path, double shared_s, struct mb_result *r
  * The tests/data/step/moe_perf/ scenarios name no calibration table on purpose: this test
  * validates the SHIPPED H100 table (its fp8_blockwise recipe scale is derived from this
  * benchmark) against a published measurement, with the loose tolerances above.
+ * Caveat (found with test_moe_layer_memory): the benchmark's experts are GELU, not gated
+ * (its TransformerConfig sets no gated_linear_unit / activation_func, NVIDIA/Megatron-LM@cf39a4dd
+ * tests/functional_tests/test_cases/common/moe_perf/__main__.py), while these scenarios say
+ * swiglu, 1.5x the expert GEMM FLOPs; with gelu the Mixtral BF16 layer is predicted 8.79 ms
+ * against 12.01 measured (-27 %). Left as it is for the calibration owners (docs/modeling.md,
+ * Not modeled yet).
  */
 static void test_moe_layer_benchmark(void **state)
 {
@@ -640,13 +646,135 @@ static void test_moe_layer_benchmark(void **state)
             fail_msg("dispatcher ratio %zu: predicted %.3f, measured %.3f", i, ratios[i][0], ratios[i][1]);
 }
 
+/*
+ * The experts' eager activation (training.bias_activation_fusion false; experts.py bias_act_func)
+ * and the FP8 forward working sets, DeepSeek proxy (32,768 routed tokens on the rank, expert
+ * f = 2048, h = 7168, shared experts 4,096 tokens; n = 32,768 x 2048 = 67,108,864 elements):
+ *  - GELU: autograd also keeps the activation output, n x 2 B = 134,217,728 B more saved; the fp32
+ *    probs product's backward holds 3 x n x 4 B = 805,306,368 B, more than 1.5 x the 469,762,048 B
+ *    expert input, so it is the backward working set; gated (SwiGLU): 3 n x 2 B = 402,653,184 B.
+ *  - FP8 blockwise, DeepEP: received 16,384 + the bf16 expert input 32,768 (TE saves only its FP8
+ *    copy) + at the experts' end Fp8Padding's padded input, padded and unpadded output 3 x 32,768
+ *    + shared 4,096 = 151,552 tokens x 14,336 B = 2,172,649,472 B; HybridEP (pads in its dispatch):
+ *    the bf16 input 32,768 + expert and combine output 32,768 + 4,096 + shared 4,096 = 73,728
+ *    tokens = 1,056,964,608 B.
+ */
+static void test_moe_eager_act_and_fp8(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result f, u;
+    load("tests/data/step/moe_perf/deepseek_alltoall.yaml", &s);
+    s.model.act = MB_ACT_GELU;
+    sim(&s, &f);
+    s.bias_act_fusion = 0;
+    sim(&s, &u);
+    const double n = 32768.0 * 2048;
+    if (fabs(u.mem.per_stage[0].activations - f.mem.per_stage[0].activations - 2 * n) > 1)
+        fail_msg("eager GELU saves %.0f B more, expected %.0f",
+                 u.mem.per_stage[0].activations - f.mem.per_stage[0].activations, 2 * n);
+    assert_true(fabs(u.mem.per_stage[0].bwd_ws - 12 * n) < 1);
+    assert_true(fabs(f.mem.per_stage[0].bwd_ws - 1.5 * 469762048.0) < 1);
+    s.model.act = MB_ACT_SWIGLU;
+    s.bias_act_fusion = 1;
+    sim(&s, &f);
+    s.bias_act_fusion = 0;
+    sim(&s, &u);
+    assert_true(fabs(u.mem.per_stage[0].activations - f.mem.per_stage[0].activations - 6 * n) < 1);
+    mb_scenario_free(&s);
+    load("tests/data/step/moe_perf/deepseek_deepep_fp8.yaml", &s);
+    sim(&s, &f);
+    if (fabs(f.mem.per_stage[0].fwd_ws - 2172649472.0) > 1)
+        fail_msg("DeepEP FP8 forward working set %.0f B, expected 2172649472", f.mem.per_stage[0].fwd_ws);
+    mb_scenario_free(&s);
+    load("tests/data/step/moe_perf/deepseek_hybridep_fp8.yaml", &s);
+    sim(&s, &f);
+    if (fabs(f.mem.per_stage[0].fwd_ws - 1056964608.0) > 1)
+        fail_msg("HybridEP FP8 forward working set %.0f B, expected 1056964608", f.mem.per_stage[0].fwd_ws);
+    mb_scenario_free(&s);
+}
+
+/* One case of the MoE layer benchmark's memory (test_moe_layer_memory): mbsim's terms of the
+ * one-layer step minus those of its twin with a dense FFN of width 8 and no experts. */
+static double moe_layer_mem(const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof p, "tests/data/step/moe_perf/%s.yaml", name);
+    struct mb_scenario s;
+    struct mb_result r, t;
+    struct mb_err e;
+    load(p, &s);
+    /* the benchmark's TransformerConfig sets neither gated_linear_unit nor activation_func nor
+     * bias_activation_fusion: GELU experts, not gated, unfused (defaults of
+     * NVIDIA/Megatron-LM@cf39a4dd megatron/core/transformer/transformer_config.py) */
+    s.model.act = MB_ACT_GELU;
+    s.bias_act_fusion = 0;
+    sim(&s, &r);
+    s.model.layer[0].ffn = MB_FFN_DENSE;
+    s.model.num_experts = 0;
+    s.model.shared_ffn_hidden = 0;
+    s.model.ffn_hidden = 8;
+    s.ep = 1;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, &t);
+    const struct mb_memory_stage *a = &r.mem.per_stage[0], *b = &t.mem.per_stage[0];
+    double P = a->weights - b->weights; /* the layer's bf16 parameters on the rank */
+    double act = a->activations - b->activations;
+    double T = (double)s.seq_length * s.micro_batch_size, h = s.model.hidden;
+    /* the loop keeps the layer input, the previous iteration's output and output gradient (or
+     * this one's in backward): 3 [T, h] bf16 */
+    double io = 3 * T * h * 2;
+    /* FP8: the loop calls the layer without TE's weight cache (no is_first_microbatch), so each
+     * forward quantizes the weights and keeps their columnwise FP8 copy for the dgrad
+     * (w.update_usage(rowwise_usage=False, columnwise_usage=True) in TE's grouped linear): 1 B per
+     * parameter of the quantized GEMMs, P / 2 (the bf16 router, 0.2 M parameters, included).
+     * mbsim's training step does not count this copy (see docs/modeling.md). */
+    double fp8w = s.prec.quantize ? P / 2 : 0;
+    /* no optimizer, no DDP buffers: bf16 param.grad exists only in the backward */
+    double peak = P + io + a->workspace + fp8w + act + fmax(a->fwd_ws, P + a->bwd_ws);
+    mb_result_free(&r);
+    mb_result_free(&t);
+    mb_scenario_free(&s);
+    return peak / (1024.0 * 1024 * 1024);
+}
+
+/*
+ * The MoE layer benchmark's peak allocated memory (megatron_moe_layer_baseline_h100.csv
+ * max_allocated_GiB: torch.cuda.max_memory_allocated around one MoELayer forward + backward,
+ * NVIDIA/Megatron-LM@cf39a4dd tests/functional_tests/test_cases/common/moe_perf/__main__.py; the
+ * peak stats are reset after the layer's gradients are dropped, so it holds the bf16 parameters,
+ * the loop's input/output tensors, the GEMM workspaces and what the layer allocates). Layer =
+ * parameters + the loop's tensors + workspaces + saved activations + the larger of the forward
+ * working set (dispatcher tensors) and the backward one plus the parameters' gradients. Every case
+ * within 10 % of the measurement.
+ */
+static void test_moe_layer_memory(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double gib;
+    } c[] = {{"deepseek_alltoall", 3.206},    {"deepseek_alltoall_fp8", 4.110}, {"deepseek_deepep", 2.277},
+             {"deepseek_deepep_fp8", 3.453},  {"deepseek_hybridep", 2.258},     {"deepseek_hybridep_fp8", 2.470},
+             {"mixtral_alltoall", 2.692},     {"mixtral_alltoall_fp8", 2.883},  {"mixtral_deepep", 2.692},
+             {"mixtral_deepep_fp8", 2.883},   {"mixtral_hybridep", 2.691},      {"mixtral_hybridep_fp8", 2.883}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        double g = moe_layer_mem(c[i].name), err = (g / c[i].gib - 1) * 100;
+        print_message("%-24s predicted %.3f GiB, measured %.3f (%+.1f %%)\n", c[i].name, g, c[i].gib, err);
+        bad += fabs(err) > 10;
+    }
+    assert_int_equal(bad, 0);
+}
+
 /* EP overlap is not free: the dispatcher keeps moe.dispatcher_sms of the SMs
  * while its transfer runs, and the compute beside it loses that share. Inside
  * one H100 node (NVLink-only dispatch, a small share of the step) with 24 of
  * the fixture's 128 SMs the overlap still gains; with a dispatcher holding all SMs the
  * overlapped compute stalls for the whole transfer, nothing is saved, and the
  * paired schedule's ordering constraints make the step slower than without
- * overlap. Memory: one more microbatch in flight (test_ep_overlap). */
+ * overlap. Memory: one more layer in flight (test_ep_overlap). */
 static void test_ep_overlap_costs(void **state)
 {
     (void)state;
@@ -674,10 +802,12 @@ static void test_ep_overlap_costs(void **state)
  * TP1 PP2 VPP2 EP8: 12 layers per chunk. Interleaved 1F1B warms up
  * (p - 1 - st) * 2 + (v - 1) * p chunk forwards (Megatron's
  * get_num_warmup_microbatches), so stage 0 holds 2 + 2 + 1 = 5 chunks at its
- * peak; overlap starts the paired forward before the backward ends: 6. The
- * stage-0 activation peak therefore grows by 6/5 (the embedding's share makes
- * chunk 0 slightly larger, hence the 2% tolerance), and the exposed all-to-all
- * shrinks. pp 2 with vpp 1 is rejected, as Megatron rejects it. */
+ * peak. Overlap pairs a forward with a backward layer by layer (Megatron-Core's
+ * model_chunk_schedule_plan.py runs forward layer i beside backward layer L-1-i and
+ * releases each backward layer), so the pair holds one chunk plus one layer: the
+ * stage-0 activation peak grows by 1/(5 x 12) = 1/60, not by a sixth chunk (the
+ * embedding's share makes chunk 0 slightly larger, hence the 0.2 % tolerance), and
+ * the exposed all-to-all shrinks. pp 2 with vpp 1 is rejected, as Megatron rejects it. */
 static void test_ep_overlap_interleaved(void **state)
 {
     (void)state;
@@ -695,8 +825,8 @@ static void test_ep_overlap_interleaved(void **state)
     assert_int_equal(mb_scenario_check(&s, &e), 0);
     sim(&s, &on);
     double ratio = on.mem.per_stage[0].activations / off.mem.per_stage[0].activations;
-    if (fabs(ratio - 6.0 / 5.0) > 0.02)
-        fail_msg("stage-0 activation peak ratio %.4f, expected 6/5", ratio);
+    if (fabs(ratio - 61.0 / 60.0) > 0.002)
+        fail_msg("stage-0 activation peak ratio %.4f, expected 61/60", ratio);
     assert_true(on.breakdown[MB_CAT_COMM_EP] < 0.5 * off.breakdown[MB_CAT_COMM_EP]);
     assert_true(on.step_time_s < off.step_time_s);
     s.vpp = 1;
@@ -729,8 +859,11 @@ static void test_ep_overlap(void **state)
     /* the exposed all-to-all shrinks; the SM share shows up as dispatch compute */
     assert_true(on.breakdown[MB_CAT_COMM_EP] < 0.2 * off.breakdown[MB_CAT_COMM_EP]);
     assert_true(on.breakdown[MB_CAT_DISPATCH] > off.breakdown[MB_CAT_DISPATCH]);
-    /* it costs memory: one more microbatch of activations in flight */
-    assert_true(on.mem.activations > 1.5 * off.mem.activations);
+    /* it costs memory: one more layer's activations (pp 1: one microbatch of 48 identical layers
+     * in flight, the paired forward adds its layers as the backward releases its own) */
+    double ratio = on.mem.activations / off.mem.activations;
+    if (fabs(ratio - 49.0 / 48.0) > 0.002)
+        fail_msg("activation peak ratio %.4f, expected 49/48", ratio);
     mb_scenario_free(&s);
 }
 
@@ -1386,6 +1519,66 @@ static void test_recompute_working_set(void **state)
 }
 
 /*
+ * CPU activation offloading (memory.cpu_offloading_num_layers; TE cpu_offload.py): pipe_1f1b's
+ * 16 identical GPT layers (h 4096, s 4096, b 1, tp 1, flash attention) each save Korthikanti et
+ * al.'s 34 s b h = 570,425,344 B. At pp 1 one microbatch is in flight, so without offloading the
+ * peak holds 16 x 34 s b h; with the first 6 layers offloaded, 10 stay and one offloaded layer is
+ * on the device in transit: 11 x 34 s b h. Time: over a 1 GB/s host link a layer's copy takes
+ * 0.570 s, against milliseconds of compute, so the exposed wait per step is close to
+ * 4 microbatches x 6 layers x (D2H + H2D) x 0.570 s = 27.38 s (less the layers' compute, < 1 %);
+ * over the preset's 63 GB/s it is less than the copies take. Megatron's rules are errors:
+ * n < num_layers, pp 1, no recompute.
+ */
+static void test_cpu_offload(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, o;
+    struct mb_err e;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.pp = 1;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0); /* dp 4: 4 microbatches per rank */
+    sim(&s, &a);
+    const double layer = 34 * 4096.0 * 4096;
+    if (fabs(a.mem.activations / (16 * layer) - 1) > 1e-3)
+        fail_msg("activations %.6g B, expected 16 x 34 sbh = %.6g", a.mem.activations, 16 * layer);
+    s.cpu_offload_layers = 6;
+    sim(&s, &o);
+    if (fabs(o.mem.activations / (11 * layer) - 1) > 1e-3)
+        fail_msg("offloaded activations %.6g B, expected 11 x 34 sbh = %.6g", o.mem.activations, 11 * layer);
+    double copy = layer / s.system.pcie_bw, hidden = o.breakdown[MB_CAT_OFFLOAD];
+    print_message("63 GB/s: exposed %.4f s, copies %.4f s\n", hidden, 4 * 6 * 2 * copy);
+    assert_true(hidden >= 0 && hidden < 4 * 6 * 2 * copy);
+    assert_true(a.breakdown[MB_CAT_OFFLOAD] == 0);
+    s.system.pcie_bw = 1e9;
+    sim(&s, &o);
+    double want = 4 * 6 * 2 * layer / 1e9;
+    if (fabs(o.breakdown[MB_CAT_OFFLOAD] / want - 1) > 0.01)
+        fail_msg("exposed offload %.4f s, expected %.4f s", o.breakdown[MB_CAT_OFFLOAD], want);
+    assert_true(fabs(o.step_time_s - a.step_time_s - o.breakdown[MB_CAT_OFFLOAD]) < 0.01 * want);
+    /* Megatron-Core's TransformerConfig rules */
+    static const struct {
+        int n, pp;
+        enum mb_rc_gran rc;
+        const char *msg;
+    } bad[] = {{16, 1, MB_RC_NONE, "fewer layers than the model has (16)"},
+               {2, 4, MB_RC_NONE, "needs pp = 1"},
+               {2, 1, MB_RC_FULL, "excludes activation recompute"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct mb_scenario t = s;
+        t.cpu_offload_layers = bad[i].n;
+        t.pp = bad[i].pp;
+        t.recompute = bad[i].rc;
+        mb_err_clear(&e);
+        assert_int_equal(mb_scenario_check(&t, &e), -1);
+        if (!strstr(e.msg, bad[i].msg))
+            fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, bad[i].msg);
+    }
+    mb_scenario_free(&s);
+}
+
+/*
  * Dispatcher buffers outside PyTorch (DeepSeek proxy of the MoE layer benchmark: h 7168, 32
  * experts, EP8 in one node, T = 4096 tokens per rank):
  *  - DeepEP (Megatron fused_a2a.get_buffer, DeepEP Config::get_nvl_buffer_size_hint): 8 ranks use
@@ -1412,19 +1605,32 @@ static void test_dispatcher_buffers(void **state)
         fail_msg("DeepEP buffer %.0f B, expected 402851712", d.mem.comm_buffers - a.mem.comm_buffers);
     if (fabs(h.mem.comm_buffers - a.mem.comm_buffers - 955252736.0) > 1)
         fail_msg("HybridEP buffers %.0f B, expected 955252736", h.mem.comm_buffers - a.mem.comm_buffers);
-    /* PyTorch-side token tensors: alltoall keeps the permuted routed copies and the all-to-all
-     * output, 2 x T k h x 2 B = 939,524,096 B; DeepEP/HybridEP only the combine output T h 2 B */
-    assert_true(fabs(a.mem.dispatch - 2 * 4096.0 * 8 * 7168 * 2) < 1);
-    assert_true(fabs(d.mem.dispatch - 4096.0 * 7168 * 2) < 1 && fabs(h.mem.dispatch - d.mem.dispatch) < 1);
+    /* PyTorch-side token tensors at the end of the MoE forward (MoELayer.forward's locals and the
+     * combine chain), [tokens, 7168] bf16 = 14,336 B per token, T k = 32,768 routed copies, 4 local
+     * experts, the shared experts' output T = 4,096 tokens:
+     *  - alltoall: permuted 32,768 + dispatched 32,768 + expert output and unsorted 2 x 32,768 +
+     *    shared 4,096 = 135,168 tokens = 1,937,768,448 B;
+     *  - DeepEP: received tokens 4,096 x 8 ranks x P(rank hit) 0.5 = 16,384, twice (received and
+     *    unpermuted), + expert output 32,768 + shared 4,096 = 69,632 tokens = 998,244,352 B;
+     *  - HybridEP: expert output 32,768 + combine output 4,096 + shared 4,096 = 40,960 tokens =
+     *    587,202,560 B, less than the backward's gradient working set (1.5 x the 469,762,048 B
+     *    expert input the grouped fc1 saves = 704,643,072 B), so its peak is in a backward and
+     *    the forward set is not counted there. */
+    if (fabs(a.mem.dispatch - 1937768448.0) > 1 || fabs(d.mem.dispatch - 998244352.0) > 1)
+        fail_msg("dispatch working sets %.0f / %.0f B, expected 1937768448 / 998244352", a.mem.dispatch,
+                 d.mem.dispatch);
+    assert_true(a.mem.bwd_grads == 0 && d.mem.bwd_grads == 0);
+    assert_true(h.mem.dispatch == 0 && fabs(h.mem.bwd_grads - 704643072.0) < 1);
     assert_true(d.step_time_s > 0);
-    /* drop-and-pad: the dispatch tensors are padded to capacity (cf 2: twice the balanced load) */
+    /* drop-and-pad: the routed tensors are padded to capacity (cf 2: twice the balanced load), the
+     * shared experts' output is not: (2 x 131,072 + 4,096) x 14,336 B */
     s.dispatcher = MB_DISP_ALLTOALL;
     s.capacity_factor = 2;
-    struct mb_result p0, p1;
-    sim(&s, &p0);
+    struct mb_result p1;
     s.pad_to_capacity = 1;
     sim(&s, &p1);
-    assert_true(fabs(p1.mem.dispatch / p0.mem.dispatch - 2) < 1e-12);
+    if (fabs(p1.mem.dispatch - (2 * 131072.0 + 4096) * 14336) > 1)
+        fail_msg("padded dispatch working set %.0f B, expected %.0f", p1.mem.dispatch, (2 * 131072.0 + 4096) * 14336);
     mb_scenario_free(&s);
 }
 
@@ -1501,7 +1707,8 @@ int main(void)
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_step_bound),
-        cmocka_unit_test(test_extension_1f1b),
+        cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
+        cmocka_unit_test(test_moe_eager_act_and_fp8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

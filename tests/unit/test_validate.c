@@ -790,12 +790,20 @@ static void test_recipe_cells(void **state)
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FSDP_IMPL, "zero3", &r), -1);
     s.strategy = MB_STRAT_3D;
 
-    /* cpu_offload: never modelled, always said */
+    /* cpu_offload: activation offloading of N layers is memory.cpu_offloading_num_layers N; weight
+     * and optimizer offloading are not modelled, and said */
     mb_validate_recipe_init(&r);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "none", &r), 0);
+    assert_int_equal(s.cpu_offload_layers, 0);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: 20 layers (weights=False)", &r), 0);
+    assert_int_equal(s.cpu_offload_layers, 20);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "optimizer CPU offload (card: 'long-context configs')", &r), 0);
-    assert_string_equal(r.unmodelled, "CPU activation offload (20 layers), optimizer CPU offload");
+    assert_string_equal(r.unmodelled, "optimizer CPU offload");
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: 2 layers (weights=True)", &r), 0);
+    assert_int_equal(s.cpu_offload_layers, 2);
+    assert_string_equal(r.unmodelled, "CPU weight offload");
+    s.cpu_offload_layers = 0;
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_CPU_OFFLOAD, "activations: some layers", &r), -1);
 
     /* fp8_recipe: refines a bare FP8; agrees with BF16; contradicts a specific label (kept, said);
@@ -1056,7 +1064,11 @@ static void test_recipe_csv(void **state)
     r = find_row(&s, "dense_pp");
     assert_true(r->layout_mismatch);
     assert_non_null(strstr(r->note, "LAYOUT-MISMATCH (mbs recipe=2 vs table=1)"));
-    assert_non_null(strstr(r->note, "not modelled: CPU activation offload (4 layers), fp8_param_gather=True"));
+    /* CPU offloading needs pp 1 (Megatron-Core's TransformerConfig): this PP2 row keeps none, said */
+    assert_non_null(strstr(r->note, "recipe not applied: cpu_offload 'activations: 4 layers (weights=False)' "
+                                    "(memory.cpu_offloading_num_layers needs pp = 1"));
+    assert_int_equal(sc->cpu_offload_layers, 0);
+    assert_non_null(strstr(r->note, "not modelled: fp8_param_gather=True"));
     assert_null(strstr(r->note, "provider-class")); /* provenance, not a knob */
 
     /* malformed cells: each named, the row still predicted with the layout columns' values */
@@ -1347,6 +1359,35 @@ static const double *mem_of(const struct mem_pred *p, const char *id, const char
  * row's peak of the stated kind, recomputed here from the scenario.
  * Counts: predicted 8; reported OOM 1 (fits: 1); ran 7 (predicted OOM 1, at risk 0);
  * compared in memory and ran: 5. */
+/* A "peak N GB" of the notes is a training log's figure, which Megatron-Bridge took on its writer
+ * rank (the last pipeline stage) until it reduced the memory report over the PP group
+ * (NVIDIA-NeMo/Megatron-Bridge@55c4e667, train_utils.py reduce_max_memory_across_pp_group): with
+ * pp 2 it is compared with stage 1's allocated peak, not the larger stage 0's. */
+static void test_memory_notes_last_stage(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    struct mem_pred p = {0};
+    mb_validate_init(&s);
+    s.on_row = mem_hook;
+    s.on_row_ctx = &p;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "memory_notes_pp.csv", &e), 0);
+    mb_validate_finish(&s);
+    const struct mb_val_row *r = find_row(&s, "notes_pp");
+    assert_true(r->mem_compared);
+    assert_string_equal(r->mem_from, "notes");
+    assert_int_equal(p.n, 1);
+    const struct mb_memory *m = &p.row[0].mem;
+    assert_int_equal(m->n_stages, 2);
+    double last = m->per_stage[1].peak_allocated / 1073741824.0, first = m->per_stage[0].peak_allocated / 1073741824.0;
+    assert_true(first > last); /* stage 0 holds more microbatches' activations */
+    assert_true(mb_dbl_eq(r->pred_mem_gib, last));
+    assert_true(mb_dbl_eq(r->meas_mem_gib, 30e9 / 1073741824.0));
+    mb_validate_free(&s);
+}
+
 static void test_memory_csv(void **state)
 {
     (void)state;
@@ -1569,7 +1610,7 @@ int main(void)
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
-        cmocka_unit_test(test_memory_csv),     cmocka_unit_test(test_memory_counts),
+        cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,9 +15,12 @@
  * FSDP2's mixed-precision policy).
  *
  * Dynamic terms come from the timeline (memtl.c): activations (the bytes each
- * op saves, minus what recompute discards), the loss working set on the last
- * stage, the recompute working set and the backward's gradient working set,
- * alive at the peak moment.
+ * op saves, minus what recompute discards; CPU-offloaded layers but one), the
+ * loss working set on the last stage, the recompute working set and the
+ * backward's gradient working set, alive at the peak moment; and the MoE
+ * forward working set (dispatcher token tensors, moe.c mb__fwd_ws), counted
+ * instead of the backward ones when it is larger (a forward and a backward are
+ * not at the same moment).
  *
  * Beside the allocations: the PyTorch caching allocator's reserve
  * (fragmentation of non-expandable segments) and what lives outside it (CUDA
@@ -53,15 +56,28 @@ static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist 
     return sum;
 }
 
+/* CPU activation offloading (memory.cpu_offloading_num_layers n; TE's
+ * AsyncDoubleBufferGroupOffloadHandler behind Megatron's get_cpu_offload_context,
+ * NVIDIA/TransformerEngine@7e6b21ef transformer_engine/pytorch/cpu_offload.py):
+ * the saved tensors of the first n layers (offload groups 0..n-1) are copied to
+ * pinned host memory during the forward and their device copies freed once the
+ * copy is done; the backward reloads a group one layer ahead. So one offloaded
+ * layer's activations stay on the device at a time (the one in transit: being
+ * copied out in forward, prefetched in backward), the largest of them here. */
 double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                            int st, int c)
 {
     const struct mb_model *m = &s->model;
     int vs = c * lay->p + st;
-    double a = 0;
-    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
-        a += mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
-    return a;
+    double a = 0, transit = 0;
+    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
+        double x = mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
+        if (li < s->cpu_offload_layers)
+            transit = fmax(transit, x);
+        else
+            a += x;
+    }
+    return a + transit;
 }
 
 
@@ -122,6 +138,17 @@ double mb_memory_logits_bytes(const struct mb_scenario *s)
     return heads * elems * 4.0 + elems * BF16;
 }
 
+double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                                 int st, int c)
+{
+    const struct mb_model *m = &s->model;
+    int vs = c * lay->p + st;
+    double x = 0;
+    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
+        x = fmax(x, mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k));
+    return x;
+}
+
 /* Saved bytes of a layer with nothing recomputed. */
 static double mb__layer_full(const struct mb_oplist *l)
 {
@@ -167,7 +194,23 @@ double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *la
         const struct mb_op *ops = l->part ? l->part : l->op; /* the ops before fusion */
         int n = l->part ? l->nparts : l->n;
         for (int i = 0; i < n; i++)
-            ws = fmax(ws, 1.5 * ops[i].saved);
+            ws = fmax(ws, fmax(1.5 * ops[i].saved, ops[i].bwd_ws));
+    }
+    return ws;
+}
+
+/* The largest MoE forward working set of the chunk's layers (mb_oplist.fwd_ws) and its
+ * largest single tensor (*block). */
+static double mb__chunk_fwd_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                               int st, int c, double *block)
+{
+    const struct mb_model *m = &s->model;
+    int vs = c * lay->p + st;
+    double ws = 0;
+    for (int li = lay->first[vs]; li < lay->first[vs] + lay->count[vs]; li++) {
+        const struct mb_oplist *l = &plan->kind[m->layer[li].mixer][m->layer[li].ffn];
+        ws = fmax(ws, l->fwd_ws);
+        *block = fmax(*block, l->fwd_ws_block);
     }
     return ws;
 }
@@ -308,12 +351,38 @@ static double mb__outside(const struct mb_scenario *s, const struct mb_layout *l
     return comm;
 }
 
+/* The dynamic terms of stage st without a timeline: Megatron's in-flight count
+ * (warm-up + 1 chunks; EP overlap's paired forward adds one layer, memtl.c), the
+ * loss working set on the last stage, the largest recompute and gradient working
+ * sets; t = 0. */
+static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struct mb_layout *lay,
+                                        const struct mb_plan *plan, int st, double act_vision)
+{
+    int p = lay->p, v = lay->v;
+    double act_chunks = 0, layer = 0;
+    struct mb_memdyn d = {0};
+    for (int c = 0; c < v; c++) {
+        act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
+        layer = fmax(layer, mb_memory_chunk_layer_max(s, lay, plan, st, c));
+        d.recompute = fmax(d.recompute, mb_memory_recompute_ws(s, lay, plan, st, c));
+        d.grads = fmax(d.grads, mb_memory_grad_ws(s, lay, plan, st, c));
+    }
+    int total = lay->m * v, warm = mb_sched_warmup_depth(st, p, v);
+    int inflight = warm + 1 < total ? warm + 1 : total;
+    d.activations = act_chunks / v * inflight;
+    if (s->overlap_ep_comm && s->model.num_experts > 0 && s->ep > 1 && inflight < total)
+        d.activations += layer;
+    if (st == 0 && !(s->freeze & MB_FREEZE_VISION))
+        d.activations += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
+    d.logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
+    return d;
+}
+
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                        double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out)
 {
     const struct mb_model *m = &s->model;
     int p = lay->p, v = lay->v;
-    int frozen_vis = (s->freeze & MB_FREEZE_VISION) != 0;
     int moe = m->num_experts > 0;
     memset(out, 0, sizeof *out);
     /* Megatron's distributed optimizer and FSDP shard dense state over DP x CP */
@@ -322,54 +391,32 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double w, g, o;
         mb__static_state(s, lay, st, &w, &g, &o);
         /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
-        double act, logits = 0, rc = 0, gws = 0, t_peak = 0;
-        if (dyn) {
-            act = dyn[st].activations;
-            logits = dyn[st].logits;
-            rc = dyn[st].recompute;
-            gws = dyn[st].grads;
-            t_peak = dyn[st].t;
-        } else {
-            double act_chunks = 0, ws = 0;
-            for (int c = 0; c < v; c++) {
-                act_chunks += mb_memory_chunk_act(s, lay, plan, st, c);
-                ws = fmax(ws, mb_memory_recompute_ws(s, lay, plan, st, c));
-                gws = fmax(gws, mb_memory_grad_ws(s, lay, plan, st, c));
-            }
-            int total = lay->m * v, warm = mb_sched_warmup_depth(st, p, v);
-            int inflight = warm + 1 < total ? warm + 1 : total;
-            if (s->overlap_ep_comm && moe && s->ep > 1 && inflight < total)
-                inflight++;
-            act = act_chunks / v * inflight;
-            if (st == 0 && !frozen_vis)
-                act += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
-            logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
-            rc = ws;
-        }
+        struct mb_memdyn d = dyn ? dyn[st] : mb__dyn_formula(s, lay, plan, st, act_vision);
+        double act = d.activations, logits = d.logits, rc = d.recompute, gws = d.grads, t_peak = d.t;
         double T = mb__tokens(s);
-        /* Token tensors of one MoE layer beside the saved expert input (two layers' with EP
-         * overlap). AllToAll / AllGather (token_dispatcher.py): the permuted routed copies and
-         * the all-to-all output are separate tensors, padded to the capacity under
-         * drop-and-pad. DeepEP / HybridEP dispatch from and into their registered buffers
-         * (counted outside PyTorch) and hand back the received tokens, which are the saved
-         * expert input; the combine output [T, h] remains. */
-        double disp = 0;
-        if (moe) {
-            double pad = s->pad_to_capacity && s->capacity_factor > 1 ? s->capacity_factor : 1;
-            double copies = T / s->tp * m->topk * m->hidden * BF16 * s->etp * pad;
-            int flex = s->ep > 1 && (s->dispatcher == MB_DISP_DEEPEP || s->dispatcher == MB_DISP_HYBRIDEP);
-            disp = (s->overlap_ep_comm ? 2 : 1) * (flex ? T / s->tp * m->hidden * BF16 : 2 * copies);
-        }
+        /* The MoE block's forward working set (mb_oplist.fwd_ws: dispatcher token tensors,
+         * expert output, combine chain; two layers' with EP overlap) is alive during a
+         * forward, the recompute and gradient working sets during a backward: the peak holds
+         * the larger, and the other is not counted at that moment. */
+        double disp = 0, block = 0;
+        for (int c = 0; moe && c < v; c++)
+            disp = fmax(disp, mb__chunk_fwd_ws(s, lay, plan, st, c, &block));
+        disp *= s->overlap_ep_comm ? 2 : 1;
+        double fwd_ws = disp, bwd_ws = rc + gws;
+        if (disp > rc + gws)
+            rc = gws = 0;
+        else
+            disp = 0;
         double graphs = lay->graph_bytes_stage[st];
         double buf = logits + disp + MB_MEM_WORKSPACE;
         double alloc = w + g + o + act + rc + gws + buf + graphs;
         /* Fragmentation: without expandable segments a freed block is cached at its size
          * and split for smaller requests, so the next request of the largest transient
-         * size (the loss working set, one dispatch buffer) finds no hole and takes a new
+         * size (the loss working set, one dispatch tensor) finds no hole and takes a new
          * segment: one such block stays reserved beyond the allocation. CUDA-graph
          * private pools never use expandable segments. Expandable segments map 2 MiB
          * pages: at most a page per stream's segment. */
-        double big = fmax(logits, disp / 2);
+        double big = fmax(logits, block);
         int fullg = (s->cuda_graph & MB_CG_FULL_ITERATION) != 0;
         double frag = (!s->expandable_segments || fullg) ? mb_memory_segment(big) : (1 + MB_CK_COUNT) * MB_MEM_ROUND_LARGE;
         /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
@@ -394,6 +441,8 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->context = MB_MEM_CONTEXT;
             ps->device = ps->reserved + comm + MB_MEM_CONTEXT;
             ps->peak_time_s = t_peak;
+            ps->fwd_ws = fwd_ws;
+            ps->bwd_ws = bwd_ws;
             out->n_stages = st + 1;
         }
     }

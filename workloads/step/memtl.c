@@ -3,7 +3,12 @@
  * allocation, each counted whole over its lifetime:
  *  - a microbatch's activations on a chunk, from the end of its forward's
  *    first task (they are allocated while the forward runs: counting them whole
- *    from its start bounds the peak inside it) until its backward ends;
+ *    from its start bounds the peak inside it) until its backward ends; a
+ *    forward paired with a backward under EP overlap (combined 1F1B, which runs
+ *    the two layer by layer and releases each backward layer as it goes,
+ *    NVIDIA/Megatron-LM@d98e8a64 megatron/core/models/common/
+ *    model_chunk_schedule_plan.py) counts from the pair's end, with one layer's
+ *    activations during the pair;
  *  - the loss working set (logits, fp32 softmax or in-place gradient) of a
  *    microbatch on the last stage's last chunk, from the end of its forward
  *    (the loss is its last op) until its backward's first task (the loss
@@ -18,6 +23,7 @@
  */
 #include "step_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,8 +92,16 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
             int fe = q->fentry[sl], fd = q->fdone[sl], be = q->bentry[sl], bd = q->bdone[sl];
             if (fe < 0 || bd < 0)
                 continue;
-            double tbd = mb_engine_task_end(b->e, bd);
-            mb__ev(ev, &k, mb_engine_task_end(b->e, fe), tbd, ai, MB__ACT);
+            double tbd = mb_engine_task_end(b->e, bd), tfe = mb_engine_task_end(b->e, fe);
+            if (q->fpair[sl] >= 0) {
+                /* combined 1F1B: the paired backward releases its layers as this forward
+                 * builds its own, one layer of each at a time, so this microbatch's chunk
+                 * counts from the pair's end, and one layer's activations during the pair */
+                double tp = fmax(mb_engine_task_end(b->e, fd), mb_engine_task_end(b->e, q->fpair[sl]));
+                mb__ev(ev, &k, tfe, tp, mb_memory_chunk_layer_max(s, &b->lay, &b->plan, st, c), MB__ACT);
+                tfe = tp;
+            }
+            mb__ev(ev, &k, tfe, tbd, ai, MB__ACT);
             double tbe = be >= 0 ? mb_engine_task_end(b->e, be) : tbd;
             if (c == q->v - 1 && fd >= 0)
                 mb__ev(ev, &k, mb_engine_task_end(b->e, fd), tbe, lg, MB__LOGITS);
@@ -102,7 +116,7 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
 {
     const struct mb_sched *q = &b->sched;
     for (int st = 0; st < q->p; st++) {
-        int ne = 8 * q->v * q->n;
+        int ne = 10 * q->v * q->n; /* at most five allocations per slot (mb__stage_events) */
         struct mb__mev *ev = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *ev);
         int k = mb__stage_events(b, st, ev);
         qsort(ev, (size_t)k, sizeof *ev, mb__mev_cmp);

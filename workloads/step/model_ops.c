@@ -5,6 +5,8 @@
  */
 #include "step_int.h"
 
+#include <math.h>
+
 #include <string.h>
 
 /* ViT forward/backward ops for P patches (sum of squares Q) on stage 0. */
@@ -137,6 +139,52 @@ void mb_plan_scale_attention(struct mb_build *b, double attn_scale)
             }
             mb_ops_fuse(l, pl->rc_mask);
         }
+}
+
+/* One layer's compute seconds forward (*f) and backward (*bk), and the bytes it saves. */
+static double mb__layer_cost(const struct mb_oplist *l, double *f, double *bk)
+{
+    double saved = 0;
+    *f = *bk = 0;
+    for (int i = 0; i < l->n; i++) {
+        saved += l->op[i].saved;
+        if (l->op[i].type == MB_OP_COMP) {
+            *f += l->op[i].fwd;
+            *bk += l->op[i].bwd;
+        }
+    }
+    return saved;
+}
+
+/*
+ * CPU activation offloading (memory.cpu_offloading_num_layers n): TE's
+ * AsyncDoubleBufferGroupOffloadHandler (NVIDIA/TransformerEngine@7e6b21ef
+ * transformer_engine/pytorch/cpu_offload.py) copies each of the first n layers'
+ * saved tensors to host memory on a side stream while the next layer computes,
+ * and the host waits for that copy at the next layer's commit
+ * (synchronize_on_group_commit_forward); the backward prefetches a layer's
+ * tensors while the layer after it runs its backward and waits for them
+ * (h2d_finish_events). A copy is hidden when the layer's compute is longer;
+ * the rest is exposed: per offloaded layer max(0, saved / host link - forward
+ * compute) in forward and max(0, saved / host link - backward compute) in
+ * backward, at the host link's line rate (system pcie_bw: PCIe, or NVLink-C2C on
+ * Grace parts). The exposed time is one wait op of the first stage's embedding
+ * list (category exposed_cpu_offload); pp is 1 with offloading, so it is on the
+ * same stream as the layers.
+ */
+void mb_plan_offload(struct mb_build *b)
+{
+    const struct mb_scenario *s = b->s;
+    double bw = s->system.pcie_bw, ef = 0, eb = 0;
+    if (s->cpu_offload_layers <= 0 || !(bw > 0))
+        return;
+    for (int li = 0; li < s->cpu_offload_layers && li < b->m->n_layers; li++) {
+        double f, bk, x = mb__layer_cost(mb_plan_layer(b, li), &f, &bk) / bw;
+        ef += fmax(0, x - f);
+        eb += fmax(0, x - bk);
+    }
+    if (ef > 0 || eb > 0)
+        mb_ops_wait(&b->plan.emb, "cpu offload wait", MB_CAT_OFFLOAD, ef, eb);
 }
 
 void mb_plan_free(struct mb_plan *pl)

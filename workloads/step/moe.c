@@ -191,6 +191,20 @@ static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, e
                     x->copies * etp * x->tokb, 0);
 }
 
+/* The experts' activation without Megatron's fused kernels (bias_activation_fusion off;
+ * TEGroupedMLP.forward bias_act_func, NVIDIA/Megatron-LM@cf39a4dd
+ * megatron/core/transformer/moe/experts.py): act(x) * probs in eager PyTorch, then .to(bf16).
+ * Autograd keeps, besides the fc1 output x: GELU -- its output (the probs product saves it for
+ * the probs gradient); gated -- silu(x1), x_linear + offset and their product (2f + 3f in all).
+ * The product is fp32 (probs are fp32), so its backward holds three fp32 [tokens, f] tensors:
+ * the incoming gradient cast up, the gradient to the activation and the probs gradient before
+ * its sum over f. n = tokens x f elements. */
+static void mb__eager_act(struct mb_op *o, double up, double n)
+{
+    o->saved += (up > 1 ? 3.0 : 1.0) * n * BF16;
+    o->bwd_ws = 3 * 4.0 * n;
+}
+
 /* The expert MLP: grouped fc1, activation, grouped fc2 (TEGroupedMLP). */
 static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
@@ -200,6 +214,8 @@ static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb
     mb_ops_grouped(b, l, "expert_fc1", x->g_moe, x->groups, tpg, up * fe, h, x->recv * h * BF16);
     mb_ops_mem(b, l, "expert_act", MB_CAT_EXPERTS, MB_RCM_MOE_ACT, x->g_moe, (up + 1) * x->recv * fe * BF16,
                up * x->recv * fe * BF16);
+    if (!b->s->bias_act_fusion)
+        mb__eager_act(&l->op[l->n - 1], up, x->recv * fe);
     mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
     mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
 }
@@ -228,6 +244,57 @@ static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb
         return;
     }
     mb_ops_push(l, &c);
+}
+
+/*
+ * Token tensors of the MoE block alive in its forward beside the saved ones, each [tokens, h]
+ * bf16 and counted in tokens (NVIDIA/Megatron-LM@cf39a4dd megatron/core/transformer/moe/
+ * moe_layer.py MoELayer.forward, token_dispatcher.py, experts.py TEGroupedMLP.forward):
+ *  - locals, alive until the forward returns (custom_forward and routed_experts_compute keep
+ *    them): AllToAll/AllGather the permuted copies and, with more than one local expert, the
+ *    dispatched copies (sort_chunks_by_idxs makes the expert input another tensor); DeepEP the
+ *    received tokens (once per token and rank). Under a quantized recipe TE saves only an FP8
+ *    columnwise copy of the expert input (in saved), so the bf16 expert input is one more local.
+ *    Megatron-Core's DeepEP and HybridEP dispatch bf16 (an FP8 payload, moe_dispatch_fwd_dtype
+ *    mxfp8, exists only for the 'ncclep' backend, NVIDIA/Megatron-LM@7afe0319), so this holds
+ *    for them too, although mb__moe prices a flex dispatch of FP8 tokens.
+ *  - then the larger of two moments: (A) the end of the experts -- their output; under a quantized
+ *    recipe with per-expert token counts the dispatcher does not align (all but HybridEP, which
+ *    pads in its dispatch), TE's Fp8Padding copies the input to multiples of 16 rows and
+ *    Fp8Unpadding copies the output back: padded input, padded output and unpadded output (TE
+ *    transformer_engine/pytorch/module/fp8_padding.py); (B) the combine chain, where each step
+ *    allocates its output while its input is alive: AllToAll the expert output (or its unsorted
+ *    copy) and the combine output; DeepEP the expert output and the unpermuted tokens (received
+ *    size); HybridEP, whose dispatch output is already the permuted expert input, the expert
+ *    output and the combine output [T, h]; with ep 1 the expert output and the unpermuted tokens.
+ *  - the shared experts' output, added at the combine.
+ * Routed tensors times drop-and-pad's capacity factor.
+ */
+static void mb__fwd_ws(const struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+{
+    const struct mb_scenario *s = b->s;
+    const struct mb_model *m = b->m;
+    double hb = m->hidden * BF16, pad = s->pad_to_capacity && s->capacity_factor > 1 ? s->capacity_factor : 1;
+    int q = s->prec.quantize != 0, ep = s->ep > 1, disp = s->dispatcher;
+    double R = x->Tm * s->ep * mb_moe_p_hit(m, (double)m->num_experts / s->ep) * b->route_imbalance;
+    double locals = q * x->recv, A, B, big = fmax(x->recv, x->Tm);
+    if (ep && disp == MB_DISP_DEEPEP) {
+        locals += R;
+        B = x->recv + R;
+        big = fmax(big, R);
+    } else if (ep && disp == MB_DISP_HYBRIDEP) {
+        B = x->recv + x->Tm;
+    } else if (ep) {
+        locals += x->copies + (x->groups > 1 ? x->recv : 0);
+        B = 2 * x->recv;
+        big = fmax(big, x->copies);
+    } else {
+        B = x->recv + x->Tm;
+    }
+    A = (q && !(ep && disp == MB_DISP_HYBRIDEP) ? 3 : 1) * x->recv;
+    double tok = (locals + fmax(A, B)) * pad + (m->shared_ffn_hidden > 0 ? x->Tm : 0);
+    l->fwd_ws = tok * hb;
+    l->fwd_ws_block = big * pad * hb;
 }
 
 static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
@@ -281,6 +348,7 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
         mb__shared_experts(b, l, T, up, x.g_moe, frozen);
     mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, x.g_tail, 3 * x.Tm * m->hidden * BF16, x.Tm * m->hidden);
     b->cur_region = 0;
+    mb__fwd_ws(b, l, &x);
 }
 
 void mb_ops_ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)

@@ -136,6 +136,17 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
     mb_ops_push(l, &o);
 }
 
+/* The compute stream waiting `fwd` / `bwd` seconds for copies on another
+ * engine (no kernel of its own). */
+void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd)
+{
+    struct mb_op o = mb__comp(name, cat, 0, 0);
+    o.fwd = fwd;
+    o.bwd = o.bwd_dgrad_only = bwd;
+    o.src = MB_SRC_LINK;
+    mb_ops_push(l, &o);
+}
+
 /* Memory-bound op moving `bytes`; backward moves about twice as much. */
 void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                 int graphed, double bytes, double saved)
@@ -235,6 +246,7 @@ void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask)
             q->bwd += o->bwd;
             q->bwd_dgrad_only += o->bwd_dgrad_only;
             q->saved += o->saved;
+            q->bwd_ws = fmax(q->bwd_ws, o->bwd_ws);
             q->kf += o->kf;
             q->kb += o->kb;
             q->flop_f += o->flop_f;

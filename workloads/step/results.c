@@ -15,7 +15,8 @@
 static const char *const mb__cat_names[MB_CAT_COUNT] = {
     "vision_encoder", "projector", "decoder_attention", "moe_experts", "dispatch_combine_compute",
     "dense_other", "recompute", "optimizer", "exposed_tp_comm", "exposed_cp_comm", "exposed_ep_comm",
-    "exposed_pp_comm", "exposed_dp_comm", "exposed_fsdp_comm", "exposed_host_launch", "pipeline_bubble"};
+    "exposed_pp_comm", "exposed_dp_comm", "exposed_fsdp_comm", "exposed_cpu_offload",
+    "exposed_host_launch", "pipeline_bubble"};
 
 const char *mb_cat_name(enum mb_cat c) { return c < MB_CAT_COUNT ? mb__cat_names[c] : "?"; }
 

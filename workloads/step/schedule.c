@@ -52,7 +52,7 @@ static void mb__sched_alloc(struct mb_build *b)
     q->v = b->lay.v;
     q->n = b->lay.m;
     size_t nslots = (size_t)q->p * q->v * (q->n > 0 ? q->n : 1);
-    int **arr[] = {&q->fentry, &q->fsend, &q->fdone, &q->bentry, &q->bsend, &q->bdone};
+    int **arr[] = {&q->fentry, &q->fsend, &q->fdone, &q->fpair, &q->bentry, &q->bsend, &q->bdone};
     for (size_t k = 0; k < sizeof arr / sizeof *arr; k++) {
         *arr[k] = mb_malloc(nslots * sizeof(int));
         for (size_t i = 0; i < nslots; i++)
@@ -68,6 +68,7 @@ void mb_sched_free(struct mb_sched *q)
     mb_free(q->fentry);
     mb_free(q->fsend);
     mb_free(q->fdone);
+    mb_free(q->fpair);
     mb_free(q->bentry);
     mb_free(q->bsend);
     mb_free(q->bdone);
@@ -185,6 +186,8 @@ static void mb__stage(struct mb_build *b, int st, int pg_done, struct mb_unit *f
             mb_unit_run(b, st, do_f ? fu : bu, 0, &gate);
         if (do_f)
             q->fdone[mb_slot(q, st, fc, fi)] = fu->em.last;
+        if (do_f && do_b)
+            q->fpair[mb_slot(q, st, fc, fi)] = bu->em.last;
         if (do_f && fc * p + st != nv_st - 1) {
             mb_emit_describe(b, "pp send activations", st, -1, fi, 0);
             q->fsend[mb_slot(q, st, fc, fi)] = mb_net_p2p(b, st, act_bytes, fu->em.last);

@@ -82,6 +82,7 @@ static void mb__build(struct mb_build *b, int mbs_n)
     /* packed sequences: attention runs within each sample (THD) */
     double attn_scale = b->data.lsq_per_seq / ((double)s->seq_length * s->seq_length);
     mb_plan_scale_attention(b, attn_scale);
+    mb_plan_offload(b);
     int pg_done[MB_MAX_STAGES];
     mb_reduce_param_gather(b, pg_done);
     mb_data_vision_ops(b);

@@ -73,6 +73,8 @@ struct mb_op {
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
     int bwd_only;             /* runs in the backward pass only (the wgrad input's TP re-gather) */
     double saved;             /* activation bytes saved for backward per microbatch */
+    double bwd_ws;            /* bytes its backward holds beside the saved ones (0: 1.5 x saved, the
+                               * output and input gradients of an activation; mb_memory_grad_ws) */
     double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
     int region;               /* CUDA-graph capture region (0 = eager); ops of one region are
                                * launched by one cudaGraphLaunch */
@@ -86,6 +88,9 @@ struct mb_oplist {
     struct mb_op *op;
     int n, cap;
     double input_bytes;       /* bytes of the block input (kept under full recompute) */
+    double fwd_ws;            /* MoE: token tensors alive at the end of the block's forward beside the
+                               * saved ones (dispatcher buffers, expert output, combine chain), bytes */
+    double fwd_ws_block;      /* the largest of them (one allocator block), bytes */
     struct mb_op *part;       /* the ops before fusion (names and costs of each fused op's parts) */
     int nparts;
 };
@@ -130,6 +135,8 @@ struct mb_data {
 struct mb_sched {
     int p, v, n;
     int *fentry, *fsend, *fdone;  /* forward entry, p2p send, last task */
+    int *fpair;                   /* EP overlap: the last task of the backward a forward was paired
+                                   * with (combined 1F1B), or -1 */
     int *bentry, *bsend, *bdone;  /* the same for the backward */
     int *lastb_layer;             /* [layers] the last backward task of each decoder layer */
 };
@@ -227,6 +234,7 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved);
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h);
+void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd);
 void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
 void mb_ops_free(struct mb_oplist *l);
 
@@ -250,6 +258,7 @@ double mb_moe_p_hit(const struct mb_model *m, double e);
 void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q);
 void mb_plan_build(struct mb_build *b);
 void mb_plan_scale_attention(struct mb_build *b, double attn_scale);
+void mb_plan_offload(struct mb_build *b);
 void mb_plan_free(struct mb_plan *pl);
 const struct mb_oplist *mb_plan_layer(const struct mb_build *b, int li);
 
@@ -358,6 +367,9 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
                        double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out);
 /* Activation bytes one microbatch leaves saved on virtual chunk c of stage st
  * (recompute applied). */
+/* The largest decoder layer's saved activations in chunk c of stage st (bytes). */
+double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                                 int st, int c);
 double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                            int st, int c);
 /* Bytes the recompute of one microbatch re-materialises at once on chunk c of
