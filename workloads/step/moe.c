@@ -87,7 +87,7 @@ struct mb_moe {
     double copies;    /* routed token copies leaving this rank */
     double recv;      /* copies this rank's experts process (most loaded rank) */
     double groups;    /* local experts */
-    double tokb;      /* dispatched bytes per token (FP8 under flex dispatchers with a quantized recipe) */
+    double tokb;      /* dispatched bytes per token (BF16) */
     double perm_bytes; /* permute / unpermute bytes */
     int flex;         /* DeepEP / HybridEP */
 };
@@ -101,7 +101,8 @@ static int mb__flex_kind(const struct mb_build *b, const struct mb_moe *x, int c
         return -1;
     if (combine)
         return MB_CALIB_FLEX_COMBINE;
-    return x->tokb < b->m->hidden * BF16 ? MB_CALIB_FLEX_DISPATCH_FP8 : MB_CALIB_FLEX_DISPATCH;
+    (void)x;
+    return MB_CALIB_FLEX_DISPATCH; /* BF16 tokens (mb__moe) */
 }
 
 /* DeepEP/HybridEP dispatch bytes: *nv inside the NVLink domain, *nic across
@@ -321,11 +322,14 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
      * tokens in expert order itself, so no separate pass is left */
     x.perm_bytes = (x.flex && s->dispatcher == MB_DISP_HYBRIDEP && s->hybridep_permute_fusion)
                        ? 0 : 2 * x.copies * m->hidden * BF16;
-    /* dispatch: BF16 tokens; DeepEP/HybridEP under a quantized recipe dispatch
-     * the FP8 copy the expert GEMM needs (1 byte per element; per-block scales,
-     * <= 3 %, left out) and combine in BF16 (hardware.md B.4: "FP8 dispatch,
-     * BF16 combine") */
-    x.tokb = m->hidden * (x.flex && s->prec.quantize ? 1.0 : BF16);
+    /* dispatch and combine: BF16 tokens under every recipe. DeepEP and HybridEP
+     * can dispatch FP8 (hardware.md B.4), but Megatron-Core hands them the BF16
+     * hidden states and quantizes in the expert GEMM (_DeepepManager.dispatch and
+     * _HybridEPManager.dispatch pass hidden_states as they are; only the ncclep
+     * backend has a dispatch quantization recipe, moe_dispatch_fwd_dtype:
+     * NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py
+     * @d98e8a64dd) */
+    x.tokb = m->hidden * BF16;
     mb__router(b, l, &x, frozen);
     mb__dispatch(b, l, &x);
     b->cur_region = x.g_moe;
