@@ -18,6 +18,7 @@
 
 #include "mb_input.h"
 #include "mb_util.h"
+#include "cli_opts.h"
 #include "tsv.h"
 
 #define EXIT_BAD_INPUT 1
@@ -476,26 +477,30 @@ static int run_gnuplot(const char *gp, const char *script, const char *in1, cons
 
 int mb_cmd_plot(int argc, char **argv)
 {
-    const char *kind = NULL, *in = NULL, *out = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    const char *kind = NULL, *in = NULL, *out = NULL, *v;
+    int c, rc = -1;
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim plot", "ho:", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
             usage_plot(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "mbsim plot: unknown option or missing value: '%s'\n", argv[i]);
-            usage_plot(stderr);
-            return EXIT_USAGE;
-        } else if (!kind) {
-            kind = argv[i];
-        } else if (!in) {
-            in = argv[i];
+            rc = 0;
+        } else if (c == 'o') {
+            out = v;
+        } else if (c == CLI_OPERAND && (!kind || !in)) {
+            *(kind ? &in : &kind) = v;
+        } else if (c == CLI_OPERAND) {
+            fprintf(stderr, "mbsim plot: one input expected, got '%s' too\n", v);
+            rc = EXIT_USAGE;
         } else {
-            fprintf(stderr, "mbsim plot: one input expected, got '%s' too\n", argv[i]);
-            return EXIT_USAGE;
+            usage_plot(stderr);
+            rc = EXIT_USAGE;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!kind || !in) {
         usage_plot(stderr);
         return EXIT_USAGE;
@@ -549,7 +554,7 @@ int mb_cmd_plot(int argc, char **argv)
         fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
         return EXIT_BAD_INPUT;
     }
-    int rc, mbs_axis = 1;
+    int mbs_axis = 1;
     if (!strcmp(kind, "validate")) {
         if (has_suffix(in, ".tsv")) { /* a TSV with the columns already (docs/plots.md) */
             size_t n;

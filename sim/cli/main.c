@@ -14,6 +14,7 @@
 #include "mb_validate.h"
 #include "mb_fit.h"
 #include "report.h"
+#include "cli_opts.h"
 
 int mb_cmd_tune(int argc, char **argv);
 int mb_cmd_sweep(int argc, char **argv);
@@ -167,40 +168,57 @@ static int has_suffix(const char *s, const char *suf)
 
 static int cmd_run(int argc, char **argv)
 {
-    const char *file = NULL, *trace = NULL;
-    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    const char *file = NULL, *trace = NULL, *v;
+    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1, c;
+    enum { O_JSON = 256, O_OPS, O_MEMORY, O_ROOFLINE, O_TRACE, O_EMIT };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},         {"json", no_argument, NULL, O_JSON},
+                                       {"ops", no_argument, NULL, O_OPS},           {"memory", no_argument, NULL, O_MEMORY},
+                                       {"roofline", no_argument, NULL, O_ROOFLINE}, {"trace", required_argument, NULL, O_TRACE},
+                                       {"emit", required_argument, NULL, O_EMIT},   {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim run", "h", lo, argc, argv);
+    int rc = -1;
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        switch (c) {
+        case 'h':
             usage_run(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
+            rc = 0;
+            break;
+        case O_JSON:
             json = 1;
-        } else if (!strcmp(argv[i], "--ops")) {
+            break;
+        case O_OPS:
             ops = 1;
-        } else if (!strcmp(argv[i], "--memory")) {
+            break;
+        case O_MEMORY:
             memory = 1;
-        } else if (!strcmp(argv[i], "--roofline")) {
+            break;
+        case O_ROOFLINE:
             roofline = 1;
-        } else if (!strcmp(argv[i], "--trace")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "mbsim run: --trace needs an output file\n");
-                return EXIT_USAGE;
+            break;
+        case O_TRACE:
+            trace = v;
+            break;
+        case O_EMIT:
+            if (mb_cmd_emit_parse("run", v, &emit))
+                rc = EXIT_USAGE;
+            break;
+        case CLI_OPERAND:
+            if (!file) {
+                file = v;
+                break;
             }
-            trace = argv[++i];
-        } else if (!strcmp(argv[i], "--emit")) {
-            if (mb_cmd_emit_parse("run", i + 1 < argc ? argv[++i] : NULL, &emit))
-                return EXIT_USAGE;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "mbsim run: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "mbsim run: one scenario file expected, got '%s' too\n", v);
+            rc = EXIT_USAGE;
+            break;
+        default: /* CLI_USAGE: printed */
             usage_run(stderr);
-            return EXIT_USAGE;
-        } else if (!file) {
-            file = argv[i];
-        } else {
-            fprintf(stderr, "mbsim run: one scenario file expected, got '%s' too\n", argv[i]);
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!file) {
         usage_run(stderr);
         return EXIT_USAGE;
@@ -221,7 +239,7 @@ static int cmd_run(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     if (emit >= 0) {
-        int rc = mb_cmd_emit(&s, emit);
+        rc = mb_cmd_emit(&s, emit);
         mb_scenario_free(&s);
         return rc;
     }
@@ -245,19 +263,15 @@ static int cmd_run(int argc, char **argv)
 }
 
 /* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
-static int cmd_validate_cv(int argc, char **argv, int jobs, int fit_all)
+static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all)
 {
     struct mb_fit_set set;
     struct mb_err err;
     mb_err_clear(&err);
     mb_fit_set_init(&set);
     set.jobs = jobs;
-    for (int i = 0; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            i += !strcmp(argv[i], "--cv") || !strcmp(argv[i], "--jobs");
-            continue;
-        }
-        if (mb_fit_add_csv(&set, argv[i], &err)) {
+    for (int i = 0; i < nfiles; i++) {
+        if (mb_fit_add_csv(&set, files[i], &err)) {
             print_err(&err);
             mb_fit_set_free(&set);
             return EXIT_BAD_INPUT;
@@ -281,51 +295,17 @@ static int cmd_validate_cv(int argc, char **argv, int jobs, int fit_all)
     return rc ? EXIT_BAD_INPUT : 0;
 }
 
-static int cmd_validate(int argc, char **argv)
+/* Validate the files once the options are read. */
+static int validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs)
 {
-    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage_validate(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--cv") || !strcmp(argv[i], "--jobs")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "mbsim validate: %s needs a value\n", argv[i]);
-                return EXIT_USAGE;
-            }
-            if (!strcmp(argv[i], "--jobs")) {
-                jobs = atoi(argv[++i]);
-                if (jobs < 1 || jobs > 1024) {
-                    fprintf(stderr, "mbsim validate: --jobs '%s': expected 1 to 1024\n", argv[i]);
-                    return EXIT_USAGE;
-                }
-            } else if (!strcmp(argv[++i], "family") || !strcmp(argv[i], "family-all")) {
-                cv = strcmp(argv[i], "family") ? 2 : 1;
-            } else {
-                fprintf(stderr, "mbsim validate: --cv '%s': expected 'family' or 'family-all'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--roofline")) {
-            roofline = 1;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "mbsim validate: unknown option '%s'\n", argv[i]);
-            usage_validate(stderr);
-            return EXIT_USAGE;
-        } else {
-            nfiles++;
-        }
-    }
     if (!nfiles) {
         usage_validate(stderr);
         return EXIT_USAGE;
     }
     if (cv) {
-        for (int i = 0; i < argc; i++)
-            if (argv[i][0] != '-' && (i == 0 || (strcmp(argv[i - 1], "--cv") && strcmp(argv[i - 1], "--jobs"))) &&
-                !has_suffix(argv[i], ".csv")) {
-                fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", argv[i]);
+        for (int i = 0; i < nfiles; i++)
+            if (!has_suffix(files[i], ".csv")) {
+                fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", files[i]);
                 return EXIT_USAGE;
             }
         if (json || roofline) {
@@ -334,7 +314,7 @@ static int cmd_validate(int argc, char **argv)
         }
         if (check_data_dir())
             return EXIT_BAD_INPUT;
-        return cmd_validate_cv(argc, argv, jobs, cv == 2);
+        return cmd_validate_cv(files, nfiles, jobs, cv == 2);
     }
     struct mb_val_summary sum;
     struct mb_err err;
@@ -343,12 +323,10 @@ static int cmd_validate(int argc, char **argv)
         return EXIT_BAD_INPUT;
     mb_validate_init(&sum);
     sum.roofline = roofline;
-    for (int i = 0; i < argc; i++) {
-        if (argv[i][0] == '-')
-            continue;
-        int rc = has_suffix(argv[i], ".yaml") || has_suffix(argv[i], ".yml")
-                     ? mb_validate_add_scenario(&sum, argv[i], &err)
-                     : mb_validate_add_csv(&sum, argv[i], &err);
+    for (int i = 0; i < nfiles; i++) {
+        int rc = has_suffix(files[i], ".yaml") || has_suffix(files[i], ".yml")
+                     ? mb_validate_add_scenario(&sum, files[i], &err)
+                     : mb_validate_add_csv(&sum, files[i], &err);
         if (rc) {
             print_err(&err);
             mb_validate_free(&sum);
@@ -361,6 +339,99 @@ static int cmd_validate(int argc, char **argv)
     else
         mb_validate_print_text(&sum, stdout);
     mb_validate_free(&sum);
+    return 0;
+}
+
+static int cmd_validate(int argc, char **argv)
+{
+    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = 0, c, rc = -1;
+    const char *v, **files = mb_calloc((size_t)argc + 1, sizeof *files);
+    enum { O_CV = 256, O_JOBS, O_JSON, O_ROOFLINE };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},     {"cv", required_argument, NULL, O_CV},
+                                       {"jobs", required_argument, NULL, O_JOBS}, {"json", no_argument, NULL, O_JSON},
+                                       {"roofline", no_argument, NULL, O_ROOFLINE}, {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim validate", "h", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        switch (c) {
+        case 'h':
+            usage_validate(stdout);
+            rc = 0;
+            break;
+        case O_JOBS:
+            jobs = atoi(v);
+            if (jobs < 1 || jobs > 1024) {
+                fprintf(stderr, "mbsim validate: --jobs '%s': expected 1 to 1024\n", v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        case O_CV:
+            if (!strcmp(v, "family") || !strcmp(v, "family-all")) {
+                cv = strcmp(v, "family") ? 2 : 1;
+            } else {
+                fprintf(stderr, "mbsim validate: --cv '%s': expected 'family' or 'family-all'\n", v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        case O_JSON:
+            json = 1;
+            break;
+        case O_ROOFLINE:
+            roofline = 1;
+            break;
+        case CLI_OPERAND:
+            files[nfiles++] = v;
+            break;
+        default:
+            usage_validate(stderr);
+            rc = EXIT_USAGE;
+        }
+    }
+    cli_opts_free(&g);
+    if (rc < 0)
+        rc = validate_files(files, nfiles, json, roofline, cv, jobs);
+    mb_free(files);
+    return rc;
+}
+
+/* `mbsim systems|models [--json]`. */
+static int cmd_list(const char *cmd, int argc, char **argv)
+{
+    char buf[16384], name[32];
+    const char *v;
+    int json = 0, c, rc = -1;
+    enum { O_JSON = 256 };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {0}};
+    struct cli_opts g;
+    snprintf(name, sizeof name, "mbsim %s", cmd);
+    cli_opts_init(&g, name, "h", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
+            printf("usage: mbsim %s [--json]\n\nLists the shipped %s, comma separated (--json: a JSON array "
+                   "of names).\n", cmd,
+                   !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
+            rc = 0;
+        } else if (c == O_JSON) {
+            json = 1;
+        } else {
+            if (c == CLI_OPERAND)
+                fprintf(stderr, "mbsim %s: takes only --json, got '%s'\n", cmd, v);
+            rc = EXIT_USAGE;
+        }
+    }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
+    if (check_data_dir())
+        return EXIT_BAD_INPUT;
+    if (!strcmp(cmd, "systems"))
+        mb_topo_list_presets(buf, sizeof buf);
+    else
+        mb_model_list(buf, sizeof buf);
+    if (json)
+        print_json_list(buf);
+    else
+        printf("%s\n", buf);
     return 0;
 }
 
@@ -431,31 +502,8 @@ int main(int argc, char **argv)
             return EXIT_BAD_INPUT;
         return mb_cmd_tune(argc - 2, argv + 2);
     }
-    if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
-        char buf[16384];
-        int json = argc > 2 && !strcmp(argv[2], "--json");
-        if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            printf("usage: mbsim %s [--json]\n\nLists the shipped %s, comma separated (--json: a JSON array "
-                   "of names).\n", cmd,
-                   !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
-            return 0;
-        }
-        if (argc > 2 + json) {
-            fprintf(stderr, "mbsim %s: takes only --json, got '%s'\n", cmd, argv[2 + json]);
-            return EXIT_USAGE;
-        }
-        if (check_data_dir())
-            return EXIT_BAD_INPUT;
-        if (!strcmp(cmd, "systems"))
-            mb_topo_list_presets(buf, sizeof buf);
-        else
-            mb_model_list(buf, sizeof buf);
-        if (json)
-            print_json_list(buf);
-        else
-            printf("%s\n", buf);
-        return 0;
-    }
+    if (!strcmp(cmd, "systems") || !strcmp(cmd, "models"))
+        return cmd_list(cmd, argc - 2, argv + 2);
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
     usage_main(stderr);
     return EXIT_USAGE;

@@ -687,6 +687,54 @@ static void test_import_hf_cli(void **state)
     rmdir(dir);
 }
 
+/* Options are parsed with getopt_long by every subcommand: "--opt=value" and
+ * "-jN" are the same as separate words, options and operands mix, "--" ends
+ * the options, an abbreviated long option is refused as unknown (naming the
+ * options it abbreviates), a missing value names the option; usage errors
+ * exit 2. */
+static void test_getopt_cli(void **state)
+{
+    (void)state;
+    char *a, *b;
+    /* --emit=bridge after the file == --emit bridge before it */
+    assert_int_equal(run("run --emit bridge scenarios/gb200_ep32.yaml", &a, 0), 0);
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --emit=bridge", &b, 0), 0);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "model.tensor_model_parallel_size="));
+    mb_free(a);
+    mb_free(b);
+    /* "--" ends the options: what follows is a file, not an option */
+    assert_int_equal(run("run -- --json", &a, 1), 1);
+    assert_non_null(strstr(a, "--json: cannot open"));
+    mb_free(a);
+    const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"run scenarios/gb200_ep32.yaml --js", "mbsim run: unknown option '--js' (did you mean --json?)"},
+        {"run scenarios/gb200_ep32.yaml --bogus=1", "mbsim run: unknown option '--bogus'\n"},
+        {"run scenarios/gb200_ep32.yaml -q", "mbsim run: unknown option '-q'"},
+        {"run scenarios/gb200_ep32.yaml --trace", "mbsim run: --trace needs a value"},
+        {"sweep scenarios/gb200_ep32.yaml --t 3", "mbsim sweep: unknown option '--t' (did you mean --top or --tsv?)"},
+        {"sweep scenarios/gb200_ep32.yaml -j0", "mbsim sweep: -j expects a number of threads from 1 to 4096, got '0'"},
+        {"sweep scenarios/gb200_ep32.yaml -j", "mbsim sweep: -j needs a value"},
+        {"validate --jobs", "mbsim validate: --jobs needs a value"},
+        {"tune scenarios/gb200_ep32.yaml -o", "mbsim tune: -o needs a value"},
+        {"merge --top=-1 a.yaml b.tsv", "mbsim merge: --top expects a count from 0 to 1000000, got '-1'"},
+        {"import megatron f.sh --system dgx_h100 --gpus=0", "mbsim import: --gpus '0': expected an integer from 1 to 1000000"},
+        {"calibrate kineto t.json --shapes s.yaml", "mbsim calibrate kineto: unknown option '--shapes'"},
+        {"collective --system dgx_h100 --gpus 8 --op all_reduce extra", "mbsim collective: unexpected argument 'extra'"},
+        {"systems --jsn", "mbsim systems: unknown option '--jsn'"},
+        {"topo dgx_h100 --xml", "mbsim topo: unknown option '--xml'"},
+        {"plot validate x.json --output y.png", "mbsim plot: unknown option '--output'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run(bad[i].args, &a, 1), 2);
+        if (!strstr(a, bad[i].msg))
+            fail_msg("mbsim %s: expected '%s' in:\n%s", bad[i].args, bad[i].msg, a);
+        mb_free(a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
@@ -700,6 +748,7 @@ int main(void)
                                        cmocka_unit_test(test_import_emit_cli),
                                        cmocka_unit_test(test_version_and_lists),
                                        cmocka_unit_test(test_sweep_json_stream),
-                                       cmocka_unit_test(test_import_hf_cli)};
+                                       cmocka_unit_test(test_import_hf_cli),
+                                       cmocka_unit_test(test_getopt_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
