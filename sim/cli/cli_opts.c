@@ -1,10 +1,13 @@
 /*
  * cli_opts.c -- getopt_long for the subcommands (cli_opts.h).
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "cli_opts.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mb_util.h"
 
@@ -117,4 +120,14 @@ int cli_opts_next(struct cli_opts *g, const char **arg)
     }
     *arg = optarg;
     return c;
+}
+
+long cli_usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
 }

@@ -57,4 +57,11 @@ const char *cli_opts_name(const struct cli_opts *g);
 
 void cli_opts_free(struct cli_opts *g);
 
+/**
+ * @brief The CPUs this process may run on: its affinity mask (taskset,
+ * cgroups, a Slurm allocation), not the machine's; the online CPUs if the mask
+ * cannot be read. The default of sweep -j and validate -j. Always >= 1.
+ */
+long cli_usable_cpus(void);
+
 #endif

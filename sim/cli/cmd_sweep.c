@@ -7,9 +7,8 @@
  * what FILE lacks, `--shard` defaults from a Slurm job array, progress lines
  * go to stderr also when it is a log file.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE /* strsignal */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,18 +164,6 @@ static int parse_shard(const char *s, long *shard, long *nshards)
     return 0;
 }
 
-/* The CPUs this process may run on (its affinity mask: taskset, cgroups, a
- * Slurm allocation), not the machine's. */
-static long usable_cpus(void)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? n : 1;
-}
-
 enum { O_SET = 256, O_TOP, O_TSV, O_JSON, O_SHARD, O_MBCAP, O_RESUME, O_PROGRESS, O_NOHEADER, O_EXACT };
 
 /* One option c with value v (cli_opts_next); 0 ok, 1 help shown, 2 usage error. */
@@ -297,7 +284,7 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 {
     memset(a, 0, sizeof *a);
     a->header = -1;
-    a->jobs = usable_cpus();
+    a->jobs = cli_usable_cpus();
     a->top = 10;
     a->nshards = 1;
     a->mb_cap = 16;

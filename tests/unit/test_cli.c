@@ -249,6 +249,22 @@ static void test_validate_cli(void **state)
     mb_free(o);
     assert_int_equal(run("validate tests/data/validate/missing_column.csv", &o, 1), 1);
     mb_free(o);
+    /* -j: the same JSON on one thread and three; --progress: lines on stderr (here not a
+     * terminal), then the closing count; stdout is unchanged */
+    char *j1, *j3;
+    assert_int_equal(run("validate tests/data/validate/small.csv --json -j 1", &j1, 0), 0);
+    assert_int_equal(run("validate tests/data/validate/small.csv --json --jobs=3 --progress 1e-9", &j3, 0), 0);
+    assert_string_equal(j1, j3);
+    mb_free(j1);
+    mb_free(j3);
+    /* stderr alone through the pipe (the exit status is cat's) */
+    assert_int_equal(run("validate tests/data/validate/small.csv --progress 1e-9 -j2 2>&1 >/dev/null | cat", &o, 0), 0);
+    assert_non_null(strstr(o, "mbsim validate: 11 rows done, "));
+    assert_non_null(strstr(o, "mbsim validate: 11 rows (3 predicted, 8 skipped) in "));
+    mb_free(o);
+    assert_int_equal(run("validate tests/data/validate/small.csv -j 0", &o, 1), 2);
+    assert_non_null(strstr(o, "mbsim validate: -j '0': expected 1 to 1024"));
+    mb_free(o);
 }
 
 /* `mbsim calibrate nccl-tests` on the real A3-Mega log writes a table that
@@ -735,6 +751,58 @@ static void test_getopt_cli(void **state)
     }
 }
 
+/* `validate --baseline`: against its own --json output nothing drifted (exit
+ * 0); against a baseline whose only row, ok_tokens, predicted 1 token/s, that
+ * row moved past any threshold (exit 3) and the other 10 rows of small.csv are
+ * added; with --json stdout stays the new baseline (the report goes to stderr).
+ * Option misuse exits 2, an unreadable baseline 1 before anything is simulated. */
+static void test_validate_baseline_cli(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_baseline_XXXXXX", args[1024], *o;
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "validate tests/data/validate/small.csv --json > %s/base.json", dir);
+    assert_int_equal(run(args, &o, 0), 0);
+    mb_free(o);
+    snprintf(args, sizeof args, "validate tests/data/validate/small.csv --baseline %s/base.json", dir);
+    assert_int_equal(run(args, &o, 0), 0);
+    assert_non_null(strstr(o, "(11 rows then, 11 now): 11 unchanged, 0 changed"));
+    assert_non_null(strstr(o, "drift: none past 5.00 % (largest 0.00 %)"));
+    mb_free(o);
+    const char *off = "validate tests/data/validate/small.csv --baseline tests/data/validate/baseline_small_off.json";
+    assert_int_equal(run(off, &o, 0), 3);
+    assert_non_null(strstr(o, "(1 rows then, 11 now): 0 unchanged, 1 changed, 0 metric changed, 0 now skipped, 0 now "
+                              "predicted, 10 added, 0 removed"));
+    assert_non_null(strstr(o, "ok_tokens"));
+    assert_non_null(strstr(o, "PAST THRESHOLD"));
+    assert_non_null(strstr(o, "drift: 1 rows past 5.00 %"));
+    mb_free(o);
+    snprintf(args, sizeof args, "%s --json --drift-threshold=1", off);
+    assert_int_equal(run(args, &o, 0), 3);
+    json_error_t je;
+    json_t *j = json_loads(o, 0, &je);
+    assert_non_null(j); /* stdout holds the JSON alone */
+    assert_int_equal(json_integer_value(json_object_get(j, "n_rows")), 11);
+    json_decref(j);
+    mb_free(o);
+    static const char *const usage[] = {
+        "validate tests/data/validate/small.csv --drift-threshold 5",
+        "validate tests/data/validate/small.csv --baseline x.json --drift-threshold -1",
+        "validate tests/data/validate/small.csv --baseline x.json --cv family",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(run(usage[i], &o, 1), 2);
+        mb_free(o);
+    }
+    assert_int_equal(run("validate tests/data/validate/small.csv --baseline tests/data/validate/baseline_no_rows.json",
+                         &o, 1), 1);
+    assert_non_null(strstr(o, "baseline_no_rows.json: not an mbsim validate --json output"));
+    assert_null(strstr(o, "MAPE")); /* refused before validating */
+    mb_free(o);
+    snprintf(args, sizeof args, "rm -r %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
@@ -749,6 +817,7 @@ int main(void)
                                        cmocka_unit_test(test_version_and_lists),
                                        cmocka_unit_test(test_sweep_json_stream),
                                        cmocka_unit_test(test_import_hf_cli),
-                                       cmocka_unit_test(test_getopt_cli)};
+                                       cmocka_unit_test(test_getopt_cli),
+                                       cmocka_unit_test(test_validate_baseline_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
