@@ -10,6 +10,7 @@
 #include "cli_opts.h"
 
 #include "mb_keys.h"
+#include "mb_publish.h"
 #include "mb_tune.h"
 
 int mb_cmd_tune(int argc, char **argv);
@@ -128,6 +129,9 @@ int mb_cmd_tune(int argc, char **argv)
         return 1;
     }
     rc = emit >= 0 && !outp ? 0 : write_best(&t.best, outp, log);
+    struct mb_publish_check pc; /* the guide's publication check of the recommendation */
+    mb_publish_check(&t.best, t.best_r.model_tflops_per_gpu, &pc);
+    fprintf(log, "publication check: %s\n", pc.text);
     print_runners(&t, log);
     if (!rc && emit >= 0)
         rc = mb_cmd_emit(&t.best, emit);

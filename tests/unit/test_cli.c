@@ -190,7 +190,9 @@ static void test_json_report(void **state)
     static const char *keys[] = {"\"scenario\"", "\"gpus\"", "\"step_time_s\"", "\"tokens_per_s_per_gpu\"",
                                  "\"model_tflops_per_gpu\"", "\"mfu\"", "\"peak_memory_gib\"", "\"oom\"",
                                  "\"breakdown_s\"", "\"calibration\"", "\"vision_encoder\"", "\"pipeline_bubble\"",
-                                 "\"distributed_optimizer\": true", "\"all_reduce_algorithm\": \"auto\""};
+                                 "\"distributed_optimizer\": true", "\"all_reduce_algorithm\": \"auto\"",
+                                 "\"publication_check\"", "\"target_model_tflops_per_gpu\": 400",
+                                 "\"fraction_of_target\""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strstr(a, keys[i]))
             fail_msg("key %s missing from --json output", keys[i]);
@@ -221,6 +223,13 @@ static void test_json_report(void **state)
     assert_non_null(strstr(a, "step time"));
     assert_non_null(strstr(a, "critical path:"));
     assert_non_null(strstr(a, "peak memory"));
+    /* gb200_ep32 is BF16 on GB200: the guide's 400 model TFLOP/s/GPU target applies (the
+     * verdict depends on the prediction); h100_llama3_70b_3d is FP8: no target */
+    assert_non_null(strstr(a, "publication check"));
+    assert_non_null(strstr(a, "the guide's BF16 target for GB200 (about 400)"));
+    mb_free(a);
+    assert_int_equal(run("run scenarios/h100_llama3_70b_3d.yaml", &a, 0), 0);
+    assert_non_null(strstr(a, "publication check    n/a: the guide's targets are for BF16 recipes (this one is fp8_cs)"));
     mb_free(a);
 }
 
@@ -351,6 +360,7 @@ static void test_tune_output_runs(void **state)
     /* runners-up name every knob tune varies (two differing only in CUDA graphs read apart) */
     if (strstr(o, "runners-up:\n  1.") && !strstr(o, ", CUDA graphs "))
         fail_msg("runners-up without their recompute and CUDA-graph settings:\n%s", o);
+    assert_non_null(strstr(o, "publication check: ")); /* of the recommendation */
     mb_free(o);
     snprintf(args, sizeof args, "run %s/tuned.yaml", dir);
     int rc = run(args, &o, 1);
