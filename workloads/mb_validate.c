@@ -2241,6 +2241,18 @@ static void csv_tflops_in_time(struct csv_ctx *c, struct mb_val_row *r, const st
 }
 
 /* Map one data record onto a scenario, simulate it, append the row. */
+/* A published run whose layers do not split evenly over pp*vpp (nor with the
+ * embedding and the loss as a layer each) ran with a layout its source does
+ * not state (Megatron-Core refuses such a split without one): the row keeps
+ * mbsim's spread of num_layers + 2 units (step/layout.c) instead of being
+ * refused, and says so. 1 when that applies. */
+static int csv_split_unstated(struct mb_scenario *x)
+{
+    int nv = x->pp * x->vpp, L = x->model.num_layers;
+    x->pipeline_split_unstated = !x->pipeline_layout[0] && nv > 1 && L % nv && (L + 2) % nv;
+    return x->pipeline_split_unstated;
+}
+
 static int csv_record(struct csv_ctx *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
@@ -2385,6 +2397,7 @@ static int csv_record(struct csv_ctx *c)
 
     /* the layout columns alone must make a valid scenario (else the row is
      * skipped with the layout's own message); the recipe then refines it */
+    int unstated = csv_split_unstated(&s);
     struct mb_scenario t = s;
     mb_err_clear(&cerr);
     if (mb_scenario_check(&t, &cerr) != 0) {
@@ -2419,6 +2432,11 @@ static int csv_record(struct csv_ctx *c)
         }
     }
 
+    if (unstated && !s.pipeline_layout[0]) { /* the recipe stated no layout either */
+        size_t l = strlen(head);
+        snprintf(head + l, 2048 - l, "%spipeline split not stated: %d layers do not split evenly over pp*vpp = %d, "
+                 "mbsim's spread assumed", l ? "; " : "", s.model.num_layers, s.pp * s.vpp);
+    }
     mb_err_clear(&cerr);
     if (mb_scenario_check(&s, &cerr) != 0) { /* cannot happen: every recipe cell was checked */
         char msg[600];
