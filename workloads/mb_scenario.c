@@ -472,10 +472,8 @@ static int mb_scn__int(const struct mb_node *n, const char *what, long lo, long 
         return 0;
     if (mb_yaml_is_null(n))
         return mb_yaml_err(err, n, "%s has no value", what);
-    if (mb_yaml_int(n, &v, err))
+    if (mb_yaml_int_in(n, what, (double)lo, (double)hi, &v, err))
         return -1;
-    if (v < lo || v > hi)
-        return mb_yaml_err(err, n, "%s = %ld is out of range [%ld, %ld]", what, v, lo, hi);
     *out = (int)v;
     return 0;
 }

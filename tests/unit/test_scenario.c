@@ -205,6 +205,8 @@ static const struct {
      "15:26: moe.shared_expert_overlap: model qwen3_30b_a3b has no shared experts to overlap"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
+    /* a number too large for any integer is out of the key's range, not "no integer" */
+    {"bad_tp_huge.yaml", "12:7: parallel.tp = 99999999999999999999 is out of range [1, 65536]"},
     /* 32 layers over pp*vpp = 14: neither 32 nor 32 + 2 divides, so Megatron-Core cannot split them */
     {"bad_uneven_vpp.yaml",
      "12:8: num_layers = 32 of model llama3_8b does not split over pp*vpp = 14 virtual stages (pp = 2, vpp = 7): "
