@@ -95,6 +95,10 @@ int cli_opts_next(struct cli_opts *g, const char **arg)
         *arg = optarg;
         return CLI_OPERAND;
     }
+    if (c == '?' && is_long && exact(g, el + 2) && strchr(el, '=')) { /* --json=1 */
+        fprintf(stderr, "%s: --%.*s takes no value\n", g->cmd, (int)name_len(el + 2), el + 2);
+        return CLI_USAGE;
+    }
     if (c == '?' || (c == ':' && is_long && !exact(g, el + 2))) {
         if (is_long)
             unknown_long(g, el + 2);

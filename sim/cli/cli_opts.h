@@ -12,6 +12,7 @@
  *  - the two usage errors are printed here, one line on stderr:
  *      mbsim CMD: unknown option 'X' [(did you mean --Y?)]
  *      mbsim CMD: X needs a value
+ *      mbsim CMD: --X takes no value        (--json=1)
  *    and the caller returns exit code 2 (it may print its usage too).
  */
 #ifndef MB_CLI_OPTS_H

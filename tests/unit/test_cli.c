@@ -740,6 +740,7 @@ static void test_getopt_cli(void **state)
         {"run scenarios/gb200_ep32.yaml --bogus=1", "mbsim run: unknown option '--bogus'\n"},
         {"run scenarios/gb200_ep32.yaml -q", "mbsim run: unknown option '-q'"},
         {"run scenarios/gb200_ep32.yaml --trace", "mbsim run: --trace needs a value"},
+        {"run scenarios/gb200_ep32.yaml --json=1", "mbsim run: --json takes no value"},
         {"sweep scenarios/gb200_ep32.yaml --t 3", "mbsim sweep: unknown option '--t' (did you mean --top or --tsv?)"},
         {"sweep scenarios/gb200_ep32.yaml -j0", "mbsim sweep: -j expects a number of threads from 1 to 4096, got '0'"},
         {"sweep scenarios/gb200_ep32.yaml -j", "mbsim sweep: -j needs a value"},
