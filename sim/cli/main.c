@@ -428,7 +428,8 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
 
 static int cmd_validate(int argc, char **argv)
 {
-    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = (int)(cli_usable_cpus() > 1024 ? 1024 : cli_usable_cpus());
+    long cpus = cli_usable_cpus();
+    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = (int)(cpus > 1024 ? 1024 : cpus);
     int c, rc = -1;
     double progress = 5;
     struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
