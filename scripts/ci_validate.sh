@@ -1,28 +1,35 @@
 #!/bin/sh
-# ci_validate.sh -- example CI job (docs/plots.md): predict measured runs with
-# `mbsim validate`, fail when the MAPE exceeds a threshold, and leave the JSON
-# summary and the predicted-vs-measured plot as artifacts.
+# ci_validate.sh -- example CI job (docs/ci.md): predict measured runs with
+# `mbsim validate`, fail when the MAPE exceeds a threshold or (with -b) when
+# predictions drifted from a baseline, and leave the report, the JSON summary
+# (the next baseline) and the predicted-vs-measured plot as artifacts.
 #
 #   scripts/ci_validate.sh MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR]
+#                          [-b BASELINE.json [-d DRIFT_PCT]]
 #
 #   MBSIM   the mbsim binary (default: build/sim/cli/mbsim, then mbsim on PATH)
 #
-# Exit: 0 MAPE <= threshold, 1 MAPE above it, 2 usage error or mbsim failure.
-# The plot needs gnuplot; without it the job still gates on MAPE and says so.
+# Exit: 0 pass, 1 MAPE above the threshold, 2 usage error or mbsim failure,
+# 3 (MAPE fine) a prediction drifted past DRIFT_PCT (default 5) from the baseline.
+# The plot needs gnuplot; without it the job still gates and says so.
 set -eu
 
 usage() {
-    echo "usage: $0 MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR]" >&2
+    echo "usage: $0 MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR] [-b BASELINE.json [-d DRIFT_PCT]]" >&2
     exit 2
 }
 
 out=ci-artifacts
 inputs=""
 threshold=""
+baseline=""
+drift=5
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -b) [ $# -ge 2 ] || usage; baseline=$2; shift 2 ;;
+        -d) [ $# -ge 2 ] || usage; drift=$2; shift 2 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) # the last positional argument is the threshold
            if [ -n "$threshold" ]; then inputs="$inputs $threshold"; fi
            threshold=$1; shift ;;
@@ -32,6 +39,9 @@ if [ -z "$inputs" ] || [ -z "$threshold" ]; then usage; fi
 case "$threshold" in
     ''|*[!0-9.]*) echo "$0: MAX_MAPE_PCT must be a number, got '$threshold'" >&2; exit 2 ;;
 esac
+case "$drift" in
+    ''|*[!0-9.]*) echo "$0: DRIFT_PCT must be a number, got '$drift'" >&2; exit 2 ;;
+esac
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${MBSIM:-}" ]; then
@@ -39,11 +49,17 @@ if [ -z "${MBSIM:-}" ]; then
 fi
 mkdir -p "$out"
 
+# the text report, with the drift against the baseline at its end (exit 3 past the threshold)
+drifted=0
+set --
+if [ -n "$baseline" ]; then set -- --baseline "$baseline" --drift-threshold "$drift"; fi
 # shellcheck disable=SC2086 # inputs are separate words on purpose
-if ! "$MBSIM" validate $inputs > "$out/validate.txt"; then
-    echo "$0: mbsim validate failed" >&2
-    exit 2
-fi
+"$MBSIM" validate $inputs "$@" > "$out/validate.txt" || rc=$?
+case "${rc:-0}" in
+    0) ;;
+    3) drifted=1 ;;
+    *) echo "$0: mbsim validate failed" >&2; exit 2 ;;
+esac
 # shellcheck disable=SC2086
 "$MBSIM" validate $inputs --json > "$out/validate.json"
 mape=$(sed -n 's/^ *"mape_pct": *\([0-9.eE+-]*\).*/\1/p' "$out/validate.json" | head -n 1)
@@ -59,9 +75,13 @@ else
 fi
 
 cat "$out/validate.txt"
-if awk -v m="$mape" -v t="$threshold" 'BEGIN { exit !(m <= t) }'; then
-    echo "PASS: MAPE ${mape}% <= ${threshold}%"
-    exit 0
+if ! awk -v m="$mape" -v t="$threshold" 'BEGIN { exit !(m <= t) }'; then
+    echo "FAIL: MAPE ${mape}% > ${threshold}%"
+    exit 1
 fi
-echo "FAIL: MAPE ${mape}% > ${threshold}%"
-exit 1
+if [ "$drifted" = 1 ]; then
+    echo "FAIL: MAPE ${mape}% <= ${threshold}%, but predictions drifted past ${drift}% from $baseline (report above)"
+    exit 3
+fi
+echo "PASS: MAPE ${mape}% <= ${threshold}%${baseline:+, no drift past ${drift}% from $baseline}"
+exit 0

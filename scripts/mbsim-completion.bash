@@ -23,13 +23,16 @@ _mbsim()
         --emit)
             COMPREPLY=($(compgen -W "megatron bridge" -- "$cur"))
             return ;;
-        -j|--top|--gpus|--ranks|--progress|--mb-cap|--screen|--shard|--set|--name|--gpu|--op|--sizes|--cv|--params)
+        -j|--jobs|--top|--gpus|--ranks|--progress|--mb-cap|--screen|--shard|--set|--name|--gpu|--op|--sizes|--params|--drift-threshold)
+            return ;;
+        --cv)
+            COMPREPLY=($(compgen -W "family family-all" -- "$cur"))
             return ;;
     esac
     local words="" opts=""
     case $cmd in
         run) opts="--json --memory --ops --roofline --trace --emit --help" ;;
-        validate) opts="--json --cv --help" ;;
+        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --help" ;;
         sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
         merge) opts="--tsv --json --help" ;;
         tune) opts="-o --emit --help" ;;

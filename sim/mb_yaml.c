@@ -10,6 +10,8 @@
 #include "mb_input.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,14 +482,39 @@ int mb_yaml_is_null(const struct mb_node *n)
             strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0);
 }
 
+/* strtol of a scalar: 0 ok, 1 not an integer, 2 an integer too large for a long. */
+static int mb_yaml__strtol(const char *str, long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtol(str, &end, 10);
+    if (end == str || *end)
+        return 1;
+    return errno == ERANGE ? 2 : errno ? 1 : 0;
+}
+
+/* strtod of a scalar: 0 ok, 1 not a number (nan, inf, text), 2 a number out of the double range. */
+static int mb_yaml__strtod(const char *str, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(str, &end);
+    if (end == str || *end || isnan(*v))
+        return 1;
+    if (errno == ERANGE) /* overflow (+-HUGE_VAL) or underflow (a result below the normal range) */
+        return 2;
+    return errno || !isfinite(*v) ? 1 : 0; /* "inf" written out is no number */
+}
+
 int mb_yaml_int(const struct mb_node *n, long *out, struct mb_err *err)
 {
     if (!n || n->kind != MB_NODE_SCALAR)
         return mb_yaml_err(err, n, "expected an integer, got %s", n ? mb_yaml__kind_name(n->kind) : "nothing");
-    char *end;
-    errno = 0;
-    long v = strtol(n->str, &end, 10);
-    if (end == n->str || *end || errno)
+    long v;
+    int rc = mb_yaml__strtol(n->str, &v);
+    if (rc == 2)
+        return mb_yaml_err(err, n, "'%s' is out of range for an integer (from %ld to %ld)", n->str, LONG_MIN, LONG_MAX);
+    if (rc)
         return mb_yaml_err(err, n, "expected an integer, got '%s'", n->str);
     *out = v;
     return 0;
@@ -497,11 +524,42 @@ int mb_yaml_double(const struct mb_node *n, double *out, struct mb_err *err)
 {
     if (!n || n->kind != MB_NODE_SCALAR)
         return mb_yaml_err(err, n, "expected a number, got %s", n ? mb_yaml__kind_name(n->kind) : "nothing");
-    char *end;
-    errno = 0;
-    double v = strtod(n->str, &end);
-    if (end == n->str || *end || errno || !isfinite(v))
+    double v;
+    int rc = mb_yaml__strtod(n->str, &v);
+    if (rc == 2)
+        return mb_yaml_err(err, n, "'%s' is out of range for a number (magnitude from %.1e to %.1e, or 0)", n->str,
+                           DBL_MIN, DBL_MAX);
+    if (rc)
         return mb_yaml_err(err, n, "expected a number, got '%s'", n->str);
+    *out = v;
+    return 0;
+}
+
+int mb_yaml_int_in(const struct mb_node *n, const char *what, double lo, double hi, long *out, struct mb_err *err)
+{
+    long v;
+    if (n && n->kind == MB_NODE_SCALAR) {
+        int rc = mb_yaml__strtol(n->str, &v);
+        if (rc == 2 || (rc == 0 && ((double)v < lo || (double)v > hi)))
+            return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", what ? what : "value", n->str, lo, hi);
+    }
+    if (mb_yaml_int(n, &v, err))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, double hi, double *out,
+                      struct mb_err *err)
+{
+    double v;
+    if (n && n->kind == MB_NODE_SCALAR) {
+        int rc = mb_yaml__strtod(n->str, &v);
+        if (rc == 2 || (rc == 0 && (v < lo || v > hi)))
+            return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", what ? what : "value", n->str, lo, hi);
+    }
+    if (mb_yaml_double(n, &v, err))
+        return -1;
     *out = v;
     return 0;
 }
@@ -656,11 +714,14 @@ int mb_yaml_read_fields(const struct mb_node *map, const struct mb_field *fields
         int bv;
         switch (f->type) {
         case MB_F_INT:
-            if (mb_yaml_int(v, &iv, err))
+            if (f->min <= f->max) {
+                char name[160];
+                snprintf(name, sizeof name, "%s.%s", what, f->key);
+                if (mb_yaml_int_in(v, name, f->min, f->max, &iv, err))
+                    return -1;
+            } else if (mb_yaml_int(v, &iv, err)) {
                 return -1;
-            if (f->min <= f->max && (iv < f->min || iv > f->max))
-                return mb_yaml_err(err, v, "%s.%s = %ld is out of range [%.15g, %.15g]", what, f->key, iv,
-                                   f->min, f->max);
+            }
             memcpy(at, &iv, sizeof iv);
             break;
         case MB_F_DOUBLE:

@@ -68,9 +68,23 @@ int mb_yaml_err(struct mb_err *err, const struct mb_node *n, const char *fmt, ..
 int mb_yaml_expect(const struct mb_node *n, enum mb_node_kind kind,
                    const char *what, struct mb_err *err);
 
-/* Scalar converters. Each returns 0 or -1 with an error at the node. */
+/* Scalar converters. Each returns 0 or -1 with an error at the node: "expected an
+ * integer, got 'x'" for what is no number; for a well-formed number that does not fit
+ * (99999999999999999999, 1e999, 1e-999) "'S' is out of range for an integer (from
+ * LONG_MIN to LONG_MAX)" or "... for a number (magnitude from 2.2e-308 to 1.8e308, or 0)". */
 int mb_yaml_int(const struct mb_node *n, long *out, struct mb_err *err);
 int mb_yaml_double(const struct mb_node *n, double *out, struct mb_err *err);
+
+/**
+ * @brief An integer in [lo, hi]: as mb_yaml_int, but any well-formed integer
+ * outside the range, including one too large for a long, is
+ * "WHAT = S is out of range [lo, hi]" (S as written).
+ */
+int mb_yaml_int_in(const struct mb_node *n, const char *what, double lo, double hi, long *out, struct mb_err *err);
+
+/** @brief A number in [lo, hi]: as mb_yaml_int_in for mb_yaml_double (1e999: out of range). */
+int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, double hi, double *out,
+                      struct mb_err *err);
 int mb_yaml_bool(const struct mb_node *n, int *out, struct mb_err *err);
 
 /** Physical quantities accepted with units (value + optional space + unit). */

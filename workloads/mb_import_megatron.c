@@ -47,6 +47,8 @@ static const char *const mb_mgi__aliases[][2] = {
     {"sequence_length", "seq_length"},
     {"cuda_graph_scope", "cuda_graph_modules"},
     {"nproc-per-node", "nproc_per_node"},
+    {"decoder_first_pipeline_num_layers", "num_layers_in_first_pipeline_stage"},
+    {"decoder_last_pipeline_num_layers", "num_layers_in_last_pipeline_stage"},
     {NULL, NULL}};
 
 static void mb_mgi__canonical(struct mb_megatron_args *a)
@@ -585,6 +587,91 @@ static int mb_mgi__vpp(struct mb_mgi *m)
     return mb_mgi__set(m, "parallel.vpp", text, g);
 }
 
+/* Uneven pipeline splits as Megatron-Core states them, written as the layout
+ * they amount to (virtual stage v is chunk v / pp of pipeline rank v % pp):
+ *  - --decoder-first/last-pipeline-num-layers F, L (Bridge
+ *    num_layers_in_first/last_pipeline_stage): the first / last rank holds F / L
+ *    decoder layers, F / vpp per virtual chunk; the other ranks split the rest
+ *    evenly;
+ *  - --account-for-embedding/loss-in-pipeline-split: the embedding / the loss
+ *    count as a layer of the first / last virtual stage, num_layers + 1 or + 2
+ *    split evenly. */
+static int mb_mgi__uneven(struct mb_mgi *m)
+{
+    struct mb_megatron_arg *gf = mb_mgi__get(m->a, "num_layers_in_first_pipeline_stage");
+    struct mb_megatron_arg *gl = mb_mgi__get(m->a, "num_layers_in_last_pipeline_stage");
+    int e, l;
+    if (mb_mgi__flag(m, "account_for_embedding_in_pipeline_split", &e) ||
+        mb_mgi__flag(m, "account_for_loss_in_pipeline_split", &l))
+        return -1;
+    if (!gf && !gl && !e && !l)
+        return 0;
+    struct mb_megatron_arg *at = gf ? gf : gl ? gl : mb_mgi__find(m->a, e ? "account_for_embedding_in_pipeline_split"
+                                                                           : "account_for_loss_in_pipeline_split");
+    int pp = m->s->pp, vpp = m->s->vpp, nv = pp * vpp, n = m->model.num_layers, mtp = m->model.mtp_layers;
+    if (m->s->pipeline_layout[0])
+        return mb_mgi__err(m, at, "an uneven split and --pipeline-model-parallel-layout together: give one");
+    if ((gf || gl) && (e || l))
+        return mb_mgi__err(m, at, "first/last-stage layer counts and account_for_embedding/loss_in_pipeline_split "
+                           "together: mbsim reads one of them");
+    if (pp < 2)
+        return mb_mgi__err(m, at, "an uneven pipeline split needs pipeline_model_parallel_size > 1");
+    int cnt[1024];
+    if (nv > (int)(sizeof cnt / sizeof cnt[0]))
+        return mb_mgi__err(m, at, "pp*vpp = %d virtual stages: at most %zu", nv, sizeof cnt / sizeof cnt[0]);
+    if (gf || gl) {
+        long f = -1, la = -1;
+        if ((gf && mb_mgi__long(m, gf, &f)) || (gl && mb_mgi__long(m, gl, &la)))
+            return -1;
+        long rest = n - (f > 0 ? f : 0) - (la > 0 ? la : 0);
+        int ranks = pp - (f >= 0) - (la >= 0);
+        if ((f >= 0 && f % vpp) || (la >= 0 && la % vpp) || rest < 0 || (ranks > 0 && rest % ((long)ranks * vpp)) ||
+            (ranks == 0 && rest))
+        {
+            char fs[24] = "not given", ls[24] = "not given";
+            if (f >= 0)
+                snprintf(fs, sizeof fs, "%ld", f);
+            if (la >= 0)
+                snprintf(ls, sizeof ls, "%ld", la);
+            return mb_mgi__err(m, at, "first stage %s, last stage %s: the %d layers of model %s do not split over "
+                               "pp = %d, vpp = %d (each stage's layers divide by vpp, the other stages share the "
+                               "rest evenly)", fs, ls, n, m->model.name, pp, vpp);
+        }
+        for (int v = 0; v < nv; v++) {
+            int rank = v % pp;
+            cnt[v] = rank == 0 && f >= 0          ? (int)(f / vpp)
+                     : rank == pp - 1 && la >= 0 ? (int)(la / vpp)
+                                                 : (int)(rest / ((long)ranks * vpp));
+        }
+    } else {
+        int units = n + e + l;
+        if (units % nv)
+            return mb_mgi__err(m, at, "num_layers + %d = %d (the embedding / loss as layers) does not divide over "
+                               "pp*vpp = %d", e + l, units, nv);
+        for (int v = 0; v < nv; v++)
+            cnt[v] = units / nv - (v == 0 ? e : 0) - (v == nv - 1 ? l : 0);
+    }
+    char text[sizeof m->s->pipeline_layout];
+    size_t w = 0;
+    for (int v = 0; v < nv; v++) {
+        if (w + (size_t)(cnt[v] > 0 ? cnt[v] : 0) + (size_t)mtp + 4 >= sizeof text)
+            return mb_mgi__err(m, at, "the layout is longer than %zu characters", sizeof text - 1);
+        if (v)
+            text[w++] = '|';
+        if (!v)
+            text[w++] = 'E';
+        for (int k = 0; k < cnt[v]; k++)
+            text[w++] = 't';
+        if (v == nv - 1) {
+            for (int k = 0; k < mtp; k++)
+                text[w++] = 'm';
+            text[w++] = 'L';
+        }
+    }
+    text[w] = '\0';
+    return mb_mgi__set(m, "parallel.pipeline_layout", text, at);
+}
+
 static int mb_mgi__fsdp(struct mb_mgi *m)
 {
     int mfsdp, fsdp2;
@@ -838,7 +925,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
     struct mb_mgi m = {.a = a, .o = o, .s = mb_calloc(1, sizeof *m.s), .notes = notes, .err = err};
     int (*const rules[])(struct mb_mgi *) = {mb_mgi__defaults, mb_mgi__direct, mb_mgi__dispatcher,
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
-                                             mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
+                                             mb_mgi__uneven, mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
                                              mb_mgi__gpus, mb_mgi__shared_overlap};
     int rc = -1;
     mb_scenario_defaults(m.s);

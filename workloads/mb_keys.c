@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -663,12 +664,12 @@ static int mb_key__int_text(const struct mb_key *k, const char *v, long long *ou
     char *end;
     errno = 0;
     long long x = strtoll(v, &end, 10);
-    if (end == v || *end || errno) {
+    if (end == v || *end || (errno && errno != ERANGE)) {
         snprintf(msg, len, "%s: expected an integer, got '%s'", k->key, v);
         return -1;
     }
-    if ((double)x < k->min || (double)x > k->max) {
-        snprintf(msg, len, "%s = %lld is out of range [%.15g, %.15g]", k->key, x, k->min, k->max);
+    if (errno == ERANGE || (double)x < k->min || (double)x > k->max) { /* ERANGE: too large for any integer */
+        snprintf(msg, len, "%s = %s is out of range [%.15g, %.15g]", k->key, v, k->min, k->max);
         return -1;
     }
     *out = x;
@@ -779,11 +780,16 @@ static int mb_key__from_text(struct mb_scenario *s, const struct mb_key *k, cons
         char *end;
         errno = 0;
         double x = strtod(v, &end);
-        if (end == v || *end || errno || !isfinite(x)) {
+        if (end == v || *end || isnan(x) || (errno != ERANGE && (errno || !isfinite(x)))) {
             snprintf(msg, len, "%s: expected a number, got '%s'", k->key, v);
             return -1;
         }
-        if (k->type == MB_KEY_DOUBLE && (x < k->min || x > k->max)) {
+        if (errno == ERANGE && k->type != MB_KEY_DOUBLE) { /* 1e999, 1e-999 */
+            snprintf(msg, len, "%s = %s is out of range for a number (magnitude from %.1e to %.1e, or 0)", k->key, v,
+                     DBL_MIN, DBL_MAX);
+            return -1;
+        }
+        if (k->type == MB_KEY_DOUBLE && (errno == ERANGE || x < k->min || x > k->max)) {
             snprintf(msg, len, "%s = %s is out of range [%.15g, %.15g]", k->key, v, k->min, k->max);
             return -1;
         }
@@ -950,10 +956,8 @@ static int mb_key__int_node(const struct mb_key *k, const struct mb_node *n, con
     long v;
     if (mb_yaml_is_null(n))
         return mb_yaml_err(err, n, "%s has no value", what);
-    if (mb_yaml_int(n, &v, err))
+    if (mb_yaml_int_in(n, what, k->min, k->max, &v, err))
         return -1;
-    if ((double)v < k->min || (double)v > k->max)
-        return mb_yaml_err(err, n, "%s = %ld is out of range [%.15g, %.15g]", what, v, k->min, k->max);
     *out = v;
     return 0;
 }
@@ -1029,10 +1033,8 @@ static int mb_key__from_node(struct mb_scenario *s, const struct mb_key *k, cons
         mb_key__set_int(s, k, b);
         return 0;
     case MB_KEY_DOUBLE:
-        if (mb_yaml_double(n, &d, err))
+        if (mb_yaml_double_in(n, k->key, k->min, k->max, &d, err))
             return -1;
-        if (d < k->min || d > k->max)
-            return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", k->key, n->str, k->min, k->max);
         memcpy(at, &d, sizeof d);
         return 0;
     case MB_KEY_QUANTITY:

@@ -115,8 +115,13 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
  *  - sequence_parallel needs tp > 1 (arguments.py turns it off at tp == 1); with
  *    ep > 1 and tp > 1 it must be on (TransformerConfig: "sequence parallelism must
  *    be used" with MoE + TP).
- *  - vpp > 1 (interleaved 1F1B): pp > 1, pp*vpp <= num_layers + 2 (uneven splits allowed), and
- *    microbatches = gbs / (mbs*dp) % pp == 0 (schedules.py interleaved requirement).
+ *  - without parallel.pipeline_layout, num_layers or num_layers + 2 divisible by pp*vpp
+ *    (Megatron-Core's TransformerConfig: an even split, or with
+ *    account_for_embedding/loss_in_pipeline_split the embedding and the loss counted as a
+ *    layer each, unless a layout or first/last-stage counts say otherwise).
+ *  - vpp > 1 (interleaved 1F1B): pp > 1, pp*vpp <= num_layers + 2 (a layout may give the
+ *    embedding and the loss a stage each), and microbatches = gbs / (mbs*dp) % pp == 0
+ *    (schedules.py interleaved requirement).
  *  - cp > 1: seq_length % (2*cp) == 0 (each sequence is cut into 2*cp chunks
  *    for causal load balancing, get_batch_on_this_cp_rank).
  *  - experts: ep > 1 needs an MoE model; ep | num_experts; and the expert grid
@@ -200,16 +205,31 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
                            s->global_batch_size, mbs_dp, s->micro_batch_size, s->dp);
     long microbatches = s->global_batch_size / mbs_dp;
 
-    /* An uneven split is allowed: Megatron places it with an explicit
-     * --pipeline-model-parallel-layout (or account_for_embedding/loss);
-     * mbsim gives the first num_layers % (pp*vpp) virtual stages one
-     * extra layer. Every virtual stage needs at least one layer (the step's
-     * per-stage arrays hold num_layers + 2 slots at most). */
     if ((long)s->pp * s->vpp > (long)m->num_layers + 2)
         return mb_scn__err(err, s, mb_scn__at(s->vpp > 1 ? mk->vpp : mk->pp, mk->parallel, NULL),
                            "pp*vpp = %ld exceeds num_layers + 2 = %d of model %s (embedding and loss "
                            "may each take one pipeline slot, no more)",
                            (long)s->pp * s->vpp, m->num_layers + 2, mn);
+    /* Megatron-Core splits the decoder layers evenly over the pp*vpp virtual
+     * stages (TransformerConfig refuses num_layers % pp != 0 and
+     * (num_layers / pp) % vpp != 0) unless told otherwise: an explicit
+     * --pipeline-model-parallel-layout or first/last-stage layer counts (in
+     * mbsim: parallel.pipeline_layout), or account_for_embedding_in_pipeline_split
+     * and account_for_loss_in_pipeline_split, which count the embedding and the
+     * loss as a layer each: num_layers + 2 split evenly, which is how mbsim
+     * splits an uneven count without a layout (step/layout.c). Any other split
+     * needs the layout. */
+    if (!s->pipeline_layout[0] && !s->pipeline_split_unstated && s->pp * s->vpp > 1) {
+        int nv = s->pp * s->vpp, L = m->num_layers;
+        if (L % nv && (L + 2) % nv)
+            return mb_scn__err(err, s, mb_scn__at(s->vpp > 1 ? mk->vpp : mk->pp, mk->parallel, NULL),
+                               "num_layers = %d of model %s does not split over pp*vpp = %d virtual stages "
+                               "(pp = %d, vpp = %d): Megatron-Core splits num_layers evenly, or num_layers + 2 "
+                               "with the embedding and the loss counted as a layer each "
+                               "(account_for_embedding/loss_in_pipeline_split); set parallel.pipeline_layout "
+                               "for another split",
+                               L, mn, nv, s->pp, s->vpp);
+    }
     if (s->vpp > 1) {
         const struct mb_node *at = mb_scn__at(mk->vpp, mk->parallel, NULL);
         if (s->pp < 2)
@@ -473,10 +493,8 @@ static int mb_scn__int(const struct mb_node *n, const char *what, long lo, long 
         return 0;
     if (mb_yaml_is_null(n))
         return mb_yaml_err(err, n, "%s has no value", what);
-    if (mb_yaml_int(n, &v, err))
+    if (mb_yaml_int_in(n, what, (double)lo, (double)hi, &v, err))
         return -1;
-    if (v < lo || v > hi)
-        return mb_yaml_err(err, n, "%s = %ld is out of range [%ld, %ld]", what, v, lo, hi);
     *out = (int)v;
     return 0;
 }

@@ -117,6 +117,10 @@ struct mb_scenario {
     char pipeline_layout[1024];        /* Megatron --pipeline-model-parallel-layout, expanded: one
                                           char per item (E embedding, t layer, m MTP, L loss) and
                                           '|' between virtual stages; "" = even split */
+    int pipeline_split_unstated;       /* set by mbsim validate on a measured run whose layer split its
+                                          source does not state: mb_scenario_check does not demand an
+                                          even (num_layers or num_layers + 2) split, the step's spread
+                                          is assumed; 0 for every loaded scenario */
     int sequence_parallel;
     int cp_a2a;                        /* parallel.cp_comm_type: 0 p2p (ring attention), 1 a2a (Ulysses) */
     enum mb_fsdp_impl fsdp_impl;       /* parallel.fsdp_impl (strategy fsdp only): memory of the flavour */

@@ -44,6 +44,7 @@
 #include <stdarg.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -133,6 +134,12 @@ static const char *const mb_val__rcolname[MB_VAL_RC_COUNT] = {
     "cpu_offload", "fp8_recipe", "ce_fusion", "mtp_layers",       "pp_layout",  "other_recipe",
 };
 
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
 const char *mb_validate_system_key(const char *csv_system)
 {
     char buf[64];
@@ -146,14 +153,34 @@ const char *mb_validate_system_key(const char *csv_system)
         if (strlen(c) == strlen(t) && starts_with_ci(t, c))
             return mb_val__systems[i].key;
     }
-    /* mbsim's own preset names (gb200_nvl72, dgx_h100_4nic, ...) stand for themselves */
-    return strcmp(t, csv_system) == 0 && mb_topo_is_preset(csv_system) ? csv_system : NULL;
+    /* mbsim's own preset names (gb200_nvl72, dgx_h100_4nic, ...) stand for themselves, and so
+     * does the path of a system file (relative to the working directory, as scenarios' are) */
+    if (strcmp(t, csv_system))
+        return NULL;
+    if (mb_topo_is_preset(csv_system))
+        return csv_system;
+    return strchr(csv_system, '/') && (ends_with(csv_system, ".yaml") || ends_with(csv_system, ".yml")) &&
+                   mb_file_exists(csv_system)
+               ? csv_system
+               : NULL;
 }
 
 static int is_blackwell(const char *key)
 {
-    return key && (!strcmp(key, "dgx_b200") || !strcmp(key, "dgx_b300") || !strcmp(key, "gb200_nvl72") ||
-                   !strcmp(key, "gb300_nvl72"));
+    if (!key)
+        return 0;
+    if (!strcmp(key, "dgx_b200") || !strcmp(key, "dgx_b300") || !strcmp(key, "gb200_nvl72") ||
+        !strcmp(key, "gb300_nvl72"))
+        return 1;
+    if (!strchr(key, '/'))
+        return 0;
+    /* a system file: its GPU (B200, B300, GB200, GB300 are Blackwell) */
+    struct mb_system *sys = mb_calloc(1, sizeof *sys);
+    struct mb_err err;
+    mb_err_clear(&err);
+    int bw = mb_topo_load_system(key, sys, &err) == 0 && (sys->gpu[0] == 'B' || !strncmp(sys->gpu, "GB", 2));
+    mb_free(sys);
+    return bw;
 }
 
 /* mb_precision_parse, retried with '-' -> '_' (fp8-cs -> fp8_cs). */
@@ -588,6 +615,117 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
         size_t l = strlen(r->note);
         snprintf(r->note + l, sizeof r->note - l, "%s%s", l ? "; " : "", tail);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* rows simulated on several threads (mb_val_summary.jobs)            */
+/* ------------------------------------------------------------------ */
+
+/* One row waiting for its simulation; owns s, head and tail. */
+struct mb_val__job {
+    size_t row;      /* index in rows[] (the array may move while rows are added) */
+    struct mb_scenario s;
+    int fsdp_group;
+    char *head, *tail;
+};
+
+struct mb_val__pool {
+    struct mb_val_summary *out;
+    size_t next, done;
+    pthread_mutex_t mu;
+};
+
+static void report_progress(struct mb_val_summary *out, size_t done)
+{
+    if (out->on_progress)
+        out->on_progress(out->on_progress_ctx, done);
+}
+
+/* Claim and simulate jobs until none is left; the calling thread
+ * (is_main) reports progress after each of its jobs. */
+static void run_jobs(struct mb_val__pool *p, int is_main)
+{
+    struct mb_val_summary *out = p->out;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t k = p->next < out->n_pending ? p->next++ : out->n_pending;
+        size_t done = p->done;
+        pthread_mutex_unlock(&p->mu);
+        if (is_main && done)
+            report_progress(out, out->n_rows - out->n_pending + done);
+        if (k == out->n_pending)
+            return;
+        struct mb_val__job *j = &out->pending[k];
+        predict_row(&out->rows[j->row], &j->s, j->fsdp_group, j->head, j->tail);
+        pthread_mutex_lock(&p->mu);
+        p->done++;
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static void *job_worker(void *arg)
+{
+    run_jobs(arg, 0);
+    return NULL;
+}
+
+/* Simulate the pending rows on out->jobs threads, then, in row order, call
+ * on_row and free the jobs. */
+static void flush_jobs(struct mb_val_summary *out)
+{
+    if (!out->n_pending)
+        return;
+    struct mb_val__pool p = {out, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    int nt = out->jobs < 1 ? 1 : out->jobs;
+    if ((size_t)nt > out->n_pending)
+        nt = (int)out->n_pending;
+    pthread_t *th = mb_calloc((size_t)nt, sizeof *th);
+    int started = 0;
+    for (int t = 1; t < nt; t++) /* the calling thread is worker 0 */
+        if (pthread_create(&th[started], NULL, job_worker, &p) == 0)
+            started++;
+    run_jobs(&p, 1);
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    mb_free(th);
+    pthread_mutex_destroy(&p.mu);
+    for (size_t k = 0; k < out->n_pending; k++) {
+        struct mb_val__job *j = &out->pending[k];
+        if (!out->rows[j->row].skipped && out->on_row)
+            out->on_row(out->on_row_ctx, &out->rows[j->row], &j->s);
+        mb_scenario_free(&j->s);
+        mb_free(j->head);
+        mb_free(j->tail);
+    }
+    out->n_pending = 0;
+    report_progress(out, out->n_rows);
+}
+
+/* Predict row r from s (taken: s is left empty, head and tail are freed by
+ * the callee): now, or in the next batch when out->jobs > 1. */
+static void submit_row(struct mb_val_summary *out, struct mb_val_row *r, struct mb_scenario *s, int fsdp_group,
+                       char *head, char *tail)
+{
+    if (out->jobs <= 1) {
+        predict_row(r, s, fsdp_group, head, tail);
+        if (!r->skipped && out->on_row)
+            out->on_row(out->on_row_ctx, r, s);
+        mb_scenario_free(s);
+        mb_free(head);
+        mb_free(tail);
+        return;
+    }
+    if (!out->pending)
+        out->pending = mb_calloc(MB_VAL_BATCH, sizeof *out->pending);
+    struct mb_val__job *j = &out->pending[out->n_pending++];
+    j->row = (size_t)(r - out->rows);
+    j->s = *s;
+    memset(s, 0, sizeof *s);
+    j->fsdp_group = fsdp_group;
+    j->head = head;
+    j->tail = tail;
+    if (out->n_pending == MB_VAL_BATCH)
+        flush_jobs(out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2110,6 +2248,18 @@ static void csv_tflops_in_time(struct csv_ctx *c, struct mb_val_row *r, const st
 }
 
 /* Map one data record onto a scenario, simulate it, append the row. */
+/* A published run whose layers do not split evenly over pp*vpp (nor with the
+ * embedding and the loss as a layer each) ran with a layout its source does
+ * not state (Megatron-Core refuses such a split without one): the row keeps
+ * mbsim's spread of num_layers + 2 units (step/layout.c) instead of being
+ * refused, and says so. 1 when that applies. */
+static int csv_split_unstated(struct mb_scenario *x)
+{
+    int nv = x->pp * x->vpp, L = x->model.num_layers;
+    x->pipeline_split_unstated = !x->pipeline_layout[0] && nv > 1 && L % nv && (L + 2) % nv;
+    return x->pipeline_split_unstated;
+}
+
 static int csv_record(struct csv_ctx *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
@@ -2151,6 +2301,10 @@ static int csv_record(struct csv_ctx *c)
     copy_str(r->model, sizeof r->model, model_key);
     key = mb_validate_system_key(cell(c, C_SYSTEM));
     copy_str(r->system, sizeof r->system, key ? key : cell(c, C_SYSTEM));
+    if (key && strchr(key, '/')) { /* a system file: its stem names the row's system */
+        const char *base = strrchr(key, '/') + 1, *dot = strrchr(base, '.');
+        snprintf(r->system, sizeof r->system, "%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
+    }
     /* memory: the column, else a "peak N GB" the notes state (allocated, the last pipeline stage's
      * rank: see docs/validation.md) */
     {
@@ -2251,6 +2405,7 @@ static int csv_record(struct csv_ctx *c)
 
     /* the layout columns alone must make a valid scenario (else the row is
      * skipped with the layout's own message); the recipe then refines it */
+    int unstated = csv_split_unstated(&s);
     struct mb_scenario t = s;
     mb_err_clear(&cerr);
     if (mb_scenario_check(&t, &cerr) != 0) {
@@ -2285,6 +2440,11 @@ static int csv_record(struct csv_ctx *c)
         }
     }
 
+    if (unstated && !s.pipeline_layout[0]) { /* the recipe stated no layout either */
+        size_t l = strlen(head);
+        snprintf(head + l, 2048 - l, "%spipeline split not stated: %d layers do not split evenly over pp*vpp = %d, "
+                 "mbsim's spread assumed", l ? "; " : "", s.model.num_layers, s.pp * s.vpp);
+    }
     mb_err_clear(&cerr);
     if (mb_scenario_check(&s, &cerr) != 0) { /* cannot happen: every recipe cell was checked */
         char msg[600];
@@ -2294,9 +2454,8 @@ static int csv_record(struct csv_ctx *c)
     } else if (c->out->parse_only) {
         skip_row(r, "parse only");
     } else {
-        predict_row(r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
-        if (!r->skipped && c->out->on_row)
-            c->out->on_row(c->out->on_row_ctx, r, &s);
+        submit_row(c->out, r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
+        head = tail = NULL; /* taken */
     }
     mb_free(head);
     mb_free(tail);
@@ -2315,6 +2474,8 @@ static void csv_on_record(int term, void *vctx)
         int rc = c->have_header ? csv_record(c) : csv_header(c);
         if (rc != 0)
             c->failed = 1;
+        else if (c->have_header && c->out->n_rows > c->out->n_pending)
+            report_progress(c->out, c->out->n_rows - c->out->n_pending);
     }
     for (i = 0; i < c->nf; i++)
         mb_free(c->f[i].text);
@@ -2383,6 +2544,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
         rc = -1;
     if (!rc && !c.have_header)
         rc = mb_err_set(err, path, 0, 0, "empty file (no header row)");
+    flush_jobs(out); /* the rows read so far are kept, also on error */
     for (i = 0; i < c.nf; i++)
         mb_free(c.f[i].text);
     mb_free(c.f);
@@ -2430,6 +2592,7 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
             out->on_row(out->on_row_ctx, r, &s);
     }
     mb_scenario_free(&s);
+    report_progress(out, out->n_rows);
     return 0;
 }
 
@@ -2634,6 +2797,7 @@ void mb_validate_free(struct mb_val_summary *s)
     if (!s)
         return;
     cache_free(s->cache);
+    mb_free(s->pending); /* empty: every mb_validate_add_* flushes it */
     mb_free(s->by_system);
     mb_free(s->by_model);
     mb_free(s->by_metric);

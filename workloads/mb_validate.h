@@ -47,7 +47,8 @@
 struct mb_val_row {
     char id[160];        /* CSV id, or the scenario name / file for YAML input */
     char model[64];      /* model key as written */
-    char system[32];     /* mbsim system preset (dgx_h100, ...) or the name as written if unmapped */
+    char system[32];     /* mbsim system preset (dgx_h100, ...), a system file's stem, or the name as
+                            written if unmapped */
     char source[256];    /* input file the row came from */
     int line;            /* 1-based line of the CSV record, 0 for scenario files */
     char metric[32];     /* MB_VAL_TOKENS / MB_VAL_STEP / MB_VAL_TFLOPS, "" if none measured */
@@ -137,9 +138,23 @@ struct mb_val_summary {
      * for refitting the framework-time model (mb_fit.h) */
     void (*on_row)(void *ctx, const struct mb_val_row *r, const struct mb_scenario *s);
     void *on_row_ctx;
+    /* set before adding inputs (optional): threads that simulate the rows of one input file
+     * (0 or 1: the calling thread). Rows, statistics and the order of on_row calls are the same
+     * for every value; rows are simulated in batches of up to MB_VAL_BATCH, so on_row runs once
+     * a batch is done, always from the calling thread, before mb_validate_add_* returns */
+    int jobs;
+    /* set before adding inputs (optional): called from the calling thread whenever a row is
+     * final (predicted or skipped), with the number of final rows so far, e.g. to print progress */
+    void (*on_progress)(void *ctx, size_t rows_done);
+    void *on_progress_ctx;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
+    struct mb_val__job *pending;     /* private: rows waiting for their simulation (jobs > 1) */
+    size_t n_pending;                /* private */
 };
+
+/** Rows simulated together when mb_val_summary.jobs > 1 (each holds a scenario, ~50 kB). */
+#define MB_VAL_BATCH 256
 
 /** @brief Start an empty summary (all counts 0, statistics NaN). */
 void mb_validate_init(struct mb_val_summary *out);
@@ -223,6 +238,76 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp);
 /** @brief Free everything the summary owns; accepts NULL; leaves an empty summary. */
 void mb_validate_free(struct mb_val_summary *s);
 
+/* ---- drift against a baseline (`mbsim validate --baseline OLD.json`) ---- */
+
+/** What happened to one row between a baseline and this run. */
+enum mb_val_drift_kind {
+    MB_DRIFT_SAME,          /* predicted in both with the same value (to the 10 significant digits that
+                               validate --json writes), or skipped in both */
+    MB_DRIFT_CHANGED,       /* predicted in both on the same metric, the prediction moved */
+    MB_DRIFT_METRIC,        /* predicted in both, but on another metric (the measured columns changed) */
+    MB_DRIFT_NOW_SKIPPED,   /* predicted in the baseline, skipped now (counts as past the threshold) */
+    MB_DRIFT_NOW_PREDICTED, /* skipped in the baseline, predicted now */
+    MB_DRIFT_ADDED,         /* only in this run */
+    MB_DRIFT_REMOVED        /* only in the baseline */
+};
+
+/** One row of a drift report. */
+struct mb_val_drift_row {
+    char id[160];
+    int occurrence;          /* 1 for the first row with this id, 2 for the second, ... (rows pair by both) */
+    enum mb_val_drift_kind kind;
+    char metric[32];         /* the metric now (the baseline's for REMOVED rows) */
+    double old_pred, new_pred;     /* predicted value in the baseline / now, in the metric's unit (0 if none) */
+    double old_err_pct, new_err_pct; /* error vs measured, % (0 if not predicted) */
+    double drift_pct;        /* CHANGED: (new_pred - old_pred) / old_pred * 100; else 0 */
+    char reason[200];        /* NOW_SKIPPED: why the row is skipped now */
+    int over;                /* 1: |drift_pct| > the threshold, or NOW_SKIPPED */
+};
+
+/** Drift of a validation run against a baseline. Free with mb_validate_drift_free(). */
+struct mb_val_drift {
+    double threshold_pct;    /* as given */
+    size_t n_old, n_new;     /* rows in the baseline / now */
+    size_t n_kind[MB_DRIFT_REMOVED + 1]; /* rows per enum mb_val_drift_kind */
+    size_t n_over;           /* rows past the threshold (CHANGED over it, and NOW_SKIPPED) */
+    double max_abs_drift_pct; /* largest |drift_pct| of the CHANGED rows (0 if none) */
+    double old_mape_pct, new_mape_pct; /* the baseline's mape_pct and this run's (NaN if none) */
+    size_t n;                /* rows[]: every row that is not SAME: past the threshold first, then by |drift_pct|
+                                descending, then kind and id */
+    struct mb_val_drift_row *rows;
+};
+
+/**
+ * @brief Compare the rows of a finished validation with a previous
+ * `mbsim validate --json` output. Rows pair by id (and by occurrence when ids
+ * repeat); predictions compare on the row's metric.
+ * @param[in]  now            summary after mb_validate_finish()
+ * @param[in]  baseline_path  the JSON file
+ * @param[in]  threshold_pct  |drift| above this (percent, >= 0) is past the threshold
+ * @param[out] out            the report (empty on error)
+ * @param[out] err            "path:L:C: invalid JSON: ..." (jansson's position),
+ *                            "path: not an mbsim validate --json output (no 'rows' array)",
+ *                            "path: rows[3]: 'id' is not a string",
+ *                            "path: rows[3] (id 'x'): 'predicted' is not a number"
+ *                            (the position of a well-formed value is not known: the JSON path is given)
+ * @return 0, or -1 with err set.
+ */
+int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_path, double threshold_pct,
+                      struct mb_val_drift *out, struct mb_err *err);
+
+/**
+ * @brief Print the report: the row counts per kind, MAPE then and now, the
+ * rows past the threshold and up to `top` further largest drifts (id, metric,
+ * baseline and predicted value, drift %, error then and now), added, removed,
+ * newly skipped (with the reason) and newly predicted rows, and a last line
+ * "drift: N rows past P %" or "drift: none past P %".
+ */
+void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_path, size_t top, FILE *fp);
+
+/** @brief Free the report; accepts NULL; leaves it empty. */
+void mb_validate_drift_free(struct mb_val_drift *d);
+
 /* ---- building blocks, exposed for tests and for the CLI's messages ---- */
 
 /**
@@ -282,9 +367,11 @@ int mb_validate_stats(const double *err_pct, size_t n, double *mape, double *med
 /**
  * @brief Map a CSV system name (DGX-H100, H100-SXM-80GB, DGX-B200, DGX-B300,
  * DGX-GB200, DGX-GB300, DGX-A100-80GB; case-insensitive) to an mbsim preset;
- * a shipped preset name as written (gb200_nvl72, ...) is that preset.
+ * a shipped preset name as written (gb200_nvl72, ...) is that preset, and the
+ * path of an existing system file (containing '/', ending in .yaml or .yml,
+ * relative to the working directory) is that file.
  * @return the preset key (a static string, or csv_system itself for a preset
- *         name), or NULL if unknown.
+ *         name or a path), or NULL if unknown.
  */
 const char *mb_validate_system_key(const char *csv_system);
 

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "calib_target.h"
+#include "cli_opts.h"
 #include "mb_import.h"
 
 int mb_cmd_calibrate(int argc, char **argv);
@@ -52,42 +53,44 @@ int mb_cmd_calibrate(int argc, char **argv)
     const char *out = NULL, *gpu = NULL, *base = NULL;
     const char *logs[256];
     int n = 0, ranks = 0;
-    for (i++; i < argc; i++) {
-        const char *a = argv[i];
-        int takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--gpu") || !strcmp(a, "--base") ||
-                    !strcmp(a, "--ranks");
-        if (takes && i + 1 >= argc) {
-            fprintf(stderr, "mbsim calibrate: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--gpu")) {
-            gpu = argv[++i];
-        } else if (!strcmp(a, "--base")) {
-            base = argv[++i];
-        } else if (!strcmp(a, "--ranks")) {
+    enum { O_GPU = 256, O_BASE, O_RANKS };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},      {"output", required_argument, NULL, 'o'},
+                                       {"gpu", required_argument, NULL, O_GPU}, {"base", required_argument, NULL, O_BASE},
+                                       {"ranks", required_argument, NULL, O_RANKS}, {0}};
+    struct cli_opts opts;
+    const char *v;
+    int c, prc = -1;
+    cli_opts_init(&opts, "mbsim calibrate", "ho:", lo, argc - i - 1, argv + i + 1);
+    while (prc < 0 && (c = cli_opts_next(&opts, &v)) != CLI_END) {
+        if (c == 'o') {
+            out = v;
+        } else if (c == O_GPU) {
+            gpu = v;
+        } else if (c == O_BASE) {
+            base = v;
+        } else if (c == O_RANKS) {
             char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || end == argv[i] || v < 2 || v > 1 << 24) {
-                fprintf(stderr, "mbsim calibrate: --ranks '%s': expected a group size from 2 to %d\n", argv[i],
-                        1 << 24);
-                return 2;
+            long r = strtol(v, &end, 10);
+            if (*end || end == v || r < 2 || r > 1 << 24) {
+                fprintf(stderr, "mbsim calibrate: --ranks '%s': expected a group size from 2 to %d\n", v, 1 << 24);
+                prc = 2;
             }
-            ranks = (int)v;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            ranks = (int)r;
+        } else if (c == 'h') {
             usage(stdout);
-            return 0;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "mbsim calibrate: unknown option '%s'\n", a);
-            return 2;
+            prc = 0;
+        } else if (c != CLI_OPERAND) {
+            prc = 2;
         } else if (n < 256) {
-            logs[n++] = a;
+            logs[n++] = v;
         } else {
             fprintf(stderr, "mbsim calibrate: at most 256 logs\n");
-            return 2;
+            prc = 2;
         }
     }
+    cli_opts_free(&opts);
+    if (prc >= 0)
+        return prc;
     if (!n) {
         fprintf(stderr, "mbsim calibrate nccl-tests: no LOG given\n");
         usage(stderr);

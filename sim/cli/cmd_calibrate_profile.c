@@ -10,6 +10,7 @@
  * is written to stdout, else to stdout. Exit codes: 0 ok, 1 bad input, 2 usage.
  */
 #include "calib_target.h"
+#include "cli_opts.h"
 #include "mb_import.h"
 
 #include <stdio.h>
@@ -50,31 +51,42 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     if (!nsys && !(kind && strcmp(kind, "kineto") == 0))
         return mb_cp__usage(kind, "unknown profile kind (expected nsys or kineto)");
     const char *in = NULL, *shapes_path = NULL, *gpu = NULL, *base = NULL, *outp = NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    enum { O_SHAPES = 256, O_GPU, O_BASE };
+    static const struct option lo_nsys[] = {{"help", no_argument, NULL, 'h'},         {"shapes", required_argument, NULL, O_SHAPES},
+                                            {"gpu", required_argument, NULL, O_GPU},    {"base", required_argument, NULL, O_BASE},
+                                            {0}};
+    struct cli_opts g;
+    const char *v;
+    char cmd[32];
+    int c, rc = -1;
+    snprintf(cmd, sizeof cmd, "mbsim calibrate %s", kind);
+    /* kineto has no --shapes */
+    static const struct option lo_kineto[] = {{"help", no_argument, NULL, 'h'}, {"gpu", required_argument, NULL, O_GPU},
+                                              {"base", required_argument, NULL, O_BASE}, {0}};
+    cli_opts_init(&g, cmd, "ho:", nsys ? lo_nsys : lo_kineto, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
             mb_cp__usage(kind, NULL);
-            return 0;
+            rc = 0;
+        } else if (c == O_SHAPES) {
+            shapes_path = v;
+        } else if (c == O_GPU) {
+            gpu = v;
+        } else if (c == O_BASE) {
+            base = v;
+        } else if (c == 'o') {
+            outp = v;
+        } else if (c != CLI_OPERAND) {
+            rc = mb_cp__usage(kind, NULL); /* the error is printed */
+        } else if (in) {
+            rc = mb_cp__usage(kind, "more than one input file");
+        } else {
+            in = v;
         }
-        int takes = strcmp(a, "--shapes") == 0 || strcmp(a, "--gpu") == 0 || strcmp(a, "--base") == 0 ||
-                    strcmp(a, "-o") == 0;
-        if (takes && i + 1 >= argc)
-            return mb_cp__usage(kind, "option needs a value");
-        if (strcmp(a, "--shapes") == 0 && nsys)
-            shapes_path = argv[++i];
-        else if (strcmp(a, "--gpu") == 0)
-            gpu = argv[++i];
-        else if (strcmp(a, "--base") == 0)
-            base = argv[++i];
-        else if (strcmp(a, "-o") == 0)
-            outp = argv[++i];
-        else if (a[0] == '-' && a[1])
-            return mb_cp__usage(kind, "unknown option");
-        else if (in)
-            return mb_cp__usage(kind, "more than one input file");
-        else
-            in = a;
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!in)
         return mb_cp__usage(kind, "missing input file");
 
@@ -84,7 +96,7 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     struct mb_prof *p = NULL;
     if (shapes_path && mb_prof_shapes_load(shapes_path, &shapes, &e))
         return mb_cp__fail(kind, &e);
-    int rc = nsys ? mb_prof_nsys(in, shapes, &p, &e) : mb_prof_kineto(in, &p, &e);
+    rc = nsys ? mb_prof_nsys(in, shapes, &p, &e) : mb_prof_kineto(in, &p, &e);
     mb_prof_shapes_free(shapes);
     if (rc)
         return mb_cp__fail(kind, &e);

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cli_opts.h"
 #include "mb_calib.h"
 #include "mb_fit.h"
 #include "mb_yaml.h"
@@ -192,43 +193,47 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         size_t l = strlen(cmd);
         snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
     }
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--gpu") || !strcmp(a, "--base") ||
-                    !strcmp(a, "--params") || !strcmp(a, "--jobs");
-        if (takes && i + 1 >= argc) {
-            fprintf(stderr, "mbsim calibrate runs: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    enum { O_GPU = 256, O_BASE, O_PARAMS, O_JOBS };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"output", required_argument, NULL, 'o'},
+                                       {"gpu", required_argument, NULL, O_GPU},     {"base", required_argument, NULL, O_BASE},
+                                       {"params", required_argument, NULL, O_PARAMS}, {"jobs", required_argument, NULL, O_JOBS},
+                                       {0}};
+    struct cli_opts g;
+    const char *v;
+    int c, rc = -1;
+    cli_opts_init(&g, "mbsim calibrate runs", "ho:", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
             usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            out = argv[++i];
-        } else if (!strcmp(a, "--gpu")) {
-            gpu = argv[++i];
-        } else if (!strcmp(a, "--base")) {
-            base = argv[++i];
-        } else if (!strcmp(a, "--params")) {
-            if (parse_params(argv[++i], &params))
-                return 2;
-        } else if (!strcmp(a, "--jobs")) {
-            jobs = atoi(argv[++i]);
+            rc = 0;
+        } else if (c == 'o') {
+            out = v;
+        } else if (c == O_GPU) {
+            gpu = v;
+        } else if (c == O_BASE) {
+            base = v;
+        } else if (c == O_PARAMS) {
+            if (parse_params(v, &params))
+                rc = 2;
+        } else if (c == O_JOBS) {
+            jobs = atoi(v);
             if (jobs < 1 || jobs > 1024) {
-                fprintf(stderr, "mbsim calibrate runs: --jobs '%s': expected 1 to 1024\n", argv[i]);
-                return 2;
+                fprintf(stderr, "mbsim calibrate runs: --jobs '%s': expected 1 to 1024\n", v);
+                rc = 2;
             }
-        } else if (a[0] == '-') {
-            fprintf(stderr, "mbsim calibrate runs: unknown option '%s'\n", a);
+        } else if (c != CLI_OPERAND) {
             usage(stderr);
-            return 2;
+            rc = 2;
         } else if (!csv) {
-            csv = a;
+            csv = v;
         } else {
-            fprintf(stderr, "mbsim calibrate runs: one measured-runs CSV expected, got '%s' too\n", a);
-            return 2;
+            fprintf(stderr, "mbsim calibrate runs: one measured-runs CSV expected, got '%s' too\n", v);
+            rc = 2;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!csv) {
         usage(stderr);
         return 2;
@@ -284,7 +289,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     }
     struct mb_fit_result r;
     struct mb_fit_opts fo = {.params = params};
-    int rc = mb_fit_framework(&set, idx, n, cal, &fo, &r, &err);
+    rc = mb_fit_framework(&set, idx, n, cal, &fo, &r, &err);
     if (rc) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli_opts.h"
 #include "mb_calib.h"
 #include "mb_coll.h"
 #include "mb_engine.h"
@@ -106,66 +107,74 @@ int mb_cmd_collective(int argc, char **argv)
     enum mb_coll_op op = MB_COLL_ALL_REDUCE;
     enum mb_coll_algo algo = MB_COLL_ALGO_AUTO;
     int i0 = (argc > 0 && !strcmp(argv[0], "collective")) ? 1 : 0;
-    for (int i = i0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        if (a[0] != '-' || i + 1 >= argc) {
-            fprintf(stderr, "mbsim collective: %s '%s'\n", a[0] == '-' ? "missing value after" : "unexpected argument", a);
-            usage(stderr);
-            return 2;
-        }
-        const char *v = argv[++i];
+    enum { O_SYSTEM = 256, O_GPUS, O_OP, O_SIZES, O_FACTOR, O_DTYPE, O_CALIB, O_ALGO };
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'},            {"system", required_argument, NULL, O_SYSTEM},
+        {"gpus", required_argument, NULL, O_GPUS},   {"op", required_argument, NULL, O_OP},
+        {"sizes", required_argument, NULL, O_SIZES}, {"factor", required_argument, NULL, O_FACTOR},
+        {"dtype", required_argument, NULL, O_DTYPE}, {"calib", required_argument, NULL, O_CALIB},
+        {"algo", required_argument, NULL, O_ALGO},   {0}};
+    struct cli_opts g;
+    const char *v;
+    int c, rc = -1;
+    cli_opts_init(&g, "mbsim collective", "h", lo, argc - i0, argv + i0);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         char *end;
-        if (!strcmp(a, "--system")) {
+        rc = 2; /* unless the option is good */
+        if (c == 'h') {
+            usage(stdout);
+            rc = 0;
+        } else if (c == CLI_OPERAND) {
+            fprintf(stderr, "mbsim collective: unexpected argument '%s'\n", v);
+            usage(stderr);
+        } else if (c == CLI_USAGE) {
+            usage(stderr);
+        } else if (c == O_SYSTEM) {
             system = v;
-        } else if (!strcmp(a, "--gpus")) {
+            rc = -1;
+        } else if (c == O_GPUS) {
             long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 1 || n > 1000000) {
-                fprintf(stderr, "mbsim collective: --gpus '%s': expected an integer >= 1\n", v);
-                return 2;
-            }
-            gpus = (int)n;
-        } else if (!strcmp(a, "--op")) {
-            if (mb_coll_op_parse(v, &op)) {
+            if (*end || end == v || n < 1 || n > 1000000)
+                fprintf(stderr, "mbsim collective: --gpus '%s': expected an integer from 1 to 1000000\n", v);
+            else
+                gpus = (int)n, rc = -1;
+        } else if (c == O_OP) {
+            if (mb_coll_op_parse(v, &op))
                 fprintf(stderr, "mbsim collective: --op '%s': expected all_reduce, all_gather, reduce_scatter, "
                                 "broadcast, alltoall or sendrecv\n", v);
-                return 2;
-            }
-            have_op = 1;
-        } else if (!strcmp(a, "--sizes")) {
+            else
+                have_op = 1, rc = -1;
+        } else if (c == O_SIZES) {
             sizes = v;
-        } else if (!strcmp(a, "--factor")) {
+            rc = -1;
+        } else if (c == O_FACTOR) {
             factor = strtod(v, &end);
-            if (*end || end == v || !(factor > 1) || !isfinite(factor)) {
-                fprintf(stderr, "mbsim collective: --factor '%s': expected a number > 1\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--dtype")) {
+            if (*end || end == v || !(factor > 1) || !isfinite(factor))
+                fprintf(stderr, "mbsim collective: --factor '%s': expected a finite number > 1\n", v);
+            else
+                rc = -1;
+        } else if (c == O_DTYPE) {
             size_t k, nd = sizeof dtypes / sizeof dtypes[0];
             for (k = 0; k < nd && strcmp(dtypes[k].name, v); k++)
                 ;
-            if (k == nd) {
+            if (k == nd)
                 fprintf(stderr, "mbsim collective: --dtype '%s': expected float, half, bfloat16, bf16, double, "
                                 "int8, uint8, int32, uint32, int64, uint64, fp8\n", v);
-                return 2;
-            }
-            dt = (int)k;
-        } else if (!strcmp(a, "--calib")) {
+            else
+                dt = (int)k, rc = -1;
+        } else if (c == O_CALIB) {
             calib = v;
-        } else if (!strcmp(a, "--algo")) {
-            if (mb_coll_algo_parse(v, &algo)) {
+            rc = -1;
+        } else if (c == O_ALGO) {
+            if (mb_coll_algo_parse(v, &algo))
                 fprintf(stderr, "mbsim collective: --algo '%s': expected auto, ring, tree, nvls or pairwise\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "mbsim collective: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
+            else
+                rc = -1;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!system || !gpus || !have_op) {
         fprintf(stderr, "mbsim collective: --system, --gpus and --op are required\n");
         usage(stderr);
@@ -289,13 +298,13 @@ int mb_cmd_collective(int argc, char **argv)
         if (calib && mb_calib_coll_pace(cal, mb_coll_op_name(op), gpus, bytes, &r.meas_lat, &r.meas_paced))
             n_meas++;
         struct mb_coll_choice used;
-        int rc = f ? mb_coll_add_plan(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
-        if (rc >= 0)
-            rc = mb_engine_run(e, &err);
+        int prc = f ? mb_coll_add_plan(e, mb_fabric_net(f), &r, st, &used, &err) : -1;
+        if (prc >= 0)
+            prc = mb_engine_run(e, &err);
         double t = mb_engine_makespan(e);
         mb_fabric_free(f);
         mb_engine_free(e);
-        if (rc < 0) {
+        if (prc < 0) {
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "mbsim collective: %s\n", msg);
             rc_out = 1;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "mb_hf.h"
 #include "mb_megatron.h"
 
@@ -79,40 +80,52 @@ static int positive(const char *opt, const char *v, int *out)
 /* Options after the dialect; 0, 1 (help shown) or 2 (usage error). */
 static int parse(int argc, char **argv, const char **file, const char **out, struct mb_megatron_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = !strcmp(a, "--system") || !strcmp(a, "--model") || !strcmp(a, "--name") || !strcmp(a, "-o") ||
-                    !strcmp(a, "--gpus") || !strcmp(a, "--nodes");
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    enum { O_SYSTEM = 256, O_MODEL, O_NAME, O_GPUS, O_NODES };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"system", required_argument, NULL, O_SYSTEM},
+                                       {"model", required_argument, NULL, O_MODEL}, {"name", required_argument, NULL, O_NAME},
+                                       {"gpus", required_argument, NULL, O_GPUS},   {"nodes", required_argument, NULL, O_NODES},
+                                       {0}};
+    struct cli_opts g;
+    const char *v;
+    int c, rc = 0;
+    cli_opts_init(&g, "mbsim import", "ho:", lo, argc - 1, argv + 1);
+    while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        switch (c) {
+        case 'h':
             usage(stdout);
-            return 1;
-        } else if (takes && !v) {
-            fprintf(stderr, "mbsim import: %s needs a value\n", a);
-            return 2;
-        } else if (!strcmp(a, "--system")) {
+            rc = 1;
+            break;
+        case O_SYSTEM:
             o->system = v;
-        } else if (!strcmp(a, "--model")) {
+            break;
+        case O_MODEL:
             o->model = v;
-        } else if (!strcmp(a, "--name")) {
+            break;
+        case O_NAME:
             o->name = v;
-        } else if (!strcmp(a, "-o")) {
+            break;
+        case 'o':
             *out = v;
-        } else if (!strcmp(a, "--gpus") || !strcmp(a, "--nodes")) {
-            if (positive(a, v, !strcmp(a, "--gpus") ? &o->gpus : &o->nodes))
-                return 2;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "mbsim import: unknown option '%s'\n", a);
-            return 2;
-        } else if (!*file) {
-            *file = a;
-            continue;
-        } else {
-            fprintf(stderr, "mbsim import: one file expected, got '%s' too\n", a);
-            return 2;
+            break;
+        case O_GPUS:
+        case O_NODES:
+            if (positive(cli_opts_name(&g), v, c == O_GPUS ? &o->gpus : &o->nodes))
+                rc = 2;
+            break;
+        case CLI_OPERAND:
+            if (!*file) {
+                *file = v;
+                break;
+            }
+            fprintf(stderr, "mbsim import: one file expected, got '%s' too\n", v);
+            rc = 2;
+            break;
+        default:
+            rc = 2;
         }
-        i += takes;
     }
-    return 0;
+    cli_opts_free(&g);
+    return rc;
 }
 
 static int write_scenario(const struct mb_scenario *s, const char *out)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_opts.h"
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
@@ -96,43 +97,48 @@ static int check_complete(const struct merge *m, size_t total)
 static int parse(int argc, char **argv, const char **yaml, const char **files, int *n_files, const char **sets,
                  int *n_sets, const char **tsv, const char **json, long *top)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = !strcmp(a, "--set") || !strcmp(a, "--tsv") || !strcmp(a, "--json") || !strcmp(a, "--top");
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    enum { O_SET = 256, O_TSV, O_JSON, O_TOP };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},      {"set", required_argument, NULL, O_SET},
+                                       {"tsv", required_argument, NULL, O_TSV}, {"json", required_argument, NULL, O_JSON},
+                                       {"top", required_argument, NULL, O_TOP}, {0}};
+    struct cli_opts g;
+    const char *v;
+    int c, rc = 0;
+    cli_opts_init(&g, "mbsim merge", "h", lo, argc, argv);
+    while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
             usage(stdout);
-            return 1;
-        } else if (takes && !v) {
-            fprintf(stderr, "mbsim merge: %s needs a value\n", a);
-            return 2;
-        } else if (!strcmp(a, "--set")) {
+            rc = 1;
+        } else if (c == O_SET) {
             if (*n_sets == 64) {
                 fprintf(stderr, "mbsim merge: too many --set options\n");
-                return 2;
+                rc = 2;
+            } else {
+                sets[(*n_sets)++] = v;
             }
-            sets[(*n_sets)++] = v;
-        } else if (!strcmp(a, "--tsv") || !strcmp(a, "--json")) {
-            *(a[2] == 't' ? tsv : json) = v;
-        } else if (!strcmp(a, "--top")) {
+        } else if (c == O_TSV || c == O_JSON) {
+            *(c == O_TSV ? tsv : json) = v;
+        } else if (c == O_TOP) {
             char *end;
             *top = strtol(v, &end, 10);
             if (end == v || *end || *top < 0 || *top > 1000000) {
-                fprintf(stderr, "mbsim merge: --top expects a count >= 0, got '%s'\n", v);
-                return 2;
+                fprintf(stderr, "mbsim merge: --top expects a count from 0 to 1000000, got '%s'\n", v);
+                rc = 2;
             }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "mbsim merge: unknown option '%s'\n", a);
-            return 2;
+        } else if (c != CLI_OPERAND) {
+            rc = 2;
         } else if (!*yaml) {
-            *yaml = a;
+            *yaml = v;
         } else if (*n_files == MERGE_MAX_FILES) {
             fprintf(stderr, "mbsim merge: at most %d files\n", MERGE_MAX_FILES);
-            return 2;
+            rc = 2;
         } else {
-            files[(*n_files)++] = a;
+            files[(*n_files)++] = v;
         }
-        i += takes;
     }
+    cli_opts_free(&g);
+    if (rc)
+        return rc;
     if (!*yaml || !*n_files) {
         fprintf(stderr, "mbsim merge: give the sweep's scenario file and the shard TSVs\n");
         usage(stderr);

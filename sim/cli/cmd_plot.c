@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "mb_input.h"
 #include "mb_util.h"
+#include "cli_opts.h"
 #include "tsv.h"
 
 #define EXIT_BAD_INPUT 1
@@ -31,8 +33,9 @@ static void usage_plot(FILE *fp)
             "usage: mbsim plot KIND INPUT [-o OUT.png|OUT.svg]\n"
             "\n"
             "Draws a chart with gnuplot (scripts in plots/, docs/plots.md). KIND:\n"
-            "  validate   predicted vs measured, y = x and a +-10%% band; INPUT is the output of\n"
-            "             `mbsim validate --json` or a TSV with columns metric, measured, predicted\n"
+            "  validate   predicted vs measured, y = x, a +-10%% band and the 5 worst rows labelled;\n"
+            "             INPUT is the output of `mbsim validate --json` or a TSV with columns\n"
+            "             metric, measured, predicted (optional: id, system, model, err_pct)\n"
             "  sweep      best tokens/s/GPU vs micro-batch size per recompute granularity, and\n"
             "             peak memory per rank of every configuration against the GPU capacity;\n"
             "             INPUT is the TSV of `mbsim sweep --tsv`\n"
@@ -119,20 +122,6 @@ static int quote_ok(const char *s)
     return !strchr(s, '\'') && !strchr(s, '\n');
 }
 
-/* Read a whole file (or stdin for "-"), printing why not. */
-static char *slurp(const char *path, size_t *n)
-{
-    struct mb_err e;
-    char *buf, msg[1024];
-    mb_err_clear(&e);
-    if (mb_input_read(path, "a TSV or JSON file", 1, &buf, n, &e)) {
-        mb_err_format(&e, msg, sizeof msg);
-        fprintf(stderr, "mbsim plot: %s\n", msg);
-        return NULL;
-    }
-    return buf;
-}
-
 static void clean_field(const char *s, FILE *fp)
 {
     for (; *s; s++)
@@ -141,7 +130,45 @@ static void clean_field(const char *s, FILE *fp)
 
 /* ------------------------------------------------------------- validate */
 
-/* `mbsim validate --json` -> id, system, model, metric, measured, predicted, err_pct (predicted rows only). */
+/* The rows labelled on the chart: the PLOT_WORST largest |err_pct|. */
+#define PLOT_WORST 5
+
+/* One predicted row (strings borrowed from the JSON or the TSV). */
+struct vpt {
+    const char *id, *system, *model, *metric;
+    double meas, pred, err;
+    int worst;
+};
+
+static int by_abs_err(const void *a, const void *b)
+{
+    const struct vpt *x = *(const struct vpt *const *)a, *y = *(const struct vpt *const *)b;
+    double ex = fabs(x->err), ey = fabs(y->err);
+    return ex < ey ? 1 : ex > ey ? -1 : strcmp(x->id, y->id);
+}
+
+/* Mark the worst rows and write id, system, model, metric, measured, predicted, err_pct, worst. */
+static void write_points(struct vpt *p, size_t n, FILE *out)
+{
+    struct vpt **by = mb_calloc(n + 1, sizeof *by);
+    for (size_t i = 0; i < n; i++)
+        by[i] = &p[i];
+    qsort(by, n, sizeof *by, by_abs_err);
+    for (size_t i = 0; i < n && i < PLOT_WORST; i++)
+        by[i]->worst = 1;
+    mb_free(by);
+    fprintf(out, "id\tsystem\tmodel\tmetric\tmeasured\tpredicted\terr_pct\tworst\n");
+    for (size_t i = 0; i < n; i++) {
+        const char *f[4] = {p[i].id, p[i].system, p[i].model, p[i].metric};
+        for (int j = 0; j < 4; j++) {
+            clean_field(f[j] && f[j][0] ? f[j] : "NA", out);
+            fputc('\t', out);
+        }
+        fprintf(out, "%.10g\t%.10g\t%.6g\t%d\n", p[i].meas, p[i].pred, p[i].err, p[i].worst);
+    }
+}
+
+/* `mbsim validate --json` -> the points (predicted rows only). */
 static int conv_validate(const char *in, FILE *out)
 {
     json_t *root = read_input(in);
@@ -153,35 +180,80 @@ static int conv_validate(const char *in, FILE *out)
         json_decref(root);
         return -1;
     }
-    fprintf(out, "id\tsystem\tmodel\tmetric\tmeasured\tpredicted\terr_pct\n");
+    struct vpt *p = mb_calloc(json_array_size(rows) + 1, sizeof *p);
     size_t i, k = 0;
     json_t *r;
     json_array_foreach(rows, i, r) {
         json_t *pred = json_object_get(r, "predicted"), *meas = json_object_get(r, "measured");
         if (!json_is_number(pred) || !json_is_number(meas) || json_is_true(json_object_get(r, "skipped")))
             continue;
-        const char *f[4] = {json_string_value(json_object_get(r, "id")),
-                            json_string_value(json_object_get(r, "system")),
-                            json_string_value(json_object_get(r, "model")),
-                            json_string_value(json_object_get(r, "metric"))};
-        for (int j = 0; j < 4; j++) {
-            clean_field(f[j] ? f[j] : "NA", out);
-            fputc('\t', out);
-        }
         json_t *e = json_object_get(r, "err_pct");
-        fprintf(out, "%.10g\t%.10g\t", json_number_value(meas), json_number_value(pred));
-        if (json_is_number(e))
-            fprintf(out, "%.6g\n", json_number_value(e));
-        else
-            fprintf(out, "NA\n");
-        k++;
+        double m = json_number_value(meas), pr = json_number_value(pred);
+        p[k++] = (struct vpt){json_string_value(json_object_get(r, "id")),
+                              json_string_value(json_object_get(r, "system")),
+                              json_string_value(json_object_get(r, "model")),
+                              json_string_value(json_object_get(r, "metric")), m, pr,
+                              json_is_number(e) ? json_number_value(e) : (pr - m) / m * 100, 0};
     }
-    json_decref(root);
-    if (!k) {
+    if (k)
+        write_points(p, k, out);
+    else
         fprintf(stderr, "mbsim plot: %s: no predicted rows to plot\n", in);
+    mb_free(p);
+    json_decref(root);
+    return k ? 0 : -1;
+}
+
+/* A TSV with columns metric, measured, predicted (id, system, model, err_pct
+ * optional; err_pct computed when absent) -> the points. */
+static int conv_validate_tsv(const char *in, FILE *out)
+{
+    struct mb_tsv t;
+    char msg[1024];
+    if (mb_tsv_read(in, &t, msg, sizeof msg)) {
+        fprintf(stderr, "mbsim plot: %s\n", msg);
         return -1;
     }
-    return 0;
+    int c_id = mb_tsv_col(&t, "id"), c_sys = mb_tsv_col(&t, "system"), c_model = mb_tsv_col(&t, "model");
+    int c_met = mb_tsv_col(&t, "metric"), c_meas = mb_tsv_col(&t, "measured"), c_pred = mb_tsv_col(&t, "predicted");
+    int c_err = mb_tsv_col(&t, "err_pct"), rc = 0;
+    if (c_met < 0 || c_meas < 0 || c_pred < 0) {
+        fprintf(stderr, "mbsim plot: %s:1: the header needs the columns metric, measured and predicted "
+                        "(docs/plots.md)\n", in);
+        mb_tsv_free(&t);
+        return -1;
+    }
+    struct vpt *p = mb_calloc(t.nrow + 1, sizeof *p);
+    char(*label)[24] = mb_calloc(t.nrow + 1, sizeof *label); /* "line N" for rows without an id */
+    for (size_t i = 0; i < t.nrow && !rc; i++) {
+        char **c = t.cell[i], *end;
+        double v[3] = {0, 0, 0};
+        const int col[3] = {c_meas, c_pred, c_err};
+        for (int j = 0; j < 3 && !rc; j++) {
+            if (col[j] < 0)
+                continue;
+            v[j] = strtod(c[col[j]], &end);
+            if (end == c[col[j]] || *end || !isfinite(v[j]) || (j < 2 && !(v[j] > 0))) {
+                fprintf(stderr, "mbsim plot: %s:%d: column '%s': expected a %snumber, got '%s'\n", in, t.line[i],
+                        t.col[col[j]], j < 2 ? "positive " : "", c[col[j]]);
+                rc = -1;
+            }
+        }
+        snprintf(label[i], sizeof label[i], "line %d", t.line[i]);
+        p[i] = (struct vpt){c_id >= 0 ? c[c_id] : label[i], c_sys >= 0 ? c[c_sys] : NULL,
+                            c_model >= 0 ? c[c_model] : NULL, c[c_met], v[0], v[1],
+                            c_err >= 0 ? v[2] : (v[1] - v[0]) / v[0] * 100, 0};
+    }
+    if (!rc && !t.nrow) {
+        fprintf(stderr, "mbsim plot: %s: no data rows after the header (docs/plots.md gives the columns)\n", in);
+        rc = -1;
+    }
+    if (!rc)
+        write_points(p, t.nrow, out);
+    mb_free(p);
+    mb_free(label);
+    mb_tsv_free(&t);
+    return rc;
 }
 
 /* ------------------------------------------------------------- sweep */
@@ -476,26 +548,30 @@ static int run_gnuplot(const char *gp, const char *script, const char *in1, cons
 
 int mb_cmd_plot(int argc, char **argv)
 {
-    const char *kind = NULL, *in = NULL, *out = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    const char *kind = NULL, *in = NULL, *out = NULL, *v;
+    int c, rc = -1;
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim plot", "ho:", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
             usage_plot(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "mbsim plot: unknown option or missing value: '%s'\n", argv[i]);
-            usage_plot(stderr);
-            return EXIT_USAGE;
-        } else if (!kind) {
-            kind = argv[i];
-        } else if (!in) {
-            in = argv[i];
+            rc = 0;
+        } else if (c == 'o') {
+            out = v;
+        } else if (c == CLI_OPERAND && (!kind || !in)) {
+            *(kind ? &in : &kind) = v;
+        } else if (c == CLI_OPERAND) {
+            fprintf(stderr, "mbsim plot: one input expected, got '%s' too\n", v);
+            rc = EXIT_USAGE;
         } else {
-            fprintf(stderr, "mbsim plot: one input expected, got '%s' too\n", argv[i]);
-            return EXIT_USAGE;
+            usage_plot(stderr);
+            rc = EXIT_USAGE;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!kind || !in) {
         usage_plot(stderr);
         return EXIT_USAGE;
@@ -549,22 +625,9 @@ int mb_cmd_plot(int argc, char **argv)
         fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
         return EXIT_BAD_INPUT;
     }
-    int rc, mbs_axis = 1;
+    int mbs_axis = 1;
     if (!strcmp(kind, "validate")) {
-        if (has_suffix(in, ".tsv")) { /* a TSV with the columns already (docs/plots.md) */
-            size_t n;
-            char *buf = slurp(in, &n);
-            rc = buf ? (fwrite(buf, 1, n, f1) == n ? 0 : -1) : -1;
-            /* a header and at least one row of numbers, or gnuplot fails obscurely */
-            const char *row = buf ? strchr(buf, '\n') : NULL;
-            if (!rc && (!row || !row[1] || !strpbrk(row + 1, "0123456789"))) {
-                fprintf(stderr, "mbsim plot: %s: no data rows after the header (docs/plots.md gives the columns)\n", in);
-                rc = -1;
-            }
-            mb_free(buf);
-        } else {
-            rc = conv_validate(in, f1);
-        }
+        rc = has_suffix(in, ".tsv") ? conv_validate_tsv(in, f1) : conv_validate(in, f1);
     } else if (!strcmp(kind, "sweep")) {
         f2 = tmp_tsv(t2, sizeof t2);
         rc = f2 ? conv_sweep(in, f1, f2, &mbs_axis) : -1;

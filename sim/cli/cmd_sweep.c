@@ -7,9 +7,8 @@
  * what FILE lacks, `--shard` defaults from a Slurm job array, progress lines
  * go to stderr also when it is a log file.
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE /* strsignal */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_opts.h"
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
@@ -169,83 +169,88 @@ static int parse_shard(const char *s, long *shard, long *nshards)
     return 0;
 }
 
-/* The CPUs this process may run on (its affinity mask: taskset, cgroups, a
- * Slurm allocation), not the machine's. */
-static long usable_cpus(void)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? n : 1;
-}
+enum { O_SET = 256, O_TOP, O_TSV, O_JSON, O_SHARD, O_MBCAP, O_RESUME, O_PROGRESS, O_NOHEADER, O_EXACT, O_SCREEN };
 
-/* One option at argv[*i]; 0 ok, 1 help shown, 2 usage error. */
-static int parse_opt(int argc, char **argv, int *i, struct sweep_args *a)
+/* One option c with value v (cli_opts_next); 0 ok, 1 help shown, 2 usage error. */
+static int parse_opt(int c, const char *v, struct sweep_args *a)
 {
-    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    static const char *const with_value[] = {"--set",   "-j",       "--top",    "--tsv",      "--json",
-                                             "--shard", "--mb-cap", "--resume", "--progress", "--screen", NULL};
-    int takes = 0;
-    for (int k = 0; with_value[k]; k++)
-        takes |= !strcmp(o, with_value[k]);
-    if (takes && !v) {
-        fprintf(stderr, "mbsim sweep: %s needs a value\n", o);
-        return 2;
-    }
-    *i += takes;
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+    switch (c) {
+    case 'h':
         usage_sweep(stdout);
         return 1;
-    } else if (!strcmp(o, "--set")) {
+    case O_SET:
         if (a->n_sets == (int)(sizeof a->sets / sizeof a->sets[0])) {
             fprintf(stderr, "mbsim sweep: too many --set options\n");
             return 2;
         }
         a->sets[a->n_sets++] = v;
-    } else if (!strcmp(o, "-j") && parse_count(v, 1, 4096, &a->jobs)) {
-        fprintf(stderr, "mbsim sweep: -j expects a number of threads >= 1, got '%s'\n", v);
-        return 2;
-    } else if (!strcmp(o, "--top") && parse_count(v, 0, 1000000, &a->top)) {
-        fprintf(stderr, "mbsim sweep: --top expects a count >= 0, got '%s'\n", v);
-        return 2;
-    } else if (!strcmp(o, "--mb-cap") && parse_count(v, 1, 1000000, &a->mb_cap)) {
-        fprintf(stderr, "mbsim sweep: --mb-cap expects a count >= 1, got '%s'\n", v);
-        return 2;
-    } else if (!strcmp(o, "--screen") && parse_count(v, 1, 1000000, &a->screen)) {
-        fprintf(stderr, "mbsim sweep: --screen expects a count >= 1, got '%s'\n", v);
-        return 2;
-    } else if (!strcmp(o, "--shard")) {
+        return 0;
+    case 'j':
+        if (parse_count(v, 1, 4096, &a->jobs)) {
+            fprintf(stderr, "mbsim sweep: -j expects a number of threads from 1 to 4096, got '%s'\n", v);
+            return 2;
+        }
+        return 0;
+    case O_TOP:
+        if (parse_count(v, 0, 1000000, &a->top)) {
+            fprintf(stderr, "mbsim sweep: --top expects a count from 0 to 1000000, got '%s'\n", v);
+            return 2;
+        }
+        return 0;
+    case O_MBCAP:
+        if (parse_count(v, 1, 1000000, &a->mb_cap)) {
+            fprintf(stderr, "mbsim sweep: --mb-cap expects a count from 1 to 1000000, got '%s'\n", v);
+            return 2;
+        }
+        return 0;
+    case O_SCREEN:
+        if (parse_count(v, 1, 1000000, &a->screen)) {
+            fprintf(stderr, "mbsim sweep: --screen expects a count from 1 to 1000000, got '%s'\n", v);
+            return 2;
+        }
+        return 0;
+    case O_SHARD:
         if (parse_shard(v, &a->shard, &a->nshards)) {
-            fprintf(stderr, "mbsim sweep: --shard expects i/N with 0 <= i < N, got '%s'\n", v);
+            fprintf(stderr, "mbsim sweep: --shard expects i/N with 0 <= i < N <= 1000000, got '%s'\n", v);
             return 2;
         }
         a->shard_given = 1;
-    } else if (!strcmp(o, "--progress")) {
+        return 0;
+    case O_PROGRESS: {
         char *end;
         a->progress_every = strtod(v, &end);
         if (end == v || *end || !(a->progress_every >= 0) || a->progress_every > 1e6) {
-            fprintf(stderr, "mbsim sweep: --progress expects seconds >= 0, got '%s'\n", v);
+            fprintf(stderr, "mbsim sweep: --progress expects seconds from 0 to 1e6, got '%s'\n", v);
             return 2;
         }
-    } else if (!strcmp(o, "--tsv") || !strcmp(o, "--json") || !strcmp(o, "--resume")) {
-        *(o[2] == 't' ? &a->tsv : o[2] == 'j' ? &a->json : &a->resume) = v;
-    } else if (!strcmp(o, "--no-header")) {
+        return 0;
+    }
+    case O_TSV:
+        a->tsv = v;
+        return 0;
+    case O_JSON:
+        a->json = v;
+        return 0;
+    case O_RESUME:
+        a->resume = v;
+        return 0;
+    case O_NOHEADER:
         a->header = 0;
-    } else if (!strcmp(o, "--exact")) {
+        return 0;
+    case O_EXACT:
         a->exact = 1;
-    } else if (!takes && o[0] == '-' && o[1]) {
-        fprintf(stderr, "mbsim sweep: unknown option: '%s'\n", o);
+        return 0;
+    case CLI_OPERAND:
+        if (!a->file) {
+            a->file = v;
+            return 0;
+        }
+        fprintf(stderr, "mbsim sweep: one scenario file expected, got '%s' too\n", v);
+        return 2;
+    default: /* CLI_USAGE: printed */
         usage_sweep(stderr);
         return 2;
-    } else if (!takes && !a->file) {
-        a->file = o;
-    } else if (!takes) {
-        fprintf(stderr, "mbsim sweep: one scenario file expected, got '%s' too\n", o);
-        return 2;
     }
-    return 0;
 }
 
 /* Read a Slurm array variable: -1 when unset, -2 when not an integer. */
@@ -290,16 +295,27 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 {
     memset(a, 0, sizeof *a);
     a->header = -1;
-    a->jobs = usable_cpus();
+    a->jobs = cli_usable_cpus();
     a->top = 10;
     a->nshards = 1;
     a->mb_cap = 16;
     a->progress_every = 5;
-    for (int i = 0; i < argc; i++) {
-        int rc = parse_opt(argc, argv, &i, a);
-        if (rc)
-            return rc;
-    }
+    static const struct option lo[] = {
+        {"help", no_argument, NULL, 'h'},           {"set", required_argument, NULL, O_SET},
+        {"top", required_argument, NULL, O_TOP},     {"tsv", required_argument, NULL, O_TSV},
+        {"json", required_argument, NULL, O_JSON},   {"shard", required_argument, NULL, O_SHARD},
+        {"mb-cap", required_argument, NULL, O_MBCAP}, {"resume", required_argument, NULL, O_RESUME},
+        {"progress", required_argument, NULL, O_PROGRESS}, {"no-header", no_argument, NULL, O_NOHEADER},
+        {"exact", no_argument, NULL, O_EXACT},       {"screen", required_argument, NULL, O_SCREEN}, {0}};
+    struct cli_opts g;
+    const char *v;
+    int c, rc = 0;
+    cli_opts_init(&g, "mbsim sweep", "hj:", lo, argc, argv);
+    while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END)
+        rc = parse_opt(c, v, a);
+    cli_opts_free(&g);
+    if (rc)
+        return rc;
     if (!a->file) {
         usage_sweep(stderr);
         return 2;
@@ -417,16 +433,23 @@ static void print_resume_hint(int argc, char **argv, const struct sweep_args *a,
         return;
     }
     fprintf(stderr, ", kept in %s.\nresume with:\n  mbsim sweep", a->tsv);
-    for (int i = 0; i < argc; i++) {
+    int i = 0;
+    for (; i < argc && strcmp(argv[i], "--"); i++) { /* after "--" only operands: --resume goes before it */
         if (!strcmp(argv[i], "--resume") && i + 1 < argc) {
             i++;
             continue;
         }
+        if (!strncmp(argv[i], "--resume=", 9))
+            continue;
         fputc(' ', stderr);
         print_word(argv[i], stderr);
     }
     fputs(" --resume ", stderr);
     print_word(a->tsv, stderr);
+    for (; i < argc; i++) {
+        fputc(' ', stderr);
+        print_word(argv[i], stderr);
+    }
     fputc('\n', stderr);
 }
 

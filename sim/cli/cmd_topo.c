@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "cli_opts.h"
 #include "mb_calib.h"
 #include "mb_fabric.h"
 #include "mb_topo.h"
@@ -277,25 +278,35 @@ static int view_effs(struct topo_view *v, struct mb_err *err)
 
 int mb_cmd_topo(int argc, char **argv)
 {
-    const char *arg = NULL;
-    int json = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return topo_usage(stdout, 0);
-        if (!strcmp(argv[i], "--json"))
+    const char *arg = NULL, *val;
+    int json = 0, c, rc = -1;
+    enum { O_JSON = 256 };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim topo", "h", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &val)) != CLI_END) {
+        if (c == 'h')
+            rc = topo_usage(stdout, 0);
+        else if (c == O_JSON)
             json = 1;
-        else if (argv[i][0] == '-' || arg)
-            return topo_usage(stderr, 2);
-        else
-            arg = argv[i];
+        else if (c == CLI_OPERAND && !arg)
+            arg = val;
+        else if (c == CLI_OPERAND) {
+            fprintf(stderr, "mbsim topo: one hwloc XML or system expected, got '%s' too\n", val);
+            rc = topo_usage(stderr, 2);
+        } else
+            rc = topo_usage(stderr, 2);
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!arg)
         return topo_usage(stderr, 2);
     struct mb_err err;
     mb_err_clear(&err);
     static struct mb_system sys; /* large: keep it off the stack */
     struct topo_view v = {arg, {0}, NULL, 0, 0, 0};
-    int rc = 0;
+    rc = 0;
     if (ends_with(arg, ".xml")) {
         rc = mb_topo_load_xml(arg, &v.node, &err);
     } else {

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_opts.h"
+
 #include "mb_keys.h"
+#include "mb_publish.h"
 #include "mb_tune.h"
 
 int mb_cmd_tune(int argc, char **argv);
@@ -76,32 +79,34 @@ static void print_runners(const struct mb_tune_result *t, FILE *log)
 
 int mb_cmd_tune(int argc, char **argv)
 {
-    const char *file = NULL, *outp = NULL;
-    int emit = -1;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    const char *file = NULL, *outp = NULL, *v;
+    int emit = -1, c, rc = -1;
+    enum { O_EMIT = 256 };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {"emit", required_argument, NULL, O_EMIT}, {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim tune", "ho:", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
             usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-o")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "mbsim tune: -o needs a file name\n");
-                return 2;
-            }
-            outp = argv[++i];
-        } else if (!strcmp(argv[i], "--emit")) {
-            if (mb_cmd_emit_parse("tune", i + 1 < argc ? argv[++i] : NULL, &emit))
-                return 2;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "mbsim tune: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!file) {
-            file = argv[i];
+            rc = 0;
+        } else if (c == 'o') {
+            outp = v;
+        } else if (c == O_EMIT) {
+            if (mb_cmd_emit_parse("tune", v, &emit))
+                rc = 2;
+        } else if (c == CLI_OPERAND && !file) {
+            file = v;
+        } else if (c == CLI_OPERAND) {
+            fprintf(stderr, "mbsim tune: one scenario file expected, got '%s' too\n", v);
+            rc = 2;
         } else {
-            fprintf(stderr, "mbsim tune: one scenario file expected, got '%s' too\n", argv[i]);
-            return 2;
+            usage(stderr);
+            rc = 2;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!file) {
         usage(stderr);
         return 2;
@@ -123,7 +128,10 @@ int mb_cmd_tune(int argc, char **argv)
         mb_scenario_free(&s);
         return 1;
     }
-    int rc = emit >= 0 && !outp ? 0 : write_best(&t.best, outp, log);
+    rc = emit >= 0 && !outp ? 0 : write_best(&t.best, outp, log);
+    struct mb_publish_check pc; /* the guide's publication check of the recommendation */
+    mb_publish_check(&t.best, t.best_r.model_tflops_per_gpu, &pc);
+    fprintf(log, "publication check: %s\n", pc.text);
     print_runners(&t, log);
     if (!rc && emit >= 0)
         rc = mb_cmd_emit(&t.best, emit);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mb_calib.h"
 #include "mb_scenario.h"
@@ -14,6 +15,7 @@
 #include "mb_validate.h"
 #include "mb_fit.h"
 #include "report.h"
+#include "cli_opts.h"
 
 int mb_cmd_tune(int argc, char **argv);
 int mb_cmd_sweep(int argc, char **argv);
@@ -30,6 +32,15 @@ int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
 #define EXIT_BAD_INPUT 1
 #define EXIT_USAGE 2
+#define EXIT_DRIFT 3 /* validate --baseline: predictions moved past the threshold */
+
+/* validate --baseline OLD.json [--drift-threshold PCT] */
+#define DRIFT_DEFAULT_PCT 5.0
+struct validate_drift_opts {
+    const char *baseline;
+    double threshold_pct;
+    int threshold_given;
+};
 
 static void usage_main(FILE *fp)
 {
@@ -44,7 +55,7 @@ static void usage_main(FILE *fp)
             "                                      simulate one steady-state training step\n"
             "  run FILE.yaml --emit megatron|bridge\n"
             "                                      the scenario as Megatron-LM flags / Bridge overrides\n"
-            "  validate FILE.csv|FILE.yaml... [--json] [--cv family]\n"
+            "  validate FILE.csv|FILE.yaml... [--json] [--cv family] [-j N] [--baseline OLD.json]\n"
             "                                      predict published/measured runs and report errors\n"
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
@@ -72,7 +83,8 @@ static void usage_main(FILE *fp)
             "  mbsim COMMAND --help   shows the command's options\n"
             "  mbsim --version\n"
             "\n"
-            "exit codes: 0 ok, 1 bad input (message names file:line:col), 2 usage error\n"
+            "exit codes: 0 ok, 1 bad input (message names file:line:col), 2 usage error,\n"
+            "            3 validate --baseline: predictions drifted past the threshold\n"
             "documentation: README.md, docs/scenario-format.md, docs/validation.md\n");
 }
 
@@ -104,8 +116,9 @@ static void usage_run(FILE *fp)
 static void usage_validate(FILE *fp)
 {
     fprintf(fp,
-            "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline]\n"
-            "       mbsim validate FILE.csv... --cv family|family-all [--jobs N]\n"
+            "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
+            "                      [--baseline OLD.json [--drift-threshold PCT]]\n"
+            "       mbsim validate FILE.csv... --cv family|family-all [-j N]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
             "or scenario files with a measured: block), predicts each and prints measured,\n"
@@ -114,13 +127,23 @@ static void usage_validate(FILE *fp)
             "\n"
             "  --json       print the summary as one JSON object\n"
             "  --roofline   predict without the measured kernel tables (to compare)\n"
+            "  --baseline OLD.json\n"
+            "               compare each row's prediction with OLD.json (an earlier `validate --json`):\n"
+            "               rows added, removed, newly skipped or predicted, the largest drifts\n"
+            "               (after the report; with --json on stderr); exit status 3 when a\n"
+            "               prediction moved more than the threshold or a predicted row is now skipped\n"
+            "  --drift-threshold PCT\n"
+            "               |new - old| / old in percent past which --baseline fails (default 5)\n"
             "  --cv family  leave-one-model-family-out cross-validation of the framework-time\n"
             "               model: per family and GPU, fit on the GPU's other families' rows\n"
             "               (as `mbsim calibrate runs` does), predict the family's rows; prints\n"
             "               the cross-validated and zero-shot MAPE, signed median, per GPU and family;\n"
             "               a GPU whose shipped table has no fitted framework section is scored as\n"
             "               shipped, at the defaults (--cv family-all fits it too)\n"
-            "  --jobs N     simulation threads for --cv (default: the online CPUs)\n");
+            "  -j, --jobs N simulation threads (default: the CPUs this process may run on);\n"
+            "               the output does not depend on it\n"
+            "  --progress S a progress line on stderr every S seconds, also when stderr is not a\n"
+            "               terminal, and a closing count if any was printed (default 5; 0 = none)\n");
 }
 
 static void print_err(const struct mb_err *e)
@@ -167,40 +190,57 @@ static int has_suffix(const char *s, const char *suf)
 
 static int cmd_run(int argc, char **argv)
 {
-    const char *file = NULL, *trace = NULL;
-    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    const char *file = NULL, *trace = NULL, *v;
+    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1, c;
+    enum { O_JSON = 256, O_OPS, O_MEMORY, O_ROOFLINE, O_TRACE, O_EMIT };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},         {"json", no_argument, NULL, O_JSON},
+                                       {"ops", no_argument, NULL, O_OPS},           {"memory", no_argument, NULL, O_MEMORY},
+                                       {"roofline", no_argument, NULL, O_ROOFLINE}, {"trace", required_argument, NULL, O_TRACE},
+                                       {"emit", required_argument, NULL, O_EMIT},   {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim run", "h", lo, argc, argv);
+    int rc = -1;
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        switch (c) {
+        case 'h':
             usage_run(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
+            rc = 0;
+            break;
+        case O_JSON:
             json = 1;
-        } else if (!strcmp(argv[i], "--ops")) {
+            break;
+        case O_OPS:
             ops = 1;
-        } else if (!strcmp(argv[i], "--memory")) {
+            break;
+        case O_MEMORY:
             memory = 1;
-        } else if (!strcmp(argv[i], "--roofline")) {
+            break;
+        case O_ROOFLINE:
             roofline = 1;
-        } else if (!strcmp(argv[i], "--trace")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "mbsim run: --trace needs an output file\n");
-                return EXIT_USAGE;
+            break;
+        case O_TRACE:
+            trace = v;
+            break;
+        case O_EMIT:
+            if (mb_cmd_emit_parse("run", v, &emit))
+                rc = EXIT_USAGE;
+            break;
+        case CLI_OPERAND:
+            if (!file) {
+                file = v;
+                break;
             }
-            trace = argv[++i];
-        } else if (!strcmp(argv[i], "--emit")) {
-            if (mb_cmd_emit_parse("run", i + 1 < argc ? argv[++i] : NULL, &emit))
-                return EXIT_USAGE;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "mbsim run: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "mbsim run: one scenario file expected, got '%s' too\n", v);
+            rc = EXIT_USAGE;
+            break;
+        default: /* CLI_USAGE: printed */
             usage_run(stderr);
-            return EXIT_USAGE;
-        } else if (!file) {
-            file = argv[i];
-        } else {
-            fprintf(stderr, "mbsim run: one scenario file expected, got '%s' too\n", argv[i]);
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
         }
     }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
     if (!file) {
         usage_run(stderr);
         return EXIT_USAGE;
@@ -221,7 +261,7 @@ static int cmd_run(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     if (emit >= 0) {
-        int rc = mb_cmd_emit(&s, emit);
+        rc = mb_cmd_emit(&s, emit);
         mb_scenario_free(&s);
         return rc;
     }
@@ -245,19 +285,15 @@ static int cmd_run(int argc, char **argv)
 }
 
 /* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
-static int cmd_validate_cv(int argc, char **argv, int jobs, int fit_all)
+static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all)
 {
     struct mb_fit_set set;
     struct mb_err err;
     mb_err_clear(&err);
     mb_fit_set_init(&set);
     set.jobs = jobs;
-    for (int i = 0; i < argc; i++) {
-        if (argv[i][0] == '-') {
-            i += !strcmp(argv[i], "--cv") || !strcmp(argv[i], "--jobs");
-            continue;
-        }
-        if (mb_fit_add_csv(&set, argv[i], &err)) {
+    for (int i = 0; i < nfiles; i++) {
+        if (mb_fit_add_csv(&set, files[i], &err)) {
             print_err(&err);
             mb_fit_set_free(&set);
             return EXIT_BAD_INPUT;
@@ -281,60 +317,58 @@ static int cmd_validate_cv(int argc, char **argv, int jobs, int fit_all)
     return rc ? EXIT_BAD_INPUT : 0;
 }
 
-static int cmd_validate(int argc, char **argv)
+static double now_s(void)
 {
-    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage_validate(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--cv") || !strcmp(argv[i], "--jobs")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "mbsim validate: %s needs a value\n", argv[i]);
-                return EXIT_USAGE;
-            }
-            if (!strcmp(argv[i], "--jobs")) {
-                jobs = atoi(argv[++i]);
-                if (jobs < 1 || jobs > 1024) {
-                    fprintf(stderr, "mbsim validate: --jobs '%s': expected 1 to 1024\n", argv[i]);
-                    return EXIT_USAGE;
-                }
-            } else if (!strcmp(argv[++i], "family") || !strcmp(argv[i], "family-all")) {
-                cv = strcmp(argv[i], "family") ? 2 : 1;
-            } else {
-                fprintf(stderr, "mbsim validate: --cv '%s': expected 'family' or 'family-all'\n", argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--roofline")) {
-            roofline = 1;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "mbsim validate: unknown option '%s'\n", argv[i]);
-            usage_validate(stderr);
-            return EXIT_USAGE;
-        } else {
-            nfiles++;
-        }
-    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* validate's progress: a line on stderr every `every` seconds (a terminal or
+ * a log file alike: the lines are short and few). */
+struct validate_progress {
+    double every, start, last;
+    int lines;
+};
+
+static void on_validate_progress(void *ctx, size_t rows_done)
+{
+    struct validate_progress *p = ctx;
+    double t = now_s();
+    if (t - (p->last > 0 ? p->last : p->start) < p->every)
+        return;
+    p->last = t;
+    p->lines++;
+    fprintf(stderr, "mbsim validate: %zu rows done, %.0f s\n", rows_done, t - p->start);
+    fflush(stderr);
+}
+
+/* Validate the files once the options are read. */
+static int validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
+                          double progress_every, const struct validate_drift_opts *drift)
+{
     if (!nfiles) {
         usage_validate(stderr);
         return EXIT_USAGE;
     }
+    if (drift->threshold_given && !drift->baseline) {
+        fprintf(stderr, "mbsim validate: --drift-threshold needs --baseline OLD.json\n");
+        return EXIT_USAGE;
+    }
     if (cv) {
-        for (int i = 0; i < argc; i++)
-            if (argv[i][0] != '-' && (i == 0 || (strcmp(argv[i - 1], "--cv") && strcmp(argv[i - 1], "--jobs"))) &&
-                !has_suffix(argv[i], ".csv")) {
-                fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", argv[i]);
+        for (int i = 0; i < nfiles; i++)
+            if (!has_suffix(files[i], ".csv")) {
+                fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", files[i]);
                 return EXIT_USAGE;
             }
-        if (json || roofline) {
-            fprintf(stderr, "mbsim validate: --cv prints text and fits the tables: no --json or --roofline\n");
+        if (json || roofline || drift->baseline) {
+            fprintf(stderr, "mbsim validate: --cv prints text and fits the tables: no --json, --roofline or "
+                            "--baseline\n");
             return EXIT_USAGE;
         }
         if (check_data_dir())
             return EXIT_BAD_INPUT;
-        return cmd_validate_cv(argc, argv, jobs, cv == 2);
+        return cmd_validate_cv(files, nfiles, jobs, cv == 2);
     }
     struct mb_val_summary sum;
     struct mb_err err;
@@ -342,13 +376,26 @@ static int cmd_validate(int argc, char **argv)
     if (check_data_dir())
         return EXIT_BAD_INPUT;
     mb_validate_init(&sum);
+    struct mb_val_drift d;
+    if (drift->baseline) { /* a bad baseline fails before the (long) validation, not after it */
+        int bad = mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err);
+        mb_validate_drift_free(&d);
+        if (bad) {
+            print_err(&err);
+            return EXIT_BAD_INPUT;
+        }
+    }
     sum.roofline = roofline;
-    for (int i = 0; i < argc; i++) {
-        if (argv[i][0] == '-')
-            continue;
-        int rc = has_suffix(argv[i], ".yaml") || has_suffix(argv[i], ".yml")
-                     ? mb_validate_add_scenario(&sum, argv[i], &err)
-                     : mb_validate_add_csv(&sum, argv[i], &err);
+    sum.jobs = jobs;
+    struct validate_progress pr = {progress_every, now_s(), 0, 0};
+    if (progress_every > 0) {
+        sum.on_progress = on_validate_progress;
+        sum.on_progress_ctx = &pr;
+    }
+    for (int i = 0; i < nfiles; i++) {
+        int rc = has_suffix(files[i], ".yaml") || has_suffix(files[i], ".yml")
+                     ? mb_validate_add_scenario(&sum, files[i], &err)
+                     : mb_validate_add_csv(&sum, files[i], &err);
         if (rc) {
             print_err(&err);
             mb_validate_free(&sum);
@@ -356,11 +403,154 @@ static int cmd_validate(int argc, char **argv)
         }
     }
     mb_validate_finish(&sum);
+    if (pr.lines) /* a long validation: say it ended */
+        fprintf(stderr, "mbsim validate: %zu rows (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
+                sum.n_predicted, sum.n_skipped, now_s() - pr.start);
+    if (drift->baseline && mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err)) {
+        print_err(&err);
+        mb_validate_free(&sum);
+        return EXIT_BAD_INPUT;
+    }
     if (json)
         mb_validate_print_json(&sum, stdout);
     else
         mb_validate_print_text(&sum, stdout);
+    int rc = 0;
+    if (drift->baseline) {
+        /* --json: stdout is the new baseline, the drift report goes to stderr */
+        mb_validate_drift_print(&d, drift->baseline, 10, json ? stderr : stdout);
+        rc = d.n_over ? EXIT_DRIFT : 0;
+        mb_validate_drift_free(&d);
+    }
     mb_validate_free(&sum);
+    return rc;
+}
+
+static int cmd_validate(int argc, char **argv)
+{
+    long cpus = cli_usable_cpus();
+    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = (int)(cpus > 1024 ? 1024 : cpus);
+    int c, rc = -1;
+    double progress = 5;
+    struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
+    const char *v, **files = mb_calloc((size_t)argc + 1, sizeof *files);
+    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+                                       {"cv", required_argument, NULL, O_CV},
+                                       {"jobs", required_argument, NULL, 'j'},
+                                       {"progress", required_argument, NULL, O_PROGRESS},
+                                       {"json", no_argument, NULL, O_JSON},
+                                       {"roofline", no_argument, NULL, O_ROOFLINE},
+                                       {"baseline", required_argument, NULL, O_BASELINE},
+                                       {"drift-threshold", required_argument, NULL, O_THRESHOLD},
+                                       {0}};
+    struct cli_opts g;
+    cli_opts_init(&g, "mbsim validate", "hj:", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        switch (c) {
+        case 'h':
+            usage_validate(stdout);
+            rc = 0;
+            break;
+        case 'j': {
+            char *end;
+            long n = strtol(v, &end, 10);
+            jobs = (int)n;
+            if (end == v || *end || n < 1 || n > 1024) {
+                fprintf(stderr, "mbsim validate: %s '%s': expected 1 to 1024\n", cli_opts_name(&g), v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        }
+        case O_PROGRESS: {
+            char *end;
+            progress = strtod(v, &end);
+            if (end == v || *end || !(progress >= 0) || progress > 1e6) {
+                fprintf(stderr, "mbsim validate: --progress expects seconds from 0 to 1e6, got '%s'\n", v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        }
+        case O_CV:
+            if (!strcmp(v, "family") || !strcmp(v, "family-all")) {
+                cv = strcmp(v, "family") ? 2 : 1;
+            } else {
+                fprintf(stderr, "mbsim validate: --cv '%s': expected 'family' or 'family-all'\n", v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        case O_JSON:
+            json = 1;
+            break;
+        case O_ROOFLINE:
+            roofline = 1;
+            break;
+        case O_BASELINE:
+            drift.baseline = v;
+            break;
+        case O_THRESHOLD: {
+            char *end;
+            drift.threshold_pct = strtod(v, &end);
+            drift.threshold_given = 1;
+            if (end == v || *end || !(drift.threshold_pct >= 0) || drift.threshold_pct > 1e6) {
+                fprintf(stderr, "mbsim validate: --drift-threshold '%s': expected a percentage from 0 to 1e6\n", v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        }
+        case CLI_OPERAND:
+            files[nfiles++] = v;
+            break;
+        default:
+            usage_validate(stderr);
+            rc = EXIT_USAGE;
+        }
+    }
+    cli_opts_free(&g);
+    if (rc < 0)
+        rc = validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift);
+    mb_free(files);
+    return rc;
+}
+
+/* `mbsim systems|models [--json]`. */
+static int cmd_list(const char *cmd, int argc, char **argv)
+{
+    char buf[16384], name[32];
+    const char *v;
+    int json = 0, c, rc = -1;
+    enum { O_JSON = 256 };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, O_JSON}, {0}};
+    struct cli_opts g;
+    snprintf(name, sizeof name, "mbsim %s", cmd);
+    cli_opts_init(&g, name, "h", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h') {
+            printf("usage: mbsim %s [--json]\n\nLists the shipped %s, comma separated (--json: a JSON array "
+                   "of names).\n", cmd,
+                   !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
+            rc = 0;
+        } else if (c == O_JSON) {
+            json = 1;
+        } else {
+            if (c == CLI_OPERAND)
+                fprintf(stderr, "mbsim %s: takes only --json, got '%s'\n", cmd, v);
+            rc = EXIT_USAGE;
+        }
+    }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
+    if (check_data_dir())
+        return EXIT_BAD_INPUT;
+    if (!strcmp(cmd, "systems"))
+        mb_topo_list_presets(buf, sizeof buf);
+    else
+        mb_model_list(buf, sizeof buf);
+    if (json)
+        print_json_list(buf);
+    else
+        printf("%s\n", buf);
     return 0;
 }
 
@@ -431,31 +621,8 @@ int main(int argc, char **argv)
             return EXIT_BAD_INPUT;
         return mb_cmd_tune(argc - 2, argv + 2);
     }
-    if (!strcmp(cmd, "systems") || !strcmp(cmd, "models")) {
-        char buf[16384];
-        int json = argc > 2 && !strcmp(argv[2], "--json");
-        if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            printf("usage: mbsim %s [--json]\n\nLists the shipped %s, comma separated (--json: a JSON array "
-                   "of names).\n", cmd,
-                   !strcmp(cmd, "systems") ? "system presets (topology/systems/)" : "model files (workloads/models/)");
-            return 0;
-        }
-        if (argc > 2 + json) {
-            fprintf(stderr, "mbsim %s: takes only --json, got '%s'\n", cmd, argv[2 + json]);
-            return EXIT_USAGE;
-        }
-        if (check_data_dir())
-            return EXIT_BAD_INPUT;
-        if (!strcmp(cmd, "systems"))
-            mb_topo_list_presets(buf, sizeof buf);
-        else
-            mb_model_list(buf, sizeof buf);
-        if (json)
-            print_json_list(buf);
-        else
-            printf("%s\n", buf);
-        return 0;
-    }
+    if (!strcmp(cmd, "systems") || !strcmp(cmd, "models"))
+        return cmd_list(cmd, argc - 2, argv + 2);
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
     usage_main(stderr);
     return EXIT_USAGE;

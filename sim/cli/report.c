@@ -6,6 +6,7 @@
 #include "report_ops.h"
 #include "mb_coll.h"
 #include "mb_keys.h"
+#include "mb_publish.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -116,6 +117,9 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                 r->useful_tokens_per_s_per_gpu, 100 * r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu);
     fprintf(fp, "  model TFLOP/s/GPU    %10.1f\n", r->model_tflops_per_gpu);
     fprintf(fp, "  MFU                  %10.1f %%  (of %s dense peak)\n", 100 * r->mfu, mb_prec_name(s->prec.gemm));
+    struct mb_publish_check pc;
+    mb_publish_check(s, r->model_tflops_per_gpu, &pc);
+    fprintf(fp, "  publication check    %s\n", pc.text);
     const struct mb_memory *M = &r->mem;
     fprintf(fp, "  peak memory          %10.1f GiB allocated, ~%.1f GiB reserved, ~%.1f GiB on the device of %.1f GiB "
             "(%.0f %%) -> %s; largest term: %s\n",
@@ -262,6 +266,14 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(o, "useful_tokens_per_s_per_gpu", json_real(r->useful_tokens_per_s_per_gpu));
     json_object_set_new(o, "model_tflops_per_gpu", json_real(r->model_tflops_per_gpu));
     json_object_set_new(o, "mfu", json_real(r->mfu));
+    struct mb_publish_check pc;
+    mb_publish_check(s, r->model_tflops_per_gpu, &pc);
+    json_t *pub = json_object();
+    json_object_set_new(pub, "verdict", json_string(mb_publish_verdict_name(pc.verdict)));
+    json_object_set_new(pub, "target_model_tflops_per_gpu", pc.target_tflops > 0 ? json_real(pc.target_tflops) : json_null());
+    json_object_set_new(pub, "fraction_of_target", pc.target_tflops > 0 ? json_real(pc.fraction) : json_null());
+    json_object_set_new(pub, "text", json_string(pc.text));
+    json_object_set_new(o, "publication_check", pub);
     json_object_set_new(o, "peak_memory_gib", json_real(r->mem.peak_allocated / GIB));
     json_object_set_new(o, "reserved_memory_gib", json_real(r->mem.reserved / GIB));
     json_object_set_new(o, "memory_capacity_gib", json_real(r->mem.capacity / GIB));

@@ -190,7 +190,9 @@ static void test_json_report(void **state)
     static const char *keys[] = {"\"scenario\"", "\"gpus\"", "\"step_time_s\"", "\"tokens_per_s_per_gpu\"",
                                  "\"model_tflops_per_gpu\"", "\"mfu\"", "\"peak_memory_gib\"", "\"oom\"",
                                  "\"breakdown_s\"", "\"calibration\"", "\"vision_encoder\"", "\"pipeline_bubble\"",
-                                 "\"distributed_optimizer\": true", "\"all_reduce_algorithm\": \"auto\""};
+                                 "\"distributed_optimizer\": true", "\"all_reduce_algorithm\": \"auto\"",
+                                 "\"publication_check\"", "\"target_model_tflops_per_gpu\": 400",
+                                 "\"fraction_of_target\""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (!strstr(a, keys[i]))
             fail_msg("key %s missing from --json output", keys[i]);
@@ -221,6 +223,13 @@ static void test_json_report(void **state)
     assert_non_null(strstr(a, "step time"));
     assert_non_null(strstr(a, "critical path:"));
     assert_non_null(strstr(a, "peak memory"));
+    /* gb200_ep32 is BF16 on GB200: the guide's 400 model TFLOP/s/GPU target applies (the
+     * verdict depends on the prediction); h100_llama3_70b_3d is FP8: no target */
+    assert_non_null(strstr(a, "publication check"));
+    assert_non_null(strstr(a, "the guide's BF16 target for GB200 (about 400)"));
+    mb_free(a);
+    assert_int_equal(run("run scenarios/h100_llama3_70b_3d.yaml", &a, 0), 0);
+    assert_non_null(strstr(a, "publication check    n/a: the guide's targets are for BF16 recipes (this one is fp8_cs)"));
     mb_free(a);
 }
 
@@ -248,6 +257,22 @@ static void test_validate_cli(void **state)
     assert_non_null(strstr(o, "MAPE"));
     mb_free(o);
     assert_int_equal(run("validate tests/data/validate/missing_column.csv", &o, 1), 1);
+    mb_free(o);
+    /* -j: the same JSON on one thread and three; --progress: lines on stderr (here not a
+     * terminal), then the closing count; stdout is unchanged */
+    char *j1, *j3;
+    assert_int_equal(run("validate tests/data/validate/small.csv --json -j 1", &j1, 0), 0);
+    assert_int_equal(run("validate tests/data/validate/small.csv --json --jobs=3 --progress 1e-9", &j3, 0), 0);
+    assert_string_equal(j1, j3);
+    mb_free(j1);
+    mb_free(j3);
+    /* stderr alone through the pipe (the exit status is cat's) */
+    assert_int_equal(run("validate tests/data/validate/small.csv --progress 1e-9 -j2 2>&1 >/dev/null | cat", &o, 0), 0);
+    assert_non_null(strstr(o, "mbsim validate: 11 rows done, "));
+    assert_non_null(strstr(o, "mbsim validate: 11 rows (3 predicted, 8 skipped) in "));
+    mb_free(o);
+    assert_int_equal(run("validate tests/data/validate/small.csv -j 0", &o, 1), 2);
+    assert_non_null(strstr(o, "mbsim validate: -j '0': expected 1 to 1024"));
     mb_free(o);
 }
 
@@ -335,6 +360,7 @@ static void test_tune_output_runs(void **state)
     /* runners-up name every knob tune varies (two differing only in CUDA graphs read apart) */
     if (strstr(o, "runners-up:\n  1.") && !strstr(o, ", CUDA graphs "))
         fail_msg("runners-up without their recompute and CUDA-graph settings:\n%s", o);
+    assert_non_null(strstr(o, "publication check: ")); /* of the recommendation */
     mb_free(o);
     snprintf(args, sizeof args, "run %s/tuned.yaml", dir);
     int rc = run(args, &o, 1);
@@ -687,6 +713,107 @@ static void test_import_hf_cli(void **state)
     rmdir(dir);
 }
 
+/* Options are parsed with getopt_long by every subcommand: "--opt=value" and
+ * "-jN" are the same as separate words, options and operands mix, "--" ends
+ * the options, an abbreviated long option is refused as unknown (naming the
+ * options it abbreviates), a missing value names the option; usage errors
+ * exit 2. */
+static void test_getopt_cli(void **state)
+{
+    (void)state;
+    char *a, *b;
+    /* --emit=bridge after the file == --emit bridge before it */
+    assert_int_equal(run("run --emit bridge scenarios/gb200_ep32.yaml", &a, 0), 0);
+    assert_int_equal(run("run scenarios/gb200_ep32.yaml --emit=bridge", &b, 0), 0);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "model.tensor_model_parallel_size="));
+    mb_free(a);
+    mb_free(b);
+    /* "--" ends the options: what follows is a file, not an option */
+    assert_int_equal(run("run -- --json", &a, 1), 1);
+    assert_non_null(strstr(a, "--json: cannot open"));
+    mb_free(a);
+    const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"run scenarios/gb200_ep32.yaml --js", "mbsim run: unknown option '--js' (did you mean --json?)"},
+        {"run scenarios/gb200_ep32.yaml --bogus=1", "mbsim run: unknown option '--bogus'\n"},
+        {"run scenarios/gb200_ep32.yaml -q", "mbsim run: unknown option '-q'"},
+        {"run scenarios/gb200_ep32.yaml --trace", "mbsim run: --trace needs a value"},
+        {"run scenarios/gb200_ep32.yaml --json=1", "mbsim run: --json takes no value"},
+        {"sweep scenarios/gb200_ep32.yaml --t 3", "mbsim sweep: unknown option '--t' (did you mean --top or --tsv?)"},
+        {"sweep scenarios/gb200_ep32.yaml -j0", "mbsim sweep: -j expects a number of threads from 1 to 4096, got '0'"},
+        {"sweep scenarios/gb200_ep32.yaml -j", "mbsim sweep: -j needs a value"},
+        {"validate --jobs", "mbsim validate: --jobs needs a value"},
+        {"tune scenarios/gb200_ep32.yaml -o", "mbsim tune: -o needs a value"},
+        {"merge --top=-1 a.yaml b.tsv", "mbsim merge: --top expects a count from 0 to 1000000, got '-1'"},
+        {"import megatron f.sh --system dgx_h100 --gpus=0", "mbsim import: --gpus '0': expected an integer from 1 to 1000000"},
+        {"calibrate kineto t.json --shapes s.yaml", "mbsim calibrate kineto: unknown option '--shapes'"},
+        {"collective --system dgx_h100 --gpus 8 --op all_reduce extra", "mbsim collective: unexpected argument 'extra'"},
+        {"systems --jsn", "mbsim systems: unknown option '--jsn'"},
+        {"topo dgx_h100 --xml", "mbsim topo: unknown option '--xml'"},
+        {"plot validate x.json --output y.png", "mbsim plot: unknown option '--output'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run(bad[i].args, &a, 1), 2);
+        if (!strstr(a, bad[i].msg))
+            fail_msg("mbsim %s: expected '%s' in:\n%s", bad[i].args, bad[i].msg, a);
+        mb_free(a);
+    }
+}
+
+/* `validate --baseline`: against its own --json output nothing drifted (exit
+ * 0); against a baseline whose only row, ok_tokens, predicted 1 token/s, that
+ * row moved past any threshold (exit 3) and the other 10 rows of small.csv are
+ * added; with --json stdout stays the new baseline (the report goes to stderr).
+ * Option misuse exits 2, an unreadable baseline 1 before anything is simulated. */
+static void test_validate_baseline_cli(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_baseline_XXXXXX", args[1024], *o;
+    assert_non_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "validate tests/data/validate/small.csv --json > %s/base.json", dir);
+    assert_int_equal(run(args, &o, 0), 0);
+    mb_free(o);
+    snprintf(args, sizeof args, "validate tests/data/validate/small.csv --baseline %s/base.json", dir);
+    assert_int_equal(run(args, &o, 0), 0);
+    assert_non_null(strstr(o, "(11 rows then, 11 now): 11 unchanged, 0 changed"));
+    assert_non_null(strstr(o, "drift: none past 5.00 % (largest 0.00 %)"));
+    mb_free(o);
+    const char *off = "validate tests/data/validate/small.csv --baseline tests/data/validate/baseline_small_off.json";
+    assert_int_equal(run(off, &o, 0), 3);
+    assert_non_null(strstr(o, "(1 rows then, 11 now): 0 unchanged, 1 changed, 0 metric changed, 0 now skipped, 0 now "
+                              "predicted, 10 added, 0 removed"));
+    assert_non_null(strstr(o, "ok_tokens"));
+    assert_non_null(strstr(o, "PAST THRESHOLD"));
+    assert_non_null(strstr(o, "drift: 1 rows past 5.00 %"));
+    mb_free(o);
+    snprintf(args, sizeof args, "%s --json --drift-threshold=1", off);
+    assert_int_equal(run(args, &o, 0), 3);
+    json_error_t je;
+    json_t *j = json_loads(o, 0, &je);
+    assert_non_null(j); /* stdout holds the JSON alone */
+    assert_int_equal(json_integer_value(json_object_get(j, "n_rows")), 11);
+    json_decref(j);
+    mb_free(o);
+    static const char *const usage[] = {
+        "validate tests/data/validate/small.csv --drift-threshold 5",
+        "validate tests/data/validate/small.csv --baseline x.json --drift-threshold -1",
+        "validate tests/data/validate/small.csv --baseline x.json --cv family",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(run(usage[i], &o, 1), 2);
+        mb_free(o);
+    }
+    assert_int_equal(run("validate tests/data/validate/small.csv --baseline tests/data/validate/baseline_no_rows.json",
+                         &o, 1), 1);
+    assert_non_null(strstr(o, "baseline_no_rows.json: not an mbsim validate --json output"));
+    assert_null(strstr(o, "MAPE")); /* refused before validating */
+    mb_free(o);
+    snprintf(args, sizeof args, "rm -r %s", dir);
+    assert_int_equal(system(args), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
@@ -700,6 +827,8 @@ int main(void)
                                        cmocka_unit_test(test_import_emit_cli),
                                        cmocka_unit_test(test_version_and_lists),
                                        cmocka_unit_test(test_sweep_json_stream),
-                                       cmocka_unit_test(test_import_hf_cli)};
+                                       cmocka_unit_test(test_import_hf_cli),
+                                       cmocka_unit_test(test_getopt_cli),
+                                       cmocka_unit_test(test_validate_baseline_cli)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

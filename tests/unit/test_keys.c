@@ -446,7 +446,9 @@ static void test_bad_text_values(void **state)
         {"recompute.modules", "core_attn+attn", "recompute.modules: unknown value 'attn'; expected one of: "
                                                 "core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, "
                                                 "shared_experts, gdn_norm_out"},
-        {"moe.skew", "1e999", "moe.skew: expected a number, got '1e999'"},
+        {"moe.skew", "1e999", "moe.skew = 1e999 is out of range [0, 100]"},
+        {"moe.skew", "fast", "moe.skew: expected a number, got 'fast'"},
+        {"parallel.tp", "99999999999999999999", "parallel.tp = 99999999999999999999 is out of range [1, 65536]"},
         {"moe.capacity_factor", "0.5", "moe.capacity_factor = 0.5: below 1 even balanced routing would drop "
                                        "tokens; use >= 1, or 0 for dropless"},
         {"cuda_graph.modules", "layer+attn", "cuda_graph.modules: layer (whole layer) cannot be combined with "

@@ -313,11 +313,57 @@ static void test_key_names(void **state)
     assert_true(named >= 20);
 }
 
+/* Uneven pipeline splits as Megatron-Core states them become the layout they
+ * amount to (virtual stage v = chunk v / pp of rank v % pp): 14 first-rank and
+ * 18 last-rank layers over pp 2 x vpp 2 are 7 and 9 per chunk, so the stages
+ * read 7, 9, 7, 9; the embedding and the loss counted as layers over 34 virtual
+ * stages give each one unit (E alone, 32 single layers, L alone). Counts that
+ * do not split are errors at the setting. */
+static void test_uneven_split(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    char buf[1024];
+    if (import("tests/data/import/llama3_8b_uneven.sh", MB_MEGATRON_LM, &o, &s, NULL, &e)) {
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    assert_string_equal(s.pipeline_layout, "Ettttttt|ttttttttt|ttttttt|tttttttttL");
+    mb_scenario_free(&s);
+    if (import("tests/data/import/llama3_8b_account_bridge.txt", MB_MEGATRON_BRIDGE, &o, &s, NULL, &e)) {
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    char want[128] = "E";
+    for (int i = 0; i < 32; i++)
+        strcat(want, "|t");
+    strcat(want, "|L");
+    assert_string_equal(s.pipeline_layout, want);
+    mb_scenario_free(&s);
+    /* 13 first-rank layers do not divide over vpp 2 */
+    FILE *fp = fopen("mbsim_test_uneven.sh", "w");
+    assert_non_null(fp);
+    fputs("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2\n"
+          "--decoder-first-pipeline-num-layers 13 --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336\n"
+          "--num-attention-heads 32 --group-query-attention --num-query-groups 8 --seq-length 8192\n"
+          "--micro-batch-size 1 --global-batch-size 128 --bf16\n", fp);
+    fclose(fp);
+    mb_err_clear(&e);
+    assert_int_equal(import("mbsim_test_uneven.sh", MB_MEGATRON_LM, &o, &s, NULL, &e), -1);
+    mb_err_format(&e, buf, sizeof buf);
+    remove("mbsim_test_uneven.sh");
+    if (!strstr(buf, "mbsim_test_uneven.sh:2:1: --decoder-first-pipeline-num-layers: first stage 13, last stage "
+                     "not given: the 32 layers of model llama3_8b do not split over pp = 2, vpp = 2"))
+        fail_msg("%s", buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_roundtrip),
-        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default),
+        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_key_names),

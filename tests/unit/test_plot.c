@@ -143,6 +143,28 @@ static void test_validate_plot(void **state)
     snprintf(png, sizeof png, "%s/validate_tsv.svg", tmpdir);
     plot("validate", "tests/data/sweep/validate_points.tsv", png);
     assert_image(png, 1);
+    /* the 5 largest |error| are labelled with id and error: validate_worst.tsv has no
+     * err_pct column, so it is (predicted - measured) / measured: p1 +1 %, m2 -2 %, p30 +30 %,
+     * m40 -40 %, p5 +5 %, p60 +60 %, m3 -3 %; the SVG's text holds the labels */
+    snprintf(png, sizeof png, "%s/validate_worst.svg", tmpdir);
+    plot("validate", "tests/data/sweep/validate_worst.tsv", png);
+    char cmd2[1024], *o;
+    snprintf(cmd2, sizeof cmd2, "cat %s", png);
+    assert_int_equal(sh(cmd2, &o), 0);
+    static const char *const labelled[] = {">p60 +60%<", ">m40 -40%<", ">p30 +30%<", ">p5 +5%<", ">m3 -3%<"};
+    for (int i = 0; i < 5; i++)
+        assert_non_null(strstr(o, labelled[i]));
+    assert_null(strstr(o, ">p1 +1%<"));
+    assert_null(strstr(o, ">m2 -2%<"));
+    assert_non_null(strstr(o, "y = x"));
+    assert_non_null(strstr(o, "tokens/s/GPU, model TFLOP/s/GPU or step time in s"));
+    mb_free(o);
+    /* a bad number names its line; a header without the columns is refused */
+    snprintf(cmd2, sizeof cmd2, "%s plot validate tests/data/sweep/validate_bad_number.tsv -o %s/bad.svg 2>&1", bin(),
+             tmpdir);
+    assert_int_equal(sh(cmd2, &o), 1);
+    assert_non_null(strstr(o, "validate_bad_number.tsv:3: column 'measured': expected a positive number, got 'lots'"));
+    mb_free(o);
 }
 
 static void test_sweep_plot(void **state)

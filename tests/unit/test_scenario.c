@@ -214,6 +214,13 @@ static const struct {
     {"bad_uncalibrated_l40s.yaml",
      "5:11: system 'l40s_pcie8' has L40S GPUs, which have no calibration table (calibration/tables/L40S.yaml): "
      "mbsim cannot price their kernels; give one with calibration: {table: FILE} (docs/calibration.md)"},
+    /* a number too large for any integer is out of the key's range, not "no integer" */
+    {"bad_tp_huge.yaml", "12:7: parallel.tp = 99999999999999999999 is out of range [1, 65536]"},
+    /* 32 layers over pp*vpp = 14: neither 32 nor 32 + 2 divides, so Megatron-Core cannot split them */
+    {"bad_uneven_vpp.yaml",
+     "12:8: num_layers = 32 of model llama3_8b does not split over pp*vpp = 14 virtual stages (pp = 2, vpp = 7): "
+     "Megatron-Core splits num_layers evenly, or num_layers + 2 with the embedding and the loss counted as a layer "
+     "each (account_for_embedding/loss_in_pipeline_split); set parallel.pipeline_layout for another split"},
 };
 
 static void test_bad_fixtures(void **state)
@@ -323,6 +330,43 @@ static void test_check_hand_built(void **state)
     assert_int_equal(mb_scenario_check(&s, &e), 0);
     assert_int_equal(s.dp, 8);                /* 16 / 2 */
     assert_int_equal(s.sequence_parallel, 1); /* default on when tp > 1 */
+
+    /* pipeline splits of the 8 layers: even (pp 2 x vpp 2 = 4, 8 % 4 = 0), with embedding and loss
+     * as a layer each (pp 2 x vpp 5 = 10 = 8 + 2); pp 2 x vpp 3 = 6 divides neither 8 nor 10,
+     * and pp 3 (24 GPUs) neither: Megatron's account_for_embedding alone (9) is not what mbsim
+     * models, so it needs a layout */
+    static const struct {
+        int gpus, pp, vpp, ok;
+    } split[] = {{16, 2, 2, 1}, {16, 2, 5, 1}, {16, 2, 3, 0}, {24, 3, 1, 0}, {16, 2, 1, 1}};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
+        hand(&s);
+        s.gpus = split[i].gpus;
+        s.global_batch_size = 96;
+        s.pp = split[i].pp;
+        s.vpp = split[i].vpp;
+        mb_err_clear(&e);
+        if (split[i].ok) {
+            if (mb_scenario_check(&s, &e) != 0)
+                fail_msg("pp %d vpp %d: %s", s.pp, s.vpp, e.msg);
+        } else {
+            char want[512];
+            snprintf(want, sizeof want,
+                     "num_layers = 8 of model toy does not split over pp*vpp = %d virtual stages (pp = %d, vpp = %d): "
+                     "Megatron-Core splits num_layers evenly, or num_layers + 2 with the embedding and the loss "
+                     "counted as a layer each (account_for_embedding/loss_in_pipeline_split); set "
+                     "parallel.pipeline_layout for another split",
+                     s.pp * s.vpp, s.pp, s.vpp);
+            check_fails(&s, want);
+        }
+    }
+    /* an explicit layout may split unevenly: 3 + 2 + 1 + 1 + 1 + 0 decoder layers over pp 2 x vpp 3 */
+    hand(&s);
+    s.pp = 2;
+    s.vpp = 3;
+    snprintf(s.pipeline_layout, sizeof s.pipeline_layout, "Ettt|tt|t|t|t|L");
+    mb_err_clear(&e);
+    if (mb_scenario_check(&s, &e) != 0)
+        fail_msg("explicit layout: %s", e.msg);
 
     hand(&s);
     s.tp = 3;

@@ -1599,6 +1599,217 @@ static void test_memory_counts(void **state)
     mb_validate_free(&s);
 }
 
+/* Drift against a baseline (mb_validate_drift) on a summary built by hand, so
+ * no prediction is involved: each fixture row (tests/data/validate/baseline.json)
+ * meets one case. a: 1000 -> 1100 is +10 % (past 5 %); b: 2.0 -> 2.02 is +1 %;
+ * c: predicted -> skipped (past the threshold whatever its size); d: skipped ->
+ * predicted; e: tokens -> step time (metric changed); f: only in the baseline;
+ * the two rows "dup" pair in order: 10 -> 10 same, 20 -> 19 is -5 %, not past
+ * 5 % (strictly greater fails); h: skipped in both; x: 1000 -> 1000.0000001
+ * agrees to the 10 digits the JSON keeps: same; "new": only now. */
+static void test_drift(void **state)
+{
+    (void)state;
+    static struct mb_val_row rows[10];
+    static const struct {
+        const char *id, *metric;
+        int skipped;
+        double pred, err;
+    } now[] = {
+        {"a", MB_VAL_TOKENS, 0, 1100, 10},     {"b", MB_VAL_STEP, 0, 2.02, 1},
+        {"c", MB_VAL_TOKENS, 1, 0, 0},         {"d", MB_VAL_TOKENS, 0, 330, 10},
+        {"e", MB_VAL_STEP, 0, 1.5, 2},         {"dup", MB_VAL_TOKENS, 0, 10, 0},
+        {"dup", MB_VAL_TOKENS, 0, 19, -5},     {"h", "", 1, 0, 0},
+        {"x", MB_VAL_TOKENS, 0, 1000.0000001, 0}, {"new", MB_VAL_STEP, 0, 3, 0},
+    };
+    struct mb_val_summary s;
+    mb_validate_init(&s);
+    for (size_t i = 0; i < 10; i++) {
+        snprintf(rows[i].id, sizeof rows[i].id, "%s", now[i].id);
+        snprintf(rows[i].metric, sizeof rows[i].metric, "%s", now[i].metric);
+        rows[i].skipped = now[i].skipped;
+        rows[i].predicted = now[i].pred;
+        rows[i].err_pct = now[i].err;
+        snprintf(rows[i].reason, sizeof rows[i].reason, "%s", now[i].skipped ? "precision not stated" : "");
+    }
+    s.rows = rows;
+    s.n_rows = 10;
+    s.n_predicted = 8;
+    s.mape_pct = 3.5;
+    struct mb_val_drift d;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_drift(&s, FIX "baseline.json", 5.0, &d, &e), 0);
+    assert_int_equal(d.n_old, 10);
+    assert_int_equal(d.n_new, 10);
+    assert_int_equal(d.n_kind[MB_DRIFT_SAME], 3); /* dup #1, h, x */
+    assert_int_equal(d.n_kind[MB_DRIFT_CHANGED], 3); /* a, b, dup #2 */
+    assert_int_equal(d.n_kind[MB_DRIFT_METRIC], 1);
+    assert_int_equal(d.n_kind[MB_DRIFT_NOW_SKIPPED], 1);
+    assert_int_equal(d.n_kind[MB_DRIFT_NOW_PREDICTED], 1);
+    assert_int_equal(d.n_kind[MB_DRIFT_ADDED], 1);
+    assert_int_equal(d.n_kind[MB_DRIFT_REMOVED], 1);
+    assert_int_equal(d.n_over, 2);
+    assert_true(fabs(d.max_abs_drift_pct - 10) < 1e-9);
+    assert_true(fabs(d.old_mape_pct - 12.5) < 1e-12);
+    assert_true(fabs(d.new_mape_pct - 3.5) < 1e-12);
+    /* past the threshold first (a by its drift, then c), then |drift| descending, then kind */
+    static const struct {
+        const char *id;
+        int occ;
+        enum mb_val_drift_kind kind;
+        double drift;
+        int over;
+    } want[] = {
+        {"a", 1, MB_DRIFT_CHANGED, 10, 1},       {"c", 1, MB_DRIFT_NOW_SKIPPED, 0, 1},
+        {"dup", 2, MB_DRIFT_CHANGED, -5, 0},     {"b", 1, MB_DRIFT_CHANGED, 1, 0},
+        {"e", 1, MB_DRIFT_METRIC, 0, 0},         {"d", 1, MB_DRIFT_NOW_PREDICTED, 0, 0},
+        {"new", 1, MB_DRIFT_ADDED, 0, 0},        {"f", 1, MB_DRIFT_REMOVED, 0, 0},
+    };
+    assert_int_equal(d.n, 8);
+    for (size_t i = 0; i < 8; i++) {
+        assert_string_equal(d.rows[i].id, want[i].id);
+        assert_int_equal(d.rows[i].occurrence, want[i].occ);
+        assert_int_equal(d.rows[i].kind, want[i].kind);
+        assert_true(fabs(d.rows[i].drift_pct - want[i].drift) < 1e-9);
+        assert_int_equal(d.rows[i].over, want[i].over);
+    }
+    assert_true(fabs(d.rows[0].old_pred - 1000) < 1e-12 && fabs(d.rows[0].new_pred - 1100) < 1e-12);
+    assert_true(fabs(d.rows[0].old_err_pct - 0) < 1e-12 && fabs(d.rows[0].new_err_pct - 10) < 1e-12);
+    assert_string_equal(d.rows[1].reason, "precision not stated");
+    assert_string_equal(d.rows[7].metric, MB_VAL_STEP); /* the baseline's metric for a removed row */
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    mb_validate_drift_print(&d, "base.json", 10, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "drift against base.json (10 rows then, 10 now): 3 unchanged, 3 changed, 1 metric "
+                                "changed, 1 now skipped, 1 now predicted, 1 added, 1 removed"));
+    assert_non_null(strstr(buf, "MAPE 12.50 % then, 3.50 % now"));
+    assert_non_null(strstr(buf, "dup (#2)"));
+    assert_non_null(strstr(buf, "+10.00"));
+    assert_non_null(strstr(buf, "PAST THRESHOLD"));
+    assert_non_null(strstr(buf, "now skipped: precision not stated"));
+    assert_non_null(strstr(buf, "drift: 2 rows past 5.00 % (1 predictions moved more, 1 rows now skipped)"));
+    free(buf);
+    mb_validate_drift_free(&d);
+
+    /* at 10 % nothing moved more (10 is not > 10), but c is still now skipped */
+    assert_int_equal(mb_validate_drift(&s, FIX "baseline.json", 10.0, &d, &e), 0);
+    assert_int_equal(d.n_over, 1);
+    mb_validate_drift_free(&d);
+
+    static const struct {
+        const char *file, *msg;
+    } bad[] = {
+        {FIX "baseline_bad_syntax.json", FIX "baseline_bad_syntax.json:3:16: invalid JSON: "},
+        {FIX "baseline_bad_value.json", FIX "baseline_bad_value.json: rows[0] (id 'a'): 'predicted' is not a number"},
+        {FIX "baseline_no_rows.json", "not an mbsim validate --json output (no 'rows' array)"},
+        {FIX "no_such_baseline.json", FIX "no_such_baseline.json: cannot open"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mb_err_clear(&e);
+        assert_int_equal(mb_validate_drift(&s, bad[i].file, 5.0, &d, &e), -1);
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        if (!strstr(msgbuf, bad[i].msg))
+            fail_msg("%s: expected '%s', got '%s'", bad[i].file, bad[i].msg, msgbuf);
+        assert_int_equal(d.n, 0);
+    }
+}
+
+/* mb_val_summary.jobs: small.csv on 3 threads gives the rows, statistics and
+ * on_row order of one thread (each row is its own simulation), and progress
+ * counts rise to every row. */
+struct jobs_log {
+    char ids[16][160];
+    int n_rows_seen;
+    size_t last_done, calls;
+    int monotonic;
+};
+
+static void jobs_on_row(void *ctx, const struct mb_val_row *r, const struct mb_scenario *sc)
+{
+    struct jobs_log *l = ctx;
+    (void)sc;
+    if (l->n_rows_seen < 16)
+        snprintf(l->ids[l->n_rows_seen], sizeof l->ids[0], "%s", r->id);
+    l->n_rows_seen++;
+}
+
+static void jobs_on_progress(void *ctx, size_t done)
+{
+    struct jobs_log *l = ctx;
+    l->monotonic &= done >= l->last_done;
+    l->last_done = done;
+    l->calls++;
+}
+
+static void test_jobs(void **state)
+{
+    (void)state;
+    struct mb_val_summary a, b;
+    struct jobs_log la = {.monotonic = 1}, lb = {.monotonic = 1};
+    struct mb_err e;
+    mb_err_clear(&e);
+    mb_validate_init(&a);
+    mb_validate_init(&b);
+    a.on_row = b.on_row = jobs_on_row;
+    a.on_progress = b.on_progress = jobs_on_progress;
+    a.on_row_ctx = a.on_progress_ctx = &la;
+    b.on_row_ctx = b.on_progress_ctx = &lb;
+    b.jobs = 3;
+    assert_int_equal(mb_validate_add_csv(&a, FIX "small.csv", &e), 0);
+    assert_int_equal(mb_validate_add_csv(&b, FIX "small.csv", &e), 0);
+    mb_validate_finish(&a);
+    mb_validate_finish(&b);
+    assert_int_equal(a.n_rows, 11);
+    assert_int_equal(b.n_rows, a.n_rows);
+    assert_int_equal(b.n_predicted, a.n_predicted);
+    for (size_t i = 0; i < a.n_rows; i++) {
+        assert_string_equal(b.rows[i].id, a.rows[i].id);
+        assert_int_equal(b.rows[i].skipped, a.rows[i].skipped);
+        assert_true(b.rows[i].predicted == a.rows[i].predicted);
+        assert_true(b.rows[i].err_pct == a.rows[i].err_pct);
+        assert_string_equal(b.rows[i].reason, a.rows[i].reason);
+        assert_string_equal(b.rows[i].note, a.rows[i].note);
+    }
+    assert_true(b.mape_pct == a.mape_pct);
+    assert_int_equal(lb.n_rows_seen, la.n_rows_seen);
+    assert_int_equal(la.n_rows_seen, 3);
+    for (int i = 0; i < la.n_rows_seen; i++)
+        assert_string_equal(lb.ids[i], la.ids[i]);
+    assert_true(la.monotonic && lb.monotonic);
+    assert_int_equal(la.last_done, 11);
+    assert_int_equal(lb.last_done, 11);
+    assert_true(la.calls >= 11); /* every row reports once at least */
+    mb_validate_free(&a);
+    mb_validate_free(&b);
+}
+
+/* A CSV names its system and model by file path as well as by name
+ * (tests/data/validate/paths.csv): the shipped files the names stand for give
+ * the same prediction; a path that does not exist is skipped with its name. */
+static void test_csv_paths(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_csv(FIX "paths.csv", &s, &e), 0);
+    assert_int_equal(s.n_rows, 3);
+    const struct mb_val_row *a = find_row(&s, "by_path"), *b = find_row(&s, "by_name"), *m = find_row(&s, "missing_file");
+    assert_false(a->skipped);
+    assert_false(b->skipped);
+    assert_true(a->predicted == b->predicted);
+    assert_string_equal(a->system, "dgx_h100"); /* the file's stem */
+    assert_true(m->skipped);
+    assert_string_equal(m->reason, "system 'topology/systems/no_such.yaml' has no preset");
+    assert_string_equal(mb_validate_system_key("topology/systems/dgx_h100.yaml"), "topology/systems/dgx_h100.yaml");
+    assert_null(mb_validate_system_key("topology/systems/dgx_h100.xml")); /* the XML is no system file */
+    mb_validate_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1611,6 +1822,7 @@ int main(void)
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
         cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
+        cmocka_unit_test(test_drift), cmocka_unit_test(test_jobs), cmocka_unit_test(test_csv_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

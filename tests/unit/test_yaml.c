@@ -67,6 +67,9 @@ static void test_errors(void **state)
         {"n: 1\nn: 2\n", "t.yaml:2:1: duplicate key 'n' (first defined at line 1)"},
         {"n: four\n", "t.yaml:1:4: expected an integer, got 'four'"},
         {"n: 0\n", "t.yaml:1:4: rec.n = 0 is out of range [1, 100]"},
+        /* a well-formed integer too large for a long is out of the field's range, not "no integer" */
+        {"n: 99999999999999999999\n", "t.yaml:1:4: rec.n = 99999999999999999999 is out of range [1, 100]"},
+        {"n: -99999999999999999999\n", "t.yaml:1:4: rec.n = -99999999999999999999 is out of range [1, 100]"},
         {"n: 1\nbw: 450 GB\n",
          "t.yaml:2:5: bad unit 'GB' in '450 GB': expected a bandwidth with a unit (B/s, KB/s, MB/s, GB/s, TB/s, "
          "Mb/s, Gb/s, Gbit/s, Tb/s, GiB/s)"},
@@ -82,6 +85,39 @@ static void test_errors(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_int_equal(read_rec(cases[i].text, &r, msg, sizeof msg), -1);
         assert_string_equal(msg, cases[i].msg);
+    }
+}
+
+/* mb_yaml_int / mb_yaml_double without a range: a number that does not fit says so (LONG_MAX and
+ * DBL_MAX are the limits of long and double on this platform). */
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int is_int;
+        const char *msg;
+    } cases[] = {
+        {"99999999999999999999", 1, "t.yaml:1:1: '99999999999999999999' is out of range for an integer"},
+        {"1e999", 0, "t.yaml:1:1: '1e999' is out of range for a number (magnitude from 2.2e-308 to 1.8e+308, or 0)"},
+        {"-1e999", 0, "t.yaml:1:1: '-1e999' is out of range for a number"},
+        {"1e-999", 0, "t.yaml:1:1: '1e-999' is out of range for a number"},
+        {"inf", 0, "t.yaml:1:1: expected a number, got 'inf'"},
+        {"12x", 1, "t.yaml:1:1: expected an integer, got '12x'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct mb_err e;
+        mb_err_clear(&e);
+        struct mb_node *n = mb_yaml_load_string(cases[i].text, strlen(cases[i].text), "t.yaml", &e);
+        assert_non_null(n);
+        long iv;
+        double dv;
+        assert_int_equal(cases[i].is_int ? mb_yaml_int(n, &iv, &e) : mb_yaml_double(n, &dv, &e), -1);
+        char msg[600];
+        mb_err_format(&e, msg, sizeof msg);
+        if (!strstr(msg, cases[i].msg))
+            fail_msg("'%s': expected '%s', got '%s'", cases[i].text, cases[i].msg, msg);
+        mb_yaml_free(n);
     }
 }
 
@@ -139,7 +175,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_units),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors), cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_required),
         cmocka_unit_test(test_file_and_first_error),
         cmocka_unit_test(test_alias_bomb),

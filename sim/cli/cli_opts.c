@@ -1,0 +1,137 @@
+/*
+ * cli_opts.c -- getopt_long for the subcommands (cli_opts.h).
+ */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include "cli_opts.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mb_util.h"
+
+void cli_opts_init(struct cli_opts *g, const char *cmd, const char *shortopts, const struct option *longopts,
+                   int argc, char **argv)
+{
+    memset(g, 0, sizeof *g);
+    g->cmd = cmd;
+    /* '-': operands are returned in order (no permutation); ':': no getopt messages, ':' for a missing value */
+    snprintf(g->optstring, sizeof g->optstring, "-:%s", shortopts ? shortopts : "");
+    g->longopts = longopts;
+    g->argc = argc + 1;
+    g->argv = mb_malloc(sizeof *g->argv * (size_t)(argc + 2));
+    g->argv[0] = (char *)cmd;
+    for (int i = 0; i < argc; i++)
+        g->argv[i + 1] = argv[i];
+    g->argv[argc + 1] = NULL;
+    g->rest = -1;
+    optind = 0; /* glibc: start afresh */
+    opterr = 0;
+}
+
+void cli_opts_free(struct cli_opts *g)
+{
+    mb_free(g->argv);
+    g->argv = NULL;
+}
+
+const char *cli_opts_name(const struct cli_opts *g)
+{
+    return g->name;
+}
+
+/* Length of the option name in "--name[=value]" (s past the dashes). */
+static size_t name_len(const char *s)
+{
+    return strcspn(s, "=");
+}
+
+/* The long option spelled exactly s (past "--"), or NULL. */
+static const struct option *exact(const struct cli_opts *g, const char *s)
+{
+    size_t n = name_len(s);
+    for (const struct option *o = g->longopts; o && o->name; o++)
+        if (strlen(o->name) == n && !strncmp(o->name, s, n))
+            return o;
+    return NULL;
+}
+
+/* "unknown option '--X'" with the long options X abbreviates, if any. */
+static void unknown_long(const struct cli_opts *g, const char *s)
+{
+    size_t n = name_len(s);
+    char near[256] = "";
+    int k = 0;
+    for (const struct option *o = g->longopts; o && o->name && n; o++)
+        if (!strncmp(o->name, s, n)) {
+            size_t l = strlen(near);
+            snprintf(near + l, sizeof near - l, "%s--%s", k ? " or " : "", o->name);
+            k++;
+        }
+    fprintf(stderr, "%s: unknown option '--%.*s'%s%s%s\n", g->cmd, (int)n, s, k ? " (did you mean " : "", near,
+            k ? "?)" : "");
+}
+
+int cli_opts_next(struct cli_opts *g, const char **arg)
+{
+    *arg = NULL;
+    g->name[0] = 0;
+    if (g->rest >= 0) { /* operands after "--" */
+        if (g->rest >= g->argc)
+            return CLI_END;
+        *arg = g->argv[g->rest++];
+        return CLI_OPERAND;
+    }
+    int before = optind ? optind : 1, li = -1;
+    int c = getopt_long(g->argc, g->argv, g->optstring, g->longopts ? g->longopts : (const struct option[]){{0}}, &li);
+    const char *el = before < g->argc ? g->argv[before] : "";
+    int is_long = el[0] == '-' && el[1] == '-' && el[2];
+    if (c == -1) {
+        g->rest = optind;
+        return cli_opts_next(g, arg);
+    }
+    if (c == 1) {
+        *arg = optarg;
+        return CLI_OPERAND;
+    }
+    if (c == '?' && is_long && exact(g, el + 2) && strchr(el, '=')) { /* --json=1 */
+        fprintf(stderr, "%s: --%.*s takes no value\n", g->cmd, (int)name_len(el + 2), el + 2);
+        return CLI_USAGE;
+    }
+    if (c == '?' || (c == ':' && is_long && !exact(g, el + 2))) {
+        if (is_long)
+            unknown_long(g, el + 2);
+        else
+            fprintf(stderr, "%s: unknown option '-%c'\n", g->cmd, optopt ? optopt : '?');
+        return CLI_USAGE;
+    }
+    if (c == ':') {
+        if (is_long)
+            fprintf(stderr, "%s: --%.*s needs a value\n", g->cmd, (int)name_len(el + 2), el + 2);
+        else
+            fprintf(stderr, "%s: -%c needs a value\n", g->cmd, optopt);
+        return CLI_USAGE;
+    }
+    if (li >= 0) {
+        if (!is_long || !exact(g, el + 2)) { /* an abbreviation getopt_long completed */
+            unknown_long(g, is_long ? el + 2 : g->longopts[li].name);
+            return CLI_USAGE;
+        }
+        snprintf(g->name, sizeof g->name, "--%s", g->longopts[li].name);
+    } else {
+        snprintf(g->name, sizeof g->name, "-%c", c);
+    }
+    *arg = optarg;
+    return c;
+}
+
+long cli_usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}

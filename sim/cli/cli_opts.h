@@ -1,0 +1,68 @@
+/*
+ * cli_opts.h -- every mbsim subcommand parses its options with getopt_long
+ * through this wrapper, so they all behave alike:
+ *
+ *  - options and operands mix in any order; operands come back one at a time
+ *    in the order given (argv is never permuted: sweep reprints it to resume);
+ *  - "--name VALUE", "--name=VALUE", "-x VALUE" and "-xVALUE" are the same;
+ *  - "--" ends the options (what follows is operands, "-" is an operand);
+ *  - a long option must be spelled out: getopt_long's unique-prefix
+ *    abbreviations are refused like unknown options (a script that says
+ *    --js would break the day a --jsonl is added), with the near names;
+ *  - the two usage errors are printed here, one line on stderr:
+ *      mbsim CMD: unknown option 'X' [(did you mean --Y?)]
+ *      mbsim CMD: X needs a value
+ *      mbsim CMD: --X takes no value        (--json=1)
+ *    and the caller returns exit code 2 (it may print its usage too).
+ */
+#ifndef MB_CLI_OPTS_H
+#define MB_CLI_OPTS_H
+
+#include <getopt.h>
+
+enum {
+    CLI_END = -1,     /* no argument left */
+    CLI_OPERAND = -2, /* *arg is the next operand */
+    CLI_USAGE = -3    /* unknown option or missing value: the message is printed */
+};
+
+struct cli_opts {
+    const char *cmd;               /* "mbsim run": the messages' prefix */
+    char optstring[64];            /* "-:" + the short options */
+    const struct option *longopts; /* ends with {0}; may be NULL */
+    int argc;
+    char **argv;                   /* owned copy: argv[0] = cmd, then the arguments, NULL */
+    int rest;                      /* after getopt's end: the next operand after "--" */
+    char name[64];                 /* spelling of the option just returned: "--json", "-j" */
+};
+
+/**
+ * @brief Start parsing argv[0..argc-1] (the arguments after the subcommand).
+ * @param cmd        message prefix, e.g. "mbsim sweep"; must outlive g
+ * @param shortopts  getopt short options ("j:o:"), "" for none
+ * @param longopts   getopt_long table (flag must be NULL: val is returned), or NULL
+ */
+void cli_opts_init(struct cli_opts *g, const char *cmd, const char *shortopts, const struct option *longopts,
+                   int argc, char **argv);
+
+/**
+ * @brief The next option or operand.
+ * @param[out] arg  the option's value (NULL when it takes none), or the operand
+ * @return the option's val (short option character or long option val),
+ *         CLI_OPERAND, CLI_END, or CLI_USAGE after printing the error.
+ */
+int cli_opts_next(struct cli_opts *g, const char **arg);
+
+/** @brief The option just returned as the user spelled it ("--output" or "-o"). */
+const char *cli_opts_name(const struct cli_opts *g);
+
+void cli_opts_free(struct cli_opts *g);
+
+/**
+ * @brief The CPUs this process may run on: its affinity mask (taskset,
+ * cgroups, a Slurm allocation), not the machine's; the online CPUs if the mask
+ * cannot be read. The default of sweep -j and validate -j. Always >= 1.
+ */
+long cli_usable_cpus(void);
+
+#endif

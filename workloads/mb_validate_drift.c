@@ -1,0 +1,292 @@
+/*
+ * mb_validate_drift.c -- a validation run against a previous `mbsim validate
+ * --json` output (mb_validate.h, "drift against a baseline"): which rows were
+ * added, removed, newly skipped or predicted, and how far each prediction
+ * moved, for CI (docs/ci.md).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_input.h"
+#include "mb_validate.h"
+
+/* `validate --json` writes 10 significant digits: values that agree to them are the same. */
+#define SAME_REL 1e-9
+
+/* One row of either side, reduced to what drift compares. */
+struct side {
+    const char *id;
+    int occ;
+    const char *metric; /* "" when none */
+    int skipped;
+    double measured, predicted, err_pct;
+    const char *reason;
+    int paired;
+};
+
+static const char *kind_name(enum mb_val_drift_kind k)
+{
+    static const char *const n[] = {"unchanged", "changed", "metric changed", "now skipped", "now predicted",
+                                    "added", "removed"};
+    return n[k];
+}
+
+/* Occurrence numbers: the k-th row with the same id gets k. O(n^2), fine for thousands of rows. */
+static void number(struct side *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        v[i].occ = 1;
+        for (size_t j = 0; j < i; j++)
+            v[i].occ += !strcmp(v[i].id, v[j].id);
+    }
+}
+
+static int num_field(json_t *o, const char *key, double *out)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x || json_is_null(x)) {
+        *out = 0;
+        return 0;
+    }
+    if (!json_is_number(x))
+        return -1;
+    *out = json_number_value(x);
+    return 0;
+}
+
+/* Free v after the error (which may quote its strings) is set. */
+static int fail(struct side *v, int rc)
+{
+    mb_free(v);
+    return rc;
+}
+
+/* The baseline's rows; -1 with err set when the file is not a validate --json output. */
+static int read_baseline(json_t *root, const char *path, struct side **out, size_t *n, double *mape,
+                         struct mb_err *err)
+{
+    json_t *rows = json_is_object(root) ? json_object_get(root, "rows") : NULL;
+    if (!json_is_array(rows))
+        return mb_err_set(err, path, 0, 0, "not an mbsim validate --json output (no 'rows' array)");
+    json_t *mape_j = json_object_get(root, "mape_pct");
+    *mape = json_is_number(mape_j) ? json_number_value(mape_j) : NAN;
+    *n = json_array_size(rows);
+    struct side *v = mb_calloc(*n + 1, sizeof *v);
+    for (size_t i = 0; i < *n; i++) {
+        json_t *o = json_array_get(rows, i), *id = json_object_get(o, "id"), *met = json_object_get(o, "metric");
+        if (!json_is_object(o))
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu]: expected an object", i));
+        if (!json_is_string(id))
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu]: 'id' is not a string", i));
+        v[i].id = json_string_value(id);
+        if (met && !json_is_string(met))
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'metric' is not a string", i,
+                                      v[i].id));
+        v[i].metric = met ? json_string_value(met) : "";
+        v[i].skipped = json_is_true(json_object_get(o, "skipped"));
+        v[i].reason = json_is_string(json_object_get(o, "reason")) ? json_string_value(json_object_get(o, "reason")) : "";
+        static const char *const keys[] = {"measured", "predicted", "err_pct"};
+        double *dst[] = {&v[i].measured, &v[i].predicted, &v[i].err_pct};
+        for (int k = 0; k < 3; k++)
+            if (num_field(o, keys[k], dst[k]))
+                return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): '%s' is not a number", i,
+                                          v[i].id, keys[k]));
+        if (!v[i].skipped && !json_is_number(json_object_get(o, "predicted")))
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): a row not skipped needs 'predicted'",
+                                      i, v[i].id));
+    }
+    number(v, *n);
+    *out = v;
+    return 0;
+}
+
+static double absd(double x)
+{
+    return x < 0 ? -x : x;
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const struct mb_val_drift_row *x = a, *y = b;
+    if (x->over != y->over)
+        return y->over - x->over;
+    if (absd(x->drift_pct) != absd(y->drift_pct))
+        return absd(x->drift_pct) < absd(y->drift_pct) ? 1 : -1;
+    if (x->kind != y->kind)
+        return (int)x->kind - (int)y->kind;
+    int c = strcmp(x->id, y->id);
+    return c ? c : x->occurrence - y->occurrence;
+}
+
+static void set_str(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_path, double threshold_pct,
+                      struct mb_val_drift *out, struct mb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->threshold_pct = threshold_pct;
+    char *buf;
+    size_t len;
+    if (mb_input_read(baseline_path, "a baseline JSON", 0, &buf, &len, err))
+        return -1;
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, 0, &je);
+    mb_free(buf);
+    if (!root)
+        return mb_err_set(err, baseline_path, je.line > 0 ? je.line : 0, je.column > 0 ? je.column : 0,
+                          "invalid JSON: %s", je.text);
+    struct side *old = NULL;
+    size_t n_old = 0;
+    if (read_baseline(root, baseline_path, &old, &n_old, &out->old_mape_pct, err)) {
+        json_decref(root);
+        return -1;
+    }
+    size_t n_new = now->n_rows;
+    struct side *nw = mb_calloc(n_new + 1, sizeof *nw);
+    for (size_t i = 0; i < n_new; i++) {
+        const struct mb_val_row *r = &now->rows[i];
+        nw[i] = (struct side){r->id, 0, r->metric, r->skipped, r->measured, r->predicted, r->err_pct, r->reason, 0};
+    }
+    number(nw, n_new);
+    out->n_old = n_old;
+    out->n_new = n_new;
+    out->new_mape_pct = now->n_predicted ? now->mape_pct : NAN;
+    out->rows = mb_calloc(n_old + n_new + 1, sizeof *out->rows);
+
+    for (size_t i = 0; i < n_new; i++) {
+        struct side *b = &nw[i], *a = NULL;
+        for (size_t j = 0; j < n_old && !a; j++)
+            if (!old[j].paired && old[j].occ == b->occ && !strcmp(old[j].id, b->id))
+                a = &old[j];
+        struct mb_val_drift_row d = {.occurrence = b->occ, .new_pred = b->skipped ? 0 : b->predicted,
+                                     .new_err_pct = b->skipped ? 0 : b->err_pct};
+        set_str(d.id, sizeof d.id, b->id);
+        set_str(d.metric, sizeof d.metric, b->metric);
+        if (!a) {
+            d.kind = MB_DRIFT_ADDED;
+        } else {
+            a->paired = 1;
+            d.old_pred = a->skipped ? 0 : a->predicted;
+            d.old_err_pct = a->skipped ? 0 : a->err_pct;
+            if (a->skipped && b->skipped) {
+                d.kind = MB_DRIFT_SAME;
+            } else if (b->skipped) {
+                d.kind = MB_DRIFT_NOW_SKIPPED;
+                d.over = 1;
+                set_str(d.reason, sizeof d.reason, b->reason);
+            } else if (a->skipped) {
+                d.kind = MB_DRIFT_NOW_PREDICTED;
+            } else if (strcmp(a->metric, b->metric)) {
+                d.kind = MB_DRIFT_METRIC;
+            } else if (absd(b->predicted - a->predicted) <= SAME_REL * absd(a->predicted)) {
+                d.kind = MB_DRIFT_SAME;
+            } else {
+                d.kind = MB_DRIFT_CHANGED;
+                d.drift_pct = a->predicted != 0 ? (b->predicted - a->predicted) / a->predicted * 100 : INFINITY;
+                d.over = absd(d.drift_pct) > threshold_pct;
+                if (absd(d.drift_pct) > out->max_abs_drift_pct)
+                    out->max_abs_drift_pct = absd(d.drift_pct);
+            }
+        }
+        out->n_kind[d.kind]++;
+        out->n_over += (size_t)d.over;
+        if (d.kind != MB_DRIFT_SAME)
+            out->rows[out->n++] = d;
+    }
+    for (size_t j = 0; j < n_old; j++)
+        if (!old[j].paired) {
+            struct mb_val_drift_row d = {.occurrence = old[j].occ, .kind = MB_DRIFT_REMOVED,
+                                         .old_pred = old[j].skipped ? 0 : old[j].predicted,
+                                         .old_err_pct = old[j].skipped ? 0 : old[j].err_pct};
+            set_str(d.id, sizeof d.id, old[j].id);
+            set_str(d.metric, sizeof d.metric, old[j].metric);
+            out->n_kind[MB_DRIFT_REMOVED]++;
+            out->rows[out->n++] = d;
+        }
+    qsort(out->rows, out->n, sizeof *out->rows, cmp_rows);
+    mb_free(nw);
+    mb_free(old);
+    json_decref(root);
+    return 0;
+}
+
+static void print_id(const struct mb_val_drift_row *r, FILE *fp)
+{
+    char id[200];
+    if (r->occurrence > 1)
+        snprintf(id, sizeof id, "%.150s (#%d)", r->id, r->occurrence);
+    else
+        snprintf(id, sizeof id, "%s", r->id);
+    fprintf(fp, "  %-40.40s", id);
+}
+
+void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_path, size_t top, FILE *fp)
+{
+    fprintf(fp, "\ndrift against %s (%zu rows then, %zu now):", baseline_path, d->n_old, d->n_new);
+    for (int k = MB_DRIFT_SAME; k <= MB_DRIFT_REMOVED; k++)
+        fprintf(fp, "%s %zu %s", k ? "," : "", d->n_kind[k], kind_name((enum mb_val_drift_kind)k));
+    fputc('\n', fp);
+    if (isfinite(d->old_mape_pct) || isfinite(d->new_mape_pct)) {
+        char then[32] = "n/a", now[32] = "n/a"; /* the baseline may have no summary, or nothing predicted */
+        if (isfinite(d->old_mape_pct))
+            snprintf(then, sizeof then, "%.2f %%", d->old_mape_pct);
+        if (isfinite(d->new_mape_pct))
+            snprintf(now, sizeof now, "%.2f %%", d->new_mape_pct);
+        fprintf(fp, "MAPE %s then, %s now\n", then, now);
+    }
+    size_t shown = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        const struct mb_val_drift_row *r = &d->rows[i];
+        if (r->kind != MB_DRIFT_CHANGED || (!r->over && shown >= top))
+            continue;
+        if (!shown++)
+            fprintf(fp, "largest drifts of the predictions (past %.2f %% first):\n  %-40s %-22s %12s %12s %9s %17s\n",
+                    d->threshold_pct, "id", "metric", "baseline", "now", "drift %", "err % then -> now");
+        print_id(r, fp);
+        fprintf(fp, " %-22s %12.4g %12.4g %+9.2f %+8.1f -> %+6.1f%s\n", r->metric, r->old_pred, r->new_pred,
+                r->drift_pct, r->old_err_pct, r->new_err_pct, r->over ? "  PAST THRESHOLD" : "");
+    }
+    static const enum mb_val_drift_kind listed[] = {MB_DRIFT_NOW_SKIPPED, MB_DRIFT_NOW_PREDICTED, MB_DRIFT_METRIC,
+                                                    MB_DRIFT_ADDED, MB_DRIFT_REMOVED};
+    for (size_t k = 0; k < sizeof listed / sizeof listed[0]; k++) {
+        if (!d->n_kind[listed[k]])
+            continue;
+        fprintf(fp, "%s:\n", kind_name(listed[k]));
+        size_t m = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            const struct mb_val_drift_row *r = &d->rows[i];
+            if (r->kind != listed[k])
+                continue;
+            if (++m > top && listed[k] != MB_DRIFT_NOW_SKIPPED) {
+                fprintf(fp, "  ... and %zu more\n", d->n_kind[listed[k]] - top);
+                break;
+            }
+            print_id(r, fp);
+            if (r->kind == MB_DRIFT_NOW_SKIPPED)
+                fprintf(fp, " was %.4g (%s), now skipped: %s\n", r->old_pred, r->metric, r->reason);
+            else if (r->kind == MB_DRIFT_REMOVED || r->kind == MB_DRIFT_ADDED)
+                fprintf(fp, " %s\n", r->metric[0] ? r->metric : "(no metric)");
+            else
+                fprintf(fp, " %s: %.4g, err %+.1f %%\n", r->metric, r->new_pred, r->new_err_pct);
+        }
+    }
+    if (d->n_over)
+        fprintf(fp, "drift: %zu rows past %.2f %% (%zu predictions moved more, %zu rows now skipped)\n", d->n_over,
+                d->threshold_pct, d->n_over - d->n_kind[MB_DRIFT_NOW_SKIPPED], d->n_kind[MB_DRIFT_NOW_SKIPPED]);
+    else
+        fprintf(fp, "drift: none past %.2f %% (largest %.2f %%)\n", d->threshold_pct, d->max_abs_drift_pct);
+}
+
+void mb_validate_drift_free(struct mb_val_drift *d)
+{
+    if (!d)
+        return;
+    mb_free(d->rows);
+    memset(d, 0, sizeof *d);
+}
