@@ -111,6 +111,9 @@ struct mb_system {
     double power_tdp;         /* W, TDP of the calibration table's part (mb_topo_gpu_tdp), 0 unknown */
     double power_clock_scale; /* sustained tensor-core rate under power_cap / at the TDP:
                                  mb_topo_power_clock_scale(power_cap, power_tdp); 1 without a cap */
+    double gpu_memory;        /* bytes, the YAML's gpu_memory: the usable device memory per GPU
+                                 where the part differs from its calibration table's (a 40 GB A100
+                                 on the 80 GB table); 0 = the table's spec.hbm */
     char source[1024];        /* where the numbers come from */
 };
 

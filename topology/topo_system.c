@@ -42,6 +42,7 @@ struct mb_topo__sys_yaml {
     double pcie_bw;
     long max_gpus;
     double power_cap;
+    double gpu_memory;
     double inter_socket_bw;
     long rack_gpus;
     long rails;
@@ -72,6 +73,7 @@ static const struct mb_field mb_topo__sys_fields[] = {
     F_("pcie_bw", MB_F_DOUBLE, pcie_bw, 1, 1e9, 1e13, MB_UNIT_BW),
     F_("max_gpus", MB_F_INT, max_gpus, 0, 0, 1e9, MB_UNIT_NONE),
     F_("power_cap", MB_F_DOUBLE, power_cap, 0, 1, 1e5, MB_UNIT_POWER),
+    F_("gpu_memory", MB_F_DOUBLE, gpu_memory, 0, 1073741824.0, 17592186044416.0, MB_UNIT_BYTES),
     F_("inter_socket_bw", MB_F_DOUBLE, inter_socket_bw, 0, 1e8, 1e13, MB_UNIT_BW),
     F_("rack_gpus", MB_F_INT, rack_gpus, 0, 1, 1e6, MB_UNIT_NONE),
     F_("rails", MB_F_INT, rails, 0, 1, MB_TOPO_MAX_GPUS, MB_UNIT_NONE),
@@ -638,6 +640,7 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
     out->switch_tiers = (int)y.switch_tiers;
     out->oversubscription = y.oversubscription;
     out->pcie_bw = y.pcie_bw;
+    out->gpu_memory = y.gpu_memory;
     out->max_gpus = (int)y.max_gpus;
     snprintf(out->source, sizeof out->source, "%s", y.source);
     return 0;

@@ -1694,6 +1694,33 @@ static void test_oom_reserve(void **state)
     }
 }
 
+/* A system's gpu_memory replaces the table's capacity in the verdict, and
+ * nothing else: oom_edge.yaml at T 8192 on a part with half its device
+ * memory is OOM with the same step time and allocation; the dgx_a100_40gb
+ * preset states the 40 GB part's 40960 MiB (nvidia-smi) on the 80 GB table. */
+static void test_gpu_memory(void **state)
+{
+    (void)state;
+    struct mb_result r0, r;
+    struct mb_scenario s;
+    struct mb_err e;
+    oom_edge_mem(8192, 0, &r0);
+    assert_int_equal(r0.mem.verdict, MB_MEM_FITS);
+    load("tests/data/step/oom_edge.yaml", &s);
+    s.system.gpu_memory = 0.5 * r0.mem.device;
+    sim(&s, &r);
+    assert_true(mb_dbl_eq(r.mem.capacity, 0.5 * r0.mem.device));
+    assert_int_equal(r.mem.verdict, MB_MEM_OOM);
+    assert_true(r.oom && r.step_time_s == r0.step_time_s && r.mem.peak_allocated == r0.mem.peak_allocated);
+    mb_scenario_free(&s);
+    struct mb_system sys;
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("dgx_a100_40gb", &sys, &e), 0);
+    assert_true(mb_dbl_eq(sys.gpu_memory, 40960.0 * 1048576));
+    assert_int_equal(mb_topo_load_system("dgx_a100", &sys, &e), 0);
+    assert_true(sys.gpu_memory == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1704,7 +1731,7 @@ int main(void)
         cmocka_unit_test(test_framework_rates),
         cmocka_unit_test(test_framework_power_cap), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
         cmocka_unit_test(test_framework_host_kernel),
-        cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_loss_memory),
+        cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_gpu_memory), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_step_bound),
         cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),

@@ -114,7 +114,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     r->fw_overlap_slowdown = b->fw_overlap;
     r->fw_step_overhead_s = b->fw_step;
     r->fw_host_kernel_s = b->fw_host;
-    mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, b->gpu->hbm_bytes, dyn, &r->mem);
+    mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, mb_step_capacity(b), dyn, &r->mem);
     {
         const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];
         double dynb = ps->activations + ps->logits + ps->recompute + ps->bwd_grads;
@@ -433,7 +433,7 @@ static void mb__bound_build(struct mb_build *b, struct mb_step_bound *out)
     mb_bound_stages(b, floor_s);
     for (int st = 0; st < b->lay.p; st++)
         out->step_s = fmax(out->step_s, floor_s[st]);
-    mb_memory_estimate(s, &b->lay, &b->plan, 0, b->gpu->hbm_bytes, dyn, mem);
+    mb_memory_estimate(s, &b->lay, &b->plan, 0, mb_step_capacity(b), dyn, mem);
     out->device_bytes = mem->device;
     out->capacity = mem->capacity;
     mb_free(mem);

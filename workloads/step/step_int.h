@@ -213,6 +213,14 @@ struct mb_build {
     double fw_host;           /* host seconds per eager kernel beyond b->launch */
 };
 
+/** Device memory per GPU (bytes) the memory verdict checks against: the
+ * system's gpu_memory where it states one (a part with less memory than its
+ * calibration table's), else the table's spec.hbm. */
+static inline double mb_step_capacity(const struct mb_build *b)
+{
+    return b->s->system.gpu_memory > 0 ? b->s->system.gpu_memory : b->gpu->hbm_bytes;
+}
+
 /* ---- placement.c */
 struct mb_group mb_step_group(int size, int stride, int dom);
 int mb_step_place(struct mb_build *b, struct mb_err *err);
