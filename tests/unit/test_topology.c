@@ -382,7 +382,7 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
      "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
-     "nvls, pcie_bw, max_gpus, power_cap, inter_socket_bw, rack_gpus, rails, nics_per_gpu, source"},
+     "nvls, pcie_bw, max_gpus, power_cap, gpu_memory, inter_socket_bw, rack_gpus, rails, nics_per_gpu, source"},
     /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
     {"gpu_model_mismatch.yaml", 3, 6,
      "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
