@@ -12,6 +12,7 @@
  */
 #include "topo_xml_v2.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,7 +101,10 @@ struct mb_xml_obj {
 
 struct mb_xml_frame {
     int el;
-    int saw_object; /* an <object> child was seen */
+    int saw_object;      /* an <object> child was seen */
+    const char *at;      /* the element's name in the buffer (positions of its end checks) */
+    uint64_t got;        /* <indexes>/<u64values>: the values read */
+    uint64_t nb, n_u64;  /* <distances2*>: nbobjs= and the u64values its children held */
 };
 
 struct mb_xml_gp {
@@ -119,6 +123,8 @@ struct mb_xml_v2 {
     struct mb_xml_gp *gps;
     size_t n_gps, cap_gps;
     struct mb_xml_bits cpu, node; /* scratch: cpuset, nodeset */
+    const char *last_text;        /* the last text character seen (a value continues at last_text + 1) */
+    int digits;                   /* digits of the <u64values> value being read */
 };
 
 static int mb_xml_v2__err(struct mb_xml_v2 *v, const char *at, const char *fmt, ...)
@@ -438,6 +444,34 @@ static int mb_xml__object(struct mb_xml_v2 *v, const char *name, const struct mb
     return 0;
 }
 
+/* Values mbsim reads from the file: the GPU memory (hwloc's CUDAGlobalMemorySize
+ * info, KiB) and a PCI link's speed (pci_link_speed=, GB/s; 0 = unknown, as
+ * hwloc writes it), checked here so a bad one is an error at its position
+ * instead of a silent wrong number (1 PiB and 1000 GB/s are sanity bounds). */
+static int mb_xml__values(struct mb_xml_v2 *v, int el, const struct mb_xml_attr *a, int na)
+{
+    const struct mb_xml_attr *nm = el == EL_INFO ? mb_xml__find(a, na, "name") : NULL;
+    if (nm && nm->val_len == 20 && !memcmp(nm->val, "CUDAGlobalMemorySize", 20)) {
+        const struct mb_xml_attr *val = mb_xml__find(a, na, "value");
+        uint64_t k = 0;
+        if (mb_xml__decimal(val, &k) || k < 1 || k > (1ull << 40))
+            return mb_xml_v2__err(v, val->val,
+                                  "CUDAGlobalMemorySize \"%.*s\" (expected the GPU's memory in KiB, a decimal from "
+                                  "1 to 2^40)",
+                                  val->val_len > 24 ? 24 : (int)val->val_len, val->val);
+    }
+    const struct mb_xml_attr *sp = el == EL_OBJECT ? mb_xml__find(a, na, "pci_link_speed") : NULL;
+    if (sp) {
+        char buf[32], *end;
+        snprintf(buf, sizeof buf, "%.*s", sp->val_len > 31 ? 31 : (int)sp->val_len, sp->val);
+        double x = strtod(buf, &end);
+        if (end == buf || *end || sp->val_len > 31 || !isfinite(x) || x < 0 || x > 1000)
+            return mb_xml_v2__err(v, sp->val, "pci_link_speed=\"%s\" (expected GB/s from 0 to 1000, as lstopo writes)",
+                                  buf);
+    }
+    return 0;
+}
+
 int mb_xml_v2_start(struct mb_xml_v2 *v, const char *name, size_t n, const struct mb_xml_attr *a, int na)
 {
     int el = EL_UNKNOWN;
@@ -531,31 +565,75 @@ int mb_xml_v2_start(struct mb_xml_v2 *v, const char *name, size_t n, const struc
     }
     if (el == EL_OBJECT && mb_xml__object(v, name, a, na))
         return -1;
+    if (mb_xml__values(v, el, a, na))
+        return -1;
     if (pf)
         pf->saw_object |= el == EL_OBJECT;
     if (v->depth == MB_XML_V2_DEPTH)
         return mb_xml_v2__err(v, name, "elements nested too deep");
-    v->f[v->depth].el = el;
-    v->f[v->depth++].saw_object = 0;
+    struct mb_xml_frame *nf = &v->f[v->depth++];
+    memset(nf, 0, sizeof *nf);
+    nf->el = el;
+    nf->at = name;
+    if (el == EL_DIST || el == EL_DISTH)
+        mb_xml__decimal(mb_xml__find(a, na, "nbobjs"), &nf->nb);
+    return 0;
+}
+
+/* The end of a distance matrix or of one of its value lists: hwloc refuses
+ * (with no position) a matrix whose values are not nbobjs^2 (hwloc
+ * topology-xml.c, hwloc__xml_import_distances; length= counts characters). */
+static int mb_xml__end_counts(struct mb_xml_v2 *v, const struct mb_xml_frame *f)
+{
+    const char *nm = mb_xml_schema[f->el].name;
+    if (f->el == EL_U64 && v->depth)
+        v->f[v->depth - 1].n_u64 += f->got;
+    if ((f->el == EL_DIST || f->el == EL_DISTH) && f->n_u64 != f->nb * f->nb)
+        return mb_xml_v2__err(v, f->at, "<%s nbobjs=\"%llu\"> holds %llu values (expected nbobjs^2 = %llu)", nm,
+                              (unsigned long long)f->nb, (unsigned long long)f->n_u64,
+                              (unsigned long long)(f->nb * f->nb));
     return 0;
 }
 
 int mb_xml_v2_end(struct mb_xml_v2 *v)
 {
-    if (v->depth) {
-        v->depth--;
-        if (v->f[v->depth].el == EL_OBJECT && v->nobj)
-            v->nobj--;
-    }
+    if (!v->depth)
+        return 0;
+    struct mb_xml_frame f = v->f[--v->depth];
+    if (f.el == EL_OBJECT && v->nobj)
+        v->nobj--;
+    return mb_xml__end_counts(v, &f);
+}
+
+/* One character of a value list: <u64values> holds unsigned decimals of at
+ * most 19 digits (below 2^64, as hwloc's strtoull needs), <indexes> any
+ * tokens; a value continues while characters are adjacent. */
+static int mb_xml__value_char(struct mb_xml_v2 *v, struct mb_xml_frame *f, const char *at)
+{
+    int cont = v->last_text && at == v->last_text + 1;
+    v->last_text = at;
+    if (!cont)
+        f->got++;
+    if (f->el != EL_U64)
+        return 0;
+    if (*at < '0' || *at > '9')
+        return mb_xml_v2__err(v, at, "'%c' in <u64values> (expected unsigned decimal integers)", *at);
+    v->digits = cont ? v->digits + 1 : 1;
+    if (v->digits > 19)
+        return mb_xml_v2__err(v, at, "a value of more than 19 digits in <u64values> (expected one below 2^64)");
     return 0;
 }
 
 int mb_xml_v2_text(struct mb_xml_v2 *v, const char *at)
 {
-    if (!v->depth || mb_xml_schema[v->f[v->depth - 1].el].text)
+    if (!v->depth)
         return 0;
-    return mb_xml_v2__err(v, at, "text inside <%s> (expected only child elements)",
-                          mb_xml_schema[v->f[v->depth - 1].el].name);
+    struct mb_xml_frame *f = &v->f[v->depth - 1];
+    if (f->el == EL_INDEXES || f->el == EL_U64)
+        return mb_xml__value_char(v, f, at);
+    if (mb_xml_schema[f->el].text)
+        return 0;
+    return mb_xml_v2__err(v, at, "text inside <%s> (expected only child elements)", mb_xml_schema[f->el].name);
 }
 
 static int mb_xml__gp_cmp(const void *pa, const void *pb)

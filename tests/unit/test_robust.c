@@ -134,6 +134,20 @@ static void test_hwloc_content(void **state)
            "encoding=\"UTF-8\" as lstopo writes"},
         {SYS("hwloc_v1"), 1,
          R "hwloc_v1.xml:4:2: hwloc XML: version 1.x file refused (expected <topology version=\"2.x\">"},
+        /* values mbsim reads (QA of issue 15): hwloc refused the matrix ones with no position and
+         * read the memory and PCIe ones as wrong numbers */
+        {"topo " R "hwloc_u64_negative.xml", 1,
+         R "hwloc_u64_negative.xml:237:44: hwloc XML: '-' in <u64values> (expected unsigned decimal integers)"},
+        {"topo " R "hwloc_u64_huge.xml", 1,
+         R "hwloc_u64_huge.xml:237:70: hwloc XML: a value of more than 19 digits in <u64values>"},
+        {"topo " R "hwloc_u64_short.xml", 1,
+         R "hwloc_u64_short.xml:234:4: hwloc XML: <distances2hetero nbobjs=\"12\"> holds 143 values (expected "
+           "nbobjs^2 = 144)"},
+        {"topo " R "hwloc_gpu_mem_negative.xml", 1,
+         R "hwloc_gpu_mem_negative.xml:26:58: hwloc XML: CUDAGlobalMemorySize \"-5\" (expected the GPU's memory in "
+           "KiB, a decimal from 1 to 2^40)"},
+        {"topo " R "hwloc_pci_speed_nan.xml", 1,
+         R "hwloc_pci_speed_nan.xml:16:182: hwloc XML: pci_link_speed=\"nan\" (expected GB/s from 0 to 1000"},
     };
 #undef SYS
     check_cases(c, sizeof c / sizeof c[0]);
