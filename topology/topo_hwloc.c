@@ -452,8 +452,8 @@ static int mb_topo__load_error(const char *path, const char *buf, struct mb_err 
     mb_topo__xml_version(buf, ver, sizeof ver);
     if (ver[0] && ver[0] != '1' && ver[0] != '2')
         return mb_err_set(err, path, 0, 0,
-                          "hwloc cannot load XML (topology version %s; hwloc %d.x reads only "
-                          "version 2.x and 1.x XML)",
+                          "hwloc cannot load XML (topology version %s; mbsim reads version 2.x XML with "
+                          "hwloc %d.x: export the topology with hwloc 2's lstopo --of xml)",
                           ver, HWLOC_API_VERSION >> 16);
     return mb_err_set(err, path, 0, 0, "hwloc cannot load XML (not a valid hwloc topology file)");
 }

@@ -200,8 +200,8 @@ static void test_xml_v3_refused(void **state)
         assert_int_equal(mb_topo_load_xml(p, &n, &e), -1);
         assert_string_equal(e.file, p);
         assert_int_equal(e.line, 0);
-        assert_string_equal(e.msg, "hwloc cannot load XML (topology version 3.0; hwloc 2.x reads only "
-                                   "version 2.x and 1.x XML)");
+        assert_string_equal(e.msg, "hwloc cannot load XML (topology version 3.0; mbsim reads version 2.x "
+                                   "XML with hwloc 2.x: export the topology with hwloc 2's lstopo --of xml)");
         mb_free(p);
     }
 }
@@ -673,8 +673,8 @@ static void test_system_node_xml_errors(void **state)
     mb_err_clear(&e);
     assert_int_equal(mb_topo_load_system(p, &s, &e), -1);
     assert_true(ends_with(e.file, "/hwloc_dgx_v3.xml"));
-    assert_string_equal(e.msg, "hwloc cannot load XML (topology version 3.0; hwloc 2.x reads only "
-                               "version 2.x and 1.x XML)");
+    assert_string_equal(e.msg, "hwloc cannot load XML (topology version 3.0; mbsim reads version 2.x "
+                               "XML with hwloc 2.x: export the topology with hwloc 2's lstopo --of xml)");
     mb_free(p);
 
     p = data_path("tests/data/topology/good_minimal.yaml");
