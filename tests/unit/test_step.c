@@ -1057,6 +1057,16 @@ static void test_framework_kernels(void **state)
     mb_scenario_free(&s);
 }
 
+/* Seconds per step of op `name` in direction dir (0 when the op table has none). */
+static double op_time_s(const struct mb_result *r, const char *name, int dir)
+{
+    double t = 0;
+    for (size_t k = 0; k < r->n_ops; k++)
+        if (r->ops[k].dir == dir && !strcmp(r->ops[k].name, name))
+            t = r->ops[k].time_s;
+    return t;
+}
+
 /* Sustained tensor-core fraction and memory-bound efficiency, per op (tests/data/ops/gqa2.yaml,
  * fixture table): every GEMM of the per-op table is compute-bound there, so tensor_fraction 0.8
  * makes linear_fc1 and linear_qkv exactly 1/0.8 slower, and core attention too; the MLP
@@ -1078,13 +1088,7 @@ static void test_framework_rates(void **state)
     } c[] = {{"linear_fc1", 1.25}, {"linear_qkv", 1.25}, {"core_attn", 1.25}, {"mlp_act", 0.5 / 0.3}};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         for (int dir = 0; dir < 2; dir++) {
-            double ta = 0, tb = 0;
-            for (size_t k = 0; k < a.n_ops; k++)
-                if (a.ops[k].dir == dir && !strcmp(a.ops[k].name, c[i].name))
-                    ta = a.ops[k].time_s;
-            for (size_t k = 0; k < b.n_ops; k++)
-                if (b.ops[k].dir == dir && !strcmp(b.ops[k].name, c[i].name))
-                    tb = b.ops[k].time_s;
+            double ta = op_time_s(&a, c[i].name, dir), tb = op_time_s(&b, c[i].name, dir);
             assert_true(ta > 0);
             if (fabs(tb / ta - c[i].ratio) > 1e-6)
                 fail_msg("%s dir %d: %.6f x slower, expected %.4f", c[i].name, dir, tb / ta, c[i].ratio);
@@ -1118,13 +1122,7 @@ static void test_framework_power_cap(void **state)
     } c[] = {{"linear_fc1", 1.118689}, {"linear_qkv", 1.118689}, {"core_attn", 1.118689}, {"mlp_act", 1}};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         for (int dir = 0; dir < 2; dir++) {
-            double ta = 0, tb = 0;
-            for (size_t k = 0; k < a.n_ops; k++)
-                if (a.ops[k].dir == dir && !strcmp(a.ops[k].name, c[i].name))
-                    ta = a.ops[k].time_s;
-            for (size_t k = 0; k < b.n_ops; k++)
-                if (b.ops[k].dir == dir && !strcmp(b.ops[k].name, c[i].name))
-                    tb = b.ops[k].time_s;
+            double ta = op_time_s(&a, c[i].name, dir), tb = op_time_s(&b, c[i].name, dir);
             assert_true(ta > 0);
             if (fabs(tb / ta - c[i].ratio) > 1e-6)
                 fail_msg("%s dir %d: %.6f x slower under a 500 W cap, expected %.6f", c[i].name, dir, tb / ta,

@@ -140,6 +140,18 @@ static void mb__free(struct mb_build *b)
 }
 
 /* Simulate the step with `mbs_n` microbatches per DP rank. */
+/* A build of scenario s, empty; -1 when s has more stages than the simulator holds. */
+static int mb__begin(struct mb_build *b, const struct mb_scenario *s, struct mb_err *err)
+{
+    memset(b, 0, sizeof *b);
+    if (s->pp > MB_MAX_STAGES)
+        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
+                          MB_MAX_STAGES);
+    b->s = s;
+    b->m = &s->model;
+    return 0;
+}
+
 static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb__ask *a, struct mb_result *r,
                         struct mb_err *err)
 {
@@ -147,13 +159,9 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     clock_gettime(CLOCK_MONOTONIC, &t0);
     memset(r, 0, sizeof *r);
     r->microbatches = mbs_n;
-    if (s->pp > MB_MAX_STAGES)
-        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
-                          MB_MAX_STAGES);
     struct mb_build b;
-    memset(&b, 0, sizeof b);
-    b.s = s;
-    b.m = &s->model;
+    if (mb__begin(&b, s, err))
+        return -1;
     b.record = a->trace || a->ops;
     b.host_fold = !b.record; /* a trace and the op table show every launch */
     if (a->cal)
@@ -443,13 +451,9 @@ int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, str
                   struct mb_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (s->pp > MB_MAX_STAGES)
-        return mb_err_set(err, s->file, 0, 0, "pp = %d exceeds the simulator's limit of %d stages", s->pp,
-                          MB_MAX_STAGES);
     struct mb_build b;
-    memset(&b, 0, sizeof b);
-    b.s = s;
-    b.m = &s->model;
+    if (mb__begin(&b, s, err))
+        return -1;
     if (o && o->cal)
         b.cal = mb_calib_view(o->cal);
     else if (mb_calib_shared(s->system.gpu, s->calib_path[0] ? s->calib_path : NULL, &b.cal, err))
