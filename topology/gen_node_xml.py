@@ -6,6 +6,10 @@ The output is committed; this script only records how it was made (see docs/topo
 """
 import sys, os
 
+if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help") or not os.path.isdir(sys.argv[1]):
+    sys.stderr.write(__doc__.split("\n\n", 1)[1] if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help")
+                     else "usage: python3 topology/gen_node_xml.py OUT_DIR (an existing folder, e.g. topology/systems)\n")
+    sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
 OUT = sys.argv[1]
 
 def chunks(vals, n=10):

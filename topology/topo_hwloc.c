@@ -122,6 +122,17 @@ static void mb_topo__gpu_details(hwloc_obj_t pci, struct mb_node_topo *out)
     }
 }
 
+/* A GPU whose GPUModel differs from `model` (the first GPU's): its model into
+ * out, 1; 0 when every GPU that states one states the same. */
+static int mb_topo__mixed_model(const struct mb_topo__scan *s, const char *model, char *out, size_t len)
+{
+    for (int i = 0; i < s->n_gpu; i++)
+        for (hwloc_obj_t c = s->gpu[i]->io_first_child; c; c = c->next_sibling)
+            if (c->type == HWLOC_OBJ_OS_DEVICE && mb_topo__info(c, "GPUModel", out, len) && strcmp(out, model))
+                return 1;
+    return 0;
+}
+
 static void mb_topo__add_nic(struct mb_topo__scan *s, hwloc_obj_t o)
 {
     int i;
@@ -542,6 +553,13 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
         hwloc_topology_destroy(t);
         return mb_err_set(err, path, 0, 0,
                           "no GPU found (no PCI device of class 0302/0300 with vendor 10de)");
+    }
+    char other[64];
+    if (r.gpu_model[0] && mb_topo__mixed_model(&s, r.gpu_model, other, sizeof other)) {
+        hwloc_topology_destroy(t);
+        return mb_err_set(err, path, 0, 0,
+                          "GPUs of two models in one node ('%s' and '%s'): mbsim simulates one GPU type per node",
+                          r.gpu_model, other);
     }
 
     r.n_gpus = s.n_gpu;

@@ -146,6 +146,9 @@ static void test_hwloc_content(void **state)
         {"topo " R "hwloc_gpu_mem_negative.xml", 1,
          R "hwloc_gpu_mem_negative.xml:26:58: hwloc XML: CUDAGlobalMemorySize \"-5\" (expected the GPU's memory in "
            "KiB, a decimal from 1 to 2^40)"},
+        {"topo " R "hwloc_gpu_mixed_models.xml", 1,
+         R "hwloc_gpu_mixed_models.xml: GPUs of two models in one node ('NVIDIA A100-SXM4-80GB' and 'NVIDIA H100 80GB "
+           "HBM3'): mbsim simulates one GPU type per node"},
         {"topo " R "hwloc_pci_speed_nan.xml", 1,
          R "hwloc_pci_speed_nan.xml:16:182: hwloc XML: pci_link_speed=\"nan\" (expected GB/s from 0 to 1000"},
     };
