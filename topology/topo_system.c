@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The YAML as read (integers are long for the table reader). */
 struct mb_topo__sys_yaml {
@@ -608,7 +609,11 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
         return mb_yaml_err(err, mb_yaml_get(root, "node_xml"), "node_xml path is too long");
     }
     if (!mb_file_exists(xml)) {
-        int rc = mb_yaml_err(err, mb_yaml_get(root, "node_xml"), "node_xml '%s' not found (looked for '%s')",
+        struct stat st;
+        int there = stat(xml, &st) == 0;
+        int rc = mb_yaml_err(err, mb_yaml_get(root, "node_xml"),
+                             there ? "node_xml '%s' is not a regular file ('%s'; expected an hwloc XML file)"
+                                   : "node_xml '%s' not found (looked for '%s')",
                              y.node_xml, xml);
         mb_free(xml);
         return rc;

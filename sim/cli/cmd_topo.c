@@ -185,8 +185,11 @@ static void print_text(const struct topo_view *v)
            v->sys->intra_pcie ? "PCIe" : "NVLink", v->nv_eff);
     if (c.nvls > 0)
         printf("  NVLS all-reduce inside a domain (algBW):            %8.1f\n", c.nvls / 1e9);
-    printf("  ring across domains (DP all-reduce/gather busBW):   %8.1f  (NIC %.1f x %d GPUs per domain)\n",
-           c.ring_x / 1e9, v->sys->nic_bw * v->nic_eff / 1e9, v->sys->nvlink_domain);
+    int L = v->sys->nvlink_domain;
+    double nic_l = v->sys->nic_bw * v->nic_eff * L, nvl_l = L > 1 ? c.intra * L / (L - 1) : 0;
+    printf("  ring across domains (DP all-reduce/gather busBW):   %8.1f  (NIC %.1f x %d GPUs per domain = %.1f%s)\n",
+           c.ring_x / 1e9, v->sys->nic_bw * v->nic_eff / 1e9, L, nic_l / 1e9,
+           L > 1 && nvl_l < nic_l ? ", capped by the domain's NVLink ring rate L/(L-1) x NVLink" : "");
     printf("  all-to-all across domains (EP dispatch, per GPU):   %8.1f  (NIC x %.2f)\n", c.a2a_x / 1e9, v->nic_eff);
 }
 
