@@ -85,6 +85,10 @@ static void print_nvlink(const struct topo_view *v)
            n->nvlink_switched ? "through NVSwitch" : "direct GPU-GPU links", n->nvlink_bw_per_gpu / 1e9, lo / 1e9,
            hi / 1e9, plo / 1e9, phi / 1e9, n->n_islands, n->n_islands == 1 ? "" : "s",
            n->n_islands > 1 && n->island_size ? " of equal size" : "");
+    if (v->sys && v->sys->nvlink_domain > v->sys->gpus_per_node)
+        printf("  (the XML's pairs share each GPU's rate among its tray; across the NVLink domain of %d GPUs the "
+               "flows run through the NVLink switches at the per-GPU rate, docs/topology.md)\n",
+               v->sys->nvlink_domain);
     print_matrix(n);
 }
 
