@@ -65,7 +65,7 @@ struct mb_scn__marks {
     const struct mb_node *disp_sms, *seo;       /* moe.dispatcher_sms, moe.shared_expert_overlap */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -421,6 +421,13 @@ int mb_scenario_group_local(int size, int stride, int dom)
     return per < 1 ? 1 : per > size ? size : per;
 }
 
+/* A GPU key of the Hopper or Ampere generation (calibration table names). */
+static int mb_scn__pre_blackwell(const char *gpu)
+{
+    return !strncasecmp(gpu, "H100", 4) || !strncasecmp(gpu, "H200", 4) || !strncasecmp(gpu, "H800", 4) ||
+           !strncasecmp(gpu, "A100", 4) || !strncasecmp(gpu, "A800", 4) || !strncasecmp(gpu, "L40", 3);
+}
+
 static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
 {
     if (s->allreduce_algo == MB_COLL_ALGO_NVLS && !s->system.nvls)
@@ -444,6 +451,13 @@ static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__mark
                                "NVLink domain; with ep*etp = %d on %d-GPU domains each has 1",
                                s->ep * s->etp, dom);
     }
+    /* MX and NVFP4 block scaling are Blackwell tensor-core formats (Transformer
+     * Engine MXFP8BlockScaling / NVFP4BlockScaling need compute capability 10.0+) */
+    if ((!strcmp(s->prec.label, "mxfp8") || !strcmp(s->prec.label, "nvfp4")) && mb_scn__pre_blackwell(s->system.gpu))
+        return mb_scn__err(err, s, mk ? mk->prec : NULL,
+                           "precision %s needs Blackwell tensor cores (MX/NVFP4 block scaling, compute capability "
+                           "10.0+); system %s has %s GPUs: use fp8_blockwise, fp8_cs or fp8",
+                           s->prec.label, s->system.name, s->system.gpu);
     if (s->system.max_gpus > 0 && s->gpus > s->system.max_gpus)
         return mb_scn__err(err, s, mk ? mk->gpus : NULL, "gpus = %d exceeds max_gpus = %d of system %s",
                            s->gpus, s->system.max_gpus, s->system.name);
@@ -648,6 +662,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->disp_sms = mb_scn__node(nodes, "moe.dispatcher_sms");
     mk->seo = mb_scn__node(nodes, "moe.shared_expert_overlap");
     mk->gpus = mb_scn__node(nodes, "system.gpus");
+    mk->prec = mb_scn__node(nodes, "precision");
     mk->data = mb_yaml_get(root, "data");
     mk->seq = mb_scn__node(nodes, "data.seq_length");
     mk->gbs = mb_scn__node(nodes, "data.global_batch_size");

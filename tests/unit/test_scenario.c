@@ -215,6 +215,9 @@ static const struct {
      "5:11: system 'l40s_pcie8' has L40S GPUs, which have no calibration table (calibration/tables/L40S.yaml): "
      "mbsim cannot price their kernels; give one with calibration: {table: FILE} (docs/calibration.md)"},
     /* a number too large for any integer is out of the key's range, not "no integer" */
+    /* MX / NVFP4 block scaling on a Hopper part */
+    {"bad_mxfp8_h100.yaml", "6:12: precision mxfp8 needs Blackwell tensor cores (MX/NVFP4 block scaling, compute "
+                            "capability 10.0+); system dgx_h100 has H100 GPUs: use fp8_blockwise, fp8_cs or fp8"},
     {"bad_tp_huge.yaml", "12:7: parallel.tp = 99999999999999999999 is out of range [1, 65536]"},
     /* 32 layers over pp*vpp = 14: neither 32 nor 32 + 2 divides, so Megatron-Core cannot split them */
     {"bad_uneven_vpp.yaml",
