@@ -357,7 +357,7 @@ int mb_validate_stats(const double *err_pct, size_t n, double *mape, double *med
 
 struct mb_val__model_ent {
     char key[64];
-    int ok;
+    int ok, unknown; /* unknown: no model of that name or path (a typo), not a file that fails to load */
     struct mb_model m;
     char why[200];
 };
@@ -403,7 +403,8 @@ static const struct mb_val__model_ent *cache_model(struct mb_val__cache *c, cons
     mb_err_clear(&err);
     if (mb_model_load(key, &e->m, &err) == 0) {
         e->ok = 1;
-    } else if (!strncmp(err.msg, "unknown model", 13)) {
+    } else if (!strncmp(err.msg, "unknown model", 13) || !strncmp(err.msg, "cannot open", 11)) {
+        e->unknown = 1;
         snprintf(e->why, sizeof e->why, "model '%.60s' has no model file", key);
     } else {
         char msg[600];
@@ -2326,12 +2327,16 @@ static int csv_record(struct csv_ctx *c)
         skip_row(r, "model not stated");
         return 0;
     }
-    if (!key) {
-        char shown[64];
-        copy_str(shown, sizeof shown, cell(c, C_SYSTEM));
-        snprintf(why, sizeof why, "system '%s' has no preset", shown);
-        skip_row(r, why);
-        return 0;
+    if (!key) { /* a name mbsim does not know is a typo in the CSV, not a row to skip */
+        const struct csv_field *f = &c->f[c->idx[C_SYSTEM]];
+        const char *v = cell(c, C_SYSTEM);
+        if (strchr(v, '/'))
+            return mb_err_set(c->err, c->path, f->line, f->col,
+                              "column 'system': system file '%.200s' not found (a path is read relative to the "
+                              "working directory and must end in .yaml)", v);
+        return mb_err_set(c->err, c->path, f->line, f->col,
+                          "column 'system': '%.60s' is no known system (a DGX/HGX/NVL name of the public CSV, an "
+                          "mbsim preset from `mbsim systems`, or a path to a system file DIR/NAME.yaml)", v);
     }
     if (mb_validate_precision(cell(c, C_PRECISION), key, &prec, why, sizeof why) != 0 ||
         mb_validate_recompute(cell(c, C_RECOMPUTE), &gran, &mods, why, sizeof why) != 0) {
@@ -2355,6 +2360,12 @@ static int csv_record(struct csv_ctx *c)
         return 0;
     }
     me = cache_model(cache, model_key);
+    if (!me->ok && me->unknown) {
+        const struct csv_field *f = &c->f[c->idx[C_MODEL]];
+        return mb_err_set(c->err, c->path, f->line, f->col,
+                          "column 'model': %s (`mbsim models` lists the shipped ones; a path names a model file)",
+                          me->why);
+    }
     if (!me->ok) {
         skip_row(r, me->why);
         return 0;

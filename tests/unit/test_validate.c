@@ -275,10 +275,10 @@ static void test_small_csv(void **state)
         const char *id, *reason;
         int line;
     } skips[] = {
-        {"no_model", "model 'no_such_model' has no model file", 6},
+        {"no_gpus", "gpus not stated", 6},
         {"no_prec", "precision not stated", 7},
         {"vlm", "VLM row without image data", 8},
-        {"bad_sys", "system 'DGX-Z9' has no preset", 9},
+        {"no_seq", "seq_len not stated", 9},
         {"no_metric", "no measured throughput", 10},
         {"bad_rc", "recompute module 'flux_capacitor' not known", 11},
         {"no_batch", "gbs, mbs not stated", 13},
@@ -388,9 +388,9 @@ static void test_reports(void **state)
     assert_true(json_is_real(json_object_get(r0, "predicted")));
     assert_true(json_is_real(json_object_get(r0, "err_pct")));
     json_t *r2 = json_array_get(rows, 2);
-    assert_string_equal(json_string_value(json_object_get(r2, "id")), "no_model");
+    assert_string_equal(json_string_value(json_object_get(r2, "id")), "no_gpus");
     assert_true(json_is_true(json_object_get(r2, "skipped")));
-    assert_string_equal(json_string_value(json_object_get(r2, "reason")), "model 'no_such_model' has no model file");
+    assert_string_equal(json_string_value(json_object_get(r2, "reason")), "gpus not stated");
     assert_null(json_object_get(r2, "predicted"));
     json_decref(root);
     mb_validate_free(&s);
@@ -502,6 +502,15 @@ static void test_bad_csv(void **state)
         {FIX "bad_memory_kind.csv", FIX "bad_memory_kind.csv:2:68: column 'peak_memory_kind': expected allocated, "
                                         "reserved or device, got 'max'"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
+        /* a name or path mbsim does not know is a typo, an error (issue 17 QA: it was a skipped row, rc 0) */
+        {FIX "bad_model_name.csv", FIX "bad_model_name.csv:2:13: column 'model': model 'llama3_7b' has no model file "
+                                   "(`mbsim models` lists the shipped ones; a path names a model file)"},
+        {FIX "bad_system_name.csv",
+         FIX "bad_system_name.csv:2:24: column 'system': 'DGX-Z9' is no known system (a DGX/HGX/NVL name of the public "
+             "CSV, an mbsim preset from `mbsim systems`, or a path to a system file DIR/NAME.yaml)"},
+        {FIX "bad_system_file.csv",
+         FIX "bad_system_file.csv:2:25: column 'system': system file 'topology/systems/no_such.yaml' not found (a path "
+             "is read relative to the working directory and must end in .yaml)"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open: No such file or directory"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -1797,14 +1806,13 @@ static void test_csv_paths(void **state)
     struct mb_err e;
     mb_err_clear(&e);
     assert_int_equal(mb_validate_csv(FIX "paths.csv", &s, &e), 0);
-    assert_int_equal(s.n_rows, 3);
-    const struct mb_val_row *a = find_row(&s, "by_path"), *b = find_row(&s, "by_name"), *m = find_row(&s, "missing_file");
+    assert_int_equal(s.n_rows, 2);
+    const struct mb_val_row *a = find_row(&s, "by_path"), *b = find_row(&s, "by_name");
     assert_false(a->skipped);
     assert_false(b->skipped);
     assert_true(a->predicted == b->predicted);
     assert_string_equal(a->system, "dgx_h100"); /* the file's stem */
-    assert_true(m->skipped);
-    assert_string_equal(m->reason, "system 'topology/systems/no_such.yaml' has no preset");
+    /* a missing system file: test_bad_csv (bad_system_file.csv) */
     assert_string_equal(mb_validate_system_key("topology/systems/dgx_h100.yaml"), "topology/systems/dgx_h100.yaml");
     assert_null(mb_validate_system_key("topology/systems/dgx_h100.xml")); /* the XML is no system file */
     mb_validate_free(&s);
