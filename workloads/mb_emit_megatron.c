@@ -317,6 +317,11 @@ static void mb_mge__notes(const struct mb_scenario *s, enum mb_megatron_dialect 
         if (mb_key_format(s, &k[i], v, sizeof v) == 0)
             fprintf(fp, "# no Megatron setting for %s = %s (mbsim only)\n", k[i].key, v);
     }
+    if (s->model.vision.depth > 0)
+        fprintf(fp, "# the vision encoder (%d blocks, hidden %d) and data.images have no Megatron-LM flags: the "
+                    "flags above train the language model alone, and importing them gives its text twin (a "
+                    "VLM runs from Megatron-Bridge's VLM recipes or Megatron-LM's examples/multimodal)\n",
+                s->model.vision.depth, s->model.vision.hidden);
     if (s->model.num_experts)
         fprintf(fp, "# mbsim simulates forced-balanced routing unless moe.routing: skewed (Megatron: "
                     "--moe-router-force-load-balancing in benchmarks)\n");

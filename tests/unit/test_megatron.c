@@ -146,6 +146,30 @@ static void test_qwen3_roundtrip(void **state)
     mb_scenario_free(&s);
 }
 
+/* A VLM's emit says that its vision encoder has no Megatron-LM flags (issue 17
+ * QA: the round trip silently gave the text twin). scenarios/gb200_ep32.yaml is
+ * Qwen3-VL-30B-A3B, whose vision tower has 27 blocks of hidden 1152 (its
+ * Hugging Face config, vision_config depth / hidden_size). */
+static void test_emit_vlm_note(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_load("scenarios/gb200_ep32.yaml", &s, &e), 0);
+    char *out = NULL, *notes = NULL;
+    size_t lo = 0, ln = 0;
+    FILE *fo = open_memstream(&out, &lo), *fn = open_memstream(&notes, &ln);
+    assert_int_equal(mb_megatron_emit(&s, MB_MEGATRON_LM, fo, fn), 0);
+    fclose(fo);
+    fclose(fn);
+    assert_non_null(strstr(notes, "# the vision encoder (27 blocks, hidden 1152) and data.images have no Megatron-LM "
+                                  "flags"));
+    free(out);
+    free(notes);
+    mb_scenario_free(&s);
+}
+
 /* --attention-dropout absent: Megatron-LM's default 0.1 (megatron/training/arguments.py),
  * which local/unfused attention prices as a dropout kernel; --emit leaves the default out
  * and writes any other value, 0 included (else Megatron would train with 0.1). */
@@ -362,7 +386,7 @@ static void test_uneven_split(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3_roundtrip),
+        cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note),
         cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input),
