@@ -620,7 +620,7 @@ static int mb_xml__value_char(struct mb_xml_v2 *v, struct mb_xml_frame *f, const
         return mb_xml_v2__err(v, at, "'%c' in <u64values> (expected unsigned decimal integers)", *at);
     v->digits = cont ? v->digits + 1 : 1;
     if (v->digits > 19)
-        return mb_xml_v2__err(v, at, "a value of more than 19 digits in <u64values> (expected one below 2^64)");
+        return mb_xml_v2__err(v, at, "a value of more than 19 digits in <u64values> (expected at most 19, below 2^64 as hwloc reads them)");
     return 0;
 }
 

@@ -139,7 +139,7 @@ static void test_hwloc_content(void **state)
         {"topo " R "hwloc_u64_negative.xml", 1,
          R "hwloc_u64_negative.xml:237:44: hwloc XML: '-' in <u64values> (expected unsigned decimal integers)"},
         {"topo " R "hwloc_u64_huge.xml", 1,
-         R "hwloc_u64_huge.xml:237:70: hwloc XML: a value of more than 19 digits in <u64values>"},
+         R "hwloc_u64_huge.xml:237:70: hwloc XML: a value of more than 19 digits in <u64values> (expected at most 19"},
         {"topo " R "hwloc_u64_short.xml", 1,
          R "hwloc_u64_short.xml:234:4: hwloc XML: <distances2hetero nbobjs=\"12\"> holds 143 values (expected "
            "nbobjs^2 = 144)"},
