@@ -11,12 +11,7 @@
 # No predicted value is asserted: the reference is the unsharded run.
 #
 #   slurm_array.sh MBSIM_BINARY      (run from the source tree; CTest does)
-set -u
-unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_STEP
-bin=$1
-tmp=$(mktemp -d)
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 sweep=tests/data/sweep/small.yaml
 
 # the script in the docs is the shipped one

@@ -12,12 +12,7 @@
 # any predicted value, so recalibrating the shipped tables cannot break it.
 #
 #   sweep_interrupt.sh MBSIM_BINARY      (run from the source tree; CTest does)
-set -u
-unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_STEP
-bin=$1
-tmp=$(mktemp -d)
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 # 288 configurations of the 256-GPU acceptance sweep: a few seconds
 sweep="tests/data/sweep/moe256.yaml --set tp=1,2 --set pp=2,4 --set ep=16,32 --progress 0"
 

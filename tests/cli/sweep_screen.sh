@@ -9,12 +9,7 @@
 #   - --screen with --resume is a usage error (exit 2).
 #
 #   sweep_screen.sh MBSIM_BINARY      (run from the source tree; CTest does)
-set -u
-unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_STEP
-bin=$1
-tmp=$(mktemp -d)
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 grid=tests/data/sweep/screen.yaml
 k=5
 top() { sed -n '/^top /,/^$/p' "$1" | tail -n +2; }
