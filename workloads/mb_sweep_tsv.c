@@ -15,6 +15,7 @@
 #include "mb_sweep.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,11 +173,37 @@ static int mb_swt__row(const struct mb_sweep *sw, const struct mb_swt__line *l, 
     return 0;
 }
 
+/* The axes and values of a row say which configuration it is, but not which
+ * base scenario it came from: a shard of another scenario with the same axes
+ * would merge or resume silently. So the first finished row of a file is
+ * simulated again here and its step time compared: beyond 1 % (options such
+ * as --mb-cap move it far less; another base scenario, mbsim version or
+ * calibration table moves it more) the file is refused. */
+static int mb_swt__same_base(const struct mb_sweep *sw, const struct mb_sweep_row *r, const char *path, int line,
+                             struct mb_err *err)
+{
+    struct mb_sweep_row now;
+    mb_sweep_eval(sw, r->index, &now);
+    if (now.status == MB_SWEEP_OK && fabs(now.step_time_s - r->step_time_s) <= 0.01 * now.step_time_s)
+        return 0;
+    if (now.status != MB_SWEEP_OK)
+        return mb_err_set(err, path, line, 1,
+                          "configuration %zu is 'ok' in the file but %s with this sweep's scenario: the file was not "
+                          "made from this base scenario (or by another mbsim version or calibration tables)",
+                          r->index, mb_sweep_status_name(now.status));
+    return mb_err_set(err, path, line, 1,
+                      "configuration %zu took %.6g s in the file, %.6g s simulated now (%.1f %% apart): the file was "
+                      "not made from this sweep's base scenario (or by another mbsim version or calibration tables)",
+                      r->index, r->step_time_s, now.step_time_s,
+                      100 * fabs(now.step_time_s - r->step_time_s) / now.step_time_s);
+}
+
 int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_partial,
                       int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err), void *ctx,
                       int *partial_p,
                       struct mb_err *err)
 {
+    int checked = 0; /* the first finished row was re-simulated (mb_swt__same_base) */
     if (partial_p)
         *partial_p = 0;
     FILE *fp = fopen(path, "r");
@@ -213,6 +240,10 @@ int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_par
         mb_swt__split(buf, &l);
         struct mb_sweep_row r;
         rc = mb_swt__row(sw, &l, &r, err);
+        if (!rc && !checked && r.status == MB_SWEEP_OK) {
+            checked = 1;
+            rc = mb_swt__same_base(sw, &r, path, l.line, err);
+        }
         if (!rc && fn)
             rc = fn(&r, l.line, ctx, err);
     }

@@ -504,6 +504,14 @@ static void test_read_tsv(void **state)
     assert_int_equal(read_back(&sw, path, "0\t1\t1\t4\n", 0, &b, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, ":1:1: expected 23 tab-separated columns"));
     assert_int_equal(read_back(&sw, path, "\n", 0, &b, msg, sizeof msg), -1);
+    /* the same rows read by a sweep of another base scenario with the same axes
+     * (twice the sequence length: about twice the step): the first finished
+     * row is simulated again and refused (issue 17 QA: merge and resume took it) */
+    sw.base.seq_length *= 2;
+    assert_int_equal(read_back(&sw, path, text, 0, &b, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":2:1: configuration 0 took "));
+    assert_non_null(strstr(msg, "the file was not made from this sweep's base scenario"));
+    sw.base.seq_length /= 2;
     unlink(path);
     struct mb_err err;
     mb_err_clear(&err);
