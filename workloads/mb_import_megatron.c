@@ -947,6 +947,11 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
         if (rules[i](&m))
             goto out;
     mb_mgi__assumed(&m);
+    if (m.s->seq_length <= 0) { /* Megatron-LM requires it; say so rather than a range error */
+        mb_mgi__err(&m, NULL, "no sequence length: give %s",
+                    m.a->dialect == MB_MEGATRON_BRIDGE ? "model.seq_length (or dataset.seq_length)" : "--seq-length N");
+        goto out;
+    }
     if (mb_mgi__reload(&m, s))
         goto out;
     mb_mgi__leftovers(&m);

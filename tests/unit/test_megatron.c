@@ -306,6 +306,16 @@ static void test_bad_input(void **state)
     assert_int_equal(import("tests/data/import/unknown_flags.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "do not give the GPU count; give --gpus N or --nodes N"));
 
+    /* Megatron-LM requires --seq-length: its absence is said, not a range error on 0 (issue 17 QA) */
+    o.gpus = 8;
+    o.model = "llama3_8b";
+    fp = fopen("test_megatron_bad.sh", "w");
+    fputs("--num-layers 32 --hidden-size 4096 --global-batch-size 8 --micro-batch-size 1 --bf16\n", fp);
+    fclose(fp);
+    assert_int_equal(import("test_megatron_bad.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "no sequence length: give --seq-length N"));
+    o.model = NULL;
+
     fp = fopen("test_megatron_bad.sh", "w");
     fputs("python train.py model.tensor_model_parallel_size=1 stray\n", fp);
     fclose(fp);
