@@ -144,8 +144,9 @@ static void mb__router(struct mb_build *b, struct mb_oplist *l, const struct mb_
     l->op[l->n - 1].kf = 12;
     l->op[l->n - 1].kb = 8;
     b->cur_region = x->g_pre;
-    /* permute: a gather of the routed copies (read + write); its backward is the
-     * inverse gather of the gradients, the same bytes */
+    /* permute (perm_bytes, mb__moe): the routed copies written from the tokens
+     * read once; its backward is the inverse gather of the gradients, the same
+     * bytes */
     mb_ops_mem_sym(b, l, "permute", MB_CAT_DISPATCH, 0, x->g_pre, x->perm_bytes, 0);
     /* dispatcher preprocess (token counts per expert, their all-gather over EP)
      * + fused permute (TE moe_permute: row-id map and the gather): ~5 forward,
@@ -320,8 +321,14 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
     x.flex = s->ep > 1 && (s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP);
     /* HybridEP with --moe-permute-fusion-into-hybridep writes the received
      * tokens in expert order itself, so no separate pass is left */
-    x.perm_bytes = (x.flex && s->dispatcher == MB_DISP_HYBRIDEP && s->hybridep_permute_fusion)
-                       ? 0 : 2 * x.copies * m->hidden * BF16;
+    if (x.flex && s->dispatcher == MB_DISP_HYBRIDEP && s->hybridep_permute_fusion)
+        x.perm_bytes = 0;
+    else if (x.flex) /* the receiver expands the tokens it got (once per rank, mb__flex_bytes) to its
+                      * experts' copies: each read once, each copy written */
+        x.perm_bytes = (x.Tm * s->ep * mb_moe_p_hit(m, (double)m->num_experts / s->ep) * b->route_imbalance +
+                        x.recv) * m->hidden * BF16;
+    else /* TE's fused permute (moe_permute_fusion) reads each token once and writes its copies */
+        x.perm_bytes = (x.Tm + x.copies) * m->hidden * BF16;
     /* dispatch and combine: BF16 tokens under every recipe. DeepEP and HybridEP
      * can dispatch FP8 (hardware.md B.4), but Megatron-Core hands them the BF16
      * hidden states and quantizes in the expert GEMM (_DeepepManager.dispatch and
@@ -341,7 +348,19 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
         l->op[l->n - 1].parallel = 1;
         mb__shared_experts(b, l, T, up, x.g_moe, frozen);
     }
+    /* AlltoAll-V delivers each source rank's tokens grouped by that rank, so
+     * with several local experts the dispatcher re-sorts the received copies
+     * by expert (permutation_2, sort_chunks_by_idxs) and back before the
+     * combine: one read and one write of every received copy each way
+     * (token_dispatcher.py MoEAlltoAllTokenDispatcher @d98e8a64dd; DeepEP and
+     * HybridEP return them grouped by expert) */
+    double sort_bytes = s->dispatcher == MB_DISP_ALLTOALL && s->ep > 1 && x.groups > 1
+                            ? 2 * x.recv * m->hidden * BF16 : 0;
+    if (sort_bytes > 0)
+        mb_ops_mem_sym(b, l, "sort_chunks", MB_CAT_DISPATCH, 0, x.g_moe, sort_bytes, 0);
     mb__experts(b, l, &x);
+    if (sort_bytes > 0)
+        mb_ops_mem_sym(b, l, "unsort_chunks", MB_CAT_DISPATCH, 0, x.g_moe, sort_bytes, 0);
     mb__combine(b, l, &x);
     /* unpermute: a scatter-add of the copies back to their tokens (Megatron-Core
      * applies the routing probs inside the expert activation, so nothing of this
