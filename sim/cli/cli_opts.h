@@ -20,6 +20,10 @@
 
 #include <getopt.h>
 
+/* Exit codes of every subcommand (docs/cli.md): 1 bad input, 2 usage error. */
+#define EXIT_BAD_INPUT 1
+#define EXIT_USAGE 2
+
 enum {
     CLI_END = -1,     /* no argument left */
     CLI_OPERAND = -2, /* *arg is the next operand */

@@ -13,8 +13,6 @@
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
-#define EXIT_BAD_INPUT 1
-#define EXIT_USAGE 2
 #define MERGE_MAX_FILES 4096
 #define MERGE_SHOWN 10 /* missing configurations named in the error */
 

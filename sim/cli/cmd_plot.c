@@ -22,8 +22,6 @@
 #include "cli_opts.h"
 #include "tsv.h"
 
-#define EXIT_BAD_INPUT 1
-#define EXIT_USAGE 2
 
 int mb_cmd_plot(int argc, char **argv);
 

@@ -20,8 +20,6 @@
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
-#define EXIT_BAD_INPUT 1
-#define EXIT_USAGE 2
 
 int mb_cmd_sweep(int argc, char **argv);
 

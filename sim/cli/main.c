@@ -30,8 +30,6 @@ int mb_cmd_import(int argc, char **argv);
 int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
 int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
-#define EXIT_BAD_INPUT 1
-#define EXIT_USAGE 2
 #define EXIT_DRIFT 3 /* validate --baseline: predictions moved past the threshold */
 
 /* validate --baseline OLD.json [--drift-threshold PCT] */
