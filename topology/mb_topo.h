@@ -185,6 +185,13 @@ const char *mb_topo_gpu_family(const char *model);
 int mb_topo_gpu_calibrated(const char *family);
 
 /**
+ * @brief 1 when GPU key `gpu` (a system's gpu:, a calibration table name) is a
+ * Blackwell part -- B200, B300, GB200, GB300 -- whose tensor cores run MX and
+ * NVFP4 block scaling (compute capability 10.x); 0 otherwise (NULL too).
+ */
+int mb_topo_gpu_blackwell(const char *gpu);
+
+/**
  * @brief Refuse to price a system whose GPU has no shipped calibration table
  * (L40S): a simulation needs the user's own table.
  * @param[in] how  how to give one, e.g. "calibration: {table: FILE}" or "--calib FILE"

@@ -175,6 +175,11 @@ int mb_topo_gpu_calibrated(const char *family)
     return 0;
 }
 
+int mb_topo_gpu_blackwell(const char *gpu)
+{
+    return gpu && (!strcmp(gpu, "B200") || !strcmp(gpu, "B300") || !strcmp(gpu, "GB200") || !strcmp(gpu, "GB300"));
+}
+
 int mb_topo_check_calibrated(const struct mb_system *s, const char *how, struct mb_err *err)
 {
     if (mb_topo_gpu_calibrated(s->gpu))

@@ -421,13 +421,6 @@ int mb_scenario_group_local(int size, int stride, int dom)
     return per < 1 ? 1 : per > size ? size : per;
 }
 
-/* A GPU key of the Hopper or Ampere generation (calibration table names). */
-static int mb_scn__pre_blackwell(const char *gpu)
-{
-    return !strncasecmp(gpu, "H100", 4) || !strncasecmp(gpu, "H200", 4) || !strncasecmp(gpu, "H800", 4) ||
-           !strncasecmp(gpu, "A100", 4) || !strncasecmp(gpu, "A800", 4) || !strncasecmp(gpu, "L40", 3);
-}
-
 static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
 {
     if (s->allreduce_algo == MB_COLL_ALGO_NVLS && !s->system.nvls)
@@ -453,7 +446,7 @@ static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__mark
     }
     /* MX and NVFP4 block scaling are Blackwell tensor-core formats (Transformer
      * Engine MXFP8BlockScaling / NVFP4BlockScaling need compute capability 10.0+) */
-    if ((!strcmp(s->prec.label, "mxfp8") || !strcmp(s->prec.label, "nvfp4")) && mb_scn__pre_blackwell(s->system.gpu))
+    if ((!strcmp(s->prec.label, "mxfp8") || !strcmp(s->prec.label, "nvfp4")) && !mb_topo_gpu_blackwell(s->system.gpu))
         return mb_scn__err(err, s, mk ? mk->prec : NULL,
                            "precision %s needs Blackwell tensor cores (MX/NVFP4 block scaling, compute capability "
                            "10.0+); system %s has %s GPUs: use fp8_blockwise, fp8_cs or fp8",

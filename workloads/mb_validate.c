@@ -174,11 +174,11 @@ static int is_blackwell(const char *key)
         return 1;
     if (!strchr(key, '/'))
         return 0;
-    /* a system file: its GPU (B200, B300, GB200, GB300 are Blackwell) */
+    /* a system file: its GPU */
     struct mb_system *sys = mb_calloc(1, sizeof *sys);
     struct mb_err err;
     mb_err_clear(&err);
-    int bw = mb_topo_load_system(key, sys, &err) == 0 && (sys->gpu[0] == 'B' || !strncmp(sys->gpu, "GB", 2));
+    int bw = mb_topo_load_system(key, sys, &err) == 0 && mb_topo_gpu_blackwell(sys->gpu);
     mb_free(sys);
     return bw;
 }
