@@ -103,7 +103,7 @@ struct mb_xml_frame {
     int el;
     int saw_object;      /* an <object> child was seen */
     const char *at;      /* the element's name in the buffer (positions of its end checks) */
-    uint64_t got;        /* <indexes>/<u64values>: the values read */
+    uint64_t got;        /* <u64values>: the values read */
     uint64_t nb, n_u64;  /* <distances2*>: nbobjs= and the u64values its children held */
 };
 
@@ -605,22 +605,20 @@ int mb_xml_v2_end(struct mb_xml_v2 *v)
     return mb_xml__end_counts(v, &f);
 }
 
-/* One character of a value list: <u64values> holds unsigned decimals of at
- * most 19 digits (below 2^64, as hwloc's strtoull needs), <indexes> any
- * tokens; a value continues while characters are adjacent. */
-static int mb_xml__value_char(struct mb_xml_v2 *v, struct mb_xml_frame *f, const char *at)
+/* One character of a <u64values> list: unsigned decimals of at most 19 digits
+ * (below 2^64, as hwloc's strtoull needs); a value continues while characters
+ * are adjacent. */
+static int mb_xml__u64_char(struct mb_xml_v2 *v, struct mb_xml_frame *f, const char *at)
 {
     int cont = v->last_text && at == v->last_text + 1;
     v->last_text = at;
-    if (!cont)
-        f->got++;
-    if (f->el != EL_U64)
-        return 0;
+    f->got += !cont;
     if (*at < '0' || *at > '9')
         return mb_xml_v2__err(v, at, "'%c' in <u64values> (expected unsigned decimal integers)", *at);
     v->digits = cont ? v->digits + 1 : 1;
     if (v->digits > 19)
-        return mb_xml_v2__err(v, at, "a value of more than 19 digits in <u64values> (expected at most 19, below 2^64 as hwloc reads them)");
+        return mb_xml_v2__err(v, at, "a value of more than 19 digits in <u64values> (expected at most 19, below "
+                                     "2^64 as hwloc reads them)");
     return 0;
 }
 
@@ -629,8 +627,8 @@ int mb_xml_v2_text(struct mb_xml_v2 *v, const char *at)
     if (!v->depth)
         return 0;
     struct mb_xml_frame *f = &v->f[v->depth - 1];
-    if (f->el == EL_INDEXES || f->el == EL_U64)
-        return mb_xml__value_char(v, f, at);
+    if (f->el == EL_U64)
+        return mb_xml__u64_char(v, f, at);
     if (mb_xml_schema[f->el].text)
         return 0;
     return mb_xml_v2__err(v, at, "text inside <%s> (expected only child elements)", mb_xml_schema[f->el].name);
