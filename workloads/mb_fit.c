@@ -643,7 +643,7 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
     int rc = 0;
     for (size_t gi = 0; gi < ng && !rc; gi++) {
         struct mb_calib *base = NULL;
-        if (mb_calib_load(gpus[gi], NULL, &base, err)) {
+        if (mb_calib_load(gpus[gi], o ? o->table : NULL, &base, err)) {
             rc = -1;
             break;
         }

@@ -107,6 +107,8 @@ struct mb_fit_opts {
     double prior_weight;     /* multiplies the prior term; 0 = 1 (tests use a small one to check recovery) */
     int fit_unfitted;        /* mb_fit_cv: fit every GPU, also one whose shipped table keeps the defaults
                                 (0: such a GPU is cross-validated as shipped, at the defaults) */
+    const char *table;       /* mb_fit_cv: this table file for every GPU instead of each GPU's shipped one
+                                (NULL: shipped; tests use a fixture) */
 };
 
 struct mb_fit_result {

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "mb_calib.h"
 #include "mb_scenario.h"
 #include "mb_step.h"
@@ -116,7 +118,7 @@ static void usage_validate(FILE *fp)
     fprintf(fp,
             "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
             "                      [--baseline OLD.json [--drift-threshold PCT]]\n"
-            "       mbsim validate FILE.csv... --cv family|family-all [-j N]\n"
+            "       mbsim validate FILE.csv... --cv family|family-all [--json] [-j N]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
             "or scenario files with a measured: block), predicts each and prints measured,\n"
@@ -137,7 +139,8 @@ static void usage_validate(FILE *fp)
             "               (as `mbsim calibrate runs` does), predict the family's rows; prints\n"
             "               the cross-validated and zero-shot MAPE, signed median, per GPU and family;\n"
             "               a GPU whose shipped table has no fitted framework section is scored as\n"
-            "               shipped, at the defaults (--cv family-all fits it too)\n"
+            "               shipped, at the defaults (--cv family-all fits it too); with --json one\n"
+            "               object: the groups and each row's zero-shot and held-out error\n"
             "  -j, --jobs N simulation threads (default: the CPUs this process may run on);\n"
             "               the output does not depend on it\n"
             "  --progress S a progress line on stderr every S seconds, also when stderr is not a\n"
@@ -282,8 +285,41 @@ static int cmd_run(int argc, char **argv)
     return 0;
 }
 
+static json_t *cv_group_json(const struct mb_fit_cv_group *g)
+{
+    return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "name", g->name, "n", (json_int_t)g->n, "mape_cv_pct",
+                     g->mape_cv, "median_cv_pct", g->median_cv, "mape_zero_pct", g->mape_zero, "median_zero_pct",
+                     g->median_zero);
+}
+
+/* --cv --json: the groups and every row's zero-shot and held-out error (no
+ * wall time, so the output depends on the inputs only; keys in docs/cli.md). */
+static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
+{
+    json_t *o = cv_group_json(&cv->all), *gpu = json_array(), *fam = json_array(), *rows = json_array();
+    for (size_t i = 0; i < cv->n_gpu; i++)
+        json_array_append_new(gpu, cv_group_json(&cv->by_gpu[i]));
+    for (size_t i = 0; i < cv->n_family; i++)
+        json_array_append_new(fam, cv_group_json(&cv->by_family[i]));
+    for (size_t i = 0; i < set->n; i++) {
+        const struct mb_fit_row *w = &set->rows[i];
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f, s:f}", "id", w->id, "gpu", w->gpu, "family",
+                                              w->family, "err_zero_pct", cv->err_zero[i], "err_cv_pct",
+                                              cv->err_cv[i]));
+    }
+    json_object_set_new(o, "folds_fitted", json_integer((json_int_t)cv->n_fits));
+    json_object_set_new(o, "rows_at_defaults", json_integer((json_int_t)cv->n_default));
+    json_object_set_new(o, "by_gpu", gpu);
+    json_object_set_new(o, "by_family", fam);
+    json_object_set_new(o, "rows", rows);
+    int rc = json_dumpf(o, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+    fputc('\n', fp);
+    json_decref(o);
+    return rc;
+}
+
 /* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
-static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all)
+static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all, int json)
 {
     struct mb_fit_set set;
     struct mb_err err;
@@ -308,6 +344,8 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
     int rc = mb_fit_cv(&set, &fo, &cv, &err);
     if (rc)
         print_err(&err);
+    else if (json)
+        cv_print_json(&cv, &set, stdout);
     else
         mb_fit_cv_print(&cv, &set, stdout);
     mb_fit_cv_free(&cv);
@@ -359,14 +397,13 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
                 fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", files[i]);
                 return EXIT_USAGE;
             }
-        if (json || roofline || drift->baseline) {
-            fprintf(stderr, "mbsim validate: --cv prints text and fits the tables: no --json, --roofline or "
-                            "--baseline\n");
+        if (roofline || drift->baseline) {
+            fprintf(stderr, "mbsim validate: --cv fits the tables: no --roofline or --baseline\n");
             return EXIT_USAGE;
         }
         if (check_data_dir())
             return EXIT_BAD_INPUT;
-        return cmd_validate_cv(files, nfiles, jobs, cv == 2);
+        return cmd_validate_cv(files, nfiles, jobs, cv == 2, json);
     }
     struct mb_val_summary sum;
     struct mb_err err;

@@ -282,7 +282,7 @@ static void test_validate_cli(void **state)
  * from the log's device lines ("NVIDIA H100 80GB HBM3" -> H100), so the table
  * does not fit an A100 system; unusable input is refused with its reason. */
 /* calibrate runs and validate --cv refuse unusable arguments before any
- * simulation: an empty --params, an output folder that does not exist, a CSV
+ * simulation (and --cv --json is whole and deterministic): an empty --params, an output folder that does not exist, a CSV
  * with no predictable row (tests/data/validate/header_only.csv: a header only). */
 static void test_fit_cli_errors(void **state)
 {
@@ -297,6 +297,25 @@ static void test_fit_cli_errors(void **state)
     assert_int_equal(run("validate tests/data/validate/header_only.csv --cv family", &o, 1), 1);
     assert_non_null(strstr(o, "no row could be predicted"));
     mb_free(o);
+    /* --cv --json: one row object per predicted row; the overall MAPE is the mean
+     * of the rows' |held-out error| (recomputed here); -j does not change a byte */
+    char *o2;
+    assert_int_equal(run("validate tests/data/fit/synthetic_h100.csv --cv family --json -j 1", &o, 0), 0);
+    assert_int_equal(run("validate tests/data/fit/synthetic_h100.csv --cv family --json -j 2", &o2, 0), 0);
+    assert_string_equal(o, o2);
+    json_error_t je;
+    json_t *j = json_loads(o, 0, &je);
+    assert_non_null(j);
+    json_t *rows = json_object_get(j, "rows");
+    assert_int_equal(json_array_size(rows), 6);
+    double sum = 0;
+    for (size_t i = 0; i < 6; i++)
+        sum += fabs(json_real_value(json_object_get(json_array_get(rows, i), "err_cv_pct")));
+    assert_true(fabs(json_real_value(json_object_get(j, "mape_cv_pct")) - sum / 6) < 1e-6 * sum);
+    assert_int_equal(json_array_size(json_object_get(j, "by_family")), 2);
+    json_decref(j);
+    mb_free(o);
+    mb_free(o2);
 }
 
 static void test_calibrate_nccl_cli(void **state)

@@ -150,6 +150,66 @@ static void test_recover_host(void **state)
     mb_calib_free(cal);
 }
 
+/* Leave-one-family-out cross-validation (mb_fit_cv) on the fixture table. The
+ * synthetic rows' two families get different truths: Llama-3-8B rows are the
+ * predictions at tensor 0.85, kernel_eager 15 us, the Qwen3-30B-A3B rows at 0.95,
+ * 8 us (weak prior, both parameters fitted). A held-out family is predicted by
+ * the fit on the other family, which lands on the other family's truth (as
+ * test_recover shows), so each held-out row's error must be the other truth's
+ * prediction against its own, computed here directly with mb_fit_predict
+ * (within 0.5 points: the fit's own tolerance); the zero-shot error is the
+ * prediction at the defaults against the row (the parameters not fitted at the
+ * fixture's values throughout). */
+static void test_cv_family(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    struct mb_calib_framework t1, t2, def;
+    synthetic(&set, cal, &t1);
+    /* the parameters not fitted keep the base table's values (as in every fold) */
+    mb_calib_framework_get(cal, &def);
+    def.v[MB_FW_TENSOR_FRACTION] = def.def[MB_FW_TENSOR_FRACTION];
+    def.v[MB_FW_KERNEL_EAGER] = def.def[MB_FW_KERNEL_EAGER];
+    t1 = t2 = def;
+    t1.v[MB_FW_TENSOR_FRACTION] = 0.85;
+    t1.v[MB_FW_KERNEL_EAGER] = 15e-6;
+    t2.v[MB_FW_TENSOR_FRACTION] = 0.95;
+    t2.v[MB_FW_KERNEL_EAGER] = 8e-6;
+    double expect_cv[6], expect_zero[6];
+    for (size_t i = 0; i < set.n; i++) {
+        int llama = !strcmp(set.rows[i].family, "llama");
+        double own = mb_fit_predict(&set, i, cal, llama ? &t1 : &t2);
+        double other = mb_fit_predict(&set, i, cal, llama ? &t2 : &t1);
+        set.rows[i].measured = own;
+        expect_cv[i] = 100 * (other / own - 1);
+        expect_zero[i] = 100 * (mb_fit_predict(&set, i, cal, &def) / own - 1);
+    }
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER),
+                            .max_iter = 12, .prior_weight = 1e-4, .fit_unfitted = 1, .table = FIXTURE};
+    struct mb_fit_cv cv;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_cv(&set, &o, &cv, &e), 0);
+    assert_int_equal(cv.n_fits, 2);
+    assert_int_equal(cv.n_family, 2);
+    double sum = 0;
+    for (size_t i = 0; i < set.n; i++) {
+        print_message("%-24s cv %+6.2f %% (expected %+6.2f), zero-shot %+6.2f %% (expected %+6.2f)\n", set.rows[i].id,
+                      cv.err_cv[i], expect_cv[i], cv.err_zero[i], expect_zero[i]);
+        assert_true(fabs(expect_cv[i]) > 2); /* the truths differ enough to see */
+        assert_true(fabs(cv.err_cv[i] - expect_cv[i]) < 0.5);
+        assert_true(fabs(cv.err_zero[i] - expect_zero[i]) < 1e-6);
+        sum += fabs(cv.err_cv[i]);
+    }
+    assert_true(fabs(cv.all.mape_cv - sum / 6) < 1e-9);
+    assert_string_equal(cv.by_family[0].name, "llama");
+    assert_int_equal(cv.by_family[0].n, 4);
+    mb_fit_cv_free(&cv);
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
 /* A row of another GPU than the table's is an error; no rows: the defaults. */
 static void test_bad_input(void **state)
 {
@@ -196,6 +256,7 @@ static void test_family(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_family), cmocka_unit_test(test_bad_input),
-                                       cmocka_unit_test(test_recover), cmocka_unit_test(test_recover_host)};
+                                       cmocka_unit_test(test_recover), cmocka_unit_test(test_recover_host),
+                                       cmocka_unit_test(test_cv_family)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
