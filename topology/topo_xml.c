@@ -17,6 +17,8 @@
  */
 #include "topo_xml.h"
 
+#include <hwloc.h>
+
 #include <string.h>
 #include <strings.h>
 
@@ -31,7 +33,7 @@ struct mb_xml {
     const char *open[MB_XML_MAX_DEPTH]; /* names of the open elements */
     size_t open_len[MB_XML_MAX_DEPTH];
     int depth, roots;
-    struct mb_xml_v2 *v2; /* the 2.x content check; NULL before <topology> or for other versions */
+    struct mb_xml_v2 *v2; /* the 2.x content check; NULL before <topology> (other versions are refused) */
 };
 
 /* An error at the scanner's position, counted in lines and columns (1-based). */
@@ -170,6 +172,21 @@ static int mb_xml__attr(struct mb_xml *x, int *is_type, struct mb_xml_attr *a)
     return 0;
 }
 
+/* A file newer than 2.x: refused here, with the version it states. */
+static int mb_xml__newer(struct mb_xml *x, const char *tag, const struct mb_xml_attr *a, int na)
+{
+    int line, col, vl = 0;
+    const char *v = "";
+    for (int i = 0; i < na; i++)
+        if (a[i].name_len == 7 && !memcmp(a[i].name, "version", 7))
+            v = a[i].val, vl = a[i].val_len > 16 ? 16 : (int)a[i].val_len;
+    mb_xml_pos(x->s, tag, &line, &col);
+    return mb_err_set(x->err, x->path, line, col,
+                      "hwloc cannot load XML (topology version %.*s; mbsim reads version 2.x XML with hwloc %d.x: "
+                      "export the topology with hwloc 2's lstopo --of xml)",
+                      vl, v, HWLOC_API_VERSION >> 16);
+}
+
 /* A start tag after '<' (or an empty-element tag). */
 static int mb_xml__start(struct mb_xml *x)
 {
@@ -209,8 +226,9 @@ static int mb_xml__start(struct mb_xml *x)
         if (major < 2)
             return x->p = tag, mb_xml__err(x, "version 1.x file refused (expected <topology version=\"2.x\">, "
                                               "as lstopo 2 writes: export the topology again with hwloc 2)");
-        if (major == 2)
-            x->v2 = mb_xml_v2_new(x->s, x->path, x->err);
+        if (major > 2) /* hwloc 2.9 takes some (version="3", "20") without its checks and leaks */
+            return mb_xml__newer(x, tag, a, attrs);
+        x->v2 = mb_xml_v2_new(x->s, x->path, x->err);
     }
     if (x->v2 && mb_xml_v2_start(x->v2, tag, n, a, attrs))
         return -1;
