@@ -299,6 +299,9 @@ enum mb_fw_param {
     MB_FW_HOST_KERNEL,      /* host seconds per eagerly launched kernel beyond the table's launch call
                                (Python / PyTorch / TE dispatch on the CPU): costs GPU time only where the
                                host is behind -- after a device-to-host sync, or kernels shorter than it */
+    MB_FW_KERNEL_MOE,       /* seconds on the GPU timeline per eager kernel of an MoE block's compute op
+                               (router, permutes, grouped expert GEMMs, expert activation, shared experts),
+                               on top of kernel_eager */
     MB_FW_COUNT
 };
 

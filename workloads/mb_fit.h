@@ -99,7 +99,8 @@ void mb_fit_family(const char *model, char *out, size_t n);
 #define MB_FIT_PARAM(p) (1u << (p))
 #define MB_FIT_DEFAULT_PARAMS                                                                                    \
     (MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_MEMBOUND_EFF) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER) |  \
-     MB_FIT_PARAM(MB_FW_OVERLAP_SLOWDOWN) | MB_FIT_PARAM(MB_FW_STEP_OVERHEAD) | MB_FIT_PARAM(MB_FW_HOST_KERNEL))
+     MB_FIT_PARAM(MB_FW_OVERLAP_SLOWDOWN) | MB_FIT_PARAM(MB_FW_STEP_OVERHEAD) | MB_FIT_PARAM(MB_FW_HOST_KERNEL) |       \
+     MB_FIT_PARAM(MB_FW_KERNEL_MOE))
 
 struct mb_fit_opts {
     unsigned params;         /* MB_FIT_PARAM bits to fit; 0 = MB_FIT_DEFAULT_PARAMS; others stay at the default */

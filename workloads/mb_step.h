@@ -160,6 +160,7 @@ struct mb_result {
     double fw_overlap_slowdown;          /* compute slowdown beside communication */
     double fw_step_overhead_s;           /* seconds per iteration outside the microbatches */
     double fw_host_kernel_s;             /* host seconds per eager kernel beyond the launch call */
+    double fw_kernel_moe_s;              /* GPU seconds per eager MoE-block kernel beyond fw_kernel_eager_s */
     struct mb_coll_use coll[MB_CC_COUNT];     /* the costliest call of each collective class */
     struct mb_coll_use coll_lat[MB_CC_COUNT]; /* the call of each class with the longest latency */
     /* per-op table of the critical stage (mb_step_opts.ops), owned: mb_result_free() */

@@ -214,9 +214,10 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
     if (r->fw_on)
         fprintf(fp, "  framework: tensor_fraction %.3f, membound_eff %.3f, kernel_eager %.2f us, kernel_graph %.2f us, "
-                    "overlap_slowdown %.3f, step_overhead %.1f ms, host_kernel %.2f us\n",
+                    "overlap_slowdown %.3f, step_overhead %.1f ms, host_kernel %.2f us, kernel_moe %.2f us\n",
                 r->fw_tensor_fraction, r->fw_membound_eff, 1e6 * r->fw_kernel_eager_s, 1e6 * r->fw_kernel_graph_s,
-                r->fw_overlap_slowdown, 1e3 * r->fw_step_overhead_s, 1e6 * r->fw_host_kernel_s);
+                r->fw_overlap_slowdown, 1e3 * r->fw_step_overhead_s, 1e6 * r->fw_host_kernel_s,
+                1e6 * r->fw_kernel_moe_s);
     if (r->fw_on && s->system.power_cap > 0)
         fprintf(fp, "  power cap: %.0f W of the %.0f W TDP: the table's tensor_fraction x %.4f ((cap/TDP)^(1/3), "
                     "floored at 0.6, docs/topology.md)\n",
@@ -369,6 +370,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(fw, "overlap_slowdown", json_real(r->fw_overlap_slowdown));
     json_object_set_new(fw, "step_overhead_s", json_real(r->fw_step_overhead_s));
     json_object_set_new(fw, "host_kernel_s", json_real(r->fw_host_kernel_s));
+    json_object_set_new(fw, "kernel_moe_s", json_real(r->fw_kernel_moe_s));
     json_object_set_new(fw, "power_cap_w", s->system.power_cap > 0 ? json_real(s->system.power_cap) : json_null());
     json_object_set_new(fw, "power_clock_scale", json_real(r->fw_on ? s->system.power_clock_scale : 1));
     json_object_set_new(o, "framework", fw);

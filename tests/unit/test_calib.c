@@ -888,7 +888,7 @@ static void test_recipes_te_layer(void **state)
 /* Framework-time model (`framework:`, docs/calibration.md). fixture_fw_H100.yaml is an
  * overlay of fixture_H100.yaml (BF16 GEMM 2mnk / 500 TFLOP/s, memory-bound bytes / 2 TB/s,
  * neutral framework section) setting tensor_fraction 0.8, membound_eff 0.4, 5 us / 1 us per
- * kernel, overlap_slowdown 0.25 and 3 us of host time per kernel. The lookups answer kernel times until
+ * kernel, overlap_slowdown 0.25, 3 us of host time per kernel and 7 us per MoE-block kernel. The lookups answer kernel times until
  * mb_calib_use_framework: then a 4096^3 BF16 GEMM takes 2 * 4096^3 / (500e12 * 0.8) and
  * 1 GB of memory-bound traffic 1e9 / (4e12 * 0.4). A view's parameters are its own; a table
  * without the section answers the defaults (membound_eff = its membound.eff); bounds and
@@ -905,7 +905,7 @@ static void test_framework(void **state)
     assert_true(mb_dbl_eq(fw.v[MB_FW_TENSOR_FRACTION], 0.8) && mb_dbl_eq(fw.v[MB_FW_MEMBOUND_EFF], 0.4));
     assert_true(mb_dbl_eq(fw.v[MB_FW_KERNEL_EAGER], 5e-6) && mb_dbl_eq(fw.v[MB_FW_KERNEL_GRAPH], 1e-6));
     assert_true(mb_dbl_eq(fw.v[MB_FW_OVERLAP_SLOWDOWN], 0.25) && fw.v[MB_FW_STEP_OVERHEAD] == 0);
-    assert_true(mb_dbl_eq(fw.v[MB_FW_HOST_KERNEL], 3e-6));
+    assert_true(mb_dbl_eq(fw.v[MB_FW_HOST_KERNEL], 3e-6) && mb_dbl_eq(fw.v[MB_FW_KERNEL_MOE], 7e-6));
     assert_int_equal(fw.set, (1u << MB_FW_COUNT) - 1);
     assert_string_equal(fw.source, "test fixture (round numbers)");
     double g = 2.0 * 4096 * 4096 * 4096 / 500e12;
@@ -947,7 +947,7 @@ static void test_framework(void **state)
     expect_bad("tests/data/calib/bad_framework_key.yaml",
                "tests/data/calib/bad_framework_key.yaml:6:3: unknown key 'tensor_frac' in framework; expected one "
                "of: tensor_fraction, membound_eff, kernel_eager, kernel_graph, overlap_slowdown, step_overhead, "
-               "host_kernel, source, fit");
+               "host_kernel, kernel_moe, source, fit");
 }
 
 /* Recipe GEMM-time scales (`recipes:`): the shipped H100 and H200 tables carry

@@ -1073,6 +1073,44 @@ static double op_time_s(const struct mb_result *r, const char *name, int dir)
     return t;
 }
 
+/* framework.kernel_moe: time per eager kernel of an MoE block's ops, on top of
+ * kernel_eager (Qwen3-30B-A3B EP8 on the fixture table). Both are per kernel, so
+ * 10 us of kernel_moe must add to each MoE-block op (router, expert GEMMs, expert
+ * activation) exactly what 10 us of kernel_eager adds to it -- kernel_eager's per-kernel
+ * time is checked against counted kernels in test_framework_kernels -- and nothing to the
+ * attention and norm ops outside the block. */
+static void test_framework_kernel_moe(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result a, e, m;
+    load("tests/data/step/qwen3_30b_h100_8_overlap.yaml", &s);
+    double none[MB_FW_COUNT] = {1, 0.5}, eager[MB_FW_COUNT] = {1, 0.5, 10e-6}, moe[MB_FW_COUNT] = {1, 0.5};
+    moe[MB_FW_KERNEL_MOE] = 10e-6;
+    sim_fw(&s, FIXTURE_H100, none, 1, &a);
+    sim_fw(&s, FIXTURE_H100, eager, 1, &e);
+    sim_fw(&s, FIXTURE_H100, moe, 1, &m);
+    static const char *const in_block[] = {"router", "expert_fc1", "expert_fc2", "expert_act"};
+    static const char *const outside[] = {"core_attn", "linear_qkv", "linear_proj", "input_layernorm"};
+    for (int dir = 0; dir < 2; dir++) {
+        for (size_t i = 0; i < 4; i++) {
+            double de = op_time_s(&e, in_block[i], dir) - op_time_s(&a, in_block[i], dir);
+            double dm = op_time_s(&m, in_block[i], dir) - op_time_s(&a, in_block[i], dir);
+            if (!(de > 0) || fabs(dm - de) > 1e-9 * op_time_s(&a, in_block[i], dir) + 1e-12)
+                fail_msg("%s dir %d: kernel_moe adds %.3f us, kernel_eager %.3f us", in_block[i], dir, dm * 1e6,
+                         de * 1e6);
+            double de2 = op_time_s(&e, outside[i], dir) - op_time_s(&a, outside[i], dir);
+            double dm2 = op_time_s(&m, outside[i], dir) - op_time_s(&a, outside[i], dir);
+            if (!(de2 > 0) || fabs(dm2) > 1e-12)
+                fail_msg("%s dir %d: kernel_moe adds %.3f us outside the MoE block (kernel_eager %.3f)", outside[i],
+                         dir, dm2 * 1e6, de2 * 1e6);
+        }
+    }
+    assert_true(m.step_time_s > a.step_time_s && m.step_time_s < e.step_time_s);
+    assert_true(mb_dbl_eq(m.fw_kernel_moe_s, 10e-6) && m.fw_kernel_eager_s == 0);
+    mb_scenario_free(&s);
+}
+
 /* Sustained tensor-core fraction and memory-bound efficiency, per op (tests/data/ops/gqa2.yaml,
  * fixture table): every GEMM of the per-op table is compute-bound there, so tensor_fraction 0.8
  * makes linear_fc1 and linear_qkv exactly 1/0.8 slower, and core attention too; the MLP
@@ -1732,6 +1770,7 @@ int main(void)
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),
+        cmocka_unit_test(test_framework_kernel_moe),
         cmocka_unit_test(test_framework_rates),
         cmocka_unit_test(test_framework_power_cap), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
         cmocka_unit_test(test_framework_host_kernel),

@@ -13,6 +13,8 @@
  *  - kernel_eager / kernel_graph: GPU-timeline seconds per kernel a compute op
  *    runs (its kf forward or recomputed, kb backward), the graph value for ops
  *    inside a captured CUDA-graph region or under a full-iteration graph;
+ *    kernel_moe on top of kernel_eager for the eager kernels of an MoE block's
+ *    ops (module MB_RCM_MOE: router, permutes, experts, shared experts);
  *  - host_kernel: host seconds per eager kernel on top of the table's launch
  *    call (emit.c mb__host); the host runs ahead of the GPU, so it costs GPU
  *    time only after a device-to-host sync or when kernels are shorter;
@@ -52,6 +54,7 @@ void mb_fw_setup(struct mb_build *b)
     b->fw_overlap = on ? fw.v[MB_FW_OVERLAP_SLOWDOWN] : 0;
     b->fw_step = on ? fw.v[MB_FW_STEP_OVERHEAD] : 0;
     b->fw_host = on ? fw.v[MB_FW_HOST_KERNEL] : 0;
+    b->fw_kernel_moe = on ? fw.v[MB_FW_KERNEL_MOE] : 0;
 }
 
 /* GPU seconds of compute op o in this pass, from its table time `dur`: the
@@ -71,7 +74,9 @@ double mb_fw_kernels(const struct mb_build *b, const struct mb_op *o, int dir, i
 {
     double k = dir && !recompute ? o->kb : o->kf;
     int graphed = o->region || (b->s->cuda_graph & MB_CG_FULL_ITERATION);
-    return k * (graphed ? b->fw_kernel_graph : b->fw_kernel_eager);
+    if (graphed)
+        return k * b->fw_kernel_graph;
+    return k * (b->fw_kernel_eager + ((o->module & MB_RCM_MOE) ? b->fw_kernel_moe : 0));
 }
 
 /* Estimated seconds of communication op o alone on its links. */

@@ -114,6 +114,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     r->fw_overlap_slowdown = b->fw_overlap;
     r->fw_step_overhead_s = b->fw_step;
     r->fw_host_kernel_s = b->fw_host;
+    r->fw_kernel_moe_s = b->fw_kernel_moe;
     mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, mb_step_capacity(b), dyn, &r->mem);
     {
         const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];

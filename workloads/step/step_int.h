@@ -211,6 +211,7 @@ struct mb_build {
     double fw_overlap;        /* compute slowdown beside communication */
     double fw_step;           /* seconds per iteration after each stage's optimizer step */
     double fw_host;           /* host seconds per eager kernel beyond b->launch */
+    double fw_kernel_moe;     /* GPU seconds per eager kernel of an MoE-block compute op, beyond fw_kernel_eager */
 };
 
 /** Device memory per GPU (bytes) the memory verdict checks against: the
