@@ -902,6 +902,8 @@ static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
     if (rc)
         return mb_mgi__err(m, NULL, "the imported settings do not make a valid scenario: %s",
                            wr ? "cannot write it" : e.msg);
+    out->warnings[0] = 0; /* positions in the generated YAML, not in the file read; mbsim run of the
+                             written scenario reports them */
     return 0;
 }
 

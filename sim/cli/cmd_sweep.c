@@ -567,6 +567,7 @@ int mb_cmd_sweep(int argc, char **argv)
         print_err(&err);
         return EXIT_BAD_INPUT;
     }
+    cli_print_warnings(sw.base.warnings); /* the base as written; --set may change what applies */
     for (int k = 0; k < a.n_sets; k++)
         if (mb_sweep_set(&sw, a.sets[k], &err)) {
             char buf[1024];

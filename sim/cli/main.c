@@ -261,6 +261,7 @@ static int cmd_run(int argc, char **argv)
         print_err(&err);
         return EXIT_BAD_INPUT;
     }
+    cli_print_warnings(s.warnings);
     if (emit >= 0) {
         rc = mb_cmd_emit(&s, emit);
         mb_scenario_free(&s);
