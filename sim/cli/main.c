@@ -376,7 +376,8 @@ static void on_validate_progress(void *ctx, size_t rows_done)
         return;
     p->last = t;
     p->lines++;
-    fprintf(stderr, "mbsim validate: %zu rows done, %.0f s\n", rows_done, t - p->start);
+    fprintf(stderr, "mbsim validate: %zu %s done, %.0f s\n", rows_done, mb_plural((long long)rows_done, "row", "rows"),
+            t - p->start);
     fflush(stderr);
 }
 
@@ -440,8 +441,8 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     }
     mb_validate_finish(&sum);
     if (pr.lines) /* a long validation: say it ended */
-        fprintf(stderr, "mbsim validate: %zu rows (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
-                sum.n_predicted, sum.n_skipped, now_s() - pr.start);
+        fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
+                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, now_s() - pr.start);
     if (drift->baseline && mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err)) {
         print_err(&err);
         mb_validate_free(&sum);

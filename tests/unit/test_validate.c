@@ -1700,7 +1700,7 @@ static void test_drift(void **state)
     assert_non_null(strstr(buf, "+10.00"));
     assert_non_null(strstr(buf, "PAST THRESHOLD"));
     assert_non_null(strstr(buf, "now skipped: precision not stated"));
-    assert_non_null(strstr(buf, "drift: 2 rows past 5.00 % (1 predictions moved more, 1 rows now skipped)"));
+    assert_non_null(strstr(buf, "drift: 2 rows past 5.00 % (1 prediction moved more, 1 row now skipped)"));
     free(buf);
     mb_validate_drift_free(&d);
 
