@@ -2595,15 +2595,18 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
         skip_row(r, "no measured block");
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
-        if (out->parse_only)
+        if (out->parse_only) {
             skip_row(r, "parse only");
-        else
-            predict_row(r, &s, 0, NULL, NULL);
-        if (!r->skipped && out->on_row)
-            out->on_row(out->on_row_ctx, r, &s);
+        } else {
+            /* with jobs > 1 the row waits for a batch: scenario files given one after the
+             * other run side by side (flushed by a full batch, the next CSV or finish) */
+            submit_row(out, r, &s, 0, NULL, NULL);
+            report_progress(out, out->n_rows - out->n_pending);
+            return 0;
+        }
     }
     mb_scenario_free(&s);
-    report_progress(out, out->n_rows);
+    report_progress(out, out->n_rows - out->n_pending);
     return 0;
 }
 
@@ -2671,6 +2674,7 @@ void mb_validate_finish(struct mb_val_summary *out)
     double *e;
     const char **why;
 
+    flush_jobs(out); /* scenario rows still waiting for their batch */
     cache_free(out->cache);
     out->cache = NULL;
     mb_free(out->by_system);
@@ -2808,7 +2812,12 @@ void mb_validate_free(struct mb_val_summary *s)
     if (!s)
         return;
     cache_free(s->cache);
-    mb_free(s->pending); /* empty: every mb_validate_add_* flushes it */
+    for (size_t k = 0; k < s->n_pending; k++) { /* scenario rows never simulated (an error came first) */
+        mb_scenario_free(&s->pending[k].s);
+        mb_free(s->pending[k].head);
+        mb_free(s->pending[k].tail);
+    }
+    mb_free(s->pending);
     mb_free(s->by_system);
     mb_free(s->by_model);
     mb_free(s->by_metric);

@@ -141,8 +141,8 @@ static void usage_validate(FILE *fp)
             "               a GPU whose shipped table has no fitted framework section is scored as\n"
             "               shipped, at the defaults (--cv family-all fits it too); with --json one\n"
             "               object: the groups and each row's zero-shot and held-out error\n"
-            "  -j, --jobs N simulation threads (default: the CPUs this process may run on);\n"
-            "               the output does not depend on it\n"
+            "  -j, --jobs N simulations at once: CSV rows and scenario files alike (default:\n"
+            "               the CPUs this process may run on); the output does not depend on it\n"
             "  --progress S a progress line on stderr every S seconds, also when stderr is not a\n"
             "               terminal, and a closing count if any was printed (default 5; 0 = none)\n");
 }
