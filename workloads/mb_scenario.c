@@ -628,6 +628,10 @@ char *mb_scenario_ref(const char *dir, const char *ref)
 {
     if (!mb_scn__is_path(ref) || ref[0] == '/')
         return mb_strdup(ref);
+    while (ref[0] == '.' && ref[1] == '/') /* "./m.yaml" in folder d is d/m.yaml, not d/./m.yaml */
+        ref += 2;
+    if (!dir || !strcmp(dir, "."))
+        return mb_strdup(ref);
     return mb_path_join(dir, ref);
 }
 

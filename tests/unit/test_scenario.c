@@ -293,6 +293,24 @@ static void test_warnings(void **state)
     }
 }
 
+/* Step 3c: model and system references: a path is taken from the scenario's
+ * folder, without a "./" in messages ("././m.yaml: cannot open" before);
+ * a shipped name and an absolute path stay as written. */
+static void test_refs(void **state)
+{
+    (void)state;
+    static const char *const cases[][3] = {
+        {".", "./m.yaml", "m.yaml"},     {".", "m.yaml", "m.yaml"},           {"d", "./m.yaml", "d/m.yaml"},
+        {"d", "m.yaml", "d/m.yaml"},     {"d", "../m.yaml", "d/../m.yaml"},   {"d", "llama3_8b", "llama3_8b"},
+        {"d", "/abs/m.yaml", "/abs/m.yaml"}, {"d", "././m.yaml", "d/m.yaml"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *r = mb_scenario_ref(cases[i][0], cases[i][1]);
+        assert_string_equal(r, cases[i][2]);
+        mb_free(r);
+    }
+}
+
 /* Step 4: precision labels, scenario spellings and CSV spellings. */
 static void test_precision(void **state)
 {
@@ -504,7 +522,7 @@ static void test_check_hand_built(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_headline),      cmocka_unit_test(test_shipped), cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_headline),      cmocka_unit_test(test_shipped), cmocka_unit_test(test_warnings), cmocka_unit_test(test_refs),
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_bad_fixtures),
         cmocka_unit_test(test_precision),     cmocka_unit_test(test_module_names),
         cmocka_unit_test(test_check_hand_built),
