@@ -737,8 +737,9 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
 
 static void mb_fit__print_group(FILE *fp, const struct mb_fit_cv_group *g)
 {
-    fprintf(fp, "  %-12s %5zu rows   zero-shot %6.1f %% (median %+6.1f %%)   cross-validated %6.1f %% (median %+6.1f %%)\n",
-            g->name, g->n, g->mape_zero, g->median_zero, g->mape_cv, g->median_cv);
+    fprintf(fp, "  %-12s %5zu %-4s   zero-shot %6.1f %% (median %+6.1f %%)   cross-validated %6.1f %% (median %+6.1f %%)\n",
+            g->name, g->n, mb_plural((long long)g->n, "row", "rows"), g->mape_zero, g->median_zero, g->mape_cv,
+            g->median_cv);
 }
 
 /* The rows furthest off when held out (MB_FIT_WORST of them, worst first):

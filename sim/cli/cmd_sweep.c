@@ -557,6 +557,19 @@ out:
     return status;
 }
 
+/* The base scenario's warnings (settings that change nothing) hold for every
+ * configuration unless an axis varies what they depend on: the model, ep, tp or
+ * an overlap switch; then they are not printed. */
+static int sweep_axes_change_warnings(const struct mb_sweep *sw)
+{
+    static const char *const dep[] = {"model", "parallel.ep", "parallel.tp", "overlap.ep_comm", "overlap.tp_comm"};
+    for (int i = 0; i < sw->n_axes; i++)
+        for (size_t k = 0; k < sizeof dep / sizeof dep[0]; k++)
+            if (!strcmp(sw->axis[i].key, dep[k]))
+                return 1;
+    return 0;
+}
+
 int mb_cmd_sweep(int argc, char **argv)
 {
     struct sweep_args a;
@@ -571,7 +584,6 @@ int mb_cmd_sweep(int argc, char **argv)
         print_err(&err);
         return EXIT_BAD_INPUT;
     }
-    cli_print_warnings(sw.base.warnings); /* the base as written; --set may change what applies */
     for (int k = 0; k < a.n_sets; k++)
         if (mb_sweep_set(&sw, a.sets[k], &err)) {
             char buf[1024];
@@ -580,6 +592,8 @@ int mb_cmd_sweep(int argc, char **argv)
             mb_sweep_free(&sw);
             return EXIT_USAGE; /* a bad command-line option */
         }
+    if (!sweep_axes_change_warnings(&sw))
+        cli_print_warnings(sw.base.warnings);
     sw.exact = a.exact;
     sw.mb_cap = a.mb_cap == 64 ? 0 : (int)a.mb_cap;
     rc = run_sweep(argc, argv, &a, &sw);
