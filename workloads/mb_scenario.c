@@ -897,6 +897,20 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
     }
     if (tpo && s->overlap_tp_comm && s->tp == 1)
         mb_scn__warn(s, tpo, "overlap.tp_comm changes nothing with tp = 1: there is no TP communication");
+    const struct mb_node *sp = mb_scn__node(nodes, "parallel.sequence_parallel");
+    const struct mb_node *cei = mb_scn__node(nodes, "training.cross_entropy_fusion_impl");
+    const struct mb_node *drop = mb_scn__node(nodes, "training.attention_dropout");
+    int sp_on = 0;
+    if (sp && s->tp == 1 && !mb_yaml_bool(sp, &sp_on, NULL) && sp_on)
+        mb_scn__warn(s, sp, "parallel.sequence_parallel: true changes nothing with tp = 1 (Megatron-LM turns it "
+                     "off too)");
+    if (cei && !s->ce_fusion)
+        mb_scn__warn(s, cei, "training.cross_entropy_fusion_impl changes nothing: it selects the fused "
+                     "cross-entropy, and training.cross_entropy_fusion is false");
+    if (drop && s->attn_dropout > 0 && s->attn_backend != MB_ATTN_UNFUSED && s->attn_backend != MB_ATTN_LOCAL)
+        mb_scn__warn(s, drop, "training.attention_dropout changes nothing with a fused attention backend: the "
+                     "kernel drops in-kernel, which mbsim does not price (it is a kernel of its own with "
+                     "attention_backend unfused or local)");
 }
 
 /* A scenario from an already loaded YAML tree (e.g. a sweep file whose `sweep:`

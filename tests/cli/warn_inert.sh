@@ -54,6 +54,7 @@ check warn_dispatcher_sms_hybridep 1
 check warn_ep1 3
 check warn_ep_overlap_ep1 1 time
 check warn_dense_moe_keys 2
+check warn_training_inert 3
 
 f=$fix/warn_dispatcher_sms_hybridep.yaml
 "$bin" tune "$f" -o "$tmp/tuned.yaml" > /dev/null 2> "$tmp/tune.err" || fail "tune: $(cat "$tmp/tune.err")"

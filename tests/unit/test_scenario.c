@@ -263,6 +263,13 @@ static const struct {
      ":15:12: warning: overlap.ep_comm with ep = 1: there is no EP communication to overlap; the step is "
      "scheduled without the overlap (its time is unchanged), only the memory still counts the paired forward's "
      "MoE working set\n"},
+    {"warn_training_inert.yaml",
+     ":16:22: warning: parallel.sequence_parallel: true changes nothing with tp = 1 (Megatron-LM turns it off "
+     "too)\n"
+     "@:19:30: warning: training.cross_entropy_fusion_impl changes nothing: it selects the fused cross-entropy, and "
+     "training.cross_entropy_fusion is false\n"
+     "@:20:22: warning: training.attention_dropout changes nothing with a fused attention backend: the kernel drops "
+     "in-kernel, which mbsim does not price (it is a kernel of its own with attention_backend unfused or local)\n"},
     {"warn_dense_moe_keys.yaml",
      ":15:15: warning: moe.dispatcher changes nothing: model llama3_8b has no experts (dense)\n"
      "@:16:20: warning: moe.capacity_factor changes nothing: model llama3_8b has no experts (dense)\n"},
