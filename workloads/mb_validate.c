@@ -388,6 +388,20 @@ static void cache_free(struct mb_val__cache *c)
     mb_free(c);
 }
 
+/* The loader's own message in a cache entry's "... does not load: MSG". */
+static const char *load_error(const char *why)
+{
+    const char *p = strstr(why, "does not load: ");
+    return p ? p + strlen("does not load: ") : why;
+}
+
+/* A model or system cell that names a file (a '/' or a .yaml ending) rather than a shipped name. */
+static int is_file_ref(const char *key)
+{
+    size_t n = strlen(key);
+    return strchr(key, '/') || (n > 5 && !strcmp(key + n - 5, ".yaml")) || (n > 4 && !strcmp(key + n - 4, ".yml"));
+}
+
 static const struct mb_val__model_ent *cache_model(struct mb_val__cache *c, const char *key)
 {
     size_t i;
@@ -2366,6 +2380,11 @@ static int csv_record(struct csv_ctx *c)
                           "column 'model': %s (`mbsim models` lists the shipped ones; a path names a model file)",
                           me->why);
     }
+    if (!me->ok && is_file_ref(model_key)) { /* the user's own model file is broken: CI must not pass over it */
+        const struct csv_field *f = &c->f[c->idx[C_MODEL]];
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'model': model file does not load: %s",
+                          load_error(me->why));
+    }
     if (!me->ok) {
         skip_row(r, me->why);
         return 0;
@@ -2375,6 +2394,11 @@ static int csv_record(struct csv_ctx *c)
         return 0;
     }
     se = cache_system(cache, key);
+    if (!se->ok && is_file_ref(key)) {
+        const struct csv_field *f = &c->f[c->idx[C_SYSTEM]];
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'system': system file does not load: %s",
+                          load_error(se->why));
+    }
     if (!se->ok) {
         skip_row(r, se->why);
         return 0;

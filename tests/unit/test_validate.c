@@ -511,6 +511,14 @@ static void test_bad_csv(void **state)
         {FIX "bad_system_file.csv",
          FIX "bad_system_file.csv:2:25: column 'system': system file 'topology/systems/no_such.yaml' not found (a path "
              "is read relative to the working directory and must end in .yaml)"},
+        /* a model or system file of the user's own that exists but does not load is an error at the
+         * cell, with the file's own position (it was a skipped row, which a MAPE gate passes over) */
+        {FIX "bad_system_broken.csv",
+         FIX "bad_system_broken.csv:2:22: column 'system': system file does not load: " FIX
+             "broken_system.yaml:5:16: expected an integer, got 'eight'"},
+        {FIX "bad_model_broken.csv",
+         FIX "bad_model_broken.csv:2:14: column 'model': model file does not load: " FIX
+             "broken_model.yaml:3:13: expected an integer, got 'many'"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open: No such file or directory"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
