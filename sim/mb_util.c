@@ -234,3 +234,8 @@ double mb_rng_uniform(struct mb_rng *r)
     z ^= z >> 31;
     return (double)(z >> 11) * (1.0 / 9007199254740992.0);
 }
+
+const char *mb_plural(long long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}

@@ -105,6 +105,12 @@ const char *mb_data_dir(void);
 /** @brief Where mb_data_dir() came from, in words, for error messages. */
 const char *mb_data_dir_origin(void);
 
+/**
+ * @brief The noun for a count in a message: `one` when n is 1, else `many`
+ * ("1 row", "0 rows", "2 rows"): printf("%zu %s", n, mb_plural(n, "row", "rows")).
+ */
+const char *mb_plural(long long n, const char *one, const char *many);
+
 /* A small deterministic PRNG (splitmix64) for seeded draws: image sizes,
  * routing skew. Same seed, same sequence on every platform. */
 struct mb_rng { unsigned long long s; };

@@ -737,8 +737,9 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
 
 static void mb_fit__print_group(FILE *fp, const struct mb_fit_cv_group *g)
 {
-    fprintf(fp, "  %-12s %5zu rows   zero-shot %6.1f %% (median %+6.1f %%)   cross-validated %6.1f %% (median %+6.1f %%)\n",
-            g->name, g->n, g->mape_zero, g->median_zero, g->mape_cv, g->median_cv);
+    fprintf(fp, "  %-12s %5zu %-4s   zero-shot %6.1f %% (median %+6.1f %%)   cross-validated %6.1f %% (median %+6.1f %%)\n",
+            g->name, g->n, mb_plural((long long)g->n, "row", "rows"), g->mape_zero, g->median_zero, g->mape_cv,
+            g->median_cv);
 }
 
 /* The rows furthest off when held out (MB_FIT_WORST of them, worst first):
@@ -769,7 +770,8 @@ static void mb_fit__print_worst(const struct mb_fit_cv *cv, const struct mb_fit_
 
 void mb_fit_cv_print(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
 {
-    fprintf(fp, "leave-one-family-out cross-validation of the framework-time model (%zu rows)\n", cv->n_rows);
+    fprintf(fp, "leave-one-family-out cross-validation of the framework-time model (%zu %s)\n", cv->n_rows,
+            mb_plural((long long)cv->n_rows, "row", "rows"));
     fprintf(fp, "MAPE cross-validated: %.2f %% (signed median %+.1f %%)   zero-shot: %.2f %% (signed median %+.1f %%)\n",
             cv->all.mape_cv, cv->all.median_cv, cv->all.mape_zero, cv->all.median_zero);
     fprintf(fp, "by GPU:\n");
@@ -779,9 +781,12 @@ void mb_fit_cv_print(const struct mb_fit_cv *cv, const struct mb_fit_set *set, F
     for (size_t i = 0; i < cv->n_family; i++)
         mb_fit__print_group(fp, &cv->by_family[i]);
     mb_fit__print_worst(cv, set, fp);
-    fprintf(fp, "%zu folds fitted (family x GPU), %zu rows predicted with the defaults (no other family on their GPU, "
-                "or %zu GPU(s) whose shipped table keeps the defaults); %d simulations in %.1f s\n",
-            cv->n_fits, cv->n_default, cv->n_unfitted_gpus, cv->sims, cv->wall_s);
+    fprintf(fp, "%zu %s fitted (family x GPU), %zu %s predicted with the defaults (no other family on their GPU, "
+                "or %zu %s whose shipped table keeps the defaults); %d %s in %.1f s\n",
+            cv->n_fits, mb_plural((long long)cv->n_fits, "fold", "folds"), cv->n_default,
+            mb_plural((long long)cv->n_default, "row", "rows"), cv->n_unfitted_gpus,
+            mb_plural((long long)cv->n_unfitted_gpus, "GPU", "GPUs"), cv->sims,
+            mb_plural(cv->sims, "simulation", "simulations"), cv->wall_s);
 }
 
 void mb_fit_cv_free(struct mb_fit_cv *cv)

@@ -902,6 +902,8 @@ static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
     if (rc)
         return mb_mgi__err(m, NULL, "the imported settings do not make a valid scenario: %s",
                            wr ? "cannot write it" : e.msg);
+    out->warnings[0] = 0; /* positions in the generated YAML, not in the file read; mbsim run of the
+                             written scenario reports them */
     return 0;
 }
 
@@ -940,6 +942,20 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
         char *abs = mb_path_absolute(o->system);
         snprintf(m.s->system_ref, sizeof m.s->system_ref, "%s", abs);
         mb_free(abs);
+    }
+    { /* the system first: an unknown name is the option's fault, not the imported file's */
+        struct mb_system *sys = mb_calloc(1, sizeof *sys);
+        struct mb_err e;
+        mb_err_clear(&e);
+        int bad = mb_topo_load_system(m.s->system_ref, sys, &e);
+        mb_free(sys);
+        if (bad) { /* a system file's own error keeps its file:line:col */
+            if (e.file[0])
+                *err = e;
+            else
+                mb_err_set(err, NULL, 0, 0, "--system %s: %s", o->system, e.msg);
+            goto out;
+        }
     }
     if (mb_mgi__model(&m))
         goto out;

@@ -628,6 +628,10 @@ char *mb_scenario_ref(const char *dir, const char *ref)
 {
     if (!mb_scn__is_path(ref) || ref[0] == '/')
         return mb_strdup(ref);
+    while (ref[0] == '.' && ref[1] == '/') /* "./m.yaml" in folder d is d/m.yaml, not d/./m.yaml */
+        ref += 2;
+    if (!dir || !strcmp(dir, "."))
+        return mb_strdup(ref);
     return mb_path_join(dir, ref);
 }
 
@@ -826,6 +830,89 @@ static int mb_scn__system(struct mb_scenario *s, const char *dir, const struct m
     return same ? 0 : -1;
 }
 
+/* One warning line at node n ("file:line:col: warning: ...") appended to
+ * s->warnings; a line that does not fit is left out. */
+static void mb_scn__warn(struct mb_scenario *s, const struct mb_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void mb_scn__warn(struct mb_scenario *s, const struct mb_node *n, const char *fmt, ...)
+{
+    char msg[512], line[768];
+    struct mb_err e;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mb_err_clear(&e);
+    mb_err_set(&e, n ? n->file : s->file, n ? n->line : 0, n ? n->col : 0, "warning: %s", msg);
+    mb_err_format(&e, line, sizeof line);
+    size_t used = strlen(s->warnings), add = strlen(line);
+    if (used + add + 2 <= sizeof s->warnings)
+        snprintf(s->warnings + used, sizeof s->warnings - used, "%s\n", line);
+}
+
+/* Settings the file writes that are valid but change nothing in this
+ * simulation (issue 17: accepted and silently inert is a first-hour trap).
+ * Errors, where a setting contradicts the model or Megatron-Core, are
+ * mb_scn__check_options'; these are warnings because the same settings are
+ * right in another layout (a sweep may vary ep) and Megatron accepts them. */
+static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
+{
+    const struct mb_model *m = &s->model;
+    const char *mn = m->name[0] ? m->name : "(unnamed)";
+    const struct mb_node *sms = mb_scn__node(nodes, "moe.dispatcher_sms");
+    const struct mb_node *seo = mb_scn__node(nodes, "moe.shared_expert_overlap");
+    const struct mb_node *epo = mb_scn__node(nodes, "overlap.ep_comm");
+    const struct mb_node *tpo = mb_scn__node(nodes, "overlap.tp_comm");
+    s->warnings[0] = 0;
+    if (m->num_experts <= 0) {
+        size_t nk, i;
+        const struct mb_key *k = mb_keys(&nk);
+        for (i = 0; i < nk; i++)
+            if (!strncmp(k[i].key, "moe.", 4) && nodes[i])
+                mb_scn__warn(s, nodes[i], "%s changes nothing: model %s has no experts (dense)", k[i].key, mn);
+        if (epo && s->overlap_ep_comm)
+            mb_scn__warn(s, epo, "overlap.ep_comm changes nothing: model %s has no experts (dense)", mn);
+    } else if (s->ep == 1) {
+        if (sms && (s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP))
+            mb_scn__warn(s, sms, "moe.dispatcher_sms changes nothing with ep = 1: no %s kernel runs without "
+                         "expert parallelism", s->dispatcher == MB_DISP_HYBRIDEP ? "HybridEP" : "DeepEP");
+        if (seo && s->shared_expert_overlap)
+            mb_scn__warn(s, seo, "moe.shared_expert_overlap changes nothing with ep = 1: mbsim overlaps the "
+                         "shared experts with the EP dispatch, and there is none");
+        if (epo && s->overlap_ep_comm)
+            mb_scn__warn(s, epo, "overlap.ep_comm with ep = 1: there is no EP communication to overlap; the "
+                         "step is scheduled without the overlap (its time is unchanged), only the memory "
+                         "still counts the paired forward's MoE working set");
+    } else if (sms && s->dispatcher == MB_DISP_HYBRIDEP && !s->overlap_ep_comm) {
+        /* the SMs count in two places only: the compute beside a dispatch under EP
+         * overlap (schedule.c) and DeepEP's buffer size (memory.c) */
+        mb_scn__warn(s, sms, "moe.dispatcher_sms = %d changes nothing here: mbsim charges the dispatcher's "
+                     "SMs to the compute running beside it, which needs overlap.ep_comm: true (off), and "
+                     "HybridEP's buffers do not depend on it; the SM count's effect on the dispatch's own "
+                     "speed is not modelled", s->dispatcher_sms);
+    }
+    if (tpo && s->overlap_tp_comm && s->tp == 1)
+        mb_scn__warn(s, tpo, "overlap.tp_comm changes nothing with tp = 1: there is no TP communication");
+    const struct mb_node *sp = mb_scn__node(nodes, "parallel.sequence_parallel");
+    const struct mb_node *cei = mb_scn__node(nodes, "training.cross_entropy_fusion_impl");
+    const struct mb_node *drop = mb_scn__node(nodes, "training.attention_dropout");
+    int sp_on = 0;
+    if (sp && s->tp == 1 && !mb_yaml_bool(sp, &sp_on, NULL) && sp_on)
+        mb_scn__warn(s, sp, "parallel.sequence_parallel: true changes nothing with tp = 1 (Megatron-LM turns it "
+                     "off too)");
+    if (cei && !s->ce_fusion)
+        mb_scn__warn(s, cei, "training.cross_entropy_fusion_impl changes nothing: it selects the fused "
+                     "cross-entropy, and training.cross_entropy_fusion is false");
+    if (drop && s->attn_dropout > 0 && s->attn_backend != MB_ATTN_UNFUSED && s->attn_backend != MB_ATTN_LOCAL)
+        mb_scn__warn(s, drop, "training.attention_dropout changes nothing with a fused attention backend: the "
+                     "kernel drops in-kernel, which mbsim does not price (it is a kernel of its own with "
+                     "attention_backend unfused or local)");
+}
+
 /* A scenario from an already loaded YAML tree (e.g. a sweep file whose `sweep:`
  * pair the caller removed); `path` names the file for messages and is the base
  * of relative model/system/calibration paths. The tree stays the caller's. */
@@ -849,6 +936,7 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
     model_loaded = 1;
     if (mb_scn__check_layout(s, &mk, err) || mb_scn__system(s, dir, nodes, &mk, err))
         goto out;
+    mb_scn__warn_inert(s, nodes);
     rc = 0;
 out:
     if (rc && model_loaded)

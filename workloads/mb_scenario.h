@@ -176,6 +176,10 @@ struct mb_scenario {
     /* measured (optional) */
     double meas_tokens_per_s_per_gpu, meas_model_tflops_per_gpu, meas_step_time_s, meas_peak_memory_gib;
     char meas_source[256];
+    /* set by the loader: settings the file writes that are valid but change nothing in this
+     * simulation, one "file:line:col: warning: key ...: why" line each ("" = none); the CLI
+     * prints them on stderr (mb_scenario_check leaves them alone) */
+    char warnings[1536];
 };
 
 /**

@@ -199,7 +199,7 @@ int mb_sweep_set(struct mb_sweep *sw, const char *spec, struct mb_err *err)
 {
     const char *eq = strchr(spec, '=');
     if (!eq || eq == spec || !eq[1])
-        return mb_err_set(err, NULL, 0, 0, "--set '%s': expected key=v1,v2,...", spec);
+        return mb_err_set(err, NULL, 0, 0, "expected key=v1,v2,... (e.g. parallel.tp=1,2,4)");
     char key[MB_SWEEP_KEY_LEN];
     size_t kn = (size_t)(eq - spec);
     if (kn >= sizeof key)

@@ -388,6 +388,20 @@ static void cache_free(struct mb_val__cache *c)
     mb_free(c);
 }
 
+/* The loader's own message in a cache entry's "... does not load: MSG". */
+static const char *load_error(const char *why)
+{
+    const char *p = strstr(why, "does not load: ");
+    return p ? p + strlen("does not load: ") : why;
+}
+
+/* A model or system cell that names a file (a '/' or a .yaml ending) rather than a shipped name. */
+static int is_file_ref(const char *key)
+{
+    size_t n = strlen(key);
+    return strchr(key, '/') || (n > 5 && !strcmp(key + n - 5, ".yaml")) || (n > 4 && !strcmp(key + n - 4, ".yml"));
+}
+
 static const struct mb_val__model_ent *cache_model(struct mb_val__cache *c, const char *key)
 {
     size_t i;
@@ -2366,6 +2380,11 @@ static int csv_record(struct csv_ctx *c)
                           "column 'model': %s (`mbsim models` lists the shipped ones; a path names a model file)",
                           me->why);
     }
+    if (!me->ok && is_file_ref(model_key)) { /* the user's own model file is broken: CI must not pass over it */
+        const struct csv_field *f = &c->f[c->idx[C_MODEL]];
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'model': model file does not load: %s",
+                          load_error(me->why));
+    }
     if (!me->ok) {
         skip_row(r, me->why);
         return 0;
@@ -2375,6 +2394,11 @@ static int csv_record(struct csv_ctx *c)
         return 0;
     }
     se = cache_system(cache, key);
+    if (!se->ok && is_file_ref(key)) {
+        const struct csv_field *f = &c->f[c->idx[C_SYSTEM]];
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'system': system file does not load: %s",
+                          load_error(se->why));
+    }
     if (!se->ok) {
         skip_row(r, se->why);
         return 0;
@@ -2595,15 +2619,18 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
         skip_row(r, "no measured block");
     else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
-        if (out->parse_only)
+        if (out->parse_only) {
             skip_row(r, "parse only");
-        else
-            predict_row(r, &s, 0, NULL, NULL);
-        if (!r->skipped && out->on_row)
-            out->on_row(out->on_row_ctx, r, &s);
+        } else {
+            /* with jobs > 1 the row waits for a batch: scenario files given one after the
+             * other run side by side (flushed by a full batch, the next CSV or finish) */
+            submit_row(out, r, &s, 0, NULL, NULL);
+            report_progress(out, out->n_rows - out->n_pending);
+            return 0;
+        }
     }
     mb_scenario_free(&s);
-    report_progress(out, out->n_rows);
+    report_progress(out, out->n_rows - out->n_pending);
     return 0;
 }
 
@@ -2671,6 +2698,7 @@ void mb_validate_finish(struct mb_val_summary *out)
     double *e;
     const char **why;
 
+    flush_jobs(out); /* scenario rows still waiting for their batch */
     cache_free(out->cache);
     out->cache = NULL;
     mb_free(out->by_system);
@@ -2808,7 +2836,12 @@ void mb_validate_free(struct mb_val_summary *s)
     if (!s)
         return;
     cache_free(s->cache);
-    mb_free(s->pending); /* empty: every mb_validate_add_* flushes it */
+    for (size_t k = 0; k < s->n_pending; k++) { /* scenario rows never simulated (an error came first) */
+        mb_scenario_free(&s->pending[k].s);
+        mb_free(s->pending[k].head);
+        mb_free(s->pending[k].tail);
+    }
+    mb_free(s->pending);
     mb_free(s->by_system);
     mb_free(s->by_model);
     mb_free(s->by_metric);

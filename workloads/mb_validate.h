@@ -138,10 +138,12 @@ struct mb_val_summary {
      * for refitting the framework-time model (mb_fit.h) */
     void (*on_row)(void *ctx, const struct mb_val_row *r, const struct mb_scenario *s);
     void *on_row_ctx;
-    /* set before adding inputs (optional): threads that simulate the rows of one input file
-     * (0 or 1: the calling thread). Rows, statistics and the order of on_row calls are the same
-     * for every value; rows are simulated in batches of up to MB_VAL_BATCH, so on_row runs once
-     * a batch is done, always from the calling thread, before mb_validate_add_* returns */
+    /* set before adding inputs (optional): threads that simulate rows at once (0 or 1: the
+     * calling thread): the rows of a CSV, and scenario files added one after the other. Rows,
+     * statistics and the order of on_row calls are the same for every value; rows are simulated
+     * in batches of up to MB_VAL_BATCH, so on_row runs once a batch is done, always from the
+     * calling thread: before mb_validate_add_csv returns (for its rows and any scenario rows
+     * before them), and for scenario rows at the latest in mb_validate_finish */
     int jobs;
     /* set before adding inputs (optional): called from the calling thread whenever a row is
      * final (predicted or skipped), with the number of final rows so far, e.g. to print progress */
@@ -183,7 +185,9 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
 /**
  * @brief Load a scenario YAML file (mb_scenario_load) and append one row
  * comparing its `measured:` block with the prediction. A file without
- * measured values becomes a skipped row ("no measured block").
+ * measured values becomes a skipped row ("no measured block"). With
+ * out->jobs > 1 the prediction waits for the batch (mb_validate_finish
+ * completes it), so consecutive scenario files are simulated in parallel.
  * @return 0, or -1 if the scenario does not load (err from mb_scenario_load).
  */
 int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struct mb_err *err);

@@ -228,7 +228,8 @@ static void print_id(const struct mb_val_drift_row *r, FILE *fp)
 
 void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_path, size_t top, FILE *fp)
 {
-    fprintf(fp, "\ndrift against %s (%zu rows then, %zu now):", baseline_path, d->n_old, d->n_new);
+    fprintf(fp, "\ndrift against %s (%zu %s then, %zu now):", baseline_path, d->n_old,
+            mb_plural((long long)d->n_old, "row", "rows"), d->n_new);
     for (int k = MB_DRIFT_SAME; k <= MB_DRIFT_REMOVED; k++)
         fprintf(fp, "%s %zu %s", k ? "," : "", d->n_kind[k], kind_name((enum mb_val_drift_kind)k));
     fputc('\n', fp);
@@ -277,8 +278,13 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
         }
     }
     if (d->n_over)
-        fprintf(fp, "drift: %zu rows past %.2f %% (%zu predictions moved more, %zu rows now skipped)\n", d->n_over,
-                d->threshold_pct, d->n_over - d->n_kind[MB_DRIFT_NOW_SKIPPED], d->n_kind[MB_DRIFT_NOW_SKIPPED]);
+    {
+        size_t moved = d->n_over - d->n_kind[MB_DRIFT_NOW_SKIPPED], now_skipped = d->n_kind[MB_DRIFT_NOW_SKIPPED];
+        fprintf(fp, "drift: %zu %s past %.2f %% (%zu %s more, %zu %s now skipped)\n", d->n_over,
+                mb_plural((long long)d->n_over, "row", "rows"), d->threshold_pct, moved,
+                mb_plural((long long)moved, "prediction moved", "predictions moved"), now_skipped,
+                mb_plural((long long)now_skipped, "row", "rows"));
+    }
     else
         fprintf(fp, "drift: none past %.2f %% (largest %.2f %%)\n", d->threshold_pct, d->max_abs_drift_pct);
 }

@@ -135,3 +135,13 @@ long cli_usable_cpus(void)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? n : 1;
 }
+
+void cli_print_warnings(const char *warnings)
+{
+    for (const char *p = warnings; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(stderr, "mbsim: %.*s\n", n, p);
+        p += n + (nl != NULL);
+    }
+}

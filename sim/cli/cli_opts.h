@@ -69,4 +69,11 @@ void cli_opts_free(struct cli_opts *g);
  */
 long cli_usable_cpus(void);
 
+/**
+ * @brief Print a loaded scenario's warnings (mb_scenario.warnings: settings
+ * that change nothing) on stderr, each line as "mbsim: file:line:col: warning: ...".
+ * @param[in] warnings  newline-terminated lines, "" or NULL for none
+ */
+void cli_print_warnings(const char *warnings);
+
 #endif

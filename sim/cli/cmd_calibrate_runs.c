@@ -299,11 +299,14 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         for (size_t a = 0; a < n; a++)
             if (set.rows[idx[a]].lin_ok > 0)
                 idx[m++] = idx[a];
-        fprintf(stderr, "mbsim calibrate runs: %zu %s rows, %d iterations, %d simulations in %.1f s\n", r.n_rows, gpu,
-                r.iterations, r.sims, r.wall_s);
+        fprintf(stderr, "mbsim calibrate runs: %zu %s %s, %d %s, %d %s in %.1f s\n", r.n_rows, gpu,
+                mb_plural((long long)r.n_rows, "row", "rows"), r.iterations,
+                mb_plural(r.iterations, "iteration", "iterations"), r.sims,
+                mb_plural(r.sims, "simulation", "simulations"), r.wall_s);
         if (set.sum.n_skipped) { /* rows of any GPU the validate reader could not predict, and why */
-            fprintf(stderr, "  %zu rows of %s were not predicted (all GPUs; mbsim validate lists them):", set.sum.n_skipped,
-                    csv);
+            fprintf(stderr, "  %zu %s of %s %s not predicted (all GPUs; mbsim validate lists them):",
+                    set.sum.n_skipped, mb_plural((long long)set.sum.n_skipped, "row", "rows"), csv,
+                    mb_plural((long long)set.sum.n_skipped, "was", "were"));
             for (size_t k = 0; k < set.sum.n_reasons && k < 3; k++)
                 fprintf(stderr, "%s %zu x %s", k ? ";" : "", set.sum.reasons[k].count, set.sum.reasons[k].reason);
             fprintf(stderr, "%s\n", set.sum.n_reasons > 3 ? "; ..." : "");

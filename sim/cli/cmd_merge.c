@@ -75,7 +75,8 @@ static int check_complete(const struct merge *m, size_t total)
         missing += !m->file[i];
     if (!missing)
         return 0;
-    fprintf(stderr, "mbsim merge: the files miss %zu of the grid's %zu configurations:\n", missing, total);
+    fprintf(stderr, "mbsim merge: the files miss %zu of the grid's %zu %s:\n", missing, total,
+            mb_plural((long long)total, "configuration", "configurations"));
     size_t shown = 0;
     for (size_t i = 0; i < total && shown < MERGE_SHOWN; i++)
         if (!m->file[i]) {

@@ -367,10 +367,25 @@ static int conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis)
         else
             fprintf(out2, "%.6g\tNA\n", pts[i].mem);
     }
+    size_t n_oom = 0;
+    double lo = 0, hi = 0, cap = np ? pts[0].cap : 0;
+    for (size_t i = 0; i < np; i++)
+        if (pts[i].oom) {
+            lo = n_oom++ ? fmin(lo, pts[i].mem) : pts[i].mem;
+            hi = fmax(hi, pts[i].mem);
+        }
     mb_free(pts);
     mb_tsv_free(&t);
     if (!np) {
         fprintf(stderr, "mbsim plot: %s: no simulated configurations to plot\n", in);
+        return -1;
+    }
+    if (!n_mbs) { /* the throughput panel would be empty: gnuplot stops on its x range */
+        fprintf(stderr,
+                "mbsim plot: %s: all %zu simulated configuration%s out of memory (reserved %.4g to %.4g GiB "
+                "per rank, capacity %.4g GiB): no throughput to plot; sweep a layout that shards more "
+                "(tp, pp, ep, recompute; docs/tune.md)\n",
+                in, np, np == 1 ? " is" : "s are", lo, hi, cap);
         return -1;
     }
     return 0;

@@ -380,8 +380,9 @@ static int resume_load(struct resume *rs, const struct mb_sweep *sw)
         print_err(&err);
         return -1;
     }
-    fprintf(stderr, "mbsim sweep: --resume %s: %zu of %zu configurations done, running the other %zu%s\n",
-            rs->path, rs->kept, rs->count, rs->count - rs->kept,
+    fprintf(stderr, "mbsim sweep: --resume %s: %zu of %zu %s done, running the other %zu%s\n",
+            rs->path, rs->kept, rs->count, mb_plural((long long)rs->count, "configuration", "configurations"),
+            rs->count - rs->kept,
             partial ? " (its unfinished last line is dropped)" : "");
     return 0;
 }
@@ -423,8 +424,8 @@ static void print_word(const char *w, FILE *fp)
 
 static void print_resume_hint(int argc, char **argv, const struct sweep_args *a, size_t kept, size_t count)
 {
-    fprintf(stderr, "\nmbsim sweep: interrupted by %s: %zu of %zu configurations finished", strsignal(stop_signal),
-            kept, count);
+    fprintf(stderr, "\nmbsim sweep: interrupted by %s: %zu of %zu %s finished", strsignal(stop_signal),
+            kept, count, mb_plural((long long)count, "configuration", "configurations"));
     if (!a->tsv || !strcmp(a->tsv, "-")) {
         fprintf(stderr, "; %s\n", a->tsv ? "save the TSV rows to a file and resume with --resume FILE"
                                          : "without --tsv FILE there is nothing to resume from");
@@ -515,15 +516,16 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
     size_t ran = n - rs.kept;
     if (a->screen)
         fprintf(stderr,
-                "mbsim sweep: --screen %ld: %zu configurations bounded, %zu simulated in %zu rounds, %zu screened "
+                "mbsim sweep: --screen %ld: %zu %s bounded, %zu simulated in %zu %s, %zu screened "
                 "out%s\n",
-                a->screen, ss.bounded, ss.simulated, ss.batches, ss.screened,
+                a->screen, ss.bounded, mb_plural((long long)ss.bounded, "configuration", "configurations"),
+                ss.simulated, ss.batches, mb_plural((long long)ss.batches, "round", "rounds"), ss.screened,
                 ss.violations ? "; a bound failed, so every configuration was simulated (please report it)" : "");
     if (stopped && a->screen) {
         if (rc.pr.tty)
             fputc('\n', stderr);
-        fprintf(stderr, "mbsim sweep: interrupted; %zu of %zu rows kept (a screened sweep is run again from the "
-                        "start)\n", n, count);
+        fprintf(stderr, "mbsim sweep: interrupted; %zu of %zu %s kept (a screened sweep is run again from the "
+                        "start)\n", n, count, mb_plural((long long)count, "row", "rows"));
         status = 128 + stop_signal;
     } else if (stopped) {
         if (rc.pr.tty)
@@ -542,15 +544,30 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
             simulated++;
         }
     fprintf(stderr,
-            "mbsim sweep: %zu configurations in %.2f s (%.0f configurations/s, %ld threads; %.0f engine events "
+            "mbsim sweep: %zu %s in %.2f s (%.0f configurations/s, %ld %s; %.0f engine events "
             "per simulated configuration)\n",
-            ran, wall, wall > 0 ? (double)ran / wall : 0.0, a->jobs, simulated ? (double)events / simulated : 0.0);
+            ran, mb_plural((long long)ran, "configuration", "configurations"), wall,
+            wall > 0 ? (double)ran / wall : 0.0, a->jobs, mb_plural(a->jobs, "thread", "threads"),
+            simulated ? (double)events / simulated : 0.0);
 out:
     mb_free(done);
     mb_free(rs.line);
     mb_free(rs.have);
     mb_free(rs.rows);
     return status;
+}
+
+/* The base scenario's warnings (settings that change nothing) hold for every
+ * configuration unless an axis varies what they depend on: the model, ep, tp or
+ * an overlap switch; then they are not printed. */
+static int sweep_axes_change_warnings(const struct mb_sweep *sw)
+{
+    static const char *const dep[] = {"model", "parallel.ep", "parallel.tp", "overlap.ep_comm", "overlap.tp_comm"};
+    for (int i = 0; i < sw->n_axes; i++)
+        for (size_t k = 0; k < sizeof dep / sizeof dep[0]; k++)
+            if (!strcmp(sw->axis[i].key, dep[k]))
+                return 1;
+    return 0;
 }
 
 int mb_cmd_sweep(int argc, char **argv)
@@ -575,6 +592,8 @@ int mb_cmd_sweep(int argc, char **argv)
             mb_sweep_free(&sw);
             return EXIT_USAGE; /* a bad command-line option */
         }
+    if (!sweep_axes_change_warnings(&sw))
+        cli_print_warnings(sw.base.warnings);
     sw.exact = a.exact;
     sw.mb_cap = a.mb_cap == 64 ? 0 : (int)a.mb_cap;
     rc = run_sweep(argc, argv, &a, &sw);

@@ -120,6 +120,7 @@ int mb_cmd_tune(int argc, char **argv)
         fprintf(stderr, "mbsim: %s\n", msg);
         return 1;
     }
+    cli_print_warnings(s.warnings);
     struct mb_tune_result t;
     FILE *log = emit >= 0 ? stderr : stdout; /* --emit: stdout holds the flags alone */
     if (mb_tune(&s, log, &t, &err)) {

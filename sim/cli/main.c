@@ -141,8 +141,8 @@ static void usage_validate(FILE *fp)
             "               a GPU whose shipped table has no fitted framework section is scored as\n"
             "               shipped, at the defaults (--cv family-all fits it too); with --json one\n"
             "               object: the groups and each row's zero-shot and held-out error\n"
-            "  -j, --jobs N simulation threads (default: the CPUs this process may run on);\n"
-            "               the output does not depend on it\n"
+            "  -j, --jobs N simulations at once: CSV rows and scenario files alike (default:\n"
+            "               the CPUs this process may run on); the output does not depend on it\n"
             "  --progress S a progress line on stderr every S seconds, also when stderr is not a\n"
             "               terminal, and a closing count if any was printed (default 5; 0 = none)\n");
 }
@@ -261,6 +261,7 @@ static int cmd_run(int argc, char **argv)
         print_err(&err);
         return EXIT_BAD_INPUT;
     }
+    cli_print_warnings(s.warnings);
     if (emit >= 0) {
         rc = mb_cmd_emit(&s, emit);
         mb_scenario_free(&s);
@@ -375,7 +376,8 @@ static void on_validate_progress(void *ctx, size_t rows_done)
         return;
     p->last = t;
     p->lines++;
-    fprintf(stderr, "mbsim validate: %zu rows done, %.0f s\n", rows_done, t - p->start);
+    fprintf(stderr, "mbsim validate: %zu %s done, %.0f s\n", rows_done, mb_plural((long long)rows_done, "row", "rows"),
+            t - p->start);
     fflush(stderr);
 }
 
@@ -439,8 +441,8 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     }
     mb_validate_finish(&sum);
     if (pr.lines) /* a long validation: say it ended */
-        fprintf(stderr, "mbsim validate: %zu rows (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
-                sum.n_predicted, sum.n_skipped, now_s() - pr.start);
+        fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
+                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, now_s() - pr.start);
     if (drift->baseline && mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err)) {
         print_err(&err);
         mb_validate_free(&sum);

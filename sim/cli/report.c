@@ -94,9 +94,9 @@ static json_t *mb__coll_json(const struct mb_result *r)
 void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int memory_detail, FILE *fp)
 {
     fprintf(fp, "mbsim: %s\n", s->name);
-    fprintf(fp, "  model %s on %d x %s (%s), %s, seq %d, GBS %d, MBS %d, %d microbatches/rank\n", s->model.name,
+    fprintf(fp, "  model %s on %d x %s (%s), %s, seq %d, GBS %d, MBS %d, %d %s/rank\n", s->model.name,
             s->gpus, s->system.gpu, s->system.name, s->prec.label, s->seq_length, s->global_batch_size,
-            s->micro_batch_size, r->microbatches);
+            s->micro_batch_size, r->microbatches, mb_plural(r->microbatches, "microbatch", "microbatches"));
     fprintf(fp, "  layout %s: TP %d PP %d VPP %d CP %d DP %d EP %d ETP %d", mb__strategy(s), s->tp, s->pp,
             s->vpp, s->cp, s->dp, s->ep, s->etp);
     if (s->model.num_experts > 0)

@@ -55,7 +55,7 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
         failed += rows[i].status == MB_SWEEP_FAILED;
         oom += rows[i].status == MB_SWEEP_OK && rows[i].oom;
     }
-    fprintf(fp, "sweep of %s: %zu configurations", sw->base.name, total);
+    fprintf(fp, "sweep of %s: %zu %s", sw->base.name, total, mb_plural((long long)total, "configuration", "configurations"));
     if (n != total)
         fprintf(fp, " (%zu in this shard)", n);
     fprintf(fp, "; %zu simulated (%zu fit, %zu out of memory), %zu invalid, %zu failed", ok, ok - oom, oom,
@@ -98,7 +98,7 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
 
     size_t *order = calloc(n ? n : 1, sizeof *order);
     size_t m = mb_sweep_rank(rows, n, order);
-    fprintf(fp, "\ntop %d configurations that fit (of %zu):\n", top, m);
+    fprintf(fp, "\ntop %d %s that fit (of %zu):\n", top, mb_plural(top, "configuration", "configurations"), m);
     if (m) {
         fprintf(fp, "   rank   config  tok/s/GPU  TFLOP/s    MFU    step s  peak GiB  values\n");
         for (size_t i = 0; i < m && i < (size_t)top; i++) {
@@ -109,7 +109,8 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
         fprintf(fp, "  none\n");
     }
     size_t f = mb_sweep_pareto(rows, n, order);
-    fprintf(fp, "\nthroughput-vs-memory Pareto front (%zu configurations, memory ascending):\n", f);
+    fprintf(fp, "\nthroughput-vs-memory Pareto front (%zu %s, memory ascending):\n", f,
+            mb_plural((long long)f, "configuration", "configurations"));
     if (f) {
         fprintf(fp, "           config  tok/s/GPU  TFLOP/s    MFU    step s  peak GiB  values\n");
         for (size_t i = 0; i < f; i++) {

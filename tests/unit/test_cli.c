@@ -652,6 +652,16 @@ static void test_sweep_json_stream(void **state)
     free(again);
     json_decref(j);
     mb_free(o);
+    /* a count of one takes the singular noun (issue 17: "1 rows past"): a grid of one
+     * configuration, one thread, ranked --top 1 */
+    assert_int_equal(run("sweep scenarios/h100_qwen3_30b_a3b_ep8.yaml --set mbs=1 -j 1 --top 1 --progress 0 "
+                         "--tsv /dev/null", &o, 1), 0);
+    assert_non_null(strstr(o, "sweep of h100_qwen3_30b_a3b_ep8: 1 configuration"));
+    assert_non_null(strstr(o, "top 1 configuration that fit (of 1):"));
+    assert_non_null(strstr(o, "Pareto front (1 configuration, memory ascending)"));
+    assert_non_null(strstr(o, "mbsim sweep: 1 configuration in "));
+    assert_non_null(strstr(o, "configurations/s, 1 thread; "));
+    mb_free(o);
     /* stderr is a pipe here, not a terminal: progress comes as lines (at least the last one) */
     assert_int_equal(run("sweep tests/data/sweep/small.yaml --shard 0/1 --progress 0.001 --tsv /dev/null", &o, 1), 0);
     assert_non_null(strstr(o, "mbsim sweep: 36/36 configurations (100%), "));
@@ -667,7 +677,7 @@ static void test_sweep_json_stream(void **state)
         size_t got = fread(buf, 1, sizeof buf - 1, p);
         buf[got] = 0;
         assert_int_equal(pclose(p), 0);
-        assert_non_null(strstr(buf, "configurations/s, 1 threads; "));
+        assert_non_null(strstr(buf, "configurations/s, 1 thread; "));
     }
     assert_int_equal(run("sweep tests/data/sweep/small.yaml --resume -", &o, 1), 2);
     mb_free(o);
@@ -801,11 +811,11 @@ static void test_validate_baseline_cli(void **state)
     mb_free(o);
     const char *off = "validate tests/data/validate/small.csv --baseline tests/data/validate/baseline_small_off.json";
     assert_int_equal(run(off, &o, 0), 3);
-    assert_non_null(strstr(o, "(1 rows then, 11 now): 0 unchanged, 1 changed, 0 metric changed, 0 now skipped, 0 now "
+    assert_non_null(strstr(o, "(1 row then, 11 now): 0 unchanged, 1 changed, 0 metric changed, 0 now skipped, 0 now "
                               "predicted, 10 added, 0 removed"));
     assert_non_null(strstr(o, "ok_tokens"));
     assert_non_null(strstr(o, "PAST THRESHOLD"));
-    assert_non_null(strstr(o, "drift: 1 rows past 5.00 %"));
+    assert_non_null(strstr(o, "drift: 1 row past 5.00 %"));
     mb_free(o);
     snprintf(args, sizeof args, "%s --json --drift-threshold=1", off);
     assert_int_equal(run(args, &o, 0), 3);

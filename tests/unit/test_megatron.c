@@ -316,6 +316,15 @@ static void test_bad_input(void **state)
     assert_non_null(strstr(err.msg, "no sequence length: give --seq-length N"));
     o.model = NULL;
 
+    /* an unknown --system is the option's error, said before the file's settings are judged
+     * (it came last, as "the imported settings do not make a valid scenario: unknown system") */
+    o.system = "dgx_h1000";
+    assert_int_equal(import(QWEN, MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_non_null(strstr(msg, "--system dgx_h1000: unknown system 'dgx_h1000'; known: "));
+    assert_null(strstr(msg, "do not make a valid scenario"));
+    o.system = "dgx_h100";
+
     fp = fopen("test_megatron_bad.sh", "w");
     fputs("python train.py model.tensor_model_parallel_size=1 stray\n", fp);
     fclose(fp);

@@ -195,6 +195,22 @@ static void test_sweep_plot(void **state)
     mb_free(o);
     struct stat st;
     assert_int_not_equal(stat(png, &st), 0);
+    /* regression: every configuration OOM (all_oom.yaml: 140 GB of weights per rank on an
+     * 80 GB GPU) left the throughput panel empty and gnuplot stopped on its x range; mbsim says
+     * why, exits 1 (bad input) and writes no PNG */
+    snprintf(cmd, sizeof cmd, "%s sweep tests/data/sweep/all_oom.yaml --progress 0 --tsv %s", bin(), tsv);
+    assert_int_equal(sh(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "awk -F'\\t' 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == \"oom\") c = i; next } "
+             "$c != 1 { bad = 1 } END { exit bad || NR != 3 }' %s", tsv);
+    assert_int_equal(sh(cmd, NULL), 0); /* the premise: two rows, both OOM */
+    snprintf(png, sizeof png, "%s/all_oom.png", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s plot sweep %s -o %s", bin(), tsv, png);
+    assert_int_equal(sh(cmd, &o), 1);
+    assert_non_null(strstr(o, "sweep.tsv: all 2 simulated configurations are out of memory (reserved "));
+    assert_non_null(strstr(o, "no throughput to plot"));
+    assert_null(strstr(o, "gnuplot"));
+    mb_free(o);
+    assert_int_not_equal(stat(png, &st), 0);
 }
 
 static void test_breakdown_plot(void **state)

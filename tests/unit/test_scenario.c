@@ -242,6 +242,82 @@ static void test_bad_fixtures(void **state)
     }
 }
 
+/* Step 3b: settings that are valid but change nothing load, with one
+ * "file:line:col: warning: ..." line each at the key's value (issue 17 item 7);
+ * tests/cli/warn_inert.sh checks that the report is the same without them.
+ * The lines are the fixtures' own. Shipped scenarios warn about nothing. */
+static const struct {
+    const char *file, *warnings;
+} warn[] = {
+    {"warn_dispatcher_sms_hybridep.yaml",
+     ":19:19: warning: moe.dispatcher_sms = 16 changes nothing here: mbsim charges the dispatcher's SMs to the "
+     "compute running beside it, which needs overlap.ep_comm: true (off), and HybridEP's buffers do not depend on "
+     "it; the SM count's effect on the dispatch's own speed is not modelled\n"},
+    {"warn_ep1.yaml",
+     ":14:19: warning: moe.dispatcher_sms changes nothing with ep = 1: no DeepEP kernel runs without expert "
+     "parallelism\n"
+     "@:15:26: warning: moe.shared_expert_overlap changes nothing with ep = 1: mbsim overlaps the shared experts "
+     "with the EP dispatch, and there is none\n"
+     "@:17:12: warning: overlap.tp_comm changes nothing with tp = 1: there is no TP communication\n"},
+    {"warn_ep_overlap_ep1.yaml",
+     ":15:12: warning: overlap.ep_comm with ep = 1: there is no EP communication to overlap; the step is "
+     "scheduled without the overlap (its time is unchanged), only the memory still counts the paired forward's "
+     "MoE working set\n"},
+    {"warn_training_inert.yaml",
+     ":16:22: warning: parallel.sequence_parallel: true changes nothing with tp = 1 (Megatron-LM turns it off "
+     "too)\n"
+     "@:19:30: warning: training.cross_entropy_fusion_impl changes nothing: it selects the fused cross-entropy, and "
+     "training.cross_entropy_fusion is false\n"
+     "@:20:22: warning: training.attention_dropout changes nothing with a fused attention backend: the kernel drops "
+     "in-kernel, which mbsim does not price (it is a kernel of its own with attention_backend unfused or local)\n"},
+    {"warn_dense_moe_keys.yaml",
+     ":15:15: warning: moe.dispatcher changes nothing: model llama3_8b has no experts (dense)\n"
+     "@:16:20: warning: moe.capacity_factor changes nothing: model llama3_8b has no experts (dense)\n"},
+};
+
+static void test_warnings(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof warn / sizeof warn[0]; i++) {
+        char path[256], want[2048];
+        struct mb_scenario s;
+        snprintf(path, sizeof path, FIX "%s", warn[i].file);
+        /* "@" in the table stands for the path at the start of each further line */
+        size_t k = (size_t)snprintf(want, sizeof want, "%s", path);
+        for (const char *p = warn[i].warnings; *p && k + sizeof path < sizeof want; p++)
+            k += (size_t)snprintf(want + k, sizeof want - k, "%s", *p == '@' ? path : (char[2]){*p, 0});
+        load_ok(path, &s);
+        assert_string_equal(s.warnings, want);
+        mb_scenario_free(&s);
+    }
+    static const char *const shipped[] = {"scenarios/gb200_ep32.yaml", "scenarios/gb200_qwen3_vl_235b_3d.yaml",
+                                          "scenarios/h100_llama3_70b_3d.yaml", "scenarios/h100_qwen3_30b_a3b_ep8.yaml"};
+    for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
+        struct mb_scenario s;
+        load_ok(shipped[i], &s);
+        assert_string_equal(s.warnings, "");
+        mb_scenario_free(&s);
+    }
+}
+
+/* Step 3c: model and system references: a path is taken from the scenario's
+ * folder, without a "./" in messages ("././m.yaml: cannot open" before);
+ * a shipped name and an absolute path stay as written. */
+static void test_refs(void **state)
+{
+    (void)state;
+    static const char *const cases[][3] = {
+        {".", "./m.yaml", "m.yaml"},     {".", "m.yaml", "m.yaml"},           {"d", "./m.yaml", "d/m.yaml"},
+        {"d", "m.yaml", "d/m.yaml"},     {"d", "../m.yaml", "d/../m.yaml"},   {"d", "llama3_8b", "llama3_8b"},
+        {"d", "/abs/m.yaml", "/abs/m.yaml"}, {"d", "././m.yaml", "d/m.yaml"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *r = mb_scenario_ref(cases[i][0], cases[i][1]);
+        assert_string_equal(r, cases[i][2]);
+        mb_free(r);
+    }
+}
+
 /* Step 4: precision labels, scenario spellings and CSV spellings. */
 static void test_precision(void **state)
 {
@@ -453,7 +529,7 @@ static void test_check_hand_built(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_headline),      cmocka_unit_test(test_shipped),
+        cmocka_unit_test(test_headline),      cmocka_unit_test(test_shipped), cmocka_unit_test(test_warnings), cmocka_unit_test(test_refs),
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_bad_fixtures),
         cmocka_unit_test(test_precision),     cmocka_unit_test(test_module_names),
         cmocka_unit_test(test_check_hand_built),

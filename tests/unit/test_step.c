@@ -1108,6 +1108,9 @@ static void test_framework_kernel_moe(void **state)
     }
     assert_true(m.step_time_s > a.step_time_s && m.step_time_s < e.step_time_s);
     assert_true(mb_dbl_eq(m.fw_kernel_moe_s, 10e-6) && m.fw_kernel_eager_s == 0);
+    mb_result_free(&a);
+    mb_result_free(&e);
+    mb_result_free(&m);
     mb_scenario_free(&s);
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_util.c -- tolerance helpers and the seeded PRNG.
+ * test_util.c -- tolerance helpers, the seeded PRNG and count nouns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,8 +38,19 @@ static void test_rng(void **state)
     }
 }
 
+/* Nouns after a count in messages: singular for exactly one. */
+static void test_plural(void **state)
+{
+    (void)state;
+    assert_string_equal(mb_plural(1, "row", "rows"), "row");
+    assert_string_equal(mb_plural(0, "row", "rows"), "rows");
+    assert_string_equal(mb_plural(2, "row", "rows"), "rows");
+    assert_string_equal(mb_plural(-1, "row", "rows"), "rows");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_dbl), cmocka_unit_test(test_rng)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_dbl), cmocka_unit_test(test_rng),
+                                       cmocka_unit_test(test_plural)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

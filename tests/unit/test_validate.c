@@ -511,6 +511,14 @@ static void test_bad_csv(void **state)
         {FIX "bad_system_file.csv",
          FIX "bad_system_file.csv:2:25: column 'system': system file 'topology/systems/no_such.yaml' not found (a path "
              "is read relative to the working directory and must end in .yaml)"},
+        /* a model or system file of the user's own that exists but does not load is an error at the
+         * cell, with the file's own position (it was a skipped row, which a MAPE gate passes over) */
+        {FIX "bad_system_broken.csv",
+         FIX "bad_system_broken.csv:2:22: column 'system': system file does not load: " FIX
+             "broken_system.yaml:5:16: expected an integer, got 'eight'"},
+        {FIX "bad_model_broken.csv",
+         FIX "bad_model_broken.csv:2:14: column 'model': model file does not load: " FIX
+             "broken_model.yaml:3:13: expected an integer, got 'many'"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open: No such file or directory"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -1700,7 +1708,7 @@ static void test_drift(void **state)
     assert_non_null(strstr(buf, "+10.00"));
     assert_non_null(strstr(buf, "PAST THRESHOLD"));
     assert_non_null(strstr(buf, "now skipped: precision not stated"));
-    assert_non_null(strstr(buf, "drift: 2 rows past 5.00 % (1 predictions moved more, 1 rows now skipped)"));
+    assert_non_null(strstr(buf, "drift: 2 rows past 5.00 % (1 prediction moved more, 1 row now skipped)"));
     free(buf);
     mb_validate_drift_free(&d);
 
@@ -1796,6 +1804,67 @@ static void test_jobs(void **state)
     mb_validate_free(&b);
 }
 
+/* Scenario files given one after the other run side by side too (issue 17: `validate -j`
+ * parallelized CSV rows only): with jobs = 3 a scenario row waits for its batch (n_pending
+ * counts it), a CSV added next takes the waiting rows into its own batch, and the rows,
+ * statistics and on_row order are those of one thread. An error after a waiting row leaves
+ * nothing to leak (mb_validate_free; ASan checks). */
+static void test_jobs_scenarios(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"scenarios/h100_llama3_70b_3d.yaml", "scenarios/h100_qwen3_30b_a3b_ep8.yaml",
+                                        "scenarios/gb200_ep32.yaml", FIX "small.csv",
+                                        "scenarios/h100_qwen3_30b_a3b_ep8.yaml"};
+    const size_t nf = sizeof files / sizeof files[0];
+    struct mb_val_summary a, b;
+    struct jobs_log la = {.monotonic = 1}, lb = {.monotonic = 1};
+    struct mb_err e;
+    mb_err_clear(&e);
+    mb_validate_init(&a);
+    mb_validate_init(&b);
+    a.on_row = b.on_row = jobs_on_row;
+    a.on_progress = b.on_progress = jobs_on_progress;
+    a.on_row_ctx = a.on_progress_ctx = &la;
+    b.on_row_ctx = b.on_progress_ctx = &lb;
+    b.jobs = 3;
+    for (size_t i = 0; i < nf; i++) {
+        int csv = strstr(files[i], ".csv") != NULL;
+        assert_int_equal(csv ? mb_validate_add_csv(&a, files[i], &e) : mb_validate_add_scenario(&a, files[i], &e), 0);
+        assert_int_equal(csv ? mb_validate_add_csv(&b, files[i], &e) : mb_validate_add_scenario(&b, files[i], &e), 0);
+        assert_int_equal(a.n_pending, 0);
+        /* b: the two scenarios with a measured block wait (gb200_ep32 has none: skipped at once),
+         * the CSV's batch takes them, the last scenario waits for finish */
+        assert_int_equal(b.n_pending, i < 1 ? 1 : i < 3 ? 2 : i == 3 ? 0 : 1);
+    }
+    mb_validate_finish(&a);
+    mb_validate_finish(&b);
+    assert_int_equal(b.n_pending, 0);
+    assert_int_equal(a.n_rows, 3 + 11 + 1);
+    assert_int_equal(b.n_rows, a.n_rows);
+    assert_int_equal(b.n_predicted, a.n_predicted);
+    for (size_t i = 0; i < a.n_rows; i++) {
+        assert_string_equal(b.rows[i].id, a.rows[i].id);
+        assert_int_equal(b.rows[i].skipped, a.rows[i].skipped);
+        assert_true(b.rows[i].predicted == a.rows[i].predicted);
+        assert_string_equal(b.rows[i].note, a.rows[i].note);
+    }
+    assert_true(b.mape_pct == a.mape_pct);
+    assert_int_equal(lb.n_rows_seen, la.n_rows_seen);
+    for (int i = 0; i < la.n_rows_seen && i < 16; i++)
+        assert_string_equal(lb.ids[i], la.ids[i]);
+    assert_true(la.monotonic && lb.monotonic);
+    assert_int_equal(lb.last_done, a.n_rows);
+    mb_validate_free(&a);
+    mb_validate_free(&b);
+
+    mb_validate_init(&b);
+    b.jobs = 3;
+    assert_int_equal(mb_validate_add_scenario(&b, files[0], &e), 0);
+    assert_int_equal(b.n_pending, 1);
+    assert_int_equal(mb_validate_add_scenario(&b, "tests/data/scenario/bad_enum.yaml", &e), -1);
+    mb_validate_free(&b);
+}
+
 /* A CSV names its system and model by file path as well as by name
  * (tests/data/validate/paths.csv): the shipped files the names stand for give
  * the same prediction; a path that does not exist is skipped with its name. */
@@ -1830,7 +1899,8 @@ int main(void)
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
         cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
-        cmocka_unit_test(test_drift), cmocka_unit_test(test_jobs), cmocka_unit_test(test_csv_paths),
+        cmocka_unit_test(test_drift), cmocka_unit_test(test_jobs), cmocka_unit_test(test_jobs_scenarios),
+        cmocka_unit_test(test_csv_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,73 @@
+#!/bin/sh
+# warn_inert.sh -- settings that are valid but change nothing are reported,
+# and really change nothing (issue 17 item 7). For each fixture
+# tests/data/scenario/warn_*.yaml, `mbsim run --json`:
+#   - exits 0 and prints one "FILE:LINE:COL: warning: KEY ..." line per
+#     warned key on stderr (the count is the fixture's, below);
+#   - gives byte for byte the report of the same file with the warned lines
+#     deleted (the lines are taken from the warnings themselves, then section
+#     headers left empty are dropped): the reference is the simulation
+#     without the settings, no predicted value is asserted. For overlap.ep_comm
+#     at ep = 1, whose warning says the memory still counts it, the step time
+#     and its breakdown are compared instead.
+# Then a scenario that warns is run by `mbsim tune` and `mbsim sweep`, which
+# print the same warning (a sweep not when an axis varies what the warning
+# depends on), and the shipped scenarios print none.
+#
+#   warn_inert.sh MBSIM_BINARY      (run from the source tree; CTest does)
+. "$(dirname "$0")/lib.sh"
+fix=tests/data/scenario
+
+check() { # FIXTURE WARNINGS [time]
+    f=$fix/$1.yaml
+    "$bin" run "$f" --json > "$tmp/with.json" 2> "$tmp/with.err" || fail "$1: exit $?: $(cat "$tmp/with.err")"
+    n=$(grep -c "^mbsim: $f:[0-9]*:[0-9]*: warning: " "$tmp/with.err")
+    [ "$n" = "$2" ] || fail "$1: $n warnings, expected $2: $(cat "$tmp/with.err")"
+    [ "$(wc -l < "$tmp/with.err")" = "$2" ] || fail "$1: stderr has more than the warnings: $(cat "$tmp/with.err")"
+    lines=$(sed -n "s|^mbsim: $f:\([0-9]*\):.*|\1|p" "$tmp/with.err" | tr '\n' ' ')
+    expr=""
+    for l in $lines; do expr="$expr${l}d;"; done
+    # the stripped copy sits beside the fixture: model and system names resolve the same way
+    stripped=$fix/.stripped_$1.yaml
+    trap 'rm -rf "$tmp" "$stripped"' EXIT
+    sed "$expr" "$f" | awk '
+        /^[a-z_]+:[ ]*$/ { if (held != "") {} held = $0; next }
+        { if (held != "" && $0 !~ /^ /) held = ""; if (held != "") { print held; held = "" } print }' > "$stripped"
+    "$bin" run "$stripped" --json > "$tmp/without.json" 2> "$tmp/without.err" ||
+        fail "$1 without the warned keys: $(cat "$tmp/without.err")"
+    [ -s "$tmp/without.err" ] && fail "$1 without the warned keys still warns: $(cat "$tmp/without.err")"
+    if [ "${3:-}" = time ]; then
+        for j in with without; do
+            sed -n '/"step_time_s"/p; /"breakdown_s"/,/}/p' "$tmp/$j.json" > "$tmp/$j.time"
+        done
+        [ -s "$tmp/with.time" ] || fail "$1: no step_time_s or breakdown_s in the report"
+        cmp -s "$tmp/with.time" "$tmp/without.time" ||
+            fail "$1: a warned setting changed the step: $(diff "$tmp/with.time" "$tmp/without.time" | head -5)"
+    else
+        cmp -s "$tmp/with.json" "$tmp/without.json" ||
+            fail "$1: a warned setting changed the report: $(diff "$tmp/with.json" "$tmp/without.json" | head -5)"
+    fi
+    rm -f "$stripped"
+}
+
+check warn_dispatcher_sms_hybridep 1
+check warn_ep1 3
+check warn_ep_overlap_ep1 1 time
+check warn_dense_moe_keys 2
+check warn_training_inert 3
+
+f=$fix/warn_dispatcher_sms_hybridep.yaml
+"$bin" tune "$f" -o "$tmp/tuned.yaml" > /dev/null 2> "$tmp/tune.err" || fail "tune: $(cat "$tmp/tune.err")"
+grep -q "^mbsim: $f:19:19: warning: moe.dispatcher_sms = 16 changes nothing" "$tmp/tune.err" || fail "tune: no warning"
+"$bin" sweep "$f" --set mbs=1 --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep.err" || fail "sweep: $(cat "$tmp/sweep.err")"
+grep -q "^mbsim: $f:19:19: warning: moe.dispatcher_sms" "$tmp/sweep.err" || fail "sweep: no warning"
+# an axis that changes what the warning depends on (here overlap.ep_comm) silences it
+"$bin" sweep "$f" --set overlap.ep_comm=false,true --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep2.err" ||
+    fail "sweep over overlap.ep_comm: $(cat "$tmp/sweep2.err")"
+grep -q "warning:" "$tmp/sweep2.err" && fail "sweep over overlap.ep_comm warns: $(cat "$tmp/sweep2.err")"
+
+for s in scenarios/*.yaml; do
+    "$bin" run "$s" > /dev/null 2> "$tmp/shipped.err" || fail "$s: $(cat "$tmp/shipped.err")"
+    grep "warning:" "$tmp/shipped.err" && fail "$s warns"
+done
+echo "warn_inert: ok"
