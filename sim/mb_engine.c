@@ -619,6 +619,17 @@ int mb_engine_task_stream(const struct mb_engine *e, int task)
     return e->tasks[task].stream;
 }
 
+int mb_engine_stream_first(const struct mb_engine *e, int stream)
+{
+    return stream >= 0 && stream < e->n_streams ? e->streams[stream].head : -1;
+}
+
+int mb_engine_task_next(const struct mb_engine *e, int task)
+{
+    assert(task >= 0 && (size_t)task < e->n_tasks);
+    return e->tasks[task].next;
+}
+
 double mb_engine_makespan(const struct mb_engine *e) { return e->makespan; }
 
 unsigned long long mb_engine_n_events(const struct mb_engine *e) { return e->n_events; }
