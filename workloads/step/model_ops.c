@@ -75,6 +75,7 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
         for (size_t t = 0; t < mb_calib_n_tables(b->cal) && t < MB__VIS_TABLES; t++)
             mb_calib_add_usage(b->cal, t, (use1[t][0] - use0[t][0]) * (v->depth - 1),
                                (use1[t][1] - use0[t][1]) * (v->depth - 1));
+        mb_ops_reserve(l, nb * (v->depth - 1) + 2 * (1 + v->deepstack));
         for (int i = 1; i < v->depth; i++)
             for (int q = 0; q < nb; q++) {
                 struct mb_op o = l->op[nb0 + q]; /* a copy: the push may move the list */
