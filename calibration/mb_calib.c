@@ -1865,6 +1865,13 @@ void mb_calib_reset_usage(struct mb_calib *c)
     memset(c->fallbacks, 0, sizeof c->fallbacks);
 }
 
+void mb_calib_add_usage(struct mb_calib *c, size_t i, long lookups, long fallbacks)
+{
+    assert(c && i < T_COUNT);
+    c->lookups[i] += lookups;
+    c->fallbacks[i] += fallbacks;
+}
+
 void mb_calib_set_roofline(struct mb_calib *c, int on)
 {
     c->roofline = on != 0;

@@ -208,6 +208,13 @@ struct mb_calib_table_info mb_calib_table(const struct mb_calib *c, size_t i);
 /** @brief Path of the table file that was loaded. */
 const char *mb_calib_path(const struct mb_calib *c);
 void mb_calib_reset_usage(struct mb_calib *c);
+/**
+ * @brief Count `lookups` more lookups of table i < mb_calib_n_tables(c), `fallbacks`
+ *        of them answered by the fallback: what repeating lookups already made
+ *        would have counted (a caller that copies priced ops instead of pricing
+ *        them again keeps the report's usage as it was).
+ */
+void mb_calib_add_usage(struct mb_calib *c, size_t i, long lookups, long fallbacks);
 
 /** @brief Roofline-only mode: ignore tables, use peak * eff_default (for A/B reports). */
 void mb_calib_set_roofline(struct mb_calib *c, int on);

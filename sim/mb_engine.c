@@ -79,6 +79,13 @@ struct mb_tags {
     int kind, tag;      /* the caller's, untouched */
 };
 
+/* Run state of one task, together because a completion reads them together. */
+struct mb_trun {
+    int indeg;          /* unfinished dependencies */
+    int rel;            /* the predecessor that released it (critical path), -1 */
+    double rel_end;     /* when rel ended */
+};
+
 struct mb_stream {
     int head, tail;     /* first / last task in program order, -1 if none */
     int cur;            /* run time: running or next task to run, -1 = done */
@@ -104,10 +111,10 @@ struct mb_engine {
     int ran;                      /* a run happened: results must be reset before the next */
     int *succ_off;                /* CSR: successors of t are succ[succ_off[t] .. succ_off[t+1]) */
     int *succ;
-    int *indeg;                   /* unfinished dependencies */
+    struct mb_trun *run;          /* per task */
     int *flows_left;              /* flows of a transferring task not yet done */
-    int *rel;                     /* per task: the predecessor that released it (critical path), -1 */
     int last_end;                 /* task that ended last (lowest id among ties), -1 */
+    double last_end_t;            /* when it ended */
     double *frem;                 /* per flow id: bytes remaining */
     int *ftask;                   /* per flow id: owning task */
     int fcap;                     /* allocated length of frem/ftask */
@@ -154,13 +161,13 @@ static void mb_engine__free_run(struct mb_engine *e)
 {
     mb_free(e->succ_off);
     mb_free(e->succ);
-    mb_free(e->indeg);
+    mb_free(e->run);
     mb_free(e->flows_left);
-    mb_free(e->rel);
     mb_free(e->frem);
     mb_free(e->ftask);
     mb_free(e->scratch);
-    e->succ_off = e->succ = e->indeg = e->flows_left = e->rel = e->ftask = e->scratch = NULL;
+    e->succ_off = e->succ = e->flows_left = e->ftask = e->scratch = NULL;
+    e->run = NULL;
     e->frem = NULL;
     e->fcap = 0;
 }
@@ -338,9 +345,11 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
  * come in time order, so t ended no earlier than the current candidate. */
 static inline void mb_engine__note_release(struct mb_engine *e, int t, int u)
 {
-    int r = e->rel[u];
-    if (r < 0 || e->now > e->span[r].end || t < r)
-        e->rel[u] = t;
+    struct mb_trun *x = &e->run[u];
+    if (x->rel < 0 || e->now > x->rel_end || t < x->rel) {
+        x->rel = t;
+        x->rel_end = e->now;
+    }
 }
 
 static void mb_engine__complete(struct mb_engine *e, int t)
@@ -348,8 +357,10 @@ static void mb_engine__complete(struct mb_engine *e, int t)
     struct mb_task *tk = &e->tasks[t];
     e->span[t].end = e->now;
     e->n_done++;
-    if (e->last_end < 0 || e->now > e->span[e->last_end].end || t < e->last_end)
+    if (e->last_end < 0 || e->now > e->last_end_t || t < e->last_end) {
         e->last_end = t;
+        e->last_end_t = e->now;
+    }
     /* release the stream */
     struct mb_stream *s = &e->streams[tk->stream];
     assert(s->cur == t);
@@ -357,15 +368,15 @@ static void mb_engine__complete(struct mb_engine *e, int t)
     s->cur = nx;
     if (nx >= 0) {
         mb_engine__note_release(e, t, nx);
-        if (e->indeg[nx] == 0)
+        if (e->run[nx].indeg == 0)
             mb_engine__start(e, nx);
     }
     /* notify successors */
     for (int i = e->succ_off[t], n = e->succ_off[t + 1]; i < n; i++) {
         int u = e->succ[i];
-        assert(e->indeg[u] > 0);
+        assert(e->run[u].indeg > 0);
         mb_engine__note_release(e, t, u);
-        if (--e->indeg[u] == 0 && e->streams[e->tasks[u].stream].cur == u)
+        if (--e->run[u].indeg == 0 && e->streams[e->tasks[u].stream].cur == u)
             mb_engine__start(e, u);
     }
 }
@@ -464,14 +475,14 @@ static void mb_engine__build_csr(struct mb_engine *e)
 {
     size_t n = e->n_tasks, n1 = n ? n : 1;
     e->succ_off = mb_calloc(n + 1, sizeof *e->succ_off);
-    e->indeg = mb_calloc(n1, sizeof *e->indeg);
+    e->run = mb_malloc(n1 * sizeof *e->run);
+    for (size_t t = 0; t < n1; t++)
+        e->run[t] = (struct mb_trun){0, -1, 0};
     e->flows_left = mb_malloc(n1 * sizeof *e->flows_left);
-    e->rel = mb_malloc(n1 * sizeof *e->rel);
-    memset(e->rel, 0xff, n1 * sizeof *e->rel); /* -1 */
     e->succ = mb_malloc((e->n_deps ? e->n_deps : 1) * sizeof *e->succ);
     for (size_t i = 0; i < e->n_deps; i++) {
         e->succ_off[e->dep_before[i] + 1]++;
-        e->indeg[e->dep_after[i]]++;
+        e->run[e->dep_after[i]].indeg++;
     }
     for (size_t t = 0; t < n; t++)
         e->succ_off[t + 1] += e->succ_off[t];
@@ -552,7 +563,7 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
     for (int s = 0; s < e->n_streams; s++) {
         struct mb_stream *st = &e->streams[s];
         st->cur = st->head;
-        if (st->cur >= 0 && e->indeg[st->cur] == 0)
+        if (st->cur >= 0 && e->run[st->cur].indeg == 0)
             mb_engine__start(e, st->cur);
     }
     struct mb_event ev;
@@ -619,6 +630,17 @@ int mb_engine_task_stream(const struct mb_engine *e, int task)
     return e->tasks[task].stream;
 }
 
+int mb_engine_stream_first(const struct mb_engine *e, int stream)
+{
+    return stream >= 0 && stream < e->n_streams ? e->streams[stream].head : -1;
+}
+
+int mb_engine_task_next(const struct mb_engine *e, int task)
+{
+    assert(task >= 0 && (size_t)task < e->n_tasks);
+    return e->tasks[task].next;
+}
+
 double mb_engine_makespan(const struct mb_engine *e) { return e->makespan; }
 
 unsigned long long mb_engine_n_events(const struct mb_engine *e) { return e->n_events; }
@@ -635,10 +657,10 @@ int mb_engine_max_active_flows(const struct mb_engine *e) { return e->max_active
  */
 size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
 {
-    if (!e->n_tasks || !max || !e->rel)
+    if (!e->n_tasks || !max || !e->run)
         return 0;
     size_t k = 0;
-    for (int cur = e->last_end; cur >= 0 && k < max && e->span[cur].start >= 0; cur = e->rel[cur])
+    for (int cur = e->last_end; cur >= 0 && k < max && e->span[cur].start >= 0; cur = e->run[cur].rel)
         out[k++] = cur;
     return k;
 }

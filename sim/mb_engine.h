@@ -79,6 +79,14 @@ double mb_engine_task_end(const struct mb_engine *e, int task);    /* s */
 int mb_engine_task_kind(const struct mb_engine *e, int task);
 int mb_engine_task_tag(const struct mb_engine *e, int task);
 int mb_engine_task_stream(const struct mb_engine *e, int task);
+/**
+ * @brief Walk a stream's tasks in program order (which is id order):
+ *        mb_engine_stream_first(e, s), then mb_engine_task_next(e, t).
+ * @return the stream's first task / the task after `task` on its stream, or -1
+ *         when there is none (an unknown stream has none).
+ */
+int mb_engine_stream_first(const struct mb_engine *e, int stream);
+int mb_engine_task_next(const struct mb_engine *e, int task);
 double mb_engine_makespan(const struct mb_engine *e);              /* s */
 unsigned long long mb_engine_n_events(const struct mb_engine *e);  /* events processed */
 

@@ -43,11 +43,16 @@
  *   Residual capacities are updated with mb_dbl_sub_clamp (MB_EPS), so a link
  *   saturated up to rounding reads exactly 0.
  *
+ * SELECTIVE UPDATE
+ *   When every active flow crosses a single link (the step model's flows do),
+ *   links are independent systems and a solve re-solves only the links whose
+ *   flow set changed since the last one (SimGrid's selective update, for the
+ *   simplest components). Any multi-link or link-less flow makes it solve
+ *   everything, as before.
+ *
  * KNOWN LIMITS / BETTER ALTERNATIVES
- *   Every solve recomputes all active flows. When flows form independent
- *   groups (disjoint links), SimGrid's selective update -- re-solving only
- *   the connected component touched by the added/removed flow -- would cut
- *   the cost of a solve to that component. No latency model here: the engine
+ *   With multi-link flows every solve recomputes all active flows; tracking
+ *   connected components would extend the selective update to them. No latency model here: the engine
  *   pays latency (task duration) before a flow enters the solver. No TCP
  *   "weight ~ 1/RTT" factor: all flows have equal weight.
  */
@@ -73,6 +78,7 @@ struct mb_flink {
     int nun;                /* N_l: unfrozen incidences */
     unsigned ver;           /* bumped whenever rem/nun change */
     unsigned long long stamp; /* solve number that initialised rem/nun */
+    int dirty;              /* its flow set changed since the last solve */
 };
 
 struct mb_fvar {
@@ -104,6 +110,9 @@ struct mb_flow_sys {
     struct mb_fent *heap;    /* solve scratch */
     int n_heap, cap_heap;
     unsigned long long n_solves;
+    int *dirty;              /* links whose flow set changed since the last solve */
+    int n_dirty, cap_dirty;
+    int n_multi;             /* active flows that do not cross exactly one link */
 };
 
 struct mb_flow_sys *mb_flow_new(void)
@@ -122,6 +131,7 @@ void mb_flow_free(struct mb_flow_sys *s)
     mb_free(s->free_ids);
     mb_free(s->active);
     mb_free(s->heap);
+    mb_free(s->dirty);
     mb_free(s);
 }
 
@@ -139,6 +149,20 @@ int mb_flow_add_link(struct mb_flow_sys *s, double capacity)
 }
 
 int mb_flow_n_links(const struct mb_flow_sys *s) { return s->n_links; }
+
+/* Link li's flow set changed: the next solve re-solves it. */
+static void mb_flow__mark(struct mb_flow_sys *s, int li)
+{
+    struct mb_flink *l = &s->links[li];
+    if (l->dirty)
+        return;
+    l->dirty = 1;
+    if (s->n_dirty == s->cap_dirty) {
+        s->cap_dirty = s->cap_dirty ? 2 * s->cap_dirty : 16;
+        s->dirty = mb_realloc(s->dirty, (size_t)s->cap_dirty * sizeof *s->dirty);
+    }
+    s->dirty[s->n_dirty++] = li;
+}
 
 double mb_flow_link_capacity(const struct mb_flow_sys *s, int link)
 {
@@ -184,7 +208,9 @@ int mb_flow_add(struct mb_flow_sys *s, int n_links, const int *links, double bou
         l->inc[l->n_inc].flow = id;
         l->inc[l->n_inc].k = k;
         l->n_inc++;
+        mb_flow__mark(s, links[k]);
     }
+    s->n_multi += n_links != 1;
     f->active_pos = s->n_active;
     s->active[s->n_active++] = id;
     return id;
@@ -203,7 +229,9 @@ void mb_flow_remove(struct mb_flow_sys *s, int flow)
             l->inc[p] = last;
             s->flows[last.flow].pos[last.k] = p;
         }
+        mb_flow__mark(s, f->links[k]);
     }
+    s->n_multi -= f->n_links != 1;
     int ap = f->active_pos;
     int last_id = s->active[--s->n_active];
     if (ap != s->n_active) {
@@ -290,45 +318,41 @@ static void mb_flow__freeze(struct mb_flow_sys *s, int fid, double rate, int ski
     }
 }
 
-void mb_flow_solve(struct mb_flow_sys *s)
+/* Solve scratch: flow fid's links (the first time this solve meets each) and
+ * its bound as candidates. */
+static void mb_flow__candidates(struct mb_flow_sys *s, unsigned long long stamp, int fid)
 {
-    unsigned long long stamp = ++s->n_solves;
-    s->n_heap = 0;
-    if (s->n_active == 0)
-        return;
-
-    /* Initialise the links in use and the candidate list. */
-    for (int i = 0; i < s->n_active; i++) {
-        struct mb_fvar *f = &s->flows[s->active[i]];
-        for (int k = 0; k < f->n_links; k++) {
-            struct mb_flink *l = &s->links[f->links[k]];
-            if (l->stamp != stamp) {
-                l->stamp = stamp;
-                l->rem = l->cap;
-                l->nun = l->n_inc;
-                l->ver++;
-                if (s->n_heap == s->cap_heap) {
-                    s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
-                    s->heap = mb_realloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
-                }
-                struct mb_fent e = {l->cap / l->n_inc, f->links[k], l->ver};
-                s->heap[s->n_heap++] = e;
-            }
-        }
-        if (f->bound > 0) {
+    struct mb_fvar *f = &s->flows[fid];
+    for (int k = 0; k < f->n_links; k++) {
+        struct mb_flink *l = &s->links[f->links[k]];
+        if (l->stamp != stamp) {
+            l->stamp = stamp;
+            l->rem = l->cap;
+            l->nun = l->n_inc;
+            l->ver++;
             if (s->n_heap == s->cap_heap) {
                 s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
                 s->heap = mb_realloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
             }
-            struct mb_fent e = {f->bound, s->n_links + s->active[i], 0};
+            struct mb_fent e = {l->cap / l->n_inc, f->links[k], l->ver};
             s->heap[s->n_heap++] = e;
         }
     }
+    if (f->bound > 0) {
+        if (s->n_heap == s->cap_heap) {
+            s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
+            s->heap = mb_realloc(s->heap, (size_t)s->cap_heap * sizeof *s->heap);
+        }
+        struct mb_fent e = {f->bound, s->n_links + fid, 0};
+        s->heap[s->n_heap++] = e;
+    }
+}
+
+/* Progressive filling of the `left` flows whose candidates are in the heap. */
+static void mb_flow__fill(struct mb_flow_sys *s, unsigned long long stamp, int left)
+{
     for (int i = s->n_heap / 2 - 1; i >= 0; i--)
         mb_flow__sift_down(s, i);
-
-    /* Progressive filling. */
-    int left = s->n_active;
     while (left > 0) {
         assert(s->n_heap > 0);
         struct mb_fent e = mb_flow__heap_pop(s);
@@ -356,6 +380,35 @@ void mb_flow_solve(struct mb_flow_sys *s)
         }
     }
     s->n_heap = 0;
+}
+
+/*
+ * Selective update: when every active flow crosses exactly one link, each
+ * link is a system of its own (its flows' rates depend on its capacity and
+ * flows alone), so only the links whose flow set changed are re-solved; the
+ * others keep their rates, which a full solve would compute again to the
+ * bit (the same candidates pop in the same (share, id) order, a total order,
+ * and touch only that link). Otherwise every active flow is re-solved.
+ */
+void mb_flow_solve(struct mb_flow_sys *s)
+{
+    unsigned long long stamp = ++s->n_solves;
+    s->n_heap = 0;
+    if (s->n_active > 0 && s->n_multi == 0) {
+        for (int i = 0; i < s->n_dirty; i++) {
+            struct mb_flink *l = &s->links[s->dirty[i]];
+            for (int j = 0; j < l->n_inc; j++)
+                mb_flow__candidates(s, stamp, l->inc[j].flow);
+            mb_flow__fill(s, stamp, l->n_inc);
+        }
+    } else if (s->n_active > 0) {
+        for (int i = 0; i < s->n_active; i++)
+            mb_flow__candidates(s, stamp, s->active[i]);
+        mb_flow__fill(s, stamp, s->n_active);
+    }
+    for (int i = 0; i < s->n_dirty; i++)
+        s->links[s->dirty[i]].dirty = 0;
+    s->n_dirty = 0;
 }
 
 double mb_flow_rate(const struct mb_flow_sys *s, int flow)

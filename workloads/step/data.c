@@ -213,7 +213,7 @@ void mb_data_vision_ops(struct mb_build *b)
         if (d->vP[i] <= 0)
             continue;
         mb_ops_vision(b, &d->visl[i], d->vP[i], d->vQ[i]);
-        mb_ops_fuse(&d->visl[i], 0);
+        mb_ops_fuse_parts(&d->visl[i], 0, b->record); /* the parts only split a trace's slices */
         for (int q = 0; q < d->visl[i].n; q++)
             if (d->visl[i].op[q].cat == MB_CAT_PROJECTOR)
                 mb_ops_push(&d->visp[i], &d->visl[i].op[q]);

@@ -267,7 +267,8 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
         const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
         if (!mb_emit_op_runs(o, x->dir, x->recompute, x->mask))
             continue;
-        b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
+        if (b->record) /* b->cur describes the task for the trace and the op table only */
+            b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
         if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
             u->ep_busy = mb_fw_comm_est(b, o);
             return 1;

@@ -4,10 +4,25 @@
  * op list for a microbatch's patches.
  */
 #include "step_int.h"
+#include "mb_calib.h"
 
+#include <assert.h>
 #include <math.h>
-
 #include <string.h>
+
+/* Calibration tables whose usage a copied vision block replays (mb_calib_n_tables). */
+#define MB__VIS_TABLES 8
+
+/* Lookups and fallbacks so far of each calibration table. */
+static void mb__vis_usage(const struct mb_build *b, long use[MB__VIS_TABLES][2])
+{
+    memset(use, 0, sizeof(long[MB__VIS_TABLES][2]));
+    for (size_t t = 0; t < mb_calib_n_tables(b->cal) && t < MB__VIS_TABLES; t++) {
+        struct mb_calib_table_info ti = mb_calib_table(b->cal, t);
+        use[t][0] = ti.lookups;
+        use[t][1] = ti.fallbacks;
+    }
+}
 
 /* ViT forward/backward ops for P patches (sum of squares Q) on stage 0. */
 void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
@@ -25,8 +40,14 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
     /* patch embedding: conv as GEMM over C*tp*patch^2 inputs */
     double kin = (double)v->in_channels * v->temporal_patch * v->patch * v->patch;
     mb_ops_gemm(b, l, "vit_patch_embed", c, 0, 0, P, hv, kin, 0, frozen);
-    for (int i = 0; i < v->depth; i++) {
-        int n0 = l->n;
+    /* Every block prices the same ops from the same P and Q: block 0 is priced
+     * and the others are copies of it (with their block index), counted in the
+     * calibration usage as if they had been looked up again. */
+    long use0[MB__VIS_TABLES][2];
+    assert(mb_calib_n_tables(b->cal) <= MB__VIS_TABLES);
+    mb__vis_usage(b, use0);
+    int nb0 = l->n;
+    if (v->depth > 0) {
         mb_ops_mem(b, l, "vit_norm1", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
         mb_net_ring(b, l, "vit tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, P * hv * BF16, 0);
         mb_ops_gemm(b, l, "vit_qkv", c, 0, 0, P, 3 * hl, hv, P * hv * BF16, frozen);
@@ -44,8 +65,23 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
         mb_ops_mem(b, l, "vit_act", c, 0, 0, 2 * P * fv * BF16, P * fv * BF16);
         mb_ops_gemm(b, l, "vit_fc2", c, 0, 0, P, hv, fv, P * fv * BF16, frozen);
         mb_net_ring(b, l, "vit tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, P * hv * BF16, 0);
-        for (int q = n0; q < l->n; q++)
-            l->op[q].vblock = i + 1;
+        for (int q = nb0; q < l->n; q++)
+            l->op[q].vblock = 1;
+    }
+    int nb = l->n - nb0;
+    if (v->depth > 1 && nb > 0) {
+        long use1[MB__VIS_TABLES][2];
+        mb__vis_usage(b, use1);
+        for (size_t t = 0; t < mb_calib_n_tables(b->cal) && t < MB__VIS_TABLES; t++)
+            mb_calib_add_usage(b->cal, t, (use1[t][0] - use0[t][0]) * (v->depth - 1),
+                               (use1[t][1] - use0[t][1]) * (v->depth - 1));
+        mb_ops_reserve(l, nb * (v->depth - 1) + 2 * (1 + v->deepstack));
+        for (int i = 1; i < v->depth; i++)
+            for (int q = 0; q < nb; q++) {
+                struct mb_op o = l->op[nb0 + q]; /* a copy: the push may move the list */
+                o.vblock = i + 1;
+                mb_ops_push(l, &o);
+            }
     }
     /* patch merger(s): main + one per DeepStack tap; S^2 patches -> one token */
     double S2 = (double)v->spatial_merge * v->spatial_merge, Mtok = P / S2;

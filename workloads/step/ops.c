@@ -22,6 +22,15 @@ void mb_ops_push(struct mb_oplist *l, const struct mb_op *o)
     l->n++;
 }
 
+/* Room for n more ops in l without growing it op by op. */
+void mb_ops_reserve(struct mb_oplist *l, int n)
+{
+    if (n > 0 && l->n + n > l->cap) {
+        l->cap = l->n + n;
+        l->op = mb_realloc(l->op, (size_t)l->cap * sizeof *l->op);
+    }
+}
+
 void mb_ops_free(struct mb_oplist *l)
 {
     mb_free(l->op);
@@ -231,11 +240,23 @@ static int mb__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc
  * part[op[i].part0 .. + nparts), for the trace and the per-op table. */
 void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask)
 {
+    mb_ops_fuse_parts(l, rc_mask, 1);
+}
+
+/* mb_ops_fuse; l->part is kept only when keep_parts (NULL otherwise): a
+ * per-microbatch vision list's parts are read only by the trace and the op
+ * table, which a sweep does not record. */
+void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts)
+{
     mb_free(l->part);
-    l->part = mb_malloc((size_t)(l->n > 0 ? l->n : 1) * sizeof *l->part);
-    if (l->n > 0)
-        memcpy(l->part, l->op, (size_t)l->n * sizeof *l->op);
-    l->nparts = l->n;
+    l->part = NULL;
+    l->nparts = 0;
+    if (keep_parts) {
+        l->part = mb_malloc((size_t)(l->n > 0 ? l->n : 1) * sizeof *l->part);
+        if (l->n > 0)
+            memcpy(l->part, l->op, (size_t)l->n * sizeof *l->op);
+        l->nparts = l->n;
+    }
     int w = 0;
     for (int i = 0; i < l->n; i++) {
         struct mb_op *o = &l->op[i];

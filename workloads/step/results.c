@@ -36,24 +36,12 @@ int mb_results_task_cat(const struct mb_engine *e, int t)
 /* The stage whose compute stream is busiest. */
 static int mb__busiest_stage(const struct mb_build *b)
 {
-    size_t nt = mb_engine_n_tasks(b->e);
-    int p = b->lay.p, nstream = 0;
-    for (int q = 0; q < p; q++)
-        if (b->comp[q] + 1 > nstream)
-            nstream = b->comp[q] + 1;
-    int *stage_of = mb_malloc((size_t)nstream * sizeof *stage_of);
-    for (int i = 0; i < nstream; i++)
-        stage_of[i] = -1;
-    for (int q = 0; q < p; q++)
-        stage_of[b->comp[q]] = q;
+    int p = b->lay.p;
     double busy[MB_MAX_STAGES] = {0};
-    for (size_t t = 0; t < nt; t++) {
-        int sid = mb_engine_task_stream(b->e, (int)t);
-        int q = sid < nstream ? stage_of[sid] : -1;
-        if (q >= 0 && mb_engine_task_kind(b->e, (int)t) < MB_CAT_COUNT)
-            busy[q] += mb_engine_task_end(b->e, (int)t) - mb_engine_task_start(b->e, (int)t);
-    }
-    mb_free(stage_of);
+    for (int q = 0; q < p; q++)
+        for (int t = mb_engine_stream_first(b->e, b->comp[q]); t >= 0; t = mb_engine_task_next(b->e, t))
+            if (mb_engine_task_kind(b->e, t) < MB_CAT_COUNT)
+                busy[q] += mb_engine_task_end(b->e, t) - mb_engine_task_start(b->e, t);
     int cs = 0;
     for (int q = 1; q < p; q++)
         if (busy[q] > busy[cs])
@@ -61,36 +49,49 @@ static int mb__busiest_stage(const struct mb_build *b)
     return cs;
 }
 
-/* Busy intervals of stage cs's communication streams (index = kind) and, at
- * MB_CK_COUNT, its host launch thread; each stream is FIFO so they are
- * sorted by start. */
+/* Busy intervals of stage cs's communication tasks (index = kind) and, at
+ * MB_CK_COUNT, its host launch thread, each in task id order (a kind may run
+ * on two streams: FSDP reduce-scatters use the DP stream); the streams are
+ * FIFO, so each stream's intervals are sorted by start. */
 struct mb__ivs {
     double *s[MB_CK_COUNT + 1], *e[MB_CK_COUNT + 1];
-    int n[MB_CK_COUNT + 1], ptr[MB_CK_COUNT + 1];
+    int n[MB_CK_COUNT + 1], cap[MB_CK_COUNT + 1], ptr[MB_CK_COUNT + 1];
 };
+
+static void mb__ivs_add(struct mb__ivs *iv, int k, double t0, double t1)
+{
+    if (iv->n[k] == iv->cap[k]) {
+        iv->cap[k] = iv->cap[k] ? 2 * iv->cap[k] : 256;
+        iv->s[k] = mb_realloc(iv->s[k], (size_t)iv->cap[k] * sizeof(double));
+        iv->e[k] = mb_realloc(iv->e[k], (size_t)iv->cap[k] * sizeof(double));
+    }
+    iv->s[k][iv->n[k]] = t0;
+    iv->e[k][iv->n[k]++] = t1;
+}
 
 static void mb__ivs_build(const struct mb_build *b, int cs, struct mb__ivs *iv)
 {
-    size_t nt = mb_engine_n_tasks(b->e);
-    for (int c = 0; c <= MB_CK_COUNT; c++) {
-        iv->s[c] = mb_malloc((nt + 1) * sizeof(double));
-        iv->e[c] = mb_malloc((nt + 1) * sizeof(double));
-        iv->n[c] = iv->ptr[c] = 0;
+    memset(iv, 0, sizeof *iv);
+    for (int t = mb_engine_stream_first(b->e, b->host[cs]); t >= 0; t = mb_engine_task_next(b->e, t)) {
+        double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
+        if (t1 > t0)
+            mb__ivs_add(iv, MB_CK_COUNT, t0, t1);
     }
-    for (size_t t = 0; t < nt; t++) {
-        int sid = mb_engine_task_stream(b->e, (int)t), kd = mb_engine_task_kind(b->e, (int)t);
-        double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
-        int k = -1;
-        if (sid == b->host[cs] && t1 > t0)
-            k = MB_CK_COUNT;
-        else if (kd >= MB_TK_COMM)
-            for (int c = 0; c < MB_CK_COUNT; c++)
-                if (b->cstream[cs][c] == sid)
-                    k = kd - MB_TK_COMM;
-        if (k < 0)
-            continue;
-        iv->s[k][iv->n[k]] = t0;
-        iv->e[k][iv->n[k]++] = t1;
+    /* the communication streams merged in task id order */
+    int cur[MB_CK_COUNT];
+    for (int c = 0; c < MB_CK_COUNT; c++)
+        cur[c] = mb_engine_stream_first(b->e, b->cstream[cs][c]);
+    for (;;) {
+        int c = -1;
+        for (int j = 0; j < MB_CK_COUNT; j++)
+            if (cur[j] >= 0 && (c < 0 || cur[j] < cur[c]))
+                c = j;
+        if (c < 0)
+            break;
+        int t = cur[c], kd = mb_engine_task_kind(b->e, t);
+        cur[c] = mb_engine_task_next(b->e, t);
+        if (kd >= MB_TK_COMM)
+            mb__ivs_add(iv, kd - MB_TK_COMM, mb_engine_task_start(b->e, t), mb_engine_task_end(b->e, t));
     }
 }
 
@@ -135,21 +136,18 @@ static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, d
  * communication kind with the most overlap in that gap, else to the bubble. */
 void mb_results_breakdown(struct mb_build *b, double step, struct mb_result *r)
 {
-    size_t nt = mb_engine_n_tasks(b->e);
     int cs = mb__busiest_stage(b);
     r->critical_stage = cs;
     struct mb__ivs iv;
     mb__ivs_build(b, cs, &iv);
     double prev_end = 0;
-    for (size_t t = 0; t < nt; t++) {
-        if (mb_engine_task_stream(b->e, (int)t) != b->comp[cs])
-            continue;
-        int kd = mb_engine_task_kind(b->e, (int)t);
-        double t0 = mb_engine_task_start(b->e, (int)t), t1 = mb_engine_task_end(b->e, (int)t);
+    for (int t = mb_engine_stream_first(b->e, b->comp[cs]); t >= 0; t = mb_engine_task_next(b->e, t)) {
+        int kd = mb_engine_task_kind(b->e, t);
+        double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
         if (kd < MB_CAT_COUNT)
             r->breakdown[kd] += t1 - t0;
         if (t0 > prev_end)
-            mb__blame_gap(b, &iv, (int)t, prev_end, t0, r);
+            mb__blame_gap(b, &iv, t, prev_end, t0, r);
         if (t1 > prev_end)
             prev_end = t1;
     }

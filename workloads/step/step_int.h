@@ -228,6 +228,7 @@ int mb_step_place(struct mb_build *b, struct mb_err *err);
 
 /* ---- ops.c: op primitives (each appends one op to l) */
 void mb_ops_push(struct mb_oplist *l, const struct mb_op *o);
+void mb_ops_reserve(struct mb_oplist *l, int n);
 int mb_ops_region(struct mb_build *b, int on);
 void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                    int graphed, enum mb_prec p, int quantize, double M, double N, double K, double saved, int frozen);
@@ -245,6 +246,7 @@ void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  int h);
 void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd);
 void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
+void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts);
 void mb_ops_free(struct mb_oplist *l);
 
 /* ---- net.c: communication ops and collective tasks */

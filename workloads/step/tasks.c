@@ -25,8 +25,10 @@ int mb_emit_task(struct mb_build *b, int stream, int kind, double dur, const str
     int t = mb_engine_add_task(b->e, &d);
     if (dep >= 0)
         mb_engine_add_dep(b->e, dep, t);
-    mb__record(b, t);
-    b->cur = (struct mb_tinfo){0};
+    if (b->record) {
+        mb__record(b, t);
+        b->cur = (struct mb_tinfo){0};
+    }
     return t;
 }
 
