@@ -1371,7 +1371,7 @@ static const struct mb_fw_param_info mb_calib__fw_info[MB_FW_COUNT] = {
      "host time per eager kernel beyond spec.launch (the cudaLaunchKernel call): the Python, PyTorch dispatcher "
      "and Transformer Engine work issuing it; default 0 (no measurement shipped: import an eager Kineto trace "
      "of your own); 100 us bound: a whole TE module call per kernel"},
-    {"kernel_moe", "us", 0.0, 60e-6, 0.0, 20e-6,
+    {"kernel_moe", "us", 0.0, 60e-6, 0.0, 10e-6,
      "GPU-timeline time per eager kernel of an MoE block beyond kernel_eager: the dispatcher's token-count-"
      "dependent kernels and syncs, per-expert GEMM launches of TE's GroupedLinear and the router's small "
      "kernels, which the op tables price as isolated kernels; default 0 (nothing assumed); public H100 rows: "
