@@ -493,7 +493,7 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
     rs.have = mb_calloc(count ? count : 1, 1);
     rs.line = mb_calloc(count ? count : 1, sizeof *rs.line);
     unsigned char *done = mb_calloc(count ? count : 1, 1);
-    struct run_ctx rc = {.pr = {now_s(), now_s(), a->progress_every, isatty(2)}};
+    struct run_ctx rc = {.pr = {.t0 = now_s(), .last = now_s(), .every = a->progress_every, .tty = isatty(2)}};
     int status = 0;
     if (a->resume && resume_load(&rs, sw)) {
         status = EXIT_BAD_INPUT;

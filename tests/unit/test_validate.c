@@ -1097,8 +1097,9 @@ static void test_recipe_csv(void **state)
     static const char *const named[] = {
         "ep_overlap 'sometimes'", "cuda_graph 'te:attn+warp_drive': unknown scope 'warp_drive'",
         "recompute_detail 'selective:flux_capacitor'", "fsdp_impl 'zero3'", "fp8_recipe 'quantum (q4)'",
-        "ce_fusion 'maybe'", "mtp_layers 'one'", "other_recipe 'overlap_grad_reduce=maybe; attention_backend=fused': "
-        "overlap_grad_reduce: expected =True or =False"};
+        "ce_fusion 'maybe'", "mtp_layers 'one'",
+        ("other_recipe 'overlap_grad_reduce=maybe; attention_backend=fused': "
+         "overlap_grad_reduce: expected =True or =False")};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if (!strstr(r->note, named[i]))
             fail_msg("note lacks \"%s\": %s", named[i], r->note);
