@@ -12,6 +12,7 @@
  * the 6 significant digits the writer printed; writing them again gives the
  * same bytes.
  */
+#include "mb_input.h"
 #include "mb_sweep.h"
 
 #include <errno.h>
@@ -206,9 +207,10 @@ int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_par
     int checked = 0; /* the first finished row was re-simulated (mb_swt__same_base) */
     if (partial_p)
         *partial_p = 0;
-    FILE *fp = fopen(path, "r");
+    /* a regular file of bounded size: a directory, FIFO or /dev/zero is refused (mb_input.h) */
+    FILE *fp = mb_input_open(path, "a sweep TSV (mbsim sweep --tsv)", 0, err);
     if (!fp)
-        return mb_err_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+        return -1;
     char header[8192];
     mb_swt__header(sw, header, sizeof header);
     char *buf = NULL;

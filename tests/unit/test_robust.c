@@ -226,6 +226,12 @@ static void test_work_limits(void **state)
         {"collective --system gb200_nvl72 --gpus 4096 --op alltoall", 2, "--gpus 4096: at most 1024 ranks for alltoall"},
         {"collective --system dgx_h100 --gpus 8 --op all_reduce --sizes 1:1G --factor 1.001", 2,
          "--sizes 1:1G with --factor 1.001 gives more than 1000 sizes"},
+        /* a sweep's earlier TSV (--resume, merge) is read as any input is: /dev/zero read until memory ran
+         * out, a directory read as an empty file (every configuration re-run; QA of issue 17) */
+        {"sweep tests/data/sweep/small.yaml --resume /dev/zero", 1,
+         "/dev/zero: is not a regular file (a FIFO, socket or device?), expected a sweep TSV"},
+        {"merge tests/data/sweep/small.yaml tests/data/sweep", 1,
+         "tests/data/sweep: is a directory, expected a sweep TSV (mbsim sweep --tsv)"},
         /* a device named as a system file: what it is, not "not found" */
         {"topo /dev/zero", 1,
          "/dev/zero: is not a regular file (a FIFO, socket or device?), expected a system YAML file"},
