@@ -890,6 +890,10 @@ static int cell_int(struct csv_ctx *c, int k, int *v, int *present)
     if (end == s || *end || errno == ERANGE || x < INT_MIN || x > INT_MAX)
         return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': expected an integer, got '%.60s'",
                           mb_val__colname[k], s);
+    /* layout counts: at least 1 (fsdp: 0 = off); a 0 or negative one is a typo, not a row to skip */
+    if (x < (k == C_FSDP ? 0 : 1))
+        return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': expected %s integer, got '%.60s'",
+                          mb_val__colname[k], k == C_FSDP ? "a non-negative (0: no FSDP)" : "a positive", s);
     *v = (int)x;
     *present = 1;
     return 0;

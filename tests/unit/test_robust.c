@@ -232,6 +232,10 @@ static void test_work_limits(void **state)
          "/dev/zero: is not a regular file (a FIFO, socket or device?), expected a sweep TSV"},
         {"merge tests/data/sweep/small.yaml tests/data/sweep", 1,
          "tests/data/sweep: is a directory, expected a sweep TSV (mbsim sweep --tsv)"},
+        /* a layout count of 0 (or below) in the measured CSV: an error at its cell, not a skipped row
+         * (a CI gate over a CSV of skipped rows passed; QA of issue 17) */
+        {"validate tests/data/validate/bad_seq_zero.csv", 1,
+         "tests/data/validate/bad_seq_zero.csv:2:34: column 'seq_len': expected a positive integer, got '0'"},
         /* a device named as a system file: what it is, not "not found" */
         {"topo /dev/zero", 1,
          "/dev/zero: is not a regular file (a FIFO, socket or device?), expected a system YAML file"},
