@@ -444,6 +444,21 @@ static int mb_xml__object(struct mb_xml_v2 *v, const char *name, const struct mb
     return 0;
 }
 
+/* A PCI bus id as lstopo writes it: 1-8 hex digits of domain, then :bb:dd.f (hex). */
+static int mb_xml__busid(const char *p, size_t n)
+{
+    size_t i = 0, d = 0;
+    while (i < n && d < 9 && mb_xml__hex(p[i]) >= 0)
+        i++, d++;
+    if (d < 1 || d > 8 || n - i != 8)
+        return 0;
+    static const char shape[] = ":xx:xx.x";
+    for (size_t k = 0; k < 8; k++)
+        if (shape[k] == 'x' ? mb_xml__hex(p[i + k]) < 0 : p[i + k] != shape[k])
+            return 0;
+    return 1;
+}
+
 /* Values mbsim reads from the file: the GPU memory (hwloc's CUDAGlobalMemorySize
  * info, KiB) and a PCI link's speed (pci_link_speed=, GB/s; 0 = unknown, as
  * hwloc writes it), checked here so a bad one is an error at its position
@@ -460,6 +475,12 @@ static int mb_xml__values(struct mb_xml_v2 *v, int el, const struct mb_xml_attr 
                                   "1 to 2^40)",
                                   val->val_len > 24 ? 24 : (int)val->val_len, val->val);
     }
+    const struct mb_xml_attr *bus = el == EL_OBJECT ? mb_xml__find(a, na, "pci_busid") : NULL;
+    if (bus && !mb_xml__busid(bus->val, bus->val_len))
+        return mb_xml_v2__err(v, bus->val,
+                              "pci_busid=\"%.*s\" (expected domain:bus:device.function in hex, as lstopo writes, "
+                              "e.g. 0000:2b:00.0; hwloc drops a device it cannot read, and with it a GPU)",
+                              bus->val_len > 24 ? 24 : (int)bus->val_len, bus->val);
     const struct mb_xml_attr *sp = el == EL_OBJECT ? mb_xml__find(a, na, "pci_link_speed") : NULL;
     if (sp) {
         char buf[32], *end;

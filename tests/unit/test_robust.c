@@ -134,6 +134,8 @@ static void test_hwloc_content(void **state)
            "encoding=\"UTF-8\" as lstopo writes"},
         {SYS("hwloc_v1"), 1,
          R "hwloc_v1.xml:4:2: hwloc XML: version 1.x file refused (expected <topology version=\"2.x\">"},
+        {"topo " R "hwloc_bad_busid.xml", 1,
+         R "hwloc_bad_busid.xml:17:57: hwloc XML: pci_busid=\"zz\" (expected domain:bus:device.function in hex"},
         {"topo " R "hwloc_version_200.xml", 1,
          R "hwloc_version_200.xml:4:2: hwloc cannot load XML (topology version 200; mbsim reads version 2.x XML"},
         /* values mbsim reads (QA of issue 15): hwloc refused the matrix ones with no position and
