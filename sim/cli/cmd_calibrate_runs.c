@@ -25,7 +25,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv);
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: mbsim calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [--jobs N] "
+            "usage: mbsim calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-j N] "
             "[-o TABLE.yaml]\n"
             "\n"
             "Fits the framework-time model (tensor_fraction, membound_eff, kernel_eager, kernel_graph,\n"
@@ -37,7 +37,7 @@ static void usage(FILE *fp)
             "  --base TABLE   shipped GPU name or table file to start from (default: the GPU's shipped table)\n"
             "  --params LIST  comma-separated parameters to fit (default: tensor_fraction,membound_eff,\n"
             "                 kernel_eager,overlap_slowdown); the others keep their defaults\n"
-            "  --jobs N       simulation threads (default: the online CPUs)\n"
+            "  -j, --jobs N   simulation threads (default: the online CPUs)\n"
             "exit codes: 0 ok, 1 bad input, 2 usage error\n");
 }
 
@@ -193,15 +193,15 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         size_t l = strlen(cmd);
         snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
     }
-    enum { O_GPU = 256, O_BASE, O_PARAMS, O_JOBS };
+    enum { O_GPU = 256, O_BASE, O_PARAMS };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"output", required_argument, NULL, 'o'},
                                        {"gpu", required_argument, NULL, O_GPU},     {"base", required_argument, NULL, O_BASE},
-                                       {"params", required_argument, NULL, O_PARAMS}, {"jobs", required_argument, NULL, O_JOBS},
+                                       {"params", required_argument, NULL, O_PARAMS}, {"jobs", required_argument, NULL, 'j'},
                                        {0}};
     struct cli_opts g;
     const char *v;
     int c, rc = -1;
-    cli_opts_init(&g, "mbsim calibrate runs", "ho:", lo, argc, argv);
+    cli_opts_init(&g, "mbsim calibrate runs", "ho:j:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
             usage(stdout);
@@ -215,7 +215,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         } else if (c == O_PARAMS) {
             if (parse_params(v, &params))
                 rc = 2;
-        } else if (c == O_JOBS) {
+        } else if (c == 'j') {
             jobs = atoi(v);
             if (jobs < 1 || jobs > 1024) {
                 fprintf(stderr, "mbsim calibrate runs: --jobs '%s': expected 1 to 1024\n", v);
