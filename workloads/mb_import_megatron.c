@@ -178,6 +178,8 @@ static int mb_mgi__long(struct mb_mgi *m, const struct mb_megatron_arg *g, long 
     char *end;
     errno = 0;
     long v = g->nval == 1 ? strtol(g->val[0], &end, 10) : 0;
+    if (g->nval == 0 && !g->is_list)
+        return mb_mgi__err(m, g, "the %s needs a value", m->a->dialect == MB_MEGATRON_BRIDGE ? "setting" : "flag");
     if (g->nval != 1 || end == g->val[0] || *end || errno || v < 0)
         return mb_mgi__err(m, g, "expected a non-negative integer, got '%s'", g->nval ? g->val[0] : "");
     *out = v;
@@ -425,6 +427,9 @@ static int mb_mgi__direct(struct mb_mgi *m)
         g->used = 1;
         if (mb_mgi__is_none(g))
             continue;
+        if (g->nval == 0 && !g->is_list && k->type != MB_KEY_BOOL) /* not a switch: "true" would be a bad value */
+            return mb_mgi__err(m, g, "%s: the %s needs a value", k->key,
+                               m->a->dialect == MB_MEGATRON_BRIDGE ? "setting" : "flag");
         char text[512];
         mb_mgi__text(g, text, sizeof text);
         if (mb_mgi__set(m, k->key, text, g))

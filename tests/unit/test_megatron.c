@@ -325,6 +325,11 @@ static void test_bad_input(void **state)
     mb_err_format(&err, msg, sizeof msg);
     assert_string_equal(msg, "tests/data/import/bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: "
                              "expected an integer, got 'two'");
+    /* a flag with a value, given none (line 4 after 62 characters, col 63): it needs one, not "got 'true'" */
+    assert_int_equal(import("tests/data/import/no_value.sh", MB_MEGATRON_LM, &o, &s, NULL, &err), -1);
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "tests/data/import/no_value.sh:4:63: --micro-batch-size: data.micro_batch_size: the flag "
+                             "needs a value");
 
     FILE *fp = fopen("test_megatron_bad.sh", "w");
     fputs("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128\n"
