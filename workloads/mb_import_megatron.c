@@ -178,6 +178,8 @@ static int mb_mgi__long(struct mb_mgi *m, const struct mb_megatron_arg *g, long 
     char *end;
     errno = 0;
     long v = g->nval == 1 ? strtol(g->val[0], &end, 10) : 0;
+    if (g->nval == 0 && !g->is_list)
+        return mb_mgi__err(m, g, "the %s needs a value", m->a->dialect == MB_MEGATRON_BRIDGE ? "setting" : "flag");
     if (g->nval != 1 || end == g->val[0] || *end || errno || v < 0)
         return mb_mgi__err(m, g, "expected a non-negative integer, got '%s'", g->nval ? g->val[0] : "");
     *out = v;
@@ -425,6 +427,9 @@ static int mb_mgi__direct(struct mb_mgi *m)
         g->used = 1;
         if (mb_mgi__is_none(g))
             continue;
+        if (g->nval == 0 && !g->is_list && k->type != MB_KEY_BOOL) /* not a switch: "true" would be a bad value */
+            return mb_mgi__err(m, g, "%s: the %s needs a value", k->key,
+                               m->a->dialect == MB_MEGATRON_BRIDGE ? "setting" : "flag");
         char text[512];
         mb_mgi__text(g, text, sizeof text);
         if (mb_mgi__set(m, k->key, text, g))
@@ -793,6 +798,134 @@ static int mb_mgi__gpus(struct mb_mgi *m)
 
 /* --------------------------------------------------------- left-overs */
 
+/* Names the compound rules below read (mb_mgi__dispatcher ... mb_mgi__gpus); with
+ * the key table's `megatron` names, the architecture lists and the aliases they
+ * are every name the import understands, the candidates of mb_mgi__typos. */
+static const char *const mb_mgi__rule_names[] = {
+    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+    "accumulate_allreduce_grads_in_fp32", "bf16", "cuda_graph_impl", "cuda_graph_modules",
+    "data_parallel_sharding_strategy", "data_parallel_size", "enable_cuda_graph", "exp_avg_dtype",
+    "exp_avg_sq_dtype", "expert_tensor_parallel_size", "external_cuda_graph", "fp16", "fp4", "fp4_recipe", "fp8",
+    "fp8_recipe", "grad_reduce_in_bf16", "grad_reduce_in_fp32", "mixed_precision", "moe_deepep_num_sms",
+    "moe_enable_deepep", "moe_flex_dispatcher_backend", "moe_grouped_gemm", "moe_hybridep_num_sms",
+    "moe_router_force_load_balancing", "moe_shared_expert_overlap", "moe_token_dispatcher_type", "nnodes",
+    "nproc_per_node", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+    "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "use_megatron_fsdp",
+    "use_precision_aware_optimizer", "use_torch_fsdp2", "world_size", NULL};
+
+/* Optimal string alignment distance of a and b (edits: insert, delete,
+ * substitute, swap two neighbours), or max + 1 once it exceeds max. */
+static int mb_mgi__distance(const char *a, const char *b, int max)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (abs(la - lb) > max || la >= 96 || lb >= 96)
+        return max + 1;
+    int d[3][97]; /* rows i-2, i-1, i (mod 3) */
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= la; i++) {
+        int *r = d[i % 3], *p = d[(i - 1) % 3], *pp = d[(i + 1) % 3], low = i;
+        r[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int v = p[j - 1] + (a[i - 1] != b[j - 1]);
+            if (p[j] + 1 < v)
+                v = p[j] + 1;
+            if (r[j - 1] + 1 < v)
+                v = r[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
+                v = pp[j - 2] + 1;
+            r[j] = v;
+            if (v < low)
+                low = v;
+        }
+        if (low > max)
+            return max + 1;
+    }
+    return d[la % 3][lb];
+}
+
+/* The understood name nearest to `name` within the distance allowed for it (2
+ * for names of 10 characters or more, 1 from 5, none below: a short name is
+ * too near too many real ones), or NULL; *exact when `name` is one of them. */
+static const char *mb_mgi__nearest(const char *name, int *exact)
+{
+    const char *best = NULL;
+    int bd = 3;
+    size_t nk;
+    const struct mb_key *k = mb_keys(&nk);
+    const char *const *lists[] = {mb_mgi__rule_names, mb_mgi__arch_names, mb_mgi__arch_other};
+    *exact = 0;
+    for (size_t i = 0; i < nk + 2 * (sizeof mb_mgi__aliases / sizeof mb_mgi__aliases[0]); i++) {
+        const char *c = i < nk ? k[i].megatron : mb_mgi__aliases[(i - nk) / 2][(i - nk) % 2];
+        if (!c)
+            continue;
+        size_t n = strlen(c);
+        int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_mgi__distance(name, c, lim);
+        if (dist == 0) {
+            *exact = 1;
+            return c;
+        }
+        if (dist <= lim && dist < bd) {
+            best = c;
+            bd = dist;
+        }
+    }
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+        for (int i = 0; lists[l][i]; i++) {
+            size_t n = strlen(lists[l][i]);
+            int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_mgi__distance(name, lists[l][i], lim);
+            if (dist == 0) {
+                *exact = 1;
+                return lists[l][i];
+            }
+            if (dist <= lim && dist < bd) {
+                best = lists[l][i];
+                bd = dist;
+            }
+        }
+    return best;
+}
+
+static int mb_mgi__is_no_effect(const struct mb_megatron_arg *g);
+
+/* A setting that is no name the import understands but lies within a small
+ * edit distance of one (--tensor-model-paralel-size) is a typo, not a Megatron
+ * setting mbsim leaves out: listed as "not imported" it would silently give
+ * that setting its default (TP 1). An input error at the setting, naming the
+ * setting meant. Megatron-LM's own argument names (arguments.py and the
+ * config dataclasses it builds flags from, core v0.14 to v0.16) are not that
+ * near any understood name, except vocab_file, which has no effect (so is
+ * not checked); a real setting mbsim does not model keeps its note
+ * (mb_mgi__leftovers). A training log's arguments block is Megatron's own
+ * spelling and is not checked. */
+static int mb_mgi__typos(struct mb_mgi *m)
+{
+    if (m->a->log_block)
+        return 0;
+    for (int i = 0; i < m->a->n; i++) {
+        const struct mb_megatron_arg *g = &m->a->a[i];
+        int exact;
+        if (g->env || mb_mgi__is_no_effect(g))
+            continue;
+        const char *near = mb_mgi__nearest(g->name, &exact);
+        if (!near || exact)
+            continue;
+        char meant[160];
+        if (m->a->dialect == MB_MEGATRON_BRIDGE) { /* the section as written */
+            const char *dot = strrchr(g->written, '.');
+            int sec = dot ? (int)(dot + 1 - g->written) : 0;
+            snprintf(meant, sizeof meant, "%.*s%s", sec, g->written, near);
+            return mb_mgi__err(m, g, "unknown Megatron-Bridge setting (did you mean %s?)", meant);
+        }
+        snprintf(meant, sizeof meant, "--%s", near);
+        for (char *c = meant; *c; c++)
+            if (*c == '_')
+                *c = '-';
+        return mb_mgi__err(m, g, "unknown Megatron-LM flag (did you mean %s?)", meant);
+    }
+    return 0;
+}
+
 /* Settings that change nothing in a simulated step (names; a trailing '*' is a prefix). */
 static const char *const mb_mgi__no_effect[] = {
     "lr*", "min_lr", "adam_*", "weight_decay*", "start_weight_decay", "end_weight_decay", "clip_grad", "seed",
@@ -957,7 +1090,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
             goto out;
         }
     }
-    if (mb_mgi__model(&m))
+    if (mb_mgi__typos(&m) || mb_mgi__model(&m))
         goto out;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (rules[i](&m))

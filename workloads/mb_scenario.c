@@ -854,6 +854,38 @@ static void mb_scn__warn(struct mb_scenario *s, const struct mb_node *n, const c
         snprintf(s->warnings + used, sizeof s->warnings - used, "%s\n", line);
 }
 
+/* The MoE settings of mb_scn__warn_inert on a model with experts that depend
+ * on the routing and the dispatcher. Routing that is not skewed makes every EP
+ * rank's load its balanced share (placement.c, mb__imbalance): the Zipf
+ * exponent and the seed are not read, and a capacity factor (>= 1) caps an
+ * imbalance of 1 at nothing, so it counts only through the padding of
+ * moe.pad_expert_input_to_capacity (moe.c). The permute fusion is read for
+ * the HybridEP dispatcher only (moe.c). */
+static void mb_scn__warn_moe(struct mb_scenario *s, const struct mb_node *const *nodes)
+{
+    const struct mb_node *skew = mb_scn__node(nodes, "moe.skew");
+    const struct mb_node *seed = mb_scn__node(nodes, "moe.seed");
+    const struct mb_node *cf = mb_scn__node(nodes, "moe.capacity_factor");
+    const struct mb_node *pf = mb_scn__node(nodes, "moe.hybridep_permute_fusion");
+    const char *route = mb_key_value_name("moe.routing", (unsigned)s->routing);
+    if (s->routing != MB_ROUTE_SKEWED) {
+        if (skew)
+            mb_scn__warn(s, skew, "moe.skew changes nothing with moe.routing %s: it shapes skewed routing only",
+                         route);
+        if (seed)
+            mb_scn__warn(s, seed, "moe.seed changes nothing with moe.routing %s: it seeds skewed routing only",
+                         route);
+        if (cf && s->capacity_factor > 0 && !s->pad_to_capacity)
+            mb_scn__warn(s, cf, "moe.capacity_factor = %g changes nothing with moe.routing %s and without "
+                         "moe.pad_expert_input_to_capacity: no expert gets more than its balanced share, so "
+                         "no token is dropped, and no buffer is padded", s->capacity_factor, route);
+    }
+    if (pf && s->dispatcher != MB_DISP_HYBRIDEP)
+        mb_scn__warn(s, pf, "moe.hybridep_permute_fusion changes nothing with moe.dispatcher %s: it fuses the "
+                     "permute into HybridEP's dispatch and combine only",
+                     mb_key_value_name("moe.dispatcher", (unsigned)s->dispatcher));
+}
+
 /* Settings the file writes that are valid but change nothing in this
  * simulation (issue 17: accepted and silently inert is a first-hour trap).
  * Errors, where a setting contradicts the model or Megatron-Core, are
@@ -897,6 +929,16 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
     }
     if (tpo && s->overlap_tp_comm && s->tp == 1)
         mb_scn__warn(s, tpo, "overlap.tp_comm changes nothing with tp = 1: there is no TP communication");
+    if (m->num_experts > 0)
+        mb_scn__warn_moe(s, nodes);
+    const struct mb_node *cpt = mb_scn__node(nodes, "parallel.cp_comm_type");
+    const struct mb_node *mock = mb_scn__node(nodes, "data.mock");
+    if (cpt && s->cp == 1) /* mixer.c prices ring or all-to-all attention only at cp > 1 */
+        mb_scn__warn(s, cpt, "parallel.cp_comm_type changes nothing with cp = 1: there is no context-parallel "
+                     "communication");
+    if (mock && s->mock && m->vision.depth == 0) /* mock data only takes the images away (data.c) */
+        mb_scn__warn(s, mock, "data.mock: true changes nothing: model %s has no vision encoder, and mock data "
+                     "differs from real data only in having no images", mn);
     const struct mb_node *sp = mb_scn__node(nodes, "parallel.sequence_parallel");
     const struct mb_node *cei = mb_scn__node(nodes, "training.cross_entropy_fusion_impl");
     const struct mb_node *drop = mb_scn__node(nodes, "training.attention_dropout");

@@ -558,11 +558,14 @@ out:
 }
 
 /* The base scenario's warnings (settings that change nothing) hold for every
- * configuration unless an axis varies what they depend on: the model, ep, tp or
- * an overlap switch; then they are not printed. */
+ * configuration unless an axis varies what they depend on: the model, ep, tp,
+ * cp, an overlap switch, the routing, the dispatcher or the capacity padding;
+ * then they are not printed. */
 static int sweep_axes_change_warnings(const struct mb_sweep *sw)
 {
-    static const char *const dep[] = {"model", "parallel.ep", "parallel.tp", "overlap.ep_comm", "overlap.tp_comm"};
+    static const char *const dep[] = {"model",           "parallel.ep",     "parallel.tp",
+                                      "parallel.cp",     "overlap.ep_comm", "overlap.tp_comm",
+                                      "moe.routing",     "moe.dispatcher",  "moe.pad_expert_input_to_capacity"};
     for (int i = 0; i < sw->n_axes; i++)
         for (size_t k = 0; k < sizeof dep / sizeof dep[0]; k++)
             if (!strcmp(sw->axis[i].key, dep[k]))

@@ -55,6 +55,8 @@ check warn_ep1 3
 check warn_ep_overlap_ep1 1 time
 check warn_dense_moe_keys 2
 check warn_training_inert 3
+check warn_moe_routing 4
+check warn_cp_mock 2
 
 f=$fix/warn_dispatcher_sms_hybridep.yaml
 "$bin" tune "$f" -o "$tmp/tuned.yaml" > /dev/null 2> "$tmp/tune.err" || fail "tune: $(cat "$tmp/tune.err")"
@@ -65,6 +67,11 @@ grep -q "^mbsim: $f:19:19: warning: moe.dispatcher_sms" "$tmp/sweep.err" || fail
 "$bin" sweep "$f" --set overlap.ep_comm=false,true --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep2.err" ||
     fail "sweep over overlap.ep_comm: $(cat "$tmp/sweep2.err")"
 grep -q "warning:" "$tmp/sweep2.err" && fail "sweep over overlap.ep_comm warns: $(cat "$tmp/sweep2.err")"
+# the same for the routing, on which the skew, seed and capacity-factor warnings depend
+f=$fix/warn_moe_routing.yaml
+"$bin" sweep "$f" --set moe.routing=balanced,skewed --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep3.err" ||
+    fail "sweep over moe.routing: $(cat "$tmp/sweep3.err")"
+grep -q "warning:" "$tmp/sweep3.err" && fail "sweep over moe.routing warns: $(cat "$tmp/sweep3.err")"
 
 for s in scenarios/*.yaml; do
     "$bin" run "$s" > /dev/null 2> "$tmp/shipped.err" || fail "$s: $(cat "$tmp/shipped.err")"

@@ -572,6 +572,11 @@ static void test_import_emit_cli(void **state)
     assert_int_equal(run("import megatron tests/data/import/bad_value.sh --system dgx_h100 --gpus 8", &o, 1), 1);
     assert_non_null(strstr(o, "bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: expected an integer"));
     mb_free(o);
+    /* a misspelt flag is bad input too (it was a "not imported" note with exit 0, TP left at 1) */
+    assert_int_equal(run("import megatron tests/data/import/typo_flag.sh --system dgx_h100 --gpus 8", &o, 1), 1);
+    assert_non_null(strstr(o, "typo_flag.sh:6:19: --tensor-model-paralel-size: unknown Megatron-LM flag (did you "
+                              "mean --tensor-model-parallel-size?)"));
+    mb_free(o);
     assert_int_equal(run("import megatron tests/data/import/qwen3_30b_a3b_h100_ep16.sh --system dgx_h100 "
                          "-o mbsim_test_import.yaml", &o, 1), 0);
     assert_non_null(strstr(o, "--moe-router-load-balancing-type: aux_loss: not imported"));

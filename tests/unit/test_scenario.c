@@ -270,6 +270,22 @@ static const struct {
      "training.cross_entropy_fusion is false\n"
      "@:20:22: warning: training.attention_dropout changes nothing with a fused attention backend: the kernel drops "
      "in-kernel, which mbsim does not price (it is a kernel of its own with attention_backend unfused or local)\n"},
+    /* the value's column: two spaces of indent + "key: " (skew 8, seed 8, capacity_factor 19,
+     * hybridep_permute_fusion 27), then 1 */
+    {"warn_moe_routing.yaml",
+     ":19:9: warning: moe.skew changes nothing with moe.routing balanced: it shapes skewed routing only\n"
+     "@:20:9: warning: moe.seed changes nothing with moe.routing balanced: it seeds skewed routing only\n"
+     "@:21:20: warning: moe.capacity_factor = 1.25 changes nothing with moe.routing balanced and without "
+     "moe.pad_expert_input_to_capacity: no expert gets more than its balanced share, so no token is dropped, and "
+     "no buffer is padded\n"
+     "@:22:28: warning: moe.hybridep_permute_fusion changes nothing with moe.dispatcher alltoall: it fuses the "
+     "permute into HybridEP's dispatch and combine only\n"},
+    /* cp_comm_type: 2 + 14 -> col 17 on line 16; mock: 2 + 6 -> col 9 on line 13 */
+    {"warn_cp_mock.yaml",
+     ":16:17: warning: parallel.cp_comm_type changes nothing with cp = 1: there is no context-parallel "
+     "communication\n"
+     "@:13:9: warning: data.mock: true changes nothing: model llama3_8b has no vision encoder, and mock data "
+     "differs from real data only in having no images\n"},
     {"warn_dense_moe_keys.yaml",
      ":15:15: warning: moe.dispatcher changes nothing: model llama3_8b has no experts (dense)\n"
      "@:16:20: warning: moe.capacity_factor changes nothing: model llama3_8b has no experts (dense)\n"},
