@@ -542,6 +542,8 @@ int mb_yaml_int_in(const struct mb_node *n, const char *what, double lo, double 
         int rc = mb_yaml__strtol(n->str, &v);
         if (rc == 2 || (rc == 0 && ((double)v < lo || (double)v > hi)))
             return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", what ? what : "value", n->str, lo, hi);
+        if (rc && what) /* the key, not only the position: "gpus: expected an integer, got 'x'" */
+            return mb_yaml_err(err, n, "%s: expected an integer, got '%s'", what, n->str);
     }
     if (mb_yaml_int(n, &v, err))
         return -1;
@@ -557,6 +559,8 @@ int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, doub
         int rc = mb_yaml__strtod(n->str, &v);
         if (rc == 2 || (rc == 0 && (v < lo || v > hi)))
             return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", what ? what : "value", n->str, lo, hi);
+        if (rc && what)
+            return mb_yaml_err(err, n, "%s: expected a number, got '%s'", what, n->str);
     }
     if (mb_yaml_double(n, &v, err))
         return -1;

@@ -553,7 +553,7 @@ static void test_bad_files(void **state)
                  "ffn_hidden, num_heads, num_kv_heads, head_dim, vocab, tied_embeddings, activation, norm, "
                  "qk_norm, qkv_bias, attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, "
                  "gdn, mamba, vision");
-    expect_error("wrong_type.yaml", 5, 9, "expected an integer, got 'big'");
+    expect_error("wrong_type.yaml", 5, 9, "model.hidden: expected an integer, got 'big'");
     expect_error("duplicate_key.yaml", 8, 1, "duplicate key 'hidden' (first defined at line 5)");
     expect_error("negative_layers.yaml", 4, 13, "model.num_layers = -2 is out of range [1, 100000]");
     expect_error("bad_activation.yaml", 9, 13,

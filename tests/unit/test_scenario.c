@@ -162,7 +162,7 @@ static const struct {
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
      "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
-    {"bad_wrong_type.yaml", "11:7: expected an integer, got 'four'"},
+    {"bad_wrong_type.yaml", "11:7: parallel.tp: expected an integer, got 'four'"},
     {"bad_enum.yaml",
      "13:15: moe.dispatcher: unknown value 'nccl'; expected one of: alltoall, allgather, hybridep, deepep"},
     {"bad_unit.yaml", "11:16: bad unit 'hours' in '5.2 hours': expected a time with a unit (ns, us, ms, s)"},

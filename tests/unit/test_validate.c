@@ -515,10 +515,10 @@ static void test_bad_csv(void **state)
          * cell, with the file's own position (it was a skipped row, which a MAPE gate passes over) */
         {FIX "bad_system_broken.csv",
          FIX "bad_system_broken.csv:2:22: column 'system': system file does not load: " FIX
-             "broken_system.yaml:5:16: expected an integer, got 'eight'"},
+             "broken_system.yaml:5:16: system.gpus_per_node: expected an integer, got 'eight'"},
         {FIX "bad_model_broken.csv",
          FIX "bad_model_broken.csv:2:14: column 'model': model file does not load: " FIX
-             "broken_model.yaml:3:13: expected an integer, got 'many'"},
+             "broken_model.yaml:3:13: model.num_layers: expected an integer, got 'many'"},
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open: No such file or directory"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {

@@ -65,7 +65,7 @@ static void test_errors(void **state)
     } cases[] = {
         {"n: 1\nbogus: 2\n", "t.yaml:2:1: unknown key 'bogus' in rec; expected one of: n, bw, t, flag, name"},
         {"n: 1\nn: 2\n", "t.yaml:2:1: duplicate key 'n' (first defined at line 1)"},
-        {"n: four\n", "t.yaml:1:4: expected an integer, got 'four'"},
+        {"n: four\n", "t.yaml:1:4: rec.n: expected an integer, got 'four'"},
         {"n: 0\n", "t.yaml:1:4: rec.n = 0 is out of range [1, 100]"},
         /* a well-formed integer too large for a long is out of the field's range, not "no integer" */
         {"n: 99999999999999999999\n", "t.yaml:1:4: rec.n = 99999999999999999999 is out of range [1, 100]"},
