@@ -222,7 +222,7 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
     else if (mix == MB_MIX_MAMBA)
         mb__mamba(b, l, g, frozen);
     mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
-    /* residual add + 1-byte dropout mask */
-    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, Tsp * h);
+    /* residual add; a 1-byte dropout mask only with hidden dropout (mb_ops_dropout_mask) */
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, mb_ops_dropout_mask(s, Tsp * h));
     b->cur_region = 0;
 }
