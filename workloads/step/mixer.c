@@ -129,11 +129,15 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * (nl * dq + 2 * kvl_d) * BF16);
     if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
         mb__core_attn_scores(b, l, g, (double)s->micro_batch_size * nl, seq, dq, dv);
-    else /* flash attention keeps its output (counted once, as the output GEMM's
-          * input) and the fp32 log-sum-exp per head and token; one kernel over
-          * MBS x heads-per-rank (batch x head) problems */
+    else /* flash attention keeps its output and the fp32 log-sum-exp per head and
+          * token; one kernel over MBS x heads-per-rank (batch x head) problems. The
+          * output is counted once, as the output GEMM's input, when that GEMM saves
+          * it as it is (BF16); under a quantized recipe the GEMM saves its own FP8
+          * copy (mb_ops_gemm_p) and the kernel still keeps the BF16 output for its
+          * backward (Transformer Engine's FusedAttnFunc saves q, k, v and out) */
         mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
-                    (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
+                    (double)s->micro_batch_size * nl, 1,
+                    T * nl * 4.0 + (s->prec.quantize && s->prec.attn != MB_PREC_FP8 ? T * nl * dv * BF16 : 0));
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * nl * dv * BF16);
     mb_ops_gemm(b, l, "linear_proj", MB_CAT_ATTN, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
