@@ -381,13 +381,14 @@ static int mb_mgi__model(struct mb_mgi *m)
 
 /* Megatron-LM's defaults where mbsim's differ (megatron/training/arguments.py:
  * store_true switches; --moe-token-dispatcher-type allgather; --cross-entropy-fusion-impl native;
- * --attention-dropout 0.1). */
+ * --attention-dropout 0.1, --hidden-dropout 0.1). */
 static const char *const mb_mgi__lm_defaults[][2] = {
     {"optimizer.distributed", "false"},       {"overlap.grad_reduce", "false"},
     {"overlap.param_gather", "false"},        {"training.cross_entropy_fusion", "false"},
     {"training.cross_entropy_fusion_impl", "native"}, {"parallel.sequence_parallel", "false"},
     {"moe.dispatcher", "allgather"},          {"moe.hybridep_permute_fusion", "false"},
-    {"training.attention_dropout", "0.1"},    {NULL, NULL}};
+    {"training.attention_dropout", "0.1"},    {"training.hidden_dropout", "0.1"},
+    {NULL, NULL}};
 
 const char *mb_megatron_lm_default(const char *key)
 {

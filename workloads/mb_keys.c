@@ -423,6 +423,12 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron `--attention-dropout` probability; with unfused/local attention a dropout kernel "
             "over the scores and its 1-byte mask (fused kernels drop in-kernel: not priced)",
      .megatron = "attention_dropout", .bridge = "model.attention_dropout"},
+    {.key = "training.hidden_dropout", .type = MB_KEY_DOUBLE, F_(hidden_dropout), .flags = SW, .min = 0,
+     .max = 0.99, .def = 0,
+     .doc = "Megatron `--hidden-dropout` probability of the two residual dropouts per layer; above 0 each keeps "
+            "a 1-byte mask for backward (at 0 PyTorch's dropout returns its input: no mask; Megatron-Bridge's "
+            "model providers set 0, Megatron-LM's default is 0.1). Memory only",
+     .megatron = "hidden_dropout", .bridge = "model.hidden_dropout"},
     {.key = "training.bias_activation_fusion", .type = MB_KEY_BOOL, F_(bias_act_fusion), .flags = SW, .def = 1,
      .doc = "Megatron's fused activation kernels (TransformerConfig `bias_activation_fusion`, on in Megatron-LM "
             "unless `--no-bias-swiglu-fusion` / `--no-bias-gelu-fusion`; off in a bare TransformerConfig); off: "

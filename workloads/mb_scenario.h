@@ -160,6 +160,8 @@ struct mb_scenario {
     enum mb_attn_backend attn_backend; /* training.attention_backend */
     double attn_dropout;               /* training.attention_dropout: probability (Megatron
                                           --attention-dropout); a kernel of its own when unfused/local */
+    double hidden_dropout;             /* training.hidden_dropout: probability (Megatron --hidden-dropout)
+                                          of the residual dropouts; > 0 keeps a 1-byte mask per element */
     int expandable_segments;           /* memory.expandable_segments: PYTORCH_CUDA_ALLOC_CONF
                                           expandable_segments:True */
     int bias_act_fusion;               /* training.bias_activation_fusion: Megatron's fused (bias-)activation

@@ -2159,7 +2159,8 @@ double mb_validate_tflops_to_tokens(double tflops, double flops_per_step, double
 /* Rows published before FlashAttention reached Megatron-LM (NVIDIA/Megatron-LM
  * PR #267, merged January 2023; the FlashAttention paper is arXiv:2205.14135,
  * May 2022) ran Megatron's own CoreAttention: the scores in memory, with
- * Megatron's default --attention-dropout 0.1 (megatron/arguments.py). A row's
+ * Megatron's default --attention-dropout 0.1 (megatron/arguments.py), and its
+ * default --hidden-dropout 0.1 (the residual dropouts keep their masks). A row's
  * other_recipe attention_backend, applied after this, overrides it. */
 #define MB_VAL__FLASH_ERA "2023-01-01"
 static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *head, size_t hn)
@@ -2169,6 +2170,7 @@ static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *he
         return;
     s->attn_backend = MB_ATTN_LOCAL;
     s->attn_dropout = 0.1;
+    s->hidden_dropout = 0.1;
     size_t l = strlen(head);
     snprintf(head + l, hn - l, "%sattention local, dropout 0.1 (published before FlashAttention reached Megatron-LM)",
              l ? "; " : "");

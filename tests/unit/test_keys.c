@@ -151,6 +151,7 @@ static const struct kcase cases[] = {
     {"training.attention_backend", "", "local", O(attn_backend), V_INT, MB_ATTN_LOCAL, 0, 0, NULL, NULL},
     {"training.attention_dropout", "training.attention_backend=unfused", "0.1", O(attn_dropout), V_DBL, 0, 0, 0.1,
      NULL, NULL},
+    {"training.hidden_dropout", "", "0.1", O(hidden_dropout), V_DBL, 0, 0, 0.1, NULL, NULL},
     {"memory.expandable_segments", "", "true", O(expandable_segments), V_INT, 1, 0, 0, NULL, NULL},
     {"training.bias_activation_fusion", "", "false", O(bias_act_fusion), V_INT, 0, 0, 0, NULL, NULL},
     {"memory.cpu_offloading_num_layers", "", "3", O(cpu_offload_layers), V_INT, 3, 0, 0, NULL, NULL},

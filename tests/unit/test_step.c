@@ -201,6 +201,65 @@ static void test_memory_static(void **state)
     mb_scenario_free(&s);
 }
 
+/* Saved activations of a Llama-3-70B layer, by hand from shapes and dtypes
+ * (tests/data/step/llama3_70b_sft_pp8.yaml: s 4096, b 1, h 8192, 64 query / 8 KV
+ * heads of d 128, SwiGLU ffn 28672; TP 4 with sequence parallelism, so
+ * s/t = 1024 tokens per rank outside the TP region, 16 query and 2 KV heads,
+ * f/t = 7168). FP8 current scaling: Transformer Engine's linears save their
+ * input as an FP8 copy (1 B); norms, RoPE and attention save BF16 (2 B).
+ *   input_layernorm  input [s/t, h] bf16              1024*8192*2 = 16,777,216
+ *   linear_qkv       ln output [s/t, h] fp8           1024*8192   =  8,388,608
+ *   rope             q, k, v [s, (16+2+2)*128] bf16   4096*2560*2 = 20,971,520
+ *   core_attn        log-sum-exp [s, 16] fp32         4096*16*4   =    262,144
+ *                    output [s, 16*128] bf16 (kept by the kernel for its
+ *                    backward beside linear_proj's FP8 copy)
+ *                                                     4096*2048*2 = 16,777,216
+ *   linear_proj      input [s, 2048] fp8              4096*2048   =  8,388,608
+ *   bias_dropout_add hidden_dropout 0: no mask                    =          0
+ *   pre_mlp_layernorm input [s/t, h] bf16                         = 16,777,216
+ *   linear_fc1       ln output fp8                                =  8,388,608
+ *   mlp_act          fc1 output [s, 2*7168] bf16      4096*14336*2 = 117,440,512
+ *   linear_fc2       input [s, 7168] fp8              4096*7168   = 29,360,128
+ *   bias_dropout_add no mask                                      =          0
+ *   layer total                                                   = 243,531,776 B
+ * With hidden_dropout 0.1 the two residual dropouts keep a 1-byte mask each,
+ * 2 x 1024*8192 = 16,777,216 more: 260,308,992 B.
+ * BF16: the linears keep BF16 inputs (qkv 16,777,216, fc1 16,777,216, fc2
+ * 58,720,256) and linear_proj's input is the attention output itself, counted
+ * once (16,777,216): 16,777,216*5 + 20,971,520 + 262,144 + 117,440,512 +
+ * 58,720,256 = 281,280,512 B.
+ * The last stage (rank 7 of 8, 5 chunks of 2 layers, 32 microbatches) holds
+ * Megatron's interleaved warm-up (p - 1 - r)*2 + (v - 1)*p = 32 chunks plus the
+ * one in its forward-backward pair: 33 chunks x 2 layers = 66 layers at its peak;
+ * stage 0 holds (8 - 1)*2 + 32 + 1 = 47 chunks = 94 layers. */
+static void test_llama_layer_activations(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    const double fp8 = 243531776.0, mask = 16777216.0, bf16 = 281280512.0;
+    load("tests/data/step/llama3_70b_sft_pp8.yaml", &s);
+    sim(&s, &r);
+    assert_int_equal(r.mem.n_stages, 8);
+    double last = r.mem.per_stage[7].activations, first = r.mem.per_stage[0].activations;
+    if (fabs(last / (66 * fp8) - 1) > 1e-9)
+        fail_msg("last stage: activations %.10g B, expected 66 x %.0f = %.10g", last, fp8, 66 * fp8);
+    if (fabs(first / (94 * fp8) - 1) > 1e-9)
+        fail_msg("stage 0: activations %.10g B, expected 94 x %.0f = %.10g", first, fp8, 94 * fp8);
+    s.hidden_dropout = 0.1;
+    sim(&s, &r);
+    last = r.mem.per_stage[7].activations;
+    if (fabs(last / (66 * (fp8 + mask)) - 1) > 1e-9)
+        fail_msg("hidden dropout: activations %.10g B, expected 66 x %.0f", last, fp8 + mask);
+    s.hidden_dropout = 0;
+    assert_int_equal(mb_precision_parse("bf16", &s.prec), 0);
+    sim(&s, &r);
+    last = r.mem.per_stage[7].activations;
+    if (fabs(last / (66 * bf16) - 1) > 1e-9)
+        fail_msg("bf16: activations %.10g B, expected 66 x %.0f", last, bf16);
+    mb_scenario_free(&s);
+}
+
 /* FSDP with PP (PyTorch FSDP2 + pipelining, as NeMo AutoModel runs DeepSeek-V3 with PP 4): each
  * stage's parameters are sharded over its DP group. pipe_1f1b.yaml on 8 GPUs, PP 4, DP 2: a stage
  * holds P = 4 layers of L = 12 h^2 parameters (embedding 128 x 4096 negligible).
@@ -1770,7 +1829,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
-        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
+        cmocka_unit_test(test_memory_static), cmocka_unit_test(test_llama_layer_activations), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),
         cmocka_unit_test(test_framework_kernel_moe),

@@ -129,11 +129,15 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * (nl * dq + 2 * kvl_d) * BF16);
     if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
         mb__core_attn_scores(b, l, g, (double)s->micro_batch_size * nl, seq, dq, dv);
-    else /* flash attention keeps its output (counted once, as the output GEMM's
-          * input) and the fp32 log-sum-exp per head and token; one kernel over
-          * MBS x heads-per-rank (batch x head) problems */
+    else /* flash attention keeps its output and the fp32 log-sum-exp per head and
+          * token; one kernel over MBS x heads-per-rank (batch x head) problems. The
+          * output is counted once, as the output GEMM's input, when that GEMM saves
+          * it as it is (BF16); under a quantized recipe the GEMM saves its own FP8
+          * copy (mb_ops_gemm_p) and the kernel still keeps the BF16 output for its
+          * backward (Transformer Engine's FusedAttnFunc saves q, k, v and out) */
         mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
-                    (double)s->micro_batch_size * nl, 1, T * nl * 4.0);
+                    (double)s->micro_batch_size * nl, 1,
+                    T * nl * 4.0 + (s->prec.quantize && s->prec.attn != MB_PREC_FP8 ? T * nl * dv * BF16 : 0));
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * nl * dv * BF16);
     mb_ops_gemm(b, l, "linear_proj", MB_CAT_ATTN, 0, g, T, h, nl * dv, T * nl * dv * BF16, frozen);
@@ -222,7 +226,7 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
     else if (mix == MB_MIX_MAMBA)
         mb__mamba(b, l, g, frozen);
     mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
-    /* residual add + 1-byte dropout mask */
-    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, Tsp * h);
+    /* residual add; a 1-byte dropout mask only with hidden dropout (mb_ops_dropout_mask) */
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, mb_ops_dropout_mask(s, Tsp * h));
     b->cur_region = 0;
 }

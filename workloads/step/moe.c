@@ -76,7 +76,7 @@ static void mb__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
     mb_ops_mem(b, l, "mlp_act", MB_CAT_DENSE, MB_RCM_MLP, g, (up + 1) * T * f * BF16, up * T * f * BF16);
     mb_ops_gemm(b, l, "linear_fc2", MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
     mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
-    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, Tsp * h);
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, g, 3 * Tsp * h * BF16, mb_ops_dropout_mask(s, Tsp * h));
     b->cur_region = 0;
 }
 
@@ -369,7 +369,8 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
     l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
     if (m->shared_ffn_hidden > 0 && !shared_early)
         mb__shared_experts(b, l, T, up, x.g_moe, frozen);
-    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, x.g_tail, 3 * x.Tm * m->hidden * BF16, x.Tm * m->hidden);
+    mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, x.g_tail, 3 * x.Tm * m->hidden * BF16,
+               mb_ops_dropout_mask(b->s, x.Tm * m->hidden));
     b->cur_region = 0;
     mb__fwd_ws(b, l, &x);
 }

@@ -156,6 +156,11 @@ void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double 
     mb_ops_push(l, &o);
 }
 
+double mb_ops_dropout_mask(const struct mb_scenario *s, double elems)
+{
+    return s->hidden_dropout > 0 ? elems : 0;
+}
+
 /* Memory-bound op moving `bytes`; backward moves about twice as much. */
 void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                 int graphed, double bytes, double saved)

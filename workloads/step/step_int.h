@@ -236,6 +236,11 @@ void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  int graphed, double M, double N, double K, double saved, int frozen);
 void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, int graphed, double groups,
                     double tpg, double N, double K, double saved);
+/* Bytes the residual dropout of `elems` elements keeps for backward: its 1-byte
+ * mask with training.hidden_dropout > 0, nothing at 0 (Megatron's bias_dropout_add
+ * calls torch.nn.functional.dropout, which returns its input at p = 0: ATen
+ * Dropout.cpp, `if (p == 0 || !train ...) return input`). */
+double mb_ops_dropout_mask(const struct mb_scenario *s, double elems);
 void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                 int graphed, double bytes, double saved);
 void mb_ops_mem_sym(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
