@@ -90,6 +90,7 @@ struct mb_tags {
 struct mb_stream {
     int head, tail;     /* first / last task in program order, -1 if none */
     int cur;            /* run time: running or next task to run, -1 = done */
+    double busy;        /* run time: sum of end - start of its completed tasks, in program order */
 };
 
 struct mb_engine {
@@ -200,6 +201,7 @@ int mb_engine_add_stream(struct mb_engine *e)
     }
     struct mb_stream *s = &e->streams[e->n_streams];
     s->head = s->tail = s->cur = -1;
+    s->busy = 0;
     return e->n_streams++;
 }
 
@@ -362,6 +364,7 @@ static void mb_engine__complete(struct mb_engine *e, int t)
     assert(s->cur == t);
     int nx = tk->next;
     s->cur = nx;
+    s->busy += e->now - tk->start;
     if (nx >= 0) {
         struct mb_task *x = &e->tasks[nx];
         mb_engine__note_release(e, t, x);
@@ -565,6 +568,7 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
     for (int s = 0; s < e->n_streams; s++) {
         struct mb_stream *st = &e->streams[s];
         st->cur = st->head;
+        st->busy = 0;
         if (st->cur >= 0 && e->tasks[st->cur].pending == 0)
             mb_engine__start(e, st->cur);
     }
@@ -635,6 +639,11 @@ int mb_engine_task_stream(const struct mb_engine *e, int task)
 int mb_engine_stream_first(const struct mb_engine *e, int stream)
 {
     return stream >= 0 && stream < e->n_streams ? e->streams[stream].head : -1;
+}
+
+double mb_engine_stream_busy(const struct mb_engine *e, int stream)
+{
+    return stream >= 0 && stream < e->n_streams ? e->streams[stream].busy : 0;
 }
 
 int mb_engine_task_next(const struct mb_engine *e, int task)

@@ -87,6 +87,12 @@ int mb_engine_task_stream(const struct mb_engine *e, int task);
  */
 int mb_engine_stream_first(const struct mb_engine *e, int stream);
 int mb_engine_task_next(const struct mb_engine *e, int task);
+/**
+ * @brief Seconds a stream was busy in the last run: the sum of end - start of
+ * its tasks, added in program order as they completed (what a walk of the
+ * stream would add up); 0 for an unknown stream.
+ */
+double mb_engine_stream_busy(const struct mb_engine *e, int stream);
 double mb_engine_makespan(const struct mb_engine *e);              /* s */
 unsigned long long mb_engine_n_events(const struct mb_engine *e);  /* events processed */
 
