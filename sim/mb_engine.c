@@ -104,6 +104,7 @@ struct mb_engine {
     int *dep_before, *dep_after;  /* edge list */
     size_t n_deps, cap_deps;
     char bad[256];                /* first misuse found while building */
+    int no_critical;              /* the caller does not want the critical path: no releasers kept */
 
     struct mb_flow_sys *net;      /* links live here (same ids) */
     struct mb_queue *q;
@@ -181,6 +182,11 @@ void mb_engine_free(struct mb_engine *e)
     mb_flow_free(e->net);
     mb_queue_free(e->q);
     mb_free(e);
+}
+
+void mb_engine_track_critical(struct mb_engine *e, int on)
+{
+    e->no_critical = !on;
 }
 
 int mb_engine_add_link(struct mb_engine *e, double capacity)
@@ -344,6 +350,8 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
  * come in time order, so t ended no earlier than the current candidate. */
 static inline void mb_engine__note_release(struct mb_engine *e, int t, struct mb_task *x)
 {
+    if (e->no_critical)
+        return;
     if (x->rel < 0 || e->now > x->rel_end || t < x->rel) {
         x->rel = t;
         x->rel_end = e->now;
@@ -668,7 +676,7 @@ int mb_engine_max_active_flows(const struct mb_engine *e) { return e->max_active
  */
 size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
 {
-    if (!e->n_tasks || !max || !e->ran)
+    if (!e->n_tasks || !max || !e->ran || e->no_critical)
         return 0;
     size_t k = 0;
     for (int cur = e->last_end; cur >= 0 && k < max && e->tasks[cur].start >= 0; cur = e->tasks[cur].rel)

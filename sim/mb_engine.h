@@ -48,6 +48,13 @@ struct mb_engine;
 struct mb_engine *mb_engine_new(void);
 void mb_engine_free(struct mb_engine *e);   /* accepts NULL */
 
+/**
+ * @brief Whether runs keep what the critical path needs (each task's releaser;
+ * on by default). Off, mb_engine_critical_path returns 0 and completions skip
+ * that bookkeeping; nothing else changes.
+ */
+void mb_engine_track_critical(struct mb_engine *e, int on);
+
 /** @brief Add a link of `capacity` bytes/s (> 0). @return link id (0, 1, ...). */
 int mb_engine_add_link(struct mb_engine *e, double capacity);
 
