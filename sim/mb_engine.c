@@ -33,13 +33,16 @@
  *   of rounding.
  *
  * DATA LAYOUT (tuned for 10^6 tasks, compute-only graphs > 2 M events/s)
- *   Tasks are one array of 24-byte records the loop reads (duration, stream,
- *   next, flows), results and caller tags in arrays of their own; streams are
+ *   Everything the loop reads or writes of a task -- duration, stream, next,
+ *   flows, results, in-degree, successor range, releaser -- is one 64-byte
+ *   record on a cache line of its own, so a completion touching a successor
+ *   costs one line, not one per array (the run's tasks are spread over every
+ *   stage's stretch of ids at once); the caller's tags live apart. Streams are
  *   intrusive singly linked lists through task.next. The run records, per
  *   task, the predecessor that released it, so the critical path needs no
- *   reverse index afterwards. Dependencies are appended to an edge list and turned
- *   into a CSR successor array plus in-degree counters at run time. Flow
- *   descriptions live in one pool indexed by task.flow_off.
+ *   reverse index afterwards. Dependencies are appended to an edge list and
+ *   turned into a CSR successor array at run time. Flow descriptions live in
+ *   one pool indexed by task.flow_off.
  */
 #include "mb_engine.h"
 
@@ -47,6 +50,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_flow.h"
@@ -61,39 +65,36 @@ _Static_assert(MB_FLOW_MAX_LINKS <= MB_FLOW_ROUTE_MAX, "engine routes must fit t
  * cancelling (mb_queue.h). */
 #define MB_EV_TASK(key) ((int)((key) & 0x7fffffffu))
 
-/* What the event loop reads per task: 24 bytes. Results (start, end) and the
- * caller's tags live in their own arrays. */
+/* What the event loop reads and writes of one task: 64 bytes, one cache line
+ * (the array is line-aligned). The caller's tags live in an array of their own. */
 struct mb_task {
     double duration;    /* seconds on the stream before flows start */
+    double start, end;  /* results, seconds; -1 when never started */
+    double rel_end;     /* when rel ended */
     int stream;
     int next;           /* next task on the same stream, -1 */
     int flow_off;       /* first flow in e->fdesc */
     int n_flows;
+    int succ_off;       /* CSR: successors are succ[succ_off .. succ_off + n_succ) */
+    int n_succ;
+    int pending;        /* unfinished dependencies; once started, flows not yet done */
+    int rel;            /* the predecessor that released it (critical path), -1 */
 };
-
-struct mb_span {
-    double start, end;  /* results, seconds; -1 when never started */
-};
+_Static_assert(sizeof(struct mb_task) == 64, "a task record fills one cache line");
+#define MB_TASK_ALIGN 64
 
 struct mb_tags {
     int kind, tag;      /* the caller's, untouched */
 };
 
-/* Run state of one task, together because a completion reads them together. */
-struct mb_trun {
-    int indeg;          /* unfinished dependencies */
-    int rel;            /* the predecessor that released it (critical path), -1 */
-    double rel_end;     /* when rel ended */
-};
-
 struct mb_stream {
     int head, tail;     /* first / last task in program order, -1 if none */
     int cur;            /* run time: running or next task to run, -1 = done */
+    double busy;        /* run time: sum of end - start of its completed tasks, in program order */
 };
 
 struct mb_engine {
-    struct mb_task *tasks;
-    struct mb_span *span;
+    struct mb_task *tasks;        /* MB_TASK_ALIGN-aligned */
     struct mb_tags *tags;
     size_t n_tasks, cap_tasks;
     struct mb_stream *streams;
@@ -103,16 +104,14 @@ struct mb_engine {
     int *dep_before, *dep_after;  /* edge list */
     size_t n_deps, cap_deps;
     char bad[256];                /* first misuse found while building */
+    int no_critical;              /* the caller does not want the critical path: no releasers kept */
 
     struct mb_flow_sys *net;      /* links live here (same ids) */
     struct mb_queue *q;
 
     /* run state */
     int ran;                      /* a run happened: results must be reset before the next */
-    int *succ_off;                /* CSR: successors of t are succ[succ_off[t] .. succ_off[t+1]) */
-    int *succ;
-    struct mb_trun *run;          /* per task */
-    int *flows_left;              /* flows of a transferring task not yet done */
+    int *succ;                    /* CSR successor lists (task.succ_off, task.n_succ) */
     int last_end;                 /* task that ended last (lowest id among ties), -1 */
     double last_end_t;            /* when it ended */
     double *frem;                 /* per flow id: bytes remaining */
@@ -159,15 +158,11 @@ struct mb_engine *mb_engine_new(void)
 
 static void mb_engine__free_run(struct mb_engine *e)
 {
-    mb_free(e->succ_off);
     mb_free(e->succ);
-    mb_free(e->run);
-    mb_free(e->flows_left);
     mb_free(e->frem);
     mb_free(e->ftask);
     mb_free(e->scratch);
-    e->succ_off = e->succ = e->flows_left = e->ftask = e->scratch = NULL;
-    e->run = NULL;
+    e->succ = e->ftask = e->scratch = NULL;
     e->frem = NULL;
     e->fcap = 0;
 }
@@ -178,8 +173,7 @@ void mb_engine_free(struct mb_engine *e)
         return;
     mb_free(e->now_stack);
     mb_engine__free_run(e);
-    mb_free(e->tasks);
-    mb_free(e->span);
+    free(e->tasks); /* posix_memalign'd */
     mb_free(e->tags);
     mb_free(e->streams);
     mb_free(e->fdesc);
@@ -188,6 +182,11 @@ void mb_engine_free(struct mb_engine *e)
     mb_flow_free(e->net);
     mb_queue_free(e->q);
     mb_free(e);
+}
+
+void mb_engine_track_critical(struct mb_engine *e, int on)
+{
+    e->no_critical = !on;
 }
 
 int mb_engine_add_link(struct mb_engine *e, double capacity)
@@ -208,6 +207,7 @@ int mb_engine_add_stream(struct mb_engine *e)
     }
     struct mb_stream *s = &e->streams[e->n_streams];
     s->head = s->tail = s->cur = -1;
+    s->busy = 0;
     return e->n_streams++;
 }
 
@@ -230,12 +230,19 @@ static void mb_engine__check_flow(struct mb_engine *e, int task, int i,
             }
 }
 
-/* Grow the per-task arrays to `cap` entries. */
+/* Grow the per-task arrays to `cap` entries (the records stay line-aligned). */
 static void mb_engine__task_cap(struct mb_engine *e, size_t cap)
 {
+    void *p = NULL;
+    if (posix_memalign(&p, MB_TASK_ALIGN, cap * sizeof *e->tasks)) {
+        fprintf(stderr, "mbsim: out of memory allocating %zu bytes\n", cap * sizeof *e->tasks);
+        abort();
+    }
+    if (e->n_tasks)
+        memcpy(p, e->tasks, e->n_tasks * sizeof *e->tasks);
+    free(e->tasks);
+    e->tasks = p;
     e->cap_tasks = cap;
-    e->tasks = mb_realloc(e->tasks, cap * sizeof *e->tasks);
-    e->span = mb_realloc(e->span, cap * sizeof *e->span);
     e->tags = mb_realloc(e->tags, cap * sizeof *e->tags);
 }
 
@@ -264,10 +271,8 @@ int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
         mb_engine__task_cap(e, e->cap_tasks ? 2 * e->cap_tasks : 1024);
     int id = (int)e->n_tasks++;
     struct mb_task *t = &e->tasks[id];
-    t->duration = d->duration;
-    t->stream = d->stream;
-    t->next = -1;
-    e->span[id] = (struct mb_span){-1, -1};
+    *t = (struct mb_task){.duration = d->duration, .start = -1, .end = -1, .stream = d->stream, .next = -1,
+                          .rel = -1};
     e->tags[id] = (struct mb_tags){d->kind, d->tag};
     t->n_flows = d->n_flows > 0 ? d->n_flows : 0;
     t->flow_off = (int)e->n_fdesc;
@@ -326,7 +331,7 @@ static inline void mb_engine__push(struct mb_engine *e, double time, int task)
 static inline void mb_engine__start(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
-    e->span[t].start = e->now;
+    tk->start = e->now;
     if (tk->duration == 0 && tk->n_flows == 0) {
         /* zero-length (join) task: completes at this instant without a trip
          * through the event queue; drained by mb_engine_run before the next pop */
@@ -343,9 +348,10 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
 /* Predecessor t of task u has just completed: it released u if it ended last
  * (ties: the lower id), which is what the critical path follows. Completions
  * come in time order, so t ended no earlier than the current candidate. */
-static inline void mb_engine__note_release(struct mb_engine *e, int t, int u)
+static inline void mb_engine__note_release(struct mb_engine *e, int t, struct mb_task *x)
 {
-    struct mb_trun *x = &e->run[u];
+    if (e->no_critical)
+        return;
     if (x->rel < 0 || e->now > x->rel_end || t < x->rel) {
         x->rel = t;
         x->rel_end = e->now;
@@ -355,7 +361,7 @@ static inline void mb_engine__note_release(struct mb_engine *e, int t, int u)
 static void mb_engine__complete(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
-    e->span[t].end = e->now;
+    tk->end = e->now;
     e->n_done++;
     if (e->last_end < 0 || e->now > e->last_end_t || t < e->last_end) {
         e->last_end = t;
@@ -366,18 +372,20 @@ static void mb_engine__complete(struct mb_engine *e, int t)
     assert(s->cur == t);
     int nx = tk->next;
     s->cur = nx;
+    s->busy += e->now - tk->start;
     if (nx >= 0) {
-        mb_engine__note_release(e, t, nx);
-        if (e->run[nx].indeg == 0)
+        struct mb_task *x = &e->tasks[nx];
+        mb_engine__note_release(e, t, x);
+        if (x->pending == 0)
             mb_engine__start(e, nx);
     }
     /* notify successors */
-    for (int i = e->succ_off[t], n = e->succ_off[t + 1]; i < n; i++) {
-        int u = e->succ[i];
-        assert(e->run[u].indeg > 0);
-        mb_engine__note_release(e, t, u);
-        if (--e->run[u].indeg == 0 && e->streams[e->tasks[u].stream].cur == u)
-            mb_engine__start(e, u);
+    for (const int *u = &e->succ[tk->succ_off], *end = u + tk->n_succ; u < end; u++) {
+        struct mb_task *x = &e->tasks[*u];
+        assert(x->pending > 0);
+        mb_engine__note_release(e, t, x);
+        if (--x->pending == 0 && e->streams[x->stream].cur == *u)
+            mb_engine__start(e, *u);
     }
 }
 
@@ -415,7 +423,7 @@ static void mb_engine__add_flows(struct mb_engine *e, int t)
         e->frem[f] = d->bytes;
         e->ftask[f] = t;
     }
-    e->flows_left[t] = tk->n_flows;
+    tk->pending = tk->n_flows;
     int na = mb_flow_n_active(e->net);
     if (na > e->max_active)
         e->max_active = na;
@@ -465,33 +473,38 @@ static void mb_engine__flows_done(struct mb_engine *e)
         int f = e->scratch[i];
         int t = e->ftask[f];
         mb_flow_remove(e->net, f);
-        if (--e->flows_left[t] == 0)
+        if (--e->tasks[t].pending == 0)
             mb_engine__complete(e, t);
     }
     e->dirty = 1;
 }
 
+/* Run state of every task, and the CSR successor lists from the edge list. */
 static void mb_engine__build_csr(struct mb_engine *e)
 {
-    size_t n = e->n_tasks, n1 = n ? n : 1;
-    e->succ_off = mb_calloc(n + 1, sizeof *e->succ_off);
-    e->run = mb_malloc(n1 * sizeof *e->run);
-    for (size_t t = 0; t < n1; t++)
-        e->run[t] = (struct mb_trun){0, -1, 0};
-    e->flows_left = mb_malloc(n1 * sizeof *e->flows_left);
+    size_t n = e->n_tasks;
+    for (size_t t = 0; t < n; t++) {
+        struct mb_task *x = &e->tasks[t];
+        x->n_succ = x->pending = 0;
+        x->rel = -1;
+        x->rel_end = 0;
+    }
     e->succ = mb_malloc((e->n_deps ? e->n_deps : 1) * sizeof *e->succ);
     for (size_t i = 0; i < e->n_deps; i++) {
-        e->succ_off[e->dep_before[i] + 1]++;
-        e->run[e->dep_after[i]].indeg++;
+        e->tasks[e->dep_before[i]].n_succ++;
+        e->tasks[e->dep_after[i]].pending++;
     }
-    for (size_t t = 0; t < n; t++)
-        e->succ_off[t + 1] += e->succ_off[t];
+    int off = 0;
+    for (size_t t = 0; t < n; t++) {
+        e->tasks[t].succ_off = off;
+        off += e->tasks[t].n_succ;
+        e->tasks[t].n_succ = 0;
+    }
     /* stable fill: successors in the order the dependencies were added */
-    int *fill = mb_malloc(n1 * sizeof *fill);
-    memcpy(fill, e->succ_off, n * sizeof *fill);
-    for (size_t i = 0; i < e->n_deps; i++)
-        e->succ[fill[e->dep_before[i]]++] = e->dep_after[i];
-    mb_free(fill);
+    for (size_t i = 0; i < e->n_deps; i++) {
+        struct mb_task *x = &e->tasks[e->dep_before[i]];
+        e->succ[x->succ_off + x->n_succ++] = e->dep_after[i];
+    }
 }
 
 /* Reset the run state; results are reset only when a run already wrote them
@@ -513,7 +526,7 @@ static void mb_engine__setup(struct mb_engine *e)
     e->last_end = -1;
     if (e->ran)
         for (size_t t = 0; t < e->n_tasks; t++)
-            e->span[t] = (struct mb_span){-1, -1};
+            e->tasks[t].start = e->tasks[t].end = -1;
     e->ran = 1;
 }
 
@@ -543,7 +556,7 @@ static int mb_engine__deadlock(const struct mb_engine *e, struct mb_err *err)
     size_t never = 0;
     int first = -1;
     for (size_t t = 0; t < e->n_tasks; t++)
-        if (e->span[t].start < 0) {
+        if (e->tasks[t].start < 0) {
             if (first < 0)
                 first = (int)t;
             never++;
@@ -563,7 +576,8 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
     for (int s = 0; s < e->n_streams; s++) {
         struct mb_stream *st = &e->streams[s];
         st->cur = st->head;
-        if (st->cur >= 0 && e->run[st->cur].indeg == 0)
+        st->busy = 0;
+        if (st->cur >= 0 && e->tasks[st->cur].pending == 0)
             mb_engine__start(e, st->cur);
     }
     struct mb_event ev;
@@ -603,13 +617,13 @@ size_t mb_engine_n_tasks(const struct mb_engine *e) { return e->n_tasks; }
 double mb_engine_task_start(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
-    return e->span[task].start;
+    return e->tasks[task].start;
 }
 
 double mb_engine_task_end(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
-    return e->span[task].end;
+    return e->tasks[task].end;
 }
 
 int mb_engine_task_kind(const struct mb_engine *e, int task)
@@ -635,6 +649,11 @@ int mb_engine_stream_first(const struct mb_engine *e, int stream)
     return stream >= 0 && stream < e->n_streams ? e->streams[stream].head : -1;
 }
 
+double mb_engine_stream_busy(const struct mb_engine *e, int stream)
+{
+    return stream >= 0 && stream < e->n_streams ? e->streams[stream].busy : 0;
+}
+
 int mb_engine_task_next(const struct mb_engine *e, int task)
 {
     assert(task >= 0 && (size_t)task < e->n_tasks);
@@ -657,10 +676,10 @@ int mb_engine_max_active_flows(const struct mb_engine *e) { return e->max_active
  */
 size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
 {
-    if (!e->n_tasks || !max || !e->run)
+    if (!e->n_tasks || !max || !e->ran || e->no_critical)
         return 0;
     size_t k = 0;
-    for (int cur = e->last_end; cur >= 0 && k < max && e->span[cur].start >= 0; cur = e->run[cur].rel)
+    for (int cur = e->last_end; cur >= 0 && k < max && e->tasks[cur].start >= 0; cur = e->tasks[cur].rel)
         out[k++] = cur;
     return k;
 }

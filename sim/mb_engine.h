@@ -48,6 +48,13 @@ struct mb_engine;
 struct mb_engine *mb_engine_new(void);
 void mb_engine_free(struct mb_engine *e);   /* accepts NULL */
 
+/**
+ * @brief Whether runs keep what the critical path needs (each task's releaser;
+ * on by default). Off, mb_engine_critical_path returns 0 and completions skip
+ * that bookkeeping; nothing else changes.
+ */
+void mb_engine_track_critical(struct mb_engine *e, int on);
+
 /** @brief Add a link of `capacity` bytes/s (> 0). @return link id (0, 1, ...). */
 int mb_engine_add_link(struct mb_engine *e, double capacity);
 
@@ -87,6 +94,12 @@ int mb_engine_task_stream(const struct mb_engine *e, int task);
  */
 int mb_engine_stream_first(const struct mb_engine *e, int stream);
 int mb_engine_task_next(const struct mb_engine *e, int task);
+/**
+ * @brief Seconds a stream was busy in the last run: the sum of end - start of
+ * its tasks, added in program order as they completed (what a walk of the
+ * stream would add up); 0 for an unknown stream.
+ */
+double mb_engine_stream_busy(const struct mb_engine *e, int stream);
 double mb_engine_makespan(const struct mb_engine *e);              /* s */
 unsigned long long mb_engine_n_events(const struct mb_engine *e);  /* events processed */
 

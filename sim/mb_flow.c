@@ -382,6 +382,17 @@ static void mb_flow__fill(struct mb_flow_sys *s, unsigned long long stamp, int l
     s->n_heap = 0;
 }
 
+/* A link crossed by one flow only (and by nothing else): progressive filling
+ * has two candidates, the link's share cap / 1 and the flow's bound, and
+ * freezes the flow at the smaller (the link on a tie: links order first), so
+ * the rate is that, bit for bit, without the heap. */
+static void mb_flow__solve_alone(struct mb_flow_sys *s, unsigned long long stamp, struct mb_flink *l)
+{
+    struct mb_fvar *f = &s->flows[l->inc[0].flow];
+    f->rate = f->bound > 0 && f->bound < l->cap ? f->bound : l->cap;
+    f->frozen = stamp;
+}
+
 /*
  * Selective update: when every active flow crosses exactly one link, each
  * link is a system of its own (its flows' rates depend on its capacity and
@@ -397,6 +408,10 @@ void mb_flow_solve(struct mb_flow_sys *s)
     if (s->n_active > 0 && s->n_multi == 0) {
         for (int i = 0; i < s->n_dirty; i++) {
             struct mb_flink *l = &s->links[s->dirty[i]];
+            if (l->n_inc == 1) {
+                mb_flow__solve_alone(s, stamp, l);
+                continue;
+            }
             for (int j = 0; j < l->n_inc; j++)
                 mb_flow__candidates(s, stamp, l->inc[j].flow);
             mb_flow__fill(s, stamp, l->n_inc);

@@ -15,9 +15,12 @@ struct mb_queue {
     size_t n, cap;         /* entries in heap, allocated entries */
 };
 
+/* (time, key) order, without branches: which of two pending events is
+ * earlier is unpredictable, and a mispredicted jump per heap level cost more
+ * than evaluating both halves. */
 static inline int mb_queue__less(const struct mb_event *x, const struct mb_event *y)
 {
-    return x->time < y->time || (x->time == y->time && x->key < y->key);
+    return (x->time < y->time) | ((x->time == y->time) & (x->key < y->key));
 }
 
 struct mb_queue *mb_queue_new(void)
@@ -59,8 +62,8 @@ static void mb_queue__sift_down(struct mb_event *h, size_t n, struct mb_event x)
         size_t c = 2 * i + 1;
         if (c >= n)
             break;
-        if (c + 1 < n && mb_queue__less(&h[c + 1], &h[c]))
-            c++;
+        if (c + 1 < n)
+            c += (size_t)mb_queue__less(&h[c + 1], &h[c]);
         if (!mb_queue__less(&h[c], &x))
             break;
         h[i] = h[c];

@@ -90,6 +90,33 @@ static void test_two_streams_dependency(void **state)
     mb_engine_free(e);
 }
 
+/* The same graph with a zero-length join on stream 0: each stream's busy
+ * time is the sum of its tasks' end - start (A 2; X + B + C 3.5; the join 0),
+ * with or without the critical-path bookkeeping, which only empties the path. */
+static void test_stream_busy(void **state)
+{
+    (void)state;
+    for (int track = 0; track < 2; track++) {
+        struct mb_engine *e = mb_engine_new();
+        mb_engine_track_critical(e, track);
+        int s0 = mb_engine_add_stream(e), s1 = mb_engine_add_stream(e);
+        int a = add_compute(e, s0, 2.0);
+        add_compute(e, s0, 0.0);
+        add_compute(e, s1, 1.5);
+        int b = add_compute(e, s1, 1.0);
+        add_compute(e, s1, 1.0);
+        mb_engine_add_dep(e, a, b);
+        assert_int_equal(mb_engine_run(e, NULL), 0);
+        assert_dbl(mb_engine_stream_busy(e, s0), 2.0);
+        assert_dbl(mb_engine_stream_busy(e, s1), 3.5);
+        assert_dbl(mb_engine_stream_busy(e, 7), 0.0);
+        assert_dbl(mb_engine_makespan(e), 4.0);
+        int path[8];
+        assert_int_equal(mb_engine_critical_path(e, path, 8) > 0, track);
+        mb_engine_free(e);
+    }
+}
+
 /* Two flows share one 100 MB/s link, both start at t = 0:
  *   F1 = 100 MB, F2 = 300 MB. Max-min: 50 MB/s each.
  *   F1 done at 100/50 = 2 s; F2 has moved 100 MB, 200 MB left, now alone at
@@ -480,6 +507,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_one_stream),
         cmocka_unit_test(test_two_streams_dependency),
+        cmocka_unit_test(test_stream_busy),
         cmocka_unit_test(test_two_flows_share_link),
         cmocka_unit_test(test_staggered_flows),
         cmocka_unit_test(test_stream_held_during_transfer),

@@ -33,18 +33,14 @@ int mb_results_task_cat(const struct mb_engine *e, int t)
     return kd < MB_CAT_COUNT ? kd : -1;
 }
 
-/* The stage whose compute stream is busiest. */
+/* The stage whose compute stream is busiest (the engine sums each stream's
+ * task times as they complete; the compute stream's other tasks are
+ * zero-length joins, which add nothing). */
 static int mb__busiest_stage(const struct mb_build *b)
 {
-    int p = b->lay.p;
-    double busy[MB_MAX_STAGES] = {0};
-    for (int q = 0; q < p; q++)
-        for (int t = mb_engine_stream_first(b->e, b->comp[q]); t >= 0; t = mb_engine_task_next(b->e, t))
-            if (mb_engine_task_kind(b->e, t) < MB_CAT_COUNT)
-                busy[q] += mb_engine_task_end(b->e, t) - mb_engine_task_start(b->e, t);
     int cs = 0;
-    for (int q = 1; q < p; q++)
-        if (busy[q] > busy[cs])
+    for (int q = 1; q < b->lay.p; q++)
+        if (mb_engine_stream_busy(b->e, b->comp[q]) > mb_engine_stream_busy(b->e, b->comp[cs]))
             cs = q;
     return cs;
 }

@@ -50,7 +50,7 @@ void mb_result_free(struct mb_result *r)
 
 /* Engine, and per stage: compute stream, one stream per communication kind,
  * the NVLink and NIC transmit links and the host launch thread. */
-static void mb__engine(struct mb_build *b, int mbs_n)
+static void mb__engine(struct mb_build *b, int mbs_n, int critical)
 {
     /* size hint: every layer op runs forward, backward and maybe again in
      * recompute, each with a host launch task and a couple of edges */
@@ -59,6 +59,7 @@ static void mb__engine(struct mb_build *b, int mbs_n)
         per_mb += (size_t)mb_plan_layer(b, i)->n;
     size_t est = per_mb * 3 * 2 * (size_t)(mbs_n > 0 ? mbs_n : 1) + 1024;
     b->e = mb_engine_new();
+    mb_engine_track_critical(b->e, critical);
     mb_engine_reserve(b->e, est, 2 * est);
     for (int st = 0; st < b->lay.p; st++) {
         b->comp[st] = mb_engine_add_stream(b->e);
@@ -71,12 +72,12 @@ static void mb__engine(struct mb_build *b, int mbs_n)
 }
 
 /* Build the step's task graph: op lists, data, schedule, reduction. */
-static void mb__build(struct mb_build *b, int mbs_n)
+static void mb__build(struct mb_build *b, int mbs_n, int critical)
 {
     const struct mb_scenario *s = b->s;
     mb_layout_build(b, mbs_n);
     mb_plan_build(b);
-    mb__engine(b, mbs_n);
+    mb__engine(b, mbs_n, critical);
     mb_layout_graphs(b);
     mb_data_draw(b, mbs_n);
     /* packed sequences: attention runs within each sample (THD) */
@@ -174,7 +175,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     mb_calib_set_roofline(b.cal, s->roofline);
     int rc = mb_step_place(&b, err);
     if (rc == 0) {
-        mb__build(&b, mbs_n);
+        mb__build(&b, mbs_n, a->critical);
         rc = mb__run(&b, a, r, err);
         mb_bound_stages(&b, r->floor_s);
     }
