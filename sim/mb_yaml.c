@@ -544,7 +544,8 @@ int mb_yaml_int_in(const struct mb_node *n, const char *what, double lo, double 
             return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", what ? what : "value", n->str, lo, hi);
         if (rc && what) /* the key, not only the position: "gpus: expected an integer, got 'x'" */
             return mb_yaml_err(err, n, "%s: expected an integer, got '%s'", what, n->str);
-    }
+    } else if (n && what)
+        return mb_yaml_err(err, n, "%s: expected an integer, got %s", what, mb_yaml__kind_name(n->kind));
     if (mb_yaml_int(n, &v, err))
         return -1;
     *out = v;
@@ -557,11 +558,15 @@ int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, doub
     double v;
     if (n && n->kind == MB_NODE_SCALAR) {
         int rc = mb_yaml__strtod(n->str, &v);
+        if (rc == 2 && fabs(v) < 1) /* strtod's underflow: inside most ranges, but not representable */
+            return mb_yaml_err(err, n, "%s = %s underflows (magnitude below %.1e; write 0)", what ? what : "value",
+                               n->str, DBL_MIN);
         if (rc == 2 || (rc == 0 && (v < lo || v > hi)))
             return mb_yaml_err(err, n, "%s = %s is out of range [%.15g, %.15g]", what ? what : "value", n->str, lo, hi);
         if (rc && what)
             return mb_yaml_err(err, n, "%s: expected a number, got '%s'", what, n->str);
-    }
+    } else if (n && what)
+        return mb_yaml_err(err, n, "%s: expected a number, got %s", what, mb_yaml__kind_name(n->kind));
     if (mb_yaml_double(n, &v, err))
         return -1;
     *out = v;

@@ -273,7 +273,10 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         if (!strcasecmp(set.rows[i].gpu, gpu))
             idx[n++] = i;
     if (n == 0) {
-        fprintf(stderr, "mbsim calibrate runs: no predicted row of GPU '%s' in %s\n", gpu ? gpu : "?", csv);
+        if (gpu)
+            fprintf(stderr, "mbsim calibrate runs: no predicted row of GPU '%s' in %s\n", gpu, csv);
+        else
+            fprintf(stderr, "mbsim calibrate runs: no predicted row in %s (mbsim validate %s says why)\n", csv, csv);
         free(idx);
         mb_fit_set_free(&set);
         return 1;

@@ -453,10 +453,16 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     else
         mb_validate_print_text(&sum, stdout);
     int rc = 0;
+    if (sum.n_predicted == 0) { /* a MAPE of nothing is not a result: the reasons are printed above */
+        fprintf(stderr, "mbsim validate: no row could be predicted (%zu %s read, %zu skipped)\n", sum.n_rows,
+                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_skipped);
+        rc = EXIT_BAD_INPUT;
+    }
     if (drift->baseline) {
         /* --json: stdout is the new baseline, the drift report goes to stderr */
         mb_validate_drift_print(&d, drift->baseline, 10, json ? stderr : stdout);
-        rc = d.n_over ? EXIT_DRIFT : 0;
+        if (!rc)
+            rc = d.n_over ? EXIT_DRIFT : 0;
         mb_validate_drift_free(&d);
     }
     mb_validate_free(&sum);

@@ -75,6 +75,10 @@ static void test_memory_safety(void **state)
          R "calib_grouped_over.yaml:9:71: measured grouped_gemm point is 6.386 times the dense efficiency"},
         /* llama3_8b has 32 layers: 34 slots with embedding and loss (mb_scenario.c) */
         {"run " R "pp_over_layers.yaml", 1, R "pp_over_layers.yaml:10:7: pp*vpp = 64 exceeds num_layers + 2 = 34"},
+        {"run " R "dropout_underflow.yaml", 1,
+         R "dropout_underflow.yaml:9:19: training.hidden_dropout = 1e-400 underflows (magnitude below 2.2e-308; write 0)"},
+        {"run " R "dropout_sequence.yaml", 1,
+         R "dropout_sequence.yaml:9:19: training.hidden_dropout: expected a number, got a sequence"},
         {"calibrate nsys ../shared/data/formats/nsys_cuda_gpu_kern_sum.csv --gpu H100 --shapes " R
          "nsys_shapes_bad_key.yaml -o /dev/null", 1,
          R "nsys_shapes_bad_key.yaml:6:77: unknown key 'bogus' in shape; expected one of: match"},

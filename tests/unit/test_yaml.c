@@ -67,6 +67,7 @@ static void test_errors(void **state)
         {"n: 1\nn: 2\n", "t.yaml:2:1: duplicate key 'n' (first defined at line 1)"},
         {"n: four\n", "t.yaml:1:4: rec.n: expected an integer, got 'four'"},
         {"n: 0\n", "t.yaml:1:4: rec.n = 0 is out of range [1, 100]"},
+        {"n: [1]\n", "t.yaml:1:4: rec.n: expected an integer, got a sequence"},
         /* a well-formed integer too large for a long is out of the field's range, not "no integer" */
         {"n: 99999999999999999999\n", "t.yaml:1:4: rec.n = 99999999999999999999 is out of range [1, 100]"},
         {"n: -99999999999999999999\n", "t.yaml:1:4: rec.n = -99999999999999999999 is out of range [1, 100]"},
