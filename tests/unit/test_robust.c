@@ -83,6 +83,26 @@ static void test_memory_safety(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* `mbsim plot` readers (found by fuzz_plot): gnuplot is /bin/true here, so a
+ * conversion that runs to the end says "gnuplot wrote nothing". JSON values
+ * carry no line:col (jansson keeps none): the message names the value's path. */
+static void test_plot_inputs(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        /* two rows of equal error without an id: the sort once compared NULL ids */
+        {"plot validate " R "plot_validate_no_id.json -o robust_plot.png", 1,
+         "gnuplot wrote nothing to robust_plot.png"},
+        {"plot validate " R "plot_validate_measured_zero.json -o robust_plot.png", 1,
+         R "plot_validate_measured_zero.json: $.rows[1].measured: expected a positive number, got 0"},
+        {"plot gantt " R "plot_gantt_pid_huge.json -o robust_plot.png", 1,
+         R "plot_gantt_pid_huge.json: the trace has no slices"},
+    };
+    setenv("MBSIM_GNUPLOT", "/bin/true", 1);
+    check_cases(c, sizeof c / sizeof c[0]);
+    unsetenv("MBSIM_GNUPLOT");
+}
+
 /* hwloc XML is checked before libhwloc sees it (topo_xml.c). */
 static void test_hwloc_xml(void **state)
 {
@@ -290,7 +310,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_safety), cmocka_unit_test(test_hwloc_xml),
-        cmocka_unit_test(test_hwloc_content),
+        cmocka_unit_test(test_hwloc_content), cmocka_unit_test(test_plot_inputs),
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
     };
