@@ -578,6 +578,20 @@ static int run_gnuplot(const char *gp, const char *script, const char *in1, cons
     return 0;
 }
 
+/* The fuzz harness (tests/fuzz/fuzz_plot.c) compiles this file with
+ * MB_PLOT_RUN_HOOK defined: gnuplot is then started through mb_plot_run_hook,
+ * which the harness may point at a stand-in that runs no process. mbsim itself
+ * always calls run_gnuplot. */
+#ifdef MB_PLOT_RUN_HOOK
+extern int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2,
+                               const char *out, const char *extra);
+int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
+                        const char *extra) = run_gnuplot;
+#define MB_RUN_GNUPLOT mb_plot_run_hook
+#else
+#define MB_RUN_GNUPLOT run_gnuplot
+#endif
+
 int mb_cmd_plot(int argc, char **argv)
 {
     const char *kind = NULL, *in = NULL, *out = NULL, *v;
@@ -674,7 +688,7 @@ int mb_cmd_plot(int argc, char **argv)
     if (f2)
         fclose(f2);
     if (!rc) {
-        rc = run_gnuplot(gp, script, t1, f2 ? t2 : NULL, out, mbs_axis ? "" : "; mbs_axis=0");
+        rc = MB_RUN_GNUPLOT(gp, script, t1, f2 ? t2 : NULL, out, mbs_axis ? "" : "; mbs_axis=0");
         if (rc)
             unlink(out); /* gnuplot opens the output before it fails: no blank chart left behind */
     }
