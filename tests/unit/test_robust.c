@@ -173,6 +173,13 @@ static void test_hwloc_content(void **state)
         {"topo " R "hwloc_gpu_mixed_models.xml", 1,
          R "hwloc_gpu_mixed_models.xml: GPUs of two models in one node ('NVIDIA A100-SXM4-80GB' and 'NVIDIA H100 80GB "
            "HBM3'): mbsim simulates one GPU type per node"},
+        /* hwloc sets bit os_index of a bitmap (a missing one is 2^32-1): 512 MiB from a tiny file
+         * (found by fuzz_hwloc, fifth pass) */
+        {"topo " R "hwloc_numa_no_os_index.xml", 1,
+         R "hwloc_numa_no_os_index.xml:6:6: hwloc XML: NUMANode object without os_index= (lstopo writes it on every "
+           "PU and NUMANode)"},
+        {"topo " R "hwloc_pu_os_index_huge.xml", 1,
+         R "hwloc_pu_os_index_huge.xml:7:23: hwloc XML: os_index=\"4000000000\" (expected a decimal below 16384"},
         {"topo " R "hwloc_pci_speed_nan.xml", 1,
          R "hwloc_pci_speed_nan.xml:16:182: hwloc XML: pci_link_speed=\"nan\" (expected GB/s from 0 to 1000"},
     };
