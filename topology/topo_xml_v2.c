@@ -374,6 +374,20 @@ static int mb_xml__object(struct mb_xml_v2 *v, const char *name, const struct mb
     v->gps[v->n_gps].gp = g;
     v->gps[v->n_gps++].at = gp->name;
 
+    /* os_index of a PU or NUMANode: hwloc sets that bit of a bitmap, and takes 2^32-1 when it is
+     * missing (a 512 MiB bitmap, and copies of it, from a 600-byte file); lstopo writes it on both,
+     * below the sets' 16384 bits */
+    if ((type->val_len == 2 && !memcmp(type->val, "PU", 2)) || (type->val_len == 8 && !memcmp(type->val, "NUMANode", 8))) {
+        const struct mb_xml_attr *oi = mb_xml__find(a, na, "os_index");
+        uint64_t x = 0;
+        if (!oi)
+            return mb_xml_v2__err(v, name, "%.*s object without os_index= (lstopo writes it on every PU and NUMANode)",
+                                  tl, type->val);
+        if (mb_xml__decimal(oi, &x) || x >= 32 * MB_XML_SET_WORDS)
+            return mb_xml_v2__err(v, oi->name, "os_index=\"%.*s\" (expected a decimal below %d, the bits of a set)",
+                                  oi->val_len > 24 ? 24 : (int)oi->val_len, oi->val, 32 * MB_XML_SET_WORDS);
+    }
+
     struct mb_xml_obj *o = &v->obj[v->nobj];
     o->cls = cls;
     o->type = type->val;

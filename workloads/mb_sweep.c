@@ -363,20 +363,25 @@ int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err)
     return rc;
 }
 
-void mb_sweep_free(struct mb_sweep *sw)
+void mb_sweep_drop_axes(struct mb_sweep *sw)
 {
-    if (!sw)
-        return;
     for (int a = 0; a < sw->n_axes; a++)
         mb_free(sw->axis[a].val);
     for (int i = 0; i < sw->n_models; i++)
         mb_model_free(&sw->models[i].m);
     mb_free(sw->models);
     mb_free(sw->sys);
-    mb_scenario_free(&sw->base);
     sw->n_axes = sw->n_models = sw->n_sys = 0;
     sw->models = NULL;
     sw->sys = NULL;
+}
+
+void mb_sweep_free(struct mb_sweep *sw)
+{
+    if (!sw)
+        return;
+    mb_sweep_drop_axes(sw);
+    mb_scenario_free(&sw->base);
 }
 
 /* ------------------------------------------------------------ one config */

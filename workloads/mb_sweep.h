@@ -274,6 +274,15 @@ size_t mb_sweep_pareto(const struct mb_sweep_row *rows, size_t n, size_t *front)
 void mb_sweep_write_tsv(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, int header,
                         FILE *fp);
 
+/**
+ * @brief Remove every axis and the models and systems their values loaded,
+ * keeping the base scenario: the sweep holds no grid again. A copy of a sweep
+ * without axes (struct assignment) may be given axes and dropped this way
+ * while the original keeps the base (many grids over one loaded base: the
+ * sweep_set fuzz harness).
+ */
+void mb_sweep_drop_axes(struct mb_sweep *sw);
+
 /** @brief Free what the sweep owns; accepts NULL. */
 void mb_sweep_free(struct mb_sweep *sw);
 

@@ -373,19 +373,56 @@ struct mb_val__cache {
     size_t n_models, n_systems;
     struct mb_val__model_ent *models;
     struct mb_val__sys_ent *systems;
+    size_t keep_models, keep_systems; /* a shared cache: entries kept by mb_validate_cache_keep */
 };
+
+/* Drop the entries after the first n_models / n_systems. */
+static void cache_trim(struct mb_val__cache *c, size_t n_models, size_t n_systems)
+{
+    size_t i;
+    for (i = n_models; i < c->n_models; i++)
+        if (c->models[i].ok)
+            mb_model_free(&c->models[i].m);
+    if (c->n_models > n_models)
+        c->n_models = n_models;
+    if (c->n_systems > n_systems)
+        c->n_systems = n_systems;
+}
 
 static void cache_free(struct mb_val__cache *c)
 {
-    size_t i;
     if (!c)
         return;
-    for (i = 0; i < c->n_models; i++)
-        if (c->models[i].ok)
-            mb_model_free(&c->models[i].m);
+    cache_trim(c, 0, 0);
     mb_free(c->models);
     mb_free(c->systems);
     mb_free(c);
+}
+
+struct mb_val__cache *mb_validate_cache_new(void)
+{
+    return mb_calloc(1, sizeof(struct mb_val__cache));
+}
+
+void mb_validate_cache_keep(struct mb_val__cache *c)
+{
+    c->keep_models = c->n_models;
+    c->keep_systems = c->n_systems;
+}
+
+void mb_validate_cache_free(struct mb_val__cache *c)
+{
+    cache_free(c);
+}
+
+/* A summary is done with its cache: its own is freed; a shared one loses what the summary added. */
+static void release_cache(struct mb_val_summary *out)
+{
+    if (out->shared_cache)
+        cache_trim(out->shared_cache, out->shared_cache->keep_models, out->shared_cache->keep_systems);
+    else
+        cache_free(out->cache);
+    out->cache = NULL;
 }
 
 /* The loader's own message in a cache entry's "... does not load: MSG". */
@@ -466,6 +503,8 @@ void mb_validate_init(struct mb_val_summary *out)
 
 static struct mb_val__cache *get_cache(struct mb_val_summary *out)
 {
+    if (out->shared_cache)
+        return out->shared_cache;
     if (!out->cache)
         out->cache = mb_calloc(1, sizeof *out->cache);
     return out->cache;
@@ -2705,8 +2744,7 @@ void mb_validate_finish(struct mb_val_summary *out)
     const char **why;
 
     flush_jobs(out); /* scenario rows still waiting for their batch */
-    cache_free(out->cache);
-    out->cache = NULL;
+    release_cache(out);
     mb_free(out->by_system);
     mb_free(out->by_model);
     mb_free(out->by_metric);
@@ -2841,7 +2879,7 @@ void mb_validate_free(struct mb_val_summary *s)
 {
     if (!s)
         return;
-    cache_free(s->cache);
+    release_cache(s);
     for (size_t k = 0; k < s->n_pending; k++) { /* scenario rows never simulated (an error came first) */
         mb_scenario_free(&s->pending[k].s);
         mb_free(s->pending[k].head);

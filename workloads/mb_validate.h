@@ -149,6 +149,11 @@ struct mb_val_summary {
      * final (predicted or skipped), with the number of final rows so far, e.g. to print progress */
     void (*on_progress)(void *ctx, size_t rows_done);
     void *on_progress_ctx;
+    /* set before adding inputs (optional): a model/system cache from mb_validate_cache_new()
+     * used instead of the summary's own, and kept by mb_validate_finish and mb_validate_free
+     * (they drop only the entries this summary added after mb_validate_cache_keep), e.g. to
+     * load the shipped models and systems once for many summaries (the fuzz harness) */
+    struct mb_val__cache *shared_cache;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
     struct mb_val__job *pending;     /* private: rows waiting for their simulation (jobs > 1) */
@@ -157,6 +162,19 @@ struct mb_val_summary {
 
 /** Rows simulated together when mb_val_summary.jobs > 1 (each holds a scenario, ~50 kB). */
 #define MB_VAL_BATCH 256
+
+/**
+ * @brief A model/system cache to share between summaries (mb_val_summary.shared_cache).
+ * Entries are loaded by the summaries that use it; mb_validate_cache_keep() marks those
+ * loaded so far as kept, and every later entry is dropped when the summary that loaded it
+ * is finished or freed, so each summary starts from the kept entries. Not thread-safe:
+ * one summary at a time.
+ */
+struct mb_val__cache *mb_validate_cache_new(void);
+/** @brief Keep the entries loaded so far (see mb_validate_cache_new). */
+void mb_validate_cache_keep(struct mb_val__cache *c);
+/** @brief Free a cache from mb_validate_cache_new() (NULL: nothing). */
+void mb_validate_cache_free(struct mb_val__cache *c);
 
 /** @brief Start an empty summary (all counts 0, statistics NaN). */
 void mb_validate_init(struct mb_val_summary *out);

@@ -179,27 +179,41 @@ static int conv_validate(const char *in, FILE *out)
         return -1;
     }
     struct vpt *p = mb_calloc(json_array_size(rows) + 1, sizeof *p);
+    char(*label)[32] = mb_calloc(json_array_size(rows) + 1, sizeof *label); /* "rows[N]" for rows without an id */
     size_t i, k = 0;
     json_t *r;
+    int rc = 0;
     json_array_foreach(rows, i, r) {
         json_t *pred = json_object_get(r, "predicted"), *meas = json_object_get(r, "measured");
         if (!json_is_number(pred) || !json_is_number(meas) || json_is_true(json_object_get(r, "skipped")))
             continue;
         json_t *e = json_object_get(r, "err_pct");
         double m = json_number_value(meas), pr = json_number_value(pred);
-        p[k++] = (struct vpt){json_string_value(json_object_get(r, "id")),
-                              json_string_value(json_object_get(r, "system")),
+        /* as in the TSV: a measured 0 made the error NaN, which no sort can order */
+        if (!(m > 0) || !(pr > 0)) {
+            fprintf(stderr, "mbsim plot: %s: $.rows[%zu].%s: expected a positive number, got %g\n", in, i,
+                    m > 0 ? "predicted" : "measured", m > 0 ? pr : m);
+            rc = -1;
+            break;
+        }
+        const char *id = json_string_value(json_object_get(r, "id"));
+        if (!id) { /* the sort breaks ties by id */
+            snprintf(label[i], sizeof label[i], "rows[%zu]", i);
+            id = label[i];
+        }
+        p[k++] = (struct vpt){id, json_string_value(json_object_get(r, "system")),
                               json_string_value(json_object_get(r, "model")),
                               json_string_value(json_object_get(r, "metric")), m, pr,
                               json_is_number(e) ? json_number_value(e) : (pr - m) / m * 100, 0};
     }
-    if (k)
+    if (!rc && k)
         write_points(p, k, out);
-    else
+    else if (!rc)
         fprintf(stderr, "mbsim plot: %s: no predicted rows to plot\n", in);
     mb_free(p);
+    mb_free(label);
     json_decref(root);
-    return k ? 0 : -1;
+    return !rc && k ? 0 : -1;
 }
 
 /* A TSV with columns metric, measured, predicted (id, system, model, err_pct
@@ -492,6 +506,9 @@ static int conv_memory(const char *in, FILE *out)
 
 /* ------------------------------------------------------------- gantt */
 
+/* The largest stage (trace pid) a gantt chart takes. */
+#define MB_PLOT_MAX_STAGE 1000000
+
 /* `mbsim run --trace` JSON -> one row per slice: track (y), start/end (ms),
  * category. Tracks are numbered stage by stage: compute, each comm kind, host. */
 static int conv_gantt(const char *in, FILE *out)
@@ -513,8 +530,10 @@ static int conv_gantt(const char *in, FILE *out)
         const char *name = json_string_value(json_object_get(e, "name"));
         if (!ph || strcmp(ph, "X") || !name)
             continue;
-        int pid = (int)json_integer_value(json_object_get(e, "pid"));
-        int tid = (int)json_integer_value(json_object_get(e, "tid"));
+        json_int_t pid = json_integer_value(json_object_get(e, "pid"));
+        json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+        if (pid < 0 || pid > MB_PLOT_MAX_STAGE || tid < 0 || tid > 7)
+            continue; /* not a slice of mbsim's stages and tracks: pid * 8 + tid must not overflow */
         double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
         /* slices are named per op ("L3 linear_fc1 fwd mb0"); colour by breakdown category */
         const char *cat = json_string_value(json_object_get(json_object_get(e, "args"), "category"));
@@ -522,7 +541,7 @@ static int conv_gantt(const char *in, FILE *out)
             name = cat;
         /* 8 tracks per stage: compute, 6 communication kinds, host launches (mb_step_trace) */
         static const char *const track[8] = {"compute", "TP", "CP", "EP", "PP", "DP", "FSDP", "host"};
-        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", pid * 8 + tid, pid, track[tid >= 0 && tid < 8 ? tid : 0],
+        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", (int)(pid * 8 + tid), (int)pid, track[tid],
                 ts / 1e3, (ts + dur) / 1e3, name);
         n++;
     }
@@ -558,6 +577,20 @@ static int run_gnuplot(const char *gp, const char *script, const char *in1, cons
     }
     return 0;
 }
+
+/* The fuzz harness (tests/fuzz/fuzz_plot.c) compiles this file with
+ * MB_PLOT_RUN_HOOK defined: gnuplot is then started through mb_plot_run_hook,
+ * which the harness may point at a stand-in that runs no process. mbsim itself
+ * always calls run_gnuplot. */
+#ifdef MB_PLOT_RUN_HOOK
+extern int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2,
+                               const char *out, const char *extra);
+int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
+                        const char *extra) = run_gnuplot;
+#define MB_RUN_GNUPLOT mb_plot_run_hook
+#else
+#define MB_RUN_GNUPLOT run_gnuplot
+#endif
 
 int mb_cmd_plot(int argc, char **argv)
 {
@@ -655,7 +688,7 @@ int mb_cmd_plot(int argc, char **argv)
     if (f2)
         fclose(f2);
     if (!rc) {
-        rc = run_gnuplot(gp, script, t1, f2 ? t2 : NULL, out, mbs_axis ? "" : "; mbs_axis=0");
+        rc = MB_RUN_GNUPLOT(gp, script, t1, f2 ? t2 : NULL, out, mbs_axis ? "" : "; mbs_axis=0");
         if (rc)
             unlink(out); /* gnuplot opens the output before it fails: no blank chart left behind */
     }

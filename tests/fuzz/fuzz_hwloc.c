@@ -1,7 +1,16 @@
 /* hwloc XML node descriptions: mbsim's structure check, then libhwloc.
  * Seeds: topology/systems/, tests/data/robust/, shared/data/formats/. */
+#include "fuzz_hwloc_pin.h"
 #include "fuzz_util.h"
 #include "mb_topo.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    fuzz_hwloc_pin();
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

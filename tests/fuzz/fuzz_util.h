@@ -45,6 +45,7 @@ static inline int fuzz_parse_only(void)
     return v;
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #endif /* MB_FUZZ_UTIL_H */

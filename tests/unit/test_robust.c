@@ -87,6 +87,26 @@ static void test_memory_safety(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* `mbsim plot` readers (found by fuzz_plot): gnuplot is /bin/true here, so a
+ * conversion that runs to the end says "gnuplot wrote nothing". JSON values
+ * carry no line:col (jansson keeps none): the message names the value's path. */
+static void test_plot_inputs(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        /* two rows of equal error without an id: the sort once compared NULL ids */
+        {"plot validate " R "plot_validate_no_id.json -o robust_plot.png", 1,
+         "gnuplot wrote nothing to robust_plot.png"},
+        {"plot validate " R "plot_validate_measured_zero.json -o robust_plot.png", 1,
+         R "plot_validate_measured_zero.json: $.rows[1].measured: expected a positive number, got 0"},
+        {"plot gantt " R "plot_gantt_pid_huge.json -o robust_plot.png", 1,
+         R "plot_gantt_pid_huge.json: the trace has no slices"},
+    };
+    setenv("MBSIM_GNUPLOT", "/bin/true", 1);
+    check_cases(c, sizeof c / sizeof c[0]);
+    unsetenv("MBSIM_GNUPLOT");
+}
+
 /* hwloc XML is checked before libhwloc sees it (topo_xml.c). */
 static void test_hwloc_xml(void **state)
 {
@@ -157,6 +177,13 @@ static void test_hwloc_content(void **state)
         {"topo " R "hwloc_gpu_mixed_models.xml", 1,
          R "hwloc_gpu_mixed_models.xml: GPUs of two models in one node ('NVIDIA A100-SXM4-80GB' and 'NVIDIA H100 80GB "
            "HBM3'): mbsim simulates one GPU type per node"},
+        /* hwloc sets bit os_index of a bitmap (a missing one is 2^32-1): 512 MiB from a tiny file
+         * (found by fuzz_hwloc, fifth pass) */
+        {"topo " R "hwloc_numa_no_os_index.xml", 1,
+         R "hwloc_numa_no_os_index.xml:6:6: hwloc XML: NUMANode object without os_index= (lstopo writes it on every "
+           "PU and NUMANode)"},
+        {"topo " R "hwloc_pu_os_index_huge.xml", 1,
+         R "hwloc_pu_os_index_huge.xml:7:23: hwloc XML: os_index=\"4000000000\" (expected a decimal below 16384"},
         {"topo " R "hwloc_pci_speed_nan.xml", 1,
          R "hwloc_pci_speed_nan.xml:16:182: hwloc XML: pci_link_speed=\"nan\" (expected GB/s from 0 to 1000"},
     };
@@ -294,7 +321,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_safety), cmocka_unit_test(test_hwloc_xml),
-        cmocka_unit_test(test_hwloc_content),
+        cmocka_unit_test(test_hwloc_content), cmocka_unit_test(test_plot_inputs),
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
     };
