@@ -280,17 +280,20 @@ static void test_typo(void **state)
     struct mb_scenario s;
     struct mb_err err;
     char *notes;
-    assert_string_equal(import_err("tests/data/import/typo_flag.sh", MB_MEGATRON_LM, &o), "tests/data/import/typo_flag.sh:6:19: --tensor-model-paralel-size: unknown Megatron-LM "
-                             "flag (did you mean --tensor-model-parallel-size?)");
-    assert_string_equal(import_err("tests/data/import/typo_bridge.txt", MB_MEGATRON_BRIDGE, &o), "tests/data/import/typo_bridge.txt:4:29: model.expert_model_paralel_size: unknown "
-                             "Megatron-Bridge setting (did you mean model.expert_model_parallel_size?)");
+    assert_string_equal(import_err("tests/data/import/typo_flag.sh", MB_MEGATRON_LM, &o),
+                        "tests/data/import/typo_flag.sh:6:19: --tensor-model-paralel-size: unknown Megatron-LM "
+                        "flag (did you mean --tensor-model-parallel-size?)");
+    assert_string_equal(import_err("tests/data/import/typo_bridge.txt", MB_MEGATRON_BRIDGE, &o),
+                        "tests/data/import/typo_bridge.txt:4:29: model.expert_model_paralel_size: unknown "
+                        "Megatron-Bridge setting (did you mean model.expert_model_parallel_size?)");
 
     /* swapped letters count as one edit; a short name allows one */
     FILE *fp = fopen("test_megatron_typo.sh", "w");
     fputs("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128 --seq-lenght 4096\n", fp);
     fclose(fp);
-    assert_string_equal(import_err("test_megatron_typo.sh", MB_MEGATRON_LM, &o), "test_megatron_typo.sh:1:79: --seq-lenght: unknown Megatron-LM flag (did you mean "
-                             "--seq-length?)");
+    assert_string_equal(import_err("test_megatron_typo.sh", MB_MEGATRON_LM, &o),
+                        "test_megatron_typo.sh:1:79: --seq-lenght: unknown Megatron-LM flag (did you mean "
+                        "--seq-length?)");
 
     /* real Megatron-LM flags (arguments.py) that mbsim does not model, and a made-up one far from
      * every flag imported: notes, exit 0 */
@@ -326,24 +329,28 @@ static void test_bad_input(void **state)
     struct mb_scenario s;
     struct mb_err err;
     char msg[1024];
-    assert_string_equal(import_err("tests/data/import/bad_value.sh", MB_MEGATRON_LM, &o), "tests/data/import/bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: "
-                             "expected an integer, got 'two'");
+    assert_string_equal(import_err("tests/data/import/bad_value.sh", MB_MEGATRON_LM, &o),
+                        "tests/data/import/bad_value.sh:2:1: --tensor-model-parallel-size: parallel.tp: "
+                        "expected an integer, got 'two'");
     /* a flag with a value, given none (line 4 after 62 characters, col 63): it needs one, not "got 'true'" */
-    assert_string_equal(import_err("tests/data/import/no_value.sh", MB_MEGATRON_LM, &o), "tests/data/import/no_value.sh:4:63: --micro-batch-size: data.micro_batch_size: the flag "
-                             "needs a value");
+    assert_string_equal(import_err("tests/data/import/no_value.sh", MB_MEGATRON_LM, &o),
+                        "tests/data/import/no_value.sh:4:63: --micro-batch-size: data.micro_batch_size: the flag "
+                        "needs a value");
 
     FILE *fp = fopen("test_megatron_bad.sh", "w");
     fputs("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128\n"
           "  --moe-token-dispatcher-type nccl\n--lr '1e-4\n", fp);
     fclose(fp);
-    assert_string_equal(import_err("test_megatron_bad.sh", MB_MEGATRON_LM, &o), "test_megatron_bad.sh:3:6: unterminated ' quote");
+    assert_string_equal(import_err("test_megatron_bad.sh", MB_MEGATRON_LM, &o),
+                        "test_megatron_bad.sh:3:6: unterminated ' quote");
 
     fp = fopen("test_megatron_bad.sh", "w");
     fputs("--num-layers 48 --hidden-size 2048 --num-attention-heads 32 --num-experts 128\n"
           "  --moe-token-dispatcher-type nccl\n", fp);
     fclose(fp);
-    assert_string_equal(import_err("test_megatron_bad.sh", MB_MEGATRON_LM, &o), "test_megatron_bad.sh:2:3: --moe-token-dispatcher-type: unknown dispatcher 'nccl'; "
-                             "expected alltoall, allgather or flex");
+    assert_string_equal(import_err("test_megatron_bad.sh", MB_MEGATRON_LM, &o),
+                        "test_megatron_bad.sh:2:3: --moe-token-dispatcher-type: unknown dispatcher 'nccl'; "
+                        "expected alltoall, allgather or flex");
 
     fp = fopen("test_megatron_bad.sh", "w");
     fputs("--num-layers 7 --hidden-size 333\n", fp);
@@ -355,8 +362,9 @@ static void test_bad_input(void **state)
     fp = fopen("test_megatron_bad.sh", "w");
     fputs("--num-layers 48 --hidden-size 4096\n", fp);
     fclose(fp);
-    assert_string_equal(import_err("test_megatron_bad.sh", MB_MEGATRON_LM, &o), "test_megatron_bad.sh:1:1: --num-layers: 48, but model llama3_8b has 32; give the "
-                             "model the run trained");
+    assert_string_equal(import_err("test_megatron_bad.sh", MB_MEGATRON_LM, &o),
+                        "test_megatron_bad.sh:1:1: --num-layers: 48, but model llama3_8b has 32; give the "
+                        "model the run trained");
 
     o.model = NULL;
     o.gpus = 0; /* nothing gives the GPU count */
@@ -376,7 +384,8 @@ static void test_bad_input(void **state)
     /* an unknown --system is the option's error, said before the file's settings are judged
      * (it came last, as "the imported settings do not make a valid scenario: unknown system") */
     o.system = "dgx_h1000";
-    assert_non_null(strstr(import_err(QWEN, MB_MEGATRON_LM, &o), "--system dgx_h1000: unknown system 'dgx_h1000'; known: "));
+    assert_non_null(strstr(import_err(QWEN, MB_MEGATRON_LM, &o),
+                               "--system dgx_h1000: unknown system 'dgx_h1000'; known: "));
     assert_null(strstr(msg, "do not make a valid scenario"));
     o.system = "dgx_h100";
 
