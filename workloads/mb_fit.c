@@ -629,6 +629,148 @@ static void mb_fit__group(struct mb_fit_cv_group *g, const char *name, const str
     mb_free(c);
 }
 
+void mb_fit_transfer(const struct mb_calib_framework *fits, const unsigned *params, size_t n, unsigned want,
+                     const struct mb_calib_framework *prior, struct mb_calib_framework *out)
+{
+    *out = *prior;
+    double *x = mb_malloc((n + 1) * sizeof *x);
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (params[i] & want & MB_FIT_PARAM(p))
+                x[k++] = fits[i].v[p];
+        if (k)
+            out->v[p] = mb_fit_signed_median(x, k);
+    }
+    mb_free(x);
+}
+
+/* One cross-validation fold: GPU g's rows of family f held out. */
+struct mb_fit__fold {
+    struct mb_calib_framework fw; /* the fit on g's other families (state 1) */
+    int state;                    /* 0: no rows of f on g; 1: fitted; 2: no other family on g (transfer) */
+};
+
+/* Predict the rows of GPU gpu and family fam with base and fw into cv->err_cv. */
+static void mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, const char *gpu, const char *fam,
+                               const struct mb_calib *base, const struct mb_calib_framework *fw)
+{
+    struct mb_fit__job *jobs = mb_calloc(set->n + 1, sizeof *jobs);
+    size_t n = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (!strcmp(set->rows[i].gpu, gpu) && !strcmp(set->rows[i].family, fam))
+            jobs[n++] = (struct mb_fit__job){&set->rows[i], base, *fw, 1, NAN};
+    mb_fit__run_all(jobs, n, set->jobs);
+    cv->sims += (int)n;
+    for (size_t a = 0; a < n; a++) {
+        const struct mb_fit_row *w = jobs[a].row;
+        double p = isfinite(jobs[a].pred) ? jobs[a].pred : w->zero_shot;
+        cv->err_cv[w - set->rows] = mb_fit__err(w, p);
+    }
+    mb_free(jobs);
+}
+
+/* Cross-validate GPU gi (table base): the zero-shot errors, then every fold
+ * with other families on the GPU fitted and predicted (state 1); a fold with
+ * none is left for the transfer (state 2). *params: what the folds fit (0: the
+ * GPU is predicted at the defaults, as shipped). */
+static int mb_fit__cv_gpu(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit_cv *cv, const char *gpu,
+                          const char **fams, size_t nf, const struct mb_calib *base, unsigned *params,
+                          struct mb_fit__fold *folds, struct mb_err *err)
+{
+    size_t *train = mb_malloc((set->n + 1) * sizeof *train);
+    size_t nall = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (!strcmp(set->rows[i].gpu, gpu))
+            train[nall++] = i;
+    /* cross-validate as shipped: refit what the shipped table's fit moved
+     * (fit.params); a GPU whose table keeps the defaults predicts its rows
+     * at the defaults (o->fit_unfitted: fit every GPU with o's set) */
+    struct mb_calib_framework shipped;
+    mb_calib_framework_get(base, &shipped);
+    struct mb_fit_opts fo = o ? *o : (struct mb_fit_opts){0};
+    if (!(o && o->fit_unfitted))
+        fo.params = shipped.fitted;
+    else if (!fo.params)
+        fo.params = MB_FIT_DEFAULT_PARAMS;
+    *params = fo.params;
+    struct mb_calib_framework prior;
+    mb_fit__prior(base, fo.params, &prior);
+    /* every row of the GPU at the defaults: the zero-shot figure, and the Jacobian the folds share */
+    mb_fit__linearize(set, train, nall, base, &prior, &cv->sims);
+    for (size_t a = 0; a < nall; a++) {
+        const struct mb_fit_row *w = &set->rows[train[a]];
+        cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
+    }
+    if (!fo.params) {
+        for (size_t a = 0; a < nall; a++)
+            cv->err_cv[train[a]] = cv->err_zero[train[a]];
+        cv->n_default += nall;
+        cv->n_unfitted_gpus++;
+        mb_free(train);
+        return 0;
+    }
+    int rc = 0;
+    for (size_t fi = 0; fi < nf && !rc; fi++) {
+        size_t ntr = 0, nte = 0;
+        for (size_t i = 0; i < set->n; i++) {
+            const struct mb_fit_row *w = &set->rows[i];
+            if (strcmp(w->gpu, gpu))
+                continue;
+            if (strcmp(w->family, fams[fi]))
+                train[ntr++] = i;
+            else
+                nte++;
+        }
+        if (nte == 0)
+            continue;
+        if (ntr == 0) {
+            folds[fi].state = 2;
+            continue;
+        }
+        struct mb_fit_result fr;
+        if (mb_fit_framework(set, train, ntr, base, &fo, &fr, err)) {
+            rc = -1;
+            break;
+        }
+        cv->sims += fr.sims;
+        cv->n_fits++;
+        folds[fi].fw = fr.fit;
+        folds[fi].state = 1;
+        mb_fit__cv_predict(set, cv, gpu, fams[fi], base, &fr.fit);
+    }
+    mb_free(train);
+    return rc;
+}
+
+/* Fold (gi, fi) of state 2: the transfer of the other GPUs' fits of the same
+ * fold (none fitted: the defaults). */
+static void mb_fit__cv_transfer(struct mb_fit_set *set, struct mb_fit_cv *cv, const char **gpus, size_t ng,
+                                const char *fam, size_t gi, size_t fi, size_t nf, struct mb_calib **bases,
+                                const unsigned *params, const struct mb_fit__fold *folds)
+{
+    struct mb_calib_framework *fits = mb_calloc(ng, sizeof *fits), prior, fw;
+    unsigned *fp = mb_calloc(ng, sizeof *fp);
+    size_t k = 0;
+    for (size_t gj = 0; gj < ng; gj++)
+        if (gj != gi && folds[gj * nf + fi].state == 1) {
+            fits[k] = folds[gj * nf + fi].fw;
+            fp[k++] = params[gj];
+        }
+    mb_fit__prior(bases[gi], params[gi], &prior);
+    mb_fit_transfer(fits, fp, k, params[gi], &prior, &fw);
+    mb_fit__cv_predict(set, cv, gpus[gi], fam, bases[gi], &fw);
+    for (size_t i = 0; i < set->n; i++)
+        if (!strcmp(set->rows[i].gpu, gpus[gi]) && !strcmp(set->rows[i].family, fam)) {
+            if (k)
+                cv->n_transfer++;
+            else
+                cv->n_default++;
+        }
+    mb_free(fits);
+    mb_free(fp);
+}
+
 int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit_cv *cv, struct mb_err *err)
 {
     double t0 = mb_fit__now();
@@ -639,82 +781,17 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
     const char **gpus, **fams;
     size_t ng = mb_fit__distinct(set, offsetof(struct mb_fit_row, gpu), &gpus);
     size_t nf = mb_fit__distinct(set, offsetof(struct mb_fit_row, family), &fams);
-    size_t *train = mb_malloc((set->n + 1) * sizeof *train), *test = mb_malloc((set->n + 1) * sizeof *test);
+    struct mb_calib **bases = mb_calloc(ng + 1, sizeof *bases);
+    unsigned *params = mb_calloc(ng + 1, sizeof *params);
+    struct mb_fit__fold *folds = mb_calloc(ng * nf + 1, sizeof *folds);
     int rc = 0;
-    for (size_t gi = 0; gi < ng && !rc; gi++) {
-        struct mb_calib *base = NULL;
-        if (mb_calib_load(gpus[gi], o ? o->table : NULL, &base, err)) {
-            rc = -1;
-            break;
-        }
-        size_t nall = 0;
-        for (size_t i = 0; i < set->n; i++)
-            if (!strcmp(set->rows[i].gpu, gpus[gi]))
-                train[nall++] = i;
-        /* cross-validate as shipped: refit what the shipped table's fit moved
-         * (fit.params); a GPU whose table keeps the defaults predicts its rows
-         * at the defaults (o->fit_unfitted: fit every GPU with o's set) */
-        struct mb_calib_framework shipped;
-        mb_calib_framework_get(base, &shipped);
-        struct mb_fit_opts fo = o ? *o : (struct mb_fit_opts){0};
-        if (!(o && o->fit_unfitted))
-            fo.params = shipped.fitted;
-        else if (!fo.params)
-            fo.params = MB_FIT_DEFAULT_PARAMS;
-        struct mb_calib_framework prior;
-        mb_fit__prior(base, fo.params, &prior);
-        /* every row of the GPU at the defaults: the zero-shot figure, and the Jacobian the folds share */
-        mb_fit__linearize(set, train, nall, base, &prior, &cv->sims);
-        for (size_t a = 0; a < nall; a++) {
-            const struct mb_fit_row *w = &set->rows[train[a]];
-            cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);
-        }
-        if (!fo.params) {
-            for (size_t a = 0; a < nall; a++)
-                cv->err_cv[train[a]] = cv->err_zero[train[a]];
-            cv->n_default += nall;
-            cv->n_unfitted_gpus++;
-            mb_calib_free(base);
-            continue;
-        }
-        for (size_t fi = 0; fi < nf && !rc; fi++) {
-            size_t ntr = 0, nte = 0;
-            for (size_t i = 0; i < set->n; i++) {
-                const struct mb_fit_row *w = &set->rows[i];
-                if (strcmp(w->gpu, gpus[gi]))
-                    continue;
-                if (strcmp(w->family, fams[fi]))
-                    train[ntr++] = i;
-                else
-                    test[nte++] = i;
-            }
-            if (nte == 0)
-                continue;
-            struct mb_fit_result fr;
-            if (mb_fit_framework(set, train, ntr, base, &fo, &fr, err)) {
-                rc = -1;
-                break;
-            }
-            cv->sims += fr.sims;
-            if (ntr)
-                cv->n_fits++;
-            else
-                cv->n_default += nte;
-            /* the held-out rows, with the fitted parameters */
-            struct mb_fit__job *jobs = mb_calloc(nte, sizeof *jobs);
-            for (size_t a = 0; a < nte; a++)
-                jobs[a] = (struct mb_fit__job){&set->rows[test[a]], base, fr.fit, 1, NAN};
-            mb_fit__run_all(jobs, nte, set->jobs);
-            cv->sims += (int)nte;
-            for (size_t a = 0; a < nte; a++) {
-                const struct mb_fit_row *w = &set->rows[test[a]];
-                double p = isfinite(jobs[a].pred) ? jobs[a].pred : w->zero_shot;
-                cv->err_cv[test[a]] = mb_fit__err(w, p);
-            }
-            mb_free(jobs);
-        }
-        mb_calib_free(base);
-    }
+    for (size_t gi = 0; gi < ng && !rc; gi++)
+        rc = mb_calib_load(gpus[gi], o ? o->table : NULL, &bases[gi], err) ||
+             mb_fit__cv_gpu(set, o, cv, gpus[gi], fams, nf, bases[gi], &params[gi], &folds[gi * nf], err) ? -1 : 0;
+    for (size_t gi = 0; gi < ng && !rc; gi++)
+        for (size_t fi = 0; fi < nf; fi++)
+            if (folds[gi * nf + fi].state == 2)
+                mb_fit__cv_transfer(set, cv, gpus, ng, fams[fi], gi, fi, nf, bases, params, folds);
     if (!rc) {
         mb_fit__group(&cv->all, "", set, cv->err_zero, cv->err_cv, offsetof(struct mb_fit_row, gpu));
         snprintf(cv->all.name, sizeof cv->all.name, "all");
@@ -727,10 +804,13 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
         cv->n_gpu = ng;
         cv->n_family = nf;
     }
+    for (size_t gi = 0; gi < ng; gi++)
+        mb_calib_free(bases[gi]);
+    mb_free(bases);
+    mb_free(params);
+    mb_free(folds);
     mb_free(gpus);
     mb_free(fams);
-    mb_free(train);
-    mb_free(test);
     cv->wall_s = mb_fit__now() - t0;
     return rc;
 }
@@ -781,10 +861,12 @@ void mb_fit_cv_print(const struct mb_fit_cv *cv, const struct mb_fit_set *set, F
     for (size_t i = 0; i < cv->n_family; i++)
         mb_fit__print_group(fp, &cv->by_family[i]);
     mb_fit__print_worst(cv, set, fp);
-    fprintf(fp, "%zu %s fitted (family x GPU), %zu %s predicted with the defaults (no other family on their GPU, "
-                "or %zu %s whose shipped table keeps the defaults); %d %s in %.1f s\n",
-            cv->n_fits, mb_plural((long long)cv->n_fits, "fold", "folds"), cv->n_default,
-            mb_plural((long long)cv->n_default, "row", "rows"), cv->n_unfitted_gpus,
+    fprintf(fp, "%zu %s fitted (family x GPU), %zu %s predicted with the other GPUs' fits of the fold (no other "
+                "family on their GPU), %zu with the defaults (no GPU to transfer from, or %zu %s whose shipped "
+                "table keeps the defaults); %d %s in %.1f s\n",
+            cv->n_fits, mb_plural((long long)cv->n_fits, "fold", "folds"), cv->n_transfer,
+            mb_plural((long long)cv->n_transfer, "row", "rows"), cv->n_default,
+            cv->n_unfitted_gpus,
             mb_plural((long long)cv->n_unfitted_gpus, "GPU", "GPUs"), cv->sims,
             mb_plural(cv->sims, "simulation", "simulations"), cv->wall_s);
 }

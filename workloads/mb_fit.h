@@ -155,8 +155,10 @@ struct mb_fit_cv {
     double *err_cv;                  /* [set->n] CV error (%) of each row */
     double *err_zero;                /* [set->n] zero-shot error (%): the defaults, nothing fitted */
     size_t n_fits;                   /* (family, GPU) folds fitted */
-    size_t n_default;                /* rows predicted with the defaults (no other family on their GPU, or
-                                        a GPU whose shipped table is not fitted) */
+    size_t n_transfer;               /* rows predicted with mb_fit_transfer of the other GPUs' fits of
+                                        the fold (no other family on their GPU) */
+    size_t n_default;                /* rows predicted with the defaults (no other GPU fitted the fold,
+                                        or a GPU whose shipped table is not fitted) */
     size_t n_unfitted_gpus;          /* GPUs cross-validated at the defaults, as shipped */
     int sims;
     double wall_s;
@@ -166,10 +168,27 @@ struct mb_fit_cv {
  * @brief Leave-one-family-out cross-validation over every row of set: for each
  * family F and GPU G with rows, fit on G's rows of the other families (with
  * G's shipped table) and predict F's rows on G with the fit; a GPU whose rows
- * are all of F predicts them with the defaults. Free with mb_fit_cv_free().
+ * are all of F predicts them with mb_fit_transfer of the other GPUs' fits of
+ * the same fold (F held out everywhere; none: the defaults). A GPU whose
+ * shipped table keeps the defaults predicts its rows at the defaults (unless
+ * o->fit_unfitted). Free with mb_fit_cv_free().
  * @return 0 or -1 (a table does not load).
  */
 int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit_cv *cv, struct mb_err *err);
+
+/**
+ * @brief The transfer prior of a GPU type without measured runs of its own:
+ * each parameter p in `want` is the median (mb_fit_signed_median) of fits[i].v[p]
+ * over the fits whose params[i] has p; a parameter no fit moved keeps prior's
+ * value. The framework parameters describe software on the GPU timeline
+ * (kernel_eager, kernel_moe, step_overhead, host_kernel) and sustained rates
+ * (tensor_fraction, membound_eff, overlap_slowdown) that the fitted GPU types
+ * share in range (docs/calibration.md, the fitted table): the median is the
+ * estimate that assumes nothing about which type the new one resembles.
+ * out may not alias prior.
+ */
+void mb_fit_transfer(const struct mb_calib_framework *fits, const unsigned *params, size_t n, unsigned want,
+                     const struct mb_calib_framework *prior, struct mb_calib_framework *out);
 
 /** Rows listed by mb_fit_cv_print as the worst held out. */
 #define MB_FIT_WORST 12

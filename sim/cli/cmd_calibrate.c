@@ -45,7 +45,7 @@ int mb_cmd_calibrate(int argc, char **argv)
         return 0;
     }
     if (i >= argc || strcmp(argv[i], "nccl-tests")) {
-        fprintf(stderr, "mbsim calibrate: expected the source kind 'nccl-tests', 'nsys', 'kineto' or 'runs'%s%s%s\n",
+        fprintf(stderr, "mbsim calibrate: expected the source kind 'nccl-tests', 'nsys', 'kineto', 'runs' or 'transfer'%s%s%s\n",
                 i < argc ? ", got '" : "", i < argc ? argv[i] : "", i < argc ? "'" : "");
         usage(stderr);
         return 2;

@@ -5,6 +5,9 @@
  * measured runs of that GPU in a measured-runs CSV (workloads/mb_fit.h) and
  * write the base table with the fitted `framework:` section and its
  * provenance (docs/calibration.md, "Fitting the framework-time model").
+ * `mbsim calibrate transfer TABLE... --base TABLE [-o OUT.yaml]`: the same
+ * section for a GPU type without measured runs, each parameter the median of
+ * the fitted tables' values (mb_fit_transfer).
  * Exit codes: 0 ok, 1 bad input, 2 usage.
  */
 #include <errno.h>
@@ -21,6 +24,7 @@
 #include "mb_yaml.h"
 
 int mb_cmd_calibrate_runs(int argc, char **argv);
+int mb_cmd_calibrate_transfer(int argc, char **argv);
 
 static void usage(FILE *fp)
 {
@@ -347,4 +351,154 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     free(idx);
     mb_fit_set_free(&set);
     return rc ? 1 : 0;
+}
+
+/* A shipped GPU name or a table file. */
+static int load_table(const char *name, struct mb_calib **cal, struct mb_err *err)
+{
+    int shipped = !strchr(name, '/') && !strstr(name, ".yaml");
+    return mb_calib_load(shipped ? name : NULL, shipped ? NULL : name, cal, err);
+}
+
+static void write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsigned params, const char **from, int n,
+                           const char *cmd)
+{
+    char date[32], names[512] = "";
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(names);
+        snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", from[i]);
+    }
+    fprintf(fp, "framework:   # transferred by `mbsim calibrate transfer` (docs/calibration.md): no measured runs of "
+                "this GPU\n");
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        fprintf(fp, "  %s: ", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        write_value(fp, (enum mb_fw_param)p, fw->v[p]);
+        fprintf(fp, "%s\n", params & MB_FIT_PARAM(p) ? "" : "   # no fitted table moved it: the base's value");
+    }
+    char src[768];
+    snprintf(src, sizeof src,
+             "the median of the fitted values of %s on %s (mbsim calibrate transfer; no measured run of this GPU "
+             "fitted them); defaults, bounds and evidence: docs/calibration.md, Framework-time model",
+             names, date);
+    fprintf(fp, "  source: ");
+    mb_yaml_write_quoted(fp, src);
+    fprintf(fp, "\n  fit:\n    command: ");
+    mb_yaml_write_quoted(fp, cmd);
+    fprintf(fp, "\n    date: \"%s\"\n    transfer_from: [", date);
+    for (int i = 0; i < n; i++) {
+        fprintf(fp, "%s", i ? ", " : "");
+        mb_yaml_write_quoted(fp, from[i]);
+    }
+    fprintf(fp, "]\n    rows: 0\n");
+}
+
+static int transfer_usage(FILE *fp, int rc)
+{
+    fprintf(fp, "usage: mbsim calibrate transfer TABLE... --base TABLE [-o TABLE.yaml]\n"
+                "\n"
+                "Writes the base table (stdout without -o) with a `framework:` section for a GPU type\n"
+                "that has no measured runs: each parameter is the median of the values that\n"
+                "`mbsim calibrate runs` fitted in the TABLEs (shipped GPU names or table files; a\n"
+                "parameter counts where the table's fit.params names it); a parameter none of them\n"
+                "fitted keeps the base's value. docs/calibration.md, \"A GPU without measured runs\".\n"
+                "exit codes: 0 ok, 1 bad input, 2 usage error\n");
+    return rc;
+}
+
+int mb_cmd_calibrate_transfer(int argc, char **argv)
+{
+    const char *base = NULL, *out = NULL, *from[64];
+    int n = 0, rc = -1, c;
+    char cmd[2048] = "mbsim calibrate transfer";
+    for (int i = 0; i < argc; i++) {
+        size_t l = strlen(cmd);
+        snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
+    }
+    enum { O_BASE = 256 };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"base", required_argument, NULL, O_BASE},
+                                       {0}};
+    struct cli_opts g;
+    const char *v;
+    cli_opts_init(&g, "mbsim calibrate transfer", "ho:", lo, argc, argv);
+    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        if (c == 'h')
+            rc = transfer_usage(stdout, 0);
+        else if (c == 'o')
+            out = v;
+        else if (c == O_BASE)
+            base = v;
+        else if (c != CLI_OPERAND)
+            rc = transfer_usage(stderr, 2);
+        else if (n < (int)(sizeof from / sizeof from[0]))
+            from[n++] = v;
+        else
+            rc = transfer_usage(stderr, 2);
+    }
+    cli_opts_free(&g);
+    if (rc >= 0)
+        return rc;
+    if (!base || n == 0)
+        return transfer_usage(stderr, 2);
+    if (out && !writable_dir(out)) {
+        fprintf(stderr, "mbsim calibrate transfer: cannot write %s (%s)\n", out, strerror(errno));
+        return 1;
+    }
+    struct mb_calib_framework fits[64], prior, fw;
+    unsigned params[64], want = 0;
+    struct mb_err err;
+    char msg[1024];
+    mb_err_clear(&err);
+    for (int i = 0; i < n; i++) {
+        struct mb_calib *t = NULL;
+        if (load_table(from[i], &t, &err)) {
+            mb_err_format(&err, msg, sizeof msg);
+            fprintf(stderr, "%s\n", msg);
+            return 1;
+        }
+        mb_calib_framework_get(t, &fits[i]);
+        mb_calib_free(t);
+        params[i] = fits[i].fitted;
+        want |= params[i];
+        if (!params[i]) {
+            fprintf(stderr, "mbsim calibrate transfer: %s has no fitted framework section (its fit.params names "
+                            "nothing; `mbsim calibrate runs` writes one)\n",
+                    from[i]);
+            return 1;
+        }
+    }
+    struct mb_calib *cal = NULL;
+    if (load_table(base, &cal, &err)) {
+        mb_err_format(&err, msg, sizeof msg);
+        fprintf(stderr, "%s\n", msg);
+        return 1;
+    }
+    mb_calib_framework_get(cal, &prior);
+    mb_fit_transfer(fits, params, (size_t)n, want, &prior, &fw);
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        fprintf(stderr, "  %-17s ", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        write_value(stderr, (enum mb_fw_param)p, fw.v[p]);
+        fprintf(stderr, "%s\n", want & MB_FIT_PARAM(p) ? "" : "  (the base's)");
+    }
+    char *text = slurp(mb_calib_path(cal));
+    FILE *fp = !text ? NULL : out ? fopen(out, "w") : stdout;
+    rc = 0;
+    if (!text || !fp) {
+        fprintf(stderr, "mbsim calibrate transfer: cannot %s %s (%s)\n", text ? "write" : "read",
+                text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
+        rc = 1;
+    } else {
+        write_without_framework(fp, text);
+        write_transfer(fp, &fw, want, from, n, cmd);
+        if (out && fclose(fp)) {
+            fprintf(stderr, "mbsim calibrate transfer: cannot write %s\n", out);
+            rc = 1;
+        }
+    }
+    free(text);
+    mb_calib_free(cal);
+    return rc;
 }

@@ -28,6 +28,7 @@ int mb_cmd_topo(int argc, char **argv);
 int mb_cmd_calibrate(int argc, char **argv);
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
 int mb_cmd_calibrate_runs(int argc, char **argv);
+int mb_cmd_calibrate_transfer(int argc, char **argv);
 int mb_cmd_import(int argc, char **argv);
 int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
 int mb_cmd_emit(const struct mb_scenario *s, int dialect);
@@ -75,6 +76,7 @@ static void usage_main(FILE *fp)
             "  calibrate nsys KERN_SUM.csv --gpu GPU [--shapes S.yaml] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate kineto TRACE.json[.gz] [--gpu GPU] [--base TABLE] [-o OUT.yaml]\n"
             "  calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-o TABLE.yaml]\n"
+            "  calibrate transfer TABLE... --base TABLE [-o TABLE.yaml]\n"
             "                                      turn measured logs/profiles into calibration tables\n"
             "  topo FILE.xml|SYSTEM [--json]       what mbsim read from a node's hwloc XML or a system\n"
             "  systems [--json]                    list system presets\n"
@@ -310,6 +312,7 @@ static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *se
     }
     json_object_set_new(o, "folds_fitted", json_integer((json_int_t)cv->n_fits));
     json_object_set_new(o, "rows_at_defaults", json_integer((json_int_t)cv->n_default));
+    json_object_set_new(o, "rows_transferred", json_integer((json_int_t)cv->n_transfer));
     json_object_set_new(o, "by_gpu", gpu);
     json_object_set_new(o, "by_family", fam);
     json_object_set_new(o, "rows", rows);
@@ -636,6 +639,8 @@ int main(int argc, char **argv)
             return EXIT_BAD_INPUT;
         if (!strcmp(cmd, "calibrate") && argc > 2 && !strcmp(argv[2], "runs"))
             return mb_cmd_calibrate_runs(argc - 3, argv + 3);
+        if (!strcmp(cmd, "calibrate") && argc > 2 && !strcmp(argv[2], "transfer"))
+            return mb_cmd_calibrate_transfer(argc - 3, argv + 3);
         if (!strcmp(cmd, "calibrate") && argc > 2 && (!strcmp(argv[2], "nsys") || !strcmp(argv[2], "kineto")))
             return mb_cmd_calibrate_profile(argv[2], argc - 3, argv + 3);
         return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);

@@ -323,6 +323,45 @@ static void test_fit_cli_errors(void **state)
     mb_free(o2);
 }
 
+/* `mbsim calibrate transfer`: the three fixture tables' fitted values, medians by
+ * hand (tests/data/fit/fitted_{a,b,c}.yaml): tensor_fraction 0.8, 1.0, 0.9 -> 0.9;
+ * kernel_eager 10, 30, 50 us -> 30 us; kernel_moe fitted by a and b only
+ * (10, 30 us) -> 20 us (c's 5 us does not count); overlap_slowdown fitted by
+ * none -> the base's (fixture_H100.yaml: 0). The written table loads, and a table
+ * that was transferred, not fitted, is refused as a source. */
+static void test_calibrate_transfer_cli(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mbsim_cli_transfer_XXXXXX", args[1024], *o;
+    assert_non_null(mkdtemp(dir));
+    const char *from = "tests/data/fit/fitted_a.yaml tests/data/fit/fitted_b.yaml tests/data/fit/fitted_c.yaml";
+    snprintf(args, sizeof args, "calibrate transfer %s --base tests/data/calib/fixture_H100.yaml -o %s/t.yaml", from,
+             dir);
+    assert_int_equal(run(args, &o, 0), 0);
+    mb_free(o);
+    snprintf(args, sizeof args, "%s/t.yaml", dir);
+    FILE *f = fopen(args, "r");
+    assert_non_null(f);
+    char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "\n  tensor_fraction: 0.9\n"));
+    assert_non_null(strstr(text, "\n  kernel_eager: 30 us\n"));
+    assert_non_null(strstr(text, "\n  kernel_moe: 20 us\n"));
+    assert_non_null(strstr(text, "\n  overlap_slowdown: 0   # no fitted table moved it"));
+    snprintf(args, sizeof args, "calibrate transfer %s/t.yaml --base tests/data/calib/fixture_H100.yaml", dir);
+    assert_int_equal(run(args, &o, 1), 1);
+    assert_non_null(strstr(o, "t.yaml has no fitted framework section"));
+    mb_free(o);
+    assert_int_equal(run("calibrate transfer tests/data/fit/fitted_a.yaml", &o, 1), 2); /* no --base */
+    assert_non_null(strstr(o, "usage: mbsim calibrate transfer"));
+    mb_free(o);
+    snprintf(args, sizeof args, "%s/t.yaml", dir);
+    unlink(args);
+    rmdir(dir);
+}
+
 static void test_calibrate_nccl_cli(void **state)
 {
     (void)state;
@@ -862,7 +901,7 @@ int main(void)
                                        cmocka_unit_test(test_calibrate_nccl_cli),
                                        cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
-                                       cmocka_unit_test(test_fit_cli_errors),
+                                       cmocka_unit_test(test_fit_cli_errors), cmocka_unit_test(test_calibrate_transfer_cli),
                                        cmocka_unit_test(test_import_emit_cli),
                                        cmocka_unit_test(test_version_and_lists),
                                        cmocka_unit_test(test_sweep_json_stream),

@@ -210,6 +210,41 @@ static void test_cv_family(void **state)
     mb_calib_free(cal);
 }
 
+/* The transfer prior (mb_fit_transfer): per parameter, the median over the fits
+ * that moved it, by hand: tensor_fraction of three fits 0.80, 1.00, 0.90 ->
+ * 0.90; host_kernel moved by two of them (10 and 30 us) -> their mean 20 us
+ * (the third's 99 us does not count: its params lack it); kernel_moe wanted but
+ * moved by none -> the prior's 7 us; overlap_slowdown moved by all but not
+ * wanted -> the prior's 0.1. */
+static void test_transfer(void **state)
+{
+    (void)state;
+    struct mb_calib_framework prior, out, fits[3];
+    memset(&prior, 0, sizeof prior);
+    prior.v[MB_FW_TENSOR_FRACTION] = 1;
+    prior.v[MB_FW_HOST_KERNEL] = 0;
+    prior.v[MB_FW_KERNEL_MOE] = 7e-6;
+    prior.v[MB_FW_OVERLAP_SLOWDOWN] = 0.1;
+    const double tf[3] = {0.80, 1.00, 0.90}, hk[3] = {10e-6, 30e-6, 99e-6};
+    unsigned all = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_OVERLAP_SLOWDOWN), params[3];
+    for (int i = 0; i < 3; i++) {
+        fits[i] = prior;
+        fits[i].v[MB_FW_TENSOR_FRACTION] = tf[i];
+        fits[i].v[MB_FW_HOST_KERNEL] = hk[i];
+        fits[i].v[MB_FW_OVERLAP_SLOWDOWN] = 0.3;
+        params[i] = all | (i < 2 ? MB_FIT_PARAM(MB_FW_HOST_KERNEL) : 0);
+    }
+    unsigned want = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_HOST_KERNEL) |
+                    MB_FIT_PARAM(MB_FW_KERNEL_MOE);
+    mb_fit_transfer(fits, params, 3, want, &prior, &out);
+    assert_float_equal(out.v[MB_FW_TENSOR_FRACTION], 0.90, 1e-12);
+    assert_float_equal(out.v[MB_FW_HOST_KERNEL], 20e-6, 1e-15);
+    assert_float_equal(out.v[MB_FW_KERNEL_MOE], 7e-6, 1e-15);
+    assert_float_equal(out.v[MB_FW_OVERLAP_SLOWDOWN], 0.1, 1e-12);
+    mb_fit_transfer(fits, params, 0, want, &prior, &out); /* no fit to transfer from: the prior */
+    assert_float_equal(out.v[MB_FW_TENSOR_FRACTION], 1, 1e-12);
+}
+
 /* A row of another GPU than the table's is an error; no rows: the defaults. */
 static void test_bad_input(void **state)
 {
@@ -257,6 +292,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_family), cmocka_unit_test(test_bad_input),
                                        cmocka_unit_test(test_recover), cmocka_unit_test(test_recover_host),
-                                       cmocka_unit_test(test_cv_family)};
+                                       cmocka_unit_test(test_cv_family), cmocka_unit_test(test_transfer)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
