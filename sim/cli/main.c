@@ -140,6 +140,8 @@ static void usage_validate(FILE *fp)
             "               model: per family and GPU, fit on the GPU's other families' rows\n"
             "               (as `mbsim calibrate runs` does), predict the family's rows; prints\n"
             "               the cross-validated and zero-shot MAPE, signed median, per GPU and family;\n"
+            "               a GPU with no other family takes the median of the other GPUs' fits of\n"
+            "               the fold (as `mbsim calibrate transfer` does);\n"
             "               a GPU whose shipped table has no fitted framework section is scored as\n"
             "               shipped, at the defaults (--cv family-all fits it too); with --json one\n"
             "               object: the groups and each row's zero-shot and held-out error\n"
