@@ -338,8 +338,8 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
  * when the same number of layers is added to every virtual pipeline stage,
  * every term of the step -- time, breakdown, static memory, activations, model
  * FLOPs -- changes by the same amount each time, so the step is simulated with
- * about 2 and 4 layers per virtual stage and extended to the real count, as the
- * microbatch extension does for microbatches. */
+ * about 2 and 4 layers per virtual stage (mb__layers_kept) and extended to the
+ * real count, as the microbatch extension does for microbatches. */
 static int mb__uniform_layers(const struct mb_model *m)
 {
     for (int i = 1; i < m->n_layers; i++)
