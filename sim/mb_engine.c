@@ -105,6 +105,7 @@ struct mb_engine {
     size_t n_deps, cap_deps;
     char bad[256];                /* first misuse found while building */
     int no_critical;              /* the caller does not want the critical path: no releasers kept */
+    int fold;                     /* fold chains (mb_engine_fold_chains), when no_critical */
 
     struct mb_flow_sys *net;      /* links live here (same ids) */
     struct mb_queue *q;
@@ -112,6 +113,7 @@ struct mb_engine {
     /* run state */
     int ran;                      /* a run happened: results must be reset before the next */
     int *succ;                    /* CSR successor lists (task.succ_off, task.n_succ) */
+    unsigned char *rides;         /* per task: 1 = runs in its stream predecessor's event (a chain) */
     int last_end;                 /* task that ended last (lowest id among ties), -1 */
     double last_end_t;            /* when it ended */
     double *frem;                 /* per flow id: bytes remaining */
@@ -159,6 +161,8 @@ struct mb_engine *mb_engine_new(void)
 static void mb_engine__free_run(struct mb_engine *e)
 {
     mb_free(e->succ);
+    mb_free(e->rides);
+    e->rides = NULL;
     mb_free(e->frem);
     mb_free(e->ftask);
     mb_free(e->scratch);
@@ -187,6 +191,11 @@ void mb_engine_free(struct mb_engine *e)
 void mb_engine_track_critical(struct mb_engine *e, int on)
 {
     e->no_critical = !on;
+}
+
+void mb_engine_fold_chains(struct mb_engine *e, int on)
+{
+    e->fold = on;
 }
 
 int mb_engine_add_link(struct mb_engine *e, double capacity)
@@ -328,6 +337,17 @@ static inline void mb_engine__push(struct mb_engine *e, double time, int task)
     mb_queue_push(e->q, time, (e->seq++ << 32) | (unsigned)task);
 }
 
+/* When the chain starting at task t ends: its tasks' durations added one by
+ * one to its start, the sums the event loop would form event by event. */
+static inline double mb_engine__chain_end(const struct mb_engine *e, const struct mb_task *tk)
+{
+    double end = e->now + tk->duration;
+    if (e->rides)
+        for (int nx = tk->next; nx >= 0 && e->rides[nx]; nx = e->tasks[nx].next)
+            end += e->tasks[nx].duration;
+    return end;
+}
+
 static inline void mb_engine__start(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
@@ -342,7 +362,7 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
         e->now_stack[e->n_now++] = t;
         return;
     }
-    mb_engine__push(e, e->now + tk->duration, t);
+    mb_engine__push(e, mb_engine__chain_end(e, tk), t);
 }
 
 /* Predecessor t of task u has just completed: it released u if it ended last
@@ -358,8 +378,34 @@ static inline void mb_engine__note_release(struct mb_engine *e, int t, struct mb
     }
 }
 
+/* The chain that task t heads has ended (its event): every task of it but the
+ * last ends, releasing the next, which starts there (the last one completes
+ * as any task). Returns the last task. Only where no critical path is kept:
+ * `last_end` and the releasers are not updated for the tasks passed over. */
+static int mb_engine__chain_pass(struct mb_engine *e, int t)
+{
+    struct mb_task *tk = &e->tasks[t];
+    struct mb_stream *s = &e->streams[tk->stream];
+    while (tk->next >= 0 && e->rides[tk->next]) {
+        tk->end = tk->start + tk->duration;
+        s->busy += tk->end - tk->start;
+        e->n_done++;
+        int nx = tk->next;
+        struct mb_task *x = &e->tasks[nx];
+        assert(x->pending == tk->n_succ);
+        x->pending = 0;
+        x->start = tk->end;
+        s->cur = nx;
+        t = nx;
+        tk = x;
+    }
+    return t;
+}
+
 static void mb_engine__complete(struct mb_engine *e, int t)
 {
+    if (e->rides && e->tasks[t].next >= 0 && e->rides[e->tasks[t].next])
+        t = mb_engine__chain_pass(e, t);
     struct mb_task *tk = &e->tasks[t];
     tk->end = e->now;
     e->n_done++;
@@ -507,6 +553,33 @@ static void mb_engine__build_csr(struct mb_engine *e)
     }
 }
 
+/* Whether task t can run in the same event as its stream predecessor p: neither
+ * has flows or zero length, every edge out of p goes to t and every edge into
+ * t comes from p, so t starts exactly when p ends and nothing else sees p end. */
+static int mb_engine__can_ride(const struct mb_engine *e, const struct mb_task *p, int t)
+{
+    const struct mb_task *x = &e->tasks[t];
+    if (p->n_flows || x->n_flows || !(p->duration > 0) || !(x->duration > 0) || x->pending != p->n_succ)
+        return 0;
+    for (int i = 0; i < p->n_succ; i++)
+        if (e->succ[p->succ_off + i] != t)
+            return 0;
+    return 1;
+}
+
+/* Mark the chains: tasks that ride in their stream predecessor's event (in id
+ * order: a stream's next task is mostly a near id, a walk along streams
+ * would jump through the array). */
+static void mb_engine__mark_chains(struct mb_engine *e)
+{
+    e->rides = mb_calloc(e->n_tasks ? e->n_tasks : 1, 1);
+    for (size_t p = 0; p < e->n_tasks; p++) {
+        int nx = e->tasks[p].next;
+        if (nx >= 0)
+            e->rides[nx] = (unsigned char)mb_engine__can_ride(e, &e->tasks[p], nx);
+    }
+}
+
 /* Reset the run state; results are reset only when a run already wrote them
  * (add_task starts every task at -1). */
 static void mb_engine__setup(struct mb_engine *e)
@@ -514,6 +587,8 @@ static void mb_engine__setup(struct mb_engine *e)
     mb_engine__free_run(e);
     mb_queue_clear(e->q);
     mb_engine__build_csr(e);
+    if (e->fold && e->no_critical)
+        mb_engine__mark_chains(e);
     e->now = e->t_adv = 0;
     e->dirty = 0;
     e->flow_pending = 0;

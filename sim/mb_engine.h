@@ -55,6 +55,21 @@ void mb_engine_free(struct mb_engine *e);   /* accepts NULL */
  */
 void mb_engine_track_critical(struct mb_engine *e, int on);
 
+/**
+ * @brief Whether runs without a critical path (mb_engine_track_critical off)
+ * fold chains into one event (off by default): a task without flows and of
+ * nonzero length whose only predecessor is the task before it on its stream,
+ * itself without flows, of nonzero length and with no other successor, starts
+ * exactly when that task ends and nothing else sees that end, so the chain's
+ * end is computed when it starts (the durations added one by one, as events
+ * would add them) and one event completes it. Every task's start and end, the
+ * streams' busy sums and the makespan are those of an unfolded run, to the
+ * bit where no two events tie in time; where they do, their order of handling
+ * may differ, which moves nothing but the order of equal-time work.
+ * mb_engine_n_events counts the folded chain as one event.
+ */
+void mb_engine_fold_chains(struct mb_engine *e, int on);
+
 /** @brief Add a link of `capacity` bytes/s (> 0). @return link id (0, 1, ...). */
 int mb_engine_add_link(struct mb_engine *e, double capacity);
 

@@ -198,8 +198,10 @@ struct mb_step_opts {
     int critical_path;   /* compute r->critical (costs ~10% of a simulation) */
     int layer_cap;       /* > 0: models whose decoder layers are all of one kind and divide evenly
                             over the virtual stages are simulated with 2 and 4 layers per virtual
-                            stage and extended linearly (sweeps); 0 = every layer. Ignored when a
-                            trace or the op table is asked for */
+                            stage (1 and 2 for plain 1F1B at pp >= 4; none removed where the two
+                            runs would hold as many layers as the model) and extended linearly
+                            (sweeps); 0 = every layer. Ignored when a trace or the op table is
+                            asked for */
     const char *trace;   /* write a Chrome/Perfetto trace of the simulated microbatches here (NULL =
                             none; "-" = stdout, JSON alone; "*.gz" = gzip); see mb_step_trace */
     int ops;             /* fill r->ops, the per-op table of the critical stage (free: mb_result_free) */

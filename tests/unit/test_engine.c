@@ -424,6 +424,98 @@ static void test_deps_respected(void **state)
     mb_engine_free(e);
 }
 
+/* Folded chains (mb_engine_fold_chains), by hand: stream 0 runs A (1 s),
+ * B (2 s, also after A by an edge), C (3.5 s); stream 1 runs X (0.5 s) after
+ * B. B's only predecessor is A and A has no other successor, so B rides in
+ * A's event; C does not (X sees B end). Times as unfolded: A [0,1], B [1,3],
+ * C [3,6.5], X [3,3.5]; events 3 instead of 4, and 4 again when the
+ * critical path is tracked (folding is off then). */
+static void test_fold_chains(void **state)
+{
+    (void)state;
+    for (int critical = 0; critical <= 1; critical++) {
+        struct mb_engine *e = mb_engine_new();
+        mb_engine_track_critical(e, critical);
+        mb_engine_fold_chains(e, 1);
+        int s0 = mb_engine_add_stream(e), s1 = mb_engine_add_stream(e);
+        int a = add_compute(e, s0, 1.0), b = add_compute(e, s0, 2.0), c = add_compute(e, s0, 3.5);
+        int x = add_compute(e, s1, 0.5);
+        mb_engine_add_dep(e, a, b);
+        mb_engine_add_dep(e, b, x);
+        assert_int_equal(mb_engine_run(e, NULL), 0);
+        assert_dbl(mb_engine_task_start(e, b), 1.0);
+        assert_dbl(mb_engine_task_end(e, b), 3.0);
+        assert_dbl(mb_engine_task_start(e, c), 3.0);
+        assert_dbl(mb_engine_task_end(e, c), 6.5);
+        assert_dbl(mb_engine_task_start(e, x), 3.0);
+        assert_dbl(mb_engine_task_end(e, x), 3.5);
+        assert_dbl(mb_engine_stream_busy(e, s0), 6.5);
+        assert_dbl(mb_engine_makespan(e), 6.5);
+        assert_int_equal(mb_engine_n_events(e), critical ? 4 : 3);
+        mb_engine_free(e);
+    }
+}
+
+/* A random graph whose durations are drawn from a continuum (no two events
+ * tie): 8 streams, 3 links, transfers, zero-length tasks, edges from the
+ * stream predecessor and from random earlier tasks. Folded and unfolded runs
+ * give bit-identical starts, ends, busy sums and makespan, in fewer events. */
+static void build_fold_random(struct mb_engine *e, unsigned long long seed, int n)
+{
+    struct mb_rng rng;
+    mb_rng_seed(&rng, seed);
+    int last[8];
+    for (int l = 0; l < 3; l++)
+        mb_engine_add_link(e, (1 + l) * 100 * MB);
+    for (int s = 0; s < 8; s++) {
+        mb_engine_add_stream(e);
+        last[s] = -1;
+    }
+    for (int t = 0; t < n; t++) {
+        struct mb_flow_desc f = {.bytes = (1 + mb_rng_uniform(&rng) * 9) * MB, .n_links = 1,
+                                 .links = {(int)(mb_rng_uniform(&rng) * 3)}};
+        double u = mb_rng_uniform(&rng);
+        int st = (int)(mb_rng_uniform(&rng) * 8);
+        struct mb_task_desc d = {.stream = st, .duration = u < 0.1 ? 0 : mb_rng_uniform(&rng),
+                                 .n_flows = u > 0.8, .flows = &f};
+        assert_int_equal(mb_engine_add_task(e, &d), t);
+        if (last[st] >= 0 && mb_rng_uniform(&rng) < 0.5)
+            mb_engine_add_dep(e, last[st], t);
+        if (t > 0 && mb_rng_uniform(&rng) < 0.15)
+            mb_engine_add_dep(e, (int)(mb_rng_uniform(&rng) * t), t);
+        last[st] = t;
+    }
+}
+
+static void test_fold_random(void **state)
+{
+    (void)state;
+    enum { N = 4000 };
+    struct mb_engine *e[2];
+    for (int i = 0; i < 2; i++) {
+        e[i] = mb_engine_new();
+        mb_engine_track_critical(e[i], 0);
+        mb_engine_fold_chains(e[i], i);
+        build_fold_random(e[i], 7, N);
+        assert_int_equal(mb_engine_run(e[i], NULL), 0);
+    }
+    for (int t = 0; t < N; t++) {
+        double s0 = mb_engine_task_start(e[0], t), s1 = mb_engine_task_start(e[1], t);
+        double f0 = mb_engine_task_end(e[0], t), f1 = mb_engine_task_end(e[1], t);
+        assert_memory_equal(&s0, &s1, sizeof s0);
+        assert_memory_equal(&f0, &f1, sizeof f0);
+    }
+    for (int s = 0; s < 8; s++) {
+        double b0 = mb_engine_stream_busy(e[0], s), b1 = mb_engine_stream_busy(e[1], s);
+        assert_memory_equal(&b0, &b1, sizeof b0);
+    }
+    double m0 = mb_engine_makespan(e[0]), m1 = mb_engine_makespan(e[1]);
+    assert_memory_equal(&m0, &m1, sizeof m0);
+    assert_true(mb_engine_n_events(e[1]) < mb_engine_n_events(e[0]));
+    mb_engine_free(e[0]);
+    mb_engine_free(e[1]);
+}
+
 /* Empty graph: nothing to do, makespan 0, no events. Streams without tasks
  * are fine. */
 static void test_empty(void **state)
@@ -516,6 +608,8 @@ int main(void)
         cmocka_unit_test(test_deadlock),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_deps_respected),
+        cmocka_unit_test(test_fold_chains),
+        cmocka_unit_test(test_fold_random),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_critical_path),

@@ -10,6 +10,7 @@
  * The screen (--screen K) is checked against simulating every configuration.
  * Run from the source tree (ctest sets WORKING_DIRECTORY and MBSIM_DATA_DIR).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,6 +258,46 @@ static void test_run_invalid_and_shards(void **state)
     assert_int_equal(n3, 0);
     mb_free(r3);
     mb_free(rows);
+    mb_sweep_free(&sw);
+}
+
+/* The layer extension keeps 1 and 2 layers per stage for plain 1F1B at
+ * pp >= 4 (step.c): on Qwen3-235B-A22B / 256 GB200 (tests/data/sweep/moe256.yaml)
+ * at tp 2, ep 16, pp 4 and 8, with and without full recompute, the sweep's
+ * steps stay within 0.25 % of every microbatch and layer simulated (--exact;
+ * the whole grid's PP 4 and PP 8 rows: at most 0.2 %), with the same memory
+ * (1e-5) and OOM verdicts. */
+static void test_deep_pipeline_extension(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/moe256.yaml", &sw, &err), 0);
+    static const char *axes[] = {"parallel.tp=2", "parallel.pp=4,8", "parallel.ep=16", "data.micro_batch_size=1",
+                                 "recompute.granularity=none,full", "moe.dispatcher=hybridep",
+                                 "cuda_graph.modules=none"};
+    for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++)
+        assert_int_equal(mb_sweep_set(&sw, axes[i], &err), 0);
+    struct mb_sweep_row *fast, *exact;
+    size_t n, n2;
+    assert_int_equal(mb_sweep_run(&sw, 0, 1, 2, NULL, NULL, &fast, &n), 0);
+    sw.exact = 1;
+    assert_int_equal(mb_sweep_run(&sw, 0, 1, 2, NULL, NULL, &exact, &n2), 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(n2, 4);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(fast[i].status, MB_SWEEP_OK);
+        assert_int_equal(exact[i].status, MB_SWEEP_OK);
+        double d = fast[i].step_time_s / exact[i].step_time_s - 1;
+        if (fabs(d) > 0.0025)
+            fail_msg("configuration %zu: step %.6g s, exact %.6g s (%+.3g %%)", i, fast[i].step_time_s,
+                     exact[i].step_time_s, 100 * d);
+        assert_true(fabs(fast[i].peak_memory_gib / exact[i].peak_memory_gib - 1) < 1e-5);
+        assert_int_equal(fast[i].oom, exact[i].oom);
+    }
+    mb_free(fast);
+    mb_free(exact);
     mb_sweep_free(&sw);
 }
 
@@ -620,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_scenario_set),
         cmocka_unit_test(test_load_node),
         cmocka_unit_test(test_run_invalid_and_shards),
+        cmocka_unit_test(test_deep_pipeline_extension),
         cmocka_unit_test(test_pareto_and_rank),
         cmocka_unit_test(test_stream_skip_stop),
         cmocka_unit_test(test_read_tsv),
