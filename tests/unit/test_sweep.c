@@ -301,6 +301,51 @@ static void test_deep_pipeline_extension(void **state)
     mb_sweep_free(&sw);
 }
 
+/* With a vision encoder the layer extension checks its linearity with a third
+ * run (step.c, mb__layers_linear): on Qwen3-VL-30B-A3B / 256 GB200
+ * (tests/data/sweep/vlm9216.yaml) the two configurations the 2- and 4-layer
+ * runs extended worst -- PP1 EP64 full recompute HybridEP with EP overlap
+ * (+26.9 % against every layer simulated) and PP2 EP64 selective recompute
+ * alltoall (-23.5 %), both with TE graphs over attention and the router --
+ * must come out within 0.5 % of --exact, with the same OOM verdict. The
+ * expectation is the full simulation itself (sw.exact), computed here. */
+static void test_vision_layer_extension(void **state)
+{
+    (void)state;
+    static const char *const cfg[2][4] = {
+        {"parallel.pp=1", "recompute.granularity=full", "moe.dispatcher=hybridep", "overlap.ep_comm=true"},
+        {"parallel.pp=2", "recompute.granularity=selective", "moe.dispatcher=alltoall", "overlap.ep_comm=false"}};
+    static const char *const common[] = {"parallel.tp=1",       "parallel.vpp=1", "parallel.ep=64",
+                                         "data.micro_batch_size=1", "cuda_graph.modules=attn+moe_router",
+                                         "freeze=[]"};
+    for (int c = 0; c < 2; c++) {
+        struct mb_sweep sw;
+        struct mb_err err;
+        mb_err_clear(&err);
+        assert_int_equal(mb_sweep_load("tests/data/sweep/vlm9216.yaml", &sw, &err), 0);
+        for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+            assert_int_equal(mb_sweep_set(&sw, common[i], &err), 0);
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(mb_sweep_set(&sw, cfg[c][i], &err), 0);
+        struct mb_sweep_row *fast, *exact;
+        size_t n, n2;
+        assert_int_equal(mb_sweep_run(&sw, 0, 1, 1, NULL, NULL, &fast, &n), 0);
+        sw.exact = 1;
+        assert_int_equal(mb_sweep_run(&sw, 0, 1, 1, NULL, NULL, &exact, &n2), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(n2, 1);
+        assert_int_equal(fast[0].status, MB_SWEEP_OK);
+        double d = fast[0].step_time_s / exact[0].step_time_s - 1;
+        if (fabs(d) > 0.005)
+            fail_msg("%s: step %.6g s, exact %.6g s (%+.3g %%)", cfg[c][0], fast[0].step_time_s, exact[0].step_time_s,
+                     100 * d);
+        assert_int_equal(fast[0].oom, exact[0].oom);
+        mb_free(fast);
+        mb_free(exact);
+        mb_sweep_free(&sw);
+    }
+}
+
 static struct mb_sweep_row mk(size_t idx, double tok, double mem, int oom, enum mb_sweep_status st)
 {
     struct mb_sweep_row r;
@@ -662,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_load_node),
         cmocka_unit_test(test_run_invalid_and_shards),
         cmocka_unit_test(test_deep_pipeline_extension),
+        cmocka_unit_test(test_vision_layer_extension),
         cmocka_unit_test(test_pareto_and_rank),
         cmocka_unit_test(test_stream_skip_stop),
         cmocka_unit_test(test_read_tsv),
