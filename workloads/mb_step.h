@@ -194,7 +194,7 @@ struct mb_calib; /* mb_calib.h */
 struct mb_step_opts {
     int mb_cap;          /* simulate at most this many microbatches per DP rank (at least 4*pp; 2*pp for
                             1F1B over identical microbatches) and extend the periodic steady state
-                            linearly; 0 = default 64, < 0 = all */
+                            linearly; 0 = default 64, 512 with drawn data (images, packing), < 0 = all */
     int critical_path;   /* compute r->critical (costs ~10% of a simulation) */
     int layer_cap;       /* > 0: models whose decoder layers are all of one kind and divide evenly
                             over the virtual stages are simulated with 2 and 4 layers per virtual

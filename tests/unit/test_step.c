@@ -88,6 +88,38 @@ static void test_bubble_1f1b(void **state)
     mb_scenario_free(&s);
 }
 
+/* Drawn data: every microbatch of a rank differs, so a single prediction
+ * simulates every one of them up to 512 per rank (step.c MB_STEP_MB_CAP_DRAWN)
+ * instead of extending runs of 32 and 64. The expectation is the full
+ * simulation (mb_step_simulate_exact) of tests/data/step/drawn_96mb.yaml, 96
+ * microbatches per rank: the default prediction must be it, step time and
+ * peak memory alike, while runs of 32 and 64 (mb_cap 64) extended miss part
+ * of the draws and differ. */
+static void test_drawn_microbatches(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r, x, c;
+    struct mb_err e;
+    mb_err_clear(&e);
+    load("tests/data/step/drawn_96mb.yaml", &s);
+    sim(&s, &r);
+    assert_int_equal(mb_step_simulate_exact(&s, &x, &e), 0);
+    struct mb_step_opts o = {.mb_cap = 64, .critical_path = 1};
+    assert_int_equal(mb_step_simulate_opts(&s, &o, &c, &e), 0);
+    assert_int_equal(r.microbatches, 96);
+    assert_true(r.step_time_s == x.step_time_s);
+    assert_true(r.mem.peak_allocated == x.mem.peak_allocated);
+    print_message("96 drawn microbatches: step %.6f s, peak %.4f GiB; from 32 and 64: %.6f s, %.4f GiB\n",
+                  x.step_time_s, x.mem.peak_allocated / 1073741824.0, c.step_time_s,
+                  c.mem.peak_allocated / 1073741824.0);
+    assert_true(c.step_time_s != x.step_time_s || c.mem.peak_allocated != x.mem.peak_allocated);
+    mb_result_free(&r);
+    mb_result_free(&x);
+    mb_result_free(&c);
+    mb_scenario_free(&s);
+}
+
 /* mb_step_bound: below every simulated step and its device memory. On the
  * 1F1B pipeline of test_bubble_1f1b (identical layers, p = 4, m = 16) the
  * step is the busiest stage's compute stretched by the bubble, so the bound
@@ -1838,7 +1870,7 @@ int main(void)
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_gpu_memory), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
-        cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_step_bound),
+        cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
         cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),
     };

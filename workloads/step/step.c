@@ -276,6 +276,14 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
  * communication (hidden behind more backward work as m grows) still differs
  * between m1 and m2, the full simulation runs instead. */
 #define MB_STEP_MB_CAP 64
+/* With drawn data (images, packed lengths) the steady state is not periodic:
+ * a rank's microbatches differ, and the memory peak is the heaviest window of
+ * draws in flight, which runs of part of the microbatches miss (a Qwen3-VL PP 4
+ * / VPP 2 rank of 128 microbatches: 34.3 GiB from runs of 32 and 64, 35.7 with
+ * all 128, docs/sweep.md). A single prediction therefore simulates up to this
+ * many of them (a 128-microbatch VLM step: under 0.1 s); sweeps keep their own
+ * --mb-cap. */
+#define MB_STEP_MB_CAP_DRAWN 512
 
 /* Fewest microbatches per stage the extension's longer run needs, in units of
  * pp: 4, or 2 (runs of pp and 2 pp microbatches) for plain 1F1B over
@@ -286,10 +294,14 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
  * steps, by at most 4.5e-5. Interleaving (a deeper warm-up) and drawn data
  * (microbatches differ, so short runs sample them poorly: up to 27 % on the
  * VLM grid) keep 4. */
+static int mb__drawn(const struct mb_scenario *s)
+{
+    return s->packed || (!s->mock && s->images.dist != MB_IMG_NONE && s->model.vision.depth > 0);
+}
+
 static int mb__mb_floor(const struct mb_scenario *s)
 {
-    int drawn = s->packed || (!s->mock && s->images.dist != MB_IMG_NONE && s->model.vision.depth > 0);
-    return (s->vpp > 1 || drawn) ? 4 : 2;
+    return (s->vpp > 1 || mb__drawn(s)) ? 4 : 2;
 }
 
 static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
@@ -300,7 +312,7 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     if (cap < 0)
         return mb__simulate(s, m, a, r, err);
     if (cap == 0)
-        cap = MB_STEP_MB_CAP;
+        cap = mb__drawn(s) ? MB_STEP_MB_CAP_DRAWN : MB_STEP_MB_CAP;
     if (cap < mb__mb_floor(s) * p)
         cap = mb__mb_floor(s) * p;
     cap -= cap % p;
