@@ -187,6 +187,13 @@ static void write_framework(FILE *fp, const struct mb_fit_set *set, const size_t
     }
 }
 
+/* A shipped GPU name or a table file. */
+static int load_table(const char *name, struct mb_calib **cal, struct mb_err *err)
+{
+    int shipped = !strchr(name, '/') && !strstr(name, ".yaml");
+    return mb_calib_load(shipped ? name : NULL, shipped ? NULL : name, cal, err);
+}
+
 int mb_cmd_calibrate_runs(int argc, char **argv)
 {
     const char *csv = NULL, *gpu = NULL, *base = NULL, *out = NULL;
@@ -286,8 +293,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         return 1;
     }
     struct mb_calib *cal = NULL;
-    int shipped = base && !strchr(base, '/') && !strstr(base, ".yaml");
-    if (mb_calib_load(base && shipped ? base : gpu, base && !shipped ? base : NULL, &cal, &err)) {
+    if (load_table(base ? base : gpu, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);
         free(idx);
@@ -351,13 +357,6 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     free(idx);
     mb_fit_set_free(&set);
     return rc ? 1 : 0;
-}
-
-/* A shipped GPU name or a table file. */
-static int load_table(const char *name, struct mb_calib **cal, struct mb_err *err)
-{
-    int shipped = !strchr(name, '/') && !strstr(name, ".yaml");
-    return mb_calib_load(shipped ? name : NULL, shipped ? NULL : name, cal, err);
 }
 
 static void write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsigned params, const char **from, int n,
