@@ -384,9 +384,9 @@ static void test_bad_input(void **state)
     /* an unknown --system is the option's error, said before the file's settings are judged
      * (it came last, as "the imported settings do not make a valid scenario: unknown system") */
     o.system = "dgx_h1000";
-    assert_non_null(strstr(import_err(QWEN, MB_MEGATRON_LM, &o),
-                               "--system dgx_h1000: unknown system 'dgx_h1000'; known: "));
-    assert_null(strstr(msg, "do not make a valid scenario"));
+    const char *sys_msg = import_err(QWEN, MB_MEGATRON_LM, &o);
+    assert_non_null(strstr(sys_msg, "--system dgx_h1000: unknown system 'dgx_h1000'; known: "));
+    assert_null(strstr(sys_msg, "do not make a valid scenario"));
     o.system = "dgx_h100";
 
     fp = fopen("test_megatron_bad.sh", "w");
