@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli_opts.h"
@@ -69,9 +70,15 @@ static int parse_params(const char *list, unsigned *out)
     return *out ? 0 : -1;
 }
 
-/* The folder of `path` can take a new file (checked before a fit of tens of seconds). */
+/* The folder of `path` can take a new file and path is not a folder (checked
+ * before a fit of tens of seconds); errno says why not. */
 static int writable_dir(const char *path)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        return 0;
+    }
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -428,7 +435,10 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
             rc = transfer_usage(stdout, 0);
         else if (c == 'o')
             out = v;
-        else if (c == O_BASE)
+        else if (c == O_BASE && base) {
+            fprintf(stderr, "mbsim calibrate transfer: --base given twice ('%s', '%s')\n", base, v);
+            rc = 2;
+        } else if (c == O_BASE)
             base = v;
         else if (c != CLI_OPERAND)
             rc = transfer_usage(stderr, 2);
@@ -440,8 +450,20 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     cli_opts_free(&g);
     if (rc >= 0)
         return rc;
-    if (!base || n == 0)
+    if (!base || n == 0) {
+        fprintf(stderr, "mbsim calibrate transfer: %s\n",
+                !base ? "--base TABLE is required (the table of the GPU without runs)"
+                      : "name at least one fitted table to transfer from");
         return transfer_usage(stderr, 2);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcasecmp(from[i], from[j])) {
+                fprintf(stderr, "mbsim calibrate transfer: %s is named twice (each table counts once in the "
+                                "median)\n",
+                        from[i]);
+                return 2;
+            }
     if (out && !writable_dir(out)) {
         fprintf(stderr, "mbsim calibrate transfer: cannot write %s (%s)\n", out, strerror(errno));
         return 1;
@@ -455,7 +477,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         struct mb_calib *t = NULL;
         if (load_table(from[i], &t, &err)) {
             mb_err_format(&err, msg, sizeof msg);
-            fprintf(stderr, "%s\n", msg);
+            fprintf(stderr, "mbsim calibrate transfer: %s\n", msg);
             return 1;
         }
         mb_calib_framework_get(t, &fits[i]);
@@ -463,8 +485,9 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         params[i] = fits[i].fitted;
         want |= params[i];
         if (!params[i]) {
-            fprintf(stderr, "mbsim calibrate transfer: %s has no fitted framework section (its fit.params names "
-                            "nothing; `mbsim calibrate runs` writes one)\n",
+            fprintf(stderr, "mbsim calibrate transfer: %s has no fitted framework parameters (its fit.params "
+                            "names none: defaults, hand-set or transferred values; `mbsim calibrate runs` "
+                            "writes a fitted section)\n",
                     from[i]);
             return 1;
         }
@@ -472,7 +495,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     struct mb_calib *cal = NULL;
     if (load_table(base, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
-        fprintf(stderr, "%s\n", msg);
+        fprintf(stderr, "mbsim calibrate transfer: --base %s: %s\n", base, msg);
         return 1;
     }
     mb_calib_framework_get(cal, &prior);

@@ -352,10 +352,17 @@ static void test_calibrate_transfer_cli(void **state)
     assert_non_null(strstr(text, "\n  overlap_slowdown: 0   # no fitted table moved it"));
     snprintf(args, sizeof args, "calibrate transfer %s/t.yaml --base tests/data/calib/fixture_H100.yaml", dir);
     assert_int_equal(run(args, &o, 1), 1);
-    assert_non_null(strstr(o, "t.yaml has no fitted framework section"));
+    assert_non_null(strstr(o, "t.yaml has no fitted framework parameters"));
     mb_free(o);
     assert_int_equal(run("calibrate transfer tests/data/fit/fitted_a.yaml", &o, 1), 2); /* no --base */
-    assert_non_null(strstr(o, "usage: mbsim calibrate transfer"));
+    assert_non_null(strstr(o, "--base TABLE is required"));
+    mb_free(o);
+    /* a table named twice would weigh twice in the median */
+    assert_int_equal(run("calibrate transfer tests/data/fit/fitted_a.yaml tests/data/fit/fitted_a.yaml "
+                         "--base tests/data/calib/fixture_H100.yaml",
+                         &o, 1),
+                     2);
+    assert_non_null(strstr(o, "fitted_a.yaml is named twice"));
     mb_free(o);
     snprintf(args, sizeof args, "%s/t.yaml", dir);
     unlink(args);
