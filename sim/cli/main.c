@@ -460,8 +460,9 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
         mb_validate_print_text(&sum, stdout);
     int rc = 0;
     if (sum.n_predicted == 0) { /* a MAPE of nothing is not a result: the reasons are printed above */
-        fprintf(stderr, "mbsim validate: no row could be predicted (%zu %s read, %zu skipped)\n", sum.n_rows,
-                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_skipped);
+        fprintf(stderr, "mbsim validate: no row could be predicted in %s%s (%zu %s read, %zu skipped)\n", files[0],
+                nfiles > 1 ? " and the other files" : "", sum.n_rows, mb_plural((long long)sum.n_rows, "row", "rows"),
+                sum.n_skipped);
         rc = EXIT_BAD_INPUT;
     }
     if (drift->baseline) {

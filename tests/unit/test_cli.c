@@ -261,7 +261,8 @@ static void test_validate_cli(void **state)
     /* nothing predicted is no result: the skip summary, then exit 1 (a MAPE of no row is not a number) */
     assert_int_equal(run("validate tests/data/validate/header_only.csv", &o, 1), 1);
     assert_non_null(strstr(o, "MAPE: n/a (no row predicted)"));
-    assert_non_null(strstr(o, "mbsim validate: no row could be predicted (0 rows read, 0 skipped)"));
+    assert_non_null(strstr(o, "mbsim validate: no row could be predicted in tests/data/validate/header_only.csv "
+                              "(0 rows read, 0 skipped)"));
     mb_free(o);
     /* -j: the same JSON on one thread and three; --progress: lines on stderr (here not a
      * terminal), then the closing count; stdout is unchanged */
