@@ -651,8 +651,8 @@ struct mb_fit__fold {
     int state;                    /* 0: no rows of f on g; 1: fitted; 2: no other family on g (transfer) */
 };
 
-/* Predict the rows of GPU gpu and family fam with base and fw into cv->err_cv. */
-static void mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, const char *gpu, const char *fam,
+/* Predict the rows of GPU gpu and family fam with base and fw into cv->err_cv; the number of rows. */
+static size_t mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, const char *gpu, const char *fam,
                                const struct mb_calib *base, const struct mb_calib_framework *fw)
 {
     struct mb_fit__job *jobs = mb_calloc(set->n + 1, sizeof *jobs);
@@ -668,6 +668,7 @@ static void mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, con
         cv->err_cv[w - set->rows] = mb_fit__err(w, p);
     }
     mb_free(jobs);
+    return n;
 }
 
 /* Cross-validate GPU gi (table base): the zero-shot errors, then every fold
@@ -759,14 +760,8 @@ static void mb_fit__cv_transfer(struct mb_fit_set *set, struct mb_fit_cv *cv, co
         }
     mb_fit__prior(bases[gi], params[gi], &prior);
     mb_fit_transfer(fits, fp, k, params[gi], &prior, &fw);
-    mb_fit__cv_predict(set, cv, gpus[gi], fam, bases[gi], &fw);
-    for (size_t i = 0; i < set->n; i++)
-        if (!strcmp(set->rows[i].gpu, gpus[gi]) && !strcmp(set->rows[i].family, fam)) {
-            if (k)
-                cv->n_transfer++;
-            else
-                cv->n_default++;
-        }
+    size_t n = mb_fit__cv_predict(set, cv, gpus[gi], fam, bases[gi], &fw);
+    *(k ? &cv->n_transfer : &cv->n_default) += n;
     mb_free(fits);
     mb_free(fp);
 }

@@ -146,18 +146,65 @@ static void write_value(FILE *fp, enum mb_fw_param p, double v)
         fprintf(fp, "%.4g", v);
 }
 
+/* Today's date, YYYY-MM-DD (UTC). */
+static void today(char *date, size_t n)
+{
+    time_t now = time(NULL);
+    strftime(date, n, "%Y-%m-%d", gmtime(&now));
+}
+
+/* "mbsim calibrate KIND ARGS..." into cmd (the provenance's command line). */
+static void command_line(char *cmd, size_t n, const char *kind, int argc, char **argv)
+{
+    snprintf(cmd, n, "mbsim calibrate %s", kind);
+    for (int i = 0; i < argc; i++) {
+        size_t l = strlen(cmd);
+        snprintf(cmd + l, n - l, " %s", argv[i]);
+    }
+}
+
+/* The section's parameter lines; those outside `params` get `note`. */
+static void write_params(FILE *fp, const double *v, unsigned params, const char *note)
+{
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        fprintf(fp, "  %s: ", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        write_value(fp, (enum mb_fw_param)p, v[p]);
+        fprintf(fp, "%s%s\n", params & MB_FIT_PARAM(p) ? "" : "   # ", params & MB_FIT_PARAM(p) ? "" : note);
+    }
+}
+
+/* Open `out` (stdout without it) and write cal's table file without its
+ * `framework:` section; NULL with the reason on stderr (`who` the command). */
+static FILE *begin_table(const struct mb_calib *cal, const char *out, const char *who)
+{
+    char *text = slurp(mb_calib_path(cal));
+    FILE *fp = !text ? NULL : out ? fopen(out, "w") : stdout;
+    if (!fp)
+        fprintf(stderr, "%s: cannot %s %s (%s)\n", who, text ? "write" : "read",
+                text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
+    else
+        write_without_framework(fp, text);
+    free(text);
+    return fp;
+}
+
+/* Close what begin_table opened: 0, or -1 when the file could not be written. */
+static int end_table(FILE *fp, const char *out, const char *who)
+{
+    if (out && fclose(fp)) {
+        fprintf(stderr, "%s: cannot write %s\n", who, out);
+        return -1;
+    }
+    return 0;
+}
+
 static void write_framework(FILE *fp, const struct mb_fit_set *set, const size_t *idx, const struct mb_fit_result *r,
                             unsigned params, const char *csv, const char *gpu, const char *cmd)
 {
     char date[32];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    today(date, sizeof date);
     fprintf(fp, "framework:   # fitted by `mbsim calibrate runs` (docs/calibration.md); bounds and defaults there\n");
-    for (int p = 0; p < MB_FW_COUNT; p++) {
-        fprintf(fp, "  %s: ", mb_calib_fw_info((enum mb_fw_param)p)->name);
-        write_value(fp, (enum mb_fw_param)p, r->fit.v[p]);
-        fprintf(fp, "%s\n", params & MB_FIT_PARAM(p) ? "" : "   # not fitted: the default");
-    }
+    write_params(fp, r->fit.v, params, "not fitted: the default");
     char src[512];
     snprintf(src, sizeof src,
              "fitted to %zu measured %s runs (%s) on %s by mbsim calibrate runs: MAPE %.1f %% -> %.1f %%; "
@@ -206,11 +253,8 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     const char *csv = NULL, *gpu = NULL, *base = NULL, *out = NULL;
     unsigned params = MB_FIT_DEFAULT_PARAMS;
     int jobs = 0;
-    char cmd[2048] = "mbsim calibrate runs";
-    for (int i = 0; i < argc; i++) {
-        size_t l = strlen(cmd);
-        snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
-    }
+    char cmd[2048];
+    command_line(cmd, sizeof cmd, "runs", argc, argv);
     enum { O_GPU = 256, O_BASE, O_PARAMS };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"output", required_argument, NULL, 'o'},
                                        {"gpu", required_argument, NULL, O_GPU},     {"base", required_argument, NULL, O_BASE},
@@ -341,24 +385,13 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         }
         fprintf(stderr, "  MAPE %.2f %% -> %.2f %%, signed median %+.1f %% -> %+.1f %%\n", r.mape_prior, r.mape_fit,
                 r.median_prior, r.median_fit);
-        char *text = slurp(mb_calib_path(cal));
-        FILE *fp = out ? fopen(out, "w") : stdout;
-        if (!text || !fp) {
-            fprintf(stderr, "mbsim calibrate runs: cannot %s %s (%s)\n", text ? "write" : "read",
-                    text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
+        FILE *fp = begin_table(cal, out, "mbsim calibrate runs");
+        if (!fp) {
             rc = -1;
         } else {
-            write_without_framework(fp, text);
             write_framework(fp, &set, idx, &r, params, csv, gpu, cmd);
-            if (out && fclose(fp)) {
-                fprintf(stderr, "mbsim calibrate runs: cannot write %s\n", out);
-                rc = -1;
-            }
-            fp = NULL;
+            rc = end_table(fp, out, "mbsim calibrate runs");
         }
-        if (fp && out)
-            fclose(fp);
-        free(text);
     }
     mb_calib_free(cal);
     free(idx);
@@ -370,19 +403,14 @@ static void write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsign
                            const char *cmd)
 {
     char date[32], names[512] = "";
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    today(date, sizeof date);
     for (int i = 0; i < n; i++) {
         size_t l = strlen(names);
         snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", from[i]);
     }
     fprintf(fp, "framework:   # transferred by `mbsim calibrate transfer` (docs/calibration.md): no measured runs of "
                 "this GPU\n");
-    for (int p = 0; p < MB_FW_COUNT; p++) {
-        fprintf(fp, "  %s: ", mb_calib_fw_info((enum mb_fw_param)p)->name);
-        write_value(fp, (enum mb_fw_param)p, fw->v[p]);
-        fprintf(fp, "%s\n", params & MB_FIT_PARAM(p) ? "" : "   # no fitted table moved it: the base's value");
-    }
+    write_params(fp, fw->v, params, "no fitted table moved it: the base's value");
     char src[768];
     snprintf(src, sizeof src,
              "the median of the fitted values of %s on %s (mbsim calibrate transfer; no measured run of this GPU "
@@ -417,11 +445,8 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
 {
     const char *base = NULL, *out = NULL, *from[64];
     int n = 0, rc = -1, c;
-    char cmd[2048] = "mbsim calibrate transfer";
-    for (int i = 0; i < argc; i++) {
-        size_t l = strlen(cmd);
-        snprintf(cmd + l, sizeof cmd - l, " %s", argv[i]);
-    }
+    char cmd[2048];
+    command_line(cmd, sizeof cmd, "transfer", argc, argv);
     enum { O_BASE = 256 };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
                                        {"output", required_argument, NULL, 'o'},
@@ -505,22 +530,12 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         write_value(stderr, (enum mb_fw_param)p, fw.v[p]);
         fprintf(stderr, "%s\n", want & MB_FIT_PARAM(p) ? "" : "  (the base's)");
     }
-    char *text = slurp(mb_calib_path(cal));
-    FILE *fp = !text ? NULL : out ? fopen(out, "w") : stdout;
-    rc = 0;
-    if (!text || !fp) {
-        fprintf(stderr, "mbsim calibrate transfer: cannot %s %s (%s)\n", text ? "write" : "read",
-                text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
-        rc = 1;
-    } else {
-        write_without_framework(fp, text);
+    FILE *fp = begin_table(cal, out, "mbsim calibrate transfer");
+    rc = 1;
+    if (fp) {
         write_transfer(fp, &fw, want, from, n, cmd);
-        if (out && fclose(fp)) {
-            fprintf(stderr, "mbsim calibrate transfer: cannot write %s\n", out);
-            rc = 1;
-        }
+        rc = end_table(fp, out, "mbsim calibrate transfer") ? 1 : 0;
     }
-    free(text);
     mb_calib_free(cal);
     return rc;
 }
