@@ -9,8 +9,8 @@
  * the shipped scenarios under scenarios/ are switched to the fixture with
  * use_fixture(), so recalibrating calibration/tables/ moves none of the hand
  * calculations here. Exceptions, which validate the SHIPPED tables against
- * published measurements with loose tolerances: test_moe_layer_benchmark
- * (moe_perf layer times within 20 %), test_ep_overlap (+9..+27 % measured
+ * published measurements: test_moe_layer_benchmark (moe_perf layer times
+ * within 10 %), test_ep_overlap (+9..+27 % measured
  * gain) and test_mock_real_ratio (1.5..2.5, the guide's "roughly twice").
  */
 #include <setjmp.h>
@@ -610,11 +610,15 @@ static void test_mamba_mixer(void **state)
  * step's breakdown: experts, router/permute, exposed all-to-all and host
  * waits, plus `shared_s` for the shared experts, which the breakdown counts
  * under dense_other. */
-/* Simulate s with the shipped H100 table, its GPU-side framework parameters
- * (tensor_fraction, membound_eff) as fitted, but no per-kernel framework time
- * and no step overhead: a layer benchmark that loops one MoELayer between CUDA
- * events keeps the launch queue full, so the Python/PyTorch dispatch time per
- * kernel that a training step shows on its GPU timeline does not appear there. */
+/* Simulate s with the shipped H100 table as fitted (tensor_fraction, membound_eff,
+ * kernel_eager), but without the terms the benchmark's protocol does not have:
+ *  - host_kernel and step_overhead: the loop times one MoELayer between CUDA events,
+ *    with no optimizer step and no iteration around it;
+ *  - kernel_moe: fitted on training rows whose routing is real, which validation
+ *    simulates as balanced (no row states its imbalance), so it carries the EP-wide
+ *    waits for the most-loaded rank per MoE-block kernel; the benchmark forces balanced
+ *    routing (moe_router_force_load_balancing=True in its test_cases.py).
+ * kernel_eager (the Python/PyTorch/TE work per kernel the same code runs) stays. */
 static void moe_layer_sim(const struct mb_scenario *s, struct mb_result *r)
 {
     static struct mb_calib *cal; /* loaded once for the whole test */
@@ -624,7 +628,7 @@ static void moe_layer_sim(const struct mb_scenario *s, struct mb_result *r)
         struct mb_calib_framework fw;
         assert_int_equal(mb_calib_load("H100", NULL, &cal, &e), 0);
         mb_calib_framework_get(cal, &fw);
-        fw.v[MB_FW_HOST_KERNEL] = fw.v[MB_FW_STEP_OVERHEAD] = 0;
+        fw.v[MB_FW_HOST_KERNEL] = fw.v[MB_FW_STEP_OVERHEAD] = fw.v[MB_FW_KERNEL_MOE] = 0;
         mb_calib_framework_set(cal, &fw);
     }
     struct mb_step_opts o = {.critical_path = 1, .cal = cal};
@@ -635,108 +639,173 @@ static void moe_layer_sim(const struct mb_scenario *s, struct mb_result *r)
     }
 }
 
-static double moe_layer_s(const char *path, double shared_s, struct mb_result *r)
+/* MoE layer seconds of scenario `path`: experts, router/permute, exposed all-to-all and
+ * host waits, plus the shared experts, which the breakdown counts under dense_other: the
+ * difference to a twin without them (priced alike, so it is the shared experts alone). */
+static double moe_layer_s(const char *path, struct mb_result *r)
 {
     struct mb_scenario s;
+    struct mb_result t;
     load(path, &s);
     moe_layer_sim(&s, r);
+    double shared = 0;
+    if (s.model.shared_ffn_hidden > 0) {
+        s.model.shared_ffn_hidden = 0;
+        moe_layer_sim(&s, &t);
+        shared = r->breakdown[MB_CAT_DENSE] - t.breakdown[MB_CAT_DENSE];
+        assert_true(shared > 0);
+        mb_result_free(&t);
+    }
     mb_scenario_free(&s);
     return r->breakdown[MB_CAT_EXPERTS] + r->breakdown[MB_CAT_DISPATCH] + r->breakdown[MB_CAT_COMM_EP] +
-           r->breakdown[MB_CAT_HOST] + shared_s;
+           r->breakdown[MB_CAT_HOST] + shared;
 }
 
 /*
  * The Megatron-Core MoE layer benchmark (moe_perf baseline.json, hardware.md B.1: one MoELayer
  * forward + backward timed with CUDA events, TP1 EP8 on 8 H100, 4096 tokens per rank,
- * force-balanced routing), a kernel-level measurement independent of the published runs:
- *   Mixtral proxy BF16 alltoall 4.33 + 7.68 = 12.01 ms; FP8 alltoall 3.79 + 6.62 = 10.41,
- *   FP8 HybridEP 3.70 + 6.57 = 10.27;
- *   DeepSeek proxy BF16 alltoall 7.12 + 10.48 = 17.60, DeepEP 5.68 + 9.06 = 14.74,
- *   HybridEP 5.39 + 8.80 = 14.19, HybridEP FP8 5.14 + 7.69 = 12.83.
+ * force-balanced routing), a kernel-level measurement independent of the published runs; the
+ * twelve cases' forward + backward times are in the table below.
  * Mechanisms checked by hand first: DeepEP/HybridEP send a token once per destination rank,
  * alltoall once per routed expert. Mixtral (1 expert per rank, top-2): no saving, EP bytes
  * ratio 1. DeepSeek proxy (4 experts per rank = one router group of 4, top-4 of 8 groups):
  * a rank is hit with probability 1 - C(7,4)/C(8,4) = 0.5, so 7 x 0.5 = 3.5 remote ranks per
  * token against 8 x 7/8 = 7 remote copies: ratio 0.5; without group-limited routing
  * 1 - C(28,8)/C(32,8) = 0.70450 per rank, ratio 7 x 0.70450 / 7 = 0.70450.
- * Then against the measurement: layer times within 20 %, and the dispatcher ratios
- * (HybridEP/alltoall, DeepEP/alltoall) within 0.05 of the measured ones.
- * The benchmark's experts are GELU, not gated (its TransformerConfig sets neither
- * gated_linear_unit nor activation_func; Megatron-LM tests/functional_tests/test_cases/common/
- * moe_perf @d98e8a64dd), and it leaves moe_permute_fusion_into_hybridep off: the scenarios say so.
- * The tests/data/step/moe_perf/ scenarios name no calibration table on purpose: this test
- * validates the SHIPPED H100 table against a published measurement, with the loose tolerances above
- * (issue 13 asks for 10 %: the Mixtral cases are at -11.7 % BF16 and -17.4 % FP8 blockwise, the
- * DeepSeek ones within +8 %; docs/calibration.md, Framework-time model).
+ * Then against the measurement: every layer time within 10 % (issue 13), DeepEP and HybridEP
+ * faster or slower than alltoall as measured, and three dispatcher ratios within 0.05.
+ * The benchmark's experts are GELU, not gated, unfused (its TransformerConfig sets neither
+ * gated_linear_unit, activation_func nor bias_activation_fusion; Megatron-LM
+ * tests/functional_tests/test_cases/common/moe_perf @d98e8a64dd), and it leaves
+ * moe_permute_fusion_into_hybridep off: the scenarios say so. They name no calibration table on
+ * purpose: this test validates the SHIPPED H100 table (moe_layer_sim says which of its terms the
+ * benchmark has; docs/calibration.md, Framework-time model).
  */
 static void test_moe_layer_benchmark(void **state)
 {
     (void)state;
-    const char *d = "tests/data/step/moe_perf/";
-    char p[256];
-    struct mb_result a, h, x;
-#define F(name) (snprintf(p, sizeof p, "%s%s.yaml", d, name), p)
-    /* shared experts: dense_other with and without them */
-    moe_layer_s(F("deepseek_alltoall"), 0, &a);
-    moe_layer_s(F("deepseek_alltoall_noshared"), 0, &x);
-    double shared = a.breakdown[MB_CAT_DENSE] - x.breakdown[MB_CAT_DENSE];
-    assert_true(shared > 0);
-
-    double ds_a2a = moe_layer_s(F("deepseek_alltoall"), shared, &a);
-    double ds_hyb = moe_layer_s(F("deepseek_hybridep"), shared, &h);
-    double ds_deep = moe_layer_s(F("deepseek_deepep"), shared, &x);
-    double r = h.breakdown[MB_CAT_COMM_EP] / a.breakdown[MB_CAT_COMM_EP];
-    if (fabs(r - 0.5) > 0.01)
-        fail_msg("DeepSeek proxy EP time HybridEP/alltoall %.4f, expected 0.5", r);
-    moe_layer_s(F("deepseek_hybridep_nogroups"), shared, &x);
-    r = x.breakdown[MB_CAT_COMM_EP] / a.breakdown[MB_CAT_COMM_EP];
-    if (fabs(r - 0.70450) > 0.01)
-        fail_msg("DeepSeek proxy EP time without router groups %.4f, expected 0.7045", r);
-
-    double mx_a2a = moe_layer_s(F("mixtral_alltoall"), 0, &a);
-    moe_layer_s(F("mixtral_hybridep"), 0, &h);
-    r = h.breakdown[MB_CAT_COMM_EP] / a.breakdown[MB_CAT_COMM_EP];
-    if (fabs(r - 1.0) > 0.01)
-        fail_msg("Mixtral proxy EP time HybridEP/alltoall %.4f, expected 1", r);
-    double mx8_a2a = moe_layer_s(F("mixtral_alltoall_fp8"), 0, &a);
-    double mx8_hyb = moe_layer_s(F("mixtral_hybridep_fp8"), 0, &h);
-    /* FP8 blockwise: the H100 table's fp8_blockwise GEMM-time scale (1.41) is derived from the
-     * Mixtral alltoall FP8/BF16 pair; the DeepSeek proxy HybridEP FP8 case (5.14 + 7.69 = 12.83 ms)
-     * is held out. Shared experts run in FP8 there too: measure them in FP8. */
-    double ds8_hyb = moe_layer_s(F("deepseek_hybridep_fp8"), 0, &x);
-    {
-        struct mb_scenario s8;
-        struct mb_result y;
-        load(F("deepseek_hybridep_fp8"), &s8);
-        s8.model.shared_ffn_hidden = 0;
-        moe_layer_sim(&s8, &y); /* priced like x, so the difference is the shared experts alone */
-        mb_scenario_free(&s8);
-        ds8_hyb += x.breakdown[MB_CAT_DENSE] - y.breakdown[MB_CAT_DENSE];
-    }
-#undef F
-
+    /* forward + backward ms, megatron_moe_layer_baseline_h100.csv (baseline.json) */
     static const struct {
-        const char *what;
-        double pred, meas, tol;
+        const char *name;
+        double ms;
     } c[] = {
-        {"Mixtral BF16 alltoall (ms)", 0, 12.01, 0.20},
-        {"DeepSeek BF16 alltoall (ms)", 0, 17.60, 0.20},
-        {"DeepSeek BF16 DeepEP (ms)", 0, 14.74, 0.20},
-        {"DeepSeek BF16 HybridEP (ms)", 0, 14.19, 0.20},
-        {"Mixtral FP8 alltoall (ms)", 0, 10.41, 0.20},
-        {"DeepSeek FP8 HybridEP (ms, held out)", 0, 12.83, 0.20},
+        {"mixtral_alltoall", 4.327 + 7.684},      {"mixtral_deepep", 4.636 + 7.854},
+        {"mixtral_hybridep", 4.343 + 7.741},      {"mixtral_alltoall_fp8", 3.788 + 6.618},
+        {"mixtral_deepep_fp8", 4.101 + 6.827},    {"mixtral_hybridep_fp8", 3.701 + 6.572},
+        {"deepseek_alltoall", 7.119 + 10.483},    {"deepseek_deepep", 5.682 + 9.055},
+        {"deepseek_hybridep", 5.391 + 8.795},     {"deepseek_alltoall_fp8", 7.609 + 10.126},
+        {"deepseek_deepep_fp8", 6.035 + 8.602},   {"deepseek_hybridep_fp8", 5.143 + 7.687},
     };
-    double pred[] = {mx_a2a, ds_a2a, ds_deep, ds_hyb, mx8_a2a, ds8_hyb};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        print_message("%s: predicted %.2f, measured %.2f\n", c[i].what, pred[i] * 1e3, c[i].meas);
-        if (fabs(pred[i] * 1e3 / c[i].meas - 1) > c[i].tol)
-            fail_msg("%s: predicted %.2f, measured %.2f", c[i].what, pred[i] * 1e3, c[i].meas);
+    enum { N = sizeof c / sizeof c[0] };
+    double pred[N], ep[N];
+    char p[256];
+    struct mb_result r;
+    for (int i = 0; i < N; i++) {
+        snprintf(p, sizeof p, "tests/data/step/moe_perf/%s.yaml", c[i].name);
+        pred[i] = moe_layer_s(p, &r) * 1e3;
+        ep[i] = r.breakdown[MB_CAT_COMM_EP];
+        mb_result_free(&r);
+        print_message("%-22s predicted %.2f ms, measured %.2f (%+.1f %%)\n", c[i].name, pred[i], c[i].ms,
+                      100 * (pred[i] / c[i].ms - 1));
+        if (fabs(pred[i] / c[i].ms - 1) > 0.10)
+            fail_msg("%s: predicted %.2f ms, measured %.2f", c[i].name, pred[i], c[i].ms);
     }
-    double ratios[][2] = {{ds_hyb / ds_a2a, 14.19 / 17.60}, {ds_deep / ds_a2a, 14.74 / 17.60},
-                          {mx8_hyb / mx8_a2a, 10.27 / 10.41}};
-    for (size_t i = 0; i < 3; i++)
-        if (fabs(ratios[i][0] - ratios[i][1]) > 0.05)
-            fail_msg("dispatcher ratio %zu: predicted %.3f, measured %.3f", i, ratios[i][0], ratios[i][1]);
+    /* EP time by hand (comment above): DeepSeek HybridEP / alltoall 0.5, Mixtral 1 */
+    if (fabs(ep[8] / ep[6] - 0.5) > 0.01)
+        fail_msg("DeepSeek proxy EP time HybridEP/alltoall %.4f, expected 0.5", ep[8] / ep[6]);
+    if (fabs(ep[2] / ep[0] - 1.0) > 0.01)
+        fail_msg("Mixtral proxy EP time HybridEP/alltoall %.4f, expected 1", ep[2] / ep[0]);
+    {
+        struct mb_scenario s;
+        load("tests/data/step/moe_perf/deepseek_hybridep_nogroups.yaml", &s);
+        moe_layer_sim(&s, &r);
+        mb_scenario_free(&s);
+        double q = r.breakdown[MB_CAT_COMM_EP] / ep[6];
+        mb_result_free(&r);
+        if (fabs(q - 0.70450) > 0.01)
+            fail_msg("DeepSeek proxy EP time without router groups %.4f, expected 0.7045", q);
+    }
+    /* DeepEP and HybridEP over alltoall, per model and precision: faster or slower as
+     * measured wherever the measurement differs by more than the benchmark's own 2 % spread
+     * (DEFAULT_MAX_VARIANCE_RATIO), and the three BF16/FP8 ratios checked before within 0.05 */
+    for (int i = 0; i < N; i += 3)
+        for (int k = 1; k <= 2; k++) {
+            double pr = pred[i + k] / pred[i], me = c[i + k].ms / c[i].ms;
+            if (fabs(me - 1) > 0.02 && (pr - 1) * (me - 1) <= 0)
+                fail_msg("%s / %s: predicted %.3f, measured %.3f", c[i + k].name, c[i].name, pr, me);
+        }
+    static const int pair[][2] = {{8, 6}, {7, 6}, {5, 3}};
+    for (size_t i = 0; i < sizeof pair / sizeof pair[0]; i++) {
+        double pr = pred[pair[i][0]] / pred[pair[i][1]], me = c[pair[i][0]].ms / c[pair[i][1]].ms;
+        if (fabs(pr - me) > 0.05)
+            fail_msg("%s / %s: predicted %.3f, measured %.3f", c[pair[i][0]].name, c[pair[i][1]].name, pr, me);
+    }
+}
+
+/* Simulate s with table `path` whose framework parameters are replaced by fw
+ * (NULL: the table's own), optionally with the per-op table. */
+static void sim_fw(const struct mb_scenario *s, const char *path, const double *fw, int ops, struct mb_result *r)
+{
+    struct mb_calib *cal = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", path, &cal, &e), 0);
+    if (fw) {
+        struct mb_calib_framework f;
+        mb_calib_framework_get(cal, &f);
+        for (int p = 0; p < MB_FW_COUNT; p++)
+            f.v[p] = fw[p];
+        mb_calib_framework_set(cal, &f);
+    }
+    struct mb_step_opts o = {.critical_path = 0, .ops = ops, .cal = cal};
+    if (mb_step_simulate_opts(s, &o, r, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    mb_calib_free(cal);
+}
+
+static double op_time_s(const struct mb_result *r, const char *name, int dir)
+{
+    double t = 0;
+    for (size_t k = 0; k < r->n_ops; k++)
+        if (r->ops[k].dir == dir && !strcmp(r->ops[k].name, name))
+            t = r->ops[k].time_s;
+    return t;
+}
+
+/* The eager activation's time, from its bytes by hand (moe.c mb__eager_act; roofline, so every
+ * memory-bound pass runs at the fixture table's 4 TB/s and no framework time is added), n elements of
+ * the f-wide output:
+ *  - fused: (up + 1) x 2 B forward, twice that backward: GELU 4n / 8n, gated 6n / 12n;
+ *  - eager GELU: gelu 2+2, x probs (fp32 out) 2+4, .to(bf16) 4+2 = 16n; backward: the cast's
+ *    gradient up 2+4, x probs 4+4 and back to bf16 4+2, x act for the probs gradient 4+2+4, its
+ *    sum 4, gelu backward 2+2+2 = 40n;
+ *  - eager gated: silu 2+2, + offset 2+2, product 2+2+2, then the probs part = 26n; backward
+ *    28n of the probs part, the product's gradients 2 x 6, silu backward 6, the chunk's cat 4+4 = 60n. */
+static void eager_act_time(double n)
+{
+    static const struct {
+        enum mb_act act;
+        int fused;
+        double fwd, bwd;
+    } c[] = {{MB_ACT_GELU, 1, 4, 8}, {MB_ACT_GELU, 0, 16, 40}, {MB_ACT_SWIGLU, 1, 6, 12}, {MB_ACT_SWIGLU, 0, 26, 60}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct mb_scenario s;
+        struct mb_result r;
+        load("tests/data/step/moe_perf/deepseek_alltoall.yaml", &s);
+        s.model.act = c[i].act;
+        s.bias_act_fusion = c[i].fused;
+        s.roofline = 1;
+        sim_fw(&s, FIXTURE_H100, NULL, 1, &r);
+        double f = op_time_s(&r, "expert_act", 0), b = op_time_s(&r, "expert_act", 1);
+        if (fabs(f / (c[i].fwd * n / 4e12) - 1) > 1e-6 || fabs(b / (c[i].bwd * n / 4e12) - 1) > 1e-6)
+            fail_msg("case %zu: expert_act %.1f / %.1f us, expected %.1f / %.1f", i, f * 1e6, b * 1e6,
+                     c[i].fwd * n / 4e12 * 1e6, c[i].bwd * n / 4e12 * 1e6);
+        mb_result_free(&r);
+        mb_scenario_free(&s);
+    }
 }
 
 /*
@@ -759,6 +828,7 @@ static void test_moe_eager_act_and_fp8(void **state)
     struct mb_result f, u;
     load("tests/data/step/moe_perf/deepseek_alltoall.yaml", &s);
     s.model.act = MB_ACT_GELU;
+    s.bias_act_fusion = 1;
     sim(&s, &f);
     s.bias_act_fusion = 0;
     sim(&s, &u);
@@ -775,6 +845,7 @@ static void test_moe_eager_act_and_fp8(void **state)
     sim(&s, &u);
     assert_true(fabs(u.mem.per_stage[0].activations - f.mem.per_stage[0].activations - 6 * n) < 1);
     mb_scenario_free(&s);
+    eager_act_time(n);
     load("tests/data/step/moe_perf/deepseek_deepep_fp8.yaml", &s);
     sim(&s, &f);
     if (fabs(f.mem.per_stage[0].fwd_ws - 2172649472.0) > 1)
@@ -797,11 +868,8 @@ static double moe_layer_mem(const char *name)
     struct mb_result r, t;
     struct mb_err e;
     load(p, &s);
-    /* the benchmark's TransformerConfig sets neither gated_linear_unit nor activation_func nor
-     * bias_activation_fusion: GELU experts, not gated, unfused (defaults of
-     * NVIDIA/Megatron-LM@cf39a4dd megatron/core/transformer/transformer_config.py) */
-    s.model.act = MB_ACT_GELU;
-    s.bias_act_fusion = 0;
+    /* the scenarios carry the benchmark's GELU, unfused experts (docs/modeling.md) */
+    assert_true(s.model.act == MB_ACT_GELU && !s.bias_act_fusion);
     sim(&s, &r);
     s.model.layer[0].ffn = MB_FFN_DENSE;
     s.model.num_experts = 0;
@@ -1030,30 +1098,6 @@ static void test_launch_bound(void **state)
     mb_scenario_free(&s);
 }
 
-/* Simulate s with table `path` whose framework parameters are replaced by fw
- * (NULL: the table's own), optionally with the per-op table. */
-static void sim_fw(const struct mb_scenario *s, const char *path, const double *fw, int ops, struct mb_result *r)
-{
-    struct mb_calib *cal = NULL;
-    struct mb_err e;
-    mb_err_clear(&e);
-    assert_int_equal(mb_calib_load("H100", path, &cal, &e), 0);
-    if (fw) {
-        struct mb_calib_framework f;
-        mb_calib_framework_get(cal, &f);
-        for (int p = 0; p < MB_FW_COUNT; p++)
-            f.v[p] = fw[p];
-        mb_calib_framework_set(cal, &f);
-    }
-    struct mb_step_opts o = {.critical_path = 0, .ops = ops, .cal = cal};
-    if (mb_step_simulate_opts(s, &o, r, &e)) {
-        char buf[1024];
-        mb_err_format(&e, buf, sizeof buf);
-        fail_msg("%s", buf);
-    }
-    mb_calib_free(cal);
-}
-
 /* framework.step_overhead: a task of that many seconds after each stage's
  * optimizer step. Nothing else waits for it, so the step is exactly that much
  * longer, the optimizer category too, whatever the pipeline depth (each
@@ -1151,14 +1195,6 @@ static void test_framework_kernels(void **state)
 }
 
 /* Seconds per step of op `name` in direction dir (0 when the op table has none). */
-static double op_time_s(const struct mb_result *r, const char *name, int dir)
-{
-    double t = 0;
-    for (size_t k = 0; k < r->n_ops; k++)
-        if (r->ops[k].dir == dir && !strcmp(r->ops[k].name, name))
-            t = r->ops[k].time_s;
-    return t;
-}
 
 /* framework.kernel_moe: time per eager kernel of an MoE block's ops, on top of
  * kernel_eager (Qwen3-30B-A3B EP8 on the fixture table). Both are per kernel, so
@@ -1728,6 +1764,7 @@ static void test_dispatcher_buffers(void **state)
     struct mb_result a, d, h;
     struct mb_scenario s;
     load("tests/data/step/moe_perf/deepseek_alltoall.yaml", &s);
+    s.bias_act_fusion = 1; /* the fused activation's working set below */
     sim(&s, &a);
     s.dispatcher = MB_DISP_DEEPEP;
     sim(&s, &d);

@@ -195,15 +195,33 @@ static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, e
 
 /* The experts' activation without Megatron's fused kernels (bias_activation_fusion off;
  * TEGroupedMLP.forward bias_act_func, NVIDIA/Megatron-LM@cf39a4dd
- * megatron/core/transformer/moe/experts.py): act(x) * probs in eager PyTorch, then .to(bf16).
- * Autograd keeps, besides the fc1 output x: GELU -- its output (the probs product saves it for
- * the probs gradient); gated -- silu(x1), x_linear + offset and their product (2f + 3f in all).
- * The product is fp32 (probs are fp32), so its backward holds three fp32 [tokens, f] tensors:
- * the incoming gradient cast up, the gradient to the activation and the probs gradient before
- * its sum over f. n = tokens x f elements. */
-static void mb__eager_act(struct mb_op *o, double up, double n)
+ * megatron/core/transformer/moe/experts.py): act(x) * probs in eager PyTorch, then .to(bf16),
+ * one kernel per PyTorch op; n = tokens x f elements, probs fp32 [tokens, 1].
+ * Time, bytes per element of the f-wide output (read + write):
+ *  - GELU forward: gelu 2+2, the probs product (fp32 result) 2+4, the cast 4+2 = 16 B, 3
+ *    kernels; backward: the cast's gradient up 2+4, grad * probs 4+4 and its cast to bf16
+ *    4+2, grad * act for the probs gradient 4+2+4 and its sum over f 4, gelu backward
+ *    2+2+2 = 40 B, 6 kernels.
+ *  - gated (glu: silu(x1) * (x2 + offset)): forward silu 2+2, the offset add 2+2, their
+ *    product 2+2+2, then the probs product and cast as above = 26 B, 5 kernels; backward
+ *    the probs part as above (28 B), the product's two gradients 2 x (2+2+2), silu backward
+ *    2+2+2 and the chunk's concatenation of the two halves 4+4 = 60 B, 9 kernels.
+ * (The fused kernels move (up + 1) x 2 B forward and twice that backward.)
+ * Memory: autograd keeps, besides the fc1 output x: GELU -- its output (the probs product
+ * saves it for the probs gradient); gated -- silu(x1), x_linear + offset and their product
+ * (2f + 3f in all). The product is fp32 (probs are fp32), so its backward holds three fp32
+ * [tokens, f] tensors: the incoming gradient cast up, the gradient to the activation and
+ * the probs gradient before its sum over f. */
+static void mb__eager_act(struct mb_build *b, struct mb_op *o, double up, double n)
 {
-    o->saved += (up > 1 ? 3.0 : 1.0) * n * BF16;
+    int gated = up > 1;
+    o->bytes_f = (gated ? 26 : 16) * n;
+    o->bytes_b = (gated ? 60 : 40) * n;
+    o->fwd = mb_calib_membound(b->cal, o->bytes_f);
+    o->bwd = o->bwd_dgrad_only = mb_calib_membound(b->cal, o->bytes_b);
+    o->kf = gated ? 5 : 3;
+    o->kb = gated ? 9 : 6;
+    o->saved += (gated ? 3.0 : 1.0) * n * BF16;
     o->bwd_ws = 3 * 4.0 * n;
 }
 
@@ -217,7 +235,7 @@ static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb
     mb_ops_mem(b, l, "expert_act", MB_CAT_EXPERTS, MB_RCM_MOE_ACT, x->g_moe, (up + 1) * x->recv * fe * BF16,
                up * x->recv * fe * BF16);
     if (!b->s->bias_act_fusion)
-        mb__eager_act(&l->op[l->n - 1], up, x->recv * fe);
+        mb__eager_act(b, &l->op[l->n - 1], up, x->recv * fe);
     mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
     mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
 }
