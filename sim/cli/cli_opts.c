@@ -4,8 +4,10 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "cli_opts.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -134,6 +136,19 @@ long cli_usable_cpus(void)
         return CPU_COUNT(&set);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? n : 1;
+}
+
+int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || n < 1 || n > CLI_JOBS_MAX) {
+        fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt, v, CLI_JOBS_MAX);
+        return -1;
+    }
+    *jobs = (int)n;
+    return 0;
 }
 
 void cli_print_warnings(const char *warnings)

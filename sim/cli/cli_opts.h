@@ -69,6 +69,21 @@ void cli_opts_free(struct cli_opts *g);
  */
 long cli_usable_cpus(void);
 
+/** @brief Most threads a -j / --jobs option accepts (CLI_JOBS_MAX). */
+#define CLI_JOBS_MAX 1024
+
+/**
+ * @brief Parse the value of a -j / --jobs option: a whole number of threads
+ * from 1 to CLI_JOBS_MAX. On a bad value prints "CMD: OPT 'V': expected a
+ * number of threads from 1 to 1024" on stderr.
+ * @param[in]  cmd   the command as the message names it ("mbsim sweep")
+ * @param[in]  opt   the option as the user spelled it ("-j", "--jobs")
+ * @param[in]  v     the value
+ * @param[out] jobs  the number, untouched on error
+ * @return 0, or -1 after printing the error
+ */
+int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs);
+
 /**
  * @brief Print a loaded scenario's warnings (mb_scenario.warnings: settings
  * that change nothing) on stderr, each line as "mbsim: file:line:col: warning: ...".

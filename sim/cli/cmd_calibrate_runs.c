@@ -278,11 +278,8 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
             if (parse_params(v, &params))
                 rc = 2;
         } else if (c == 'j') {
-            jobs = atoi(v);
-            if (jobs < 1 || jobs > 1024) {
-                fprintf(stderr, "mbsim calibrate runs: --jobs '%s': expected 1 to 1024\n", v);
+            if (cli_parse_jobs("mbsim calibrate runs", cli_opts_name(&g), v, &jobs))
                 rc = 2;
-            }
         } else if (c != CLI_OPERAND) {
             usage(stderr);
             rc = 2;

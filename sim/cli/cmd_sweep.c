@@ -183,12 +183,13 @@ static int parse_opt(int c, const char *v, struct sweep_args *a)
         }
         a->sets[a->n_sets++] = v;
         return 0;
-    case 'j':
-        if (parse_count(v, 1, 4096, &a->jobs)) {
-            fprintf(stderr, "mbsim sweep: -j expects a number of threads from 1 to 4096, got '%s'\n", v);
+    case 'j': {
+        int j;
+        if (cli_parse_jobs("mbsim sweep", "-j", v, &j))
             return 2;
-        }
+        a->jobs = j;
         return 0;
+    }
     case O_TOP:
         if (parse_count(v, 0, 1000000, &a->top)) {
             fprintf(stderr, "mbsim sweep: --top expects a count from 0 to 1000000, got '%s'\n", v);
@@ -293,7 +294,7 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 {
     memset(a, 0, sizeof *a);
     a->header = -1;
-    a->jobs = cli_usable_cpus();
+    a->jobs = cli_usable_cpus() > CLI_JOBS_MAX ? CLI_JOBS_MAX : cli_usable_cpus();
     a->top = 10;
     a->nshards = 1;
     a->mb_cap = 16;

@@ -479,7 +479,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
 static int cmd_validate(int argc, char **argv)
 {
     long cpus = cli_usable_cpus();
-    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = (int)(cpus > 1024 ? 1024 : cpus);
+    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = (int)(cpus > CLI_JOBS_MAX ? CLI_JOBS_MAX : cpus);
     int c, rc = -1;
     double progress = 5;
     struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
@@ -502,16 +502,10 @@ static int cmd_validate(int argc, char **argv)
             usage_validate(stdout);
             rc = 0;
             break;
-        case 'j': {
-            char *end;
-            long n = strtol(v, &end, 10);
-            jobs = (int)n;
-            if (end == v || *end || n < 1 || n > 1024) {
-                fprintf(stderr, "mbsim validate: %s '%s': expected 1 to 1024\n", cli_opts_name(&g), v);
+        case 'j':
+            if (cli_parse_jobs("mbsim validate", cli_opts_name(&g), v, &jobs))
                 rc = EXIT_USAGE;
-            }
             break;
-        }
         case O_PROGRESS: {
             char *end;
             progress = strtod(v, &end);

@@ -278,7 +278,7 @@ static void test_validate_cli(void **state)
     assert_non_null(strstr(o, "mbsim validate: 11 rows (3 predicted, 8 skipped) in "));
     mb_free(o);
     assert_int_equal(run("validate tests/data/validate/small.csv -j 0", &o, 1), 2);
-    assert_non_null(strstr(o, "mbsim validate: -j '0': expected 1 to 1024"));
+    assert_non_null(strstr(o, "mbsim validate: -j '0': expected a number of threads from 1 to 1024"));
     mb_free(o);
 }
 
@@ -828,7 +828,8 @@ static void test_getopt_cli(void **state)
         {"run scenarios/gb200_ep32.yaml --trace", "mbsim run: --trace needs a value"},
         {"run scenarios/gb200_ep32.yaml --json=1", "mbsim run: --json takes no value"},
         {"sweep scenarios/gb200_ep32.yaml --t 3", "mbsim sweep: unknown option '--t' (did you mean --top or --tsv?)"},
-        {"sweep scenarios/gb200_ep32.yaml -j0", "mbsim sweep: -j expects a number of threads from 1 to 4096, got '0'"},
+        {"sweep scenarios/gb200_ep32.yaml -j0", "mbsim sweep: -j '0': expected a number of threads from 1 to 1024"},
+        {"calibrate runs x.csv --jobs 2x", "mbsim calibrate runs: --jobs '2x': expected a number of threads from 1 to 1024"},
         {"sweep scenarios/gb200_ep32.yaml -j", "mbsim sweep: -j needs a value"},
         {"validate --jobs", "mbsim validate: --jobs needs a value"},
         {"tune scenarios/gb200_ep32.yaml -o", "mbsim tune: -o needs a value"},
