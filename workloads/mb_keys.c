@@ -44,6 +44,11 @@ static const struct mb_key_name mb_key__cg_modules[] = {
 static const struct mb_key_name mb_key__freezes[] = {
     {"vision", MB_FREEZE_VISION}, {"vision_projection", MB_FREEZE_VISION_PROJ},
     {"language", MB_FREEZE_LANGUAGE}, {NULL, 0}};
+static const struct mb_key_name mb_key__lora_targets[] = {
+    {"linear_qkv", MB_LORA_QKV}, {"linear_proj", MB_LORA_PROJ}, {"linear_fc1", MB_LORA_FC1},
+    {"linear_fc2", MB_LORA_FC2}, {"linear_q_proj", MB_LORA_Q_PROJ}, {"linear_q_down_proj", MB_LORA_Q_DOWN},
+    {"linear_q_up_proj", MB_LORA_Q_UP}, {"linear_kv_down_proj", MB_LORA_KV_DOWN},
+    {"linear_kv_up_proj", MB_LORA_KV_UP}, {NULL, 0}};
 static const struct mb_key_name mb_key__packings[] = {{"padded", 0}, {"packed", 1}, {NULL, 0}};
 /* Megatron --cp-comm-type: p2p (ring attention) or a2a (DeepSpeed-Ulysses style) */
 static const struct mb_key_name mb_key__cp_comm[] = {{"p2p", 0}, {"a2a", 1}, {NULL, 0}};
@@ -382,6 +387,13 @@ static const struct mb_key mb_key__table[] = {
             "alone; in a sweep `none` = no CUDA graphs"},
     {.key = "freeze", .type = MB_KEY_FLAGS, F_(freeze), .flags = SW, .names = mb_key__freezes, .def = 0,
      .def_text = "none", .doc = "frozen parts: no weight gradients, no optimizer state"},
+    {.key = "peft.lora_rank", .type = MB_KEY_INT, F_(lora_rank), .flags = SW, .min = 0, .max = 65536, .def = 0,
+     .doc = "LoRA adapters of rank r on the frozen language model (needs `freeze: [language]`; Megatron-Bridge "
+            "`peft=LoRA(dim=r)`): each target linear gains x A B scaled and added to its output, in BF16; "
+            "0 = none"},
+    {.key = "peft.lora_targets", .type = MB_KEY_FLAGS, F_(lora_targets), .flags = SW, .names = mb_key__lora_targets,
+     .def = MB_LORA_QKV | MB_LORA_PROJ | MB_LORA_FC1 | MB_LORA_FC2, .def_text = "[linear_qkv, linear_proj, linear_fc1, linear_fc2]",
+     .doc = "the linear layers with an adapter (Megatron-Bridge LoRA `target_modules`)"},
     {.key = "overlap.grad_reduce", .type = MB_KEY_BOOL, F_(overlap_grad_reduce), .flags = SW | SH, .def = 1,
      .doc = "overlap DP gradient reduce(-scatter) with backward",
      .megatron = "overlap_grad_reduce", .bridge = "ddp.overlap_grad_reduce"},

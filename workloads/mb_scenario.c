@@ -66,6 +66,7 @@ struct mb_scn__marks {
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
+    const struct mb_node *lora, *lora_targets;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -372,6 +373,12 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            s->fsdp_prefetch);
     if (s->cpu_offload_layers > 0 && mb_scn__check_offload(s, mk, err))
         return -1;
+    if (s->lora_rank > 0 && !(s->freeze & MB_FREEZE_LANGUAGE))
+        return mb_scn__err(err, s, mk->lora,
+                           "peft.lora_rank = %d: LoRA trains adapters on a frozen base model; add `freeze: "
+                           "[language]`", s->lora_rank);
+    if (mk->lora_targets && s->lora_rank <= 0)
+        return mb_scn__err(err, s, mk->lora_targets, "peft.lora_targets needs peft.lora_rank > 0");
     if (s->overlap_ep_comm && s->pp > 1 && s->vpp < 2)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.ep_comm with pp = %d needs an interleaved schedule (parallel.vpp >= 2), as "
@@ -689,6 +696,8 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->fsdp_impl = mb_scn__node(nodes, "parallel.fsdp_impl");
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
+    mk->lora = mb_scn__node(nodes, "peft.lora_rank");
+    mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

@@ -67,6 +67,20 @@ enum {
 /* freeze: bit flags */
 enum { MB_FREEZE_VISION = 1 << 0, MB_FREEZE_VISION_PROJ = 1 << 1, MB_FREEZE_LANGUAGE = 1 << 2 };
 
+/* peft.lora_targets: the linear layers that carry a LoRA adapter (Megatron-Bridge LoRA
+ * target_modules names; the default is its four: qkv, proj, fc1, fc2) */
+enum {
+    MB_LORA_QKV = 1 << 0,
+    MB_LORA_PROJ = 1 << 1,
+    MB_LORA_FC1 = 1 << 2,
+    MB_LORA_FC2 = 1 << 3,
+    MB_LORA_Q_PROJ = 1 << 4,
+    MB_LORA_Q_DOWN = 1 << 5,
+    MB_LORA_Q_UP = 1 << 6,
+    MB_LORA_KV_DOWN = 1 << 7,
+    MB_LORA_KV_UP = 1 << 8
+};
+
 /** Precision recipe: which GEMMs run at which rate, and the quantization overhead. */
 struct mb_precision {
     char label[48];           /* as written: bf16, fp8, fp8_cs, fp8_blockwise, mxfp8, nvfp4, fp16 */
@@ -146,6 +160,9 @@ struct mb_scenario {
     enum mb_rc_method recompute_method; /* full: uniform (default) or block */
     unsigned cuda_graph;               /* MB_CG_* */
     unsigned freeze;                   /* MB_FREEZE_* */
+    int lora_rank;                     /* peft.lora_rank: LoRA adapter rank r on the frozen language model
+                                          (0 = none) */
+    unsigned lora_targets;             /* peft.lora_targets: MB_LORA_* */
     int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm, overlap_ep_comm;
     int fsdp_prefetch;                 /* overlap.fsdp_prefetch: layers gathered ahead (0..4, default 1) */
     int grad_bytes;                    /* optimizer.main_grads: 4 (fp32, Megatron's default) or 2 (bf16,

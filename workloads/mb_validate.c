@@ -2320,6 +2320,27 @@ static int csv_split_unstated(struct mb_scenario *x)
     return x->pipeline_split_unstated;
 }
 
+/* The LoRA adapters of a published LoRA run, from its publisher's recipes (the CSV has no
+ * column for them; the adapters' time is bandwidth-bound, so the rank hardly matters):
+ *  - NeMo AutoModel's LoRA benchmarks adapt every projection (`target_modules: '*_proj'`,
+ *    dim 16: NVIDIA-NeMo/Automodel examples/llm_benchmark/llama3_3/
+ *    custom_llama3_3_70b_instruct_peft_benchmark.yaml);
+ *  - Megatron-Bridge's performance LoRA configs adapt linear_qkv only
+ *    (NVIDIA-NeMo/Megatron-Bridge@fcbb6031103d scripts/performance/configs/llama/
+ *    llama3_llm_finetune.py: "Override target_modules to only apply LoRA to QKV"), as NeMo
+ *    1.0's default does (NVIDIA/NeMo megatron_gpt_finetuning_config.yaml lora_tuning
+ *    target_modules ['attention_qkv'], adapter_dim 32), at LoRA's default dim 32. */
+static void csv_lora(const char *source, struct mb_scenario *s)
+{
+    if (strstr(source, "NVIDIA-NeMo/Automodel")) {
+        s->lora_rank = 16;
+        s->lora_targets = MB_LORA_QKV | MB_LORA_PROJ | MB_LORA_FC1 | MB_LORA_FC2;
+    } else {
+        s->lora_rank = 32;
+        s->lora_targets = MB_LORA_QKV;
+    }
+}
+
 static int csv_record(struct csv_ctx *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
@@ -2474,10 +2495,12 @@ static int csv_record(struct csv_ctx *c)
     s.recompute = gran;
     s.recompute_modules = mods;
     s.recompute_num_layers = 0;
-    /* LoRA fine-tuning (notes "task=lora"): the base model is frozen; the adapters'
-     * own weights, gradients and optimizer state are negligible next to it */
-    if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora"))
+    /* LoRA fine-tuning (notes "task=lora"): the base model is frozen and carries adapters
+     * (ops.c mb__lora) as the publisher's recipe sets them (no column states them) */
+    if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora")) {
         s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
+        csv_lora(c->source_idx >= 0 ? c->f[c->source_idx].text : "", &s);
+    }
     s.meas_tokens_per_s_per_gpu = tokens;
     s.meas_model_tflops_per_gpu = tflops;
     s.meas_step_time_s = step;

@@ -157,7 +157,7 @@ static const struct {
     {"bad_schema_version_2.yaml", "1:17: unsupported schema_version '2'; this mbsim reads schema_version: 1"},
     {"bad_unknown_top_key.yaml",
      "10:1: unknown key 'optimiser' in scenario; expected one of: schema_version, name, model, system, "
-     "precision, data, parallel, moe, recompute, cuda_graph, freeze, overlap, optimizer, training, memory, collectives, calibration, measured"},
+     "precision, data, parallel, moe, recompute, cuda_graph, freeze, peft, overlap, optimizer, training, memory, collectives, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
      "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, sequence_parallel"},
@@ -208,6 +208,10 @@ static const struct {
                             "parallelism with CPU offloading); pp = 2"},
     {"bad_offload_layers.yaml", "10:37: memory.cpu_offloading_num_layers = 32: Megatron offloads fewer layers "
                                 "than the model has (32)"},
+    /* LoRA: adapters on a frozen base; targets only with a rank */
+    {"bad_lora_unfrozen.yaml",
+     "10:19: peft.lora_rank = 16: LoRA trains adapters on a frozen base model; add `freeze: [language]`"},
+    {"bad_lora_targets.yaml", "10:22: peft.lora_targets needs peft.lora_rank > 0"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
     /* the L40S preset describes a node no shipped table prices */

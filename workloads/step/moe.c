@@ -225,18 +225,35 @@ static void mb__eager_act(struct mb_build *b, struct mb_op *o, double up, double
     o->bwd_ws = 3 * 4.0 * n;
 }
 
+/* Under a quantized recipe TEGroupedMLP copies its input to per-expert row counts aligned for
+ * the FP8/FP4 GEMMs and its output back (TE Fp8Padding / Fp8Unpadding: _Fp8Padding.forward
+ * allocates the padded tensor and runs fused_multi_row_padding whatever the counts;
+ * NVIDIA/Megatron-LM@cf39a4dd megatron/core/transformer/moe/experts.py
+ * quantization_padding / quantization_unpadding), except behind HybridEP, which pads in its
+ * dispatch. Each copy reads and writes the received tokens once; its backward is the inverse
+ * copy of the gradient (the memory side is mb__fwd_ws's moment A). */
+static int mb__fp8_padding(const struct mb_build *b)
+{
+    return b->s->prec.quantize && !(b->s->ep > 1 && b->s->dispatcher == MB_DISP_HYBRIDEP);
+}
+
 /* The expert MLP: grouped fc1, activation, grouped fc2 (TEGroupedMLP). */
 static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
     int h = b->m->hidden;
     double fe = (double)b->m->moe_ffn_hidden / b->s->etp, up = mb__up(b->m), tpg = x->recv / x->groups;
+    double pad = mb__fp8_padding(b) ? 2 * x->recv * h * BF16 : 0;
     mb__etp(b, l, "etp allgather", MB_COLL_ALL_GATHER, x);
+    if (pad > 0)
+        mb_ops_mem_sym(b, l, "fp8_padding", MB_CAT_EXPERTS, MB_RCM_MOE, x->g_moe, pad, 0);
     mb_ops_grouped(b, l, "expert_fc1", x->g_moe, x->groups, tpg, up * fe, h, x->recv * h * BF16);
     mb_ops_mem(b, l, "expert_act", MB_CAT_EXPERTS, MB_RCM_MOE_ACT, x->g_moe, (up + 1) * x->recv * fe * BF16,
                up * x->recv * fe * BF16);
     if (!b->s->bias_act_fusion)
         mb__eager_act(b, &l->op[l->n - 1], up, x->recv * fe);
     mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
+    if (pad > 0)
+        mb_ops_mem_sym(b, l, "fp8_unpadding", MB_CAT_EXPERTS, MB_RCM_MOE, x->g_moe, pad, 0);
     mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
 }
 

@@ -107,11 +107,79 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
     mb_ops_push(l, &o);
 }
 
-/* A linear layer's GEMM in the scenario's recipe. */
+/* The peft.lora_targets bit of linear layer `name`, 0 if it cannot carry an adapter. */
+static unsigned mb__lora_bit(const char *name)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } t[] = {{"linear_qkv", MB_LORA_QKV},           {"linear_proj", MB_LORA_PROJ},
+             {"linear_fc1", MB_LORA_FC1},           {"linear_fc2", MB_LORA_FC2},
+             {"linear_q_proj", MB_LORA_Q_PROJ},     {"linear_q_down_proj", MB_LORA_Q_DOWN},
+             {"linear_q_up_proj", MB_LORA_Q_UP},    {"linear_kv_down_proj", MB_LORA_KV_DOWN},
+             {"linear_kv_up_proj", MB_LORA_KV_UP}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(name, t[i].name))
+            return t[i].bit;
+    return 0;
+}
+
+/* A BF16 GEMM of the adapter: the table's time, but no faster than moving its
+ * operands and result once at the memory-bound rate (a rank-r GEMM is
+ * bandwidth-bound; the GEMM tables hold compute-bound shapes). */
+static double mb__lora_gemm(struct mb_build *b, double M, double N, double K)
+{
+    return fmax(mb_calib_gemm(b->cal, MB_PREC_BF16, M, N, K), mb_calib_membound(b->cal, (M * K + K * N + M * N) * BF16));
+}
+
+/*
+ * The LoRA adapter of a frozen linear layer y = x W (x [M, K], W [K, N] as the
+ * rank holds them): y += (x A) B * alpha / r with A [K, r], B [r, N], BF16
+ * (Megatron-Bridge LoRALinear / ParallelLinearAdapter: linear_in, linear_out,
+ * the scale and the add; NVIDIA-NeMo/Megatron-Bridge@067f987df03b
+ * src/megatron/bridge/peft/lora_layers.py, utils.py). Forward: x A, (x A) B,
+ * the scale (read + write M N) and the add to y (two reads, one write): 4
+ * kernels. Backward: the scale's gradient (M N twice), B's dgrad and wgrad,
+ * A's dgrad and wgrad, and the sum of A's dgrad into the base layer's input
+ * gradient (M K three times): 6 kernels. Left out: the adapter's weights,
+ * gradients and optimizer state (r (K + N) parameters) and its [M, r]
+ * activation in memory (below 0.5 % of the layer's at r <= 64), and the TP
+ * all-reduce of the [M, r] activation a row-parallel layer's adapter needs.
+ */
+static void mb__lora(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, int graphed, double M, double N,
+                     double K)
+{
+    double r = b->s->lora_rank;
+    struct mb_op o = mb__comp("lora_adapter", cat, 0, graphed);
+    o.fwd = mb__lora_gemm(b, M, r, K) + mb__lora_gemm(b, M, N, r) + mb_calib_membound(b->cal, 5 * M * N * BF16);
+    o.bwd = mb_calib_membound(b->cal, 2 * M * N * BF16) + mb__lora_gemm(b, M, r, N) + mb__lora_gemm(b, r, N, M) +
+            mb__lora_gemm(b, M, K, r) + mb__lora_gemm(b, K, r, M) + mb_calib_membound(b->cal, 3 * M * K * BF16);
+    o.bwd_dgrad_only = o.bwd;
+    o.src = mb__src(b);
+    o.flop_f = 2.0 * M * r * (K + N);
+    o.flop_b = 2.0 * o.flop_f;
+    o.peak = b->gpu->peak[MB_PREC_BF16];
+    o.kf = 4;
+    o.kb = 6;
+    mb_ops_push(l, &o);
+}
+
+/* A linear layer's GEMM in the scenario's recipe, and its LoRA adapter where
+ * peft.lora_targets names it (frozen layers only: the adapters sit on the
+ * frozen language model). */
 void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                  int graphed, double M, double N, double K, double saved, int frozen)
 {
     mb_ops_gemm_p(b, l, name, cat, mod, graphed, b->s->prec.gemm, b->s->prec.quantize, M, N, K, saved, frozen);
+    unsigned bit = mb__lora_bit(name);
+    if (!frozen || b->s->lora_rank <= 0 || !(b->s->lora_targets & bit))
+        return;
+    /* under sequence parallelism the qkv and fc1 adapters gather their sequence-sharded input
+     * again (ParallelLinearAdapter.forward gather_from_sequence_parallel_region; its backward
+     * reduce-scatters the gradient) */
+    if ((bit & (MB_LORA_QKV | MB_LORA_FC1)) && b->s->sequence_parallel)
+        mb_net_ring(b, l, "lora sp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, M * K * BF16, 0);
+    mb__lora(b, l, cat, graphed, M, N, K);
 }
 
 /* Grouped GEMM of `groups` local experts, `tpg` tokens each: [tpg, K] x [K, N]. */
