@@ -107,7 +107,8 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
     mb_ops_push(l, &o);
 }
 
-/* The peft.lora_targets bit of linear layer `name`, 0 if it cannot carry an adapter. */
+/* The peft.lora_targets bit of linear layer `name`, 0 if it cannot carry an adapter (the key's
+ * names in mb_keys.c are these op names; the step cannot include mb_keys.h). */
 static unsigned mb__lora_bit(const char *name)
 {
     static const struct {
@@ -171,8 +172,10 @@ void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  int graphed, double M, double N, double K, double saved, int frozen)
 {
     mb_ops_gemm_p(b, l, name, cat, mod, graphed, b->s->prec.gemm, b->s->prec.quantize, M, N, K, saved, frozen);
+    if (!frozen || b->s->lora_rank <= 0)
+        return;
     unsigned bit = mb__lora_bit(name);
-    if (!frozen || b->s->lora_rank <= 0 || !(b->s->lora_targets & bit))
+    if (!(b->s->lora_targets & bit))
         return;
     /* under sequence parallelism the qkv and fc1 adapters gather their sequence-sharded input
      * again (ParallelLinearAdapter.forward gather_from_sequence_parallel_region; its backward
