@@ -1004,6 +1004,32 @@ static void validate_seen(const char *path, struct mb_val_summary *s, struct see
     mb_validate_finish(s);
 }
 
+/* LoRA rows (notes task=lora, tests/data/validate/lora.csv: one layout three times): the base
+ * is frozen and the adapters are the publisher's recipe's -- NeMo AutoModel's benchmarks adapt
+ * every projection at rank 16, Megatron-Bridge's performance configs linear_qkv only at rank 32
+ * (csv_lora) -- so the AutoModel row is the slowest, and the SFT row has neither. */
+static void test_lora_rows(void **state)
+{
+    (void)state;
+    static struct seen_list seen;
+    struct mb_val_summary s;
+    validate_seen(FIX "lora.csv", &s, &seen);
+    assert_int_equal(s.n_predicted, 3);
+    const struct mb_scenario *a = seen_get(&seen, "lora_automodel"), *b = seen_get(&seen, "lora_bridge"),
+                             *f = seen_get(&seen, "sft");
+    assert_int_equal(a->freeze, MB_FREEZE_LANGUAGE);
+    assert_int_equal(a->lora_rank, 16);
+    assert_int_equal(a->lora_targets, MB_LORA_QKV | MB_LORA_PROJ | MB_LORA_FC1 | MB_LORA_FC2);
+    assert_int_equal(b->freeze, MB_FREEZE_LANGUAGE);
+    assert_int_equal(b->lora_rank, 32);
+    assert_int_equal(b->lora_targets, MB_LORA_QKV);
+    assert_int_equal(f->freeze, 0);
+    assert_int_equal(f->lora_rank, 0);
+    double ta = find_row(&s, "lora_automodel")->predicted, tb = find_row(&s, "lora_bridge")->predicted;
+    assert_true(ta > 0 && ta < tb);
+    mb_validate_free(&s);
+}
+
 /* Rows dated before FlashAttention reached Megatron-LM (2023-01) run Megatron's
  * CoreAttention with its default dropout 0.1 (tests/data/validate/era.csv: one
  * layout three times): the 2021 row gets attention_backend local and is slower
@@ -1895,6 +1921,7 @@ int main(void)
         cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
+        cmocka_unit_test(test_lora_rows),
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
         cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
