@@ -48,6 +48,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,11 +151,87 @@ static void mb_engine__misuse(struct mb_engine *e, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The build arrays of the last engine a thread freed (capacities kept, nothing
+ * in them), handed to the next engine it creates: a sweep worker simulates
+ * thousands of graphs of similar size, and reusing the arrays saves their
+ * allocation, growth and first-touch page faults. Freed at thread exit. */
+struct mb_engine_spare {
+    struct mb_task *tasks;
+    struct mb_tags *tags;
+    size_t cap_tasks;
+    int *dep_before, *dep_after;
+    size_t cap_deps;
+    struct mb_flow_desc *fdesc;
+    size_t cap_fdesc;
+};
+
+static pthread_key_t mb_engine__spare_key;
+static pthread_once_t mb_engine__spare_once = PTHREAD_ONCE_INIT;
+
+static void mb_engine__spare_arrays_free(struct mb_engine_spare *sp)
+{
+    free(sp->tasks); /* posix_memalign'd */
+    mb_free(sp->tags);
+    mb_free(sp->dep_before);
+    mb_free(sp->dep_after);
+    mb_free(sp->fdesc);
+}
+
+static void mb_engine__spare_free(void *p)
+{
+    if (!p)
+        return;
+    mb_engine__spare_arrays_free(p);
+    mb_free(p);
+}
+
+static void mb_engine__spare_init(void)
+{
+    if (pthread_key_create(&mb_engine__spare_key, mb_engine__spare_free))
+        abort();
+}
+
+/* Take this thread's spare arrays into e (none: e keeps its empty ones). */
+static void mb_engine__spare_take(struct mb_engine *e)
+{
+    pthread_once(&mb_engine__spare_once, mb_engine__spare_init);
+    struct mb_engine_spare *sp = pthread_getspecific(mb_engine__spare_key);
+    if (!sp)
+        return;
+    pthread_setspecific(mb_engine__spare_key, NULL);
+    e->tasks = sp->tasks;
+    e->tags = sp->tags;
+    e->cap_tasks = sp->cap_tasks;
+    e->dep_before = sp->dep_before;
+    e->dep_after = sp->dep_after;
+    e->cap_deps = sp->cap_deps;
+    e->fdesc = sp->fdesc;
+    e->cap_fdesc = sp->cap_fdesc;
+    mb_free(sp);
+}
+
+/* Keep e's build arrays as this thread's spare when it has none; else free them. */
+static void mb_engine__spare_give(struct mb_engine *e)
+{
+    pthread_once(&mb_engine__spare_once, mb_engine__spare_init);
+    struct mb_engine_spare mine = {e->tasks, e->tags, e->cap_tasks, e->dep_before, e->dep_after,
+                                   e->cap_deps, e->fdesc, e->cap_fdesc};
+    if (pthread_getspecific(mb_engine__spare_key)) {
+        mb_engine__spare_arrays_free(&mine);
+        return;
+    }
+    struct mb_engine_spare *sp = mb_malloc(sizeof *sp);
+    *sp = mine;
+    if (pthread_setspecific(mb_engine__spare_key, sp))
+        mb_engine__spare_free(sp);
+}
+
 struct mb_engine *mb_engine_new(void)
 {
     struct mb_engine *e = mb_calloc(1, sizeof *e);
     e->net = mb_flow_new();
     e->q = mb_queue_new();
+    mb_engine__spare_take(e);
     return e;
 }
 
@@ -177,12 +254,8 @@ void mb_engine_free(struct mb_engine *e)
         return;
     mb_free(e->now_stack);
     mb_engine__free_run(e);
-    free(e->tasks); /* posix_memalign'd */
-    mb_free(e->tags);
+    mb_engine__spare_give(e);
     mb_free(e->streams);
-    mb_free(e->fdesc);
-    mb_free(e->dep_before);
-    mb_free(e->dep_after);
     mb_flow_free(e->net);
     mb_queue_free(e->q);
     mb_free(e);

@@ -202,9 +202,7 @@ void mb_data_vision_ops(struct mb_build *b)
     int n = d->n;
     if (n > 0 && d->vP[d->vis_max] > 0) {
         struct mb_oplist vis = {0};
-        mb_ops_vision(b, &vis, d->vP[d->vis_max], d->vQ[d->vis_max]);
-        for (int q = 0; q < vis.n; q++)
-            d->act_vision += vis.op[q].saved;
+        d->act_vision += mb_ops_vision_fused(b, &vis, d->vP[d->vis_max], d->vQ[d->vis_max]);
         mb_ops_free(&vis);
     }
     d->visl = mb_calloc((size_t)(n > 0 ? n : 1), sizeof *d->visl);
@@ -212,8 +210,12 @@ void mb_data_vision_ops(struct mb_build *b)
     for (int i = 0; i < n; i++) {
         if (d->vP[i] <= 0)
             continue;
-        mb_ops_vision(b, &d->visl[i], d->vP[i], d->vQ[i]);
-        mb_ops_fuse_parts(&d->visl[i], 0, b->record); /* the parts only split a trace's slices */
+        if (b->record) { /* the parts only split a trace's slices */
+            mb_ops_vision(b, &d->visl[i], d->vP[i], d->vQ[i]);
+            mb_ops_fuse_parts(&d->visl[i], 0, 1);
+        } else {
+            mb_ops_vision_fused(b, &d->visl[i], d->vP[i], d->vQ[i]);
+        }
         for (int q = 0; q < d->visl[i].n; q++)
             if (d->visl[i].op[q].cat == MB_CAT_PROJECTOR)
                 mb_ops_push(&d->visp[i], &d->visl[i].op[q]);

@@ -24,19 +24,36 @@ static void mb__vis_usage(const struct mb_build *b, long use[MB__VIS_TABLES][2])
     }
 }
 
-/* ViT forward/backward ops for P patches (sum of squares Q) on stage 0. */
-void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
+/* The patch merger(s) of P patches: main + one per DeepStack tap; S^2 patches -> one token. */
+static void mb__vision_mergers(struct mb_build *b, struct mb_oplist *l, double P)
+{
+    const struct mb_vision *v = &b->m->vision;
+    int fproj = (b->s->freeze & MB_FREEZE_VISION_PROJ) != 0;
+    double hv = v->hidden, S2 = (double)v->spatial_merge * v->spatial_merge, Mtok = P / S2;
+    for (int i = 0; i < 1 + v->deepstack; i++) {
+        mb_ops_gemm(b, l, "merger_fc1", MB_CAT_PROJECTOR, 0, 0, Mtok, S2 * hv, S2 * hv, Mtok * S2 * hv * BF16, fproj);
+        mb_ops_gemm(b, l, "merger_fc2", MB_CAT_PROJECTOR, 0, 0, Mtok, v->out_hidden, S2 * hv, Mtok * S2 * hv * BF16,
+                    fproj);
+    }
+}
+
+/* ViT ops for P patches (sum of squares Q) into l: the patch embedding and
+ * block 0 priced, then (unless `blocks0`) the other blocks as copies of block 0
+ * and the patch mergers. Returns the index of block 0's first op in l and its
+ * op count in *nb; with `blocks0` the caller places the copies and builds the
+ * mergers (mb__vision_mergers). */
+static int mb__vision_build(struct mb_build *b, struct mb_oplist *l, double P, double Q, int blocks0, int *nb_out)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_vision *v = &b->m->vision;
     int tp = s->tp;
     int frozen = (s->freeze & MB_FREEZE_VISION) != 0;
-    int fproj = (s->freeze & MB_FREEZE_VISION_PROJ) != 0;
     double hv = v->hidden, fv = (double)v->mlp / tp, hl = (double)v->hidden / tp;
     int hd = v->hidden / v->heads;
     enum mb_cat c = MB_CAT_VISION;
+    *nb_out = 0;
     if (P <= 0)
-        return;
+        return 0;
     /* patch embedding: conv as GEMM over C*tp*patch^2 inputs */
     double kin = (double)v->in_channels * v->temporal_patch * v->patch * v->patch;
     mb_ops_gemm(b, l, "vit_patch_embed", c, 0, 0, P, hv, kin, 0, frozen);
@@ -69,12 +86,17 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
             l->op[q].vblock = 1;
     }
     int nb = l->n - nb0;
+    *nb_out = nb;
     if (v->depth > 1 && nb > 0) {
         long use1[MB__VIS_TABLES][2];
         mb__vis_usage(b, use1);
         for (size_t t = 0; t < mb_calib_n_tables(b->cal) && t < MB__VIS_TABLES; t++)
             mb_calib_add_usage(b->cal, t, (use1[t][0] - use0[t][0]) * (v->depth - 1),
                                (use1[t][1] - use0[t][1]) * (v->depth - 1));
+    }
+    if (blocks0)
+        return nb0;
+    if (v->depth > 1 && nb > 0) {
         mb_ops_reserve(l, nb * (v->depth - 1) + 2 * (1 + v->deepstack));
         for (int i = 1; i < v->depth; i++)
             for (int q = 0; q < nb; q++) {
@@ -83,13 +105,45 @@ void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
                 mb_ops_push(l, &o);
             }
     }
-    /* patch merger(s): main + one per DeepStack tap; S^2 patches -> one token */
-    double S2 = (double)v->spatial_merge * v->spatial_merge, Mtok = P / S2;
-    for (int i = 0; i < 1 + v->deepstack; i++) {
-        mb_ops_gemm(b, l, "merger_fc1", MB_CAT_PROJECTOR, 0, 0, Mtok, S2 * hv, S2 * hv, Mtok * S2 * hv * BF16, fproj);
-        mb_ops_gemm(b, l, "merger_fc2", MB_CAT_PROJECTOR, 0, 0, Mtok, v->out_hidden, S2 * hv, Mtok * S2 * hv * BF16,
-                    fproj);
-    }
+    mb__vision_mergers(b, l, P);
+    return nb0;
+}
+
+void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
+{
+    int nb;
+    mb__vision_build(b, l, P, Q, 0, &nb);
+}
+
+/* Push op o (index k of the unfused list) into the fused list f, as a copy of
+ * block vblock - 1's op when vblock > 0; add its saved bytes to *saved. */
+static void mb__vision_stream(struct mb_oplist *f, const struct mb_op *o, int vblock, int k, double *saved)
+{
+    int n = f->n;
+    mb_ops_fuse_push(f, o, 0, k); /* fusion reads no block index */
+    if (vblock > 0 && f->n > n)
+        f->op[f->n - 1].vblock = vblock;
+    *saved += o->saved;
+}
+
+double mb_ops_vision_fused(struct mb_build *b, struct mb_oplist *f, double P, double Q)
+{
+    const struct mb_vision *v = &b->m->vision;
+    struct mb_oplist l = {0};
+    int nb, nb0 = mb__vision_build(b, &l, P, Q, 1, &nb), n0 = l.n, k = 0;
+    double saved = 0;
+    mb_ops_reserve(f, n0 + (v->depth > 1 ? nb * (v->depth - 1) : 0) + 2 * (1 + v->deepstack)); /* at most */
+    for (int q = 0; q < n0; q++)
+        mb__vision_stream(f, &l.op[q], 0, k++, &saved);
+    for (int i = 1; i < v->depth && nb > 0; i++)
+        for (int q = 0; q < nb; q++)
+            mb__vision_stream(f, &l.op[nb0 + q], i + 1, k++, &saved);
+    if (P > 0)
+        mb__vision_mergers(b, &l, P);
+    for (int q = n0; q < l.n; q++)
+        mb__vision_stream(f, &l.op[q], 0, k++, &saved);
+    mb_ops_free(&l);
+    return saved;
 }
 
 /* Embedding (stage 0) and final norm, output layer and loss (last stage; MTP

@@ -307,6 +307,34 @@ static int mb__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc
            q->fwd > 0 && o->fwd > 0;
 }
 
+/* Fused op q takes in the op o after it: times, saved bytes, kernel counts and work add up. */
+static void mb__fuse_into(struct mb_op *q, const struct mb_op *o)
+{
+    q->module |= o->module;
+    q->fwd += o->fwd;
+    q->bwd += o->bwd;
+    q->bwd_dgrad_only += o->bwd_dgrad_only;
+    q->saved += o->saved;
+    q->bwd_ws = fmax(q->bwd_ws, o->bwd_ws);
+    q->kf += o->kf;
+    q->kb += o->kb;
+    q->flop_f += o->flop_f;
+    q->flop_b += o->flop_b;
+    q->bytes_f += o->bytes_f;
+    q->bytes_b += o->bytes_b;
+    q->nparts++;
+}
+
+void mb_ops_fuse_push(struct mb_oplist *l, const struct mb_op *o, unsigned rc_mask, int part)
+{
+    if (l->n > 0 && mb__fusable(&l->op[l->n - 1], o, rc_mask)) {
+        mb__fuse_into(&l->op[l->n - 1], o);
+        return;
+    }
+    mb_ops_push(l, o);
+    l->op[l->n - 1].part0 = part;
+}
+
 /* Fuse runs of adjacent compute ops that the timeline cannot tell apart --
  * same category, recomputed or not alike, same CUDA-graph region, no host sync -- into
  * one op (times, saved bytes and kernel counts add up). GPU time is unchanged;
@@ -337,20 +365,7 @@ void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts)
     for (int i = 0; i < l->n; i++) {
         struct mb_op *o = &l->op[i];
         if (w > 0 && mb__fusable(&l->op[w - 1], o, rc_mask)) {
-            struct mb_op *q = &l->op[w - 1];
-            q->module |= o->module;
-            q->fwd += o->fwd;
-            q->bwd += o->bwd;
-            q->bwd_dgrad_only += o->bwd_dgrad_only;
-            q->saved += o->saved;
-            q->bwd_ws = fmax(q->bwd_ws, o->bwd_ws);
-            q->kf += o->kf;
-            q->kb += o->kb;
-            q->flop_f += o->flop_f;
-            q->flop_b += o->flop_b;
-            q->bytes_f += o->bytes_f;
-            q->bytes_b += o->bytes_b;
-            q->nparts++;
+            mb__fuse_into(&l->op[w - 1], o);
             continue;
         }
         l->op[w] = *o;

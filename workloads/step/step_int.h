@@ -252,6 +252,10 @@ void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
 void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd);
 void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
 void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts);
+/* Append op o, index `part` of the unfused list, to the fused list l: into its
+ * last op where mb_ops_fuse would have fused the two (the same sums in the same
+ * order), else as a new op. Keeps no parts. */
+void mb_ops_fuse_push(struct mb_oplist *l, const struct mb_op *o, unsigned rc_mask, int part);
 void mb_ops_free(struct mb_oplist *l);
 
 /* ---- net.c: communication ops and collective tasks */
@@ -272,6 +276,11 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
 void mb_ops_ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen);
 double mb_moe_p_hit(const struct mb_model *m, double e);
 void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q);
+/* The ViT list of mb_ops_vision fused as mb_ops_fuse_parts(l, 0, 0) fuses it,
+ * appended to the empty list l without building the unfused copies of its
+ * blocks (the same ops, sums and calibration usage); returns the sum of the
+ * unfused ops' saved activation bytes, in list order. */
+double mb_ops_vision_fused(struct mb_build *b, struct mb_oplist *l, double P, double Q);
 void mb_plan_build(struct mb_build *b);
 void mb_plan_scale_attention(struct mb_build *b, double attn_scale);
 void mb_plan_offload(struct mb_build *b);
