@@ -143,7 +143,7 @@ int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
     char *end;
     errno = 0;
     long n = strtol(v, &end, 10);
-    if (end == v || *end || errno || n < 1 || n > CLI_JOBS_MAX) {
+    if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > CLI_JOBS_MAX) {
         fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt, v, CLI_JOBS_MAX);
         return -1;
     }

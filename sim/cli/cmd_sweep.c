@@ -38,7 +38,7 @@ static void usage_sweep(FILE *fp)
             "\n"
             "  --set key=v1,v2   sweep a dotted scenario key, e.g. parallel.tp=1,2,4;\n"
             "                    list values join names with '+': cuda_graph.modules=none,attn+moe_router\n"
-            "  -j N              worker threads (default: the CPUs this process may run on)\n"
+            "  -j, --jobs N      worker threads (default: the CPUs this process may run on)\n"
             "  --top N           configurations in the ranking (default 10)\n"
             "  --tsv FILE        one row per configuration, written as rows finish ('-' = stdout,\n"
             "                    the summary then goes to stderr)\n"
@@ -169,8 +169,8 @@ static int parse_shard(const char *s, long *shard, long *nshards)
 
 enum { O_SET = 256, O_TOP, O_TSV, O_JSON, O_SHARD, O_MBCAP, O_RESUME, O_PROGRESS, O_NOHEADER, O_EXACT, O_SCREEN };
 
-/* One option c with value v (cli_opts_next); 0 ok, 1 help shown, 2 usage error. */
-static int parse_opt(int c, const char *v, struct sweep_args *a)
+/* One option c, spelled opt, with value v (cli_opts_next); 0 ok, 1 help shown, 2 usage error. */
+static int parse_opt(int c, const char *opt, const char *v, struct sweep_args *a)
 {
     switch (c) {
     case 'h':
@@ -185,7 +185,7 @@ static int parse_opt(int c, const char *v, struct sweep_args *a)
         return 0;
     case 'j': {
         int j;
-        if (cli_parse_jobs("mbsim sweep", "-j", v, &j))
+        if (cli_parse_jobs("mbsim sweep", opt, v, &j))
             return 2;
         a->jobs = j;
         return 0;
@@ -305,13 +305,14 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
         {"json", required_argument, NULL, O_JSON},   {"shard", required_argument, NULL, O_SHARD},
         {"mb-cap", required_argument, NULL, O_MBCAP}, {"resume", required_argument, NULL, O_RESUME},
         {"progress", required_argument, NULL, O_PROGRESS}, {"no-header", no_argument, NULL, O_NOHEADER},
-        {"exact", no_argument, NULL, O_EXACT},       {"screen", required_argument, NULL, O_SCREEN}, {0}};
+        {"exact", no_argument, NULL, O_EXACT},       {"screen", required_argument, NULL, O_SCREEN},
+        {"jobs", required_argument, NULL, 'j'},      {0}};
     struct cli_opts g;
     const char *v;
     int c, rc = 0;
     cli_opts_init(&g, "mbsim sweep", "hj:", lo, argc, argv);
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END)
-        rc = parse_opt(c, v, a);
+        rc = parse_opt(c, cli_opts_name(&g), v, a);
     cli_opts_free(&g);
     if (rc)
         return rc;
