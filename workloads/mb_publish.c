@@ -43,6 +43,12 @@ enum mb_publish_verdict mb_publish_check(const struct mb_scenario *s, double mod
                  "%s follows the recipe publication guidance", gpu[0] ? gpu : "this GPU");
         return out->verdict = MB_PUBLISH_NA;
     }
+    if (s->freeze & MB_FREEZE_LANGUAGE) {
+        snprintf(out->text, sizeof out->text,
+                 "n/a: the guide's targets are for pretraining recipes and exclude SFT/PEFT; this scenario "
+                 "freezes the language model%s", s->lora_rank > 0 ? " (LoRA)" : "");
+        return out->verdict = MB_PUBLISH_NA;
+    }
     if (s->model.vision.depth > 0 && s->mock) {
         snprintf(out->text, sizeof out->text,
                  "n/a: the guide checks VLM recipes on realistic multimodal input; this scenario uses mock data");

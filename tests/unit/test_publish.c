@@ -89,6 +89,10 @@ static void test_not_applicable(void **state)
     assert_non_null(strstr(pc.text, "realistic multimodal input"));
     sc.mock = 0; /* with real images it applies */
     assert_int_equal(mb_publish_check(&sc, 50, &pc), MB_PUBLISH_EARLY);
+    sc.freeze = MB_FREEZE_LANGUAGE; /* PEFT: the guide excludes SFT/PEFT */
+    sc.lora_rank = 16;
+    assert_int_equal(mb_publish_check(&sc, 50, &pc), MB_PUBLISH_NA);
+    assert_non_null(strstr(pc.text, "exclude SFT/PEFT; this scenario freezes the language model (LoRA)"));
 }
 
 int main(void)
