@@ -1241,6 +1241,7 @@ static void test_lora_adapters(void **state)
     double pf = op_time_s(&r, "lora_adapter", 0), pb = op_time_s(&r, "lora_adapter", 1);
     if (fabs(pf / f - 1) > 1e-9 || fabs(pb / b - 1) > 1e-9)
         fail_msg("LoRA adapters %.2f / %.2f us, expected %.2f / %.2f", pf * 1e6, pb * 1e6, f * 1e6, b * 1e6);
+    struct mb_memory_stage with = r.mem.per_stage[0];
     mb_result_free(&r);
     s.tp = 2;
     s.gpus = 2;
@@ -1259,6 +1260,14 @@ static void test_lora_adapters(void **state)
     s.lora_rank = 0;
     sim_fw(&s, FIXTURE_H100, none, 1, &r);
     assert_true(op_time_s(&r, "lora_adapter", 0) == 0);
+    /* the adapters' r (K + N) = 16 x 69,632 = 1,114,112 trainable parameters on the one rank:
+     * bf16 weights 2 B, fp32 main grads 4 B, fp32 master + Adam 12 B (DP 1: nothing to shard) */
+    const double P = 16.0 * (4096 + 6144 + 4096 + 4096 + 4096 + 28672 + 14336 + 4096);
+    const struct mb_memory_stage *without = &r.mem.per_stage[0];
+    if (fabs(with.weights - without->weights - 2 * P) > 1 || fabs(with.grads - without->grads - 4 * P) > 1 ||
+        fabs(with.optimizer - without->optimizer - 12 * P) > 1)
+        fail_msg("LoRA state %.0f / %.0f / %.0f B, expected %.0f / %.0f / %.0f", with.weights - without->weights,
+                 with.grads - without->grads, with.optimizer - without->optimizer, 2 * P, 4 * P, 12 * P);
     mb_result_free(&r);
     mb_scenario_free(&s);
 }

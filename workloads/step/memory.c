@@ -378,6 +378,21 @@ static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struc
     return d;
 }
 
+/* LoRA adapter parameters on stage st's rank (elements): each decoder layer's kind carries its
+ * adapters' count (mb_ops_gemm). */
+static double mb__lora_stage(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+                             int st)
+{
+    const struct mb_model *m = &s->model;
+    double n = 0;
+    for (int c = 0; plan && s->lora_rank > 0 && c < lay->v; c++) {
+        int vs = c * lay->p + st;
+        for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++)
+            n += plan->kind[m->layer[i].mixer][m->layer[i].ffn].lora_params;
+    }
+    return n;
+}
+
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                        double act_vision, double hbm_bytes, const struct mb_memdyn *dyn, struct mb_memory *out)
 {
@@ -390,6 +405,12 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     for (int st = 0; st < p; st++) {
         double w, g, o;
         mb__static_state(s, lay, st, &w, &g, &o);
+        /* LoRA adapters are trainable: bf16 weights, main grads, fp32 master and Adam,
+         * the last two sharded like the dense state */
+        double ad = mb__lora_stage(s, lay, plan, st);
+        w += 2 * ad;
+        g += s->grad_bytes * ad;
+        o += (4.0 + s->state_bytes) * ad / (s->dist_opt || s->strategy == MB_STRAT_FSDP ? dpc : 1);
         /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
         struct mb_memdyn d = dyn ? dyn[st] : mb__dyn_formula(s, lay, plan, st, act_vision);
         double act = d.activations, logits = d.logits, rc = d.recompute, gws = d.grads, t_peak = d.t;

@@ -142,10 +142,9 @@ static double mb__lora_gemm(struct mb_build *b, double M, double N, double K)
  * the scale (read + write M N) and the add to y (two reads, one write): 4
  * kernels. Backward: the scale's gradient (M N twice), B's dgrad and wgrad,
  * A's dgrad and wgrad, and the sum of A's dgrad into the base layer's input
- * gradient (M K three times): 6 kernels. Left out: the adapter's weights,
- * gradients and optimizer state (r (K + N) parameters) and its [M, r]
- * activation in memory (below 0.5 % of the layer's at r <= 64), and the TP
- * all-reduce of the [M, r] activation a row-parallel layer's adapter needs.
+ * gradient (M K three times): 6 kernels. Its r (K + N) trainable parameters
+ * are counted in memory (mb_oplist.lora_params); left out: its [M, r]
+ * activation and the TP all-reduce of it a row-parallel layer's adapter needs.
  */
 static void mb__lora(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, int graphed, double M, double N,
                      double K)
@@ -183,6 +182,7 @@ void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
     if ((bit & (MB_LORA_QKV | MB_LORA_FC1)) && b->s->sequence_parallel)
         mb_net_ring(b, l, "lora sp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, M * K * BF16, 0);
     mb__lora(b, l, cat, graphed, M, N, K);
+    l->lora_params += b->s->lora_rank * (K + N); /* A [K, r] and B [r, N] as the rank holds them */
 }
 
 /* Grouped GEMM of `groups` local experts, `tpg` tokens each: [tpg, K] x [K, N]. */

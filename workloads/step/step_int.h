@@ -93,6 +93,7 @@ struct mb_oplist {
     double fwd_ws_block;      /* the largest of them (one allocator block), bytes */
     struct mb_op *part;       /* the ops before fusion (names and costs of each fused op's parts) */
     int nparts;
+    double lora_params;       /* LoRA adapter parameters of one layer of this kind on a rank (elements) */
 };
 
 /** Layout facts shared by the timeline builder and memory estimator. */
