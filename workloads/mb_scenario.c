@@ -895,6 +895,44 @@ static void mb_scn__warn_moe(struct mb_scenario *s, const struct mb_node *const 
                      mb_key_value_name("moe.dispatcher", (unsigned)s->dispatcher));
 }
 
+/* The LoRA targets no layer of the model has (ops.c mb__lora_bit: the op names), MB_LORA_*. */
+static unsigned mb_scn__lora_absent(const struct mb_model *m)
+{
+    unsigned have = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        enum mb_mixer x = m->layer[i].mixer;
+        if (x == MB_MIX_ATTN || x == MB_MIX_ATTN_SWA)
+            have |= MB_LORA_QKV | MB_LORA_PROJ;
+        if (x == MB_MIX_MLA)
+            have |= MB_LORA_PROJ | MB_LORA_KV_DOWN | MB_LORA_KV_UP |
+                    (m->q_lora_rank > 0 ? MB_LORA_Q_DOWN | MB_LORA_Q_UP : MB_LORA_Q_PROJ);
+        if (m->layer[i].ffn == MB_FFN_DENSE)
+            have |= MB_LORA_FC1 | MB_LORA_FC2;
+    }
+    return ~have;
+}
+
+/* peft and training settings that leave this model's step unchanged (mb_scn__warn_inert). */
+static void mb_scn__warn_peft(struct mb_scenario *s, const struct mb_node *const *nodes)
+{
+    const struct mb_model *m = &s->model;
+    const char *mn = m->name[0] ? m->name : "(unnamed)";
+    const struct mb_node *tg = mb_scn__node(nodes, "peft.lora_targets");
+    const struct mb_node *baf = mb_scn__node(nodes, "training.bias_activation_fusion");
+    if (s->lora_rank > 0 && !s->lora_targets)
+        mb_scn__warn(s, tg, "peft.lora_targets is empty: peft.lora_rank = %d adds no adapter", s->lora_rank);
+    unsigned absent = s->lora_rank > 0 ? s->lora_targets & mb_scn__lora_absent(m) : 0;
+    if (absent) {
+        char names[256];
+        mb_key_flag_names("peft.lora_targets", absent, ", ", names, sizeof names);
+        mb_scn__warn(s, tg, "peft.lora_targets: model %s has no %s layer: no adapter there (adapters sit on the "
+                     "dense layers' linears; MoE experts, the router and the vision tower carry none)", mn, names);
+    }
+    if (baf && !s->bias_act_fusion && m->num_experts <= 0)
+        mb_scn__warn(s, baf, "training.bias_activation_fusion: false changes nothing: model %s has no experts "
+                     "(mbsim prices the unfused activation of MoE experts only)", mn);
+}
+
 /* Settings the file writes that are valid but change nothing in this
  * simulation (issue 17: accepted and silently inert is a first-hour trap).
  * Errors, where a setting contradicts the model or Megatron-Core, are
@@ -962,6 +1000,7 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
         mb_scn__warn(s, drop, "training.attention_dropout changes nothing with a fused attention backend: the "
                      "kernel drops in-kernel, which mbsim does not price (it is a kernel of its own with "
                      "attention_backend unfused or local)");
+    mb_scn__warn_peft(s, nodes);
 }
 
 /* A scenario from an already loaded YAML tree (e.g. a sweep file whose `sweep:`

@@ -290,6 +290,13 @@ static const struct {
      "communication\n"
      "@:13:9: warning: data.mock: true changes nothing: model llama3_8b has no vision encoder, and mock data "
      "differs from real data only in having no images\n"},
+    /* a LoRA target the model lacks (lora_targets: 2 + 14 -> col 17); bias_activation_fusion on a
+     * dense model (2 + 24 -> col 27) */
+    {"warn_peft.yaml",
+     ":13:17: warning: peft.lora_targets: model llama3_8b has no linear_kv_up_proj layer: no adapter there "
+     "(adapters sit on the dense layers' linears; MoE experts, the router and the vision tower carry none)\n"
+     "@:15:27: warning: training.bias_activation_fusion: false changes nothing: model llama3_8b has no experts "
+     "(mbsim prices the unfused activation of MoE experts only)\n"},
     {"warn_dense_moe_keys.yaml",
      ":15:15: warning: moe.dispatcher changes nothing: model llama3_8b has no experts (dense)\n"
      "@:16:20: warning: moe.capacity_factor changes nothing: model llama3_8b has no experts (dense)\n"},
