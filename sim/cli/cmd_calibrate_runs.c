@@ -10,7 +10,9 @@
  * the fitted tables' values (mb_fit_transfer).
  * Exit codes: 0 ok, 1 bad input, 2 usage.
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,19 +480,12 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
                       : "name at least one fitted table to transfer from");
         return transfer_usage(stderr, 2);
     }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < i; j++)
-            if (!strcasecmp(from[i], from[j])) {
-                fprintf(stderr, "mbsim calibrate transfer: %s is named twice (each table counts once in the "
-                                "median)\n",
-                        from[i]);
-                return 2;
-            }
     if (out && !writable_dir(out)) {
         fprintf(stderr, "mbsim calibrate transfer: cannot write %s (%s)\n", out, strerror(errno));
         return 1;
     }
     struct mb_calib_framework fits[64], prior, fw;
+    static char real[64][PATH_MAX];
     unsigned params[64], want = 0;
     struct mb_err err;
     char msg[1024];
@@ -502,6 +497,17 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
             fprintf(stderr, "mbsim calibrate transfer: %s\n", msg);
             return 1;
         }
+        /* one file named twice, by GPU name and by path or by two paths, counts once in the median */
+        if (!realpath(mb_calib_path(t), real[i]))
+            snprintf(real[i], sizeof real[i], "%s", mb_calib_path(t));
+        for (int j = 0; j < i; j++)
+            if (!strcmp(real[i], real[j])) {
+                fprintf(stderr, "mbsim calibrate transfer: %s and %s are the same table (%s; each table counts "
+                                "once in the median)\n",
+                        from[j], from[i], real[i]);
+                mb_calib_free(t);
+                return 2;
+            }
         mb_calib_framework_get(t, &fits[i]);
         mb_calib_free(t);
         params[i] = fits[i].fitted;
