@@ -220,6 +220,8 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
      * loss as a layer each: num_layers + 2 split evenly, which is how mbsim
      * splits an uneven count without a layout (step/layout.c). Any other split
      * needs the layout. */
+    if (s->vpp > 1 && s->pp < 2) /* before the split: a vpp without pp splits nothing */
+        return mb_scn__err(err, s, mb_scn__at(mk->vpp, mk->parallel, NULL), "vpp = %d requires pp > 1", s->vpp);
     if (!s->pipeline_layout[0] && !s->pipeline_split_unstated && s->pp * s->vpp > 1) {
         int nv = s->pp * s->vpp, L = m->num_layers;
         if (L % nv && (L + 2) % nv)
@@ -233,8 +235,6 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     }
     if (s->vpp > 1) {
         const struct mb_node *at = mb_scn__at(mk->vpp, mk->parallel, NULL);
-        if (s->pp < 2)
-            return mb_scn__err(err, s, at, "vpp = %d requires pp > 1", s->vpp);
         if (microbatches % s->pp)
             return mb_scn__err(err, s, at,
                                "interleaved pipeline (vpp = %d) needs microbatches %% pp == 0; "
