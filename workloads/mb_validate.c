@@ -2617,8 +2617,15 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
     c.col = 1;
     c.rec_pending = 1;
 
-    for (i = 0; i < len && !c.failed; i++) {
+    /* a UTF-8 byte order mark (spreadsheet exports) is not part of the first column's name */
+    i = len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    for (; i < len && !c.failed; i++) {
         unsigned char ch = (unsigned char)buf[i];
+        if (!ch) {
+            rc = mb_err_set(err, path, c.line, c.col, "NUL byte: expected CSV text (is this a binary file?)");
+            c.failed = 1;
+            break;
+        }
         if (c.rec_pending && ch != '\r' && ch != '\n') {
             c.rec_pending = 0;
             c.rec_line = c.fline = c.line;

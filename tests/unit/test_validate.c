@@ -502,6 +502,8 @@ static void test_bad_csv(void **state)
         {FIX "bad_memory_kind.csv", FIX "bad_memory_kind.csv:2:68: column 'peak_memory_kind': expected allocated, "
                                         "reserved or device, got 'max'"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
+        /* a NUL byte in a cell (line 4, column 88: "task=s\0ft") is binary, not text */
+        {FIX "bad_nul.csv", FIX "bad_nul.csv:4:88: NUL byte: expected CSV text (is this a binary file?)"},
         /* a name or path mbsim does not know is a typo, an error (issue 17 QA: it was a skipped row, rc 0) */
         {FIX "bad_model_name.csv", FIX "bad_model_name.csv:2:13: column 'model': model 'llama3_7b' has no model file "
                                    "(`mbsim models` lists the shipped ones; a path names a model file)"},
@@ -1027,6 +1029,10 @@ static void test_lora_rows(void **state)
     assert_int_equal(f->lora_rank, 0);
     double ta = find_row(&s, "lora_automodel")->predicted, tb = find_row(&s, "lora_bridge")->predicted;
     assert_true(ta > 0 && ta < tb);
+    mb_validate_free(&s);
+    /* the same file behind a UTF-8 byte order mark (spreadsheet exports) reads the same */
+    validate_seen(FIX "bom.csv", &s, &seen);
+    assert_int_equal(s.n_predicted, 3);
     mb_validate_free(&s);
 }
 
