@@ -739,6 +739,10 @@ static int mb_key__flags_from_text(const struct mb_key *k, const char *v, unsign
             *plus = 0;
         unsigned f;
         rc = mb_key__enum_text(k, p, &f, msg, len);
+        if (!rc && (f & *out)) {
+            snprintf(msg, len, "%s: '%s' is listed twice (or with a name of the same meaning)", k->key, p);
+            rc = -1;
+        }
         *out |= rc ? 0 : f;
         p = plus ? plus + 1 : NULL;
     }
@@ -963,6 +967,9 @@ static int mb_key__flags_node(const struct mb_key *k, const struct mb_node *n, u
             return -1;
         if (mb_key__enum_text(k, it->str, &v, msg, sizeof msg))
             return mb_yaml_err(err, it, "%s", msg);
+        if (v & *out)
+            return mb_yaml_err(err, it, "%s: '%s' is listed twice (or with a name of the same meaning)", k->key,
+                               it->str);
         *out |= v;
     }
     return 0;

@@ -208,6 +208,8 @@ static const struct {
                             "parallelism with CPU offloading); pp = 2"},
     {"bad_offload_layers.yaml", "10:37: memory.cpu_offloading_num_layers = 32: Megatron offloads fewer layers "
                                 "than the model has (32)"},
+    /* a list key's name twice is a typo, not one more setting */
+    {"bad_flag_twice.yaml", "6:20: freeze: 'language' is listed twice (or with a name of the same meaning)"},
     /* vpp without pp is the error, not the split it cannot make (vpp 3 does not split 32 layers) */
     {"bad_vpp_no_pp.yaml", "6:24: vpp = 3 requires pp > 1"},
     /* LoRA: adapters on a frozen base; targets only with a rank */
