@@ -993,12 +993,18 @@ static int cell_memory(struct csv_ctx *c, double *gib, const char **kind)
     return 0;
 }
 
-/* A measured value, when given, must be positive: 0 or below is a typo, not "not stated". */
+/* A measured value, when given, must be positive: 0 or below is a typo, not "not stated"; and
+ * below a bound no training run comes near (a typo such as 1e308 otherwise scores 100 % off):
+ * 1e8 tokens/s per GPU, 1e5 model TFLOP/s per GPU (100 PFLOP/s), a step of 1e7 s (116 days). */
 static int measured_positive(struct csv_ctx *c, int k, double v)
 {
     struct csv_field *f = &c->f[c->idx[k]];
-    if (is_absent(trim(f->text)) || v > 0)
+    double hi = k == C_TOKENS ? 1e8 : k == C_TFLOPS ? 1e5 : 1e7;
+    if (is_absent(trim(f->text)) || (v > 0 && v <= hi))
         return 0;
+    if (v > hi)
+        return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': %.60s is beyond any training run "
+                          "(at most %g); expected the measured value", mb_val__colname[k], trim(f->text), hi);
     return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': expected a positive number, got '%.60s'",
                       mb_val__colname[k], trim(f->text));
 }

@@ -502,6 +502,9 @@ static void test_bad_csv(void **state)
         {FIX "bad_memory_kind.csv", FIX "bad_memory_kind.csv:2:68: column 'peak_memory_kind': expected allocated, "
                                         "reserved or device, got 'max'"},
         {FIX "empty.csv", FIX "empty.csv: empty file (no header row)"},
+        /* a measured 1e308 tokens/s (line 2, column 143) is a typo, not a run */
+        {FIX "bad_huge.csv", FIX "bad_huge.csv:2:143: column 'tokens_per_s_per_gpu': 1e308 is beyond any training "
+                             "run (at most 1e+08); expected the measured value"},
         /* a NUL byte in a cell (line 4, column 88: "task=s\0ft") is binary, not text */
         {FIX "bad_nul.csv", FIX "bad_nul.csv:4:88: NUL byte: expected CSV text (is this a binary file?)"},
         /* a name or path mbsim does not know is a typo, an error (issue 17 QA: it was a skipped row, rc 0) */
