@@ -2382,6 +2382,9 @@ static int csv_record(struct csv_ctx *c)
     r->line = c->rec_line;
     copy_str(r->source, sizeof r->source, c->path);
     copy_str(r->id, sizeof r->id, cell(c, C_ID));
+    for (char *q = r->id; *q; q++) /* a quoted id may hold a newline or tab: one table row per run */
+        if ((unsigned char)*q < ' ')
+            *q = ' ';
     if (!r->id[0])
         snprintf(r->id, sizeof r->id, "line %d", c->rec_line);
     model_key = cell(c, C_MODEL);

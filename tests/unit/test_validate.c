@@ -1033,6 +1033,10 @@ static void test_lora_rows(void **state)
     double ta = find_row(&s, "lora_automodel")->predicted, tb = find_row(&s, "lora_bridge")->predicted;
     assert_true(ta > 0 && ta < tb);
     mb_validate_free(&s);
+    /* a quoted id with a newline is one table row: control characters become spaces */
+    validate_seen(FIX "newline_id.csv", &s, &seen);
+    assert_non_null(find_row(&s, "two lines"));
+    mb_validate_free(&s);
     /* the same file behind a UTF-8 byte order mark (spreadsheet exports) reads the same */
     validate_seen(FIX "bom.csv", &s, &seen);
     assert_int_equal(s.n_predicted, 3);
