@@ -285,7 +285,7 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
 static const char *const mb_mge__covered[] = {
     "schema_version", "name", "model", "system.preset", "system.gpus", "precision", "moe.dispatcher",
     "moe.dispatcher_sms", "cuda_graph.modules", "parallel.strategy", "parallel.fsdp_impl", "optimizer.main_grads",
-    "optimizer.states", "training.bias_activation_fusion", "memory.expandable_segments", "collectives.all_reduce", "calibration.table", NULL};
+    "optimizer.states", "training.bias_activation_fusion", "peft.lora_rank", "peft.lora_targets", "memory.expandable_segments", "collectives.all_reduce", "calibration.table", NULL};
 
 static int mb_mge__is_covered(const struct mb_key *k)
 {
@@ -317,6 +317,13 @@ static void mb_mge__notes(const struct mb_scenario *s, enum mb_megatron_dialect 
         if (mb_key_format(s, &k[i], v, sizeof v) == 0)
             fprintf(fp, "# no Megatron setting for %s = %s (mbsim only)\n", k[i].key, v);
     }
+    if (s->lora_rank > 0)
+        fprintf(fp, d == MB_MEGATRON_BRIDGE
+                        ? "# LoRA (peft.lora_rank = %d): the peft.* overrides need a recipe built with peft_scheme "
+                          "'lora' (its frozen base is the LoRA's)\n"
+                        : "# LoRA (peft.lora_rank = %d) has no Megatron-LM flag: it is Megatron-Bridge's peft "
+                          "(--emit bridge)\n",
+                s->lora_rank);
     if (s->model.vision.depth > 0)
         fprintf(fp, "# the vision encoder (%d blocks, hidden %d) and data.images have no Megatron-LM flags: the "
                     "flags above train the language model alone, and importing them gives its text twin (a "
@@ -325,6 +332,23 @@ static void mb_mge__notes(const struct mb_scenario *s, enum mb_megatron_dialect 
     if (s->model.num_experts)
         fprintf(fp, "# mbsim simulates forced-balanced routing unless moe.routing: skewed (Megatron: "
                     "--moe-router-force-load-balancing in benchmarks)\n");
+}
+
+/* LoRA adapters: Megatron-Bridge's peft section (a recipe built with peft_scheme "lora" holds
+ * its LoRA(dim, target_modules); NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/peft/lora.py);
+ * Megatron-LM has no flag for them (a note says so). */
+static void mb_mge__peft(struct mb_mge *e, const struct mb_scenario *s)
+{
+    if (s->lora_rank <= 0 || e->d != MB_MEGATRON_BRIDGE)
+        return;
+    char v[256], list[300];
+    mb_mge__int(e, "", "peft.dim", s->lora_rank);
+    mb_key_format(s, mb_key_find("peft.lora_targets"), v, sizeof v);
+    for (char *p = v; *p; p++)
+        if (*p == '+')
+            *p = ',';
+    snprintf(list, sizeof list, "[%s]", v);
+    mb_mge__set(e, "", "peft.target_modules", list);
 }
 
 int mb_megatron_emit(const struct mb_scenario *s, enum mb_megatron_dialect d, FILE *out, FILE *notes)
@@ -336,6 +360,7 @@ int mb_megatron_emit(const struct mb_scenario *s, enum mb_megatron_dialect d, FI
     mb_mge__dispatcher(&e, s);
     mb_mge__cuda_graph(&e, s);
     mb_mge__optimizer(&e, s);
+    mb_mge__peft(&e, s);
     for (int i = 0; i < e.n; i++) {
         fprintf(out, "%s%s\n", e.line[i], i + 1 < e.n ? " \\" : "");
         mb_free(e.line[i]);

@@ -731,6 +731,38 @@ static int mb_mgi__etp(struct mb_mgi *m)
     return 0;
 }
 
+/* Megatron-Bridge's LoRA: peft.dim (the rank) and peft.target_modules; the base is frozen, as
+ * LoRA freezes it (mbsim freeze: [language]); alpha and dropout change no cost. */
+static int mb_mgi__peft(struct mb_mgi *m)
+{
+    struct mb_megatron_arg *dim = NULL, *tm = NULL;
+    for (int i = 0; i < m->a->n; i++) {
+        struct mb_megatron_arg *g = &m->a->a[i];
+        if (g->env || strncmp(g->written, "peft.", 5))
+            continue;
+        if (!strcmp(g->name, "dim"))
+            dim = g;
+        else if (!strcmp(g->name, "target_modules"))
+            tm = g;
+        else if (!strcmp(g->name, "alpha") || !strcmp(g->name, "dropout")) {
+            g->used = 1;
+            mb_mgi__note(m, g, "not simulated: the adapters' cost does not depend on it");
+        }
+    }
+    if (!dim)
+        return 0;
+    char text[512];
+    dim->used = 1;
+    mb_mgi__text(dim, text, sizeof text);
+    if (mb_mgi__set(m, "peft.lora_rank", text, dim) || mb_mgi__set(m, "freeze", "language", NULL))
+        return -1;
+    if (!tm)
+        return 0;
+    tm->used = 1;
+    mb_mgi__text(tm, text, sizeof text);
+    return mb_mgi__set(m, "peft.lora_targets", text, tm);
+}
+
 static int mb_mgi__env(struct mb_mgi *m)
 {
     for (int i = 0; i < m->a->n; i++) {
@@ -1062,7 +1094,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
     int (*const rules[])(struct mb_mgi *) = {mb_mgi__defaults, mb_mgi__direct, mb_mgi__dispatcher,
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
                                              mb_mgi__uneven, mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
-                                             mb_mgi__gpus, mb_mgi__shared_overlap};
+                                             mb_mgi__gpus, mb_mgi__shared_overlap, mb_mgi__peft};
     int rc = -1;
     mb_scenario_defaults(m.s);
     mb_mgi__canonical(a);

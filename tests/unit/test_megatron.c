@@ -207,6 +207,36 @@ static void test_attention_dropout_default(void **state)
     mb_scenario_free(&s);
 }
 
+/* Megatron-Bridge's LoRA overrides (tests/data/import/llama3_8b_lora.txt): peft.dim and
+ * peft.target_modules become peft.lora_rank / lora_targets on a frozen base, alpha is noted
+ * as not simulated, and --emit bridge writes the same two overrides back. */
+static void test_bridge_lora(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    char *notes = NULL;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    if (import("tests/data/import/llama3_8b_lora.txt", MB_MEGATRON_BRIDGE, &o, &s, &notes, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    assert_int_equal(s.lora_rank, 16);
+    assert_int_equal(s.lora_targets, MB_LORA_QKV | MB_LORA_PROJ);
+    assert_int_equal(s.freeze, MB_FREEZE_LANGUAGE);
+    assert_non_null(strstr(notes, "peft.alpha: not simulated"));
+    free(notes);
+    char *out = emit(&s, MB_MEGATRON_BRIDGE);
+    assert_non_null(strstr(out, "peft.dim=16"));
+    assert_non_null(strstr(out, "peft.target_modules='[linear_qkv,linear_proj]'"));
+    free(out);
+    out = emit(&s, MB_MEGATRON_LM);
+    assert_null(strstr(out, "peft"));
+    free(out);
+    mb_scenario_free(&s);
+}
+
 /* A training log's arguments block and Bridge overrides of the same run. */
 static void test_log_and_bridge(void **state)
 {
@@ -469,7 +499,7 @@ static void test_uneven_split(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note),
+        cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note), cmocka_unit_test(test_bridge_lora),
         cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
