@@ -510,6 +510,9 @@ int mb_yaml_int(const struct mb_node *n, long *out, struct mb_err *err)
 {
     if (!n || n->kind != MB_NODE_SCALAR)
         return mb_yaml_err(err, n, "expected an integer, got %s", n ? mb_yaml__kind_name(n->kind) : "nothing");
+    if (n->quoted)
+        return mb_yaml_err(err, n, "expected an integer, got the quoted string \"%s\" (write the number without "
+                           "quotes)", n->str);
     long v;
     int rc = mb_yaml__strtol(n->str, &v);
     if (rc == 2)
@@ -524,6 +527,9 @@ int mb_yaml_double(const struct mb_node *n, double *out, struct mb_err *err)
 {
     if (!n || n->kind != MB_NODE_SCALAR)
         return mb_yaml_err(err, n, "expected a number, got %s", n ? mb_yaml__kind_name(n->kind) : "nothing");
+    if (n->quoted)
+        return mb_yaml_err(err, n, "expected a number, got the quoted string \"%s\" (write the number without "
+                           "quotes)", n->str);
     double v;
     int rc = mb_yaml__strtod(n->str, &v);
     if (rc == 2)
@@ -538,6 +544,9 @@ int mb_yaml_double(const struct mb_node *n, double *out, struct mb_err *err)
 int mb_yaml_int_in(const struct mb_node *n, const char *what, double lo, double hi, long *out, struct mb_err *err)
 {
     long v;
+    if (n && n->kind == MB_NODE_SCALAR && n->quoted && what)
+        return mb_yaml_err(err, n, "%s: expected an integer, got the quoted string \"%s\" (write the number "
+                           "without quotes)", what, n->str);
     if (n && n->kind == MB_NODE_SCALAR) {
         int rc = mb_yaml__strtol(n->str, &v);
         if (rc == 2 || (rc == 0 && ((double)v < lo || (double)v > hi)))
@@ -556,6 +565,9 @@ int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, doub
                       struct mb_err *err)
 {
     double v;
+    if (n && n->kind == MB_NODE_SCALAR && n->quoted && what)
+        return mb_yaml_err(err, n, "%s: expected a number, got the quoted string \"%s\" (write the number "
+                           "without quotes)", what, n->str);
     if (n && n->kind == MB_NODE_SCALAR) {
         int rc = mb_yaml__strtod(n->str, &v);
         if (rc == 2 && fabs(v) < 1) /* strtod's underflow: inside most ranges, but not representable */

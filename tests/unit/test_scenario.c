@@ -208,6 +208,9 @@ static const struct {
                             "parallelism with CPU offloading); pp = 2"},
     {"bad_offload_layers.yaml", "10:37: memory.cpu_offloading_num_layers = 32: Megatron offloads fewer layers "
                                 "than the model has (32)"},
+    /* a quoted number is a string: YAML's types, not a guess */
+    {"bad_quoted_number.yaml",
+     "4:34: system.gpus: expected an integer, got the quoted string \"8\" (write the number without quotes)"},
     /* a list key's name twice is a typo, not one more setting */
     {"bad_flag_twice.yaml", "6:20: freeze: 'language' is listed twice (or with a name of the same meaning)"},
     /* vpp without pp is the error, not the split it cannot make (vpp 3 does not split 32 layers) */
