@@ -49,6 +49,14 @@ static const struct mb_key_name mb_key__lora_targets[] = {
     {"linear_fc2", MB_LORA_FC2}, {"linear_q_proj", MB_LORA_Q_PROJ}, {"linear_q_down_proj", MB_LORA_Q_DOWN},
     {"linear_q_up_proj", MB_LORA_Q_UP}, {"linear_kv_down_proj", MB_LORA_KV_DOWN},
     {"linear_kv_up_proj", MB_LORA_KV_UP}, {NULL, 0}};
+
+unsigned mb_lora_target_bit(const char *op)
+{
+    for (const struct mb_key_name *n = mb_key__lora_targets; n->name; n++)
+        if (!strcmp(op, n->name))
+            return n->val;
+    return 0;
+}
 static const struct mb_key_name mb_key__packings[] = {{"padded", 0}, {"packed", 1}, {NULL, 0}};
 /* Megatron --cp-comm-type: p2p (ring attention) or a2a (DeepSpeed-Ulysses style) */
 static const struct mb_key_name mb_key__cp_comm[] = {{"p2p", 0}, {"a2a", 1}, {NULL, 0}};

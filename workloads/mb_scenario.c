@@ -895,7 +895,7 @@ static void mb_scn__warn_moe(struct mb_scenario *s, const struct mb_node *const 
                      mb_key_value_name("moe.dispatcher", (unsigned)s->dispatcher));
 }
 
-/* The LoRA targets no layer of the model has (ops.c mb__lora_bit: the op names), MB_LORA_*. */
+/* The LoRA targets no layer of the model has (the ops mixer.c and moe.c build), MB_LORA_*. */
 static unsigned mb_scn__lora_absent(const struct mb_model *m)
 {
     unsigned have = 0;

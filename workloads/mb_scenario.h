@@ -81,6 +81,10 @@ enum {
     MB_LORA_KV_UP = 1 << 8
 };
 
+/** @brief The peft.lora_targets bit of the linear layer whose op is named `op` ("linear_qkv",
+ * ...: the key's names are the op names, mb_keys.c), 0 for any other op. */
+unsigned mb_lora_target_bit(const char *op);
+
 /** Precision recipe: which GEMMs run at which rate, and the quantization overhead. */
 struct mb_precision {
     char label[48];           /* as written: bf16, fp8, fp8_cs, fp8_blockwise, mxfp8, nvfp4, fp16 */

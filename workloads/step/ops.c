@@ -107,24 +107,6 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
     mb_ops_push(l, &o);
 }
 
-/* The peft.lora_targets bit of linear layer `name`, 0 if it cannot carry an adapter (the key's
- * names in mb_keys.c are these op names; the step cannot include mb_keys.h). */
-static unsigned mb__lora_bit(const char *name)
-{
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } t[] = {{"linear_qkv", MB_LORA_QKV},           {"linear_proj", MB_LORA_PROJ},
-             {"linear_fc1", MB_LORA_FC1},           {"linear_fc2", MB_LORA_FC2},
-             {"linear_q_proj", MB_LORA_Q_PROJ},     {"linear_q_down_proj", MB_LORA_Q_DOWN},
-             {"linear_q_up_proj", MB_LORA_Q_UP},    {"linear_kv_down_proj", MB_LORA_KV_DOWN},
-             {"linear_kv_up_proj", MB_LORA_KV_UP}};
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!strcmp(name, t[i].name))
-            return t[i].bit;
-    return 0;
-}
-
 /* A BF16 GEMM of the adapter: the table's time, but no faster than moving its
  * operands and result once at the memory-bound rate (a rank-r GEMM is
  * bandwidth-bound; the GEMM tables hold compute-bound shapes). */
@@ -173,7 +155,7 @@ void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
     mb_ops_gemm_p(b, l, name, cat, mod, graphed, b->s->prec.gemm, b->s->prec.quantize, M, N, K, saved, frozen);
     if (!frozen || b->s->lora_rank <= 0)
         return;
-    unsigned bit = mb__lora_bit(name);
+    unsigned bit = mb_lora_target_bit(name);
     if (!(b->s->lora_targets & bit))
         return;
     /* under sequence parallelism the qkv and fc1 adapters gather their sequence-sharded input
