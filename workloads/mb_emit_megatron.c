@@ -341,14 +341,8 @@ static void mb_mge__peft(struct mb_mge *e, const struct mb_scenario *s)
 {
     if (s->lora_rank <= 0 || e->d != MB_MEGATRON_BRIDGE)
         return;
-    char v[256], list[300];
-    mb_mge__int(e, "", "peft.dim", s->lora_rank);
-    mb_key_format(s, mb_key_find("peft.lora_targets"), v, sizeof v);
-    for (char *p = v; *p; p++)
-        if (*p == '+')
-            *p = ',';
-    snprintf(list, sizeof list, "[%s]", v);
-    mb_mge__set(e, "", "peft.target_modules", list);
+    mb_mge__key(e, s, mb_key_find("peft.lora_rank"));    /* Bridge-only keys: their .bridge paths */
+    mb_mge__key(e, s, mb_key_find("peft.lora_targets"));
 }
 
 int mb_megatron_emit(const struct mb_scenario *s, enum mb_megatron_dialect d, FILE *out, FILE *notes)

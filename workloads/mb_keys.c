@@ -398,10 +398,12 @@ static const struct mb_key mb_key__table[] = {
     {.key = "peft.lora_rank", .type = MB_KEY_INT, F_(lora_rank), .flags = SW, .min = 0, .max = 65536, .def = 0,
      .doc = "LoRA adapters of rank r on the frozen language model (needs `freeze: [language]`; Megatron-Bridge "
             "`peft=LoRA(dim=r)`): each target linear gains x A B scaled and added to its output, in BF16; "
-            "0 = none"},
+            "0 = none",
+     .bridge = "peft.dim"},
     {.key = "peft.lora_targets", .type = MB_KEY_FLAGS, F_(lora_targets), .flags = SW, .names = mb_key__lora_targets,
      .def = MB_LORA_QKV | MB_LORA_PROJ | MB_LORA_FC1 | MB_LORA_FC2, .def_text = "[linear_qkv, linear_proj, linear_fc1, linear_fc2]",
-     .doc = "the linear layers with an adapter (Megatron-Bridge LoRA `target_modules`)"},
+     .doc = "the linear layers with an adapter (Megatron-Bridge LoRA `target_modules`)",
+     .bridge = "peft.target_modules"},
     {.key = "overlap.grad_reduce", .type = MB_KEY_BOOL, F_(overlap_grad_reduce), .flags = SW | SH, .def = 1,
      .doc = "overlap DP gradient reduce(-scatter) with backward",
      .megatron = "overlap_grad_reduce", .bridge = "ddp.overlap_grad_reduce"},

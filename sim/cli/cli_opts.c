@@ -138,6 +138,12 @@ long cli_usable_cpus(void)
     return n > 0 ? n : 1;
 }
 
+int cli_default_jobs(void)
+{
+    long n = cli_usable_cpus();
+    return (int)(n > CLI_JOBS_MAX ? CLI_JOBS_MAX : n);
+}
+
 int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
 {
     char *end;

@@ -84,6 +84,9 @@ long cli_usable_cpus(void);
  */
 int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs);
 
+/** @brief The default of -j / --jobs: cli_usable_cpus(), at most CLI_JOBS_MAX. */
+int cli_default_jobs(void);
+
 /**
  * @brief Print a loaded scenario's warnings (mb_scenario.warnings: settings
  * that change nothing) on stderr, each line as "mbsim: file:line:col: warning: ...".

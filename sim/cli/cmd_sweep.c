@@ -294,7 +294,7 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 {
     memset(a, 0, sizeof *a);
     a->header = -1;
-    a->jobs = cli_usable_cpus() > CLI_JOBS_MAX ? CLI_JOBS_MAX : cli_usable_cpus();
+    a->jobs = cli_default_jobs();
     a->top = 10;
     a->nshards = 1;
     a->mb_cap = 16;

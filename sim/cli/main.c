@@ -478,8 +478,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
 
 static int cmd_validate(int argc, char **argv)
 {
-    long cpus = cli_usable_cpus();
-    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = (int)(cpus > CLI_JOBS_MAX ? CLI_JOBS_MAX : cpus);
+    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = cli_default_jobs();
     int c, rc = -1;
     double progress = 5;
     struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
