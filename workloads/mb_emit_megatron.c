@@ -128,7 +128,10 @@ static void mb_mge__key(struct mb_mge *e, const struct mb_scenario *s, const str
     char v[1100];
     mb_key_format(s, k, v, sizeof v);
     if (k->type == MB_KEY_BOOL) {
-        mb_mge__switch(e, k->megatron, k->bridge, strcmp(v, "true") == 0);
+        /* NVFP4 weights: Megatron's FP4 twin of the switch (arguments.py --fp4-param-gather) */
+        int fp4 = !strcmp(k->key, "training.fp8_param_gather") && s->prec.gemm == MB_PREC_FP4;
+        mb_mge__switch(e, fp4 ? "fp4_param_gather" : k->megatron, fp4 ? "mixed_precision.fp4_param_gather" : k->bridge,
+                       strcmp(v, "true") == 0);
         return;
     }
     const char *lm = e->d == MB_MEGATRON_LM ? mb_megatron_lm_default(k->key) : NULL;

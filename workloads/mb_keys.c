@@ -240,6 +240,7 @@ static int mb_key__if_sm_dispatcher(const struct mb_scenario *s)
     return s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP;
 }
 static int mb_key__if_ce_fusion(const struct mb_scenario *s) { return s->ce_fusion; }
+static int mb_key__if_quantized(const struct mb_scenario *s) { return s->prec.quantize; }
 static int mb_key__if_attn_scores(const struct mb_scenario *s)
 {
     return s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL;
@@ -457,6 +458,13 @@ static const struct mb_key mb_key__table[] = {
             "the MoE experts run the activation and the routing-probability product eagerly: one kernel per "
             "PyTorch op (16 B per element forward, 40 backward for GELU; 26 / 60 gated) and the activation "
             "output and an fp32 backward working set kept (dense layers: no change)"},
+    {.key = "training.fp8_param_gather", .type = MB_KEY_BOOL, F_(fp8_param_gather), .flags = SW, .def = 0,
+     .applies = mb_key__if_quantized,
+     .doc = "Megatron `--fp8-param-gather` (Megatron-Bridge's and NeMo 2.0's FP8-CS, delayed-scaling and MXFP8 "
+            "recipes set it): the decoder layers' linear weights are held quantized instead of BF16 beside "
+            "TE's cached quantized copy, and the distributed optimizer gathers per-tensor FP8 weights at 1 B "
+            "(docs/modeling.md, Memory: the quantized weights); FP8/FP4 precisions only",
+     .megatron = "fp8_param_gather", .bridge = "mixed_precision.fp8_param_gather"},
     {.key = "memory.expandable_segments", .type = MB_KEY_BOOL, F_(expandable_segments), .flags = SW, .def = 0,
      .doc = "PyTorch `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: no fragmentation reserve (not for "
             "CUDA-graph private pools)"},

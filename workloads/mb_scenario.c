@@ -66,7 +66,7 @@ struct mb_scn__marks {
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
-    const struct mb_node *lora, *lora_targets;
+    const struct mb_node *lora, *lora_targets, *fp8pg;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -371,6 +371,16 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
                            s->fsdp_prefetch);
+    /* Megatron asserts --fp8-param-gather has an --fp8-format (or --fp4-format) to gather in */
+    if (s->fp8_param_gather && !s->prec.quantize)
+        return mb_scn__err(err, s, mb_scn__at(mk->fp8pg, mk->prec, NULL),
+                           "training.fp8_param_gather needs an FP8 or FP4 precision (this scenario is %s): "
+                           "Megatron holds and gathers the weights in the recipe's format",
+                           s->prec.label[0] ? s->prec.label : "bf16");
+    if (s->fp8_param_gather && s->strategy != MB_STRAT_FSDP && !s->dist_opt)
+        return mb_scn__err(err, s, mb_scn__at(mk->fp8pg, mk->dist_opt, NULL),
+                           "training.fp8_param_gather needs the distributed optimizer (optimizer.distributed: "
+                           "true) or FSDP: Megatron gathers the quantized weights after the sharded update");
     if (s->cpu_offload_layers > 0 && mb_scn__check_offload(s, mk, err))
         return -1;
     if (s->lora_rank > 0 && !(s->freeze & MB_FREEZE_LANGUAGE))
@@ -698,6 +708,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");
     mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");
+    mk->fp8pg = mb_scn__node(nodes, "training.fp8_param_gather");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

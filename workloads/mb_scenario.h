@@ -183,6 +183,8 @@ struct mb_scenario {
                                           --attention-dropout); a kernel of its own when unfused/local */
     double hidden_dropout;             /* training.hidden_dropout: probability (Megatron --hidden-dropout)
                                           of the residual dropouts; > 0 keeps a 1-byte mask per element */
+    int fp8_param_gather;              /* training.fp8_param_gather: the decoder layers' linear weights are held
+                                          quantized (Megatron --fp8-param-gather; FP8/FP4 precisions only) */
     int expandable_segments;           /* memory.expandable_segments: PYTORCH_CUDA_ALLOC_CONF
                                           expandable_segments:True */
     int bias_act_fusion;               /* training.bias_activation_fusion: Megatron's fused (bias-)activation

@@ -1652,6 +1652,8 @@ static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t
  * nvfp4, none (bf16) / none (fp16 ...); "[flags; ...]": fp8_dot_product_attention switches
  * attention to FP8, the rest are listed as not modelled. "... not determinable ..." keeps the
  * precision column. */
+static int rc_kv_bool(const char *x, const char *key, int *b);
+
 static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     const char *label;
@@ -1680,7 +1682,7 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
     if (mb_precision_parse(label, &rp) != 0)
         return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "precision '%s' not known to mbsim", label);
     /* bracketed flags */
-    int dpa = 0;
+    int dpa = 0, fp8pg = -2; /* -2 not said, -1 neither True nor False */
     const char *br = strchr(t, '[');
     if (br) {
         char flags[400], *save = NULL;
@@ -1695,8 +1697,12 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
             char *f = trim(it);
             if (!*f)
                 continue;
+            int pg = -1;
             if (!strncmp(f, "fp8_dot_product_attention", 25))
                 dpa = 1;
+            else if (rc_kv_bool(f, "fp8_param_gather", &pg) || rc_kv_bool(f, "fp4_param_gather", &pg) ||
+                     rc_kv_bool(f, "fp8_param_gather/params", &pg)) /* MLPerf: NeMo's fp8_params too */
+                fp8pg = pg;
             else /* in the cell's own spelling */
                 rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(f), cell + (br + 1 - t) + (f - flags),
                        strlen(f) > 60 ? "..." : "");
@@ -1720,6 +1726,12 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
     if (dpa && s->prec.quantize && s->prec.attn != MB_PREC_FP8) {
         s->prec.attn = MB_PREC_FP8;
         rl_add(r->applied, sizeof r->applied, "FP8 attention");
+    }
+    if (fp8pg == -1)
+        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "fp8_param_gather: expected =True or =False");
+    if (fp8pg >= 0) {
+        r->fp8pg_stated = 1;
+        r->fp8pg = fp8pg;
     }
     return 0;
 }
@@ -2221,6 +2233,41 @@ static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *he
              l ? "; " : "");
 }
 
+/* --fp8-param-gather: as fp8_recipe states it (with the distributed optimizer or FSDP Megatron requires;
+ * mbsim models the quantized weights of 3D layouts only), else the publisher's FP8 recipes. Megatron-Bridge's
+ * bf16_with_fp8_delayed_scaling_mixed, bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set
+ * fp8_param_gather=True, its blockwise (subchannel) and NVFP4 recipes False
+ * (NVIDIA-NeMo/Megatron-Bridge@067f987df03b src/megatron/bridge/training/mixed_precision.py); NeMo 2.0's
+ * bf16_with_fp8_mixed sets fp8_params=True (NVIDIA/NeMo nemo/collections/llm/recipes/precision/
+ * mixed_precision.py). Other sources keep Megatron's default (off). Not for FSDP, where mbsim does not
+ * model the quantized weights, nor without the distributed optimizer Megatron requires for it. */
+static void csv_fp8pg(struct csv_ctx *c, struct mb_scenario *s, struct mb_val_recipe *rec)
+{
+    const char *src = c->source_idx >= 0 ? c->f[c->source_idx].text : "";
+    const char *l = s->prec.label;
+    int per_tensor_or_mx = !strcmp(l, "fp8") || !strcmp(l, "fp8_cs") || !strcmp(l, "mxfp8");
+    if (!s->prec.quantize)
+        return;
+    if (rec->fp8pg_stated && rec->fp8pg && s->strategy != MB_STRAT_FSDP && !s->dist_opt) {
+        rl_add(rec->not_applied, sizeof rec->not_applied, "fp8_param_gather (Megatron needs the distributed optimizer)");
+        return;
+    }
+    if (rec->fp8pg_stated) {
+        s->fp8_param_gather = rec->fp8pg;
+        if (rec->fp8pg)
+            rl_add(rec->applied, sizeof rec->applied, "quantized weights (fp8_param_gather)");
+        return;
+    }
+    if (s->strategy == MB_STRAT_FSDP || !s->dist_opt)
+        return;
+    if (!strstr(src, "NVIDIA-NeMo/Megatron-Bridge") && !strstr(src, "NVIDIA/NeMo") &&
+        !strstr(src, "docs.nvidia.com/nemo-framework"))
+        return;
+    s->fp8_param_gather = per_tensor_or_mx;
+    rl_add(rec->defaulted, sizeof rec->defaulted, "fp8_param_gather (publisher's %s recipe: %s)", l,
+           per_tensor_or_mx ? "on" : "off");
+}
+
 /* Apply every recipe column of the record to s, one column at a time; a
  * column whose result does not pass mb_scenario_check is taken back and
  * listed as not applied, with the check's message. */
@@ -2246,6 +2293,7 @@ static void csv_apply_recipe(struct csv_ctx *c, struct mb_scenario *s, struct mb
                    rc_shown(trim(c->f[c->ridx[k]].text), sh, sizeof sh), e.msg);
         }
     }
+    csv_fp8pg(c, s, rec);
 }
 
 /* The row's note from what the recipe did: head (applied, not applied,

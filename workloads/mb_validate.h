@@ -450,6 +450,9 @@ struct mb_val_recipe {
     char not_applied[512]; /* stated but not applicable to the row's layout, or contradicting a layout column */
     char bad[1024];        /* unparseable cells: "column 'cell': why" */
     int n_bad;             /* cells in `bad` */
+    int fp8pg_stated;      /* fp8_recipe said [fp8_param_gather=...] or [fp4_param_gather=...] */
+    int fp8pg;             /* what it said (1 / 0); the CSV reader applies it once every column is read,
+                              as Megatron allows it only with the distributed optimizer or FSDP */
 };
 
 /** @brief Empty all lists of r. */

@@ -157,6 +157,7 @@ static const struct kcase cases[] = {
     {"training.hidden_dropout", "", "0.1", O(hidden_dropout), V_DBL, 0, 0, 0.1, NULL, NULL},
     {"memory.expandable_segments", "", "true", O(expandable_segments), V_INT, 1, 0, 0, NULL, NULL},
     {"training.bias_activation_fusion", "", "false", O(bias_act_fusion), V_INT, 0, 0, 0, NULL, NULL},
+    {"training.fp8_param_gather", "precision=fp8_cs", "true", O(fp8_param_gather), V_INT, 1, 0, 0, NULL, NULL},
     {"memory.cpu_offloading_num_layers", "", "3", O(cpu_offload_layers), V_INT, 3, 0, 0, NULL, NULL},
     {"collectives.all_reduce", "", "ring", O(allreduce_algo), V_INT, MB_COLL_ALGO_RING, 0, 0, NULL, NULL},
     {"calibration.roofline", "", "true", O(roofline), V_INT, 1, 0, 0, NULL, NULL},

@@ -136,7 +136,8 @@ static void test_qwen3_roundtrip(void **state)
     assert_int_equal(checked, 13); /* 5 parallel sizes, 8 MoE flags mbsim simulates */
     /* flags mbsim does not simulate are listed, with their position */
     assert_non_null(strstr(notes, QWEN ":33:5: --moe-router-load-balancing-type: aux_loss: not imported"));
-    assert_non_null(strstr(notes, QWEN ":52:5: --fp8-param-gather: not imported"));
+    assert_null(strstr(notes, "--fp8-param-gather")); /* imported: training.fp8_param_gather */
+    assert_int_equal(s.fp8_param_gather, 1);
     free(notes);
 
     /* the emitted flags import back to the same scenario */

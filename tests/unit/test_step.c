@@ -370,6 +370,70 @@ static void test_cp_optimizer_shard(void **state)
     mb_scenario_free(&s);
 }
 
+/* Weights of stage 1 (4 decoder layers, no embedding or output layer) under `precision` with or
+ * without training.fp8_param_gather, minus the same stage's BF16 weights (bytes). */
+static double quant_weights_extra(const char *path, const char *precision, int fp8pg)
+{
+    struct mb_scenario s;
+    struct mb_result r, b;
+    struct mb_err e;
+    load(path, &s);
+    sim(&s, &b);
+    assert_int_equal(mb_precision_parse(precision, &s.prec), 0);
+    s.fp8_param_gather = fp8pg;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, &r);
+    double d = r.mem.per_stage[1].weights - b.mem.per_stage[1].weights;
+    mb_result_free(&r);
+    mb_result_free(&b);
+    mb_scenario_free(&s);
+    return d;
+}
+
+/*
+ * Quantized weights (docs/modeling.md, Memory). The fixture's layer has 4 h^2 attention (q, k, v, o
+ * at 32 x 128 = h) and 2 h f = 8 h^2 GELU MLP linear weights: L = 12 x 4096^2 per layer, 4 layers on
+ * stage 1, so Q = 4 L quantized elements (the layernorms stay BF16). Against the BF16 stage (2 B per
+ * element), bytes per element of TE's copy c (Hopper per-tensor FP8: data + transpose, 2; Blackwell:
+ * data only, 1; MXFP8 2 x (1 + 1/32); NVFP4 2 x (1/2 + 1/16)): BF16 weights + copy add c Q;
+ * fp8_param_gather holds the copy alone: (c - 2) Q.
+ */
+static void test_quantized_weights(void **state)
+{
+    (void)state;
+    static const char *const h100 = "tests/data/step/pipe_1f1b.yaml", *const gb200 = "tests/data/step/pipe_1f1b_gb200.yaml";
+    static const struct {
+        const char *path, *prec;
+        int pg;
+        double per_element;
+    } c[] = {{h100, "fp8_cs", 0, 2},        {h100, "fp8_cs", 1, 0},        {h100, "fp8", 0, 2},
+             {h100, "fp8_blockwise", 0, 2}, {h100, "fp8_blockwise", 1, 0}, {gb200, "fp8_cs", 0, 1},
+             {gb200, "fp8_cs", 1, -1},      {gb200, "mxfp8", 0, 2.0625},  {gb200, "mxfp8", 1, 0.0625},
+             {gb200, "nvfp4", 0, 1.125},    {gb200, "nvfp4", 1, -0.875}};
+    const double Q = 4 * 12.0 * 4096 * 4096;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        double d = quant_weights_extra(c[i].path, c[i].prec, c[i].pg), want = c[i].per_element * Q;
+        if (fabs(d - want) > 1e-9 * Q)
+            fail_msg("%s %s fp8_param_gather %d: %+.0f B of weights against BF16, expected %+.0f", c[i].path, c[i].prec,
+                     c[i].pg, d, want);
+    }
+    /* Megatron's asserts: the quantized weights need a quantized precision and the distributed optimizer */
+    struct mb_scenario s;
+    struct mb_err e;
+    load(h100, &s);
+    s.fp8_param_gather = 1;
+    mb_err_clear(&e);
+    assert_int_not_equal(mb_scenario_check(&s, &e), 0);
+    assert_non_null(strstr(e.msg, "needs an FP8 or FP4 precision"));
+    assert_int_equal(mb_precision_parse("fp8_cs", &s.prec), 0);
+    s.dist_opt = 0;
+    mb_err_clear(&e);
+    assert_int_not_equal(mb_scenario_check(&s, &e), 0);
+    assert_non_null(strstr(e.msg, "needs the distributed optimizer"));
+    mb_scenario_free(&s);
+}
+
 /* FSDP prefetch depth (overlap.fsdp_prefetch) changes the timeline and the memory: with depth 0 a
  * layer's all-gather starts only after the previous layer is done, so it is exposed; depth 1 gathers
  * the next layer during the current one; deeper keeps more layers unsharded. Llama3-8B layer:
@@ -883,7 +947,10 @@ static double moe_layer_mem(const char *name)
     assert_int_equal(mb_scenario_check(&s, &e), 0);
     sim(&s, &t);
     const struct mb_memory_stage *a = &r.mem.per_stage[0], *b = &t.mem.per_stage[0];
-    double P = a->weights - b->weights; /* the layer's bf16 parameters on the rank */
+    /* the layer's bf16 parameters on the rank: under FP8 mbsim's training step holds TE's cached
+     * FP8 copy (data and transpose, 2 B on Hopper) beside each bf16 weight, so they are half of its
+     * weights (the 0.2 M-parameter bf16 router then counts 0.2 MB short) */
+    double P = (a->weights - b->weights) / (s.prec.quantize ? 2 : 1);
     double act = a->activations - b->activations;
     double T = (double)s.seq_length * s.micro_batch_size, h = s.model.hidden;
     /* the loop keeps the layer input, the previous iteration's output and output gradient (or
@@ -893,7 +960,7 @@ static double moe_layer_mem(const char *name)
      * forward quantizes the weights and keeps their columnwise FP8 copy for the dgrad
      * (w.update_usage(rowwise_usage=False, columnwise_usage=True) in TE's grouped linear): 1 B per
      * parameter of the quantized GEMMs, P / 2 (the bf16 router, 0.2 M parameters, included).
-     * mbsim's training step does not count this copy (see docs/modeling.md). */
+     * mbsim's training step counts TE's cached copy instead (see docs/modeling.md). */
     double fp8w = s.prec.quantize ? P / 2 : 0;
     /* no optimizer, no DDP buffers: bf16 param.grad exists only in the backward */
     double peak = P + io + a->workspace + fp8w + act + fmax(a->fwd_ws, P + a->bwd_ws);
@@ -1980,7 +2047,8 @@ int main(void)
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_gpu_memory), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
-        cmocka_unit_test(test_cp_optimizer_shard), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
+        cmocka_unit_test(test_cp_optimizer_shard),
+        cmocka_unit_test(test_quantized_weights), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
         cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),
     };

@@ -835,7 +835,14 @@ static void test_recipe_cells(void **state)
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise (FP8 current scaling) (fp8=hybrid) [fp8_param_gather=True]", &r), 0);
     assert_string_equal(s.prec.label, "fp8_cs");
     assert_string_equal(r.applied, "precision fp8_cs (fp8_recipe refines fp8)");
-    assert_string_equal(r.unmodelled, "fp8_param_gather=True");
+    assert_string_equal(r.unmodelled, "");
+    /* read, not yet applied: the CSV reader applies it after other_recipe (dist_opt) */
+    assert_true(r.fp8pg_stated && r.fp8pg == 1);
+    assert_int_equal(s.fp8_param_gather, 0);
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise [fp4_param_gather=False]", &r), 0);
+    assert_true(r.fp8pg_stated && r.fp8pg == 0);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise [fp8_param_gather=yes]", &r), -1);
     mb_precision_parse("fp8", &s.prec);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "blockwise (FP8-Block)", &r), 0);
     assert_string_equal(s.prec.label, "fp8_blockwise");
@@ -1124,7 +1131,10 @@ static void test_recipe_csv(void **state)
     assert_non_null(strstr(r->note, "recipe not applied: cpu_offload 'activations: 4 layers (weights=False)' "
                                     "(memory.cpu_offloading_num_layers needs pp = 1"));
     assert_int_equal(sc->cpu_offload_layers, 0);
-    assert_non_null(strstr(r->note, "not modelled: fp8_param_gather=True"));
+    /* FP8 weights need the distributed optimizer (Megatron's arguments.py assert): this DDP row keeps
+     * BF16 weights and TE's cached copy, said */
+    assert_int_equal(sc->fp8_param_gather, 0);
+    assert_non_null(strstr(r->note, "fp8_param_gather (Megatron needs the distributed optimizer)"));
     assert_null(strstr(r->note, "provider-class")); /* provenance, not a knob */
 
     /* malformed cells: each named, the row still predicted with the layout columns' values */

@@ -54,12 +54,15 @@ static void mb__params(struct mb_build *b)
         n_moe += m->layer[i].ffn == MB_FFN_MOE;
     double body_dense = par.attn + par.dense_mlp + par.shared + par.router + par.norms;
     lay->dense_layer_params = nl ? body_dense / nl : 0;
+    /* TE linear layers: the mixers' and FFNs' weights (norms and routers stay BF16) */
+    double layer_linear = nl ? (par.attn + par.dense_mlp + par.shared) / nl : 0;
     lay->expert_layer_params = n_moe ? par.experts / n_moe : 0;
     for (int st = 0; st < p; st++)
         for (int c = 0; c < v; c++) {
             int vs = c * p + st;
             for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++) {
                 lay->params_dense_stage[st] += lay->dense_layer_params;
+                lay->params_qdense_stage[st] += s->prec.quantize ? layer_linear : 0;
                 if (m->layer[i].ffn == MB_FFN_MOE)
                     lay->params_expert_stage[st] += lay->expert_layer_params;
             }
@@ -74,6 +77,8 @@ static void mb__params(struct mb_build *b)
     lay->params_dense_stage[p - 1] += par.output + par.mtp - mtp_experts;
     lay->params_expert_stage[p - 1] += mtp_experts;
     lay->params_vision = par.vision;
+    lay->weight_q_bytes = mb_memory_qweight_bytes(s, b->gpu);
+    lay->weight_q_gather = mb_memory_qweight_gather_bytes(s);
 }
 
 void mb_layout_build(struct mb_build *b, int mbs_n)

@@ -138,6 +138,50 @@ double mb_memory_logits_bytes(const struct mb_scenario *s)
     return heads * elems * 4.0 + elems * BF16;
 }
 
+/*
+ * Transformer Engine's quantized weight, bytes per element (TE 2.x, NVIDIA/TransformerEngine
+ * transformer_engine/pytorch/tensor/): the forward GEMM reads it row-wise, the dgrad column-wise.
+ * Per-tensor FP8 (delayed or current scaling) keeps a transposed FP8 copy for the dgrad unless the
+ * GPU runs non-TN FP8 GEMMs (compute capability 10.x, `is_non_tn_fp8_gemm_supported`): 2 B on
+ * Hopper, 1 B on Blackwell. Blockwise FP8 keeps row-wise and column-wise data (2 B; its FP32 scales
+ * per 128 x 128 block are left out), MXFP8 both with an E8M0 scale per 32 elements (2 x 33/32 B),
+ * NVFP4 both at 4 bits with an E4M3 scale per 16 (2 x 9/16 B).
+ */
+static double mb__qweight_copy(const struct mb_scenario *s, const struct mb_gpu_spec *g)
+{
+    const char *l = s->prec.label;
+    if (!strcmp(l, "mxfp8"))
+        return 2 * (1 + 1.0 / 32);
+    if (s->prec.gemm == MB_PREC_FP4)
+        return 2 * (0.5 + 1.0 / 16);
+    if (!strcmp(l, "fp8_blockwise"))
+        return 2;
+    return g && g->peak[MB_PREC_FP4] > 0 ? 1 : 2;
+}
+
+/*
+ * A decoder linear weight's bytes on its rank. Without quantization, BF16 (2 B). Under FP8/FP4 with
+ * Megatron's default BF16 parameters, TE quantizes each weight on a step's first microbatch and
+ * keeps the copy for the others (Megatron-Core passes `is_first_microbatch` to TE's modules,
+ * NVIDIA/Megatron-LM@d98e8a64 megatron/core/extensions/transformer_engine.py; TE's
+ * `get_weight_workspace(cache_name="weight")`): 2 B + the copy. With `--fp8-param-gather` the
+ * parameter itself is the quantized tensor (Float8Tensor / MXFP8Tensor / NVFP4Tensor) and no BF16
+ * weight is kept: the copy's bytes alone.
+ */
+double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_spec *g)
+{
+    if (!s->prec.quantize)
+        return BF16;
+    return (s->fp8_param_gather ? 0 : BF16) + mb__qweight_copy(s, g);
+}
+
+double mb_memory_qweight_gather_bytes(const struct mb_scenario *s)
+{
+    int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs") ||
+                     !strcmp(s->prec.label, "fp8_blockwise");
+    return s->prec.quantize && s->fp8_param_gather && per_tensor ? 1 : BF16;
+}
+
 double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                                  int st, int c)
 {
@@ -319,7 +363,9 @@ static void mb__static_state(const struct mb_scenario *s, const struct mb_layout
     } else {
         /* the distributed optimizer shards master weights and moments over DP x CP; DDP keeps them whole */
         double dpd = s->dist_opt ? dpc : 1, edpd = s->dist_opt ? lay->edp : 1;
-        w = 2 * (dense + expert + vis);
+        /* the decoder's linear weights (every routed expert's) at the precision's bytes */
+        double qd = lay->params_qdense_stage[st] / s->tp;
+        w = 2 * (dense - qd + vis) + lay->weight_q_bytes * (qd + expert);
         g = gb * (train_dense + train_exp + train_vis);
         o = ob * (train_dense + train_vis) / dpd + ob * train_exp / edpd;
     }

@@ -9,7 +9,8 @@
 
 #include <math.h>
 
-/* Distributed-optimizer parameter all-gather (bf16) of each stage before its
+/* Distributed-optimizer parameter all-gather (bf16; per-tensor FP8 weights at 1 B with
+ * fp8_param_gather, mb_memory_qweight_gather_bytes) of each stage before its
  * first forward: pg_done[st] is the task the first forward waits for (-1
  * with overlap_param_gather, FSDP, DDP or a frozen language model). */
 void mb_reduce_param_gather(struct mb_build *b, int *pg_done)
@@ -21,10 +22,13 @@ void mb_reduce_param_gather(struct mb_build *b, int *pg_done)
         if (s->strategy == MB_STRAT_FSDP || frozen || !s->dist_opt) /* DDP: every rank updates all its parameters */
             continue;
         mb_emit_describe(b, "dp param allgather", st, -1, -1, -1);
-        int t = mb_net_coll(b, st, MB_CK_DP, MB_CK_DP, MB_COLL_ALL_GATHER, b->g_dp, b->lay.params_dense_stage[st] / s->tp * BF16, -1);
+        const struct mb_layout *lay = &b->lay;
+        double qd = lay->params_qdense_stage[st] / s->tp;
+        int t = mb_net_coll(b, st, MB_CK_DP, MB_CK_DP, MB_COLL_ALL_GATHER, b->g_dp,
+                            (lay->params_dense_stage[st] / s->tp - qd) * BF16 + qd * lay->weight_q_gather, -1);
         mb_emit_describe(b, "edp param allgather", st, -1, -1, -1);
         t = mb_net_coll(b, st, MB_CK_DP, MB_CK_DP, MB_COLL_ALL_GATHER, b->g_edp,
-                          b->lay.params_expert_stage[st] / (s->ep * s->etp) * BF16, t);
+                        lay->params_expert_stage[st] / (s->ep * s->etp) * lay->weight_q_gather, t);
         pg_done[st] = s->overlap_param_gather ? -1 : t;
     }
 }

@@ -103,6 +103,10 @@ struct mb_layout {
     int *first, *count;       /* [p*v] decoder layers per virtual stage (index c*p+s) */
     double params_dense_stage[MB_MAX_STAGES];  /* non-expert params (elements) per stage, before TP split */
     double params_expert_stage[MB_MAX_STAGES]; /* routed expert params per stage, before EP*ETP split */
+    double params_qdense_stage[MB_MAX_STAGES]; /* of params_dense_stage, the decoder layers' linear weights
+                                                  (quantized under FP8/FP4 recipes), before TP split */
+    double weight_q_bytes;    /* bytes per quantized weight element on the device (mb_memory_qweight_bytes) */
+    double weight_q_gather;   /* bytes per quantized weight element in the DP parameter all-gather */
     double params_vision;     /* vision encoder + projector (stage 0) */
     double dense_layer_params;  /* non-expert params (elements) of one decoder layer, before TP split */
     double expert_layer_params; /* routed expert params of one MoE layer, before EP*ETP split */
@@ -408,6 +412,15 @@ double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *la
                          int c);
 /* Loss working set of one microbatch on the last stage (logits, softmax or in-place gradient). */
 double mb_memory_logits_bytes(const struct mb_scenario *s);
+/* Bytes per decoder linear-weight element a rank holds under the scenario's precision: 2 (BF16)
+ * without quantization; under FP8/FP4, TE's quantized copy (cached across microbatches) beside the
+ * BF16 weight, or the quantized weight alone with fp8_param_gather (docs/modeling.md). g: the GPU
+ * (FP4 tensor cores mark the Blackwell parts whose FP8 GEMMs need no transposed copy). */
+double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_spec *g);
+/* Bytes per decoder linear-weight element in the distributed optimizer's parameter all-gather:
+ * 1 for per-tensor / blockwise FP8 with fp8_param_gather, else 2 (BF16; Megatron gathers MXFP8
+ * and NVFP4 weights in BF16 through the gradient buffer). */
+double mb_memory_qweight_gather_bytes(const struct mb_scenario *s);
 /* Bytes the caching allocator reserves for one allocation of `bytes` (2 MiB segments). */
 double mb_memory_segment(double bytes);
 /* Set the rank-level fields (peak stage, its terms, reserved, verdict, dominant
