@@ -288,7 +288,7 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
 static const char *const mb_mge__covered[] = {
     "schema_version", "name", "model", "system.preset", "system.gpus", "precision", "moe.dispatcher",
     "moe.dispatcher_sms", "cuda_graph.modules", "parallel.strategy", "parallel.fsdp_impl", "optimizer.main_grads",
-    "optimizer.states", "training.bias_activation_fusion", "peft.lora_rank", "peft.lora_targets", "memory.expandable_segments", "collectives.all_reduce", "calibration.table", NULL};
+    "optimizer.states", "training.bias_activation_fusion", "peft.lora_rank", "peft.lora_targets", "overlap.defer_embedding_wgrad_compute", "overlap.wgrad_deferral_limit", "memory.expandable_segments", "collectives.all_reduce", "calibration.table", NULL};
 
 static int mb_mge__is_covered(const struct mb_key *k)
 {
@@ -320,6 +320,10 @@ static void mb_mge__notes(const struct mb_scenario *s, enum mb_megatron_dialect 
         if (mb_key_format(s, &k[i], v, sizeof v) == 0)
             fprintf(fp, "# no Megatron setting for %s = %s (mbsim only)\n", k[i].key, v);
     }
+    if (s->defer_wgrad && d == MB_MEGATRON_LM)
+        fprintf(fp, "# overlap.defer_embedding_wgrad_compute (limit %d) has no Megatron-LM flag: set "
+                "TransformerConfig defer_embedding_wgrad_compute / wgrad_deferral_limit (or --emit bridge)\n",
+                s->wgrad_deferral_limit);
     if (s->lora_rank > 0)
         fprintf(fp, d == MB_MEGATRON_BRIDGE
                         ? "# LoRA (peft.lora_rank = %d): the peft.* overrides need a recipe built with peft_scheme "

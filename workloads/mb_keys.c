@@ -241,6 +241,7 @@ static int mb_key__if_sm_dispatcher(const struct mb_scenario *s)
 }
 static int mb_key__if_ce_fusion(const struct mb_scenario *s) { return s->ce_fusion; }
 static int mb_key__if_quantized(const struct mb_scenario *s) { return s->prec.quantize; }
+static int mb_key__if_defer_wgrad(const struct mb_scenario *s) { return s->defer_wgrad; }
 static int mb_key__if_attn_scores(const struct mb_scenario *s)
 {
     return s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL;
@@ -419,6 +420,16 @@ static const struct mb_key mb_key__table[] = {
      .megatron = "overlap_moe_expert_parallel_comm", .bridge = "comm_overlap.overlap_moe_expert_parallel_comm"},
     {.key = "overlap.fsdp_prefetch", .type = MB_KEY_INT, F_(fsdp_prefetch), .flags = SW, .min = 0,
      .max = MB_MAX_FSDP_PREFETCH, .def = 1, .doc = "FSDP: layers all-gathered ahead of the one computing"},
+    {.key = "overlap.defer_embedding_wgrad_compute", .type = MB_KEY_BOOL, F_(defer_wgrad), .flags = SW, .def = 0,
+     .doc = "Megatron-Core `defer_embedding_wgrad_compute` (no Megatron-LM flag): the last stage keeps the output "
+            "layer's input and output gradient of each microbatch for its weight-gradient GEMMs in the pipeline "
+            "flush (memory; the GEMMs stay priced in each backward); pp > 1, not with FSDP",
+     .bridge = "comm_overlap.defer_embedding_wgrad_compute"},
+    {.key = "overlap.wgrad_deferral_limit", .type = MB_KEY_INT, F_(wgrad_deferral_limit), .flags = SW, .min = 0,
+     .max = 1000000, .def = 0, .def_text = "0 (every microbatch)", .applies = mb_key__if_defer_wgrad,
+     .doc = "Megatron-Core `wgrad_deferral_limit`: output-layer calls whose wgrad is deferred (later ones run "
+            "theirs in the backward)",
+     .bridge = "comm_overlap.wgrad_deferral_limit"},
     {.key = "optimizer.main_grads", .type = MB_KEY_ENUM, F_(grad_bytes), .flags = SW, .names = mb_key__grad_dtypes,
      .def = 4, .doc = "main-gradient buffer and DP reduction dtype (Megatron `--grad-reduce-in-bf16`)"},
     {.key = "optimizer.states", .type = MB_KEY_ENUM, F_(state_bytes), .flags = SW, .names = mb_key__state_dtypes,

@@ -66,7 +66,7 @@ struct mb_scn__marks {
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
-    const struct mb_node *lora, *lora_targets, *fp8pg;
+    const struct mb_node *lora, *lora_targets, *fp8pg, *defer;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -381,6 +381,16 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
         return mb_scn__err(err, s, mb_scn__at(mk->fp8pg, mk->dist_opt, NULL),
                            "training.fp8_param_gather needs the distributed optimizer (optimizer.distributed: "
                            "true) or FSDP: Megatron gathers the quantized weights after the sharded update");
+    /* Megatron-Core's ModelParallelConfig raises without pipeline parallelism; Megatron-Bridge turns it
+     * off under Megatron-FSDP ("cannot work with FSDP together") */
+    if (s->defer_wgrad && (s->pp <= 1 || s->strategy == MB_STRAT_FSDP))
+        return mb_scn__err(err, s, mb_scn__at(mk->defer, mk->pp, mk->strategy),
+                           "overlap.defer_embedding_wgrad_compute needs pipeline parallelism (pp > 1) and the 3d "
+                           "strategy: it defers the last stage's output-layer wgrad to the pipeline flush");
+    if (s->wgrad_deferral_limit > 0 && !s->defer_wgrad)
+        return mb_scn__err(err, s, mb_scn__at(mk->defer, mk->overlap, NULL),
+                           "overlap.wgrad_deferral_limit = %d applies with overlap.defer_embedding_wgrad_compute: "
+                           "true only", s->wgrad_deferral_limit);
     if (s->cpu_offload_layers > 0 && mb_scn__check_offload(s, mk, err))
         return -1;
     if (s->lora_rank > 0 && !(s->freeze & MB_FREEZE_LANGUAGE))
@@ -709,6 +719,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");
     mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");
     mk->fp8pg = mb_scn__node(nodes, "training.fp8_param_gather");
+    mk->defer = mb_scn__node(nodes, "overlap.defer_embedding_wgrad_compute");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

@@ -169,6 +169,9 @@ struct mb_scenario {
     unsigned lora_targets;             /* peft.lora_targets: MB_LORA_* */
     int overlap_grad_reduce, overlap_param_gather, overlap_tp_comm, overlap_ep_comm;
     int fsdp_prefetch;                 /* overlap.fsdp_prefetch: layers gathered ahead (0..4, default 1) */
+    int defer_wgrad;                   /* overlap.defer_embedding_wgrad_compute: the output layer's wgrad GEMMs
+                                          wait for the pipeline flush (Megatron TransformerConfig field) */
+    int wgrad_deferral_limit;          /* overlap.wgrad_deferral_limit: microbatches deferred (0 = all) */
     int grad_bytes;                    /* optimizer.main_grads: 4 (fp32, Megatron's default) or 2 (bf16,
                                           --grad-reduce-in-bf16): main-grad buffer and DP reduction */
     int state_bytes;                   /* optimizer.states: Adam exp_avg + exp_avg_sq bytes per parameter,

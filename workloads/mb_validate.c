@@ -1917,6 +1917,7 @@ static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_va
 }
 
 /* other_recipe: ';'-separated settings. Modelled: precision_aware_opt (dtypes), grad_reduce_in_fp32,
+ * defer_embedding_wgrad (with wgrad_deferral_limit),
  * overlap_grad_reduce / overlap_param_gather (also co.*), shared_expert_overlap, seq_parallel,
  * dist_opt, TOKEN-DROP capacity_factor, force-balanced routing, grouped GEMM, HybridEP/DeepEP SM
  * counts. Provenance items (rc_info_items) are skipped; every other item is listed as not
@@ -1924,7 +1925,7 @@ static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_va
 static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct mb_val_recipe *r)
 {
     char all[2048], *save = NULL;
-    int grf = -1, pao_grads = 0, pao_states = 0, rc = 0, b = -1;
+    int grf = -1, pao_grads = 0, pao_states = 0, rc = 0, b = -1, dlim = -1;
     copy_str(all, sizeof all, t);
     for (char *it = strtok_r(all, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
         char *x = trim(it);
@@ -1993,6 +1994,23 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
                            b ? "distributed optimizer" : "DDP, no distributed optimizer");
                 s->dist_opt = b;
             }
+        } else if (rc_kv_bool(x, "defer_embedding_wgrad", &b)) {
+            if (b < 0) {
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "defer_embedding_wgrad: expected =True or =False");
+            } else if (b && (s->pp <= 1 || s->strategy == MB_STRAT_FSDP)) {
+                rl_add(r->not_applied, sizeof r->not_applied, "defer_embedding_wgrad (needs pp > 1, 3d)");
+            } else {
+                if (b != s->defer_wgrad)
+                    rl_add(r->applied, sizeof r->applied, "deferred output-layer wgrad%s", b ? "" : " off");
+                s->defer_wgrad = b;
+            }
+        } else if (!strncmp(x, "wgrad_deferral_limit=", 21)) {
+            const char *p = x + 21;
+            long n = rc_int(&p);
+            if (n < 0 || n > 1000000 || *p)
+                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "wgrad_deferral_limit: expected an integer >= 0");
+            else
+                dlim = (int)n;
         } else if (!strncmp(x, "token-drop capacity_factor=", 27)) {
             char *end;
             double cf = strtod(x + 27, &end);
@@ -2036,6 +2054,13 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
             rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(x), xo, strlen(x) > 60 ? "..." : "");
         }
     }
+    /* the deferral limit with the deferral only; unstated: Megatron's 0 (every microbatch) */
+    if (s->defer_wgrad && dlim >= 0)
+        s->wgrad_deferral_limit = dlim;
+    else if (s->defer_wgrad)
+        rl_add(r->defaulted, sizeof r->defaulted, "wgrad_deferral_limit (Megatron's 0: every microbatch)");
+    else if (dlim >= 0)
+        rl_add(r->not_applied, sizeof r->not_applied, "wgrad_deferral_limit (no deferral)");
     /* main grads: grad_reduce_in_fp32 (the DDP buffer and its reduction) when stated, else
      * the precision-aware optimizer's grads dtype */
     int gb = grf >= 0 ? (grf ? 4 : 2) : pao_grads;

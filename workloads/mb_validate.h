@@ -446,7 +446,7 @@ const char *mb_validate_recipe_column(enum mb_val_rcol col);
 struct mb_val_recipe {
     char applied[512];     /* knobs set to a value other than the simulator default ("dispatcher hybridep (32 SMs)") */
     char unmodelled[1024]; /* knobs the cells state that mbsim does not model ("delay_wgrad_compute", ...) */
-    char defaulted[256];   /* empty (not determinable) columns: the simulator default is used */
+    char defaulted[512];   /* empty (not determinable) columns: the simulator default is used */
     char not_applied[512]; /* stated but not applicable to the row's layout, or contradicting a layout column */
     char bad[1024];        /* unparseable cells: "column 'cell': why" */
     int n_bad;             /* cells in `bad` */

@@ -434,6 +434,48 @@ static void test_quantized_weights(void **state)
     mb_scenario_free(&s);
 }
 
+/*
+ * Deferred output-layer wgrad (overlap.defer_embedding_wgrad_compute, Megatron-Core layers.py): the
+ * last stage keeps each deferred call's input [s, b, h] (tp 1: no sequence-parallel shard) and output
+ * gradient [s, b, V], BF16: 4096 x 4096 x 2 + 4096 x 128 x 2 = 34,603,008 B per call, until the flush.
+ * 1F1B on the fixture's 4 stages leaves the last stage one microbatch in flight, so its peak is in the
+ * last microbatch's backward: with every microbatch deferred (limit 0) the 15 earlier calls are held
+ * whole and the 16th's output gradient is already there, 15 x 34,603,008 + 4096 x 128 x 2 B more
+ * activations than without; with limit 4, 4 calls. Stage 0 does not change.
+ */
+static void test_deferred_wgrad(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r0, r[2];
+    struct mb_err e;
+    const double call = 4096.0 * 4096 * 2 + 4096.0 * 128 * 2, go = 4096.0 * 128 * 2;
+    const double want[2] = {15 * call + go, 4 * call};
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    sim(&s, &r0);
+    s.defer_wgrad = 1;
+    for (int k = 0; k < 2; k++) {
+        s.wgrad_deferral_limit = k ? 4 : 0;
+        mb_err_clear(&e);
+        assert_int_equal(mb_scenario_check(&s, &e), 0);
+        sim(&s, &r[k]);
+        double d = r[k].mem.per_stage[3].activations - r0.mem.per_stage[3].activations;
+        if (fabs(d - want[k]) > 1)
+            fail_msg("limit %d: %+.0f B of last-stage activations, expected %+.0f", s.wgrad_deferral_limit, d, want[k]);
+        assert_true(r[k].mem.per_stage[0].activations == r0.mem.per_stage[0].activations);
+        assert_true(r[k].step_time_s == r0.step_time_s); /* memory only: the GEMMs stay in the backward */
+        mb_result_free(&r[k]);
+    }
+    /* Megatron raises without pipeline parallelism */
+    s.pp = 1;
+    s.gpus = 1;
+    mb_err_clear(&e);
+    assert_int_not_equal(mb_scenario_check(&s, &e), 0);
+    assert_non_null(strstr(e.msg, "needs pipeline parallelism"));
+    mb_result_free(&r0);
+    mb_scenario_free(&s);
+}
+
 /* FSDP prefetch depth (overlap.fsdp_prefetch) changes the timeline and the memory: with depth 0 a
  * layer's all-gather starts only after the previous layer is done, so it is exposed; depth 1 gathers
  * the next layer during the current one; deeper keeps more layers unsharded. Llama3-8B layer:
@@ -2048,7 +2090,8 @@ int main(void)
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_gpu_memory), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),
-        cmocka_unit_test(test_quantized_weights), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
+        cmocka_unit_test(test_quantized_weights),
+        cmocka_unit_test(test_deferred_wgrad), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
         cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),
     };

@@ -960,6 +960,24 @@ static void test_recipe_cells(void **state)
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "attention_backend=paged", &r), -1);
     assert_int_equal(s.attn_backend, MB_ATTN_FUSED);
     s.attn_backend = MB_ATTN_AUTO;
+    /* defer_embedding_wgrad: needs pp > 1 (said at pp 1); the limit with it, else Megatron's 0 (said) */
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "defer_embedding_wgrad=True", &r), 0);
+    assert_int_equal(s.defer_wgrad, 0);
+    assert_non_null(strstr(r.not_applied, "defer_embedding_wgrad (needs pp > 1, 3d)"));
+    s.pp = 2;
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "wgrad_deferral_limit=22; defer_embedding_wgrad=True", &r), 0);
+    assert_int_equal(s.defer_wgrad, 1);
+    assert_int_equal(s.wgrad_deferral_limit, 22);
+    s.wgrad_deferral_limit = 0;
+    mb_validate_recipe_init(&r);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "defer_embedding_wgrad=True", &r), 0);
+    assert_int_equal(s.wgrad_deferral_limit, 0);
+    assert_non_null(strstr(r.defaulted, "wgrad_deferral_limit (Megatron's 0: every microbatch)"));
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_OTHER, "defer_embedding_wgrad=False; wgrad_deferral_limit=-3", &r), -1);
+    assert_int_equal(s.defer_wgrad, 0);
+    s.pp = 1;
 
     /* bad column index */
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_COUNT, "x", &r), -1);

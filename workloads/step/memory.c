@@ -182,6 +182,36 @@ double mb_memory_qweight_gather_bytes(const struct mb_scenario *s)
     return s->prec.quantize && s->fp8_param_gather && per_tensor ? 1 : BF16;
 }
 
+/*
+ * Megatron-Core's deferred output-layer wgrad (NVIDIA/Megatron-LM@d98e8a64
+ * megatron/core/tensor_parallel/layers.py ColumnParallelLinear.forward / backward,
+ * megatron/core/pipeline_parallel/schedules.py finish_embedding_wgrad_compute): each forward of the
+ * output layer appends its input_parallel (the sequence-parallel shard: the all-gather happens
+ * inside the linear) to embedding_activation_buffer and each backward its grad_output, cast to the
+ * input's BF16, to grad_output_buffer, while fewer than wgrad_deferral_limit are held (0: no limit);
+ * both are drained by the wgrad GEMMs after the last backward of the step.
+ */
+double mb_memory_deferred_call_bytes(const struct mb_scenario *s, double *input)
+{
+    const struct mb_model *m = &s->model;
+    int sp = s->tp > 1 && s->sequence_parallel != 0;
+    double T = mb__tokens(s), in = T / (sp ? s->tp : 1) * m->hidden * BF16;
+    if (input)
+        *input = in;
+    return in + T * (double)m->vocab / s->tp * BF16;
+}
+
+int mb_memory_deferred_calls(const struct mb_scenario *s, int i)
+{
+    if (!s->defer_wgrad || i <= 0)
+        return 0;
+    int heads = 1 + (s->model.mtp_layers > 0 ? s->model.mtp_layers : 0);
+    long long n = (long long)heads * i;
+    if (s->wgrad_deferral_limit > 0 && n > s->wgrad_deferral_limit)
+        n = s->wgrad_deferral_limit;
+    return (int)n;
+}
+
 double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                                  int st, int c)
 {
@@ -421,6 +451,9 @@ static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struc
     if (st == 0 && !(s->freeze & MB_FREEZE_VISION))
         d.activations += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
     d.logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
+    /* the deferred output-layer calls of every microbatch, held till the flush (at most) */
+    if (st == p - 1)
+        d.activations += mb_memory_deferred_calls(s, lay->m) * mb_memory_deferred_call_bytes(s, NULL);
     return d;
 }
 

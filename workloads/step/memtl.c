@@ -13,6 +13,11 @@
  *    microbatch on the last stage's last chunk, from the end of its forward
  *    (the loss is its last op) until its backward's first task (the loss
  *    backward) ends;
+ *  - the deferred output-layer wgrad's buffers on the last stage's last chunk
+ *    (overlap.defer_embedding_wgrad_compute), counted with the activations: the
+ *    output gradient from the end of the microbatch's loss backward, the input from
+ *    the end of its backward, both until the stage's last backward ends (the flush
+ *    drains them);
  *  - the recompute working set (activations re-materialised for a layer's
  *    backward) and the gradient working set (the output and input gradients
  *    of the op running backward), from the end of the backward's first task
@@ -78,8 +83,15 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
     const struct mb_scenario *s = b->s;
     const struct mb_sched *q = &b->sched;
     const struct mb_data *d = &b->data;
-    int frozen_v = (s->freeze & MB_FREEZE_VISION) != 0, k = 0;
-    double lg = st == q->p - 1 ? mb_memory_logits_bytes(s) : 0;
+    int frozen_v = (s->freeze & MB_FREEZE_VISION) != 0, k = 0, last = st == q->p - 1;
+    double lg = last ? mb_memory_logits_bytes(s) : 0;
+    /* deferred output-layer wgrad: what microbatch i's calls keep from its backward to the flush,
+     * after the stage's last backward (mb_memory_deferred_call_bytes) */
+    double din = 0, dcall = last && s->defer_wgrad ? mb_memory_deferred_call_bytes(s, &din) : 0, flush = 0;
+    for (int c = 0; dcall > 0 && c < q->v; c++)
+        for (int i = 0; i < q->n; i++)
+            if (q->bdone[mb_slot(q, st, c, i)] >= 0)
+                flush = fmax(flush, mb_engine_task_end(b->e, q->bdone[mb_slot(q, st, c, i)]));
     for (int c = 0; c < q->v; c++) {
         double a = mb_memory_chunk_act(s, &b->lay, &b->plan, st, c);
         double rc = mb_memory_recompute_ws(s, &b->lay, &b->plan, st, c);
@@ -107,6 +119,12 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
                 mb__ev(ev, &k, mb_engine_task_end(b->e, fd), tbe, lg, MB__LOGITS);
             mb__ev(ev, &k, tbe, tbd, rc, MB__RC);
             mb__ev(ev, &k, tbe, tbd, gr, MB__GR);
+            if (c == q->v - 1 && dcall > 0) {
+                int calls = mb_memory_deferred_calls(s, i + 1) - mb_memory_deferred_calls(s, i);
+                /* the output gradient from the loss backward on, the input once its backward is done */
+                mb__ev(ev, &k, tbe, flush, calls * (dcall - din), MB__ACT);
+                mb__ev(ev, &k, tbd, flush, calls * din, MB__ACT);
+            }
         }
     }
     return k;
@@ -116,7 +134,7 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
 {
     const struct mb_sched *q = &b->sched;
     for (int st = 0; st < q->p; st++) {
-        int ne = 10 * q->v * q->n; /* at most five allocations per slot (mb__stage_events) */
+        int ne = 14 * q->v * q->n; /* at most seven allocations per slot (mb__stage_events) */
         struct mb__mev *ev = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *ev);
         int k = mb__stage_events(b, st, ev);
         qsort(ev, (size_t)k, sizeof *ev, mb__mev_cmp);

@@ -316,7 +316,9 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     if (cap < mb__mb_floor(s) * p)
         cap = mb__mb_floor(s) * p;
     cap -= cap % p;
-    if (m <= cap)
+    /* the deferred output-layer wgrad holds a buffer per microbatch up to its limit: runs of fewer
+     * microbatches than it defers would miss some, and memory is not extended */
+    if (m <= cap || mb_memory_deferred_calls(s, cap) < mb_memory_deferred_calls(s, m))
         return mb__simulate(s, m, a, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
     struct mb_result r1;

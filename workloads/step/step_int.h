@@ -421,6 +421,12 @@ double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_
  * 1 for per-tensor / blockwise FP8 with fp8_param_gather, else 2 (BF16; Megatron gathers MXFP8
  * and NVFP4 weights in BF16 through the gradient buffer). */
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s);
+/* overlap.defer_embedding_wgrad_compute on the last stage: bytes one deferred output-layer call keeps
+ * for the pipeline flush (its input, sequence-parallel shard when SP is on, and its output gradient
+ * [s/cp, b, V/tp], both BF16; *input, if not NULL, gets the input's part), and how many calls the first i microbatches defer (1 + MTP depth
+ * calls per microbatch, at most wgrad_deferral_limit; 0 when deferral is off). */
+double mb_memory_deferred_call_bytes(const struct mb_scenario *s, double *input);
+int mb_memory_deferred_calls(const struct mb_scenario *s, int i);
 /* Bytes the caching allocator reserves for one allocation of `bytes` (2 MiB segments). */
 double mb_memory_segment(double bytes);
 /* Set the rank-level fields (peak stage, its terms, reserved, verdict, dominant
