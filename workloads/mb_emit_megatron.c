@@ -170,6 +170,10 @@ static void mb_mge__keys(struct mb_mge *e, const struct mb_scenario *s)
     if (e->d == MB_MEGATRON_BRIDGE) {
         mb_mge__int(e, "", "dataset.sequence_length", s->seq_length);
         mb_mge__switch(e, "", "optimizer.use_distributed_optimizer", s->dist_opt);
+        if (s->defer_wgrad) { /* TransformerConfig fields without a Megatron-LM flag */
+            mb_mge__switch(e, "", "comm_overlap.defer_embedding_wgrad_compute", 1);
+            mb_mge__int(e, "", "comm_overlap.wgrad_deferral_limit", s->wgrad_deferral_limit);
+        }
     }
 }
 

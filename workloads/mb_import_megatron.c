@@ -770,6 +770,25 @@ static int mb_mgi__peft(struct mb_mgi *m)
     return mb_mgi__set(m, "peft.lora_targets", text, tm);
 }
 
+/* Megatron-Core's deferred output-layer wgrad: TransformerConfig fields that Bridge sets through
+ * comm_overlap.defer_embedding_wgrad_compute / comm_overlap.wgrad_deferral_limit (no Megatron-LM flag). */
+static int mb_mgi__defer_wgrad(struct mb_mgi *m)
+{
+    static const char *const names[][2] = {{"defer_embedding_wgrad_compute", "overlap.defer_embedding_wgrad_compute"},
+                                           {"wgrad_deferral_limit", "overlap.wgrad_deferral_limit"}};
+    for (int k = 0; k < 2; k++) {
+        struct mb_megatron_arg *g = mb_mgi__get(m->a, names[k][0]);
+        if (!g)
+            continue;
+        char text[512];
+        g->used = 1;
+        mb_mgi__text(g, text, sizeof text);
+        if (mb_mgi__set(m, names[k][1], text, g))
+            return -1;
+    }
+    return 0;
+}
+
 static int mb_mgi__env(struct mb_mgi *m)
 {
     for (int i = 0; i < m->a->n; i++) {
@@ -844,14 +863,15 @@ static int mb_mgi__gpus(struct mb_mgi *m)
 static const char *const mb_mgi__rule_names[] = {
     "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
     "accumulate_allreduce_grads_in_fp32", "bf16", "cuda_graph_impl", "cuda_graph_modules",
-    "data_parallel_sharding_strategy", "data_parallel_size", "enable_cuda_graph", "exp_avg_dtype",
+    "data_parallel_sharding_strategy", "data_parallel_size", "defer_embedding_wgrad_compute", "enable_cuda_graph",
+    "exp_avg_dtype",
     "exp_avg_sq_dtype", "expert_tensor_parallel_size", "external_cuda_graph", "fp16", "fp4", "fp4_recipe", "fp8",
     "fp8_recipe", "grad_reduce_in_bf16", "grad_reduce_in_fp32", "mixed_precision", "moe_deepep_num_sms",
     "moe_enable_deepep", "moe_flex_dispatcher_backend", "moe_grouped_gemm", "moe_hybridep_num_sms",
     "moe_router_force_load_balancing", "moe_shared_expert_overlap", "moe_token_dispatcher_type", "nnodes",
     "nproc_per_node", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
     "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "use_megatron_fsdp",
-    "use_precision_aware_optimizer", "use_torch_fsdp2", "world_size", NULL};
+    "use_precision_aware_optimizer", "use_torch_fsdp2", "wgrad_deferral_limit", "world_size", NULL};
 
 /* Optimal string alignment distance of a and b (edits: insert, delete,
  * substitute, swap two neighbours), or max + 1 once it exceeds max. */
@@ -1101,7 +1121,8 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
     int (*const rules[])(struct mb_mgi *) = {mb_mgi__defaults, mb_mgi__direct, mb_mgi__dispatcher,
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
                                              mb_mgi__uneven, mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
-                                             mb_mgi__gpus, mb_mgi__shared_overlap, mb_mgi__peft};
+                                             mb_mgi__gpus, mb_mgi__shared_overlap, mb_mgi__peft,
+                                             mb_mgi__defer_wgrad};
     int rc = -1;
     mb_scenario_defaults(m.s);
     mb_mgi__canonical(a);

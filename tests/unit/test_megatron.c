@@ -238,6 +238,46 @@ static void test_bridge_lora(void **state)
     mb_scenario_free(&s);
 }
 
+/* Megatron-Bridge's Llama-3-70B SFT performance settings (NVIDIA-NeMo/Megatron-Bridge@caa14efa
+ * scripts/performance/configs/llama/llama3_llm_finetune.py, llama3_70b_sft_config_h100): the FP8-CS
+ * preset holds FP8 weights (its fp8_param_gather=True) and comm_overlap defers the output layer's wgrad
+ * for 22 microbatches; both import, and --emit bridge writes them back (Megatron-LM has no flag for the
+ * deferral: a note says so). */
+static void test_bridge_fp8_weights_and_deferral(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_err e;
+    char *notes = NULL;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_70b", .gpus = 32};
+    if (import("tests/data/import/llama3_70b_sft_defer.txt", MB_MEGATRON_BRIDGE, &o, &s, &notes, &e))
+        fail_msg("%s", e.msg);
+    assert_string_equal(s.prec.label, "fp8_cs");
+    assert_int_equal(s.fp8_param_gather, 1);
+    assert_int_equal(s.defer_wgrad, 1);
+    assert_int_equal(s.wgrad_deferral_limit, 22);
+    assert_null(strstr(notes ? notes : "", "not imported"));
+    free(notes);
+    char *out = emit(&s, MB_MEGATRON_BRIDGE);
+    assert_non_null(strstr(out, "mixed_precision.fp8_param_gather=true"));
+    assert_non_null(strstr(out, "comm_overlap.defer_embedding_wgrad_compute=true"));
+    assert_non_null(strstr(out, "comm_overlap.wgrad_deferral_limit=22"));
+    free(out);
+    out = emit(&s, MB_MEGATRON_LM);
+    assert_non_null(strstr(out, "--fp8-param-gather"));
+    assert_null(strstr(out, "defer"));
+    free(out);
+    size_t len = 0;
+    FILE *fp = open_memstream(&out, &len), *flags = fopen("/dev/null", "w");
+    assert_non_null(flags);
+    assert_int_equal(mb_megatron_emit(&s, MB_MEGATRON_LM, flags, fp), 0);
+    fclose(flags);
+    fclose(fp);
+    assert_non_null(strstr(out, "has no Megatron-LM flag: set TransformerConfig defer_embedding_wgrad_compute"));
+    free(out);
+    mb_scenario_free(&s);
+}
+
 /* A training log's arguments block and Bridge overrides of the same run. */
 static void test_log_and_bridge(void **state)
 {
@@ -500,7 +540,7 @@ static void test_uneven_split(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note), cmocka_unit_test(test_bridge_lora),
+        cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note), cmocka_unit_test(test_bridge_lora), cmocka_unit_test(test_bridge_fp8_weights_and_deferral),
         cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
