@@ -66,7 +66,7 @@ struct mb_scn__marks {
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
-    const struct mb_node *lora, *lora_targets, *fp8pg, *defer;
+    const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -388,7 +388,7 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "overlap.defer_embedding_wgrad_compute needs pipeline parallelism (pp > 1) and the 3d "
                            "strategy: it defers the last stage's output-layer wgrad to the pipeline flush");
     if (s->wgrad_deferral_limit > 0 && !s->defer_wgrad)
-        return mb_scn__err(err, s, mb_scn__at(mk->defer, mk->overlap, NULL),
+        return mb_scn__err(err, s, mb_scn__at(mk->defer_limit, mk->defer, mk->overlap),
                            "overlap.wgrad_deferral_limit = %d applies with overlap.defer_embedding_wgrad_compute: "
                            "true only", s->wgrad_deferral_limit);
     if (s->cpu_offload_layers > 0 && mb_scn__check_offload(s, mk, err))
@@ -720,6 +720,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");
     mk->fp8pg = mb_scn__node(nodes, "training.fp8_param_gather");
     mk->defer = mb_scn__node(nodes, "overlap.defer_embedding_wgrad_compute");
+    mk->defer_limit = mb_scn__node(nodes, "overlap.wgrad_deferral_limit");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is

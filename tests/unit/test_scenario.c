@@ -219,6 +219,15 @@ static const struct {
     {"bad_lora_unfrozen.yaml",
      "10:19: peft.lora_rank = 16: LoRA trains adapters on a frozen base model; add `freeze: [language]`"},
     {"bad_lora_targets.yaml", "10:22: peft.lora_targets needs peft.lora_rank > 0"},
+    /* Megatron's asserts on FP8 weights and the deferred output-layer wgrad */
+    {"bad_fp8pg_bf16.yaml", "11:30: training.fp8_param_gather needs an FP8 or FP4 precision (this scenario is "
+                            "bf16): Megatron holds and gathers the weights in the recipe's format"},
+    {"bad_fp8pg_ddp.yaml", "12:30: training.fp8_param_gather needs the distributed optimizer (optimizer.distributed: "
+                           "true) or FSDP: Megatron gathers the quantized weights after the sharded update"},
+    {"bad_defer_pp1.yaml", "10:42: overlap.defer_embedding_wgrad_compute needs pipeline parallelism (pp > 1) and the "
+                           "3d strategy: it defers the last stage's output-layer wgrad to the pipeline flush"},
+    {"bad_defer_limit_alone.yaml",
+     "11:33: overlap.wgrad_deferral_limit = 22 applies with overlap.defer_embedding_wgrad_compute: true only"},
     {"bad_calib_dir.yaml",
      "11:10: calibration.table 'dir_not_table' is a directory; expected a calibration table file"},
     /* the L40S preset describes a node no shipped table prices */
