@@ -40,6 +40,8 @@ const char *mb_cat_name(enum mb_cat c);
 struct mb_memory_stage {
     double weights, grads, optimizer;   /* static state */
     double activations;                 /* saved activations alive at the peak (timeline) */
+    double deferred_wgrad;              /* of activations, the deferred output-layer wgrad's inputs and output
+                                           gradients held for the flush (overlap.defer_embedding_wgrad_compute) */
     double buffers;                     /* PyTorch-allocated buffers: logits + dispatch + workspace */
     double graphs;                      /* CUDA-graph static buffers and pools */
     double peak_allocated, reserved;    /* PyTorch allocator: allocated at the peak, estimated reserved */
@@ -82,6 +84,7 @@ struct mb_memtl {
 struct mb_memory {
     double weights, grads, optimizer;   /* static state on the rank */
     double activations;                 /* in-flight microbatches at the peak */
+    double deferred_wgrad;              /* of activations, the deferred output-layer wgrad buffers */
     double buffers;                     /* PyTorch-allocated buffers: logits + dispatch + workspace */
     double graphs;                      /* CUDA-graph static buffers and pools */
     double peak_allocated;              /* sum of the above + recompute + bwd_grads */

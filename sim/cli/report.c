@@ -130,7 +130,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "      weights        %8.2f GiB\n", M->weights / GIB);
         fprintf(fp, "      gradients      %8.2f GiB\n", M->grads / GIB);
         fprintf(fp, "      optimizer      %8.2f GiB\n", M->optimizer / GIB);
-        fprintf(fp, "      activations    %8.2f GiB\n", M->activations / GIB);
+        if (M->deferred_wgrad > 0)
+            fprintf(fp, "      activations    %8.2f GiB  (%.2f of them deferred output-layer wgrad buffers)\n",
+                    M->activations / GIB, M->deferred_wgrad / GIB);
+        else
+            fprintf(fp, "      activations    %8.2f GiB\n", M->activations / GIB);
         fprintf(fp, "      recompute      %8.2f GiB  (re-forwarded activations of the layer in backward)\n",
                 M->recompute / GIB);
         fprintf(fp, "      bwd gradients  %8.2f GiB  (output and input gradients of the op in backward)\n",
@@ -291,6 +295,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(mem, "cuda_graphs_gib", json_real(r->mem.graphs / GIB));
     json_object_set_new(mem, "dominant", json_string(r->mem.dominant));
     json_object_set_new(mem, "peak_time_s", json_real(r->mem.peak_time_s));
+    json_object_set_new(mem, "deferred_wgrad_gib", json_real(r->mem.deferred_wgrad / GIB));
     json_object_set_new(mem, "recompute_gib", json_real(r->mem.recompute / GIB));
     json_object_set_new(mem, "loss_gib", json_real(r->mem.logits / GIB));
     json_object_set_new(mem, "backward_gradients_gib", json_real(r->mem.bwd_grads / GIB));
@@ -313,6 +318,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
                               "activations_gib", m->activations / GIB, "buffers_gib", m->buffers / GIB,
                               "cuda_graphs_gib", m->graphs / GIB, "peak_gib", m->peak_allocated / GIB,
                               "reserved_gib", m->reserved / GIB);
+        json_object_set_new(e, "deferred_wgrad_gib", json_real(m->deferred_wgrad / GIB));
         json_object_set_new(e, "recompute_gib", json_real(m->recompute / GIB));
         json_object_set_new(e, "loss_gib", json_real(m->logits / GIB));
         json_object_set_new(e, "backward_gradients_gib", json_real(m->bwd_grads / GIB));

@@ -452,8 +452,10 @@ static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struc
         d.activations += act_vision * (inflight < lay->m ? inflight : lay->m) / v;
     d.logits = st == p - 1 ? mb_memory_logits_bytes(s) : 0;
     /* the deferred output-layer calls of every microbatch, held till the flush (at most) */
-    if (st == p - 1)
-        d.activations += mb_memory_deferred_calls(s, lay->m) * mb_memory_deferred_call_bytes(s, NULL);
+    if (st == p - 1) {
+        d.deferred = mb_memory_deferred_calls(s, lay->m) * mb_memory_deferred_call_bytes(s, NULL);
+        d.activations += d.deferred;
+    }
     return d;
 }
 
@@ -527,6 +529,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->grads = g;
             ps->optimizer = o;
             ps->activations = act;
+            ps->deferred_wgrad = d.deferred;
             ps->buffers = buf;
             ps->graphs = graphs;
             ps->logits = logits;
@@ -573,6 +576,7 @@ void mb_memory_summarize(struct mb_memory *m)
     m->grads = a->grads;
     m->optimizer = a->optimizer;
     m->activations = a->activations;
+    m->deferred_wgrad = a->deferred_wgrad;
     m->buffers = a->buffers;
     m->graphs = a->graphs;
     m->peak_allocated = a->peak_allocated;

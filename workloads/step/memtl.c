@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MB__ACT, MB__LOGITS, MB__RC, MB__GR, MB__NK };
+enum { MB__ACT, MB__LOGITS, MB__RC, MB__GR, MB__DEF, MB__NK };
 
 struct mb__mev {
     double t, bytes; /* time (s), bytes allocated (> 0) or freed (< 0) */
@@ -122,8 +122,8 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
             if (c == q->v - 1 && dcall > 0) {
                 int calls = mb_memory_deferred_calls(s, i + 1) - mb_memory_deferred_calls(s, i);
                 /* the output gradient from the loss backward on, the input once its backward is done */
-                mb__ev(ev, &k, tbe, flush, calls * (dcall - din), MB__ACT);
-                mb__ev(ev, &k, tbd, flush, calls * din, MB__ACT);
+                mb__ev(ev, &k, tbe, flush, calls * (dcall - din), MB__DEF);
+                mb__ev(ev, &k, tbd, flush, calls * din, MB__DEF);
             }
         }
     }
@@ -149,14 +149,15 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
         for (int i = 0; i < k; i++) {
             cur[ev[i].kind] += ev[i].bytes;
             b->mem_t[st][i] = ev[i].t;
-            b->mem_v[st][i] = cur[MB__ACT];
+            b->mem_v[st][i] = cur[MB__ACT] + cur[MB__DEF];
             b->mem_lg[st][i] = cur[MB__LOGITS];
             b->mem_rc[st][i] = cur[MB__RC];
             b->mem_gr[st][i] = cur[MB__GR];
-            double tot = cur[MB__ACT] + cur[MB__LOGITS] + cur[MB__RC] + cur[MB__GR];
+            double tot = cur[MB__ACT] + cur[MB__DEF] + cur[MB__LOGITS] + cur[MB__RC] + cur[MB__GR];
             if (tot > best) {
                 best = tot;
-                dyn[st] = (struct mb_memdyn){cur[MB__ACT], cur[MB__LOGITS], cur[MB__RC], cur[MB__GR], ev[i].t};
+                dyn[st] = (struct mb_memdyn){cur[MB__ACT] + cur[MB__DEF], cur[MB__LOGITS], cur[MB__RC], cur[MB__GR],
+                                             cur[MB__DEF], ev[i].t};
             }
         }
         b->mem_n[st] = k;

@@ -216,6 +216,7 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
         a->grads = mb__lin(a->grads, b1->grads, k);
         a->optimizer = mb__lin(a->optimizer, b1->optimizer, k);
         a->activations = mb__lin(a->activations, b1->activations, k);
+        a->deferred_wgrad = mb__lin(a->deferred_wgrad, b1->deferred_wgrad, k);
         a->buffers = mb__lin(a->buffers, b1->buffers, k);
         a->graphs = mb__lin(a->graphs, b1->graphs, k);
         a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);

@@ -385,6 +385,7 @@ void mb_bound_stages(const struct mb_build *b, double *floor_s);
 /* A stage's dynamic memory at its peak moment (timeline). */
 struct mb_memdyn {
     double activations, logits, recompute, grads; /* bytes alive at the peak */
+    double deferred;                       /* of activations, the deferred output-layer wgrad buffers */
     double t;                              /* s, when */
 };
 void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn);
