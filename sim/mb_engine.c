@@ -50,6 +50,7 @@
 #include "mb_engine.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -86,7 +87,7 @@ struct mb_tidx {
     int flow;           /* first flow in e->fdesc */
     int succ;           /* built: out-degree; run: first successor in e->succ */
     int pend;           /* unfinished dependencies + unfinished stream predecessor; once started, flows not yet done */
-    int rides;          /* run: 1 = runs in its stream predecessor's event (a chain) */
+    int rides;          /* 1 = may run in its stream predecessor's event (a chain), kept as the graph grows */
 };
 
 /* The predecessor that released a task (critical path), and when it ended. */
@@ -119,6 +120,7 @@ struct mb_engine {
     char bad[256];                /* first misuse found while building */
     int no_critical;              /* the caller does not want the critical path: no releasers kept */
     int fold;                     /* fold chains (mb_engine_fold_chains), when no_critical */
+    int chains;                   /* run: this run folds chains (fold && no_critical) */
 
     struct mb_flow_sys *net;      /* links live here (same ids) */
     struct mb_queue *q;
@@ -147,6 +149,14 @@ struct mb_engine {
     int *now_stack;               /* zero-length tasks started at `now`, not yet completed */
     int n_now, cap_now;
 };
+
+/* Calls that report misuse or grow arrays are rare: out of line, they keep
+ * the build calls (one task and about one edge per op) short. */
+#if defined(__GNUC__)
+#define MB_ENGINE_COLD __attribute__((noinline, cold))
+#else
+#define MB_ENGINE_COLD
+#endif
 
 /* Record the first misuse found while building; mb_engine_run reports it. */
 static void mb_engine__misuse(struct mb_engine *e, const char *fmt, ...)
@@ -371,13 +381,45 @@ static void mb_engine__add_flows_desc(struct mb_engine *e, int id, const struct 
             e->cap_fdesc = e->cap_fdesc ? 2 * e->cap_fdesc : 256;
         e->fdesc = mb_realloc(e->fdesc, e->cap_fdesc * sizeof *e->fdesc);
     }
-    memcpy(&e->fdesc[e->n_fdesc], f, (size_t)n * sizeof *f);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        e->fdesc[e->n_fdesc + (size_t)i] = f[i]; /* a struct copy: two or three of them are no call to memcpy */
         mb_engine__check_flow(e, id, i, &f[i]);
+    }
     e->n_fdesc += (size_t)n;
 }
 
-int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
+/* Whether task t, just added behind p on its stream, may ride in p's event:
+ * neither has flows or zero length, and p has no successor yet (any it has
+ * is an older task than t). Later edges into t from any other task, or out
+ * of p to any other task, take it back (mb_engine_add_dep). */
+static int mb_engine__can_ride_new(const struct mb_engine *e, int p, int t)
+{
+    return e->ix[p].succ == 0 && e->ix[p + 1].flow == e->ix[p].flow && e->ix[t + 1].flow == e->ix[t].flow &&
+           e->tasks[p].duration > 0 && e->tasks[t].duration > 0;
+}
+
+/* Task id (its stream s, valid duration dur, flows already in the pool) into
+ * its record, entry and stream. */
+static inline void mb_engine__task_put(struct mb_engine *e, int id, double dur, const struct mb_task_desc *d)
+{
+    struct mb_stream *s = &e->streams[d->stream];
+    e->tasks[id] = (struct mb_task){dur, -1, -1, d->stream, -1};
+    e->tags[id] = (struct mb_tags){d->kind, d->tag};
+    /* ix[id].flow was set when the task before it was added (or at creation) */
+    e->ix[id].succ = 0;
+    e->ix[id].pend = s->tail >= 0; /* the task before it on its stream */
+    e->ix[id + 1].flow = (int)e->n_fdesc;
+    e->ix[id].rides = s->tail >= 0 && mb_engine__can_ride_new(e, s->tail, id);
+    if (s->tail >= 0)
+        e->tasks[s->tail].next = id;
+    else
+        s->head = id;
+    s->tail = id;
+}
+
+/* mb_engine_add_task with every check, array growth and flows (out of line:
+ * the plain compute task, the common one, needs none of it). */
+static MB_ENGINE_COLD int mb_engine__add_task_checked(struct mb_engine *e, const struct mb_task_desc *d)
 {
     if (d->stream < 0 || d->stream >= e->n_streams) {
         mb_engine__misuse(e, "task %zu: unknown stream %d", e->n_tasks, d->stream);
@@ -394,31 +436,49 @@ int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
     if (e->n_tasks == e->cap_tasks)
         mb_engine__task_cap(e, 2 * e->cap_tasks);
     int id = (int)e->n_tasks++;
-    struct mb_stream *s = &e->streams[d->stream];
     double dur = d->duration;
     if (!(dur >= 0) || isinf(dur)) {
         mb_engine__misuse(e, "task %d: duration must be >= 0 and finite", id);
         dur = 0;
     }
-    e->tasks[id] = (struct mb_task){dur, -1, -1, d->stream, -1};
-    e->tags[id] = (struct mb_tags){d->kind, d->tag};
-    /* ix[id].flow was set when the task before it was added (or at creation) */
-    e->ix[id].succ = 0;
-    e->ix[id].pend = s->tail >= 0; /* the task before it on its stream */
     if (d->n_flows < 0 || (d->n_flows > 0 && !d->flows))
         mb_engine__misuse(e, "task %d: bad flow list (n_flows %d)", id, d->n_flows);
     else if (d->n_flows > 0)
         mb_engine__add_flows_desc(e, id, d->flows, d->n_flows);
-    e->ix[id + 1].flow = (int)e->n_fdesc;
-    if (s->tail >= 0)
-        e->tasks[s->tail].next = id;
-    else
-        s->head = id;
-    s->tail = id;
+    mb_engine__task_put(e, id, dur, d);
     return id;
 }
 
-void mb_engine_add_dep(struct mb_engine *e, int before, int after)
+int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
+{
+    double dur = d->duration;
+    if ((size_t)(unsigned)d->stream >= (size_t)e->n_streams || e->n_tasks >= e->cap_tasks || e->n_tasks >= 0x7fffffff ||
+        d->n_flows != 0 || !(dur >= 0 && dur <= DBL_MAX))
+        return mb_engine__add_task_checked(e, d);
+    int id = (int)e->n_tasks++;
+    mb_engine__task_put(e, id, dur, d);
+    return id;
+}
+
+/* Edge before -> after into the edge list and the counts. */
+static inline void mb_engine__dep_put(struct mb_engine *e, int before, int after)
+{
+    e->dep_before[e->n_deps] = before;
+    e->dep_after[e->n_deps] = after;
+    e->n_deps++;
+    e->ix[before].succ++;
+    e->ix[after].pend++;
+    /* a chain runs only from a task to its stream successor, with no other edge in or out */
+    int nx = e->tasks[before].next;
+    if (nx != after) {
+        e->ix[after].rides = 0;
+        if (nx >= 0)
+            e->ix[nx].rides = 0;
+    }
+}
+
+/* mb_engine_add_dep with every check and the edge list's growth. */
+static MB_ENGINE_COLD void mb_engine__add_dep_checked(struct mb_engine *e, int before, int after)
 {
     if (before < 0 || (size_t)before >= e->n_tasks || after < 0 || (size_t)after >= e->n_tasks) {
         mb_engine__misuse(e, "dependency %d -> %d names an unknown task", before, after);
@@ -433,11 +493,17 @@ void mb_engine_add_dep(struct mb_engine *e, int before, int after)
         e->dep_before = mb_realloc(e->dep_before, e->cap_deps * sizeof *e->dep_before);
         e->dep_after = mb_realloc(e->dep_after, e->cap_deps * sizeof *e->dep_after);
     }
-    e->dep_before[e->n_deps] = before;
-    e->dep_after[e->n_deps] = after;
-    e->n_deps++;
-    e->ix[before].succ++;
-    e->ix[after].pend++;
+    mb_engine__dep_put(e, before, after);
+}
+
+void mb_engine_add_dep(struct mb_engine *e, int before, int after)
+{
+    if ((size_t)(unsigned)before >= e->n_tasks || (size_t)(unsigned)after >= e->n_tasks || e->n_deps >= e->cap_deps ||
+        e->n_deps >= 0x7fffffff) {
+        mb_engine__add_dep_checked(e, before, after);
+        return;
+    }
+    mb_engine__dep_put(e, before, after);
 }
 
 /* ---- run ----------------------------------------------------------------- */
@@ -458,7 +524,7 @@ static inline void mb_engine__push(struct mb_engine *e, double time, int task)
 static inline double mb_engine__chain_end(const struct mb_engine *e, const struct mb_task *tk)
 {
     double end = e->now + tk->duration;
-    for (int nx = tk->next; nx >= 0 && e->ix[nx].rides; nx = e->tasks[nx].next)
+    for (int nx = tk->next; e->chains && nx >= 0 && e->ix[nx].rides; nx = e->tasks[nx].next)
         end += e->tasks[nx].duration;
     return end;
 }
@@ -529,7 +595,7 @@ static int mb_engine__chain_pass(struct mb_engine *e, int t)
 
 static void mb_engine__complete(struct mb_engine *e, int t)
 {
-    if (e->tasks[t].next >= 0 && e->ix[e->tasks[t].next].rides)
+    if (e->chains && e->tasks[t].next >= 0 && e->ix[e->tasks[t].next].rides)
         t = mb_engine__chain_pass(e, t);
     struct mb_task *tk = &e->tasks[t];
     tk->end = e->now;
@@ -679,39 +745,6 @@ static void mb_engine__build_csr(struct mb_engine *e)
         e->succ[--e->ix[e->dep_before[i]].succ] = e->dep_after[i];
 }
 
-/* Whether task t can run in the same event as its stream predecessor p: neither
- * has flows or zero length, every edge out of p goes to t and every edge into
- * t comes from p, so t starts exactly when p ends and nothing else sees p end. */
-static int mb_engine__can_ride(const struct mb_engine *e, int p, int t)
-{
-    const struct mb_tidx *ip = &e->ix[p];
-    int n_succ = ip[1].succ - ip->succ;
-    if (mb_engine__n_flows(e, p) || mb_engine__n_flows(e, t) || !(e->tasks[p].duration > 0) ||
-        !(e->tasks[t].duration > 0) || e->ix[t].pend != n_succ + 1)
-        return 0;
-    for (int i = 0; i < n_succ; i++)
-        if (e->succ[ip->succ + i] != t)
-            return 0;
-    return 1;
-}
-
-/* Mark the chains: tasks that ride in their stream predecessor's event (in id
- * order: a stream's next task is mostly a near id, a walk along streams
- * would jump through the array). */
-static void mb_engine__mark_chains(struct mb_engine *e)
-{
-    int fold = e->fold && e->no_critical;
-    for (size_t t = 0; t < e->n_tasks; t++)
-        e->ix[t].rides = 0;
-    if (!fold)
-        return;
-    for (size_t p = 0; p < e->n_tasks; p++) {
-        int nx = e->tasks[p].next;
-        if (nx >= 0)
-            e->ix[nx].rides = mb_engine__can_ride(e, (int)p, nx);
-    }
-}
-
 /* Reset the run state; results and counts are reset only when a run already
  * used them (add_task starts every task at -1 and counts as it goes). */
 static void mb_engine__setup(struct mb_engine *e)
@@ -724,7 +757,7 @@ static void mb_engine__setup(struct mb_engine *e)
         mb_engine__recount(e);
     }
     mb_engine__build_csr(e);
-    mb_engine__mark_chains(e);
+    e->chains = e->fold && e->no_critical;
     if (!e->no_critical) {
         e->rel = mb_malloc((e->n_tasks ? e->n_tasks : 1) * sizeof *e->rel);
         for (size_t t = 0; t < e->n_tasks; t++)
