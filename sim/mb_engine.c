@@ -33,20 +33,24 @@
  *   of rounding.
  *
  * DATA LAYOUT (tuned for 10^6 tasks, compute-only graphs > 2 M events/s)
- *   Everything the loop reads or writes of a task -- duration, stream, next,
- *   flows, results, in-degree, successor range, releaser -- is one 64-byte
- *   record on a cache line of its own, so a completion touching a successor
- *   costs one line, not one per array (the run's tasks are spread over every
- *   stage's stretch of ids at once); the caller's tags live apart. Streams are
- *   intrusive singly linked lists through task.next. The run records, per
- *   task, the predecessor that released it, so the critical path needs no
- *   reverse index afterwards. Dependencies are appended to an edge list and
- *   turned into a CSR successor array at run time. Flow descriptions live in
- *   one pool indexed by task.flow_off.
+ *   A task is a 32-byte record (duration, start, end, stream, next: two to a
+ *   cache line) and a 16-byte entry of counts and offsets (first flow, first
+ *   successor, pending count, rides), four to a line; a task's flows and
+ *   successors run to the next task's offsets, so the entries have one more
+ *   element than there are tasks. A task's pending count is its in-degree
+ *   plus one for the task before it on its stream, both counted as the graph
+ *   is built: a completion decrements its stream successor's count as it
+ *   decrements its dependents', and a task starts when its count reaches
+ *   zero. The caller's tags, and the releasers the critical path follows
+ *   (allocated only when one is tracked), live apart. Streams are intrusive
+ *   singly linked lists through task.next. Dependencies are appended to an
+ *   edge list and turned into a CSR successor array at run time. Flow
+ *   descriptions live in one pool.
  */
 #include "mb_engine.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -66,23 +70,31 @@ _Static_assert(MB_FLOW_MAX_LINKS <= MB_FLOW_ROUTE_MAX, "engine routes must fit t
  * cancelling (mb_queue.h). */
 #define MB_EV_TASK(key) ((int)((key) & 0x7fffffffu))
 
-/* What the event loop reads and writes of one task: 64 bytes, one cache line
- * (the array is line-aligned). The caller's tags live in an array of their own. */
+/* The times of one task and its place on its stream: 32 bytes, two to a cache
+ * line (the array is line-aligned). */
 struct mb_task {
     double duration;    /* seconds on the stream before flows start */
     double start, end;  /* results, seconds; -1 when never started */
-    double rel_end;     /* when rel ended */
     int stream;
     int next;           /* next task on the same stream, -1 */
-    int flow_off;       /* first flow in e->fdesc */
-    int n_flows;
-    int succ_off;       /* CSR: successors are succ[succ_off .. succ_off + n_succ) */
-    int n_succ;
-    int pending;        /* unfinished dependencies; once started, flows not yet done */
-    int rel;            /* the predecessor that released it (critical path), -1 */
 };
-_Static_assert(sizeof(struct mb_task) == 64, "a task record fills one cache line");
+_Static_assert(sizeof(struct mb_task) == 32, "two task records to a cache line");
 #define MB_TASK_ALIGN 64
+
+/* A task's counts and offsets (16 bytes). Its flows are fdesc[flow ..
+ * next entry's flow), its successors succ[succ .. next entry's succ). */
+struct mb_tidx {
+    int flow;           /* first flow in e->fdesc */
+    int succ;           /* built: out-degree; run: first successor in e->succ */
+    int pend;           /* unfinished dependencies + unfinished stream predecessor; once started, flows not yet done */
+    int rides;          /* 1 = may run in its stream predecessor's event (a chain), kept as the graph grows */
+};
+
+/* The predecessor that released a task (critical path), and when it ended. */
+struct mb_rel {
+    double end;
+    int task;           /* -1: none yet */
+};
 
 struct mb_tags {
     int kind, tag;      /* the caller's, untouched */
@@ -96,6 +108,7 @@ struct mb_stream {
 
 struct mb_engine {
     struct mb_task *tasks;        /* MB_TASK_ALIGN-aligned */
+    struct mb_tidx *ix;           /* cap_tasks + 1 entries */
     struct mb_tags *tags;
     size_t n_tasks, cap_tasks;
     struct mb_stream *streams;
@@ -107,14 +120,16 @@ struct mb_engine {
     char bad[256];                /* first misuse found while building */
     int no_critical;              /* the caller does not want the critical path: no releasers kept */
     int fold;                     /* fold chains (mb_engine_fold_chains), when no_critical */
+    int chains;                   /* run: this run folds chains (fold && no_critical) */
 
     struct mb_flow_sys *net;      /* links live here (same ids) */
     struct mb_queue *q;
 
     /* run state */
-    int ran;                      /* a run happened: results must be reset before the next */
-    int *succ;                    /* CSR successor lists (task.succ_off, task.n_succ) */
-    unsigned char *rides;         /* per task: 1 = runs in its stream predecessor's event (a chain) */
+    int ran;                      /* a run happened: counts and results must be rebuilt before the next */
+    int *succ;                    /* CSR successor lists (ix.succ), cap_succ entries */
+    size_t cap_succ;
+    struct mb_rel *rel;           /* per task, when the critical path is tracked; else NULL */
     int last_end;                 /* task that ended last (lowest id among ties), -1 */
     double last_end_t;            /* when it ended */
     double *frem;                 /* per flow id: bytes remaining */
@@ -134,6 +149,14 @@ struct mb_engine {
     int *now_stack;               /* zero-length tasks started at `now`, not yet completed */
     int n_now, cap_now;
 };
+
+/* Calls that report misuse or grow arrays are rare: out of line, they keep
+ * the build calls (one task and about one edge per op) short. */
+#if defined(__GNUC__)
+#define MB_ENGINE_COLD __attribute__((noinline, cold))
+#else
+#define MB_ENGINE_COLD
+#endif
 
 /* Record the first misuse found while building; mb_engine_run reports it. */
 static void mb_engine__misuse(struct mb_engine *e, const char *fmt, ...)
@@ -157,12 +180,15 @@ static void mb_engine__misuse(struct mb_engine *e, const char *fmt, ...)
  * allocation, growth and first-touch page faults. Freed at thread exit. */
 struct mb_engine_spare {
     struct mb_task *tasks;
+    struct mb_tidx *ix;
     struct mb_tags *tags;
     size_t cap_tasks;
     int *dep_before, *dep_after;
     size_t cap_deps;
     struct mb_flow_desc *fdesc;
     size_t cap_fdesc;
+    int *succ;
+    size_t cap_succ;
 };
 
 static pthread_key_t mb_engine__spare_key;
@@ -171,10 +197,12 @@ static pthread_once_t mb_engine__spare_once = PTHREAD_ONCE_INIT;
 static void mb_engine__spare_arrays_free(struct mb_engine_spare *sp)
 {
     free(sp->tasks); /* posix_memalign'd */
+    mb_free(sp->ix);
     mb_free(sp->tags);
     mb_free(sp->dep_before);
     mb_free(sp->dep_after);
     mb_free(sp->fdesc);
+    mb_free(sp->succ);
 }
 
 static void mb_engine__spare_free(void *p)
@@ -200,6 +228,7 @@ static void mb_engine__spare_take(struct mb_engine *e)
         return;
     pthread_setspecific(mb_engine__spare_key, NULL);
     e->tasks = sp->tasks;
+    e->ix = sp->ix;
     e->tags = sp->tags;
     e->cap_tasks = sp->cap_tasks;
     e->dep_before = sp->dep_before;
@@ -207,6 +236,8 @@ static void mb_engine__spare_take(struct mb_engine *e)
     e->cap_deps = sp->cap_deps;
     e->fdesc = sp->fdesc;
     e->cap_fdesc = sp->cap_fdesc;
+    e->succ = sp->succ;
+    e->cap_succ = sp->cap_succ;
     mb_free(sp);
 }
 
@@ -214,8 +245,8 @@ static void mb_engine__spare_take(struct mb_engine *e)
 static void mb_engine__spare_give(struct mb_engine *e)
 {
     pthread_once(&mb_engine__spare_once, mb_engine__spare_init);
-    struct mb_engine_spare mine = {e->tasks, e->tags, e->cap_tasks, e->dep_before, e->dep_after,
-                                   e->cap_deps, e->fdesc, e->cap_fdesc};
+    struct mb_engine_spare mine = {e->tasks,      e->ix,       e->tags,  e->cap_tasks, e->dep_before, e->dep_after,
+                                   e->cap_deps,   e->fdesc,    e->cap_fdesc, e->succ,  e->cap_succ};
     if (pthread_getspecific(mb_engine__spare_key)) {
         mb_engine__spare_arrays_free(&mine);
         return;
@@ -226,24 +257,43 @@ static void mb_engine__spare_give(struct mb_engine *e)
         mb_engine__spare_free(sp);
 }
 
+/* Grow the per-task arrays to `cap` tasks (the records stay line-aligned). */
+static void mb_engine__task_cap(struct mb_engine *e, size_t cap)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, MB_TASK_ALIGN, cap * sizeof *e->tasks)) {
+        fprintf(stderr, "mbsim: out of memory allocating %zu bytes\n", cap * sizeof *e->tasks);
+        abort();
+    }
+    if (e->n_tasks)
+        memcpy(p, e->tasks, e->n_tasks * sizeof *e->tasks);
+    free(e->tasks);
+    e->tasks = p;
+    e->cap_tasks = cap;
+    e->ix = mb_realloc(e->ix, (cap + 1) * sizeof *e->ix);
+    e->tags = mb_realloc(e->tags, cap * sizeof *e->tags);
+}
+
 struct mb_engine *mb_engine_new(void)
 {
     struct mb_engine *e = mb_calloc(1, sizeof *e);
     e->net = mb_flow_new();
     e->q = mb_queue_new();
     mb_engine__spare_take(e);
+    if (!e->ix)
+        mb_engine__task_cap(e, 1024);
+    e->ix[0] = (struct mb_tidx){0};
     return e;
 }
 
 static void mb_engine__free_run(struct mb_engine *e)
 {
-    mb_free(e->succ);
-    mb_free(e->rides);
-    e->rides = NULL;
+    mb_free(e->rel);
     mb_free(e->frem);
     mb_free(e->ftask);
     mb_free(e->scratch);
-    e->succ = e->ftask = e->scratch = NULL;
+    e->rel = NULL;
+    e->ftask = e->scratch = NULL;
     e->frem = NULL;
     e->fcap = 0;
 }
@@ -312,22 +362,6 @@ static void mb_engine__check_flow(struct mb_engine *e, int task, int i,
             }
 }
 
-/* Grow the per-task arrays to `cap` entries (the records stay line-aligned). */
-static void mb_engine__task_cap(struct mb_engine *e, size_t cap)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, MB_TASK_ALIGN, cap * sizeof *e->tasks)) {
-        fprintf(stderr, "mbsim: out of memory allocating %zu bytes\n", cap * sizeof *e->tasks);
-        abort();
-    }
-    if (e->n_tasks)
-        memcpy(p, e->tasks, e->n_tasks * sizeof *e->tasks);
-    free(e->tasks);
-    e->tasks = p;
-    e->cap_tasks = cap;
-    e->tags = mb_realloc(e->tags, cap * sizeof *e->tags);
-}
-
 void mb_engine_reserve(struct mb_engine *e, size_t tasks, size_t deps)
 {
     if (tasks > e->cap_tasks)
@@ -339,7 +373,53 @@ void mb_engine_reserve(struct mb_engine *e, size_t tasks, size_t deps)
     }
 }
 
-int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
+/* Copy task id's n flows into the pool (the entry after id's marks their end). */
+static void mb_engine__add_flows_desc(struct mb_engine *e, int id, const struct mb_flow_desc *f, int n)
+{
+    if (e->n_fdesc + (size_t)n > e->cap_fdesc) {
+        while (e->n_fdesc + (size_t)n > e->cap_fdesc)
+            e->cap_fdesc = e->cap_fdesc ? 2 * e->cap_fdesc : 256;
+        e->fdesc = mb_realloc(e->fdesc, e->cap_fdesc * sizeof *e->fdesc);
+    }
+    for (int i = 0; i < n; i++) {
+        e->fdesc[e->n_fdesc + (size_t)i] = f[i]; /* a struct copy: two or three of them are no call to memcpy */
+        mb_engine__check_flow(e, id, i, &f[i]);
+    }
+    e->n_fdesc += (size_t)n;
+}
+
+/* Whether task t, just added behind p on its stream, may ride in p's event:
+ * neither has flows or zero length, and p has no successor yet (any it has
+ * is an older task than t). Later edges into t from any other task, or out
+ * of p to any other task, take it back (mb_engine_add_dep). */
+static int mb_engine__can_ride_new(const struct mb_engine *e, int p, int t)
+{
+    return e->ix[p].succ == 0 && e->ix[p + 1].flow == e->ix[p].flow && e->ix[t + 1].flow == e->ix[t].flow &&
+           e->tasks[p].duration > 0 && e->tasks[t].duration > 0;
+}
+
+/* Task id (its stream s, valid duration dur, flows already in the pool) into
+ * its record, entry and stream. */
+static inline void mb_engine__task_put(struct mb_engine *e, int id, double dur, const struct mb_task_desc *d)
+{
+    struct mb_stream *s = &e->streams[d->stream];
+    e->tasks[id] = (struct mb_task){dur, -1, -1, d->stream, -1};
+    e->tags[id] = (struct mb_tags){d->kind, d->tag};
+    /* ix[id].flow was set when the task before it was added (or at creation) */
+    e->ix[id].succ = 0;
+    e->ix[id].pend = s->tail >= 0; /* the task before it on its stream */
+    e->ix[id + 1].flow = (int)e->n_fdesc;
+    e->ix[id].rides = s->tail >= 0 && mb_engine__can_ride_new(e, s->tail, id);
+    if (s->tail >= 0)
+        e->tasks[s->tail].next = id;
+    else
+        s->head = id;
+    s->tail = id;
+}
+
+/* mb_engine_add_task with every check, array growth and flows (out of line:
+ * the plain compute task, the common one, needs none of it). */
+static MB_ENGINE_COLD int mb_engine__add_task_checked(struct mb_engine *e, const struct mb_task_desc *d)
 {
     if (d->stream < 0 || d->stream >= e->n_streams) {
         mb_engine__misuse(e, "task %zu: unknown stream %d", e->n_tasks, d->stream);
@@ -349,47 +429,63 @@ int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
         mb_engine__misuse(e, "too many tasks (%zu)", e->n_tasks);
         return -1;
     }
+    if (e->n_fdesc + (size_t)(d->n_flows > 0 ? d->n_flows : 0) >= 0x7fffffff) {
+        mb_engine__misuse(e, "too many flows (%zu)", e->n_fdesc);
+        return -1;
+    }
     if (e->n_tasks == e->cap_tasks)
-        mb_engine__task_cap(e, e->cap_tasks ? 2 * e->cap_tasks : 1024);
+        mb_engine__task_cap(e, 2 * e->cap_tasks);
     int id = (int)e->n_tasks++;
-    struct mb_task *t = &e->tasks[id];
-    *t = (struct mb_task){.duration = d->duration, .start = -1, .end = -1, .stream = d->stream, .next = -1,
-                          .rel = -1};
-    e->tags[id] = (struct mb_tags){d->kind, d->tag};
-    t->n_flows = d->n_flows > 0 ? d->n_flows : 0;
-    t->flow_off = (int)e->n_fdesc;
-    if (!(d->duration >= 0) || isinf(d->duration)) {
+    double dur = d->duration;
+    if (!(dur >= 0) || isinf(dur)) {
         mb_engine__misuse(e, "task %d: duration must be >= 0 and finite", id);
-        t->duration = 0;
+        dur = 0;
     }
-    if (d->n_flows < 0 || (d->n_flows > 0 && !d->flows)) {
+    if (d->n_flows < 0 || (d->n_flows > 0 && !d->flows))
         mb_engine__misuse(e, "task %d: bad flow list (n_flows %d)", id, d->n_flows);
-        t->n_flows = 0;
-    }
-    if (t->n_flows > 0) {
-        if (e->n_fdesc + (size_t)t->n_flows > e->cap_fdesc) {
-            while (e->n_fdesc + (size_t)t->n_flows > e->cap_fdesc)
-                e->cap_fdesc = e->cap_fdesc ? 2 * e->cap_fdesc : 256;
-            e->fdesc = mb_realloc(e->fdesc, e->cap_fdesc * sizeof *e->fdesc);
-        }
-        memcpy(&e->fdesc[e->n_fdesc], d->flows, (size_t)t->n_flows * sizeof *d->flows);
-        for (int i = 0; i < t->n_flows; i++)
-            mb_engine__check_flow(e, id, i, &d->flows[i]);
-        e->n_fdesc += (size_t)t->n_flows;
-    }
-    struct mb_stream *s = &e->streams[d->stream];
-    if (s->tail >= 0)
-        e->tasks[s->tail].next = id;
-    else
-        s->head = id;
-    s->tail = id;
+    else if (d->n_flows > 0)
+        mb_engine__add_flows_desc(e, id, d->flows, d->n_flows);
+    mb_engine__task_put(e, id, dur, d);
     return id;
 }
 
-void mb_engine_add_dep(struct mb_engine *e, int before, int after)
+int mb_engine_add_task(struct mb_engine *e, const struct mb_task_desc *d)
+{
+    double dur = d->duration;
+    if ((size_t)(unsigned)d->stream >= (size_t)e->n_streams || e->n_tasks >= e->cap_tasks || e->n_tasks >= 0x7fffffff ||
+        d->n_flows != 0 || !(dur >= 0 && dur <= DBL_MAX))
+        return mb_engine__add_task_checked(e, d);
+    int id = (int)e->n_tasks++;
+    mb_engine__task_put(e, id, dur, d);
+    return id;
+}
+
+/* Edge before -> after into the edge list and the counts. */
+static inline void mb_engine__dep_put(struct mb_engine *e, int before, int after)
+{
+    e->dep_before[e->n_deps] = before;
+    e->dep_after[e->n_deps] = after;
+    e->n_deps++;
+    e->ix[before].succ++;
+    e->ix[after].pend++;
+    /* a chain runs only from a task to its stream successor, with no other edge in or out */
+    int nx = e->tasks[before].next;
+    if (nx != after) {
+        e->ix[after].rides = 0;
+        if (nx >= 0)
+            e->ix[nx].rides = 0;
+    }
+}
+
+/* mb_engine_add_dep with every check and the edge list's growth. */
+static MB_ENGINE_COLD void mb_engine__add_dep_checked(struct mb_engine *e, int before, int after)
 {
     if (before < 0 || (size_t)before >= e->n_tasks || after < 0 || (size_t)after >= e->n_tasks) {
         mb_engine__misuse(e, "dependency %d -> %d names an unknown task", before, after);
+        return;
+    }
+    if (e->n_deps >= 0x7fffffff) {
+        mb_engine__misuse(e, "too many dependencies (%zu)", e->n_deps);
         return;
     }
     if (e->n_deps == e->cap_deps) {
@@ -397,12 +493,25 @@ void mb_engine_add_dep(struct mb_engine *e, int before, int after)
         e->dep_before = mb_realloc(e->dep_before, e->cap_deps * sizeof *e->dep_before);
         e->dep_after = mb_realloc(e->dep_after, e->cap_deps * sizeof *e->dep_after);
     }
-    e->dep_before[e->n_deps] = before;
-    e->dep_after[e->n_deps] = after;
-    e->n_deps++;
+    mb_engine__dep_put(e, before, after);
+}
+
+void mb_engine_add_dep(struct mb_engine *e, int before, int after)
+{
+    if ((size_t)(unsigned)before >= e->n_tasks || (size_t)(unsigned)after >= e->n_tasks || e->n_deps >= e->cap_deps ||
+        e->n_deps >= 0x7fffffff) {
+        mb_engine__add_dep_checked(e, before, after);
+        return;
+    }
+    mb_engine__dep_put(e, before, after);
 }
 
 /* ---- run ----------------------------------------------------------------- */
+
+static inline int mb_engine__n_flows(const struct mb_engine *e, int t)
+{
+    return e->ix[t + 1].flow - e->ix[t].flow;
+}
 
 static inline void mb_engine__push(struct mb_engine *e, double time, int task)
 {
@@ -415,9 +524,8 @@ static inline void mb_engine__push(struct mb_engine *e, double time, int task)
 static inline double mb_engine__chain_end(const struct mb_engine *e, const struct mb_task *tk)
 {
     double end = e->now + tk->duration;
-    if (e->rides)
-        for (int nx = tk->next; nx >= 0 && e->rides[nx]; nx = e->tasks[nx].next)
-            end += e->tasks[nx].duration;
+    for (int nx = tk->next; e->chains && nx >= 0 && e->ix[nx].rides; nx = e->tasks[nx].next)
+        end += e->tasks[nx].duration;
     return end;
 }
 
@@ -425,7 +533,7 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
     tk->start = e->now;
-    if (tk->duration == 0 && tk->n_flows == 0) {
+    if (tk->duration == 0 && mb_engine__n_flows(e, t) == 0) {
         /* zero-length (join) task: completes at this instant without a trip
          * through the event queue; drained by mb_engine_run before the next pop */
         if (e->n_now == e->cap_now) {
@@ -441,14 +549,24 @@ static inline void mb_engine__start(struct mb_engine *e, int t)
 /* Predecessor t of task u has just completed: it released u if it ended last
  * (ties: the lower id), which is what the critical path follows. Completions
  * come in time order, so t ended no earlier than the current candidate. */
-static inline void mb_engine__note_release(struct mb_engine *e, int t, struct mb_task *x)
+static inline void mb_engine__note_release(struct mb_engine *e, int t, int u)
 {
-    if (e->no_critical)
-        return;
-    if (x->rel < 0 || e->now > x->rel_end || t < x->rel) {
-        x->rel = t;
-        x->rel_end = e->now;
+    struct mb_rel *x = &e->rel[u];
+    if (x->task < 0 || e->now > x->end || t < x->task) {
+        x->task = t;
+        x->end = e->now;
     }
+}
+
+/* Predecessor t of task u (its stream predecessor or a dependency) has
+ * completed: u starts when that was the last thing it waited for. */
+static inline void mb_engine__release(struct mb_engine *e, int t, int u)
+{
+    if (e->rel)
+        mb_engine__note_release(e, t, u);
+    assert(e->ix[u].pend > 0);
+    if (--e->ix[u].pend == 0)
+        mb_engine__start(e, u);
 }
 
 /* The chain that task t heads has ended (its event): every task of it but the
@@ -459,14 +577,14 @@ static int mb_engine__chain_pass(struct mb_engine *e, int t)
 {
     struct mb_task *tk = &e->tasks[t];
     struct mb_stream *s = &e->streams[tk->stream];
-    while (tk->next >= 0 && e->rides[tk->next]) {
+    while (tk->next >= 0 && e->ix[tk->next].rides) {
         tk->end = tk->start + tk->duration;
         s->busy += tk->end - tk->start;
         e->n_done++;
         int nx = tk->next;
         struct mb_task *x = &e->tasks[nx];
-        assert(x->pending == tk->n_succ);
-        x->pending = 0;
+        assert(e->ix[nx].pend == e->ix[t + 1].succ - e->ix[t].succ + 1);
+        e->ix[nx].pend = 0;
         x->start = tk->end;
         s->cur = nx;
         t = nx;
@@ -477,7 +595,7 @@ static int mb_engine__chain_pass(struct mb_engine *e, int t)
 
 static void mb_engine__complete(struct mb_engine *e, int t)
 {
-    if (e->rides && e->tasks[t].next >= 0 && e->rides[e->tasks[t].next])
+    if (e->chains && e->tasks[t].next >= 0 && e->ix[e->tasks[t].next].rides)
         t = mb_engine__chain_pass(e, t);
     struct mb_task *tk = &e->tasks[t];
     tk->end = e->now;
@@ -492,20 +610,11 @@ static void mb_engine__complete(struct mb_engine *e, int t)
     int nx = tk->next;
     s->cur = nx;
     s->busy += e->now - tk->start;
-    if (nx >= 0) {
-        struct mb_task *x = &e->tasks[nx];
-        mb_engine__note_release(e, t, x);
-        if (x->pending == 0)
-            mb_engine__start(e, nx);
-    }
+    if (nx >= 0)
+        mb_engine__release(e, t, nx);
     /* notify successors */
-    for (const int *u = &e->succ[tk->succ_off], *end = u + tk->n_succ; u < end; u++) {
-        struct mb_task *x = &e->tasks[*u];
-        assert(x->pending > 0);
-        mb_engine__note_release(e, t, x);
-        if (--x->pending == 0 && e->streams[x->stream].cur == *u)
-            mb_engine__start(e, *u);
-    }
+    for (const int *u = &e->succ[e->ix[t].succ], *end = &e->succ[e->ix[t + 1].succ]; u < end; u++)
+        mb_engine__release(e, t, *u);
 }
 
 /* Bring every active flow's remaining bytes up to `now` under current rates. */
@@ -525,10 +634,9 @@ static void mb_engine__advance(struct mb_engine *e)
 
 static void mb_engine__add_flows(struct mb_engine *e, int t)
 {
-    struct mb_task *tk = &e->tasks[t];
     mb_engine__advance(e);
-    for (int i = 0; i < tk->n_flows; i++) {
-        const struct mb_flow_desc *d = &e->fdesc[tk->flow_off + i];
+    for (int i = e->ix[t].flow; i < e->ix[t + 1].flow; i++) {
+        const struct mb_flow_desc *d = &e->fdesc[i];
         int f = mb_flow_add(e->net, d->n_links, d->links, d->bound);
         assert(f >= 0); /* validated at add_task */
         if (f >= e->fcap) {
@@ -542,7 +650,7 @@ static void mb_engine__add_flows(struct mb_engine *e, int t)
         e->frem[f] = d->bytes;
         e->ftask[f] = t;
     }
-    tk->pending = tk->n_flows;
+    e->ix[t].pend = mb_engine__n_flows(e, t);
     int na = mb_flow_n_active(e->net);
     if (na > e->max_active)
         e->max_active = na;
@@ -592,76 +700,69 @@ static void mb_engine__flows_done(struct mb_engine *e)
         int f = e->scratch[i];
         int t = e->ftask[f];
         mb_flow_remove(e->net, f);
-        if (--e->tasks[t].pending == 0)
+        if (--e->ix[t].pend == 0)
             mb_engine__complete(e, t);
     }
     e->dirty = 1;
 }
 
-/* Run state of every task, and the CSR successor lists from the edge list. */
+/* The counts a run consumes, again from the streams and the edge list (a
+ * second run; add_task and add_dep keep them as the graph is built). */
+static void mb_engine__recount(struct mb_engine *e)
+{
+    for (size_t t = 0; t < e->n_tasks; t++) {
+        e->ix[t].succ = 0;
+        e->ix[t].pend = 0;
+    }
+    for (int s = 0; s < e->n_streams; s++)
+        for (int t = e->streams[s].head; t >= 0 && e->tasks[t].next >= 0; t = e->tasks[t].next)
+            e->ix[e->tasks[t].next].pend++;
+    for (size_t i = 0; i < e->n_deps; i++) {
+        e->ix[e->dep_before[i]].succ++;
+        e->ix[e->dep_after[i]].pend++;
+    }
+}
+
+/* The CSR successor lists from the out-degrees and the edge list: each
+ * task's count becomes the end of its range, and a backward pass over the
+ * edges fills the ranges from their ends, leaving each entry at the start of
+ * its range with the successors in the order the dependencies were added. */
 static void mb_engine__build_csr(struct mb_engine *e)
 {
     size_t n = e->n_tasks;
+    int sum = 0;
     for (size_t t = 0; t < n; t++) {
-        struct mb_task *x = &e->tasks[t];
-        x->n_succ = x->pending = 0;
-        x->rel = -1;
-        x->rel_end = 0;
+        sum += e->ix[t].succ;
+        e->ix[t].succ = sum;
     }
-    e->succ = mb_malloc((e->n_deps ? e->n_deps : 1) * sizeof *e->succ);
-    for (size_t i = 0; i < e->n_deps; i++) {
-        e->tasks[e->dep_before[i]].n_succ++;
-        e->tasks[e->dep_after[i]].pending++;
+    e->ix[n].succ = sum;
+    if (e->n_deps > e->cap_succ) {
+        e->cap_succ = e->n_deps > 2 * e->cap_succ ? e->n_deps : 2 * e->cap_succ;
+        mb_free(e->succ);
+        e->succ = mb_malloc(e->cap_succ * sizeof *e->succ);
     }
-    int off = 0;
-    for (size_t t = 0; t < n; t++) {
-        e->tasks[t].succ_off = off;
-        off += e->tasks[t].n_succ;
-        e->tasks[t].n_succ = 0;
-    }
-    /* stable fill: successors in the order the dependencies were added */
-    for (size_t i = 0; i < e->n_deps; i++) {
-        struct mb_task *x = &e->tasks[e->dep_before[i]];
-        e->succ[x->succ_off + x->n_succ++] = e->dep_after[i];
-    }
+    for (size_t i = e->n_deps; i-- > 0;)
+        e->succ[--e->ix[e->dep_before[i]].succ] = e->dep_after[i];
 }
 
-/* Whether task t can run in the same event as its stream predecessor p: neither
- * has flows or zero length, every edge out of p goes to t and every edge into
- * t comes from p, so t starts exactly when p ends and nothing else sees p end. */
-static int mb_engine__can_ride(const struct mb_engine *e, const struct mb_task *p, int t)
-{
-    const struct mb_task *x = &e->tasks[t];
-    if (p->n_flows || x->n_flows || !(p->duration > 0) || !(x->duration > 0) || x->pending != p->n_succ)
-        return 0;
-    for (int i = 0; i < p->n_succ; i++)
-        if (e->succ[p->succ_off + i] != t)
-            return 0;
-    return 1;
-}
-
-/* Mark the chains: tasks that ride in their stream predecessor's event (in id
- * order: a stream's next task is mostly a near id, a walk along streams
- * would jump through the array). */
-static void mb_engine__mark_chains(struct mb_engine *e)
-{
-    e->rides = mb_calloc(e->n_tasks ? e->n_tasks : 1, 1);
-    for (size_t p = 0; p < e->n_tasks; p++) {
-        int nx = e->tasks[p].next;
-        if (nx >= 0)
-            e->rides[nx] = (unsigned char)mb_engine__can_ride(e, &e->tasks[p], nx);
-    }
-}
-
-/* Reset the run state; results are reset only when a run already wrote them
- * (add_task starts every task at -1). */
+/* Reset the run state; results and counts are reset only when a run already
+ * used them (add_task starts every task at -1 and counts as it goes). */
 static void mb_engine__setup(struct mb_engine *e)
 {
     mb_engine__free_run(e);
     mb_queue_clear(e->q);
+    if (e->ran) {
+        for (size_t t = 0; t < e->n_tasks; t++)
+            e->tasks[t].start = e->tasks[t].end = -1;
+        mb_engine__recount(e);
+    }
     mb_engine__build_csr(e);
-    if (e->fold && e->no_critical)
-        mb_engine__mark_chains(e);
+    e->chains = e->fold && e->no_critical;
+    if (!e->no_critical) {
+        e->rel = mb_malloc((e->n_tasks ? e->n_tasks : 1) * sizeof *e->rel);
+        for (size_t t = 0; t < e->n_tasks; t++)
+            e->rel[t] = (struct mb_rel){0, -1};
+    }
     e->now = e->t_adv = 0;
     e->dirty = 0;
     e->flow_pending = 0;
@@ -672,9 +773,6 @@ static void mb_engine__setup(struct mb_engine *e)
     e->n_now = 0;
     e->max_active = 0;
     e->last_end = -1;
-    if (e->ran)
-        for (size_t t = 0; t < e->n_tasks; t++)
-            e->tasks[t].start = e->tasks[t].end = -1;
     e->ran = 1;
 }
 
@@ -725,7 +823,7 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
         struct mb_stream *st = &e->streams[s];
         st->cur = st->head;
         st->busy = 0;
-        if (st->cur >= 0 && e->tasks[st->cur].pending == 0)
+        if (st->cur >= 0 && e->ix[st->cur].pend == 0)
             mb_engine__start(e, st->cur);
     }
     struct mb_event ev;
@@ -748,7 +846,7 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
             continue;
         }
         int t = MB_EV_TASK(ev.key);
-        if (e->tasks[t].n_flows == 0)
+        if (mb_engine__n_flows(e, t) == 0)
             mb_engine__complete(e, t);
         else
             mb_engine__add_flows(e, t);
@@ -824,10 +922,10 @@ int mb_engine_max_active_flows(const struct mb_engine *e) { return e->max_active
  */
 size_t mb_engine_critical_path(const struct mb_engine *e, int *out, size_t max)
 {
-    if (!e->n_tasks || !max || !e->ran || e->no_critical)
+    if (!e->n_tasks || !max || !e->ran || !e->rel)
         return 0;
     size_t k = 0;
-    for (int cur = e->last_end; cur >= 0 && k < max && e->tasks[cur].start >= 0; cur = e->tasks[cur].rel)
+    for (int cur = e->last_end; cur >= 0 && k < max && e->tasks[cur].start >= 0; cur = e->rel[cur].task)
         out[k++] = cur;
     return k;
 }

@@ -33,6 +33,19 @@ void mb_emit_host_flush(struct mb_build *b, int st)
         mb__host_task(b, st, b->host_acc[st], -1);
 }
 
+/* A launch task of d seconds on stage st's thread, after the launches folded
+ * so far; `sync`: after GPU task sync >= 0 too, the folded launches then a
+ * task of their own first. Out of line: most launches fold (mb__host). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int mb__host_launch(struct mb_build *b, int st, double d, int sync)
+{
+    if (sync >= 0)
+        mb_emit_host_flush(b, st);
+    return mb__host_task(b, st, b->host_acc[st] + d, sync);
+}
+
 /* The host side of op o: the stage's host thread issues the op's kernels in
  * program order, launch_s + the framework's host_kernel each (kf forward or
  * recomputed, kb backward; one NCCL kernel per communication op), or a single
@@ -48,7 +61,8 @@ void mb_emit_host_flush(struct mb_build *b, int st)
  * least that much later (em->lb), the launch cannot delay the op: it becomes
  * no task of its own and its seconds are added to the thread's next task,
  * which therefore ends exactly when the unfolded launches would have. */
-static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute)
+static inline int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir,
+                           int recompute)
 {
     if (b->launch <= 0)
         return -1; /* full-iteration graph: one launch per step */
@@ -70,9 +84,7 @@ static int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct m
         b->host_acc[st] += d;
         return -1;
     }
-    if (sync)
-        mb_emit_host_flush(b, st);
-    return mb__host_task(b, st, b->host_acc[st] + d, sync ? em->last : -1);
+    return mb__host_launch(b, st, d, sync ? em->last : -1);
 }
 
 /* GPU task t of `dur` seconds, after em->last, became em->last: its lower
