@@ -114,8 +114,12 @@ static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, d
             break;
         while (iv->ptr[c] < iv->n[c] && iv->e[c][iv->ptr[c]] <= g0)
             iv->ptr[c]++;
-        for (int j = iv->ptr[c]; j < iv->n[c] && iv->s[c][j] < g1; j++)
-            ov[c] += fmin(g1, iv->e[c][j]) - fmax(g0, iv->s[c][j]);
+        for (int j = iv->ptr[c]; j < iv->n[c] && iv->s[c][j] < g1; j++) {
+            /* sorted by start: a short interval behind a longer one may have ended before the gap */
+            double o = fmin(g1, iv->e[c][j]) - fmax(g0, iv->s[c][j]);
+            if (o > 0)
+                ov[c] += o;
+        }
         if (ov[c] > best) {
             best = ov[c];
             bestk = c;
