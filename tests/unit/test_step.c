@@ -467,6 +467,31 @@ static void test_deferred_wgrad(void **state)
         assert_true(r[k].step_time_s == r0.step_time_s); /* memory only: the GEMMs stay in the backward */
         mb_result_free(&r[k]);
     }
+    /* 256 microbatches, more than a step simulates (64) before extending: the extended step adds the
+     * calls the shorter run did not reach, and with every call deferred the last stage's peak is at its
+     * last backward, so the full simulation (mb_cap < 0) gives the same activations */
+    s.global_batch_size = 256;
+    s.wgrad_deferral_limit = 200;
+    struct mb_step_opts all = {.mb_cap = -1};
+    struct mb_result ext, full;
+    assert_int_equal(mb_step_simulate(&s, &ext, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &all, &full, &e), 0);
+    if (fabs(ext.mem.per_stage[3].activations - full.mem.per_stage[3].activations) > 1)
+        fail_msg("extended %.0f B, full %.0f B", ext.mem.per_stage[3].activations, full.mem.per_stage[3].activations);
+    assert_true(fabs(full.mem.per_stage[3].deferred_wgrad - 200 * call) <= 1);
+    mb_result_free(&ext);
+    mb_result_free(&full);
+    /* every call deferred: the full step's peak, in the last backward, lacks that call's input, which the
+     * extension counts (one call's input high, 4096 x 4096 x 2 B) */
+    s.wgrad_deferral_limit = 0;
+    assert_int_equal(mb_step_simulate(&s, &ext, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &all, &full, &e), 0);
+    double over = ext.mem.per_stage[3].activations - full.mem.per_stage[3].activations;
+    if (fabs(over - 4096.0 * 4096 * 2) > 1)
+        fail_msg("extended - full = %.0f B, expected one call's input %.0f", over, 4096.0 * 4096 * 2);
+    mb_result_free(&ext);
+    mb_result_free(&full);
+    s.global_batch_size = 16;
     /* Megatron raises without pipeline parallelism */
     s.pp = 1;
     s.gpus = 1;

@@ -236,6 +236,32 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
     r->oom = M->verdict == MB_MEM_OOM;
 }
 
+/* The deferred output-layer wgrad (overlap.defer_embedding_wgrad_compute) holds a buffer per
+ * microbatch up to its limit until the flush, so a step extended from m2 to m microbatches holds
+ * the calls the m2 run did not reach as well: they are added to the last stage's activations and
+ * peak, with the input of the m2 run's last call, which its peak (in that call's backward) may not
+ * hold yet. Exact when the limit stops the deferral before the last microbatch, at most one call's
+ * input high otherwise (test_deferred_wgrad); the timeline is dropped. */
+static void mb__extend_deferred(const struct mb_scenario *s, int m2, int m, struct mb_result *r)
+{
+    double din, call = mb_memory_deferred_call_bytes(s, &din);
+    int more = mb_memory_deferred_calls(s, m) - mb_memory_deferred_calls(s, m2);
+    struct mb_memory *M = &r->mem;
+    if (more <= 0 || M->n_stages < s->pp)
+        return;
+    /* the m2 run's peak, in its last backward, may not yet hold that call's input */
+    double extra = more * call + din;
+    struct mb_memory_stage *a = &M->per_stage[s->pp - 1];
+    a->activations += extra;
+    a->deferred_wgrad += extra;
+    a->peak_allocated += extra;
+    a->reserved += extra;
+    a->device += extra;
+    mb_memory_summarize(M);
+    M->tl.n = 0;
+    r->oom = M->verdict == MB_MEM_OOM;
+}
+
 /* Extend r (simulated at count n2) linearly to count n2 + k (n2 - n1), given r1
  * simulated at n1: step, breakdown, critical path, op table and model FLOPs
  * (exact when each extra unit adds the same), and with `mem` the per-stage
@@ -317,9 +343,7 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     if (cap < mb__mb_floor(s) * p)
         cap = mb__mb_floor(s) * p;
     cap -= cap % p;
-    /* the deferred output-layer wgrad holds a buffer per microbatch up to its limit: runs of fewer
-     * microbatches than it defers would miss some, and memory is not extended */
-    if (m <= cap || mb_memory_deferred_calls(s, cap) < mb_memory_deferred_calls(s, m))
+    if (m <= cap)
         return mb__simulate(s, m, a, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
     struct mb_result r1;
@@ -340,6 +364,7 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     }
     mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
     mb_result_free(&r1);
+    mb__extend_deferred(s, m2, m, r);
     r->microbatches = m;
     if (mb__below_floor(s, r)) {
         mb_result_free(r);
