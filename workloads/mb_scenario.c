@@ -176,6 +176,12 @@ static int mb_scn__check_layout(struct mb_scenario *s, const struct mb_scn__mark
     if (s->ep > 1 && s->tp > 1 && !s->sequence_parallel)
         return mb_scn__err(err, s, mb_scn__at(mk->sp, mk->parallel, NULL),
                            "ep > 1 with tp > 1 requires sequence_parallel: true (Megatron-Core MoE)");
+    /* Megatron-LM's arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
+     * sequence parallelism is enabled" */
+    if (s->overlap_tp_comm && s->tp > 1 && !s->sequence_parallel)
+        return mb_scn__err(err, s, mb_scn__at(mk->sp, mk->overlap, mk->parallel),
+                           "overlap.tp_comm needs sequence_parallel: true (Megatron overlaps TP communication "
+                           "with GEMMs only under sequence parallelism)");
 
     if (s->cp > 1 && s->seq_length % (2 * s->cp))
         return mb_scn__err(err, s, mb_scn__at(mk->cp, mk->parallel, NULL),
@@ -997,6 +1003,10 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
                      "HybridEP's buffers do not depend on it; the SM count's effect on the dispatch's own "
                      "speed is not modelled", s->dispatcher_sms);
     }
+    const struct mb_node *pg = mb_scn__node(nodes, "training.fp8_param_gather");
+    if (pg && s->fp8_param_gather && s->strategy == MB_STRAT_FSDP)
+        mb_scn__warn(s, pg, "training.fp8_param_gather changes nothing under FSDP here: mbsim models the "
+                     "quantized weights of 3d layouts only (docs/modeling.md, Quantized weights)");
     if (tpo && s->overlap_tp_comm && s->tp == 1)
         mb_scn__warn(s, tpo, "overlap.tp_comm changes nothing with tp = 1: there is no TP communication");
     if (m->num_experts > 0)

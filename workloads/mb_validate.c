@@ -1982,6 +1982,10 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
                 if (b != was)
                     rl_add(r->applied, sizeof r->applied, "sequence parallel %s", b ? "on" : "off");
                 s->sequence_parallel = b;
+                if (!b && s->overlap_tp_comm) { /* Megatron overlaps TP comm only under SP */
+                    s->overlap_tp_comm = 0;
+                    rl_add(r->not_applied, sizeof r->not_applied, "TP comm overlap (needs sequence parallelism)");
+                }
             }
         } else if (rc_kv_bool(x, "dist_opt", &b)) {
             if (b < 0) {
