@@ -360,8 +360,8 @@ int mb_megatron_emit(const struct mb_scenario *s, enum mb_megatron_dialect d, FI
 {
     struct mb_mge e = {d, NULL, 0};
     mb_mge__model(&e, &s->model);
+    mb_mge__precision(&e, s); /* before the keys: a Bridge preset first, then the fields it sets */
     mb_mge__keys(&e, s);
-    mb_mge__precision(&e, s);
     mb_mge__dispatcher(&e, s);
     mb_mge__cuda_graph(&e, s);
     mb_mge__optimizer(&e, s);

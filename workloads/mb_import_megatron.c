@@ -43,6 +43,7 @@ static const char *const mb_mgi__aliases[][2] = {
     {"virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"},
     {"fp8_format", "fp8"},
     {"fp4_format", "fp4"},
+    {"fp4_param_gather", "fp8_param_gather"}, /* NVFP4 weights: one mbsim key, training.fp8_param_gather */
     {"num_moe_experts", "num_experts"},
     {"sequence_length", "seq_length"},
     {"cuda_graph_scope", "cuda_graph_modules"},

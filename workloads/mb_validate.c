@@ -1703,10 +1703,18 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
             else if (rc_kv_bool(f, "fp8_param_gather", &pg) || rc_kv_bool(f, "fp4_param_gather", &pg) ||
                      rc_kv_bool(f, "fp8_param_gather/params", &pg)) /* MLPerf: NeMo's fp8_params too */
                 fp8pg = pg;
+            else if (!strcmp(f, "reuse_grad_buf_for_mxfp8_param_ag"))
+                ; /* the BF16 gather through the gradient buffer: mb_memory_qweight_gather_bytes */
             else /* in the cell's own spelling */
                 rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(f), cell + (br + 1 - t) + (f - flags),
                        strlen(f) > 60 ? "..." : "");
         }
+    }
+    if (fp8pg == -1)
+        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "fp8_param_gather: expected =True or =False");
+    if (fp8pg >= 0) {
+        r->fp8pg_stated = 1;
+        r->fp8pg = fp8pg;
     }
     const char *was = s->prec.label;
     int refine = strcmp(was, label) != 0 && !strcmp(was, "fp8") && rp.gemm == MB_PREC_FP8 && rp.quantize;
@@ -1726,12 +1734,6 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
     if (dpa && s->prec.quantize && s->prec.attn != MB_PREC_FP8) {
         s->prec.attn = MB_PREC_FP8;
         rl_add(r->applied, sizeof r->applied, "FP8 attention");
-    }
-    if (fp8pg == -1)
-        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "fp8_param_gather: expected =True or =False");
-    if (fp8pg >= 0) {
-        r->fp8pg_stated = 1;
-        r->fp8pg = fp8pg;
     }
     return 0;
 }
@@ -2275,9 +2277,16 @@ static void csv_fp8pg(struct csv_ctx *c, struct mb_scenario *s, struct mb_val_re
     const char *src = c->source_idx >= 0 ? c->f[c->source_idx].text : "";
     const char *l = s->prec.label;
     int per_tensor_or_mx = !strcmp(l, "fp8") || !strcmp(l, "fp8_cs") || !strcmp(l, "mxfp8");
-    if (!s->prec.quantize)
+    if (!s->prec.quantize) {
+        if (rec->fp8pg_stated && rec->fp8pg)
+            rl_add(rec->not_applied, sizeof rec->not_applied, "fp8_param_gather (%s: no quantized weights)", l);
         return;
-    if (rec->fp8pg_stated && rec->fp8pg && s->strategy != MB_STRAT_FSDP && !s->dist_opt) {
+    }
+    if (rec->fp8pg_stated && rec->fp8pg && s->strategy == MB_STRAT_FSDP) {
+        rl_add(rec->unmodelled, sizeof rec->unmodelled, "fp8_param_gather under FSDP");
+        return;
+    }
+    if (rec->fp8pg_stated && rec->fp8pg && !s->dist_opt) {
         rl_add(rec->not_applied, sizeof rec->not_applied, "fp8_param_gather (Megatron needs the distributed optimizer)");
         return;
     }

@@ -164,6 +164,10 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                     m->reserved / GIB, m->device / GIB,
                     mb_memory_verdict_name(mb_memory_verdict_of(m->device, M->capacity)));
         }
+        const struct mb_memory_stage *ls = &M->per_stage[M->n_stages > 0 ? M->n_stages - 1 : 0];
+        if (M->n_stages > 0 && ls->deferred_wgrad > 0)
+            fprintf(fp, "      (stage %d's activ holds %.2f GiB of deferred output-layer wgrad buffers)\n",
+                    M->n_stages - 1, ls->deferred_wgrad / GIB);
         if (M->tl.n > 0) {
             fprintf(fp, "    timeline of stage %d (allocated; each row the highest point of its interval, GiB):\n",
                     M->tl.stage);

@@ -843,6 +843,7 @@ static void test_recipe_cells(void **state)
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise [fp4_param_gather=False]", &r), 0);
     assert_true(r.fp8pg_stated && r.fp8pg == 0);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise [fp8_param_gather=yes]", &r), -1);
+    assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "tensorwise [fp8_param_gather=Maybe]", &r), -1);
     mb_precision_parse("fp8", &s.prec);
     assert_int_equal(mb_validate_recipe_cell(&s, MB_VAL_RC_FP8_RECIPE, "blockwise (FP8-Block)", &r), 0);
     assert_string_equal(s.prec.label, "fp8_blockwise");
