@@ -233,6 +233,40 @@ static void test_memory_static(void **state)
     mb_scenario_free(&s);
 }
 
+/* Without sequence parallelism every TP rank keeps the whole sequence outside the TP GEMMs:
+ * Korthikanti et al. (arXiv 2205.05198) Table 2 gives s b h (10 + 24/t) per layer against 34 s b h / t
+ * with it (flash attention: no 5 a s / h term), so at t = 2 each layer holds 10 s b h (1 - 1/t) =
+ * 10 x 4096 x 4096 / 2 B more (the two norm inputs 4, their linears' inputs 4, the two dropout masks
+ * 2); the fixture's stage 1 keeps 3 microbatches of 4 layers in flight. Megatron refuses TP comm
+ * overlap without it. */
+static void test_no_sequence_parallel(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result on, off;
+    struct mb_err e;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.gpus = 8;
+    s.tp = 2;
+    s.sequence_parallel = 1;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, &on);
+    s.sequence_parallel = 0;
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, &off);
+    double d = off.mem.per_stage[1].activations - on.mem.per_stage[1].activations, want = 12 * 10.0 * 4096 * 4096 / 2;
+    if (fabs(d / want - 1) > 1e-9)
+        fail_msg("SP off adds %.0f B of stage-1 activations, expected %.0f", d, want);
+    assert_true(off.step_time_s > on.step_time_s); /* the norms and residual adds run on all tokens */
+    s.overlap_tp_comm = 1;
+    assert_int_not_equal(mb_scenario_check(&s, &e), 0);
+    assert_non_null(strstr(e.msg, "overlap.tp_comm needs sequence_parallel: true"));
+    mb_result_free(&on);
+    mb_result_free(&off);
+    mb_scenario_free(&s);
+}
+
 /* Saved activations of a Llama-3-70B layer, by hand from shapes and dtypes
  * (tests/data/step/llama3_70b_sft_pp8.yaml: s 4096, b 1, h 8192, 64 query / 8 KV
  * heads of d 128, SwiGLU ffn 28672; TP 4 with sequence parallelism, so
@@ -2117,6 +2151,7 @@ int main(void)
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),
         cmocka_unit_test(test_quantized_weights),
+        cmocka_unit_test(test_no_sequence_parallel),
         cmocka_unit_test(test_deferred_wgrad), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
         cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),

@@ -19,7 +19,7 @@ static double mb__tokens(const struct mb_scenario *s)
 static void mb__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen, double *dq, double *dv)
 {
     const struct mb_model *m = b->m;
-    double T = mb__tokens(b->s), Tsp = T / b->s->tp, nl = (double)m->num_heads / b->s->tp;
+    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T), nl = (double)m->num_heads / b->s->tp;
     int h = m->hidden;
     enum mb_cat cat = MB_CAT_ATTN;
     *dq = m->qk_head_dim + m->qk_rope_head_dim;
@@ -48,7 +48,7 @@ static void mb__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int fro
 {
     const struct mb_model *m = b->m;
     int tp = b->s->tp, d = m->head_dim, kv = m->num_kv_heads, h = m->hidden;
-    double T = mb__tokens(b->s), Tsp = T / tp, nl = (double)m->num_heads / tp;
+    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T), nl = (double)m->num_heads / tp;
     double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
     double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
     mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
@@ -167,7 +167,7 @@ static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 {
     const struct mb_model *m = b->m;
     int tp = b->s->tp, h = m->hidden;
-    double T = mb__tokens(b->s), Tsp = T / tp;
+    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T);
     double qd = (double)m->gdn_k_heads * m->gdn_k_dim / tp, vd = (double)m->gdn_v_heads * m->gdn_v_dim / tp;
     double nv = (double)m->gdn_v_heads / tp;
     double P = 2 * qd + 2 * vd + 2 * nv;
@@ -189,7 +189,7 @@ static void mb__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen
 {
     const struct mb_model *m = b->m;
     int tp = b->s->tp, h = m->hidden;
-    double T = mb__tokens(b->s), Tsp = T / tp;
+    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T);
     double din = (double)m->mamba_heads * m->mamba_head_dim / tp;
     double gn = 2.0 * m->mamba_groups * m->mamba_state / tp;
     double proj = 2 * din + gn + (double)m->mamba_heads / tp;
@@ -212,7 +212,7 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
 {
     const struct mb_scenario *s = b->s;
     int h = b->m->hidden;
-    double T = mb__tokens(s), Tsp = T / s->tp;
+    double T = mb__tokens(s), Tsp = mb_ops_sp_tokens(s, T);
     if (mix == MB_MIX_NONE)
         return;
     int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0);

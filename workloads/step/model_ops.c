@@ -154,8 +154,8 @@ static void mb__embedding_and_head(struct mb_build *b, int frozen)
     const struct mb_model *m = b->m;
     struct mb_oplist *head = &b->plan.head;
     double T = (double)s->micro_batch_size * s->seq_length / s->cp, V = (double)m->vocab / s->tp;
-    mb_ops_mem(b, &b->plan.emb, "embedding", MB_CAT_DENSE, 0, 0, 2 * T * m->hidden * BF16 / s->tp, 0);
-    mb_ops_norm(b, head, "final_layernorm", MB_CAT_DENSE, 0, T / s->tp, m->hidden);
+    mb_ops_mem(b, &b->plan.emb, "embedding", MB_CAT_DENSE, 0, 0, 2 * mb_ops_sp_tokens(s, T) * m->hidden * BF16, 0);
+    mb_ops_norm(b, head, "final_layernorm", MB_CAT_DENSE, 0, mb_ops_sp_tokens(s, T), m->hidden);
     mb_net_ring(b, head, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * m->hidden * BF16, 0);
     for (int i = 0; i <= m->mtp_layers; i++) {
         /* Megatron's output layer is a tensor_parallel.ColumnParallelLinear, not
@@ -201,7 +201,7 @@ void mb_plan_build(struct mb_build *b)
         unsigned tag = L->ffn == MB_FFN_MOE ? MB_RCM_MOE : L->ffn == MB_FFN_DENSE ? MB_RCM_MLP : 0;
         for (int j = start + 1; j < l->n; j++) /* the block after its pre-norm */
             l->op[j].module |= tag;
-        l->input_bytes = (double)s->micro_batch_size * s->seq_length / s->cp / s->tp * m->hidden * BF16;
+        l->input_bytes = mb_ops_sp_tokens(s, (double)s->micro_batch_size * s->seq_length / s->cp) * m->hidden * BF16;
     }
     mb__embedding_and_head(b, frozen);
     pl->mtp = m->mtp_layers > 0 && m->n_layers > 0 ? mb_plan_layer(b, m->n_layers - 1) : NULL;

@@ -65,7 +65,7 @@ static void mb__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
     int tp = s->tp, h = m->hidden;
-    double T = (double)s->micro_batch_size * s->seq_length / s->cp, Tsp = T / tp, up = mb__up(m);
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp, Tsp = mb_ops_sp_tokens(s, T), up = mb__up(m);
     int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_MLP | MB_CG_LAYER)) != 0);
     double f = (double)m->ffn_hidden / tp;
     b->cur_region = g;

@@ -413,6 +413,14 @@ double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *la
                          int c);
 /* Loss working set of one microbatch on the last stage (logits, softmax or in-place gradient). */
 double mb_memory_logits_bytes(const struct mb_scenario *s);
+/* Tokens of a microbatch that a TP rank holds outside its tensor-parallel GEMMs (norms, residual
+ * adds, the saved inputs of the column-parallel linears): T / tp under sequence parallelism, all T
+ * of them without it (every TP rank repeats that work on the whole sequence, Korthikanti et al.,
+ * arXiv 2205.05198, Table 2). T: the microbatch's tokens on the rank before the TP split. */
+static inline double mb_ops_sp_tokens(const struct mb_scenario *s, double T)
+{
+    return s->tp > 1 && s->sequence_parallel ? T / s->tp : T;
+}
 /* Bytes per decoder linear-weight element a rank holds under the scenario's precision: 2 (BF16)
  * without quantization; under FP8/FP4, TE's quantized copy (cached across microbatches) beside the
  * BF16 weight, or the quantized weight alone with fp8_param_gather (docs/modeling.md). g: the GPU
