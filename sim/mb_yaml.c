@@ -587,6 +587,10 @@ int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, doub
 
 int mb_yaml_bool(const struct mb_node *n, int *out, struct mb_err *err)
 {
+    /* a quoted "true" is a string in YAML, as a quoted number is (mb_yaml_int) */
+    if (n && n->kind == MB_NODE_SCALAR && n->quoted)
+        return mb_yaml_err(err, n, "expected true or false, got the quoted string \"%s\" (write it without quotes)",
+                           n->str);
     if (n && n->kind == MB_NODE_SCALAR) {
         if (!strcasecmp(n->str, "true") || !strcasecmp(n->str, "yes") || !strcasecmp(n->str, "on")) {
             *out = 1;

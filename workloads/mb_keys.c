@@ -1083,8 +1083,12 @@ static int mb_key__from_node(struct mb_scenario *s, const struct mb_key *k, cons
         return 0;
     }
     case MB_KEY_BOOL:
-        if (mb_yaml_bool(n, &b, err))
-            return -1;
+        if (mb_yaml_bool(n, &b, NULL))
+            return n && n->kind == MB_NODE_SCALAR && n->quoted
+                       ? mb_yaml_err(err, n, "%s: expected true or false, got the quoted string \"%s\" (write it "
+                                     "without quotes)", k->key, n->str)
+                       : mb_yaml_err(err, n, "%s: expected true or false, got '%s'", k->key,
+                                     n && n->kind == MB_NODE_SCALAR ? n->str : "a collection");
         mb_key__set_int(s, k, b);
         return 0;
     case MB_KEY_DOUBLE:

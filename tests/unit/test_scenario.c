@@ -209,6 +209,8 @@ static const struct {
     {"bad_offload_layers.yaml", "10:37: memory.cpu_offloading_num_layers = 32: Megatron offloads fewer layers "
                                 "than the model has (32)"},
     /* a quoted number is a string: YAML's types, not a guess */
+    {"bad_quoted_bool.yaml", "10:31: memory.expandable_segments: expected true or false, got the quoted string "
+                             "\"true\" (write it without quotes)"},
     {"bad_quoted_number.yaml",
      "4:34: system.gpus: expected an integer, got the quoted string \"8\" (write the number without quotes)"},
     /* a list key's name twice is a typo, not one more setting */
