@@ -585,12 +585,13 @@ int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, doub
     return 0;
 }
 
-int mb_yaml_bool(const struct mb_node *n, int *out, struct mb_err *err)
+int mb_yaml_bool_in(const struct mb_node *n, const char *what, int *out, struct mb_err *err)
 {
+    const char *w = what ? what : "", *sep = what ? ": " : "";
     /* a quoted "true" is a string in YAML, as a quoted number is (mb_yaml_int) */
     if (n && n->kind == MB_NODE_SCALAR && n->quoted)
-        return mb_yaml_err(err, n, "expected true or false, got the quoted string \"%s\" (write it without quotes)",
-                           n->str);
+        return mb_yaml_err(err, n, "%s%sexpected true or false, got the quoted string \"%s\" (write it without "
+                           "quotes)", w, sep, n->str);
     if (n && n->kind == MB_NODE_SCALAR) {
         if (!strcasecmp(n->str, "true") || !strcasecmp(n->str, "yes") || !strcasecmp(n->str, "on")) {
             *out = 1;
@@ -601,8 +602,13 @@ int mb_yaml_bool(const struct mb_node *n, int *out, struct mb_err *err)
             return 0;
         }
     }
-    return mb_yaml_err(err, n, "expected true or false, got '%s'",
+    return mb_yaml_err(err, n, "%s%sexpected true or false, got '%s'", w, sep,
                        n && n->kind == MB_NODE_SCALAR ? n->str : "a collection");
+}
+
+int mb_yaml_bool(const struct mb_node *n, int *out, struct mb_err *err)
+{
+    return mb_yaml_bool_in(n, NULL, out, err);
 }
 
 struct mb_unit_def {

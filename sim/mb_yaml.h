@@ -85,6 +85,10 @@ int mb_yaml_int_in(const struct mb_node *n, const char *what, double lo, double 
 /** @brief A number in [lo, hi]: as mb_yaml_int_in for mb_yaml_double (1e999: out of range). */
 int mb_yaml_double_in(const struct mb_node *n, const char *what, double lo, double hi, double *out,
                       struct mb_err *err);
+/** @brief A boolean: true/yes/on or false/no/off (any case), unquoted; what, if not NULL, names the
+ * setting in the error. @return 0, or -1 with err set (a quoted "true" is a string, an error). */
+int mb_yaml_bool_in(const struct mb_node *n, const char *what, int *out, struct mb_err *err);
+/** @brief mb_yaml_bool_in without a name. */
 int mb_yaml_bool(const struct mb_node *n, int *out, struct mb_err *err);
 
 /** Physical quantities accepted with units (value + optional space + unit). */

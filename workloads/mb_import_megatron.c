@@ -539,10 +539,10 @@ static int mb_mgi__precision(struct mb_mgi *m)
                                "bf16_with_mxfp8_mixed, bf16_with_fp8_subchannel_scaling_mixed or "
                                "bf16_with_nvfp4_mixed", preset->nval ? preset->val[0] : "");
         at = preset;
-        /* Bridge's FP8 presets (delayed, current scaling, MXFP8) set fp8_param_gather=True
-         * (NVIDIA-NeMo/Megatron-Bridge@067f987df03b src/megatron/bridge/training/mixed_precision.py);
+        /* Bridge's FP8 presets hold the weights quantized (mb_precision_preset_param_gather);
          * an explicit mixed_precision.fp8_param_gather, read with the key table, wins */
-        int pg = !strcmp(label, "fp8") || !strcmp(label, "fp8_cs") || !strcmp(label, "mxfp8");
+        struct mb_precision pp;
+        int pg = mb_precision_parse(label, &pp) == 0 && mb_precision_preset_param_gather(&pp);
         if (pg && !mb_mgi__find(m->a, "fp8_param_gather") &&
             mb_mgi__set(m, "training.fp8_param_gather", "true", preset))
             return -1;

@@ -111,20 +111,29 @@ struct mb_key__prec {
     const char *label;      /* canonical label stored in mb_precision.label */
     enum mb_prec gemm, attn;
     int quantize;
+    int preset_pg;          /* the publishers' preset sets fp8_param_gather (mb_precision_preset_param_gather) */
 };
 
 /* Canonical recipes. Core attention stays BF16 in every FP8/FP4 recipe
  * (Transformer Engine runs the fused attention in BF16 unless fp8 DPA is
  * requested, which published recipes do not). */
 static const struct mb_key__prec mb_key__precs[] = {
-    {"bf16", MB_PREC_BF16, MB_PREC_BF16, 0},
-    {"fp16", MB_PREC_FP16, MB_PREC_FP16, 0},
-    {"fp8", MB_PREC_FP8, MB_PREC_BF16, 1},           /* delayed / per-tensor scaling */
-    {"fp8_cs", MB_PREC_FP8, MB_PREC_BF16, 1},        /* per-tensor current scaling */
-    {"fp8_blockwise", MB_PREC_FP8, MB_PREC_BF16, 1}, /* 1x128 / 128x128 blocks (DeepSeek-V3) */
-    {"mxfp8", MB_PREC_FP8, MB_PREC_BF16, 1},         /* MX 1x32 E8M0 scales (Blackwell) */
-    {"nvfp4", MB_PREC_FP4, MB_PREC_BF16, 1},         /* NVFP4 16-element blocks (Blackwell) */
-    {NULL, MB_PREC_BF16, MB_PREC_BF16, 0}};
+    {"bf16", MB_PREC_BF16, MB_PREC_BF16, 0, 0},
+    {"fp16", MB_PREC_FP16, MB_PREC_FP16, 0, 0},
+    {"fp8", MB_PREC_FP8, MB_PREC_BF16, 1, 1},           /* delayed / per-tensor scaling */
+    {"fp8_cs", MB_PREC_FP8, MB_PREC_BF16, 1, 1},        /* per-tensor current scaling */
+    {"fp8_blockwise", MB_PREC_FP8, MB_PREC_BF16, 1, 0}, /* 1x128 / 128x128 blocks (DeepSeek-V3) */
+    {"mxfp8", MB_PREC_FP8, MB_PREC_BF16, 1, 1},         /* MX 1x32 E8M0 scales (Blackwell) */
+    {"nvfp4", MB_PREC_FP4, MB_PREC_BF16, 1, 0},         /* NVFP4 16-element blocks (Blackwell) */
+    {NULL, MB_PREC_BF16, MB_PREC_BF16, 0, 0}};
+
+int mb_precision_preset_param_gather(const struct mb_precision *p)
+{
+    for (const struct mb_key__prec *r = mb_key__precs; p && r->label; r++)
+        if (!strcmp(p->label, r->label))
+            return r->preset_pg;
+    return 0;
+}
 
 /* Other spellings (after normalization: lower case, '-' and ' ' -> '_'),
  * from the measured-runs CSV and Megatron/NeMo recipe names. */
@@ -1083,12 +1092,8 @@ static int mb_key__from_node(struct mb_scenario *s, const struct mb_key *k, cons
         return 0;
     }
     case MB_KEY_BOOL:
-        if (mb_yaml_bool(n, &b, NULL))
-            return n && n->kind == MB_NODE_SCALAR && n->quoted
-                       ? mb_yaml_err(err, n, "%s: expected true or false, got the quoted string \"%s\" (write it "
-                                     "without quotes)", k->key, n->str)
-                       : mb_yaml_err(err, n, "%s: expected true or false, got '%s'", k->key,
-                                     n && n->kind == MB_NODE_SCALAR ? n->str : "a collection");
+        if (mb_yaml_bool_in(n, k->key, &b, err))
+            return -1;
         mb_key__set_int(s, k, b);
         return 0;
     case MB_KEY_DOUBLE:

@@ -255,6 +255,14 @@ int mb_scenario_check(struct mb_scenario *s, struct mb_err *err);
  */
 int mb_precision_parse(const char *label, struct mb_precision *out);
 
+/**
+ * @brief 1 when the publishers' named mixed-precision preset of this recipe holds the weights quantized
+ * (fp8_param_gather=True: Megatron-Bridge's delayed, current-scaling and MXFP8 presets,
+ * NVIDIA-NeMo/Megatron-Bridge@067f987df03b src/megatron/bridge/training/mixed_precision.py, as NeMo
+ * 2.0's FP8 presets), 0 otherwise (its blockwise and NVFP4 presets, BF16, FP16).
+ */
+int mb_precision_preset_param_gather(const struct mb_precision *p);
+
 /** @brief Parse a Megatron recompute module name into its MB_RCM_* flag (0 if unknown or NULL). */
 unsigned mb_recompute_module(const char *name);
 

@@ -2265,18 +2265,16 @@ static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *he
 }
 
 /* --fp8-param-gather: as fp8_recipe states it (with the distributed optimizer or FSDP Megatron requires;
- * mbsim models the quantized weights of 3D layouts only), else the publisher's FP8 recipes. Megatron-Bridge's
- * bf16_with_fp8_delayed_scaling_mixed, bf16_with_fp8_current_scaling_mixed and bf16_with_mxfp8_mixed set
- * fp8_param_gather=True, its blockwise (subchannel) and NVFP4 recipes False
- * (NVIDIA-NeMo/Megatron-Bridge@067f987df03b src/megatron/bridge/training/mixed_precision.py); NeMo 2.0's
- * bf16_with_fp8_mixed sets fp8_params=True (NVIDIA/NeMo nemo/collections/llm/recipes/precision/
- * mixed_precision.py). Other sources keep Megatron's default (off). Not for FSDP, where mbsim does not
- * model the quantized weights, nor without the distributed optimizer Megatron requires for it. */
+ * mbsim models the quantized weights of 3D layouts only), else, on a Megatron-Bridge or NeMo row, the
+ * publisher's preset (mb_precision_preset_param_gather: NeMo 2.0's bf16_with_fp8_mixed sets fp8_params
+ * as Bridge's FP8 presets do, NVIDIA/NeMo nemo/collections/llm/recipes/precision/mixed_precision.py).
+ * Other sources keep Megatron's default (off). Not for FSDP, where mbsim does not model the quantized
+ * weights, nor without the distributed optimizer Megatron requires for it. */
 static void csv_fp8pg(struct csv_ctx *c, struct mb_scenario *s, struct mb_val_recipe *rec)
 {
     const char *src = c->source_idx >= 0 ? c->f[c->source_idx].text : "";
     const char *l = s->prec.label;
-    int per_tensor_or_mx = !strcmp(l, "fp8") || !strcmp(l, "fp8_cs") || !strcmp(l, "mxfp8");
+    int preset = mb_precision_preset_param_gather(&s->prec);
     if (!s->prec.quantize) {
         if (rec->fp8pg_stated && rec->fp8pg)
             rl_add(rec->not_applied, sizeof rec->not_applied, "fp8_param_gather (%s: no quantized weights)", l);
@@ -2301,9 +2299,9 @@ static void csv_fp8pg(struct csv_ctx *c, struct mb_scenario *s, struct mb_val_re
     if (!strstr(src, "NVIDIA-NeMo/Megatron-Bridge") && !strstr(src, "NVIDIA/NeMo") &&
         !strstr(src, "docs.nvidia.com/nemo-framework"))
         return;
-    s->fp8_param_gather = per_tensor_or_mx;
+    s->fp8_param_gather = preset;
     rl_add(rec->defaulted, sizeof rec->defaulted, "fp8_param_gather (publisher's %s recipe: %s)", l,
-           per_tensor_or_mx ? "on" : "off");
+           preset ? "on" : "off");
 }
 
 /* Apply every recipe column of the record to s, one column at a time; a
