@@ -203,8 +203,9 @@ struct mb_step_opts {
                             over the virtual stages are simulated with 2 and 4 layers per virtual
                             stage (1 and 2 for plain 1F1B at pp >= 4; none removed where the two
                             runs would hold as many layers as the model) and extended linearly
-                            (sweeps); 0 = every layer. Ignored when a trace or the op table is
-                            asked for */
+                            (sweeps); 0 = every layer. Not for models with a vision encoder (every
+                            layer simulated: its load on stage 0 makes the step non-linear in the
+                            layers, step.c) and ignored when a trace or the op table is asked for */
     const char *trace;   /* write a Chrome/Perfetto trace of the simulated microbatches here (NULL =
                             none; "-" = stdout, JSON alone; "*.gz" = gzip); see mb_step_trace */
     int ops;             /* fill r->ops, the per-op table of the critical stage (free: mb_result_free) */
