@@ -1748,9 +1748,10 @@ static void test_cp_a2a(void **state)
 }
 
 /* Layer extension (mb_step_opts.layer_cap, used by sweeps): the headline's
- * 48 identical MoE layers simulated as 2 and 4 and extended linearly must match
- * the full simulation -- step within 0.5%, memory within 0.1%, same verdict --
- * with far fewer tasks. */
+ * 48 identical MoE layers, without its vision encoder (with one every layer is
+ * simulated: test_sweep's test_vision_layer_extension), simulated as 2 and 4
+ * and extended linearly must match the full simulation -- step within 0.5%,
+ * memory within 0.1%, same verdict -- with far fewer tasks. */
 static void test_layer_extension(void **state)
 {
     (void)state;
@@ -1759,6 +1760,7 @@ static void test_layer_extension(void **state)
     struct mb_err e;
     load("scenarios/gb200_ep32.yaml", &s);
     use_fixture(&s, FIXTURE_GB200);
+    s.model.vision.depth = 0;
     struct mb_step_opts of = {.layer_cap = 0}, oe = {.layer_cap = 1};
     mb_err_clear(&e);
     assert_int_equal(mb_step_simulate_opts(&s, &of, &full, &e), 0);
