@@ -211,6 +211,10 @@ struct mb_step_opts {
     int ops;             /* fill r->ops, the per-op table of the critical stage (free: mb_result_free) */
     const struct mb_calib *cal; /* kernel and link tables to price ops with (a view is taken); NULL =
                             the scenario's table, loaded once per process (mb_calib_shared) */
+    int mb_window;       /* > 0 (sweeps): past mb_cap, extend from the steady state of the one run at
+                            mb_cap (time and breakdown per microbatch over whole schedule periods
+                            after the warm-up) instead of from two runs; not with critical_path,
+                            ops, FSDP or CPU offloading, which keep the two runs */
 };
 
 /**

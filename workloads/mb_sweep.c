@@ -454,7 +454,7 @@ static void mb_sw__reason(char *dst, size_t len, const char *msg)
  * (layers != 0) and no critical path (sweeps rank by throughput and memory). */
 static int mb_sw__simulate(const struct mb_scenario *s, int cap, int layers, struct mb_result *r, struct mb_err *err)
 {
-    struct mb_step_opts o = {.mb_cap = cap, .critical_path = 0, .layer_cap = layers};
+    struct mb_step_opts o = {.mb_cap = cap, .critical_path = 0, .layer_cap = layers, .mb_window = layers};
     return mb_step_simulate_opts(s, &o, r, err);
 }
 
@@ -508,7 +508,8 @@ void mb_sweep_eval_bound(const struct mb_sweep *sw, size_t idx, struct mb_sweep_
     if (mb_sw__start(sw, idx, row, &s))
         return;
     mb_err_clear(&err);
-    struct mb_step_opts o = {.mb_cap = sw->exact ? -1 : sw->mb_cap, .critical_path = 0, .layer_cap = !sw->exact};
+    struct mb_step_opts o = {.mb_cap = sw->exact ? -1 : sw->mb_cap, .critical_path = 0, .layer_cap = !sw->exact,
+                             .mb_window = !sw->exact};
     struct mb_step_bound lb;
     if (mb_step_bound(&s, &o, &lb, &err) || !(lb.step_s > 0)) {
         row->status = MB_SWEEP_FAILED;

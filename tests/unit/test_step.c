@@ -88,6 +88,56 @@ static void test_bubble_1f1b(void **state)
     mb_scenario_free(&s);
 }
 
+/* The sweeps' one-run extension (mb_step_opts.mb_window): on the uniform
+ * 1F1B pipeline of test_bubble_1f1b (p = 4, identical microbatches, nothing
+ * shared between stages but the p2p links) every microbatch past the warm-up
+ * adds the same forward and backward to every stage, so a step of m = 64
+ * extended from the steady state of one run of 16 must be the full
+ * simulation of all 64 (mb_cap < 0), step and breakdown, to rounding, and
+ * the bubble the closed form's (p - 1) / (m + p - 1) = 3/67 of the pipeline
+ * time within 2 % (test_bubble_1f1b's margin for p2p and embedding). It costs
+ * the events of that one run, fewer than the two runs (8 and 16) of the
+ * default extension. Under FSDP the option changes nothing (two runs). */
+static void test_window_extension(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result full, win, two, r16;
+    struct mb_err e;
+    mb_err_clear(&e);
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.global_batch_size = 64;
+    struct mb_step_opts of = {.mb_cap = -1}, ow = {.mb_cap = 16, .mb_window = 1}, o2 = {.mb_cap = 16};
+    assert_int_equal(mb_step_simulate_opts(&s, &of, &full, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &ow, &win, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &o2, &two, &e), 0);
+    assert_int_equal(full.microbatches, 64);
+    assert_int_equal(win.microbatches, 64);
+    if (fabs(win.step_time_s / full.step_time_s - 1) > 1e-9)
+        fail_msg("window %.9f s vs full %.9f s", win.step_time_s, full.step_time_s);
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        if (fabs(win.breakdown[c] - full.breakdown[c]) > 1e-9 * full.step_time_s)
+            fail_msg("%s: window %.9f s vs full %.9f s", mb_cat_name((enum mb_cat)c), win.breakdown[c],
+                     full.breakdown[c]);
+    double frac = win.breakdown[MB_CAT_BUBBLE] / (win.step_time_s - win.breakdown[MB_CAT_OPTIMIZER]);
+    if (fabs(frac / (3.0 / 67) - 1) > 0.02)
+        fail_msg("bubble fraction %.4f vs closed form 3/67 = %.4f", frac, 3.0 / 67);
+    s.global_batch_size = 16;
+    struct mb_step_opts o16 = {.mb_cap = -1};
+    assert_int_equal(mb_step_simulate_opts(&s, &o16, &r16, &e), 0);
+    assert_true(win.events == r16.events);
+    assert_true(win.events < two.events);
+    mb_scenario_free(&s);
+
+    load("tests/data/step/fsdp_prefetch.yaml", &s);
+    s.global_batch_size = 64;
+    struct mb_result fw, f2;
+    assert_int_equal(mb_step_simulate_opts(&s, &ow, &fw, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &o2, &f2, &e), 0);
+    assert_true(fw.step_time_s == f2.step_time_s && fw.events == f2.events);
+    mb_scenario_free(&s);
+}
+
 /* Drawn data: every microbatch of a rank differs, so a single prediction
  * simulates every one of them up to 512 per rank (step.c MB_STEP_MB_CAP_DRAWN)
  * instead of extending runs of 32 and 64. The expectation is the full
@@ -2140,7 +2190,7 @@ static void test_gpu_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_window_extension), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_llama_layer_activations), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),

@@ -77,13 +77,15 @@ static double mb__layers(const struct mb_build *b, int vs, int frozen)
     return t;
 }
 
-void mb_bound_stages(const struct mb_build *b, double *floor_s)
+void mb_bound_stages_m(const struct mb_build *b, int m, double *floor_s)
 {
     int p = b->lay.p, v = b->lay.v, frozen = (b->s->freeze & MB_FREEZE_LANGUAGE) != 0;
     for (int st = 0; st < p; st++) {
         double per_mb = 0;
         for (int c = 0; c < v; c++)
             per_mb += mb__layers(b, c * p + st, frozen) + mb__ends(b, c * p + st, frozen);
-        floor_s[st] = b->lay.m * per_mb + mb_calib_membound(b->cal, mb_reduce_optimizer_bytes(b, st)) + b->fw_step;
+        floor_s[st] = m * per_mb + mb_calib_membound(b->cal, mb_reduce_optimizer_bytes(b, st)) + b->fw_step;
     }
 }
+
+void mb_bound_stages(const struct mb_build *b, double *floor_s) { mb_bound_stages_m(b, b->lay.m, floor_s); }

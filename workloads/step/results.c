@@ -102,8 +102,7 @@ static void mb__ivs_free(struct mb__ivs *iv)
 /* Blame the idle gap [g0, g1) before compute task t: to the communication
  * kind (or, when t's launch ended as it started, the host) overlapping it
  * most; the rest is bubble. */
-static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, double g0, double g1,
-                          struct mb_result *r)
+static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, double g0, double g1, double *bd)
 {
     double ov[MB_CK_COUNT + 1] = {0}, best = 0;
     int bestk = -1;
@@ -127,8 +126,35 @@ static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, d
     }
     double gap = g1 - g0, covered = bestk >= 0 ? fmin(best, gap) : 0;
     if (bestk >= 0)
-        r->breakdown[bestk == MB_CK_COUNT ? MB_CAT_HOST : mb__comm_cat[bestk]] += covered;
-    r->breakdown[MB_CAT_BUBBLE] += gap - covered;
+        bd[bestk == MB_CK_COUNT ? MB_CAT_HOST : mb__comm_cat[bestk]] += covered;
+    bd[MB_CAT_BUBBLE] += gap - covered;
+}
+
+/* Breakdown of stage cs's compute stream over [lo, hi) into bd: its compute
+ * by category and its idle gaps, blamed by mb__blame_gap; the time after its
+ * last task up to min(step, hi) is bubble. Over [0, inf) every task and gap
+ * counts whole, with the sums of the unclipped loop. */
+static void mb__breakdown(struct mb_build *b, int cs, double step, double lo, double hi, double *bd)
+{
+    struct mb__ivs iv;
+    mb__ivs_build(b, cs, &iv);
+    double prev_end = lo;
+    for (int t = mb_engine_stream_first(b->e, b->comp[cs]); t >= 0; t = mb_engine_task_next(b->e, t)) {
+        int kd = mb_engine_task_kind(b->e, t);
+        double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
+        if (t0 >= hi)
+            break; /* the stream runs its tasks in order */
+        if (kd < MB_CAT_COUNT && t1 > lo)
+            bd[kd] += fmin(t1, hi) - fmax(t0, lo);
+        if (t0 > prev_end)
+            mb__blame_gap(b, &iv, t, prev_end, t0, bd);
+        if (t1 > prev_end)
+            prev_end = t1;
+    }
+    double end = fmin(step, hi);
+    if (end > prev_end)
+        bd[MB_CAT_BUBBLE] += end - prev_end;
+    mb__ivs_free(&iv);
 }
 
 /* Reduce the timeline to the breakdown of the stage with the most compute:
@@ -138,22 +164,14 @@ void mb_results_breakdown(struct mb_build *b, double step, struct mb_result *r)
 {
     int cs = mb__busiest_stage(b);
     r->critical_stage = cs;
-    struct mb__ivs iv;
-    mb__ivs_build(b, cs, &iv);
-    double prev_end = 0;
-    for (int t = mb_engine_stream_first(b->e, b->comp[cs]); t >= 0; t = mb_engine_task_next(b->e, t)) {
-        int kd = mb_engine_task_kind(b->e, t);
-        double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
-        if (kd < MB_CAT_COUNT)
-            r->breakdown[kd] += t1 - t0;
-        if (t0 > prev_end)
-            mb__blame_gap(b, &iv, t, prev_end, t0, r);
-        if (t1 > prev_end)
-            prev_end = t1;
-    }
-    if (step > prev_end)
-        r->breakdown[MB_CAT_BUBBLE] += step - prev_end;
-    mb__ivs_free(&iv);
+    mb__breakdown(b, cs, step, 0, INFINITY, r->breakdown);
+}
+
+void mb_results_breakdown_in(struct mb_build *b, int cs, double lo, double hi, double *bd)
+{
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        bd[c] = 0;
+    mb__breakdown(b, cs, INFINITY, lo, hi, bd);
 }
 
 /* Critical path of the step by category (seconds): what to shorten to make

@@ -44,6 +44,16 @@ int mb_sched_warmup(int st, int p, int v, int m)
     return w < m * v ? w : m * v;
 }
 
+int mb_sched_forward_done(const struct mb_build *b, int st, int k)
+{
+    const struct mb_sched *q = &b->sched;
+    if (st < 0 || st >= q->p || k < 0 || k >= q->n * q->v)
+        return -1;
+    int c, i;
+    mb__fmap(k, q->p, q->v, &c, &i);
+    return q->fdone[mb_slot(q, st, c, i)];
+}
+
 static void mb__sched_alloc(struct mb_build *b)
 {
     struct mb_sched *q = &b->sched;

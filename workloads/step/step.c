@@ -31,12 +31,25 @@
 #include <string.h>
 #include <time.h>
 
-/* What one simulation is asked for besides the result. */
+/* One run's steady state (mb__window): `mbs` microbatches of stage
+ * `stage` took `step` seconds, by category `bd`; `floor` is each stage's
+ * compute floor at the step's full microbatch count; ok = 0 when the run is
+ * too short to have a steady state to measure. */
+struct mb__win {
+    int ok;
+    double mbs, step, bd[MB_CAT_COUNT], floor[MB_MAX_STAGES];
+};
+
+/* What one simulation is asked for besides the result (win: measure the
+ * steady state for a step of win_m microbatches). */
 struct mb__ask {
     int critical;
     const char *trace;
     int ops;
     const struct mb_calib *cal;
+    int window;
+    struct mb__win *win;
+    int win_m;
 };
 
 void mb_result_free(struct mb_result *r)
@@ -155,6 +168,32 @@ static int mb__begin(struct mb_build *b, const struct mb_scenario *s, struct mb_
     return 0;
 }
 
+/* The steady state of the run just made: on the breakdown's stage, from the
+ * end of its first chunk-forward after the warm-up (the first one issued
+ * after a backward) over the largest whole number of schedule periods of pp
+ * microbatches x vpp chunks that still ends in a forward, the time and its
+ * breakdown per category. The period is pp microbatches for plain 1F1B too:
+ * on test_window_extension's pipeline the forwards' spacing repeats every pp
+ * (windows of 8 and 12 chunk-forwards give the full step, 10, 11 and 14 miss
+ * it by up to 1e-4). */
+static void mb__window(struct mb_build *b, const struct mb_result *r, int m, struct mb__win *w)
+{
+    int p = b->lay.p, v = b->lay.v, cs = r->critical_stage;
+    int total = b->lay.m * v, per = p * v;
+    int ka = mb_sched_warmup(cs, p, v, b->lay.m) + 1;
+    int len = ka < total ? (total - 1 - ka) / per * per : 0;
+    memset(w, 0, sizeof *w);
+    int ta = mb_sched_forward_done(b, cs, ka), tb = mb_sched_forward_done(b, cs, ka + len);
+    if (len <= 0 || ta < 0 || tb < 0)
+        return;
+    double t0 = mb_engine_task_end(b->e, ta), t1 = mb_engine_task_end(b->e, tb);
+    w->ok = t1 > t0;
+    w->mbs = (double)len / v;
+    w->step = t1 - t0;
+    mb_results_breakdown_in(b, cs, t0, t1, w->bd);
+    mb_bound_stages_m(b, m, w->floor);
+}
+
 static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb__ask *a, struct mb_result *r,
                         struct mb_err *err)
 {
@@ -179,6 +218,8 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
         mb__build(&b, mbs_n, a->critical);
         rc = mb__run(&b, a, r, err);
         mb_bound_stages(&b, r->floor_s);
+        if (rc == 0 && a->win)
+            mb__window(&b, r, a->win_m, a->win);
     }
     mb__free(&b);
     if (rc)
@@ -269,11 +310,30 @@ static void mb__extend_deferred(const struct mb_scenario *s, int m2, int m, stru
  * steady). `flops` > 0 replaces the extended model FLOPs (microbatches: the
  * m2 run's per-microbatch mean, which averages more image draws). Rates are
  * recomputed from the step. */
+/* Rates of r from its (extended) step and model FLOPs, keeping the useful
+ * share of the tokens and the MFU per TFLOP/s of the simulated run. */
+static void mb__rates(const struct mb_scenario *s, struct mb_result *r, double mfu_per_tflops, double useful_ratio)
+{
+    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
+    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
+    r->model_tflops_per_gpu = r->model_flops / (r->step_time_s * 1e12 * s->gpus);
+    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+}
+
+static double mb__mfu_per_tflops(const struct mb_result *r)
+{
+    return r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
+}
+
+static double mb__useful_ratio(const struct mb_result *r)
+{
+    return r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
+}
+
 static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k,
                        int mem, double flops)
 {
-    double mfu_per_tflops = r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
-    double useful_ratio = r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
+    double mfu_per_tflops = mb__mfu_per_tflops(r), useful_ratio = mb__useful_ratio(r);
     r->step_time_s = mb__lin(r->step_time_s, r1->step_time_s, k);
     r->model_flops = flops > 0 ? flops : mb__lin(r->model_flops, r1->model_flops, k);
     for (int c = 0; c < MB_CAT_COUNT; c++) {
@@ -285,12 +345,25 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
     if (mem)
         mb__extend_memory(r, r1, k);
     mb_opstats_extend(r, r1, k);
-    r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
-    r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
-    r->model_tflops_per_gpu = r->model_flops / (r->step_time_s * 1e12 * s->gpus);
-    r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
+    mb__rates(s, r, mfu_per_tflops, useful_ratio);
     r->sim_wall_s += r1->sim_wall_s;
     r->events += r1->events;
+}
+
+/* Extend r, simulated at m2 microbatches, to m from its own steady state w
+ * (mb__window): each further microbatch adds w's time and breakdown per
+ * microbatch; the floors are w's, at m. */
+static void mb__extend_window(const struct mb_scenario *s, struct mb_result *r, const struct mb__win *w, int m,
+                              int m2)
+{
+    double mfu_per_tflops = mb__mfu_per_tflops(r), useful_ratio = mb__useful_ratio(r);
+    double k = (m - m2) / w->mbs;
+    r->step_time_s += k * w->step;
+    r->model_flops = r->model_flops * m / m2;
+    for (int c = 0; c < MB_CAT_COUNT; c++)
+        r->breakdown[c] += k * w->bd[c];
+    memcpy(r->floor_s, w->floor, sizeof r->floor_s);
+    mb__rates(s, r, mfu_per_tflops, useful_ratio);
 }
 
 /* Steady-state 1F1B is periodic: past the warm-up, every extra microbatch adds
@@ -331,6 +404,45 @@ static int mb__mb_floor(const struct mb_scenario *s)
     return (s->vpp > 1 || mb__drawn(s)) ? 4 : 2;
 }
 
+/* Extend r, simulated at m2 microbatches, to m: from its steady state w or
+ * from the run r1 at fewer microbatches (freed here); then the deferred
+ * wgrad buffers, and the full simulation where the extension fell below the
+ * compute floor. */
+static int mb__finish_mb(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r,
+                         struct mb_err *err, const struct mb__win *w, struct mb_result *r1)
+{
+    if (w) {
+        mb__extend_window(s, r, w, m, m2);
+    } else {
+        int m1 = r1->microbatches;
+        mb__extend(s, r, r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
+        mb_result_free(r1);
+    }
+    mb__extend_deferred(s, m2, m, r);
+    r->microbatches = m;
+    if (mb__below_floor(s, r)) {
+        mb_result_free(r);
+        return mb__simulate(s, m, a, r, err);
+    }
+    return 0;
+}
+
+/* The two-run extension from r1 (m1 microbatches, freed here) and r (m2):
+ * the full simulation instead when the exposed DP/FSDP communication still
+ * differs between them. */
+static int mb__finish_two(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r1,
+                          struct mb_result *r, struct mb_err *err)
+{
+    double fixed1 = r1->breakdown[MB_CAT_COMM_DP] + r1->breakdown[MB_CAT_COMM_FSDP];
+    double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
+    if (fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s) {
+        mb_result_free(r1);
+        mb_result_free(r);
+        return mb__simulate(s, m, a, r, err);
+    }
+    return mb__finish_mb(s, m2, m, a, r, err, NULL, r1);
+}
+
 static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
                            struct mb_err *err)
 {
@@ -346,6 +458,25 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     if (m <= cap)
         return mb__simulate(s, m, a, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
+    if (a->window && !a->critical && !a->ops && s->strategy != MB_STRAT_FSDP && s->cpu_offload_layers <= 0) {
+        struct mb__win w;
+        struct mb__ask aw = *a;
+        aw.win = &w;
+        aw.win_m = m;
+        if (mb__simulate(s, m2, &aw, r, err))
+            return -1;
+        if (w.ok)
+            return mb__finish_mb(s, m2, m, a, r, err, &w, NULL);
+        /* too short for a whole period after the warm-up: the second run */
+        struct mb_result r1;
+        struct mb__ask a1 = *a;
+        a1.trace = NULL;
+        if (mb__simulate(s, m1, &a1, &r1, err)) {
+            mb_result_free(r);
+            return -1;
+        }
+        return mb__finish_two(s, m2, m, a, &r1, r, err);
+    }
     struct mb_result r1;
     struct mb__ask a1 = *a;
     a1.trace = NULL;
@@ -355,22 +486,7 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
         mb_result_free(&r1);
         return -1;
     }
-    double fixed1 = r1.breakdown[MB_CAT_COMM_DP] + r1.breakdown[MB_CAT_COMM_FSDP];
-    double fixed2 = r->breakdown[MB_CAT_COMM_DP] + r->breakdown[MB_CAT_COMM_FSDP];
-    if (fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s) {
-        mb_result_free(&r1);
-        mb_result_free(r);
-        return mb__simulate(s, m, a, r, err);
-    }
-    mb__extend(s, r, &r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
-    mb_result_free(&r1);
-    mb__extend_deferred(s, m2, m, r);
-    r->microbatches = m;
-    if (mb__below_floor(s, r)) {
-        mb_result_free(r);
-        return mb__simulate(s, m, a, r, err);
-    }
-    return 0;
+    return mb__finish_two(s, m2, m, a, &r1, r, err);
 }
 
 /* Linear extension in the number of decoder layers (`layer_cap`, used by
@@ -424,7 +540,8 @@ static int mb__layers_extend(const struct mb_scenario *s)
 static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                              struct mb_err *err)
 {
-    struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL};
+    struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL,
+                        o ? o->mb_window : 0, NULL, 0};
     int cap = o ? o->mb_cap : 0;
     int nv = s->pp * (s->vpp > 0 ? s->vpp : 1);
     int L = s->model.n_layers;
@@ -550,12 +667,12 @@ int mb_step_simulate(const struct mb_scenario *s, struct mb_result *r, struct mb
 
 int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, struct mb_err *err)
 {
-    struct mb_step_opts o = {-1, 1, 0, NULL, 0, NULL};
+    struct mb_step_opts o = {-1, 1, 0, NULL, 0, NULL, 0};
     return mb_step_simulate_opts(s, &o, r, err);
 }
 
 int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err)
 {
-    struct mb_step_opts o = {0, 1, 0, path, 0, NULL};
+    struct mb_step_opts o = {0, 1, 0, path, 0, NULL, 0};
     return mb_step_simulate_opts(s, &o, r, err);
 }

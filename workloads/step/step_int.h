@@ -305,6 +305,9 @@ void mb_data_free(struct mb_data *d);
 /* ---- schedule.c */
 int mb_sched_warmup_depth(int st, int p, int v);
 int mb_sched_warmup(int st, int p, int v, int m);
+/* The last task of stage st's k-th chunk-forward in schedule order (0-based;
+ * Megatron's interleaved order maps it to a chunk and microbatch), or -1. */
+int mb_sched_forward_done(const struct mb_build *b, int st, int k);
 void mb_sched_build(struct mb_build *b, const int *pg_done);
 /* Whether decoder layer li (first layer of its virtual stage: first) is re-forwarded in its backward. */
 int mb_sched_recompute_here(const struct mb_build *b, int li, int first);
@@ -380,6 +383,9 @@ double mb_reduce_optimizer_bytes(const struct mb_build *b, int st);
  * the built plan except the data-drawn ones, their framework kernel time, the
  * optimizer; no overlap slowdowns, stalls or waits), for every stage. */
 void mb_bound_stages(const struct mb_build *b, double *floor_s);
+/* The same for a step of m microbatches of the built plan (the floor is
+ * m x the per-microbatch compute + the optimizer and iteration overhead). */
+void mb_bound_stages_m(const struct mb_build *b, int m, double *floor_s);
 
 /* ---- memtl.c, memory.c */
 /* A stage's dynamic memory at its peak moment (timeline). */
@@ -444,6 +450,9 @@ void mb_memory_summarize(struct mb_memory *m);
 
 /* ---- results.c, trace.c, opstats.c */
 void mb_results_breakdown(struct mb_build *b, double step, struct mb_result *r);
+/* The same breakdown of stage cs within [lo, hi) seconds (tasks and gaps
+ * clipped to it) into bd[MB_CAT_COUNT]. */
+void mb_results_breakdown_in(struct mb_build *b, int cs, double lo, double hi, double *bd);
 void mb_results_critical(struct mb_build *b, struct mb_result *r);
 void mb_results_metrics(struct mb_build *b, double step, struct mb_result *r);
 int mb_results_task_cat(const struct mb_engine *e, int t);
