@@ -518,6 +518,59 @@ static void test_quantized_weights(void **state)
     mb_scenario_free(&s);
 }
 
+/* Bytes this rank sends in the op table's "dp param allgather" of the critical stage. */
+static double param_gather_sent(struct mb_scenario *s, int fp8pg)
+{
+    struct mb_result r;
+    struct mb_err e;
+    s->fp8_param_gather = fp8pg;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(s, &e), 0);
+    struct mb_step_opts o = {.mb_cap = -1, .ops = 1};
+    assert_int_equal(mb_step_simulate_opts(s, &o, &r, &e), 0);
+    double sent = -1;
+    for (size_t i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.ops[i].name, "dp param allgather"))
+            sent = r.ops[i].bytes;
+    mb_result_free(&r);
+    assert_true(sent > 0);
+    return sent;
+}
+
+/*
+ * The distributed optimizer's parameter all-gather with quantized weights (fp8_param_gather,
+ * docs/modeling.md): per-tensor and blockwise FP8 weights travel at 1 B instead of BF16's 2, the
+ * rest (norms, embedding, output layer) stays BF16; MXFP8 and NVFP4 gather BF16. On the 1F1B
+ * fixtures with DP 2 (8 GPUs, pp 4), each stage holds Q = 4 x 12 x 4096^2 quantized elements
+ * (test_quantized_weights), and a ring all-gather over 2 ranks sends (2 - 1) / 2 of the gathered
+ * bytes: Q / 2 bytes fewer for the FP8 recipes, none for the other two.
+ */
+static void test_quantized_weight_gather(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *prec;
+        double fewer; /* bytes sent fewer per quantized element */
+    } c[] = {{"tests/data/step/pipe_1f1b.yaml", "fp8_cs", 0.5},
+             {"tests/data/step/pipe_1f1b.yaml", "fp8_blockwise", 0.5},
+             {"tests/data/step/pipe_1f1b_gb200.yaml", "fp8_cs", 0.5},
+             {"tests/data/step/pipe_1f1b_gb200.yaml", "mxfp8", 0},
+             {"tests/data/step/pipe_1f1b_gb200.yaml", "nvfp4", 0}};
+    const double Q = 4 * 12.0 * 4096 * 4096;
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct mb_scenario s;
+        load(c[i].path, &s);
+        s.gpus = 8;
+        s.dp = 2;
+        assert_int_equal(mb_precision_parse(c[i].prec, &s.prec), 0);
+        double off = param_gather_sent(&s, 0), on = param_gather_sent(&s, 1);
+        if (fabs(off - on - c[i].fewer * Q) > 1e-9 * Q)
+            fail_msg("%s %s: %.0f B sent without fp8_param_gather, %.0f B with; expected %.0f B fewer", c[i].path,
+                     c[i].prec, off, on, c[i].fewer * Q);
+        mb_scenario_free(&s);
+    }
+}
+
 /*
  * Deferred output-layer wgrad (overlap.defer_embedding_wgrad_compute, Megatron-Core layers.py): the
  * last stage keeps each deferred call's input [s, b, h] (tp 1: no sequence-parallel shard) and output
@@ -2203,6 +2256,7 @@ int main(void)
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),
         cmocka_unit_test(test_quantized_weights),
+        cmocka_unit_test(test_quantized_weight_gather),
         cmocka_unit_test(test_no_sequence_parallel),
         cmocka_unit_test(test_deferred_wgrad), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
         cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
