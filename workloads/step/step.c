@@ -31,8 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-/* One run's steady state (mb__window): `mbs` microbatches of stage
- * `stage` took `step` seconds, by category `bd`; `floor` is each stage's
+/* One run's steady state (mb__window): `mbs` microbatches of the breakdown's
+ * stage took `step` seconds, by category `bd`; `floor` is each stage's
  * compute floor at the step's full microbatch count; ok = 0 when the run is
  * too short to have a steady state to measure. */
 struct mb__win {
@@ -303,13 +303,6 @@ static void mb__extend_deferred(const struct mb_scenario *s, int m2, int m, stru
     r->oom = M->verdict == MB_MEM_OOM;
 }
 
-/* Extend r (simulated at count n2) linearly to count n2 + k (n2 - n1), given r1
- * simulated at n1: step, breakdown, critical path, op table and model FLOPs
- * (exact when each extra unit adds the same), and with `mem` the per-stage
- * memory too (the layer extension; with microbatches memory is already
- * steady). `flops` > 0 replaces the extended model FLOPs (microbatches: the
- * m2 run's per-microbatch mean, which averages more image draws). Rates are
- * recomputed from the step. */
 /* Rates of r from its (extended) step and model FLOPs, keeping the useful
  * share of the tokens and the MFU per TFLOP/s of the simulated run. */
 static void mb__rates(const struct mb_scenario *s, struct mb_result *r, double mfu_per_tflops, double useful_ratio)
@@ -330,6 +323,13 @@ static double mb__useful_ratio(const struct mb_result *r)
     return r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
 }
 
+/* Extend r (simulated at count n2) linearly to count n2 + k (n2 - n1), given r1
+ * simulated at n1: step, breakdown, critical path, op table and model FLOPs
+ * (exact when each extra unit adds the same), and with `mem` the per-stage
+ * memory too (the layer extension; with microbatches memory is already
+ * steady). `flops` > 0 replaces the extended model FLOPs (microbatches: the
+ * m2 run's per-microbatch mean, which averages more image draws). Rates are
+ * recomputed from the step. */
 static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k,
                        int mem, double flops)
 {
@@ -374,7 +374,9 @@ static void mb__extend_window(const struct mb_scenario *s, struct mb_result *r, 
  * check it against a full simulation. The per-step terms must have stopped
  * changing for the step to be linear in m: when the exposed DP/FSDP
  * communication (hidden behind more backward work as m grows) still differs
- * between m1 and m2, the full simulation runs instead. */
+ * between m1 and m2, the full simulation runs instead. Sweeps
+ * (mb_step_opts.mb_window) take the slope from the m2 run's own steady state
+ * instead (mb__window), and the m1 run only where that has none. */
 #define MB_STEP_MB_CAP 64
 /* With drawn data (images, packed lengths) the steady state is not periodic:
  * a rank's microbatches differ, and the memory peak is the heaviest window of
@@ -458,6 +460,9 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
     if (m <= cap)
         return mb__simulate(s, m, a, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
+    struct mb_result r1;
+    struct mb__ask a1 = *a;
+    a1.trace = NULL;
     if (a->window && !a->critical && !a->ops && s->strategy != MB_STRAT_FSDP && s->cpu_offload_layers <= 0) {
         struct mb__win w;
         struct mb__ask aw = *a;
@@ -468,23 +473,17 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
         if (w.ok)
             return mb__finish_mb(s, m2, m, a, r, err, &w, NULL);
         /* too short for a whole period after the warm-up: the second run */
-        struct mb_result r1;
-        struct mb__ask a1 = *a;
-        a1.trace = NULL;
         if (mb__simulate(s, m1, &a1, &r1, err)) {
             mb_result_free(r);
             return -1;
         }
-        return mb__finish_two(s, m2, m, a, &r1, r, err);
-    }
-    struct mb_result r1;
-    struct mb__ask a1 = *a;
-    a1.trace = NULL;
-    if (mb__simulate(s, m1, &a1, &r1, err))
-        return -1;
-    if (mb__simulate(s, m2, a, r, err)) {
-        mb_result_free(&r1);
-        return -1;
+    } else {
+        if (mb__simulate(s, m1, &a1, &r1, err))
+            return -1;
+        if (mb__simulate(s, m2, a, r, err)) {
+            mb_result_free(&r1);
+            return -1;
+        }
     }
     return mb__finish_two(s, m2, m, a, &r1, r, err);
 }
