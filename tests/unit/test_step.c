@@ -138,6 +138,29 @@ static void test_window_extension(void **state)
     mb_scenario_free(&s);
 }
 
+/* A step too long to simulate microbatch by microbatch is an error naming the
+ * count, not an allocation the allocator aborts on (QA: --exact on 156,250
+ * microbatches per rank): the 1F1B fixture at GBS 100,000 (m = 100,000 on one
+ * DP rank) needs hundreds of millions of tasks one by one; its default
+ * prediction (the microbatch extension) still runs. */
+static void test_too_many_microbatches(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    struct mb_err e;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.global_batch_size = 100000;
+    mb_err_clear(&e);
+    assert_int_equal(mb_step_simulate_exact(&s, &r, &e), -1);
+    assert_non_null(strstr(e.msg, "a step of 100000 microbatches per rank would take about"));
+    sim(&s, &r);
+    assert_int_equal(r.microbatches, 100000);
+    assert_true(r.step_time_s > 0);
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* Drawn data: every microbatch of a rank differs, so a single prediction
  * simulates every one of them up to 512 per rank (step.c MB_STEP_MB_CAP_DRAWN)
  * instead of extending runs of 32 and 64. The expectation is the full
@@ -2243,7 +2266,8 @@ static void test_gpu_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_window_extension), cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_bubble_1f1b), cmocka_unit_test(test_window_extension),
+        cmocka_unit_test(test_too_many_microbatches), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_memory_static), cmocka_unit_test(test_llama_layer_activations), cmocka_unit_test(test_dispatchers), cmocka_unit_test(test_fsdp_pp), cmocka_unit_test(test_optimizer_precision), cmocka_unit_test(test_graph_memory), cmocka_unit_test(test_fsdp_prefetch), cmocka_unit_test(test_oversubscribed_a2a),
         cmocka_unit_test(test_mock_vs_real), cmocka_unit_test(test_extrapolation), cmocka_unit_test(test_ep_overlap), cmocka_unit_test(test_ep_overlap_interleaved), cmocka_unit_test(test_ep_overlap_costs), cmocka_unit_test(test_moe_layer_benchmark), cmocka_unit_test(test_mamba_mixer), cmocka_unit_test(test_packing), cmocka_unit_test(test_recompute_methods), cmocka_unit_test(test_pipeline_layout), cmocka_unit_test(test_cp_a2a), cmocka_unit_test(test_layer_extension), cmocka_unit_test(test_measured_collective), cmocka_unit_test(test_ddp_allreduce), cmocka_unit_test(test_moe_options), cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_memory_timeline), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_framework_kernels),

@@ -63,14 +63,27 @@ void mb_result_free(struct mb_result *r)
 
 /* Engine, and per stage: compute stream, one stream per communication kind,
  * the NVLink and NIC transmit links and the host launch thread. */
-static void mb__engine(struct mb_build *b, int mbs_n, int critical)
+/* Size hint of the task graph: every layer op runs forward, backward and
+ * maybe again in recompute, each with a host launch task and a couple of
+ * edges. */
+static size_t mb__tasks_estimate(const struct mb_build *b, int mbs_n)
 {
-    /* size hint: every layer op runs forward, backward and maybe again in
-     * recompute, each with a host launch task and a couple of edges */
     size_t per_mb = 64;
     for (int i = 0; i < b->m->n_layers; i++)
         per_mb += (size_t)mb_plan_layer(b, i)->n;
-    size_t est = per_mb * 3 * 2 * (size_t)(mbs_n > 0 ? mbs_n : 1) + 1024;
+    return per_mb * 3 * 2 * (size_t)(mbs_n > 0 ? mbs_n : 1) + 1024;
+}
+
+/* The most tasks (by mb__tasks_estimate) one simulation may build: with their
+ * entries and edges about 5 GB. A longer step is refused with an error rather
+ * than allocated until the allocator aborts the process (QA: --exact on
+ * 156,250 microbatches per rank asked for 50 GB). mbsim run's caps (64, or
+ * 512 microbatches with drawn data) stay far below it. */
+#define MB_STEP_MAX_TASKS ((size_t)1 << 26)
+
+static void mb__engine(struct mb_build *b, int mbs_n, int critical)
+{
+    size_t est = mb__tasks_estimate(b, mbs_n);
     b->e = mb_engine_new();
     mb_engine_track_critical(b->e, critical);
     mb_engine_fold_chains(b->e, 1); /* one event per chain of compute ops; results unchanged */
@@ -85,12 +98,20 @@ static void mb__engine(struct mb_build *b, int mbs_n, int critical)
     }
 }
 
-/* Build the step's task graph: op lists, data, schedule, reduction. */
-static void mb__build(struct mb_build *b, int mbs_n, int critical)
+/* Build the step's task graph: op lists, data, schedule, reduction; -1 (err
+ * set) when the graph would exceed MB_STEP_MAX_TASKS. */
+static int mb__build(struct mb_build *b, int mbs_n, int critical, struct mb_err *err)
 {
     const struct mb_scenario *s = b->s;
     mb_layout_build(b, mbs_n);
     mb_plan_build(b);
+    size_t est = mb__tasks_estimate(b, mbs_n);
+    if (est > MB_STEP_MAX_TASKS)
+        return mb_err_set(err, s->file, 0, 0,
+                          "a step of %d microbatches per rank would take about %.0f million tasks to simulate one by one, "
+                          "above the limit of %.0f million: let the microbatch extension run (without --exact, or a "
+                          "smaller mb_cap)",
+                          mbs_n, est / 1e6, MB_STEP_MAX_TASKS / 1e6);
     mb__engine(b, mbs_n, critical);
     mb_layout_graphs(b);
     mb_data_draw(b, mbs_n);
@@ -103,6 +124,7 @@ static void mb__build(struct mb_build *b, int mbs_n, int critical)
     mb_data_vision_ops(b);
     mb_sched_build(b, pg_done);
     mb_reduce_grads_and_step(b);
+    return 0;
 }
 
 /* Run the engine and reduce the timeline to r. */
@@ -155,7 +177,6 @@ static void mb__free(struct mb_build *b)
     mb_calib_free(b->cal);
 }
 
-/* Simulate the step with `mbs_n` microbatches per DP rank. */
 /* A build of scenario s, empty; -1 when s has more stages than the simulator holds. */
 static int mb__begin(struct mb_build *b, const struct mb_scenario *s, struct mb_err *err)
 {
@@ -194,6 +215,7 @@ static void mb__window(struct mb_build *b, const struct mb_result *r, int m, str
     mb_bound_stages_m(b, m, w->floor);
 }
 
+/* Simulate the step with `mbs_n` microbatches per DP rank. */
 static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb__ask *a, struct mb_result *r,
                         struct mb_err *err)
 {
@@ -215,9 +237,11 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     mb_calib_set_roofline(b.cal, s->roofline);
     int rc = mb_step_place(&b, err);
     if (rc == 0) {
-        mb__build(&b, mbs_n, a->critical);
-        rc = mb__run(&b, a, r, err);
-        mb_bound_stages(&b, r->floor_s);
+        rc = mb__build(&b, mbs_n, a->critical, err);
+        if (rc == 0)
+            rc = mb__run(&b, a, r, err);
+        if (rc == 0)
+            mb_bound_stages(&b, r->floor_s);
         if (rc == 0 && a->win)
             mb__window(&b, r, a->win_m, a->win);
     }
