@@ -16,6 +16,7 @@
 #include "mb_sweep.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,13 +71,23 @@ static void mb_swt__header(const struct mb_sweep *sw, char *buf, size_t len)
     buf[strcspn(buf, "\n")] = 0;
 }
 
-static int mb_swt__num(const struct mb_swt__line *l, int c, double *out, struct mb_err *err)
+/* A finite number >= lo (> lo when `open`), at most hi: what a simulated row
+ * can hold (a NaN, an infinity or a negative time read back as a result
+ * would rank as one; QA). */
+static int mb_swt__num(const struct mb_swt__line *l, int c, const char *what, double lo, int open, double hi,
+                       double *out, struct mb_err *err)
 {
     char *end;
     errno = 0;
     double v = strtod(l->cell[c], &end);
-    if (end == l->cell[c] || *end || errno)
-        return mb_swt__err(l, c, err, "value", "a number");
+    if (end == l->cell[c] || *end || errno || !isfinite(v) || v < lo || (open && v == lo) || v > hi) {
+        char exp[64];
+        if (hi < DBL_MAX)
+            snprintf(exp, sizeof exp, "a number from %g to %g", lo, hi);
+        else
+            snprintf(exp, sizeof exp, "a finite number %s %g", open ? ">" : ">=", lo);
+        return mb_swt__err(l, c, err, what, exp);
+    }
     *out = v;
     return 0;
 }
@@ -103,10 +114,20 @@ static int mb_swt__cat(const char *name)
 /* The metric and breakdown columns of an `ok` row, from column c on. */
 static int mb_swt__metrics(const struct mb_swt__line *l, int c, struct mb_sweep_row *r, struct mb_err *err)
 {
-    double *num[] = {&r->step_time_s,     &r->tokens_per_s_per_gpu, &r->model_tflops_per_gpu, &r->mfu,
-                     &r->peak_memory_gib, &r->reserved_memory_gib,  &r->capacity_gib};
+    /* step, tokens/s, TFLOP/s and capacity > 0; MFU within [0, 1]; memory >= 0 */
+    const struct {
+        const char *name;
+        double *v, hi;
+        int open;
+    } num[] = {{"step_time_s", &r->step_time_s, DBL_MAX, 1},
+               {"tokens_per_s_per_gpu", &r->tokens_per_s_per_gpu, DBL_MAX, 1},
+               {"model_tflops_per_gpu", &r->model_tflops_per_gpu, DBL_MAX, 1},
+               {"mfu", &r->mfu, 1, 0},
+               {"peak_memory_gib", &r->peak_memory_gib, DBL_MAX, 0},
+               {"reserved_memory_gib", &r->reserved_memory_gib, DBL_MAX, 0},
+               {"capacity_gib", &r->capacity_gib, DBL_MAX, 1}};
     for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
-        if (mb_swt__num(l, c++, num[i], err))
+        if (mb_swt__num(l, c++, num[i].name, 0, num[i].open, num[i].hi, num[i].v, err))
             return -1;
     if (mb_swt__int(l, c++, 0, &r->oom, err) || mb_swt__int(l, c++, 1, &r->dp, err) ||
         mb_swt__int(l, c++, 1, &r->microbatches, err))
@@ -119,7 +140,7 @@ static int mb_swt__metrics(const struct mb_swt__line *l, int c, struct mb_sweep_
         r->top_cat[k] = mb_swt__cat(l->cell[c]);
         if (r->top_cat[k] < 0)
             return mb_swt__err(l, c, err, "breakdown term", "a name of `mbsim run --json` breakdown_s, or NA");
-        if (mb_swt__num(l, c + 1, &r->top_s[k], err))
+        if (mb_swt__num(l, c + 1, "breakdown seconds", 0, 0, DBL_MAX, &r->top_s[k], err))
             return -1;
     }
     if (strcmp(l->cell[c], "NA"))

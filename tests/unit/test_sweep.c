@@ -555,6 +555,22 @@ static char *edit(const char *text, const char *from, const char *to)
     return out;
 }
 
+/* text with field f (0-based) of its second line (the first row) set to v; *col gets the
+ * field's 1-based column. */
+static char *set_field(const char *text, int f, const char *v, int *col)
+{
+    const char *row = strchr(text, '\n') + 1, *p = row;
+    for (int i = 0; i < f; i++)
+        p = strchr(p, '\t') + 1;
+    size_t len = strcspn(p, "\t\n");
+    *col = (int)(p - row) + 1;
+    char *out = mb_calloc(1, strlen(text) + strlen(v) + 1);
+    memcpy(out, text, (size_t)(p - text));
+    strcat(out, v);
+    strcat(out, p + len);
+    return out;
+}
+
 static void test_read_tsv(void **state)
 {
     (void)state;
@@ -604,6 +620,23 @@ static void test_read_tsv(void **state)
     bad = edit(text, "\n0\t", "\n99\t");
     assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, ":2:1: config '99': expected a configuration index below 36"));
+    mb_free(bad);
+    /* numbers no simulation gives, on an ok row (row 0: config, 4 axes, status, then step_time_s,
+     * tokens, TFLOP/s, mfu): refused by column name and place (QA: merge ranked a NaN step first) */
+    static const char *const step_bad[] = {"nan", "inf", "-5", "0"};
+    char where[64];
+    int col;
+    for (size_t i = 0; i < sizeof step_bad / sizeof step_bad[0]; i++) {
+        bad = set_field(text, 6, step_bad[i], &col);
+        assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+        snprintf(where, sizeof where, ":2:%d: step_time_s '%s': expected a finite number > 0", col, step_bad[i]);
+        assert_non_null(strstr(msg, where));
+        mb_free(bad);
+    }
+    bad = set_field(text, 9, "1.5", &col);
+    assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+    snprintf(where, sizeof where, ":2:%d: mfu '1.5': expected a number from 0 to 1", col);
+    assert_non_null(strstr(msg, where));
     mb_free(bad);
     assert_int_equal(read_back(&sw, path, "0\t1\t1\t4\n", 0, &b, msg, sizeof msg), -1);
     assert_non_null(strstr(msg, ":1:1: expected 23 tab-separated columns"));
