@@ -271,6 +271,20 @@ static int mb_sw__value_text(const struct mb_node *n, char *buf, size_t len, str
     return 0;
 }
 
+/* A quoted value of a number or boolean key is a string in YAML, an error as in a scenario file
+ * (mb_yaml_int and friends); enum names may be quoted. */
+static int mb_sw__check_quoted(const struct mb_key *k, const struct mb_node *item, struct mb_err *err)
+{
+    const char *want = k->type == MB_KEY_BOOL ? "true or false"
+                       : k->type == MB_KEY_DOUBLE ? "a number"
+                       : k->type == MB_KEY_INT || k->type == MB_KEY_U64 ? "an integer"
+                                                                          : NULL;
+    if (!want || item->kind != MB_NODE_SCALAR || !item->quoted)
+        return 0;
+    return mb_yaml_err(err, item, "sweep.%s: expected %s, got the quoted string \"%s\" (write it without quotes)",
+                       k->key, want, item->str);
+}
+
 static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, struct mb_err *err)
 {
     if (mb_yaml_expect(blk, MB_NODE_MAP, "sweep", err))
@@ -278,9 +292,16 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
     for (size_t i = 0; i < blk->n; i++) {
         const struct mb_pair *p = &blk->pairs[i];
         const struct mb_node *v = p->val;
-        if (!mb_sw__key(p->key))
+        const struct mb_key *key = mb_sw__key(p->key);
+        if (!key)
             return mb_err_set(err, v->file, p->line, p->col, "unknown key '%s' in sweep; expected one of: %s",
                               p->key, mb_sweep_keys());
+        /* an alias and its dotted name are one axis: the later would silently replace the earlier */
+        for (size_t j = 0; j < i; j++)
+            if (mb_sw__key(blk->pairs[j].key) == key)
+                return mb_err_set(err, v->file, p->line, p->col,
+                                  "sweep.%s: the same key as '%s' at line %d (both are %s); give it once", p->key,
+                                  blk->pairs[j].key, blk->pairs[j].line, key->key);
         if (mb_yaml_is_null(v))
             return mb_err_set(err, v->file, p->line, p->col, "sweep.%s has no value; give a list of values",
                               p->key);
@@ -293,7 +314,7 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
         int rc = 0;
         for (int k = 0; k < n && !rc; k++) {
             const struct mb_node *item = v->kind == MB_NODE_SEQ ? v->items[k] : v;
-            rc = mb_sw__value_text(item, txt[k], MB_SWEEP_VAL_LEN, err);
+            rc = mb_sw__check_quoted(key, item, err) || mb_sw__value_text(item, txt[k], MB_SWEEP_VAL_LEN, err);
             ptr[k] = txt[k];
         }
         if (!rc) {

@@ -91,6 +91,18 @@ static void test_block_errors(void **state)
     assert_int_equal(mb_sweep_load("tests/data/sweep/bad_null.yaml", &sw, &err), -1);
     assert_string_equal(err.msg, "sweep.parallel.ep has no value; give a list of values");
     assert_int_equal(err.line, 17);
+    /* an alias and its dotted name: one axis, given twice (QA: the first was dropped silently) */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/bad_alias.yaml", &sw, &err), -1);
+    assert_string_equal(err.msg,
+                        "sweep.parallel.tp: the same key as 'tp' at line 16 (both are parallel.tp); give it once");
+    assert_int_equal(err.line, 18);
+    /* a quoted number is a string, as in a scenario file; a quoted enum name is a name */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/bad_quoted.yaml", &sw, &err), -1);
+    assert_string_equal(err.msg,
+                        "sweep.parallel.tp: expected an integer, got the quoted string \"2\" (write it without quotes)");
+    assert_int_equal(err.line, 17);
 }
 
 static void test_scenario_set(void **state)
