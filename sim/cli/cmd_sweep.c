@@ -138,7 +138,7 @@ static void on_progress(size_t done, size_t total, void *ctx)
 struct sweep_args {
     const char *file, *tsv, *json, *resume;
     const char *sets[64];
-    int n_sets, header, exact, shard_given;
+    int n_sets, header, exact, shard_given, mb_cap_given;
     long jobs, top, shard, nshards, mb_cap, screen;
     double progress_every;
 };
@@ -201,6 +201,7 @@ static int parse_opt(int c, const char *opt, const char *v, struct sweep_args *a
             fprintf(stderr, "mbsim sweep: --mb-cap expects a count from 1 to 1000000, got '%s'\n", v);
             return 2;
         }
+        a->mb_cap_given = 1;
         return 0;
     case O_SCREEN:
         if (parse_count(v, 1, 1000000, &a->screen)) {
@@ -324,6 +325,10 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
         a->tsv = a->resume;
     if (a->tsv && a->json && !strcmp(a->tsv, "-") && !strcmp(a->json, "-")) {
         fprintf(stderr, "mbsim sweep: --tsv - and --json - cannot both go to stdout\n");
+        return 2;
+    }
+    if (a->exact && a->mb_cap_given) {
+        fprintf(stderr, "mbsim sweep: --mb-cap and --exact exclude each other (--exact simulates every microbatch)\n");
         return 2;
     }
     if (a->resume && a->screen) {

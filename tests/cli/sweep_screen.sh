@@ -6,7 +6,7 @@
 #     simulated are the full sweep's rows, byte for byte;
 #   - -j 1 and -j 2 write the same TSV;
 #   - screened shards merged by `mbsim merge` rank the same top K;
-#   - --screen with --resume is a usage error (exit 2).
+#   - --screen with --resume, and --mb-cap with --exact, are usage errors (exit 2).
 #
 #   sweep_screen.sh MBSIM_BINARY      (run from the source tree; CTest does)
 . "$(dirname "$0")/lib.sh"
@@ -42,4 +42,7 @@ cmp -s "$tmp/top.full" "$tmp/top.merge" || fail "merged screened shards rank ano
 "$bin" sweep "$grid" --screen $k --resume "$tmp/full.tsv" > /dev/null 2> "$tmp/resume.err"
 [ $? -eq 2 ] || fail "--screen with --resume is not a usage error"
 grep -q "cannot resume" "$tmp/resume.err" || fail "--screen --resume: $(cat "$tmp/resume.err")"
+"$bin" sweep "$grid" --mb-cap 16 --exact > /dev/null 2> "$tmp/exact.err"
+[ $? -eq 2 ] || fail "--mb-cap with --exact is not a usage error"
+grep -q "exclude each other" "$tmp/exact.err" || fail "--mb-cap --exact: $(cat "$tmp/exact.err")"
 echo "ok: --screen $k keeps the full sweep's top $k (threads, shards, merge)"
