@@ -47,9 +47,11 @@ static int by_count(const void *a, const void *b)
 void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t n, size_t total, int top,
                       FILE *fp)
 {
-    size_t ok = 0, invalid = 0, failed = 0, oom = 0, screened = 0;
+    size_t ok = 0, invalid = 0, failed = 0, oom = 0, screened = 0, screened_mem = 0;
     for (size_t i = 0; i < n; i++) {
         screened += rows[i].status == MB_SWEEP_SCREENED;
+        /* mb_sweep_screen's reason for a memory bound above capacity */
+        screened_mem += rows[i].status == MB_SWEEP_SCREENED && !strncmp(rows[i].reason, "screened out: out of memory", 27);
         ok += rows[i].status == MB_SWEEP_OK;
         invalid += rows[i].status == MB_SWEEP_INVALID;
         failed += rows[i].status == MB_SWEEP_FAILED;
@@ -61,7 +63,9 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
     fprintf(fp, "; %zu simulated (%zu fit, %zu out of memory), %zu invalid, %zu failed", ok, ok - oom, oom,
             invalid, failed);
     if (screened)
-        fprintf(fp, ", %zu screened out (their throughput bound is below the best simulated ones)", screened);
+        fprintf(fp, ", %zu screened out (%zu by a throughput bound below the best simulated ones, %zu out of memory by "
+                    "the memory bound)",
+                screened, screened - screened_mem, screened_mem);
     fprintf(fp, "\n");
     for (int a = 0; a < sw->n_axes; a++) {
         fprintf(fp, "  %s:", sw->axis[a].key);
