@@ -51,7 +51,8 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
     for (size_t i = 0; i < n; i++) {
         screened += rows[i].status == MB_SWEEP_SCREENED;
         /* mb_sweep_screen's reason for a memory bound above capacity */
-        screened_mem += rows[i].status == MB_SWEEP_SCREENED && !strncmp(rows[i].reason, "screened out: out of memory", 27);
+        screened_mem += rows[i].status == MB_SWEEP_SCREENED &&
+                        !strncmp(rows[i].reason, "screened out: out of memory", 27);
         ok += rows[i].status == MB_SWEEP_OK;
         invalid += rows[i].status == MB_SWEEP_INVALID;
         failed += rows[i].status == MB_SWEEP_FAILED;
