@@ -321,10 +321,15 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
             struct mb_err sub;
             mb_err_clear(&sub);
             if (mb_sweep_add_axis(sw, p->key, n, ptr, &sub)) {
-                if (sub.file[0])
-                    mb_err_set(err, sub.file, sub.line, sub.col, "%s", sub.msg);
+                char where[1100]; /* a model or system file's own error, named from the axis that loads it */
+                if (sub.file[0] && sub.line > 0)
+                    snprintf(where, sizeof where, "sweep.%s: %s:%d:%d: %s", p->key, sub.file, sub.line, sub.col,
+                             sub.msg);
+                else if (sub.file[0])
+                    snprintf(where, sizeof where, "sweep.%s: %s: %s", p->key, sub.file, sub.msg);
                 else
-                    mb_yaml_err(err, v, "%s", sub.msg);
+                    snprintf(where, sizeof where, "%s", sub.msg);
+                mb_yaml_err(err, v, "%s", where);
                 rc = -1;
             }
         }

@@ -103,6 +103,13 @@ static void test_block_errors(void **state)
     assert_string_equal(err.msg,
                         "sweep.parallel.tp: expected an integer, got the quoted string \"2\" (write it without quotes)");
     assert_int_equal(err.line, 17);
+    /* a model axis value that is not a model: the model file's error, placed at the axis (QA: it named only
+     * the model file) */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_load("tests/data/sweep/bad_model_axis.yaml", &sw, &err), -1);
+    assert_non_null(strstr(err.msg, "sweep.model: tests/data/sweep/bad_null.yaml:2:1: model: unknown key"));
+    assert_int_equal(err.line, 17);
+    assert_non_null(strstr(err.file, "bad_model_axis.yaml"));
 }
 
 static void test_scenario_set(void **state)
