@@ -163,10 +163,14 @@ int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char
         return mb_err_set(err, NULL, 0, 0, "sweep key '%s' has no values", key);
     if (mb_sw__grid_check(sw, key, n, err))
         return -1;
-    /* every value must parse (the combination is checked per configuration) */
+    /* every value must parse (the combination is checked per configuration), once */
     for (int i = 0; i < n; i++) {
         if (strlen(val[i]) >= MB_SWEEP_VAL_LEN)
             return mb_err_set(err, NULL, 0, 0, "%s: value too long: '%s'", key, val[i]);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(val[i], val[j]))
+                return mb_err_set(err, NULL, 0, 0, "%s: value '%s' given twice (each would be its own configuration)",
+                                  key, val[i]);
         if (k->flags & MB_KEYF_REF) {
             if (mb_sw__preload(sw, key, val[i], err))
                 return -1;

@@ -69,6 +69,10 @@ static void test_expansion(void **state)
     assert_int_equal(mb_sweep_set(&sw, "system.preset=no_such_system", &err), -1);
     mb_err_clear(&err);
     assert_int_equal(mb_sweep_set(&sw, "parallel.tp", &err), -1);
+    /* a value twice would be two identical configurations (QA) */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "parallel.pp=2,4,2", &err), -1);
+    assert_string_equal(err.msg, "parallel.pp: value '2' given twice (each would be its own configuration)");
     assert_int_equal(mb_sweep_size(&sw), 2 * 2 * 3 * 2 * 3 * 3);
     mb_sweep_free(&sw);
 }
