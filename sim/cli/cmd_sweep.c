@@ -550,12 +550,12 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
             events += rs.rows[k].events;
             simulated++;
         }
+    double rate = wall > 0 ? (double)ran / wall : 0.0;
     fprintf(stderr,
-            "mbsim sweep: %zu %s in %.2f s (%.0f configurations/s, %ld %s; %.0f engine events "
+            "mbsim sweep: %zu %s in %.2f s (%.*f configurations/s, %ld %s; %.0f engine events "
             "per simulated configuration)\n",
-            ran, mb_plural((long long)ran, "configuration", "configurations"), wall,
-            wall > 0 ? (double)ran / wall : 0.0, a->jobs, mb_plural(a->jobs, "thread", "threads"),
-            simulated ? (double)events / simulated : 0.0);
+            ran, mb_plural((long long)ran, "configuration", "configurations"), wall, rate < 10 ? 2 : 0, rate, a->jobs,
+            mb_plural(a->jobs, "thread", "threads"), simulated ? (double)events / simulated : 0.0);
 out:
     mb_free(done);
     mb_free(rs.line);
