@@ -148,6 +148,26 @@ static int mb_swt__metrics(const struct mb_swt__line *l, int c, struct mb_sweep_
     return 0;
 }
 
+/* An ok row's throughput is its step's: tokens/s/GPU = GBS x sequence / (step x GPUs) of its
+ * configuration (mb_step.h), each read at the 6 digits the TSV carries, so within 2e-5 (QA: a
+ * plausible but wrong throughput merged and ranked). */
+static int mb_swt__consistent(const struct mb_sweep *sw, const struct mb_swt__line *l, int c_tok,
+                              const struct mb_sweep_row *r, struct mb_err *err)
+{
+    struct mb_scenario s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_sweep_scenario(sw, r->index, &s, &e))
+        return mb_err_set(err, l->path, l->line, 1, "configuration %zu is 'ok' in the file, but this sweep rejects it: %s",
+                          r->index, e.msg);
+    double tok = (double)s.global_batch_size * s.seq_length / (r->step_time_s * s.gpus);
+    if (fabs(tok / r->tokens_per_s_per_gpu - 1) <= 2e-5)
+        return 0;
+    char exp[96];
+    snprintf(exp, sizeof exp, "%.6g, the GBS x sequence / (step x GPUs) of its step time", tok);
+    return mb_swt__err(l, c_tok, err, "tokens_per_s_per_gpu", exp);
+}
+
 /* One data line into row. */
 static int mb_swt__row(const struct mb_sweep *sw, const struct mb_swt__line *l, struct mb_sweep_row *r,
                        struct mb_err *err)
@@ -267,6 +287,8 @@ int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_par
             checked = 1;
             rc = mb_swt__same_base(sw, &r, path, l.line, err);
         }
+        if (!rc && r.status == MB_SWEEP_OK) /* tokens_per_s_per_gpu: after config, the axes, status, step */
+            rc = mb_swt__consistent(sw, &l, 3 + sw->n_axes, &r, err);
         if (!rc && fn)
             rc = fn(&r, l.line, ctx, err);
     }

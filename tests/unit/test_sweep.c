@@ -656,6 +656,13 @@ static void test_read_tsv(void **state)
         assert_non_null(strstr(msg, where));
         mb_free(bad);
     }
+    /* a throughput its own step time does not give: GBS x seq / (step x GPUs) at the TSV's 6 digits */
+    bad = set_field(text, 7, "99999999", &col);
+    assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
+    snprintf(where, sizeof where, ":2:%d: tokens_per_s_per_gpu '99999999': expected ", col);
+    assert_non_null(strstr(msg, where));
+    assert_non_null(strstr(msg, "the GBS x sequence / (step x GPUs) of its step time"));
+    mb_free(bad);
     bad = set_field(text, 9, "1.5", &col);
     assert_int_equal(read_back(&sw, path, bad, 0, &b, msg, sizeof msg), -1);
     snprintf(where, sizeof where, ":2:%d: mfu '1.5': expected a number from 0 to 1", col);
