@@ -158,8 +158,8 @@ static int mb_swt__consistent(const struct mb_sweep *sw, const struct mb_swt__li
     struct mb_err e;
     mb_err_clear(&e);
     if (mb_sweep_scenario(sw, r->index, &s, &e))
-        return mb_err_set(err, l->path, l->line, 1, "configuration %zu is 'ok' in the file, but this sweep rejects it: %s",
-                          r->index, e.msg);
+        return mb_err_set(err, l->path, l->line, 1,
+                          "configuration %zu is 'ok' in the file, but this sweep rejects it: %s", r->index, e.msg);
     double tok = (double)s.global_batch_size * s.seq_length / (r->step_time_s * s.gpus);
     if (fabs(tok / r->tokens_per_s_per_gpu - 1) <= 2e-5)
         return 0;
