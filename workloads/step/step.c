@@ -61,8 +61,6 @@ void mb_result_free(struct mb_result *r)
     r->n_ops = 0;
 }
 
-/* Engine, and per stage: compute stream, one stream per communication kind,
- * the NVLink and NIC transmit links and the host launch thread. */
 /* Size hint of the task graph: every layer op runs forward, backward and
  * maybe again in recompute, each with a host launch task and a couple of
  * edges. */
@@ -81,9 +79,11 @@ static size_t mb__tasks_estimate(const struct mb_build *b, int mbs_n)
  * 512 microbatches with drawn data) stay far below it. */
 #define MB_STEP_MAX_TASKS ((size_t)1 << 26)
 
-static void mb__engine(struct mb_build *b, int mbs_n, int critical)
+/* Engine (reserved for `est` tasks), and per stage: compute stream, one stream
+ * per communication kind, the NVLink and NIC transmit links and the host
+ * launch thread. */
+static void mb__engine(struct mb_build *b, size_t est, int critical)
 {
-    size_t est = mb__tasks_estimate(b, mbs_n);
     b->e = mb_engine_new();
     mb_engine_track_critical(b->e, critical);
     mb_engine_fold_chains(b->e, 1); /* one event per chain of compute ops; results unchanged */
@@ -112,7 +112,7 @@ static int mb__build(struct mb_build *b, int mbs_n, int critical, struct mb_err 
                           "above the limit of %.0f million: let the microbatch extension run (without --exact, or a "
                           "smaller mb_cap)",
                           mbs_n, est / 1e6, MB_STEP_MAX_TASKS / 1e6);
-    mb__engine(b, mbs_n, critical);
+    mb__engine(b, est, critical);
     mb_layout_graphs(b);
     mb_data_draw(b, mbs_n);
     /* packed sequences: attention runs within each sample (THD) */
@@ -430,20 +430,12 @@ static int mb__mb_floor(const struct mb_scenario *s)
     return (s->vpp > 1 || mb__drawn(s)) ? 4 : 2;
 }
 
-/* Extend r, simulated at m2 microbatches, to m: from its steady state w or
- * from the run r1 at fewer microbatches (freed here); then the deferred
+/* After r, simulated at m2 microbatches, was extended to m: the deferred
  * wgrad buffers, and the full simulation where the extension fell below the
  * compute floor. */
 static int mb__finish_mb(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r,
-                         struct mb_err *err, const struct mb__win *w, struct mb_result *r1)
+                         struct mb_err *err)
 {
-    if (w) {
-        mb__extend_window(s, r, w, m, m2);
-    } else {
-        int m1 = r1->microbatches;
-        mb__extend(s, r, r1, (double)(m - m2) / (m2 - m1), 0, r->model_flops * m / m2);
-        mb_result_free(r1);
-    }
     mb__extend_deferred(s, m2, m, r);
     r->microbatches = m;
     if (mb__below_floor(s, r)) {
@@ -466,7 +458,9 @@ static int mb__finish_two(const struct mb_scenario *s, int m2, int m, const stru
         mb_result_free(r);
         return mb__simulate(s, m, a, r, err);
     }
-    return mb__finish_mb(s, m2, m, a, r, err, NULL, r1);
+    mb__extend(s, r, r1, (double)(m - m2) / (m2 - r1->microbatches), 0, r->model_flops * m / m2);
+    mb_result_free(r1);
+    return mb__finish_mb(s, m2, m, a, r, err);
 }
 
 static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
@@ -494,8 +488,10 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
         aw.win_m = m;
         if (mb__simulate(s, m2, &aw, r, err))
             return -1;
-        if (w.ok)
-            return mb__finish_mb(s, m2, m, a, r, err, &w, NULL);
+        if (w.ok) {
+            mb__extend_window(s, r, &w, m, m2);
+            return mb__finish_mb(s, m2, m, a, r, err);
+        }
         /* too short for a whole period after the warm-up: the second run */
         if (mb__simulate(s, m1, &a1, &r1, err)) {
             mb_result_free(r);
