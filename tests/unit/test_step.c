@@ -58,6 +58,19 @@ static void sim(const struct mb_scenario *s, struct mb_result *r)
     }
 }
 
+/* mb_scenario_check (it must pass: the test changed fields by hand) then sim. */
+static void check_sim(struct mb_scenario *s, struct mb_result *r)
+{
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_scenario_check(s, &e)) {
+        char buf[1024];
+        mb_err_format(&e, buf, sizeof buf);
+        fail_msg("%s", buf);
+    }
+    sim(s, r);
+}
+
 /* 1F1B with p = 4 stages and m = 16 microbatches of identical layers: the
  * closed form gives bubble fraction (p-1)/(m+p-1) = 3/19 = 0.158 of the
  * pipeline time (optimizer excluded). The simulated stages also pay p2p
@@ -322,12 +335,9 @@ static void test_no_sequence_parallel(void **state)
     s.gpus = 8;
     s.tp = 2;
     s.sequence_parallel = 1;
-    mb_err_clear(&e);
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &on);
+    check_sim(&s, &on);
     s.sequence_parallel = 0;
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &off);
+    check_sim(&s, &off);
     double d = off.mem.per_stage[1].activations - on.mem.per_stage[1].activations, want = 12 * 10.0 * 4096 * 4096 / 2;
     if (fabs(d / want - 1) > 1e-9)
         fail_msg("SP off adds %.0f B of stage-1 activations, expected %.0f", d, want);
@@ -445,8 +455,7 @@ static void test_fsdp_pp(void **state)
     assert_true(fabs(m->optimizer / (24 * L) - 1) < 0.005);
     assert_true(g.step_time_s == f.step_time_s);
     s.strategy = MB_STRAT_3D;
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &d);
+    check_sim(&s, &d);
     assert_true(fabs(d.mem.per_stage[0].grads / (16 * L) - 1) < 0.005);
     assert_true(fabs(d.mem.per_stage[0].optimizer / (24 * L) - 1) < 0.005);
     mb_scenario_free(&s);
@@ -483,14 +492,11 @@ static double quant_weights_extra(const char *path, const char *precision, int f
 {
     struct mb_scenario s;
     struct mb_result r, b;
-    struct mb_err e;
     load(path, &s);
     sim(&s, &b);
     assert_int_equal(mb_precision_parse(precision, &s.prec), 0);
     s.fp8_param_gather = fp8pg;
-    mb_err_clear(&e);
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &r);
+    check_sim(&s, &r);
     double d = r.mem.per_stage[1].weights - b.mem.per_stage[1].weights;
     mb_result_free(&r);
     mb_result_free(&b);
@@ -1161,7 +1167,6 @@ static double moe_layer_mem(const char *name)
     snprintf(p, sizeof p, "tests/data/step/moe_perf/%s.yaml", name);
     struct mb_scenario s;
     struct mb_result r, t;
-    struct mb_err e;
     load(p, &s);
     /* the scenarios carry the benchmark's GELU, unfused experts (docs/modeling.md) */
     assert_true(s.model.act == MB_ACT_GELU && !s.bias_act_fusion);
@@ -1171,9 +1176,7 @@ static double moe_layer_mem(const char *name)
     s.model.shared_ffn_hidden = 0;
     s.model.ffn_hidden = 8;
     s.ep = 1;
-    mb_err_clear(&e);
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &t);
+    check_sim(&s, &t);
     const struct mb_memory_stage *a = &r.mem.per_stage[0], *b = &t.mem.per_stage[0];
     /* the layer's bf16 parameters on the rank: under FP8 mbsim's training step holds TE's cached
      * FP8 copy (data and transpose, 2 B on Hopper) beside each bf16 weight, so they are half of its
@@ -1277,12 +1280,9 @@ static void test_ep_overlap_interleaved(void **state)
     s.pp = 2;
     s.vpp = 2;
     s.ep = 8;
-    mb_err_clear(&e);
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &off);
+    check_sim(&s, &off);
     s.overlap_ep_comm = 1;
-    assert_int_equal(mb_scenario_check(&s, &e), 0);
-    sim(&s, &on);
+    check_sim(&s, &on);
     double ratio = on.mem.per_stage[0].activations / off.mem.per_stage[0].activations;
     if (fabs(ratio - 61.0 / 60.0) > 0.002)
         fail_msg("stage-0 activation peak ratio %.4f, expected 61/60", ratio);
