@@ -1987,6 +1987,49 @@ static void test_moe_options(void **state)
     mb_scenario_free(&s);
 }
 
+/*
+ * Selective recompute frees a checkpointed region's outputs and keeps its inputs (Megatron-Core's
+ * CheckpointWithoutOutput saves the function's arguments; discard_output_and_register_recompute
+ * frees its output; NVIDIA/Megatron-LM@d98e8a64 megatron/core/tensor_parallel/random.py). On
+ * Moonlight-16B-A3B (tests/data/step/moonlight_ep16.yaml: TP 1, PP 1, EP 16, s 4096, MBS 1,
+ * balanced top-6 routing, 26 MoE layers of expert width 1408, 27 MLA layers of 16 heads, q/k
+ * head 128 + 64 rope, v 128; one microbatch in flight at the peak), by hand:
+ * - moe_act checkpoints the experts' activation alone (experts.py TEGroupedMLP.forward): the fc1
+ *   output [4096 x 6, 2 x 1408] stays (the checkpoint's input), the activation output
+ *   [4096 x 6, 1408] bf16 that fc2 saved goes: 26 x 24,576 x 1408 x 2 B = 1,799,356,416 B less
+ *   (before 2026-12 the fc1 output went instead: twice that);
+ * - mla_up_proj checkpoints qkv_up_proj_and_rope_apply (multi_latent_attention.py): its inputs
+ *   (the hidden states, the compressed kv) stay; q, k, v [4096, 16, 192 + 192 + 128] bf16 go:
+ *   27 x 4096 x 16 x 512 x 2 B = 1,811,939,328 B less (before 2026-12 also the compressed kv).
+ * Whole-MoE recompute checkpoints the block around the activation, so moe_act beside it frees
+ * nothing more and keeps nothing back: the same activations as moe alone.
+ */
+static void test_recompute_boundaries(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result n, a, u;
+    load("tests/data/step/moonlight_ep16.yaml", &s);
+    sim(&s, &n);
+    s.recompute = MB_RC_SELECTIVE;
+    s.recompute_modules = MB_RCM_MOE_ACT;
+    sim(&s, &a);
+    s.recompute_modules = MB_RCM_MLA_UP_PROJ;
+    sim(&s, &u);
+    const double act = 26 * 24576.0 * 1408 * 2, qkv = 27 * 4096.0 * 16 * 512 * 2;
+    if (fabs(n.mem.activations - a.mem.activations - act) > 1)
+        fail_msg("moe_act frees %.0f B, expected %.0f", n.mem.activations - a.mem.activations, act);
+    if (fabs(n.mem.activations - u.mem.activations - qkv) > 1)
+        fail_msg("mla_up_proj frees %.0f B, expected %.0f", n.mem.activations - u.mem.activations, qkv);
+    struct mb_result m, mm;
+    s.recompute_modules = MB_RCM_MOE;
+    sim(&s, &m);
+    s.recompute_modules = MB_RCM_MOE | MB_RCM_MOE_ACT;
+    sim(&s, &mm);
+    assert_true(m.mem.activations < a.mem.activations && mm.mem.activations == m.mem.activations);
+    mb_scenario_free(&s);
+}
+
 /* Memory of oom_edge.yaml at a given sequence length (scenario loaded afresh, as a user would). */
 /*
  * Loss working set (tests/data/step/oom_edge.yaml: one H100, T = 8192 tokens, V = 32,000, TP 1):
@@ -2277,7 +2320,7 @@ int main(void)
         cmocka_unit_test(test_framework_power_cap), cmocka_unit_test(test_framework_overlap), cmocka_unit_test(test_framework_step_overhead),
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_gpu_memory), cmocka_unit_test(test_loss_memory),
-        cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_dispatcher_buffers),
+        cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_recompute_boundaries), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),
         cmocka_unit_test(test_quantized_weights),
         cmocka_unit_test(test_quantized_weight_gather),

@@ -47,9 +47,9 @@ static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist 
     double sum = 0;
     for (int i = 0; i < l->n; i++) {
         const struct mb_op *o = &l->op[i];
-        if (s->recompute == MB_RC_SELECTIVE && (o->module & s->recompute_modules))
-            continue;
         sum += o->saved;
+        if (s->recompute == MB_RC_SELECTIVE)
+            sum -= mb_op_rc_freed(o, s->recompute_modules);
     }
     if (s->recompute == MB_RC_SELECTIVE && (s->recompute_modules & MB_RCM_MOE))
         sum += l->input_bytes; /* the checkpointed MoE keeps its input */

@@ -15,7 +15,12 @@ static double mb__tokens(const struct mb_scenario *s)
 }
 
 /* Q/K/V projections of MLA: q (optionally through the q LoRA rank), the
- * compressed kv and its up-projection, and rope. *dq, *dv: head dims. */
+ * compressed kv and its up-projection, and rope. *dq, *dv: head dims.
+ * mla_up_proj recompute checkpoints qkv_up_proj_and_rope_apply (the q up- or,
+ * without a q LoRA, the whole q projection, the kv up-projection and rope;
+ * NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/multi_latent_attention.py):
+ * its inputs stay saved (the projections' saved inputs: rc_kept), its outputs q,
+ * k, v (the rope op's saved bytes, which core attention keeps) are freed. */
 static void mb__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen, double *dq, double *dv)
 {
     const struct mb_model *m = b->m;
@@ -24,20 +29,28 @@ static void mb__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int fro
     enum mb_cat cat = MB_CAT_ATTN;
     *dq = m->qk_head_dim + m->qk_rope_head_dim;
     *dv = m->v_head_dim;
+    int q, kv;
     if (m->q_lora_rank > 0) {
         mb_ops_gemm(b, l, "linear_q_down_proj", cat, 0, g, T, m->q_lora_rank, h, Tsp * h * BF16, frozen);
         mb_ops_mem(b, l, "q_layernorm", cat, MB_RCM_LAYERNORM, g, 2 * T * m->q_lora_rank * BF16,
                    T * m->q_lora_rank * BF16);
+        q = l->n;
         mb_ops_gemm(b, l, "linear_q_up_proj", cat, MB_RCM_MLA_UP_PROJ, g, T, nl * *dq, m->q_lora_rank,
                     T * m->q_lora_rank * BF16, frozen);
     } else {
-        mb_ops_gemm(b, l, "linear_q_proj", cat, 0, g, T, nl * *dq, h, Tsp * h * BF16, frozen);
+        q = l->n;
+        mb_ops_gemm(b, l, "linear_q_proj", cat, MB_RCM_MLA_UP_PROJ, g, T, nl * *dq, h, Tsp * h * BF16, frozen);
     }
+    l->op[q].rc_kept = l->op[q].saved;
+    l->op[q].rc_keeps = MB_RCM_MLA_UP_PROJ;
     mb_ops_gemm(b, l, "linear_kv_down_proj", cat, 0, g, T, m->kv_lora_rank + m->qk_rope_head_dim, h, 0, frozen);
     mb_ops_mem(b, l, "kv_layernorm", cat, MB_RCM_LAYERNORM, g, 2 * T * m->kv_lora_rank * BF16,
                T * m->kv_lora_rank * BF16);
+    kv = l->n;
     mb_ops_gemm(b, l, "linear_kv_up_proj", cat, MB_RCM_MLA_UP_PROJ, g, T, nl * (m->qk_head_dim + *dv),
                 m->kv_lora_rank, T * m->kv_lora_rank * BF16, frozen);
+    l->op[kv].rc_kept = l->op[kv].saved;
+    l->op[kv].rc_keeps = MB_RCM_MLA_UP_PROJ;
     /* rope on q and k: read + write */
     mb_ops_mem(b, l, "rope", cat, MB_RCM_MLA_UP_PROJ, g, 2 * T * nl * (*dq + *dq + *dv) * BF16,
                T * nl * (*dq + *dq + *dv) * BF16);

@@ -247,11 +247,17 @@ static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb
     if (pad > 0)
         mb_ops_mem_sym(b, l, "fp8_padding", MB_CAT_EXPERTS, MB_RCM_MOE, x->g_moe, pad, 0);
     mb_ops_grouped(b, l, "expert_fc1", x->g_moe, x->groups, tpg, up * fe, h, x->recv * h * BF16);
+    /* moe_act recompute checkpoints the activation alone (CheckpointWithoutOutput around bias_act_func,
+     * NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/moe/experts.py TEGroupedMLP.forward): its
+     * input, the fc1 output, stays saved; its output, fc2's saved input, is freed */
     mb_ops_mem(b, l, "expert_act", MB_CAT_EXPERTS, MB_RCM_MOE_ACT, x->g_moe, (up + 1) * x->recv * fe * BF16,
                up * x->recv * fe * BF16);
+    l->op[l->n - 1].rc_kept = up * x->recv * fe * BF16;
+    l->op[l->n - 1].rc_keeps = MB_RCM_MOE_ACT;
     if (!b->s->bias_act_fusion)
         mb__eager_act(b, &l->op[l->n - 1], up, x->recv * fe);
     mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
+    l->op[l->n - 1].rc_frees = MB_RCM_MOE_ACT;
     if (pad > 0)
         mb_ops_mem_sym(b, l, "fp8_unpadding", MB_CAT_EXPERTS, MB_RCM_MOE, x->g_moe, pad, 0);
     mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);

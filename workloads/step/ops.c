@@ -285,18 +285,22 @@ void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
 static int mb__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc_mask)
 {
     return q->type == MB_OP_COMP && o->type == MB_OP_COMP && q->cat == o->cat &&
-           (q->module & rc_mask) == (o->module & rc_mask) && q->region == o->region && !o->host_sync &&
-           q->fwd > 0 && o->fwd > 0;
+           (q->module & rc_mask) == (o->module & rc_mask) && (q->rc_frees & rc_mask) == (o->rc_frees & rc_mask) &&
+           (q->rc_keeps & rc_mask) == (o->rc_keeps & rc_mask) &&
+           q->region == o->region && !o->host_sync && q->fwd > 0 && o->fwd > 0;
 }
 
 /* Fused op q takes in the op o after it: times, saved bytes, kernel counts and work add up. */
 static void mb__fuse_into(struct mb_op *q, const struct mb_op *o)
 {
     q->module |= o->module;
+    q->rc_keeps |= o->rc_keeps;
+    q->rc_frees |= o->rc_frees;
     q->fwd += o->fwd;
     q->bwd += o->bwd;
     q->bwd_dgrad_only += o->bwd_dgrad_only;
     q->saved += o->saved;
+    q->rc_kept += o->rc_kept;
     q->bwd_ws = fmax(q->bwd_ws, o->bwd_ws);
     q->kf += o->kf;
     q->kb += o->kb;

@@ -58,6 +58,12 @@ struct mb_op {
     const char *name;         /* Megatron-style op name ("linear_fc1", "core_attn", "ep dispatch") */
     enum mb_cat cat;          /* breakdown category of compute */
     unsigned module;          /* MB_RCM_* module this op belongs to (0 = none) */
+    double rc_kept;           /* of `saved`, the bytes recomputing a module of rc_keeps (and none larger
+                               * around it) keeps: the input of that checkpointed region, which
+                               * Megatron-Core's CheckpointWithoutOutput saves */
+    unsigned rc_keeps;        /* MB_RCM_* modules whose region input rc_kept is */
+    unsigned rc_frees;        /* MB_RCM_* modules outside `module` whose recompute frees this op's saved
+                               * bytes: it saves the region's output (discard_output_and_register_recompute) */
     double fwd, bwd;          /* compute seconds (bwd: dgrad + wgrad, or 0 if not needed) */
     double bwd_dgrad_only;    /* bwd seconds when weights are frozen (dgrad only) */
     double flop_f, flop_b;    /* FLOP forward / backward (dgrad + wgrad); 0 for memory-bound ops */
@@ -255,6 +261,18 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h);
 void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd);
+/* Bytes of op o's saved ones that selective recompute of the modules in `mask` frees: all of
+ * them in a recomputed module, but rc_kept where only modules of rc_keeps are recomputed (the op
+ * holds their region's input); all of them where the op saves a recomputed region's output
+ * (Megatron-Core's CheckpointWithoutOutput keeps the checkpointed function's arguments and frees
+ * its output, NVIDIA/Megatron-LM@d98e8a64 megatron/core/tensor_parallel/random.py). */
+static inline double mb_op_rc_freed(const struct mb_op *o, unsigned mask)
+{
+    unsigned in = o->module & mask;
+    if (in)
+        return (in & ~o->rc_keeps) ? o->saved : o->saved - o->rc_kept;
+    return (o->rc_frees & mask) ? o->saved : 0;
+}
 void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
 void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts);
 /* Append op o, index `part` of the unfused list, to the fused list l: into its
