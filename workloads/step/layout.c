@@ -95,32 +95,45 @@ void mb_layout_build(struct mb_build *b, int mbs_n)
     mb__params(b);
 }
 
-/* CUDA-graph regions (graphs) in one layer's op list. */
-static int mb__regions(const struct mb_oplist *L)
+/* Static graph inputs that duplicate a tensor eager execution holds anyway, on one virtual stage
+ * vs of nv: a captured region whose input is the previous region's static output (two graphs
+ * back to back, in one layer or across layers) or the activation received from the previous
+ * pipeline stage (the schedule keeps it for the backward); plus the last region's static output on
+ * a stage that sends it on, which eager execution frees once sent (deallocate_output_tensor,
+ * NVIDIA/Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py). A region fed by an
+ * eager op gets no count: the eager output is freed once copied in, and the static input is the
+ * tensor the region saves, already counted as its activation. *graphed is set when vs has a region. */
+static int mb__graph_copies(struct mb_build *b, int vs, int nv, int *graphed)
 {
-    int nreg = 0, last = 0;
-    for (int q = 0; q < L->n; q++)
-        if (L->op[q].region && L->op[q].region != last) {
-            nreg++;
-            last = L->op[q].region;
+    const struct mb_layout *lay = &b->lay;
+    int n = 0, prev = vs > 0 ? -1 : 0; /* region of the op before; -1: a tensor held anyway */
+    for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++) {
+        const struct mb_oplist *L = mb_plan_layer(b, i);
+        if (prev > 0)
+            prev = -1; /* another layer's graph, whatever its id */
+        for (int q = 0; q < L->n; q++) {
+            int r = L->op[q].region;
+            n += r && prev && r != prev;
+            *graphed |= r != 0;
+            prev = r;
         }
-    return nreg;
+    }
+    return n + (vs < nv - 1 && prev != 0);
 }
 
 /* CUDA-graph memory.
- * Scoped graphs: TE's make_graphed_callables (Megatron-Core
- * --cuda-graph-impl transformer_engine) captures a forward and a backward
- * graph per captured module, layer and microbatch, each with static input
- * and output tensors: 2 hidden-state buffers [s/tp, b, h] per graph and
- * direction. The buffers of microbatches not in flight are reused, so a
- * stage holds those of its in-flight chunk-forwards, like its activations
- * (keeping all microbatches' would put the published Qwen3-30B-A3B H100
- * run with scoped graphs, which ran in 80 GB, at ~190 GiB). Each buffer is
- * its own allocation in the graphs' private pool, which never uses
- * expandable segments: a buffer takes at least a 2 MiB segment (requests of
- * <= 1 MiB are packed into 2 MiB segments, larger ones rounded up to 2 MiB),
- * which is what short sequences pay. The pool's intermediate tensors are the
- * activations already counted.
+ * Scoped graphs: TE's make_graphed_callables (Megatron-Core --cuda-graph-impl transformer_engine)
+ * captures a forward and a backward graph per captured module, layer and microbatch. With TE >= 2.7
+ * Megatron passes _reuse_graph_input_output_buffers=True (NVIDIA/Megatron-LM@d98e8a64
+ * megatron/core/transformer/cuda_graphs.py), and TE (NVIDIA/TransformerEngine@d0067d0d
+ * transformer_engine/pytorch/graph.py): reuses a microbatch's static inputs for a later one once
+ * its backward is done, so a region holds them for the microbatches in flight; keeps a static
+ * output only until its backward (weak reference after); shares one static grad-output buffer per
+ * shape across all graphs; drops each grad input after the next backward. What this adds to eager
+ * execution is the copies of mb__graph_copies per microbatch in flight, and the shared grad output
+ * [s/tp, b, h] of the stage. Each is an allocation of the graphs' private pool, which never uses
+ * expandable segments: at least a 2 MiB segment (mb_memory_segment), which is what short sequences
+ * pay. The graphs' saved tensors are the activations already counted.
  * Full-iteration graph (Megatron-Core full_cuda_graph.py): the whole
  * forward-backward of every microbatch is one graph; its StaticBufferLoader
  * keeps a static copy of every microbatch's input batch for the step (tokens
@@ -155,11 +168,10 @@ void mb_layout_graphs(struct mb_build *b)
         if (inflight > m_all * v)
             inflight = m_all * v;
         double per_chunk_mb = (double)inflight / v; /* microbatches in flight per chunk */
-        for (int c = 0; c < v; c++) {
-            int vs = c * p + st;
-            for (int i = lay->first[vs]; i < lay->first[vs] + lay->count[vs]; i++)
-                lay->graph_bytes_stage[st] += mb__regions(mb_plan_layer(b, i)) * 2.0 * 2.0 * seg * per_chunk_mb;
-        }
+        int copies = 0, graphed = 0;
+        for (int c = 0; c < v; c++)
+            copies += mb__graph_copies(b, c * p + st, p * v, &graphed);
+        lay->graph_bytes_stage[st] = graphed ? seg * (copies * per_chunk_mb + 1) : 0;
     }
 }
 
