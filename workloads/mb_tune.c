@@ -412,6 +412,7 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
         path[k].strategy = k == 0 ? MB_STRAT_FSDP : MB_STRAT_3D;
         path[k].meas_tokens_per_s_per_gpu = path[k].meas_model_tflops_per_gpu = path[k].meas_step_time_s = 0;
         path[k].meas_peak_memory_gib = 0;
+        path[k].meas_oom = 0;
         path[k].meas_source[0] = '\0';
         if (k == 0) {
             path[k].pp = 1;

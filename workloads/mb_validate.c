@@ -637,19 +637,21 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
         skip_row(r, why);
         return;
     }
-    if (!strcmp(r->metric, MB_VAL_TOKENS))
-        pred = res.tokens_per_s_per_gpu;
-    else if (!strcmp(r->metric, MB_VAL_STEP))
-        pred = res.step_time_s;
-    else
-        pred = res.model_tflops_per_gpu;
-    if (!isfinite(pred) || pred <= 0) {
-        snprintf(why, sizeof why, "simulation gave no %s", r->metric);
-        skip_row(r, why);
-        return;
+    if (!r->mem_only) { /* a memory-only row has no time to compare */
+        if (!strcmp(r->metric, MB_VAL_TOKENS))
+            pred = res.tokens_per_s_per_gpu;
+        else if (!strcmp(r->metric, MB_VAL_STEP))
+            pred = res.step_time_s;
+        else
+            pred = res.model_tflops_per_gpu;
+        if (!isfinite(pred) || pred <= 0) {
+            snprintf(why, sizeof why, "simulation gave no %s", r->metric);
+            skip_row(r, why);
+            return;
+        }
+        r->predicted = pred;
+        r->err_pct = (pred - r->measured) / r->measured * 100.0;
     }
-    r->predicted = pred;
-    r->err_pct = (pred - r->measured) / r->measured * 100.0;
     row_memory(r, &res.mem);
     if (fsdp_group > 0 && s->strategy == MB_STRAT_FSDP && fsdp_group != s->dp)
         snprintf(r->note, sizeof r->note, "FSDP sharding group %d differs from DP %d (simulated over DP)",
@@ -2783,9 +2785,13 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
         r->meas_mem_gib = s.meas_peak_memory_gib;
         copy_str(r->mem_from, sizeof r->mem_from, "scenario");
     }
-    if (s.meas_tokens_per_s_per_gpu <= 0 && s.meas_step_time_s <= 0 && s.meas_model_tflops_per_gpu <= 0)
+    r->reported_oom = s.meas_oom;
+    int timed = s.meas_tokens_per_s_per_gpu > 0 || s.meas_step_time_s > 0 || s.meas_model_tflops_per_gpu > 0;
+    r->mem_only = !timed && (s.meas_oom || s.meas_peak_memory_gib > 0);
+    if (!timed && !r->mem_only)
         skip_row(r, "no measured block");
-    else if (pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
+    else if (r->mem_only ||
+             pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
         s.roofline |= out->roofline;
         if (out->parse_only) {
             skip_row(r, "parse only");
@@ -2824,7 +2830,7 @@ static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t fiel
     size_t i, n = 0, ng = 0;
     for (i = 0; i < s->n_rows; i++) {
         const struct mb_val_row *r = &s->rows[i];
-        if (r->skipped || (skip_empty && !((const char *)r + field_off)[0]))
+        if (r->skipped || r->mem_only || (skip_empty && !((const char *)r + field_off)[0]))
             continue;
         nv[n].name = (const char *)r + field_off;
         nv[n].v = fabs(r->err_pct);
@@ -2890,6 +2896,8 @@ void mb_validate_finish(struct mb_val_summary *out)
             why[ns++] = r->reason;
             continue;
         }
+        if (r->mem_only)
+            continue;
         if (out->max_ape_row == (size_t)-1 || fabs(r->err_pct) > fabs(out->rows[out->max_ape_row].err_pct))
             out->max_ape_row = i;
         e[n++] = r->err_pct;
@@ -2911,7 +2919,7 @@ void mb_validate_finish(struct mb_val_summary *out)
         out->n_recipe_bad = 0;
         for (i = 0; i < out->n_rows; i++) {
             const struct mb_val_row *r = &out->rows[i];
-            if (r->skipped)
+            if (r->skipped || r->mem_only)
                 continue;
             sg[ns2++] = r->err_pct;
             if (r->layout_mismatch)
@@ -3082,6 +3090,21 @@ static void print_memory_summary(const struct mb_val_summary *s, FILE *fp)
     }
 }
 
+/* The rows reported out of memory, each with its verdict and device memory. */
+static void print_reported_oom(const struct mb_val_summary *s, FILE *fp)
+{
+    int any = 0;
+    for (size_t i = 0; i < s->n_rows; i++) {
+        const struct mb_val_row *r = &s->rows[i];
+        if (r->skipped || !r->reported_oom)
+            continue;
+        if (!any++)
+            fprintf(fp, "\n%-56s %-8s %12s %12s\n", "reported OOM", "verdict", "device GiB", "capacity");
+        fprintf(fp, "%-56s %-8s %12.2f %12.2f\n", r->id, mb_memory_verdict_name((enum mb_mem_verdict)r->verdict),
+                r->device_gib, r->capacity_gib);
+    }
+}
+
 void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
 {
     size_t i;
@@ -3091,7 +3114,7 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
             "predicted", "err%");
     for (i = 0; i < s->n_rows; i++) {
         const struct mb_val_row *r = &s->rows[i];
-        if (r->skipped)
+        if (r->skipped || r->mem_only)
             continue;
         row_id40(id, sizeof id, r->id);
         /* the note is cut at 200 characters here; --json has it whole */
@@ -3113,6 +3136,7 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
                     r->pred_mem_gib, r->mem_err_pct, r->reported_oom ? "  # reported OOM: not in the memory MAPE" : "");
         }
     }
+    print_reported_oom(s, fp);
     fprintf(fp, "\npredicted rows: %zu of %zu\n", s->n_predicted, s->n_rows);
     fprintf(fp, "skipped rows: %zu\n", s->n_skipped);
     for (i = 0; i < s->n_reasons; i++)
@@ -3217,8 +3241,12 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
             json_object_set_new(o, "skipped", json_true());
             json_object_set_new(o, "reason", json_string(r->reason));
         } else {
-            json_object_set_new(o, "predicted", jnum(r->predicted));
-            json_object_set_new(o, "err_pct", jnum(r->err_pct));
+            if (r->mem_only) {
+                json_object_set_new(o, "memory_only", json_true());
+            } else {
+                json_object_set_new(o, "predicted", jnum(r->predicted));
+                json_object_set_new(o, "err_pct", jnum(r->err_pct));
+            }
             if (r->note[0])
                 json_object_set_new(o, "note", json_string(r->note));
             if (r->flops_conv[0]) {

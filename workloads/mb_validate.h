@@ -79,6 +79,7 @@ struct mb_val_row {
                                NVIDIA-NeMo/Megatron-Bridge@55c4e667 (2026-05-08) reduced it over the PP
                                group, so it is compared with the last stage's rank; the others with
                                the largest over the stages' ranks */
+    int mem_only;           /* 1: a scenario file with no measured time: compared on memory alone */
     int mem_compared;       /* 1: a predicted row with a measured peak; pred_mem_gib and mem_err_pct set */
     double pred_mem_gib;    /* predicted peak of mem_kind: the largest over the pipeline stages' ranks, or
                                the last stage's for a "notes" peak */

@@ -86,7 +86,8 @@ static int read_baseline(json_t *root, const char *path, struct side **out, size
             return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'metric' is not a string", i,
                                       v[i].id));
         v[i].metric = met ? json_string_value(met) : "";
-        v[i].skipped = json_is_true(json_object_get(o, "skipped"));
+        /* a memory-only row has no time to drift: compared as skipped */
+        v[i].skipped = json_is_true(json_object_get(o, "skipped")) || json_is_true(json_object_get(o, "memory_only"));
         v[i].reason = json_is_string(json_object_get(o, "reason")) ? json_string_value(json_object_get(o, "reason")) : "";
         static const char *const keys[] = {"measured", "predicted", "err_pct"};
         double *dst[] = {&v[i].measured, &v[i].predicted, &v[i].err_pct};
@@ -151,7 +152,8 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
     struct side *nw = mb_calloc(n_new + 1, sizeof *nw);
     for (size_t i = 0; i < n_new; i++) {
         const struct mb_val_row *r = &now->rows[i];
-        nw[i] = (struct side){r->id, 0, r->metric, r->skipped, r->measured, r->predicted, r->err_pct, r->reason, 0};
+        nw[i] = (struct side){r->id, 0, r->metric, r->skipped || r->mem_only, r->measured, r->predicted, r->err_pct,
+                              r->reason, 0};
     }
     number(nw, n_new);
     out->n_old = n_old;

@@ -232,8 +232,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                 s->system.power_cap, s->system.power_tdp, s->system.power_clock_scale);
     if (!r->fw_on)
         fprintf(fp, "  framework: off (roofline-only mode)\n");
-    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
+    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
+        s->meas_oom) {
         fprintf(fp, "  measured:");
+        if (s->meas_oom)
+            fprintf(fp, " out of memory (predicted: %s)", mb_memory_verdict_name(r->mem.verdict));
         if (s->meas_tokens_per_s_per_gpu > 0)
             fprintf(fp, " %.1f tokens/s/GPU (%+.1f %%)", s->meas_tokens_per_s_per_gpu,
                     100 * (r->tokens_per_s_per_gpu - s->meas_tokens_per_s_per_gpu) / s->meas_tokens_per_s_per_gpu);
@@ -384,8 +387,11 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(fw, "power_cap_w", s->system.power_cap > 0 ? json_real(s->system.power_cap) : json_null());
     json_object_set_new(fw, "power_clock_scale", json_real(r->fw_on ? s->system.power_clock_scale : 1));
     json_object_set_new(o, "framework", fw);
-    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0) {
+    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
+        s->meas_oom) {
         json_t *me = json_object();
+        if (s->meas_oom)
+            json_object_set_new(me, "oom", json_true());
         if (s->meas_tokens_per_s_per_gpu > 0)
             json_object_set_new(me, "tokens_per_s_per_gpu", json_real(s->meas_tokens_per_s_per_gpu));
         if (s->meas_model_tflops_per_gpu > 0)

@@ -171,7 +171,7 @@ static const struct kcase cases[] = {
 static const char *const special_keys[] = {
     "schema_version", "name", "model", "system.preset", "data.images", "calibration.table",
     "measured.tokens_per_s_per_gpu", "measured.model_tflops_per_gpu", "measured.step_time_s",
-    "measured.peak_memory_gib", "measured.source", NULL};
+    "measured.peak_memory_gib", "measured.oom", "measured.source", NULL};
 
 /* The field of case c in s holds the case's value. */
 static void expect_field(const struct mb_scenario *s, const struct kcase *c, const char *when)
@@ -389,6 +389,7 @@ static void test_roundtrip_special_keys(void **state)
     s.meas_model_tflops_per_gpu = 456.25;
     s.meas_step_time_s = 12.5;
     s.meas_peak_memory_gib = 70.125;
+    s.meas_oom = 1;
     snprintf(s.meas_source, sizeof s.meas_source, "row 7: \"quoted\", #hash");
     round_trip(&s, &back);
     assert_string_equal(back.name, "keys: round-trip #1");
@@ -407,6 +408,7 @@ static void test_roundtrip_special_keys(void **state)
     assert_true(back.meas_model_tflops_per_gpu == 456.25);
     assert_true(back.meas_step_time_s == 12.5);
     assert_true(back.meas_peak_memory_gib == 70.125);
+    assert_int_equal(back.meas_oom, 1);
     assert_string_equal(back.meas_source, "row 7: \"quoted\", #hash");
     mb_scenario_free(&back);
 

@@ -748,7 +748,8 @@ static void test_graph_memory(void **state)
     sim(&s, &r);
     for (int st = 0; st < 4; st++)
         if (fabs(r.mem.per_stage[st].graphs / (attn_bufs[st] * buf) - 1) > 1e-9)
-            fail_msg("attn: stage %d graphs %.6g B, expected %.6g", st, r.mem.per_stage[st].graphs, attn_bufs[st] * buf);
+            fail_msg("attn: stage %d graphs %.6g B, expected %.6g", st, r.mem.per_stage[st].graphs,
+                     attn_bufs[st] * buf);
     /* short sequences: at s = 128 a buffer is 128 x 4096 x 2 B = 1 MiB, a small request that the
      * private pool packs into its own 2 MiB segment: stage 0 holds 17 x 2 MiB */
     s.cuda_graph = MB_CG_LAYER;
@@ -2078,21 +2079,23 @@ static void test_recompute_card_memory(void **state)
 
 /*
  * The four Nemotron 3 Nano experiments of the same card that ran out of memory on 80 GB H100
- * (status OOM_iteration_1/2: empty_control, core_attn, moe_act, layernorm_plus_moe_act), the moe
- * run's recipe with their recompute modules: none may be predicted to fit.
+ * (status OOM_iteration_1/2; scenarios/measured/nemotron_3_nano_h100_16_*.yaml with measured.oom):
+ * none may be predicted to fit.
  */
 static void test_recompute_card_oom(void **state)
 {
     (void)state;
-    static const unsigned mods[] = {0, MB_RCM_CORE_ATTN, MB_RCM_MOE_ACT, MB_RCM_LAYERNORM | MB_RCM_MOE_ACT};
-    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
+    static const char *const exp[] = {"empty_control", "core_attn", "moe_act", "layernorm_moe_act"};
+    for (size_t i = 0; i < sizeof exp / sizeof exp[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "scenarios/measured/nemotron_3_nano_h100_16_%s.yaml", exp[i]);
         struct mb_scenario s;
         struct mb_result r;
-        load("scenarios/measured/nemotron_3_nano_h100_16_moe.yaml", &s);
-        s.recompute_modules = mods[i];
+        load(path, &s);
+        assert_true(s.meas_oom);
         sim(&s, &r);
         if (r.mem.verdict == MB_MEM_FITS)
-            fail_msg("recompute modules 0x%x: predicted to fit (device %.2f GiB), the run went OOM", mods[i],
+            fail_msg("%s: predicted to fit (device %.2f GiB), the run went OOM", exp[i],
                      r.mem.device / (1024.0 * 1024 * 1024));
         mb_scenario_free(&s);
     }

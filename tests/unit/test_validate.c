@@ -476,6 +476,67 @@ static void test_scenario_files(void **state)
     mb_validate_free(&s);
 }
 
+/* Scenario files with no measured time: a reported OOM (measured.oom) and a peak alone are
+ * predicted for memory only. They stay out of the time MAPE, which is tiny_measured's own error;
+ * the OOM run counts as reported OOM (predicted to fit: the tiny model needs a few MiB), the peak
+ * in the memory MAPE beside tiny_measured's (the same run, so the same predicted peak). In --json
+ * they are memory_only, without predicted, and a baseline of that JSON shows no drift. */
+static void test_memory_only_scenarios(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    const char *paths[] = {FIX "tiny_measured.yaml", FIX "tiny_oom.yaml", FIX "tiny_peak_only.yaml"};
+    mb_err_clear(&e);
+    if (mb_validate_scenario_files(paths, 3, &s, &e) != 0) {
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        fail_msg("%s", msgbuf);
+    }
+    assert_int_equal(s.n_rows, 3);
+    assert_int_equal(s.n_predicted, 3);
+    assert_false(s.rows[0].mem_only);
+    assert_true(s.rows[1].mem_only && s.rows[1].reported_oom && !s.rows[1].skipped);
+    assert_true(s.rows[2].mem_only && !s.rows[2].reported_oom && s.rows[2].mem_compared);
+    assert_true(mb_dbl_eq(s.mape_pct, fabs(s.rows[0].err_pct)));
+    assert_int_equal(s.n_by_metric, 1);
+    assert_int_equal(s.by_metric[0].n, 1);
+    assert_int_equal(s.n_reported_oom, 1);
+    assert_int_equal(s.n_reported_oom_pred_fits, 1);
+    assert_int_equal(s.n_ran, 2);
+    assert_int_equal(s.n_mem, 2);
+    assert_true(mb_dbl_eq(s.rows[2].pred_mem_gib, s.rows[0].pred_mem_gib));
+    assert_true(mb_dbl_eq(s.mape_mem_pct, fabs(s.rows[0].mem_err_pct)));
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    assert_int_equal(mb_validate_print_json(&s, fp), 0);
+    fclose(fp);
+    assert_non_null(strstr(buf, "\"memory_only\": true"));
+    char tmp[] = "/tmp/mbsim_memory_only_XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    fp = fdopen(fd, "w");
+    assert_non_null(fp);
+    fputs(buf, fp);
+    fclose(fp);
+    free(buf);
+    struct mb_val_drift d;
+    assert_int_equal(mb_validate_drift(&s, tmp, 5, &d, &e), 0);
+    assert_int_equal(d.n_kind[MB_DRIFT_SAME], 3);
+    mb_validate_drift_free(&d);
+    remove(tmp);
+
+    buf = NULL;
+    fp = open_memstream(&buf, &len);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "reported OOM"));
+    assert_null(strstr(buf, "tiny_peak_only                           tiny")); /* not in the time table */
+    free(buf);
+    mb_validate_free(&s);
+}
+
 /* Step 8 (bad input): broken CSV fixtures fail with exact messages. */
 static void test_bad_csv(void **state)
 {
@@ -1961,7 +2022,7 @@ int main(void)
         cmocka_unit_test(test_stats),          cmocka_unit_test(test_recompute_cells),
         cmocka_unit_test(test_system_map),     cmocka_unit_test(test_precision_map),
         cmocka_unit_test(test_small_csv), cmocka_unit_test(test_parse_only),      cmocka_unit_test(test_reports),
-        cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_bad_csv),
+        cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_memory_only_scenarios), cmocka_unit_test(test_bad_csv),
         cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
         cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
         cmocka_unit_test(test_lora_rows),
