@@ -2041,6 +2041,32 @@ static void test_recompute_boundaries(void **state)
     mb_scenario_free(&s);
 }
 
+/* Graph scopes of a hybrid model (Nemotron 3 Nano, pattern MEMEM*EMEMEM*E...: 23 Mamba, 6 attention,
+ * 23 MoE layers, PP1, one microbatch in flight): `mamba` graphs the Mamba layers and `attn` the
+ * attention ones (Megatron-Core cuda_graphs.py). Each is fed and followed by an eager MoE layer, so
+ * either scope alone holds the shared grad-output buffer only; together the 6 Mamba -> attention
+ * pairs add a copy each: 7 buffers of [8192, 1, 2688] bf16 = 42 MiB. Mamba graphs also change the
+ * step time (graph launches), attention-only ones differently. */
+static void test_graph_scopes_hybrid(void **state)
+{
+    (void)state;
+    static const unsigned scope[] = {MB_CG_ATTN, MB_CG_MAMBA, MB_CG_ATTN | MB_CG_MAMBA};
+    static const double bufs[] = {1, 1, 7};
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        struct mb_scenario s;
+        struct mb_result r;
+        load("scenarios/measured/nemotron_3_nano_h100_16_moe.yaml", &s);
+        s.cuda_graph = scope[i];
+        sim(&s, &r);
+        if (fabs(r.mem.graphs / (bufs[i] * 42 * 1048576.0) - 1) > 1e-9)
+            fail_msg("scope 0x%x: graphs %.6g B, expected %g x 42 MiB", scope[i], r.mem.graphs, bufs[i]);
+        t[i] = r.step_time_s;
+        mb_scenario_free(&s);
+    }
+    assert_true(t[0] != t[1] && t[1] != t[2]);
+}
+
 /* Peak allocated of a scenario file within 10 % of its measured: block (issue 14's bar). */
 static void check_measured_peak(const char *path)
 {
@@ -2392,7 +2418,7 @@ int main(void)
         cmocka_unit_test(test_framework_host_kernel),
         cmocka_unit_test(test_oom_reserve), cmocka_unit_test(test_gpu_memory), cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set), cmocka_unit_test(test_recompute_boundaries),
-        cmocka_unit_test(test_recompute_card_memory), cmocka_unit_test(test_recompute_card_oom), cmocka_unit_test(test_dispatcher_buffers),
+        cmocka_unit_test(test_graph_scopes_hybrid), cmocka_unit_test(test_recompute_card_memory), cmocka_unit_test(test_recompute_card_oom), cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_cp_optimizer_shard),
         cmocka_unit_test(test_quantized_weights),
         cmocka_unit_test(test_quantized_weight_gather),

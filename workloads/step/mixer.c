@@ -228,7 +228,10 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
     double T = mb__tokens(s), Tsp = mb_ops_sp_tokens(s, T);
     if (mix == MB_MIX_NONE)
         return;
-    int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_ATTN | MB_CG_LAYER)) != 0);
+    /* Megatron-Core graphs a Mamba layer under the `mamba` scope, an attention (or GDN) mixer under
+     * `attn` (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/cuda_graphs.py) */
+    unsigned scope = mix == MB_MIX_MAMBA ? MB_CG_MAMBA : MB_CG_ATTN;
+    int g = mb_ops_region(b, (s->cuda_graph & (scope | MB_CG_LAYER)) != 0);
     b->cur_region = g;
     mb_ops_norm(b, l, "input_layernorm", MB_CAT_ATTN, g, Tsp, h);
     mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
