@@ -1058,15 +1058,23 @@ static int mb_key__range_node(const struct mb_key *k, const struct mb_node *n, i
 static int mb_key__quantity_node(const struct mb_key *k, const struct mb_node *n, double *out, struct mb_err *err)
 {
     double v;
-    if (mb_yaml_quantity(n, k->unit, 1, &v, err))
+    int before = err ? err->count : 0;
+    if (mb_yaml_quantity(n, k->unit, 1, &v, err)) {
+        if (err && before == 0 && err->count > 0) { /* name the key, as the other messages do */
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            const char *bare = k->unit == MB_UNIT_BYTES ? "GiB" : k->unit == MB_UNIT_TIME ? "s" : "TFLOP/s";
+            snprintf(err->msg, sizeof err->msg, "%s: %s; a bare number is in %s", k->key, msg, bare);
+        }
         return -1;
+    }
     char *end;
     strtod(n->str, &end);
     while (*end == ' ')
         end++;
     *out = *end ? v / k->scale : v;
     if (*out < 0)
-        return mb_yaml_err(err, n, "expected a value >= 0, got '%s'", n->str);
+        return mb_yaml_err(err, n, "%s: expected a value >= 0, got '%s'", k->key, n->str);
     return 0;
 }
 

@@ -165,7 +165,10 @@ static const struct {
     {"bad_wrong_type.yaml", "11:7: parallel.tp: expected an integer, got 'four'"},
     {"bad_enum.yaml",
      "13:15: moe.dispatcher: unknown value 'nccl'; expected one of: alltoall, allgather, hybridep, deepep"},
-    {"bad_unit.yaml", "11:16: bad unit 'hours' in '5.2 hours': expected a time with a unit (ns, us, ms, s)"},
+    {"bad_unit.yaml", "11:16: measured.step_time_s: bad unit 'hours' in '5.2 hours': expected a time with a unit "
+                      "(ns, us, ms, s); a bare number is in s"},
+    {"bad_peak_memory.yaml", "11:20: measured.peak_memory_gib: expected a size such as '1 GB', got 'abc'; a bare "
+                             "number is in GiB"},
     {"bad_tp_pp_cp_gpus.yaml", "11:3: tp*pp*cp = 12 does not divide gpus = 16"},
     {"bad_ep_experts.yaml", "11:7: ep = 5 does not divide num_experts = 128 of model qwen3_30b_a3b"},
     {"bad_images_seq.yaml",
