@@ -1054,18 +1054,28 @@ static int mb_key__range_node(const struct mb_key *k, const struct mb_node *n, i
     return 0;
 }
 
+/* Prefix the quantity key's name to the error mb_yaml_quantity just recorded (the first one, when
+ * err held none before), and on a parse error say what unit a bare number is in. */
+static void mb_key__name_quantity_error(const struct mb_key *k, struct mb_err *err, int before)
+{
+    if (!err || before != 0 || err->count == 0)
+        return;
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    const char *bare = k->unit == MB_UNIT_BYTES ? "GiB" : k->unit == MB_UNIT_TIME ? "s" : "TFLOP/s";
+    if (strstr(msg, "expected"))
+        snprintf(err->msg, sizeof err->msg, "%s: %s; a bare number is in %s", k->key, msg, bare);
+    else
+        snprintf(err->msg, sizeof err->msg, "%s: %s", k->key, msg);
+}
+
 /* A quantity: bare numbers are in the key's unit (scale = base units per key unit). */
 static int mb_key__quantity_node(const struct mb_key *k, const struct mb_node *n, double *out, struct mb_err *err)
 {
     double v;
     int before = err ? err->count : 0;
     if (mb_yaml_quantity(n, k->unit, 1, &v, err)) {
-        if (err && before == 0 && err->count > 0) { /* name the key, as the other messages do */
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%s", err->msg);
-            const char *bare = k->unit == MB_UNIT_BYTES ? "GiB" : k->unit == MB_UNIT_TIME ? "s" : "TFLOP/s";
-            snprintf(err->msg, sizeof err->msg, "%s: %s; a bare number is in %s", k->key, msg, bare);
-        }
+        mb_key__name_quantity_error(k, err, before);
         return -1;
     }
     char *end;

@@ -214,7 +214,8 @@ static void test_numbers(void **state)
          "sweep key 'parallel.vpp' with 2 values makes the grid larger than 1000000 configurations"},
         /* 1e308 PFLOP/s = 1e323 FLOP/s overflows a double */
         {"validate " R "measured_inf.yaml", 1,
-         R "measured_inf.yaml:33:25: '1e308 PFLOP/s' is out of range (not a finite number in base units)"},
+         R "measured_inf.yaml:33:25: measured.model_tflops_per_gpu: '1e308 PFLOP/s' is out of range (not a finite "
+           "number in base units)"},
     };
     check_cases(c, sizeof c / sizeof c[0]);
 }
