@@ -87,7 +87,8 @@ static int read_baseline(json_t *root, const char *path, struct side **out, size
                                       v[i].id));
         v[i].metric = met ? json_string_value(met) : "";
         /* a memory-only row has no time to drift: compared as skipped */
-        v[i].skipped = json_is_true(json_object_get(o, "skipped")) || json_is_true(json_object_get(o, "memory_only"));
+        v[i].skipped =
+            json_is_true(json_object_get(o, "skipped")) || json_is_true(json_object_get(o, "memory_only"));
         v[i].reason = json_is_string(json_object_get(o, "reason")) ? json_string_value(json_object_get(o, "reason")) : "";
         static const char *const keys[] = {"measured", "predicted", "err_pct"};
         double *dst[] = {&v[i].measured, &v[i].predicted, &v[i].err_pct};

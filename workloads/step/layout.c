@@ -118,7 +118,7 @@ static int mb__graph_copies(struct mb_build *b, int vs, int nv, int *graphed)
             prev = r;
         }
     }
-    return n + (vs < nv - 1 && prev != 0);
+    return n + (vs < nv - 1 && prev > 0);
 }
 
 /* CUDA-graph memory.
