@@ -3145,8 +3145,13 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
         fprintf(fp, "MAPE: n/a (no row predicted)\n");
         return;
     }
+    if (s->max_ape_row >= s->n_rows) { /* memory-only rows alone: no time to compare */
+        fprintf(fp, "MAPE: n/a (no row with a measured time)\n");
+        print_memory_summary(s, fp);
+        return;
+    }
     fprintf(fp, "MAPE: %.2f %%   median APE: %.2f %%   max APE: %.2f %% (%s)\n", s->mape_pct, s->median_ape_pct,
-            s->max_ape_pct, s->max_ape_row < s->n_rows ? s->rows[s->max_ape_row].id : "");
+            s->max_ape_pct, s->rows[s->max_ape_row].id);
     fprintf(fp, "signed median error: %+.2f %%\n", s->median_err_pct);
     if (s->n_layout_mismatch)
         fprintf(fp, "LAYOUT-MISMATCH rows (recipe layout != published): %zu, MAPE %.2f %% (other rows %.2f %%)\n",

@@ -153,8 +153,9 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
     struct side *nw = mb_calloc(n_new + 1, sizeof *nw);
     for (size_t i = 0; i < n_new; i++) {
         const struct mb_val_row *r = &now->rows[i];
+        const char *why = r->mem_only ? "memory only (no measured time)" : r->reason;
         nw[i] = (struct side){r->id, 0, r->metric, r->skipped || r->mem_only, r->measured, r->predicted, r->err_pct,
-                              r->reason, 0};
+                              why, 0};
     }
     number(nw, n_new);
     out->n_old = n_old;
@@ -182,6 +183,7 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
             } else if (b->skipped) {
                 d.kind = MB_DRIFT_NOW_SKIPPED;
                 d.over = 1;
+                set_str(d.metric, sizeof d.metric, a->metric); /* the metric it was predicted on */
                 set_str(d.reason, sizeof d.reason, b->reason);
             } else if (a->skipped) {
                 d.kind = MB_DRIFT_NOW_PREDICTED;

@@ -233,8 +233,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
     if (!r->fw_on)
         fprintf(fp, "  framework: off (roofline-only mode)\n");
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-        s->meas_oom) {
+        s->meas_oom || s->meas_peak_memory_gib > 0) {
         fprintf(fp, "  measured:");
+        if (s->meas_peak_memory_gib > 0)
+            fprintf(fp, " peak %.2f GiB (predicted %.2f GiB allocated)", s->meas_peak_memory_gib,
+                    r->mem.peak_allocated / (1024.0 * 1024 * 1024));
         if (s->meas_oom)
             fprintf(fp, " out of memory (predicted: %s)", mb_memory_verdict_name(r->mem.verdict));
         if (s->meas_tokens_per_s_per_gpu > 0)
@@ -388,8 +391,10 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(fw, "power_clock_scale", json_real(r->fw_on ? s->system.power_clock_scale : 1));
     json_object_set_new(o, "framework", fw);
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-        s->meas_oom) {
+        s->meas_oom || s->meas_peak_memory_gib > 0) {
         json_t *me = json_object();
+        if (s->meas_peak_memory_gib > 0)
+            json_object_set_new(me, "peak_memory_gib", json_real(s->meas_peak_memory_gib));
         if (s->meas_oom)
             json_object_set_new(me, "oom", json_true());
         if (s->meas_tokens_per_s_per_gpu > 0)

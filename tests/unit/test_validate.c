@@ -535,6 +535,18 @@ static void test_memory_only_scenarios(void **state)
     assert_null(strstr(buf, "tiny_peak_only                           tiny")); /* not in the time table */
     free(buf);
     mb_validate_free(&s);
+
+    /* memory-only rows alone: no time MAPE (n/a, not NaN), the memory summary still printed */
+    assert_int_equal(mb_validate_scenario_files(paths + 1, 2, &s, &e), 0);
+    buf = NULL;
+    fp = open_memstream(&buf, &len);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "MAPE: n/a (no row with a measured time)"));
+    assert_non_null(strstr(buf, "1 reported OOM: 1 predicted to fit"));
+    assert_null(strstr(buf, "nan"));
+    free(buf);
+    mb_validate_free(&s);
 }
 
 /* Step 8 (bad input): broken CSV fixtures fail with exact messages. */
