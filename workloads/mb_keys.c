@@ -1064,9 +1064,9 @@ static void mb_key__name_quantity_error(const struct mb_key *k, struct mb_err *e
     snprintf(msg, sizeof msg, "%s", err->msg);
     const char *bare = k->unit == MB_UNIT_BYTES ? "GiB" : k->unit == MB_UNIT_TIME ? "s" : "TFLOP/s";
     if (strstr(msg, "expected"))
-        snprintf(err->msg, sizeof err->msg, "%s: %s; a bare number is in %s", k->key, msg, bare);
+        snprintf(err->msg, sizeof err->msg, "%.40s: %.400s; a bare number is in %s", k->key, msg, bare);
     else
-        snprintf(err->msg, sizeof err->msg, "%s: %s", k->key, msg);
+        snprintf(err->msg, sizeof err->msg, "%.40s: %.400s", k->key, msg);
 }
 
 /* A quantity: bare numbers are in the key's unit (scale = base units per key unit). */
