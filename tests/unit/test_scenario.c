@@ -7,6 +7,7 @@
  * Run from the source tree (ctest sets WORKING_DIRECTORY and MBSIM_DATA_DIR),
  * so fixture paths and the paths in messages are relative to it.
  */
+#include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -346,6 +347,17 @@ static void test_warnings(void **state)
         assert_string_equal(s.warnings, "");
         mb_scenario_free(&s);
     }
+    glob_t g; /* the measured experiments too */
+    assert_int_equal(glob("scenarios/measured/*.yaml", 0, NULL, &g), 0);
+    assert_true(g.gl_pathc >= 12);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        struct mb_scenario s;
+        load_ok(g.gl_pathv[i], &s);
+        if (s.warnings[0])
+            fail_msg("%s warns: %s", g.gl_pathv[i], s.warnings);
+        mb_scenario_free(&s);
+    }
+    globfree(&g);
 }
 
 /* Step 3c: model and system references: a path is taken from the scenario's
