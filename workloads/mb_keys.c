@@ -1055,7 +1055,7 @@ static int mb_key__range_node(const struct mb_key *k, const struct mb_node *n, i
 }
 
 /* Prefix the quantity key's name to the error mb_yaml_quantity just recorded (the first one, when
- * err held none before), and on a parse error say what unit a bare number is in. */
+ * err held none before), and say what unit a bare number is in. */
 static void mb_key__name_quantity_error(const struct mb_key *k, struct mb_err *err, int before)
 {
     if (!err || before != 0 || err->count == 0)
@@ -1063,10 +1063,7 @@ static void mb_key__name_quantity_error(const struct mb_key *k, struct mb_err *e
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s", err->msg);
     const char *bare = k->unit == MB_UNIT_BYTES ? "GiB" : k->unit == MB_UNIT_TIME ? "s" : "TFLOP/s";
-    if (strstr(msg, "expected"))
-        snprintf(err->msg, sizeof err->msg, "%.40s: %.400s; a bare number is in %s", k->key, msg, bare);
-    else
-        snprintf(err->msg, sizeof err->msg, "%.40s: %.400s", k->key, msg);
+    snprintf(err->msg, sizeof err->msg, "%.40s: %.400s; a bare number is in %s", k->key, msg, bare);
 }
 
 /* A quantity: bare numbers are in the key's unit (scale = base units per key unit). */

@@ -2788,10 +2788,11 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
     r->reported_oom = s.meas_oom;
     int timed = s.meas_tokens_per_s_per_gpu > 0 || s.meas_step_time_s > 0 || s.meas_model_tflops_per_gpu > 0;
     r->mem_only = !timed && (s.meas_oom || s.meas_peak_memory_gib > 0);
-    if (!timed && !r->mem_only)
+    if (timed)
+        pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu);
+    else if (!r->mem_only)
         skip_row(r, "no measured block");
-    else if (r->mem_only ||
-             pick_metric(r, s.meas_tokens_per_s_per_gpu, s.meas_step_time_s, s.meas_model_tflops_per_gpu) == 0) {
+    if (!r->skipped) {
         s.roofline |= out->roofline;
         if (out->parse_only) {
             skip_row(r, "parse only");
@@ -2822,6 +2823,12 @@ static int cmp_name_val(const void *a, const void *b)
     return strcmp(((const struct name_val *)a)->name, ((const struct name_val *)b)->name);
 }
 
+/* Is r in the time comparison? (predicted, and not a memory-only row) */
+static int time_row(const struct mb_val_row *r)
+{
+    return !r->skipped && !r->mem_only;
+}
+
 /* Group (name, |err|) pairs by name: sorted by name, MAPE per group. */
 static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t field_off, int skip_empty, size_t *n_out)
 {
@@ -2830,7 +2837,7 @@ static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t fiel
     size_t i, n = 0, ng = 0;
     for (i = 0; i < s->n_rows; i++) {
         const struct mb_val_row *r = &s->rows[i];
-        if (r->skipped || r->mem_only || (skip_empty && !((const char *)r + field_off)[0]))
+        if (!time_row(r) || (skip_empty && !((const char *)r + field_off)[0]))
             continue;
         nv[n].name = (const char *)r + field_off;
         nv[n].v = fabs(r->err_pct);
@@ -2919,7 +2926,7 @@ void mb_validate_finish(struct mb_val_summary *out)
         out->n_recipe_bad = 0;
         for (i = 0; i < out->n_rows; i++) {
             const struct mb_val_row *r = &out->rows[i];
-            if (r->skipped || r->mem_only)
+            if (!time_row(r))
                 continue;
             sg[ns2++] = r->err_pct;
             if (r->layout_mismatch)
@@ -3114,7 +3121,7 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
             "predicted", "err%");
     for (i = 0; i < s->n_rows; i++) {
         const struct mb_val_row *r = &s->rows[i];
-        if (r->skipped || r->mem_only)
+        if (!time_row(r))
             continue;
         row_id40(id, sizeof id, r->id);
         /* the note is cut at 200 characters here; --json has it whole */
