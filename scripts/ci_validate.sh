@@ -10,7 +10,8 @@
 #   MBSIM   the mbsim binary (default: build/sim/cli/mbsim, then mbsim on PATH)
 #
 # Exit: 0 pass, 1 MAPE above the threshold, 2 usage error or mbsim failure,
-# 3 (MAPE fine) a prediction drifted past DRIFT_PCT (default 5) from the baseline.
+# 3 (MAPE fine) a prediction or a predicted memory drifted past DRIFT_PCT (default 5)
+#   from the baseline, or a memory verdict changed.
 # The plot needs gnuplot; without it the job still gates and says so.
 set -eu
 
@@ -80,7 +81,7 @@ if ! awk -v m="$mape" -v t="$threshold" 'BEGIN { exit !(m <= t) }'; then
     exit 1
 fi
 if [ "$drifted" = 1 ]; then
-    echo "FAIL: MAPE ${mape}% <= ${threshold}%, but predictions drifted past ${drift}% from $baseline (report above)"
+    echo "FAIL: MAPE ${mape}% <= ${threshold}%, but predictions or memory drifted past ${drift}% from $baseline (report above)"
     exit 3
 fi
 echo "PASS: MAPE ${mape}% <= ${threshold}%${baseline:+, no drift past ${drift}% from $baseline}"

@@ -288,6 +288,21 @@ struct mb_val_drift_row {
     int over;                /* 1: |drift_pct| > the threshold, or NOW_SKIPPED */
 };
 
+/**
+ * One row whose predicted memory moved: predicted in both runs (a memory-only
+ * scenario row included) and carrying `device_memory_gib` in both, with a
+ * different value or verdict.
+ */
+struct mb_val_mem_drift_row {
+    char id[160];
+    int occurrence;               /* as in mb_val_drift_row */
+    double old_gib, new_gib;      /* predicted device memory of the peak rank (`device_memory_gib`), GiB */
+    double drift_pct;             /* (new_gib - old_gib) / old_gib * 100 */
+    char old_verdict[12], new_verdict[12]; /* "fits", "at risk", "OOM" ("" if the baseline has none) */
+    int verdict_changed;          /* 1: both verdicts known and different */
+    int over;                     /* 1: |drift_pct| > the threshold, or verdict_changed */
+};
+
 /** Drift of a validation run against a baseline. Free with mb_validate_drift_free(). */
 struct mb_val_drift {
     double threshold_pct;    /* as given */
@@ -299,12 +314,22 @@ struct mb_val_drift {
     size_t n;                /* rows[]: every row that is not SAME: past the threshold first, then by |drift_pct|
                                 descending, then kind and id */
     struct mb_val_drift_row *rows;
+    /* memory: rows paired with `device_memory_gib` on both sides (a baseline from before mbsim predicted
+       memory has none, and none of its rows is compared) */
+    size_t n_mem_compared;        /* rows compared on memory */
+    size_t n_mem_changed;         /* of them, with a different memory or verdict (= n_mem) */
+    size_t n_verdict_changed;     /* of them, with a different verdict */
+    size_t n_mem_over;            /* of them, past the threshold or with a different verdict */
+    double max_abs_mem_drift_pct; /* largest |drift_pct| of mem_rows (0 if none) */
+    size_t n_mem;                 /* mem_rows[]: past the threshold first, then by |drift_pct| descending, id */
+    struct mb_val_mem_drift_row *mem_rows;
 };
 
 /**
  * @brief Compare the rows of a finished validation with a previous
  * `mbsim validate --json` output. Rows pair by id (and by occurrence when ids
- * repeat); predictions compare on the row's metric.
+ * repeat); predictions compare on the row's metric, and the predicted device
+ * memory of the peak rank and its verdict where both sides have them.
  * @param[in]  now            summary after mb_validate_finish()
  * @param[in]  baseline_path  the JSON file
  * @param[in]  threshold_pct  |drift| above this (percent, >= 0) is past the threshold
@@ -312,7 +337,8 @@ struct mb_val_drift {
  * @param[out] err            "path:L:C: invalid JSON: ..." (jansson's position),
  *                            "path: not an mbsim validate --json output (no 'rows' array)",
  *                            "path: rows[3]: 'id' is not a string",
- *                            "path: rows[3] (id 'x'): 'predicted' is not a number"
+ *                            "path: rows[3] (id 'x'): 'predicted' is not a number",
+ *                            "path: rows[3] (id 'x'): 'memory_verdict' is not a string"
  *                            (the position of a well-formed value is not known: the JSON path is given)
  * @return 0, or -1 with err set.
  */

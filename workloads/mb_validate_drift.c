@@ -1,8 +1,9 @@
 /*
  * mb_validate_drift.c -- a validation run against a previous `mbsim validate
  * --json` output (mb_validate.h, "drift against a baseline"): which rows were
- * added, removed, newly skipped or predicted, and how far each prediction
- * moved, for CI (docs/ci.md).
+ * added, removed, newly skipped or predicted, how far each prediction
+ * moved, and whose predicted memory or memory verdict changed, for CI
+ * (docs/ci.md).
  */
 #include <jansson.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "mb_input.h"
+#include "mb_step.h"
 #include "mb_validate.h"
 
 /* `validate --json` writes 10 significant digits: values that agree to them are the same. */
@@ -24,6 +26,9 @@ struct side {
     int skipped;
     double measured, predicted, err_pct;
     const char *reason;
+    int has_mem;         /* a predicted row with device_memory_gib */
+    double mem_gib;
+    const char *verdict; /* "" when none */
     int paired;
 };
 
@@ -54,6 +59,25 @@ static int num_field(json_t *o, const char *key, double *out)
     if (!json_is_number(x))
         return -1;
     *out = json_number_value(x);
+    return 0;
+}
+
+/* A row's predicted memory and verdict, when it has them (a baseline from before mbsim predicted memory
+ * has neither). -1 when one is of the wrong type: verdict is then NULL if it is the verdict. */
+static int read_memory(json_t *o, struct side *v)
+{
+    json_t *gib = json_object_get(o, "device_memory_gib"), *verdict = json_object_get(o, "memory_verdict");
+    v->verdict = "";
+    if (verdict && !json_is_string(verdict)) {
+        v->verdict = NULL;
+        return -1;
+    }
+    if (verdict)
+        v->verdict = json_string_value(verdict);
+    if (gib && !json_is_number(gib))
+        return -1;
+    v->has_mem = gib != NULL;
+    v->mem_gib = gib ? json_number_value(gib) : 0;
     return 0;
 }
 
@@ -99,6 +123,10 @@ static int read_baseline(json_t *root, const char *path, struct side **out, size
         if (!v[i].skipped && !json_is_number(json_object_get(o, "predicted")))
             return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): a row not skipped needs 'predicted'",
                                       i, v[i].id));
+        if (read_memory(o, &v[i]))
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): '%s' is not a %s", i, v[i].id,
+                                      v[i].verdict ? "device_memory_gib" : "memory_verdict",
+                                      v[i].verdict ? "number" : "string"));
     }
     number(v, *n);
     *out = v;
@@ -128,6 +156,41 @@ static void set_str(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src ? src : "");
 }
 
+static int cmp_mem_rows(const void *a, const void *b)
+{
+    const struct mb_val_mem_drift_row *x = a, *y = b;
+    if (x->over != y->over)
+        return y->over - x->over;
+    if (absd(x->drift_pct) != absd(y->drift_pct))
+        return absd(x->drift_pct) < absd(y->drift_pct) ? 1 : -1;
+    int c = strcmp(x->id, y->id);
+    return c ? c : x->occurrence - y->occurrence;
+}
+
+/* A paired row's memory: a new mem_rows entry when its device memory or verdict moved. */
+static void compare_memory(const struct side *a, const struct side *b, struct mb_val_drift *out)
+{
+    if (!a->has_mem || !b->has_mem)
+        return;
+    out->n_mem_compared++;
+    int flip = a->verdict[0] && strcmp(a->verdict, b->verdict) != 0;
+    if (!flip && absd(b->mem_gib - a->mem_gib) <= SAME_REL * absd(a->mem_gib))
+        return;
+    struct mb_val_mem_drift_row m = {.occurrence = b->occ, .old_gib = a->mem_gib, .new_gib = b->mem_gib,
+                                     .verdict_changed = flip};
+    set_str(m.id, sizeof m.id, b->id);
+    set_str(m.old_verdict, sizeof m.old_verdict, a->verdict);
+    set_str(m.new_verdict, sizeof m.new_verdict, b->verdict);
+    m.drift_pct = a->mem_gib != 0 ? (b->mem_gib - a->mem_gib) / a->mem_gib * 100 : INFINITY;
+    m.over = flip || absd(m.drift_pct) > out->threshold_pct;
+    if (absd(m.drift_pct) > out->max_abs_mem_drift_pct)
+        out->max_abs_mem_drift_pct = absd(m.drift_pct);
+    out->n_verdict_changed += (size_t)flip;
+    out->n_mem_over += (size_t)m.over;
+    out->mem_rows[out->n_mem++] = m;
+    out->n_mem_changed++;
+}
+
 int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_path, double threshold_pct,
                       struct mb_val_drift *out, struct mb_err *err)
 {
@@ -155,13 +218,15 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
         const struct mb_val_row *r = &now->rows[i];
         const char *why = r->mem_only ? "memory only (no measured time)" : r->reason;
         nw[i] = (struct side){r->id, 0, r->metric, r->skipped || r->mem_only, r->measured, r->predicted, r->err_pct,
-                              why, 0};
+                              why, !r->skipped, r->device_gib,
+                              r->skipped ? "" : mb_memory_verdict_name((enum mb_mem_verdict)r->verdict), 0};
     }
     number(nw, n_new);
     out->n_old = n_old;
     out->n_new = n_new;
     out->new_mape_pct = now->n_predicted ? now->mape_pct : NAN;
     out->rows = mb_calloc(n_old + n_new + 1, sizeof *out->rows);
+    out->mem_rows = mb_calloc(n_new + 1, sizeof *out->mem_rows);
 
     for (size_t i = 0; i < n_new; i++) {
         struct side *b = &nw[i], *a = NULL;
@@ -199,6 +264,8 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
                     out->max_abs_drift_pct = absd(d.drift_pct);
             }
         }
+        if (a)
+            compare_memory(a, b, out);
         out->n_kind[d.kind]++;
         out->n_over += (size_t)d.over;
         if (d.kind != MB_DRIFT_SAME)
@@ -215,20 +282,43 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
             out->rows[out->n++] = d;
         }
     qsort(out->rows, out->n, sizeof *out->rows, cmp_rows);
+    qsort(out->mem_rows, out->n_mem, sizeof *out->mem_rows, cmp_mem_rows);
     mb_free(nw);
     mb_free(old);
     json_decref(root);
     return 0;
 }
 
-static void print_id(const struct mb_val_drift_row *r, FILE *fp)
+static void print_id(const char *row_id, int occurrence, FILE *fp)
 {
     char id[200];
-    if (r->occurrence > 1)
-        snprintf(id, sizeof id, "%.150s (#%d)", r->id, r->occurrence);
+    if (occurrence > 1)
+        snprintf(id, sizeof id, "%.150s (#%d)", row_id, occurrence);
     else
-        snprintf(id, sizeof id, "%s", r->id);
+        snprintf(id, sizeof id, "%s", row_id);
     fprintf(fp, "  %-40.40s", id);
+}
+
+/* The rows whose predicted memory moved: those past the threshold or with another verdict, then up to `top`. */
+static void print_memory(const struct mb_val_drift *d, size_t top, FILE *fp)
+{
+    if (!d->n_mem_compared)
+        return;
+    fprintf(fp, "memory: %zu %s compared, %zu changed, %zu %s\n", d->n_mem_compared,
+            mb_plural((long long)d->n_mem_compared, "row", "rows"), d->n_mem_changed, d->n_verdict_changed,
+            mb_plural((long long)d->n_verdict_changed, "verdict changed", "verdicts changed"));
+    for (size_t i = 0; i < d->n_mem; i++) {
+        const struct mb_val_mem_drift_row *m = &d->mem_rows[i];
+        if (!m->over && i >= top)
+            break;
+        if (!i)
+            fprintf(fp, "largest drifts of the predicted device memory (past %.2f %% or another verdict first):\n"
+                        "  %-40s %12s %12s %9s  %s\n",
+                    d->threshold_pct, "id", "baseline GiB", "now GiB", "drift %", "verdict then -> now");
+        print_id(m->id, m->occurrence, fp);
+        fprintf(fp, " %12.2f %12.2f %+9.2f  %s -> %s%s\n", m->old_gib, m->new_gib, m->drift_pct,
+                m->old_verdict[0] ? m->old_verdict : "?", m->new_verdict, m->over ? "  PAST THRESHOLD" : "");
+    }
 }
 
 void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_path, size_t top, FILE *fp)
@@ -254,7 +344,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
         if (!shown++)
             fprintf(fp, "largest drifts of the predictions (past %.2f %% first):\n  %-40s %-22s %12s %12s %9s %17s\n",
                     d->threshold_pct, "id", "metric", "baseline", "now", "drift %", "err % then -> now");
-        print_id(r, fp);
+        print_id(r->id, r->occurrence, fp);
         fprintf(fp, " %-22s %12.4g %12.4g %+9.2f %+8.1f -> %+6.1f%s\n", r->metric, r->old_pred, r->new_pred,
                 r->drift_pct, r->old_err_pct, r->new_err_pct, r->over ? "  PAST THRESHOLD" : "");
     }
@@ -273,7 +363,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
                 fprintf(fp, "  ... and %zu more\n", d->n_kind[listed[k]] - top);
                 break;
             }
-            print_id(r, fp);
+            print_id(r->id, r->occurrence, fp);
             if (r->kind == MB_DRIFT_NOW_SKIPPED)
                 fprintf(fp, " was %.4g (%s), now skipped: %s\n", r->old_pred, r->metric, r->reason);
             else if (r->kind == MB_DRIFT_REMOVED || r->kind == MB_DRIFT_ADDED)
@@ -282,6 +372,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
                 fprintf(fp, " %s: %.4g, err %+.1f %%\n", r->metric, r->new_pred, r->new_err_pct);
         }
     }
+    print_memory(d, top, fp);
     if (d->n_over)
     {
         size_t moved = d->n_over - d->n_kind[MB_DRIFT_NOW_SKIPPED], now_skipped = d->n_kind[MB_DRIFT_NOW_SKIPPED];
@@ -292,6 +383,15 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
     }
     else
         fprintf(fp, "drift: none past %.2f %% (largest %.2f %%)\n", d->threshold_pct, d->max_abs_drift_pct);
+    if (!d->n_mem_compared)
+        return;
+    if (d->n_mem_over)
+        fprintf(fp, "memory drift: %zu %s past %.2f %% or with another verdict (%zu %s)\n", d->n_mem_over,
+                mb_plural((long long)d->n_mem_over, "row", "rows"), d->threshold_pct, d->n_verdict_changed,
+                mb_plural((long long)d->n_verdict_changed, "verdict changed", "verdicts changed"));
+    else
+        fprintf(fp, "memory drift: none past %.2f %% (largest %.2f %%), no verdict changed\n", d->threshold_pct,
+                d->max_abs_mem_drift_pct);
 }
 
 void mb_validate_drift_free(struct mb_val_drift *d)
@@ -299,5 +399,6 @@ void mb_validate_drift_free(struct mb_val_drift *d)
     if (!d)
         return;
     mb_free(d->rows);
+    mb_free(d->mem_rows);
     memset(d, 0, sizeof *d);
 }

@@ -33,7 +33,7 @@ int mb_cmd_import(int argc, char **argv);
 int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
 int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
-#define EXIT_DRIFT 3 /* validate --baseline: predictions moved past the threshold */
+#define EXIT_DRIFT 3 /* validate --baseline: predictions or memory moved past the threshold */
 
 /* validate --baseline OLD.json [--drift-threshold PCT] */
 #define DRIFT_DEFAULT_PCT 5.0
@@ -86,7 +86,7 @@ static void usage_main(FILE *fp)
             "  mbsim --version\n"
             "\n"
             "exit codes: 0 ok, 1 bad input (message names file:line:col), 2 usage error,\n"
-            "            3 validate --baseline: predictions drifted past the threshold\n"
+            "            3 validate --baseline: predictions or memory drifted past the threshold\n"
             "documentation: README.md, docs/scenario-format.md, docs/validation.md\n");
 }
 
@@ -131,9 +131,11 @@ static void usage_validate(FILE *fp)
             "  --roofline   predict without the measured kernel tables (to compare)\n"
             "  --baseline OLD.json\n"
             "               compare each row's prediction with OLD.json (an earlier `validate --json`):\n"
-            "               rows added, removed, newly skipped or predicted, the largest drifts\n"
-            "               (after the report; with --json on stderr); exit status 3 when a\n"
-            "               prediction moved more than the threshold or a predicted row is now skipped\n"
+            "               rows added, removed, newly skipped or predicted, the largest drifts of\n"
+            "               the predictions and of the predicted device memory (after the report;\n"
+            "               with --json on stderr); exit status 3 when a prediction or a memory\n"
+            "               moved more than the threshold, a memory verdict changed or a predicted\n"
+            "               row is now skipped\n"
             "  --drift-threshold PCT\n"
             "               |new - old| / old in percent past which --baseline fails (default 5)\n"
             "  --cv family  leave-one-model-family-out cross-validation of the framework-time\n"
@@ -469,7 +471,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
         /* --json: stdout is the new baseline, the drift report goes to stderr */
         mb_validate_drift_print(&d, drift->baseline, 10, json ? stderr : stdout);
         if (!rc)
-            rc = d.n_over ? EXIT_DRIFT : 0;
+            rc = d.n_over || d.n_mem_over ? EXIT_DRIFT : 0;
         mb_validate_drift_free(&d);
     }
     mb_validate_free(&sum);

@@ -884,6 +884,22 @@ static void test_validate_baseline_cli(void **state)
     assert_int_equal(json_integer_value(json_object_get(j, "n_rows")), 11);
     json_decref(j);
     mb_free(o);
+    /* a memory-only scenario (no time to drift) whose baseline said OOM where it now fits: exit 3 */
+    snprintf(args, sizeof args, "validate tests/data/validate/tiny_oom.yaml --json > %s/mem.json", dir);
+    assert_int_equal(run(args, &o, 0), 0);
+    mb_free(o);
+    snprintf(args, sizeof args, "%s/mem.json", dir);
+    j = json_load_file(args, 0, &je);
+    json_t *row = json_array_get(json_object_get(j, "rows"), 0);
+    assert_string_equal(json_string_value(json_object_get(row, "memory_verdict")), "fits");
+    json_object_set_new(row, "memory_verdict", json_string("OOM"));
+    assert_int_equal(json_dump_file(j, args, 0), 0);
+    json_decref(j);
+    snprintf(args, sizeof args, "validate tests/data/validate/tiny_oom.yaml --baseline %s/mem.json", dir);
+    assert_int_equal(run(args, &o, 0), 3);
+    assert_non_null(strstr(o, "OOM -> fits  PAST THRESHOLD"));
+    assert_non_null(strstr(o, "memory drift: 1 row past 5.00 % or with another verdict (1 verdict changed)"));
+    mb_free(o);
     static const char *const usage[] = {
         "validate tests/data/validate/small.csv --drift-threshold 5",
         "validate tests/data/validate/small.csv --baseline x.json --drift-threshold -1",

@@ -1759,6 +1759,106 @@ static void test_memory_counts(void **state)
     mb_validate_free(&s);
 }
 
+/* Memory drift against a baseline (tests/data/validate/baseline_memory.json),
+ * on a summary built by hand. The time predictions are equal, so only memory
+ * moves. m1: 50 -> 55 GiB is +10 % (past 5 %); m2: 70 -> 72 GiB is
+ * 2/70 = +2.857 % but fits -> at risk (another verdict: past the threshold);
+ * m3: 40 -> 40.4 is +1 %; m4: the baseline row has no memory (written before
+ * mbsim predicted it): not compared; m5: 30 -> 30 unchanged; m6: a memory-only
+ * row, 60 -> 69 GiB is +15 %; m7: skipped now: not compared. */
+static void test_drift_memory(void **state)
+{
+    (void)state;
+    static struct mb_val_row rows[7];
+    static const struct {
+        const char *id;
+        int skipped, mem_only, verdict;
+        double gib;
+    } now[] = {
+        {"m1", 0, 0, MB_MEM_FITS, 55},    {"m2", 0, 0, MB_MEM_AT_RISK, 72}, {"m3", 0, 0, MB_MEM_FITS, 40.4},
+        {"m4", 0, 0, MB_MEM_FITS, 30},    {"m5", 0, 0, MB_MEM_FITS, 30},    {"m6", 0, 1, MB_MEM_OOM, 69},
+        {"m7", 1, 0, MB_MEM_FITS, 0},
+    };
+    struct mb_val_summary s;
+    mb_validate_init(&s);
+    for (size_t i = 0; i < 7; i++) {
+        snprintf(rows[i].id, sizeof rows[i].id, "%s", now[i].id);
+        snprintf(rows[i].metric, sizeof rows[i].metric, "%s", now[i].mem_only ? "" : MB_VAL_STEP);
+        snprintf(rows[i].reason, sizeof rows[i].reason, "%s", now[i].skipped ? "precision not stated" : "");
+        rows[i].skipped = now[i].skipped;
+        rows[i].mem_only = now[i].mem_only;
+        rows[i].predicted = now[i].skipped || now[i].mem_only ? 0 : 1.0;
+        rows[i].verdict = now[i].verdict;
+        rows[i].device_gib = now[i].gib;
+    }
+    s.rows = rows;
+    s.n_rows = 7;
+    s.n_predicted = 6;
+    struct mb_val_drift d;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_drift(&s, FIX "baseline_memory.json", 5.0, &d, &e), 0);
+    assert_int_equal(d.n_kind[MB_DRIFT_SAME], 6); /* m1..m6: same time (m6: memory-only on both sides) */
+    assert_int_equal(d.n_kind[MB_DRIFT_NOW_SKIPPED], 1);
+    assert_int_equal(d.n_mem_compared, 5);        /* m1, m2, m3, m5, m6 */
+    assert_int_equal(d.n_mem_changed, 4);
+    assert_int_equal(d.n_verdict_changed, 1);
+    assert_int_equal(d.n_mem_over, 3);            /* m6, m1, m2 */
+    assert_true(fabs(d.max_abs_mem_drift_pct - 15) < 1e-9);
+    static const struct {
+        const char *id;
+        double old_gib, new_gib, drift;
+        int flip, over;
+    } want[] = {
+        {"m6", 60, 69, 15, 0, 1},
+        {"m1", 50, 55, 10, 0, 1},
+        {"m2", 70, 72, 200.0 / 70, 1, 1},
+        {"m3", 40, 40.4, 1, 0, 0},
+    };
+    assert_int_equal(d.n_mem, 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(d.mem_rows[i].id, want[i].id);
+        assert_true(fabs(d.mem_rows[i].old_gib - want[i].old_gib) < 1e-12);
+        assert_true(fabs(d.mem_rows[i].new_gib - want[i].new_gib) < 1e-12);
+        assert_true(fabs(d.mem_rows[i].drift_pct - want[i].drift) < 1e-9);
+        assert_int_equal(d.mem_rows[i].verdict_changed, want[i].flip);
+        assert_int_equal(d.mem_rows[i].over, want[i].over);
+    }
+    assert_string_equal(d.mem_rows[2].old_verdict, "fits");
+    assert_string_equal(d.mem_rows[2].new_verdict, "at risk");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    mb_validate_drift_print(&d, "base.json", 10, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "memory: 5 rows compared, 4 changed, 1 verdict changed"));
+    assert_non_null(strstr(buf, "fits -> at risk  PAST THRESHOLD"));
+    assert_non_null(strstr(buf, "+15.00  OOM -> OOM  PAST THRESHOLD"));
+    assert_non_null(strstr(buf, "memory drift: 3 rows past 5.00 % or with another verdict (1 verdict changed)"));
+    free(buf);
+    mb_validate_drift_free(&d);
+
+    /* at 20 % only the verdict change is past */
+    assert_int_equal(mb_validate_drift(&s, FIX "baseline_memory.json", 20.0, &d, &e), 0);
+    assert_int_equal(d.n_mem_over, 1);
+    mb_validate_drift_free(&d);
+
+    static const struct {
+        const char *file, *msg;
+    } bad[] = {
+        {FIX "baseline_bad_verdict.json", "bad_verdict.json: rows[0] (id 'a'): 'memory_verdict' is not a string"},
+        {FIX "baseline_bad_memory.json", "bad_memory.json: rows[0] (id 'a'): 'device_memory_gib' is not a number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mb_err_clear(&e);
+        assert_int_equal(mb_validate_drift(&s, bad[i].file, 5.0, &d, &e), -1);
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        if (!strstr(msgbuf, bad[i].msg))
+            fail_msg("%s: expected '%s', got '%s'", bad[i].file, bad[i].msg, msgbuf);
+    }
+}
+
 /* Drift against a baseline (mb_validate_drift) on a summary built by hand, so
  * no prediction is involved: each fixture row (tests/data/validate/baseline.json)
  * meets one case. a: 1000 -> 1100 is +10 % (past 5 %); b: 2.0 -> 2.02 is +1 %;
@@ -1810,6 +1910,7 @@ static void test_drift(void **state)
     assert_int_equal(d.n_kind[MB_DRIFT_ADDED], 1);
     assert_int_equal(d.n_kind[MB_DRIFT_REMOVED], 1);
     assert_int_equal(d.n_over, 2);
+    assert_int_equal(d.n_mem_compared, 0); /* the baseline has no memory fields */
     assert_true(fabs(d.max_abs_drift_pct - 10) < 1e-9);
     assert_true(fabs(d.old_mape_pct - 12.5) < 1e-12);
     assert_true(fabs(d.new_mape_pct - 3.5) < 1e-12);
@@ -1852,6 +1953,7 @@ static void test_drift(void **state)
     assert_non_null(strstr(buf, "PAST THRESHOLD"));
     assert_non_null(strstr(buf, "now skipped: precision not stated"));
     assert_non_null(strstr(buf, "drift: 2 rows past 5.00 % (1 prediction moved more, 1 row now skipped)"));
+    assert_null(strstr(buf, "memory")); /* nothing compared on memory, nothing said */
     free(buf);
     mb_validate_drift_free(&d);
 
@@ -2041,7 +2143,8 @@ int main(void)
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
         cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
-        cmocka_unit_test(test_drift), cmocka_unit_test(test_jobs), cmocka_unit_test(test_jobs_scenarios),
+        cmocka_unit_test(test_drift), cmocka_unit_test(test_drift_memory), cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_jobs_scenarios),
         cmocka_unit_test(test_csv_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
