@@ -300,6 +300,47 @@ static int mb_scn__check_offload(const struct mb_scenario *s, const struct mb_sc
     return 0;
 }
 
+static int mb_scn__has_ffn(const struct mb_model *m, enum mb_ffn f)
+{
+    for (int i = 0; i < m->n_layers; i++)
+        if (m->layer && m->layer[i].ffn == f)
+            return 1;
+    return 0;
+}
+
+/* cuda_graph.modules against the model and the MoE settings: Megatron-Core's
+ * TransformerConfig.__post_init__ assertions for the per-layer graph scopes
+ * (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py @d98e8a64dd). */
+static int mb_scn__check_graphs(const struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    const struct mb_model *m = &s->model;
+    const char *mn = m->name[0] ? m->name : "(unnamed)";
+    unsigned cg = s->cuda_graph;
+    if (cg & (MB_CG_MOE | MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS) && m->num_experts <= 0)
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph modules moe/moe_router/moe_preprocess need an "
+                           "MoE model; %s has no experts", mn);
+    if ((cg & MB_CG_MOE_PREPROCESS) && !(cg & MB_CG_MOE_ROUTER))
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module moe_preprocess requires moe_router");
+    if ((cg & MB_CG_MAMBA) && !mb_scn__has_mixer(m, MB_MIX_MAMBA) && m->mamba_heads <= 0)
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module mamba needs a Mamba model; %s has none", mn);
+    if ((cg & MB_CG_MOE) && (cg & MB_CG_MOE_ROUTER))
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph modules moe and moe_router exclude each other "
+                           "(moe captures the router inside the whole MoE block)");
+    if ((cg & MB_CG_MOE) && !(s->capacity_factor > 0 && s->pad_to_capacity))
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module moe needs drop-and-pad MoE "
+                           "(moe.capacity_factor and moe.pad_expert_input_to_capacity: true): dropless expert "
+                           "inputs change shape every step; graph moe_router instead");
+    if ((cg & MB_CG_MOE_PREPROCESS) && s->dispatcher == MB_DISP_ALLTOALL && s->capacity_factor > 0 &&
+        !s->pad_to_capacity)
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module moe_preprocess cannot capture the alltoall "
+                           "dispatcher's preprocess with moe.capacity_factor = %g and no padding to capacity (it "
+                           "copies token counts to the host and synchronizes)", s->capacity_factor);
+    if ((cg & MB_CG_MLP) && m->num_experts > 0 && m->first_dense == 0 && !mb_scn__has_ffn(m, MB_FFN_DENSE))
+        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module mlp graphs dense MLP layers; every FFN "
+                           "of %s is MoE (graph moe_router, or moe with drop-and-pad)", mn);
+    return 0;
+}
+
 /* The training options against the model and each other (second half of the
  * rules listed above mb_scn__check_layout). mk is not NULL. */
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
@@ -328,13 +369,8 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "recompute num_layers = %d exceeds the layers per pipeline stage (%d)",
                            s->recompute_num_layers, (m->num_layers + s->pp - 1) / s->pp);
 
-    if (s->cuda_graph & (MB_CG_MOE | MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS) && m->num_experts <= 0)
-        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph modules moe/moe_router/moe_preprocess need an "
-                           "MoE model; %s has no experts", mn);
-    if ((s->cuda_graph & MB_CG_MOE_PREPROCESS) && !(s->cuda_graph & MB_CG_MOE_ROUTER))
-        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module moe_preprocess requires moe_router");
-    if ((s->cuda_graph & MB_CG_MAMBA) && !mb_scn__has_mixer(m, MB_MIX_MAMBA) && m->mamba_heads <= 0)
-        return mb_scn__err(err, s, mk->cuda_graph, "cuda_graph module mamba needs a Mamba model; %s has none", mn);
+    if (mb_scn__check_graphs(s, mk, err))
+        return -1;
 
     /* 1F1B all-to-all overlap pairs each backward with the next forward on one
      * stage; with pp > 1 Megatron runs it only inside interleaved schedules

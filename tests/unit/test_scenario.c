@@ -569,6 +569,39 @@ static void test_check_hand_built(void **state)
     s.recompute = MB_RC_SELECTIVE;
     s.recompute_modules = MB_RCM_MOE_ACT;
     check_fails(&s, "recompute module moe_act needs an MoE model; toy has no experts");
+    /* cuda_graph.modules that Megatron-Core's TransformerConfig refuses (transformer_config.py @d98e8a64dd) */
+    hand(&s);
+    s.cuda_graph = MB_CG_MOE | MB_CG_MOE_ROUTER;
+    s.capacity_factor = 1.25;
+    s.pad_to_capacity = 1;
+    check_fails(&s, "cuda_graph modules moe and moe_router exclude each other (moe captures the router inside "
+                    "the whole MoE block)");
+    hand(&s);
+    s.cuda_graph = MB_CG_MOE; /* dropless (the default) */
+    check_fails(&s, "cuda_graph module moe needs drop-and-pad MoE (moe.capacity_factor and "
+                    "moe.pad_expert_input_to_capacity: true): dropless expert inputs change shape every step; "
+                    "graph moe_router instead");
+    s.capacity_factor = 1.25;
+    s.pad_to_capacity = 1;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    hand(&s);
+    s.cuda_graph = MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS;
+    s.dispatcher = MB_DISP_ALLTOALL;
+    s.capacity_factor = 1.5; /* drop without padding: the token counts go to the host */
+    check_fails(&s, "cuda_graph module moe_preprocess cannot capture the alltoall dispatcher's preprocess with "
+                    "moe.capacity_factor = 1.5 and no padding to capacity (it copies token counts to the host and "
+                    "synchronizes)");
+    s.pad_to_capacity = 1;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    hand(&s);
+    s.cuda_graph = MB_CG_ATTN | MB_CG_MLP;
+    check_fails(&s, "cuda_graph module mlp graphs dense MLP layers; every FFN of toy is MoE (graph moe_router, "
+                    "or moe with drop-and-pad)");
+    s.model.first_dense = 1; /* DeepSeek-style leading dense layers: their MLP can be graphed */
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
     hand(&s);
     s.model.vision.depth = 2;
     check_fails(&s, "model toy has a vision encoder: give data.images or data.mock: true");
