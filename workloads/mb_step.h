@@ -60,6 +60,11 @@ struct mb_memory_stage {
     double peak_time_s;                 /* when the peak happens (s from the step's start) */
     double fwd_ws, bwd_ws;              /* the forward working set and the backward one (recompute +
                                            gradients) before the larger is taken for the peak */
+    double step_grads;                  /* the fp32 copy of BF16 main grads the optimizer step holds (3d, fp32
+                                           Adam moments: mb_memory_step_grad_copy_bytes); in peak_allocated
+                                           only when at_step */
+    int at_step;                        /* 1: the rank peaks in the optimizer step, when no activation is alive
+                                           (activations, loss, dispatch, recompute, bwd_grads are then 0) */
 };
 
 /** Memory verdict: device memory below the at-risk margin, within it, or above capacity. */
@@ -92,6 +97,8 @@ struct mb_memory {
     double capacity;                    /* GPU usable HBM */
     double logits, dispatch, workspace, recompute, bwd_grads, fragmentation, comm_buffers, context, device;
     double peak_time_s;
+    double step_grads;                  /* as in mb_memory_stage */
+    int at_step;                        /* as in mb_memory_stage */
     enum mb_mem_verdict verdict;        /* of `device` against `capacity` */
     int stage;                          /* pipeline stage holding the peak (largest device memory) */
     const char *dominant;               /* name of the largest term */
@@ -99,6 +106,20 @@ struct mb_memory {
     struct mb_memory_stage per_stage[64]; /* every stage's rank (index = stage) */
     struct mb_memtl tl;                 /* the peak stage's timeline (n = 0: not recorded) */
 };
+
+/**
+ * @brief Bytes of the fp32 gradient copy a rank's optimizer step holds: Megatron-Core's distributed
+ * optimizer (and its Float16 optimizer without one) hands the plain optimizer fp32 gradients, so with
+ * BF16 main grads it casts each shard's gradient for the step (`shard_main_param.grad =
+ * shard_model_grad.float()`, `_copy_model_grads_to_main_grads`, NVIDIA/Megatron-LM@d98e8a64
+ * megatron/core/optimizer/distrib_optimizer.py; freed by the next `zero_grad`). 4 B per element of the
+ * rank's optimizer shard; 0 with fp32 main grads (`.float()` returns the tensor itself), with the
+ * precision-aware optimizer (BF16 moments: the BF16 gradient is its `decoupled_grad`) and under FSDP
+ * (Megatron-FSDP and FSDP2 hand their own gradients to the optimizer).
+ * @param s       a checked scenario
+ * @param optim   the rank's optimizer-state bytes (master weights and moments: 4 + state_bytes per element)
+ */
+double mb_memory_step_grad_copy_bytes(const struct mb_scenario *s, double optim);
 
 /** @brief "fits", "at risk" or "OOM". */
 const char *mb_memory_verdict_name(enum mb_mem_verdict v);

@@ -576,7 +576,7 @@ static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
              {"loss", m->logits},             {"dispatch", m->dispatch},
              {"GEMM workspaces", m->workspace}, {"CUDA graphs", m->graphs},
              {"fragmentation", m->fragmentation}, {"comm buffers", m->comm_buffers},
-             {"CUDA context", m->context}};
+             {"CUDA context", m->context},    {"optimizer-step gradients", m->at_step ? m->step_grads : 0}};
     enum { NT = sizeof t / sizeof t[0] };
     int used[NT] = {0};
     size_t l = 0;

@@ -126,7 +126,12 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             M->peak_allocated / GIB, M->reserved / GIB, M->device / GIB, M->capacity / GIB,
             M->capacity > 0 ? 100 * M->device / M->capacity : 0, mb_memory_verdict_name(M->verdict), M->dominant);
     if (memory_detail) {
-        fprintf(fp, "    rank of pipeline stage %d, at its peak (%.4f s into the step):\n", M->stage, M->peak_time_s);
+        if (M->at_step)
+            fprintf(fp, "    rank of pipeline stage %d, at its peak (in the optimizer step, no activation alive):\n",
+                    M->stage);
+        else
+            fprintf(fp, "    rank of pipeline stage %d, at its peak (%.4f s into the step):\n", M->stage,
+                    M->peak_time_s);
         fprintf(fp, "      weights        %8.2f GiB\n", M->weights / GIB);
         fprintf(fp, "      gradients      %8.2f GiB\n", M->grads / GIB);
         fprintf(fp, "      optimizer      %8.2f GiB\n", M->optimizer / GIB);
@@ -142,6 +147,9 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "      buffers        %8.2f GiB  (loss %.2f, dispatch %.2f, GEMM workspaces %.2f)\n",
                 M->buffers / GIB, M->logits / GIB, M->dispatch / GIB, M->workspace / GIB);
         fprintf(fp, "      cuda graphs    %8.2f GiB\n", M->graphs / GIB);
+        if (M->at_step)
+            fprintf(fp, "      step grads     %8.2f GiB  (the optimizer step's fp32 copy of the BF16 main grads)\n",
+                    M->step_grads / GIB);
         fprintf(fp, "      = allocated    %8.2f GiB\n", M->peak_allocated / GIB);
         fprintf(fp, "      fragmentation  %8.2f GiB  (%s)\n", M->fragmentation / GIB,
                 s->expandable_segments ? "expandable segments" : "no expandable segments");
@@ -158,11 +166,12 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                     "reserved  device\n");
         for (int st = 0; st < M->n_stages; st++) {
             const struct mb_memory_stage *m = &M->per_stage[st];
-            fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %7.2f %8.2f %7.2f %6.1f %9.1f %7.1f  %s\n",
+            fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %7.2f %8.2f %7.2f %6.1f %9.1f %7.1f  %s%s\n",
                     st, m->weights / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
                     m->recompute / GIB, m->buffers / GIB, m->graphs / GIB, m->peak_allocated / GIB,
                     m->reserved / GIB, m->device / GIB,
-                    mb_memory_verdict_name(mb_memory_verdict_of(m->device, M->capacity)));
+                    mb_memory_verdict_name(mb_memory_verdict_of(m->device, M->capacity)),
+                    m->at_step ? "  (peak in the optimizer step)" : "");
         }
         const struct mb_memory_stage *ls = &M->per_stage[M->n_stages > 0 ? M->n_stages - 1 : 0];
         if (M->n_stages > 0 && ls->deferred_wgrad > 0)
@@ -305,6 +314,8 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(mem, "cuda_graphs_gib", json_real(r->mem.graphs / GIB));
     json_object_set_new(mem, "dominant", json_string(r->mem.dominant));
     json_object_set_new(mem, "peak_time_s", json_real(r->mem.peak_time_s));
+    json_object_set_new(mem, "peak_in_optimizer_step", json_boolean(r->mem.at_step));
+    json_object_set_new(mem, "optimizer_step_gradients_gib", json_real(r->mem.at_step ? r->mem.step_grads / GIB : 0));
     json_object_set_new(mem, "deferred_wgrad_gib", json_real(r->mem.deferred_wgrad / GIB));
     json_object_set_new(mem, "recompute_gib", json_real(r->mem.recompute / GIB));
     json_object_set_new(mem, "loss_gib", json_real(r->mem.logits / GIB));
@@ -329,6 +340,8 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
                               "cuda_graphs_gib", m->graphs / GIB, "peak_gib", m->peak_allocated / GIB,
                               "reserved_gib", m->reserved / GIB);
         json_object_set_new(e, "deferred_wgrad_gib", json_real(m->deferred_wgrad / GIB));
+        json_object_set_new(e, "peak_in_optimizer_step", json_boolean(m->at_step));
+        json_object_set_new(e, "optimizer_step_gradients_gib", json_real(m->at_step ? m->step_grads / GIB : 0));
         json_object_set_new(e, "recompute_gib", json_real(m->recompute / GIB));
         json_object_set_new(e, "loss_gib", json_real(m->logits / GIB));
         json_object_set_new(e, "backward_gradients_gib", json_real(m->bwd_grads / GIB));

@@ -2200,6 +2200,63 @@ static void test_recompute_working_set(void **state)
 }
 
 /*
+ * The optimizer step's fp32 gradient copy (mb_memory_step_grad_copy_bytes): on the 1F1B fixture at
+ * sequence 128 with dp 1 (4 GPUs, pp 4), each stage holds Q = 4 layers x 12 x 4096^2 linear weights
+ * (test_quantized_weights) plus norms, biases and a 128-token vocabulary (under 1 %), and the
+ * activations of 4 microbatches x 4 layers at 128 tokens are ~0.3 GB, well under the step's copy of
+ * 4 B x Q = 3.2 GB: with BF16 main grads and fp32 Adam moments every stage peaks in the optimizer
+ * step, at weights + grads + optimizer + 4 B x Q + the GEMM workspace, with no activation counted.
+ * The copy is 4 B per optimizer element, i.e. a third of the fp32 master + two moments (12 B).
+ * With fp32 main grads, the precision-aware optimizer (BF16 moments) or FSDP there is no copy, and
+ * with fp32 grads the passes' peak is above the step's again.
+ */
+static void test_optimizer_step_peak(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    const double Q = 4 * 12.0 * 4096 * 4096;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    s.seq_length = 128;
+    s.grad_bytes = 2;
+    check_sim(&s, &r);
+    for (int st = 0; st < r.mem.n_stages; st++) {
+        const struct mb_memory_stage *m = &r.mem.per_stage[st];
+        assert_int_equal(m->at_step, 1);
+        assert_true(m->step_grads >= 4 * Q && m->step_grads < 4 * Q * 1.01);
+        assert_true(fabs(m->step_grads - m->optimizer / 3) < 1e-6 * m->optimizer);
+        assert_true(m->activations == 0 && m->logits == 0 && m->recompute == 0 && m->bwd_grads == 0);
+        double want = m->weights + m->grads + m->optimizer + m->step_grads + m->workspace + m->graphs;
+        assert_true(fabs(m->peak_allocated - want) < 1e-9 * want);
+        assert_true(fabs(m->grads - m->weights) < 1e-9 * m->weights); /* BF16 grads: 2 B like the weights */
+    }
+    assert_int_equal(r.mem.at_step, 1);
+    assert_true(r.mem.step_grads > 0);
+    mb_result_free(&r);
+    static const struct {
+        int grad_bytes, state_bytes;
+    } none[] = {{4, 8}, {2, 4}};
+    for (size_t i = 0; i < 2; i++) {
+        s.grad_bytes = none[i].grad_bytes;
+        s.state_bytes = none[i].state_bytes;
+        check_sim(&s, &r);
+        for (int st = 0; st < r.mem.n_stages; st++) {
+            assert_true(r.mem.per_stage[st].step_grads == 0);
+            assert_int_equal(r.mem.per_stage[st].at_step, 0);
+            assert_true(r.mem.per_stage[st].activations > 0);
+        }
+        mb_result_free(&r);
+    }
+    s.grad_bytes = 2;
+    s.state_bytes = 8;
+    s.strategy = MB_STRAT_FSDP;
+    assert_true(mb_memory_step_grad_copy_bytes(&s, 12 * Q) == 0);
+    s.strategy = MB_STRAT_3D;
+    assert_true(fabs(mb_memory_step_grad_copy_bytes(&s, 12 * Q) - 4 * Q) < 1e-6 * Q);
+    mb_scenario_free(&s);
+}
+
+/*
  * CPU activation offloading (memory.cpu_offloading_num_layers; TE cpu_offload.py): pipe_1f1b's
  * 16 identical GPT layers (h 4096, s 4096, b 1, tp 1, flash attention) each save Korthikanti et
  * al.'s 34 s b h = 570,425,344 B. At pp 1 one microbatch is in flight, so without offloading the
@@ -2424,7 +2481,7 @@ int main(void)
         cmocka_unit_test(test_quantized_weight_gather),
         cmocka_unit_test(test_no_sequence_parallel),
         cmocka_unit_test(test_deferred_wgrad), cmocka_unit_test(test_step_bound), cmocka_unit_test(test_drawn_microbatches),
-        cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_moe_layer_memory),
+        cmocka_unit_test(test_extension_1f1b), cmocka_unit_test(test_cpu_offload), cmocka_unit_test(test_optimizer_step_peak), cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

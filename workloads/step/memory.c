@@ -512,6 +512,16 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double graphs = lay->graph_bytes_stage[st];
         double buf = logits + disp + MB_MEM_WORKSPACE;
         double alloc = w + g + o + act + rc + gws + buf + graphs;
+        /* The optimizer step: every activation freed, the static state, the CUDA-graph buffers, the
+         * workspaces and the step's fp32 gradient copy. When it is the larger, the peak is there. */
+        double step_grads = mb_memory_step_grad_copy_bytes(s, o);
+        double step_alloc = w + g + o + step_grads + graphs + MB_MEM_WORKSPACE;
+        int at_step = step_alloc > alloc;
+        if (at_step) {
+            act = logits = rc = gws = disp = d.deferred = 0;
+            buf = MB_MEM_WORKSPACE;
+            alloc = step_alloc;
+        }
         /* Fragmentation: without expandable segments a freed block is cached at its size
          * and split for smaller requests, so the next request of the largest transient
          * size (the loss working set, one dispatch tensor) finds no hole and takes a new
@@ -546,12 +556,21 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->peak_time_s = t_peak;
             ps->fwd_ws = fwd_ws;
             ps->bwd_ws = bwd_ws;
+            ps->step_grads = step_grads;
+            ps->at_step = at_step;
             out->n_stages = st + 1;
         }
     }
     out->capacity = hbm_bytes;
     mb_memory_summarize(out);
     return 0;
+}
+
+double mb_memory_step_grad_copy_bytes(const struct mb_scenario *s, double optim)
+{
+    if (s->strategy != MB_STRAT_3D || s->grad_bytes >= 4 || s->state_bytes < 8)
+        return 0;
+    return 4.0 * optim / (4.0 + s->state_bytes);
 }
 
 enum mb_mem_verdict mb_memory_verdict_of(double device, double capacity)
@@ -591,6 +610,8 @@ void mb_memory_summarize(struct mb_memory *m)
     m->context = a->context;
     m->device = a->device;
     m->peak_time_s = a->peak_time_s;
+    m->step_grads = a->step_grads;
+    m->at_step = a->at_step;
     m->verdict = mb_memory_verdict_of(a->device, m->capacity);
     m->stage = best;
     double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs, a->recompute,

@@ -156,7 +156,9 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     {
         const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];
         double dynb = ps->activations + ps->logits + ps->recompute + ps->bwd_grads;
-        mb_memtl_record(b, r->mem.stage, ps->peak_allocated - dynb, &r->mem.tl);
+        /* the timeline covers the forward and backward passes: without the optimizer step's gradient copy */
+        double step_copy = ps->at_step ? ps->step_grads : 0;
+        mb_memtl_record(b, r->mem.stage, ps->peak_allocated - dynb - step_copy, &r->mem.tl);
     }
     r->oom = r->mem.verdict == MB_MEM_OOM;
     if (a->ops)
@@ -295,6 +297,7 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
         a->comm_buffers = mb__lin(a->comm_buffers, b1->comm_buffers, k);
         a->context = mb__lin(a->context, b1->context, k);
         a->device = mb__lin(a->device, b1->device, k);
+        a->step_grads = mb__lin(a->step_grads, b1->step_grads, k); /* at_step: the same in both (caller) */
     }
     mb_memory_summarize(M);
     M->tl.n = 0; /* the timeline of the shortened model does not extend */
@@ -581,6 +584,16 @@ static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_o
     if (mb__simulate_mb(&s2, cap, &a, r, err)) {
         mb_result_free(&r1);
         return -1;
+    }
+    /* a stage peaking in the optimizer step in one run and in the passes in the other: its terms
+     * belong to different moments and do not extend */
+    int moments_differ = 0;
+    for (int st = 0; st < r->mem.n_stages && st < r1.mem.n_stages; st++)
+        moments_differ |= r->mem.per_stage[st].at_step != r1.mem.per_stage[st].at_step;
+    if (moments_differ) {
+        mb_result_free(&r1);
+        mb_result_free(r);
+        return mb__simulate_mb(s, cap, &a, r, err);
     }
     mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
     if (mb__below_floor(s, r)) {
