@@ -510,6 +510,11 @@ static const struct mb_key mb_key__table[] = {
      .scale = 1, .def = 0, .def_text = "none", .doc = "measured step time (bare = s)"},
     {.key = "measured.peak_memory_gib", .type = MB_KEY_QUANTITY, F_(meas_peak_memory_gib), .unit = MB_UNIT_BYTES,
      .scale = 1073741824.0, .def = 0, .def_text = "none", .doc = "measured peak memory per GPU (bare = GiB)"},
+    {.key = "measured.peak_memory_after_iteration", .type = MB_KEY_INT, F_(meas_peak_iteration), .min = 0,
+     .max = 1000000000, .def = 0, .def_text = "0 (the steady state)",
+     .doc = "the iteration after which the peak was logged (Megatron-Bridge: \"(after N iterations) memory (GB)\"): "
+            "1 compares it with the first iteration's peak, whose passes run before the first optimizer step "
+            "creates Adam's moments; 0 or 2 and later: the steady state"},
     {.key = "measured.oom", .type = MB_KEY_BOOL, F_(meas_oom), .def = 0,
      .doc = "the run was reported out of memory (a peak beside it is where it failed)"},
     {.key = "measured.source", .type = MB_KEY_STRING, F_(meas_source), .def_text = "none",

@@ -204,6 +204,7 @@ struct mb_scenario {
     /* measured (optional) */
     double meas_tokens_per_s_per_gpu, meas_model_tflops_per_gpu, meas_step_time_s, meas_peak_memory_gib;
     int meas_oom; /* measured.oom: the run was reported out of memory */
+    int meas_peak_iteration; /* measured.peak_memory_after_iteration: 1 = logged after iteration 1, 0 = steady */
     char meas_source[256];
     /* set by the loader: settings the file writes that are valid but change nothing in this
      * simulation, one "file:line:col: warning: key ...: why" line each ("" = none); the CLI

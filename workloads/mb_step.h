@@ -65,6 +65,10 @@ struct mb_memory_stage {
                                            only when at_step */
     int at_step;                        /* 1: the rank peaks in the optimizer step, when no activation is alive
                                            (activations, loss, dispatch, recompute, bwd_grads are then 0) */
+    double first_iter_allocated;        /* the most allocated through the first iteration: its passes run
+                                           without Adam's moments, which the first optimizer step creates, so
+                                           max(passes' peak - moments, the step's peak). What a training log
+                                           written after iteration 1 reports as its peak (docs/modeling.md) */
 };
 
 /** Memory verdict: device memory below the at-risk margin, within it, or above capacity. */
@@ -99,6 +103,7 @@ struct mb_memory {
     double peak_time_s;
     double step_grads;                  /* as in mb_memory_stage */
     int at_step;                        /* as in mb_memory_stage */
+    double first_iter_allocated;        /* as in mb_memory_stage */
     enum mb_mem_verdict verdict;        /* of `device` against `capacity` */
     int stage;                          /* pipeline stage holding the peak (largest device memory) */
     const char *dominant;               /* name of the largest term */

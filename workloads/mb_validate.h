@@ -79,6 +79,11 @@ struct mb_val_row {
                                NVIDIA-NeMo/Megatron-Bridge@55c4e667 (2026-05-08) reduced it over the PP
                                group, so it is compared with the last stage's rank; the others with
                                the largest over the stages' ranks */
+    int mem_first_iter;     /* 1: the peak was logged after the first iteration, and is compared with the
+                               first iteration's (mb_memory_stage.first_iter_allocated): a "notes" peak
+                               (Megatron-Bridge printed its memory report once, after iteration 1, until
+                               NVIDIA-NeMo/Megatron-Bridge@4d82ed17, 2026-04-09, PR #3169), or a scenario's
+                               measured.peak_memory_after_iteration: 1 */
     int mem_only;           /* 1: a scenario file with no measured time: compared on memory alone */
     int mem_compared;       /* 1: a predicted row with a measured peak; pred_mem_gib and mem_err_pct set */
     double pred_mem_gib;    /* predicted peak of mem_kind: the largest over the pipeline stages' ranks, or

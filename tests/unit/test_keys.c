@@ -136,7 +136,8 @@ static const struct kcase cases[] = {
      NULL, NULL},
     {"recompute.num_layers", "recompute.granularity=full", "2", O(recompute_num_layers), V_INT, 2, 0, 0, NULL,
      NULL},
-    {"cuda_graph.modules", "", "attn+moe_router", O(cuda_graph), V_UNS, MB_CG_ATTN | MB_CG_MOE_ROUTER, 0, 0, NULL, NULL},
+    {"cuda_graph.modules", "", "attn+moe_router", O(cuda_graph), V_UNS, MB_CG_ATTN | MB_CG_MOE_ROUTER, 0, 0, NULL,
+     NULL},
     {"freeze", "", "language", O(freeze), V_UNS, MB_FREEZE_LANGUAGE, 0, 0, NULL, NULL},
     {"peft.lora_rank", "freeze=language", "16", O(lora_rank), V_INT, 16, 0, 0, NULL, NULL},
     {"peft.lora_targets", "freeze=language;peft.lora_rank=8", "linear_qkv+linear_fc2", O(lora_targets), V_UNS,
@@ -171,7 +172,7 @@ static const struct kcase cases[] = {
 static const char *const special_keys[] = {
     "schema_version", "name", "model", "system.preset", "data.images", "calibration.table",
     "measured.tokens_per_s_per_gpu", "measured.model_tflops_per_gpu", "measured.step_time_s",
-    "measured.peak_memory_gib", "measured.oom", "measured.source", NULL};
+    "measured.peak_memory_gib", "measured.peak_memory_after_iteration", "measured.oom", "measured.source", NULL};
 
 /* The field of case c in s holds the case's value. */
 static void expect_field(const struct mb_scenario *s, const struct kcase *c, const char *when)
@@ -390,6 +391,7 @@ static void test_roundtrip_special_keys(void **state)
     s.meas_step_time_s = 12.5;
     s.meas_peak_memory_gib = 70.125;
     s.meas_oom = 1;
+    s.meas_peak_iteration = 1;
     snprintf(s.meas_source, sizeof s.meas_source, "row 7: \"quoted\", #hash");
     round_trip(&s, &back);
     assert_string_equal(back.name, "keys: round-trip #1");
@@ -409,6 +411,7 @@ static void test_roundtrip_special_keys(void **state)
     assert_true(back.meas_step_time_s == 12.5);
     assert_true(back.meas_peak_memory_gib == 70.125);
     assert_int_equal(back.meas_oom, 1);
+    assert_int_equal(back.meas_peak_iteration, 1);
     assert_string_equal(back.meas_source, "row 7: \"quoted\", #hash");
     mb_scenario_free(&back);
 

@@ -404,6 +404,18 @@ static void mb__static_state(const struct mb_scenario *s, const struct mb_layout
     *op = o;
 }
 
+/* Of a rank's optimizer-state bytes, Adam's two moments: Transformer Engine's FusedAdam (Megatron-Core's
+ * Adam) creates them in its first step() (`initialize_state` for a parameter without state,
+ * NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/optimizers/fused_adam.py), while
+ * Megatron builds the fp32 master shards with the optimizer. FSDP2's optimizer state is the moments
+ * alone (its fp32 master is the sharded parameter). */
+static double mb__adam_moments(const struct mb_scenario *s, double optim)
+{
+    if (s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2)
+        return optim;
+    return optim * s->state_bytes / (4.0 + s->state_bytes);
+}
+
 /* Device memory outside PyTorch of a rank (bytes): NCCL communicators of its
  * groups and the DeepEP / HybridEP registered buffers (the CUDA context is
  * added by the caller). */
@@ -516,6 +528,8 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
          * workspaces and the step's fp32 gradient copy. When it is the larger, the peak is there. */
         double step_grads = mb_memory_step_grad_copy_bytes(s, o);
         double step_alloc = w + g + o + step_grads + graphs + MB_MEM_WORKSPACE;
+        /* the first iteration's passes run before the optimizer has created Adam's moments */
+        double first_iter = fmax(alloc - mb__adam_moments(s, o), step_alloc);
         int at_step = step_alloc > alloc;
         if (at_step) {
             act = logits = rc = gws = disp = d.deferred = 0;
@@ -558,6 +572,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->bwd_ws = bwd_ws;
             ps->step_grads = step_grads;
             ps->at_step = at_step;
+            ps->first_iter_allocated = first_iter;
             out->n_stages = st + 1;
         }
     }
@@ -612,6 +627,7 @@ void mb_memory_summarize(struct mb_memory *m)
     m->peak_time_s = a->peak_time_s;
     m->step_grads = a->step_grads;
     m->at_step = a->at_step;
+    m->first_iter_allocated = a->first_iter_allocated;
     m->verdict = mb_memory_verdict_of(a->device, m->capacity);
     m->stage = best;
     double v[] = {a->weights, a->grads, a->optimizer, a->activations, a->buffers, a->graphs, a->recompute,

@@ -298,6 +298,8 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
         a->context = mb__lin(a->context, b1->context, k);
         a->device = mb__lin(a->device, b1->device, k);
         a->step_grads = mb__lin(a->step_grads, b1->step_grads, k); /* at_step: the same in both (caller) */
+        /* a max of two terms: exact when both runs take the same one */
+        a->first_iter_allocated = mb__lin(a->first_iter_allocated, b1->first_iter_allocated, k);
     }
     mb_memory_summarize(M);
     M->tl.n = 0; /* the timeline of the shortened model does not extend */
