@@ -123,7 +123,8 @@ struct mb_val_summary {
     size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
     /* memory: rows that ran = predicted rows not reported OOM (every measured run ran unless its
      * notes say it was reported out of memory) */
-    size_t n_mem;                    /* rows that ran compared in peak memory */
+    size_t n_mem;                    /* rows compared in peak memory (in the memory MAPE) */
+    size_t n_mem_oom_later;          /* of them, reported OOM after the first iteration their peak is of */
     double mape_mem_pct;             /* mean |mem_err_pct| over them; NaN if none */
     double median_mem_err_pct;       /* signed median of mem_err_pct; NaN if none */
     size_t n_ran, n_ran_pred_oom, n_ran_pred_at_risk; /* rows that ran; of them predicted OOM / at risk */

@@ -1557,6 +1557,48 @@ static void test_memory_notes_last_stage(void **state)
     mb_validate_free(&s);
 }
 
+/* A reported-OOM scenario's peak: where it failed (tiny_oom_peak.yaml), so out of the memory MAPE; or
+ * logged after iteration 1, which completed (tiny_oom_iter1.yaml, measured.peak_memory_after_iteration:
+ * 1), so compared with the first iteration's peak and in the MAPE. That peak by hand from the terms:
+ * max(the steady peak - Adam's two fp32 moments, 8 of the optimizer's 12 B per element; the optimizer
+ * step: weights, fp32 grads, the whole optimizer state, workspaces). */
+static void test_memory_oom_after_first_iteration(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    struct mem_pred p = {0};
+    const char *paths[] = {FIX "tiny_oom_peak.yaml", FIX "tiny_oom_iter1.yaml"};
+    mb_validate_init(&s);
+    s.on_row = mem_hook;
+    s.on_row_ctx = &p;
+    mb_err_clear(&e);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(mb_validate_add_scenario(&s, paths[i], &e), 0);
+    mb_validate_finish(&s);
+    const struct mb_val_row *a = find_row(&s, "tiny_oom_peak"), *b = find_row(&s, "tiny_oom_iter1");
+    assert_true(a->reported_oom && a->mem_compared && !a->mem_first_iter);
+    assert_true(b->reported_oom && b->mem_compared && b->mem_first_iter);
+    const struct mb_memory_stage *m = &p.row[1].mem.per_stage[0];
+    double first = fmax(m->peak_allocated - m->optimizer * 8 / 12,
+                        m->weights + m->grads + m->optimizer + m->workspace + m->graphs);
+    assert_true(mb_dbl_eq(a->pred_mem_gib, m->peak_allocated / 1073741824.0));
+    assert_true(mb_dbl_eq(b->pred_mem_gib, first / 1073741824.0));
+    assert_int_equal(s.n_mem, 1);
+    assert_int_equal(s.n_mem_oom_later, 1);
+    assert_true(mb_dbl_eq(s.mape_mem_pct, fabs(b->mem_err_pct)));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    mb_validate_print_text(&s, fp);
+    fclose(fp);
+    assert_non_null(strstr(buf, "peak memory: 1 row compared (1 reported OOM after the first iteration"));
+    assert_non_null(strstr(buf, "# reported OOM: not in the memory MAPE"));
+    assert_non_null(strstr(buf, "; reported OOM later"));
+    free(buf);
+    mb_validate_free(&s);
+}
+
 static void test_memory_csv(void **state)
 {
     (void)state;
@@ -2161,7 +2203,7 @@ int main(void)
         cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
         cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
-        cmocka_unit_test(test_drift), cmocka_unit_test(test_drift_memory), cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_drift), cmocka_unit_test(test_drift_memory), cmocka_unit_test(test_memory_oom_after_first_iteration), cmocka_unit_test(test_jobs),
         cmocka_unit_test(test_jobs_scenarios),
         cmocka_unit_test(test_csv_paths),
     };
