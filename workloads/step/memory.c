@@ -531,6 +531,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         /* the first iteration's passes run before the optimizer has created Adam's moments */
         double first_iter = fmax(alloc - mb__adam_moments(s, o), step_alloc);
         int at_step = step_alloc > alloc;
+        double big = fmax(logits, block); /* the largest transient of the passes (fragmentation, below) */
         if (at_step) {
             act = logits = rc = gws = disp = d.deferred = 0;
             buf = MB_MEM_WORKSPACE;
@@ -542,7 +543,6 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
          * segment: one such block stays reserved beyond the allocation. CUDA-graph
          * private pools never use expandable segments. Expandable segments map 2 MiB
          * pages: at most a page per stream's segment. */
-        double big = fmax(logits, block);
         int fullg = (s->cuda_graph & MB_CG_FULL_ITERATION) != 0;
         double frag = (!s->expandable_segments || fullg) ? mb_memory_segment(big) : (1 + MB_CK_COUNT) * MB_MEM_ROUND_LARGE;
         /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
