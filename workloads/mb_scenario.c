@@ -1065,6 +1065,10 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
     if (cei && !s->ce_fusion)
         mb_scn__warn(s, cei, "training.cross_entropy_fusion_impl changes nothing: it selects the fused "
                      "cross-entropy, and training.cross_entropy_fusion is false");
+    const struct mb_node *pit = mb_scn__node(nodes, "measured.peak_memory_after_iteration");
+    if (pit && !(s->meas_peak_memory_gib > 0))
+        mb_scn__warn(s, pit, "measured.peak_memory_after_iteration changes nothing: it says when "
+                     "measured.peak_memory_gib was logged, and there is none");
     if (drop && s->attn_dropout > 0 && s->attn_backend != MB_ATTN_UNFUSED && s->attn_backend != MB_ATTN_LOCAL)
         mb_scn__warn(s, drop, "training.attention_dropout changes nothing with a fused attention backend: the "
                      "kernel drops in-kernel, which mbsim does not price (it is a kernel of its own with "

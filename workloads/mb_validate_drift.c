@@ -62,23 +62,26 @@ static int num_field(json_t *o, const char *key, double *out)
     return 0;
 }
 
-/* A row's predicted memory and verdict, when it has them (a baseline from before mbsim predicted memory
- * has neither). -1 when one is of the wrong type: verdict is then NULL if it is the verdict. */
-static int read_memory(json_t *o, struct side *v)
+/* A row's predicted memory and verdict, both or neither (a baseline from before mbsim predicted memory
+ * has neither). NULL, or what is wrong with them. */
+static const char *read_memory(json_t *o, struct side *v)
 {
     json_t *gib = json_object_get(o, "device_memory_gib"), *verdict = json_object_get(o, "memory_verdict");
     v->verdict = "";
-    if (verdict && !json_is_string(verdict)) {
-        v->verdict = NULL;
-        return -1;
-    }
-    if (verdict)
-        v->verdict = json_string_value(verdict);
-    if (gib && !json_is_number(gib))
-        return -1;
-    v->has_mem = gib != NULL;
-    v->mem_gib = gib ? json_number_value(gib) : 0;
-    return 0;
+    if (!gib && !verdict)
+        return NULL;
+    if (!gib || !verdict)
+        return gib ? "'device_memory_gib' without 'memory_verdict'" : "'memory_verdict' without 'device_memory_gib'";
+    if (!json_is_number(gib) || !(json_number_value(gib) > 0))
+        return "'device_memory_gib' is not a positive number";
+    const char *t = json_is_string(verdict) ? json_string_value(verdict) : "";
+    if (strcmp(t, mb_memory_verdict_name(MB_MEM_FITS)) && strcmp(t, mb_memory_verdict_name(MB_MEM_AT_RISK)) &&
+        strcmp(t, mb_memory_verdict_name(MB_MEM_OOM)))
+        return "'memory_verdict' is not one of \"fits\", \"at risk\", \"OOM\"";
+    v->verdict = t;
+    v->has_mem = 1;
+    v->mem_gib = json_number_value(gib);
+    return NULL;
 }
 
 /* Free v after the error (which may quote its strings) is set. */
@@ -123,10 +126,12 @@ static int read_baseline(json_t *root, const char *path, struct side **out, size
         if (!v[i].skipped && !json_is_number(json_object_get(o, "predicted")))
             return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): a row not skipped needs 'predicted'",
                                       i, v[i].id));
-        if (read_memory(o, &v[i]))
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): '%s' is not a %s", i, v[i].id,
-                                      v[i].verdict ? "device_memory_gib" : "memory_verdict",
-                                      v[i].verdict ? "number" : "string"));
+        if (!v[i].skipped && !(v[i].predicted > 0))
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'predicted' must be positive, got %g",
+                                      i, v[i].id, v[i].predicted));
+        const char *bad = read_memory(o, &v[i]);
+        if (bad)
+            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): %s", i, v[i].id, bad));
     }
     number(v, *n);
     *out = v;
@@ -173,7 +178,7 @@ static void compare_memory(const struct side *a, const struct side *b, struct mb
     if (!a->has_mem || !b->has_mem)
         return;
     out->n_mem_compared++;
-    int flip = a->verdict[0] && strcmp(a->verdict, b->verdict) != 0;
+    int flip = strcmp(a->verdict, b->verdict) != 0;
     if (!flip && absd(b->mem_gib - a->mem_gib) <= SAME_REL * absd(a->mem_gib))
         return;
     struct mb_val_mem_drift_row m = {.occurrence = b->occ, .old_gib = a->mem_gib, .new_gib = b->mem_gib,
@@ -181,7 +186,7 @@ static void compare_memory(const struct side *a, const struct side *b, struct mb
     set_str(m.id, sizeof m.id, b->id);
     set_str(m.old_verdict, sizeof m.old_verdict, a->verdict);
     set_str(m.new_verdict, sizeof m.new_verdict, b->verdict);
-    m.drift_pct = a->mem_gib != 0 ? (b->mem_gib - a->mem_gib) / a->mem_gib * 100 : INFINITY;
+    m.drift_pct = (b->mem_gib - a->mem_gib) / a->mem_gib * 100; /* a->mem_gib > 0 (read_memory) */
     m.over = flip || absd(m.drift_pct) > out->threshold_pct;
     if (absd(m.drift_pct) > out->max_abs_mem_drift_pct)
         out->max_abs_mem_drift_pct = absd(m.drift_pct);
@@ -258,7 +263,7 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
                 d.kind = MB_DRIFT_SAME;
             } else {
                 d.kind = MB_DRIFT_CHANGED;
-                d.drift_pct = a->predicted != 0 ? (b->predicted - a->predicted) / a->predicted * 100 : INFINITY;
+                d.drift_pct = (b->predicted - a->predicted) / a->predicted * 100; /* > 0 (read_baseline) */
                 d.over = absd(d.drift_pct) > threshold_pct;
                 if (absd(d.drift_pct) > out->max_abs_drift_pct)
                     out->max_abs_drift_pct = absd(d.drift_pct);
@@ -316,8 +321,8 @@ static void print_memory(const struct mb_val_drift *d, size_t top, FILE *fp)
                         "  %-40s %12s %12s %9s  %s\n",
                     d->threshold_pct, "id", "baseline GiB", "now GiB", "drift %", "verdict then -> now");
         print_id(m->id, m->occurrence, fp);
-        fprintf(fp, " %12.2f %12.2f %+9.2f  %s -> %s%s\n", m->old_gib, m->new_gib, m->drift_pct,
-                m->old_verdict[0] ? m->old_verdict : "?", m->new_verdict, m->over ? "  PAST THRESHOLD" : "");
+        fprintf(fp, " %12.2f %12.2f %+9.2f  %s -> %s%s\n", m->old_gib, m->new_gib, m->drift_pct, m->old_verdict,
+                m->new_verdict, m->over ? "  PAST THRESHOLD" : "");
     }
 }
 

@@ -319,6 +319,10 @@ static const struct {
      "(adapters sit on the dense layers' linears; MoE experts, the router and the vision tower carry none)\n"
      "@:15:27: warning: training.bias_activation_fusion: false changes nothing: model llama3_8b has no experts "
      "(mbsim prices the unfused activation of MoE experts only)\n"},
+    /* peak_memory_after_iteration: 2 + 27 + 2 -> col 32 on line 14 */
+    {"warn_measured_iteration.yaml",
+     ":14:32: warning: measured.peak_memory_after_iteration changes nothing: it says when "
+     "measured.peak_memory_gib was logged, and there is none\n"},
     {"warn_dense_moe_keys.yaml",
      ":15:15: warning: moe.dispatcher changes nothing: model llama3_8b has no experts (dense)\n"
      "@:16:20: warning: moe.capacity_factor changes nothing: model llama3_8b has no experts (dense)\n"},

@@ -2270,6 +2270,7 @@ static void test_optimizer_step_peak(void **state)
         double want = m->weights + m->grads + m->optimizer + m->step_grads + m->workspace + m->graphs;
         assert_true(fabs(m->peak_allocated - want) < 1e-9 * want);
         assert_true(fabs(m->grads - m->weights) < 1e-9 * m->weights); /* BF16 grads: 2 B like the weights */
+        assert_true(m->peak_time_s == r.step_time_s);                  /* the optimizer runs at the step's end */
     }
     assert_int_equal(r.mem.at_step, 1);
     assert_true(r.mem.step_grads > 0);
@@ -2294,6 +2295,28 @@ static void test_optimizer_step_peak(void **state)
     assert_true(mb_memory_step_grad_copy_bytes(&s, 12 * Q) == 0);
     s.strategy = MB_STRAT_3D;
     assert_true(fabs(mb_memory_step_grad_copy_bytes(&s, 12 * Q) - 4 * Q) < 1e-6 * Q);
+    mb_scenario_free(&s);
+
+    /* A sweep's layer extension (2 and 4 layers per stage, extended to 16): with a 128,256-token vocabulary
+     * the short runs' stages peak in the optimizer step (the embedding and output layer do not shrink with
+     * the layers) while the 64-layer model's passes are the larger. The extension must not carry the short
+     * runs' moment over: the same peak as the full simulation on every stage (QA, 2026-12-02). */
+    load("tests/data/step/opt_step_extension.yaml", &s);
+    struct mb_err e;
+    mb_err_clear(&e);
+    struct mb_result ext, full;
+    struct mb_step_opts ox = {.mb_cap = -1, .layer_cap = 1}, of = {.mb_cap = -1};
+    assert_int_equal(mb_step_simulate_opts(&s, &ox, &ext, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&s, &of, &full, &e), 0);
+    for (int st = 0; st < full.mem.n_stages; st++) {
+        const struct mb_memory_stage *x = &ext.mem.per_stage[st], *f = &full.mem.per_stage[st];
+        if (fabs(x->peak_allocated / f->peak_allocated - 1) > 1e-6 || x->at_step != f->at_step)
+            fail_msg("stage %d: extended %.6g B (at step %d), full %.6g B (at step %d)", st, x->peak_allocated,
+                     x->at_step, f->peak_allocated, f->at_step);
+    }
+    assert_int_equal(ext.mem.verdict, full.mem.verdict);
+    mb_result_free(&ext);
+    mb_result_free(&full);
     mb_scenario_free(&s);
 }
 

@@ -2014,8 +2014,11 @@ static void test_drift(void **state)
         {FIX "baseline_bad_syntax.json", FIX "baseline_bad_syntax.json:3:16: invalid JSON: "},
         {FIX "baseline_bad_value.json", FIX "baseline_bad_value.json: rows[0] (id 'a'): 'predicted' is not a number"},
         {FIX "baseline_no_rows.json", "not an mbsim validate --json output (no 'rows' array)"},
-        {FIX "baseline_bad_verdict.json", "bad_verdict.json: rows[0] (id 'a'): 'memory_verdict' is not a string"},
-        {FIX "baseline_bad_memory.json", "bad_memory.json: rows[0] (id 'a'): 'device_memory_gib' is not a number"},
+        {FIX "baseline_bad_verdict.json", "bad_verdict.json: rows[0] (id 'a'): 'memory_verdict' is not one of "
+                                          "\"fits\", \"at risk\", \"OOM\""},
+        {FIX "baseline_bad_memory.json", "bad_memory.json: rows[0] (id 'a'): 'device_memory_gib' is not a positive number"},
+        {FIX "baseline_half_memory.json", "half_memory.json: rows[0] (id 'a'): 'memory_verdict' without 'device_memory_gib'"},
+        {FIX "baseline_zero_predicted.json", "zero_predicted.json: rows[0] (id 'a'): 'predicted' must be positive, got 0"},
         {FIX "no_such_baseline.json", FIX "no_such_baseline.json: cannot open"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -2181,19 +2184,17 @@ static void test_csv_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stats),          cmocka_unit_test(test_recompute_cells),
-        cmocka_unit_test(test_system_map),     cmocka_unit_test(test_precision_map),
-        cmocka_unit_test(test_small_csv), cmocka_unit_test(test_parse_only),      cmocka_unit_test(test_reports),
-        cmocka_unit_test(test_scenario_files), cmocka_unit_test(test_memory_only_scenarios), cmocka_unit_test(test_bad_csv),
-        cmocka_unit_test(test_public_csv),     cmocka_unit_test(test_apply_notes),
-        cmocka_unit_test(test_recipe_cells),   cmocka_unit_test(test_recipe_csv),
-        cmocka_unit_test(test_lora_rows),
-        cmocka_unit_test(test_attention_era),
+        cmocka_unit_test(test_stats), cmocka_unit_test(test_recompute_cells), cmocka_unit_test(test_system_map),
+        cmocka_unit_test(test_precision_map), cmocka_unit_test(test_small_csv), cmocka_unit_test(test_parse_only),
+        cmocka_unit_test(test_reports), cmocka_unit_test(test_scenario_files),
+        cmocka_unit_test(test_memory_only_scenarios), cmocka_unit_test(test_bad_csv),
+        cmocka_unit_test(test_public_csv), cmocka_unit_test(test_apply_notes), cmocka_unit_test(test_recipe_cells),
+        cmocka_unit_test(test_recipe_csv), cmocka_unit_test(test_lora_rows), cmocka_unit_test(test_attention_era),
         cmocka_unit_test(test_flop_conventions), cmocka_unit_test(test_notes_memory),
-        cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),     cmocka_unit_test(test_memory_counts),
-        cmocka_unit_test(test_drift), cmocka_unit_test(test_drift_memory), cmocka_unit_test(test_memory_oom_after_first_iteration), cmocka_unit_test(test_jobs),
-        cmocka_unit_test(test_jobs_scenarios),
-        cmocka_unit_test(test_csv_paths),
+        cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),
+        cmocka_unit_test(test_memory_counts), cmocka_unit_test(test_drift), cmocka_unit_test(test_drift_memory),
+        cmocka_unit_test(test_memory_oom_after_first_iteration), cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_jobs_scenarios), cmocka_unit_test(test_csv_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -524,25 +524,13 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         double graphs = lay->graph_bytes_stage[st];
         double buf = logits + disp + MB_MEM_WORKSPACE;
         double alloc = w + g + o + act + rc + gws + buf + graphs;
-        /* The optimizer step: every activation freed, the static state, the CUDA-graph buffers, the
-         * workspaces and the step's fp32 gradient copy. When it is the larger, the peak is there. */
-        double step_grads = mb_memory_step_grad_copy_bytes(s, o);
-        double step_alloc = w + g + o + step_grads + graphs + MB_MEM_WORKSPACE;
-        /* the first iteration's passes run before the optimizer has created Adam's moments */
-        double first_iter = fmax(alloc - mb__adam_moments(s, o), step_alloc);
-        int at_step = step_alloc > alloc;
-        double big = fmax(logits, block); /* the largest transient of the passes (fragmentation, below) */
-        if (at_step) {
-            act = logits = rc = gws = disp = d.deferred = 0;
-            buf = MB_MEM_WORKSPACE;
-            alloc = step_alloc;
-        }
         /* Fragmentation: without expandable segments a freed block is cached at its size
          * and split for smaller requests, so the next request of the largest transient
          * size (the loss working set, one dispatch tensor) finds no hole and takes a new
          * segment: one such block stays reserved beyond the allocation. CUDA-graph
          * private pools never use expandable segments. Expandable segments map 2 MiB
          * pages: at most a page per stream's segment. */
+        double big = fmax(logits, block);
         int fullg = (s->cuda_graph & MB_CG_FULL_ITERATION) != 0;
         double frag = (!s->expandable_segments || fullg) ? mb_memory_segment(big) : (1 + MB_CK_COUNT) * MB_MEM_ROUND_LARGE;
         /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
@@ -570,15 +558,31 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
             ps->peak_time_s = t_peak;
             ps->fwd_ws = fwd_ws;
             ps->bwd_ws = bwd_ws;
-            ps->step_grads = step_grads;
-            ps->at_step = at_step;
-            ps->first_iter_allocated = first_iter;
             out->n_stages = st + 1;
+            mb_memory_settle_step(s, ps);
         }
     }
     out->capacity = hbm_bytes;
     mb_memory_summarize(out);
     return 0;
+}
+
+void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *ps)
+{
+    /* The optimizer step: every activation freed, the static state, the CUDA-graph buffers, the
+     * workspaces and the step's fp32 gradient copy; the allocator keeps what it reserved in the passes. */
+    ps->step_grads = mb_memory_step_grad_copy_bytes(s, ps->optimizer);
+    double step = ps->weights + ps->grads + ps->optimizer + ps->step_grads + ps->graphs + ps->workspace;
+    /* the first iteration's passes run before the optimizer has created Adam's moments */
+    ps->first_iter_allocated = fmax(ps->peak_allocated - mb__adam_moments(s, ps->optimizer), step);
+    ps->at_step = step > ps->peak_allocated;
+    if (!ps->at_step)
+        return;
+    ps->activations = ps->deferred_wgrad = ps->logits = ps->dispatch = ps->recompute = ps->bwd_grads = 0;
+    ps->buffers = ps->workspace;
+    ps->peak_allocated = step;
+    ps->reserved = step + ps->fragmentation;
+    ps->device = ps->reserved + ps->comm_buffers + ps->context;
 }
 
 double mb_memory_step_grad_copy_bytes(const struct mb_scenario *s, double optim)

@@ -127,6 +127,16 @@ static int mb__build(struct mb_build *b, int mbs_n, int critical, struct mb_err 
     return 0;
 }
 
+/* A rank peaking in the optimizer step peaks at the step's end (the optimizer runs last). */
+static void mb__step_peak_times(struct mb_result *r)
+{
+    for (int st = 0; st < r->mem.n_stages; st++)
+        if (r->mem.per_stage[st].at_step)
+            r->mem.per_stage[st].peak_time_s = r->step_time_s;
+    if (r->mem.at_step)
+        r->mem.peak_time_s = r->step_time_s;
+}
+
 /* Run the engine and reduce the timeline to r. */
 static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result *r, struct mb_err *err)
 {
@@ -153,6 +163,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     r->fw_host_kernel_s = b->fw_host;
     r->fw_kernel_moe_s = b->fw_kernel_moe;
     mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, mb_step_capacity(b), dyn, &r->mem);
+    mb__step_peak_times(r);
     {
         const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];
         double dynb = ps->activations + ps->logits + ps->recompute + ps->bwd_grads;
@@ -257,6 +268,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
 
 static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
 
+
 /* Relative rounding allowed between a step and its compute floor (sums of the
  * same durations in another order, a linear extension of them). */
 #define MB_FLOOR_TOL 1e-9
@@ -273,7 +285,7 @@ static int mb__below_floor(const struct mb_scenario *s, const struct mb_result *
     return r->step_time_s < f * (1 - MB_FLOOR_TOL);
 }
 
-static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, double k)
+static void mb__extend_memory(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k)
 {
     struct mb_memory *M = &r->mem;
     for (int i = 0; i < M->n_stages && i < r1->mem.n_stages; i++) {
@@ -297,11 +309,10 @@ static void mb__extend_memory(struct mb_result *r, const struct mb_result *r1, d
         a->comm_buffers = mb__lin(a->comm_buffers, b1->comm_buffers, k);
         a->context = mb__lin(a->context, b1->context, k);
         a->device = mb__lin(a->device, b1->device, k);
-        a->step_grads = mb__lin(a->step_grads, b1->step_grads, k); /* at_step: the same in both (caller) */
-        /* a max of two terms: exact when both runs take the same one */
-        a->first_iter_allocated = mb__lin(a->first_iter_allocated, b1->first_iter_allocated, k);
+        mb_memory_settle_step(s, a); /* the passes' terms extended: does the step overtake them? */
     }
     mb_memory_summarize(M);
+    mb__step_peak_times(r);
     M->tl.n = 0; /* the timeline of the shortened model does not extend */
     r->oom = M->verdict == MB_MEM_OOM;
 }
@@ -372,7 +383,7 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
     for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
         r->floor_s[st] = mb__lin(r->floor_s[st], r1->floor_s[st], k);
     if (mem)
-        mb__extend_memory(r, r1, k);
+        mb__extend_memory(s, r, r1, k);
     mb_opstats_extend(r, r1, k);
     mb__rates(s, r, mfu_per_tflops, useful_ratio);
     r->sim_wall_s += r1->sim_wall_s;
@@ -587,12 +598,12 @@ static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_o
         mb_result_free(&r1);
         return -1;
     }
-    /* a stage peaking in the optimizer step in one run and in the passes in the other: its terms
-     * belong to different moments and do not extend */
-    int moments_differ = 0;
+    /* a stage of a short run peaking in the optimizer step has no passes' terms left to extend (the
+     * full model's passes may still be the larger): simulated in full */
+    int at_step = 0;
     for (int st = 0; st < r->mem.n_stages && st < r1.mem.n_stages; st++)
-        moments_differ |= r->mem.per_stage[st].at_step != r1.mem.per_stage[st].at_step;
-    if (moments_differ) {
+        at_step |= r->mem.per_stage[st].at_step || r1.mem.per_stage[st].at_step;
+    if (at_step) {
         mb_result_free(&r1);
         mb_result_free(r);
         return mb__simulate_mb(s, cap, &a, r, err);

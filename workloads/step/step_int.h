@@ -416,6 +416,10 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn);
 /* The envelope of stage st's allocated bytes (static_bytes + dynamic terms) over the step into tl. */
 void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_memtl *tl);
 void mb_memtl_free(struct mb_build *b);
+/* A stage whose terms are those of the passes' peak: its optimizer-step and first-iteration
+ * figures (step_grads, first_iter_allocated), and the step's terms instead when the step's
+ * allocation is the larger (at_step; docs/modeling.md, "The optimizer step"). */
+void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *ps);
 /* Per-rank memory of every stage; dyn[st] (or NULL: the in-flight formula)
  * gives each stage's dynamic terms at its peak. */
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
