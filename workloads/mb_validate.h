@@ -323,11 +323,11 @@ struct mb_val_drift {
     /* memory: rows paired with `device_memory_gib` on both sides (a baseline from before mbsim predicted
        memory has none, and none of its rows is compared) */
     size_t n_mem_compared;        /* rows compared on memory */
-    size_t n_mem_changed;         /* of them, with a different memory or verdict (= n_mem) */
     size_t n_verdict_changed;     /* of them, with a different verdict */
     size_t n_mem_over;            /* of them, past the threshold or with a different verdict */
     double max_abs_mem_drift_pct; /* largest |drift_pct| of mem_rows (0 if none) */
-    size_t n_mem;                 /* mem_rows[]: past the threshold first, then by |drift_pct| descending, id */
+    size_t n_mem;                 /* mem_rows[]: the compared rows whose memory or verdict changed, past the
+                                     threshold first, then by |drift_pct| descending, id */
     struct mb_val_mem_drift_row *mem_rows;
 };
 

@@ -193,7 +193,6 @@ static void compare_memory(const struct side *a, const struct side *b, struct mb
     out->n_verdict_changed += (size_t)flip;
     out->n_mem_over += (size_t)m.over;
     out->mem_rows[out->n_mem++] = m;
-    out->n_mem_changed++;
 }
 
 int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_path, double threshold_pct,
@@ -310,7 +309,7 @@ static void print_memory(const struct mb_val_drift *d, size_t top, FILE *fp)
     if (!d->n_mem_compared)
         return;
     fprintf(fp, "memory: %zu %s compared, %zu changed, %zu %s\n", d->n_mem_compared,
-            mb_plural((long long)d->n_mem_compared, "row", "rows"), d->n_mem_changed, d->n_verdict_changed,
+            mb_plural((long long)d->n_mem_compared, "row", "rows"), d->n_mem, d->n_verdict_changed,
             mb_plural((long long)d->n_verdict_changed, "verdict changed", "verdicts changed"));
     for (size_t i = 0; i < d->n_mem; i++) {
         const struct mb_val_mem_drift_row *m = &d->mem_rows[i];
