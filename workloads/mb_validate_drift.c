@@ -300,7 +300,7 @@ static void print_id(const char *row_id, int occurrence, FILE *fp)
         snprintf(id, sizeof id, "%.150s (#%d)", row_id, occurrence);
     else
         snprintf(id, sizeof id, "%s", row_id);
-    fprintf(fp, "  %-40.40s", id);
+    fprintf(fp, "  %-40s", id); /* a longer id overflows the column rather than lose its end */
 }
 
 /* The rows whose predicted memory moved: those past the threshold or with another verdict, then up to `top`. */
