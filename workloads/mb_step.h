@@ -80,7 +80,8 @@ enum mb_mem_verdict { MB_MEM_FITS, MB_MEM_AT_RISK, MB_MEM_OOM };
 /** Points of the peak rank's memory timeline (the envelope of the step, mb_memory.tl). */
 #define MB_MEMTL_POINTS 160
 
-/** Memory of the peak stage's rank over the step: the maximum of each time bucket. */
+/** Memory of the peak stage's rank over the step: the maximum of each time bucket of the passes, then
+ * one point at the step's end for the optimizer step (its allocation, no activation alive). */
 struct mb_memtl {
     int n, stage;
     double t[MB_MEMTL_POINTS];          /* s */

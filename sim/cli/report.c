@@ -183,15 +183,16 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             fprintf(fp, "    timeline of stage %d (allocated; each row the highest point of its interval, GiB):\n",
                     M->tl.stage);
             fprintf(fp, "         time_s  allocated  activations  loss  recompute  bwd_grads\n");
-            int step = M->tl.n > 40 ? (M->tl.n + 39) / 40 : 1;
-            for (int i = 0; i < M->tl.n; i += step) {
+            int passes = M->tl.n - 1; /* the last point is the optimizer step's */
+            int step = passes > 40 ? (passes + 39) / 40 : 1;
+            for (int i = 0; i < M->tl.n; i = i < passes && i + step > passes ? passes : i + step) {
                 int k = i; /* the highest of the rows this one stands for */
-                for (int j = i; j < i + step && j < M->tl.n; j++)
+                for (int j = i; j < i + step && j < passes; j++)
                     if (M->tl.allocated[j] > M->tl.allocated[k])
                         k = j;
-                fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f %10.2f\n", M->tl.t[k], M->tl.allocated[k] / GIB,
+                fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f %10.2f%s\n", M->tl.t[k], M->tl.allocated[k] / GIB,
                         M->tl.activations[k] / GIB, M->tl.logits[k] / GIB, M->tl.recompute[k] / GIB,
-                        M->tl.bwd_grads[k] / GIB);
+                        M->tl.bwd_grads[k] / GIB, k == passes ? "  optimizer step" : "");
             }
         }
     }

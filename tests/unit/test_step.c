@@ -2274,6 +2274,13 @@ static void test_optimizer_step_peak(void **state)
     }
     assert_int_equal(r.mem.at_step, 1);
     assert_true(r.mem.step_grads > 0);
+    /* the timeline ends with the optimizer step: at the step's end, the reported peak, nothing dynamic */
+    const struct mb_memtl *tl = &r.mem.tl;
+    assert_true(tl->n > 1);
+    assert_true(tl->t[tl->n - 1] == r.step_time_s && tl->activations[tl->n - 1] == 0);
+    assert_true(fabs(tl->allocated[tl->n - 1] / r.mem.peak_allocated - 1) < 1e-12);
+    for (int i = 0; i < tl->n - 1; i++)
+        assert_true(tl->allocated[i] < r.mem.peak_allocated); /* the passes stay below it */
     mb_result_free(&r);
     static const struct {
         int grad_bytes, state_bytes;

@@ -173,12 +173,12 @@ void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_
     if (k <= 0)
         return;
     double t0 = b->mem_t[st][0], t1 = b->mem_t[st][k - 1];
-    int nb = k < MB_MEMTL_POINTS ? k : MB_MEMTL_POINTS;
+    int nb = k < MB_MEMTL_POINTS - 1 ? k : MB_MEMTL_POINTS - 1; /* the last point: the optimizer step's */
     double w = t1 > t0 ? (t1 - t0) / nb : 1;
     int last = -1;
     for (int i = 0; i < k; i++) {
         /* bucket of the event; each bucket keeps its highest point */
-        int bk = k <= MB_MEMTL_POINTS ? i : (int)((b->mem_t[st][i] - t0) / w);
+        int bk = k <= MB_MEMTL_POINTS - 1 ? i : (int)((b->mem_t[st][i] - t0) / w);
         if (bk >= nb)
             bk = nb - 1;
         double a = static_bytes + b->mem_v[st][i] + b->mem_lg[st][i] + b->mem_rc[st][i] + b->mem_gr[st][i];
@@ -196,6 +196,16 @@ void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_
         tl->recompute[j] = b->mem_rc[st][i];
         tl->bwd_grads[j] = b->mem_gr[st][i];
     }
+}
+
+void mb_memtl_add_step(struct mb_memtl *tl, double t, double allocated)
+{
+    if (tl->n <= 0 || tl->n >= MB_MEMTL_POINTS)
+        return;
+    int j = tl->n++;
+    tl->t[j] = t;
+    tl->allocated[j] = allocated;
+    tl->activations[j] = tl->logits[j] = tl->recompute[j] = tl->bwd_grads[j] = 0;
 }
 
 void mb_memtl_free(struct mb_build *b)

@@ -170,6 +170,8 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
         /* the timeline covers the forward and backward passes: without the optimizer step's gradient copy */
         double step_copy = ps->at_step ? ps->step_grads : 0;
         mb_memtl_record(b, r->mem.stage, ps->peak_allocated - dynb - step_copy, &r->mem.tl);
+        mb_memtl_add_step(&r->mem.tl, r->step_time_s,
+                          ps->weights + ps->grads + ps->optimizer + ps->step_grads + ps->graphs + ps->workspace);
     }
     r->oom = r->mem.verdict == MB_MEM_OOM;
     if (a->ops)

@@ -415,6 +415,8 @@ struct mb_memdyn {
 void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn);
 /* The envelope of stage st's allocated bytes (static_bytes + dynamic terms) over the step into tl. */
 void mb_memtl_record(struct mb_build *b, int st, double static_bytes, struct mb_memtl *tl);
+/* Append the optimizer step's point (t s, allocated bytes, no dynamic term) to a recorded timeline. */
+void mb_memtl_add_step(struct mb_memtl *tl, double t, double allocated);
 void mb_memtl_free(struct mb_build *b);
 /* A stage whose terms are those of the passes' peak: its optimizer-step and first-iteration
  * figures (step_grads, first_iter_allocated), and the step's terms instead when the step's
