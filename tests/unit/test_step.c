@@ -2274,6 +2274,19 @@ static void test_optimizer_step_peak(void **state)
     }
     assert_int_equal(r.mem.at_step, 1);
     assert_true(r.mem.step_grads > 0);
+    /* 256 microbatches per rank: simulated up to the cap and extended; the peak is still timed at the
+     * extended step's end (QA, 2026-12-02) */
+    {
+        struct mb_scenario big = s;
+        struct mb_result rb;
+        big.global_batch_size = 256;
+        sim(&big, &rb);
+        assert_int_equal(rb.mem.at_step, 1);
+        assert_true(rb.microbatches == 256 && rb.mem.peak_time_s == rb.step_time_s);
+        for (int st = 0; st < rb.mem.n_stages; st++)
+            assert_true(rb.mem.per_stage[st].peak_time_s == rb.step_time_s);
+        mb_result_free(&rb);
+    }
     /* the timeline ends with the optimizer step: at the step's end, the reported peak, nothing dynamic */
     const struct mb_memtl *tl = &r.mem.tl;
     assert_true(tl->n > 1);

@@ -325,24 +325,28 @@ static void mb__extend_memory(const struct mb_scenario *s, struct mb_result *r, 
  * peak, with the input of the m2 run's last call, which its peak (in that call's backward) may not
  * hold yet. Exact when the limit stops the deferral before the last microbatch, at most one call's
  * input high otherwise (test_deferred_wgrad); the timeline is dropped. */
-static void mb__extend_deferred(const struct mb_scenario *s, int m2, int m, struct mb_result *r)
+static int mb__extend_deferred(const struct mb_scenario *s, int m2, int m, struct mb_result *r)
 {
     double din, call = mb_memory_deferred_call_bytes(s, &din);
     int more = mb_memory_deferred_calls(s, m) - mb_memory_deferred_calls(s, m2);
     struct mb_memory *M = &r->mem;
     if (more <= 0 || M->n_stages < s->pp)
-        return;
+        return 0;
     /* the m2 run's peak, in its last backward, may not yet hold that call's input */
     double extra = more * call + din;
     struct mb_memory_stage *a = &M->per_stage[s->pp - 1];
+    if (a->at_step) /* the passes' terms the buffers would add to are gone: not extendable */
+        return -1;
     a->activations += extra;
     a->deferred_wgrad += extra;
     a->peak_allocated += extra;
     a->reserved += extra;
     a->device += extra;
+    mb_memory_settle_step(s, a); /* the step may no longer be the larger: at_step stays 0 */
     mb_memory_summarize(M);
     M->tl.n = 0;
     r->oom = M->verdict == MB_MEM_OOM;
+    return 0;
 }
 
 /* Rates of r from its (extended) step and model FLOPs, keeping the useful
@@ -454,12 +458,13 @@ static int mb__mb_floor(const struct mb_scenario *s)
 static int mb__finish_mb(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r,
                          struct mb_err *err)
 {
-    mb__extend_deferred(s, m2, m, r);
+    int whole = mb__extend_deferred(s, m2, m, r);
     r->microbatches = m;
-    if (mb__below_floor(s, r)) {
+    if (whole || mb__below_floor(s, r)) {
         mb_result_free(r);
         return mb__simulate(s, m, a, r, err);
     }
+    mb__step_peak_times(r); /* the extended step's end */
     return 0;
 }
 
