@@ -251,7 +251,8 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             double first = 0; /* the largest over the stages' ranks, as validate compares */
             for (int st = 0; st < r->mem.n_stages; st++)
                 first = fmax(first, r->mem.per_stage[st].first_iter_allocated);
-            fprintf(fp, " peak after iteration 1 %.2f GiB (predicted %.2f GiB allocated through iteration 1)",
+            fprintf(fp, " peak after iteration 1 %.2f GiB (predicted %.2f GiB allocated through iteration 1, "
+                        "the largest over the stages' ranks)",
                     s->meas_peak_memory_gib, first / (1024.0 * 1024 * 1024));
         } else if (s->meas_peak_memory_gib > 0) {
             fprintf(fp, " peak %.2f GiB (predicted %.2f GiB allocated)", s->meas_peak_memory_gib,
