@@ -264,9 +264,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             fprintf(fp, " %.1f tokens/s/GPU (%+.1f %%)", s->meas_tokens_per_s_per_gpu,
                     100 * (r->tokens_per_s_per_gpu - s->meas_tokens_per_s_per_gpu) / s->meas_tokens_per_s_per_gpu);
         if (s->meas_model_tflops_per_gpu > 0)
-            fprintf(fp, " %.1f TFLOP/s/GPU", s->meas_model_tflops_per_gpu);
+            fprintf(fp, " %.1f TFLOP/s/GPU (%+.1f %%)", s->meas_model_tflops_per_gpu,
+                    100 * (r->model_tflops_per_gpu - s->meas_model_tflops_per_gpu) / s->meas_model_tflops_per_gpu);
         if (s->meas_step_time_s > 0)
-            fprintf(fp, " %.3f s/step", s->meas_step_time_s);
+            fprintf(fp, " %.3f s/step (%+.1f %%)", s->meas_step_time_s,
+                    100 * (r->step_time_s - s->meas_step_time_s) / s->meas_step_time_s);
         if (s->meas_source[0])
             fprintf(fp, " [%s]", s->meas_source);
         fprintf(fp, "\n");
