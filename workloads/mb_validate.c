@@ -551,10 +551,9 @@ static int pick_metric(struct mb_val_row *r, double tokens, double step, double 
 
 #define GIB 1073741824.0
 
-/* The predicted peak of a kind ("allocated", "reserved", "device") on the rank
- * of one pipeline stage. */
-/* A stage's predicted peak of `kind`; first_iter: through the first iteration only, whose allocation
- * is lower by (peak_allocated - first_iter_allocated) at the same reserve and outside terms. */
+/* The predicted peak of a kind ("allocated", "reserved", "device") on the rank of one pipeline stage;
+ * first_iter: through the first iteration only, whose allocation is lower by (peak_allocated -
+ * first_iter_allocated) at the same reserve and outside terms. */
 static double stage_mem(const struct mb_memory_stage *st, const char *kind, int first_iter)
 {
     double less = first_iter ? st->peak_allocated - st->first_iter_allocated : 0;
@@ -2972,22 +2971,20 @@ void mb_validate_finish(struct mb_val_summary *out)
             const struct mb_val_row *r = &out->rows[i];
             if (r->skipped)
                 continue;
+            if (mem_in_mape(r)) {
+                me[nme++] = r->mem_err_pct;
+                out->n_mem_oom_later += (size_t)r->reported_oom;
+            }
             if (r->reported_oom) {
                 out->n_reported_oom++;
                 out->n_reported_oom_pred_fits += r->verdict == MB_MEM_FITS;
                 out->n_reported_oom_pred_at_risk += r->verdict == MB_MEM_AT_RISK;
                 out->n_reported_oom_pred_oom += r->verdict == MB_MEM_OOM;
-                if (mem_in_mape(r)) {
-                    me[nme++] = r->mem_err_pct;
-                    out->n_mem_oom_later++;
-                }
-                continue;
+            } else {
+                out->n_ran++;
+                out->n_ran_pred_oom += r->verdict == MB_MEM_OOM;
+                out->n_ran_pred_at_risk += r->verdict == MB_MEM_AT_RISK;
             }
-            out->n_ran++;
-            out->n_ran_pred_oom += r->verdict == MB_MEM_OOM;
-            out->n_ran_pred_at_risk += r->verdict == MB_MEM_AT_RISK;
-            if (r->mem_compared)
-                me[nme++] = r->mem_err_pct;
         }
         out->n_mem = nme;
         mb_validate_stats(me, nme, &out->mape_mem_pct, NULL, NULL);
