@@ -567,12 +567,17 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     return 0;
 }
 
+double mb_memory_step_allocated(const struct mb_memory_stage *ps)
+{
+    return ps->weights + ps->grads + ps->optimizer + ps->step_grads + ps->graphs + ps->workspace;
+}
+
 void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *ps)
 {
     /* The optimizer step: every activation freed, the static state, the CUDA-graph buffers, the
      * workspaces and the step's fp32 gradient copy; the allocator keeps what it reserved in the passes. */
     ps->step_grads = mb_memory_step_grad_copy_bytes(s, ps->optimizer);
-    double step = ps->weights + ps->grads + ps->optimizer + ps->step_grads + ps->graphs + ps->workspace;
+    double step = mb_memory_step_allocated(ps);
     /* the first iteration's passes run before the optimizer has created Adam's moments */
     ps->first_iter_allocated = fmax(ps->peak_allocated - mb__adam_moments(s, ps->optimizer), step);
     ps->at_step = step > ps->peak_allocated;

@@ -170,8 +170,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
         /* the timeline covers the forward and backward passes: without the optimizer step's gradient copy */
         double step_copy = ps->at_step ? ps->step_grads : 0;
         mb_memtl_record(b, r->mem.stage, ps->peak_allocated - dynb - step_copy, &r->mem.tl);
-        mb_memtl_add_step(&r->mem.tl, r->step_time_s,
-                          ps->weights + ps->grads + ps->optimizer + ps->step_grads + ps->graphs + ps->workspace);
+        mb_memtl_add_step(&r->mem.tl, r->step_time_s, mb_memory_step_allocated(ps));
     }
     r->oom = r->mem.verdict == MB_MEM_OOM;
     if (a->ops)
@@ -269,7 +268,6 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
 }
 
 static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
-
 
 /* Relative rounding allowed between a step and its compute floor (sums of the
  * same durations in another order, a linear extension of them). */

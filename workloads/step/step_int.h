@@ -422,6 +422,8 @@ void mb_memtl_free(struct mb_build *b);
  * figures (step_grads, first_iter_allocated), and the step's terms instead when the step's
  * allocation is the larger (at_step; docs/modeling.md, "The optimizer step"). */
 void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *ps);
+/* Bytes a settled stage holds in the optimizer step: its static state, step_grads, graphs, workspaces. */
+double mb_memory_step_allocated(const struct mb_memory_stage *ps);
 /* Per-rank memory of every stage; dyn[st] (or NULL: the in-flight formula)
  * gives each stage's dynamic terms at its peak. */
 int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
