@@ -519,6 +519,9 @@ static const struct mb_key mb_key__table[] = {
      .doc = "the run was reported out of memory (a peak beside it is where it failed)"},
     {.key = "measured.source", .type = MB_KEY_STRING, F_(meas_source), .def_text = "none",
      .doc = "where the numbers come from"},
+    {.key = "measured.csv_row", .type = MB_KEY_STRING, F_(meas_csv_row), .def_text = "none",
+     .doc = "id of the measured-runs CSV row this file states the recipe of: `mbsim validate CSV --recipes "
+            "FILE|DIR` simulates that row from this file (its layout must be the row's)"},
 };
 
 #define MB_KEY__N (sizeof mb_key__table / sizeof mb_key__table[0])

@@ -2435,6 +2435,46 @@ static void csv_lora(const char *source, struct mb_scenario *s)
     }
 }
 
+/* Simulate the row from its recipe file (mb_validate_add_recipes): load it, check it describes
+ * the row's layout (an error naming the CSV line if not), and keep the row's measured values. */
+static int csv_file_recipe(struct csv_ctx *c, struct mb_val_row *r, struct mb_scenario *s, const char *path,
+                           char *head, size_t hn)
+{
+    struct mb_scenario f;
+    struct mb_err e;
+    char why[300];
+    memset(&f, 0, sizeof f);
+    mb_err_clear(&e);
+    if (mb_scenario_load(path, &f, &e) != 0) {
+        char msg[600];
+        mb_err_format(&e, msg, sizeof msg);
+        mb_scenario_free(&f);
+        return mb_err_set(c->err, c->path, c->rec_line, 1, "row '%s': its recipe file does not load: %s", r->id,
+                          msg);
+    }
+    if (is_absent(cell(c, C_RECOMPUTE))) { /* not stated: the file's is the recipe's */
+        s->recompute = f.recompute;
+        s->recompute_modules = f.recompute_modules;
+    }
+    if (mb_validate_recipe_layout(s, &f, why, sizeof why) != 0) {
+        mb_scenario_free(&f);
+        return mb_err_set(c->err, c->path, c->rec_line, 1, "row '%s': recipe file %s (measured.csv_row) states "
+                          "%s: a recipe file must describe the row's run", r->id, path, why);
+    }
+    copy_str(f.name, sizeof f.name, s->name);
+    f.meas_tokens_per_s_per_gpu = s->meas_tokens_per_s_per_gpu;
+    f.meas_model_tflops_per_gpu = s->meas_model_tflops_per_gpu;
+    f.meas_step_time_s = s->meas_step_time_s;
+    f.meas_peak_memory_gib = 0; /* the row's own peak (column or notes) is compared */
+    f.meas_oom = 0;
+    f.roofline |= s->roofline;
+    mb_scenario_free(s);
+    *s = f;
+    copy_str(r->recipe_file, sizeof r->recipe_file, path);
+    snprintf(head, hn, "recipe from %s", path);
+    return 0;
+}
+
 static int csv_record(struct csv_ctx *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
@@ -2619,9 +2659,22 @@ static int csv_record(struct csv_ctx *c)
     }
     char *head = mb_malloc(2048), *tail = mb_malloc(1100);
     head[0] = tail[0] = '\0';
-    if (s.cp == 1)
+    const char *rfile = mb_validate_recipe_file(c->out, r->id);
+    if (rfile) {
+        if (csv_file_recipe(c, r, &s, rfile, head, 2048) != 0) {
+            mb_free(head);
+            mb_free(tail);
+            mb_scenario_free(&s);
+            return -1;
+        }
+        unstated = 0; /* the file states the split, or takes mbsim's spread as its own */
+    } else if (s.cp == 1) {
         csv_attention_era(c, &s, head, 2048);
-    if (c->have_recipe) {
+    }
+    if (rfile) { /* the file is the recipe: the columns and notes are not read for it */
+        if (!strcmp(r->metric, MB_VAL_TFLOPS))
+            csv_tflops_in_time(c, r, &s, head, 2048);
+    } else if (c->have_recipe) {
         struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
         csv_apply_recipe(c, &s, rec);
         r->recipe_bad = rec->n_bad;
@@ -2939,6 +2992,7 @@ void mb_validate_finish(struct mb_val_summary *out)
         double *ok = mb_malloc((out->n_predicted ? out->n_predicted : 1) * sizeof *ok);
         size_t nm = 0, nk = 0, ns2 = 0;
         out->n_recipe_bad = 0;
+        out->n_recipe_files = 0;
         for (i = 0; i < out->n_rows; i++) {
             const struct mb_val_row *r = &out->rows[i];
             if (!time_row(r))
@@ -2949,6 +3003,7 @@ void mb_validate_finish(struct mb_val_summary *out)
             else
                 ok[nk++] = r->err_pct;
             out->n_recipe_bad += r->recipe_bad > 0;
+            out->n_recipe_files += r->recipe_file[0] != '\0';
         }
         qsort(sg, ns2, sizeof *sg, cmp_dbl);
         out->median_err_pct = ns2 == 0 ? NAN : (ns2 % 2) ? sg[ns2 / 2] : 0.5 * (sg[ns2 / 2 - 1] + sg[ns2 / 2]);
@@ -3035,6 +3090,7 @@ void mb_validate_free(struct mb_val_summary *s)
     if (!s)
         return;
     release_cache(s);
+    mb_validate_recipes_free(s);
     for (size_t k = 0; k < s->n_pending; k++) { /* scenario rows never simulated (an error came first) */
         mb_scenario_free(&s->pending[k].s);
         mb_free(s->pending[k].head);
@@ -3190,6 +3246,8 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp)
                 s->n_layout_mismatch, s->mape_layout_mismatch_pct, s->mape_layout_ok_pct);
     if (s->n_recipe_bad)
         fprintf(fp, "rows with an unparseable recipe cell (named in the note): %zu\n", s->n_recipe_bad);
+    if (s->n_recipe_files)
+        fprintf(fp, "rows simulated from a recipe file (--recipes; named in the note): %zu\n", s->n_recipe_files);
     print_memory_summary(s, fp);
     if (s->n_by_flops_conv)
         print_groups(fp, "FLOP convention (TFLOP/s-only rows compared in tokens/s)", s->by_flops_conv,
@@ -3231,6 +3289,7 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
     json_object_set_new(root, "mape_layout_mismatch_pct", jnum(s->mape_layout_mismatch_pct));
     json_object_set_new(root, "mape_layout_ok_pct", jnum(s->mape_layout_ok_pct));
     json_object_set_new(root, "n_recipe_bad", json_integer((json_int_t)s->n_recipe_bad));
+    json_object_set_new(root, "n_recipe_files", json_integer((json_int_t)s->n_recipe_files));
     json_object_set_new(root, "mape_by_system", group_obj(s->by_system, s->n_by_system));
     json_object_set_new(root, "mape_by_model", group_obj(s->by_model, s->n_by_model));
     json_object_set_new(root, "mape_by_metric", group_obj(s->by_metric, s->n_by_metric));

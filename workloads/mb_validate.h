@@ -89,6 +89,8 @@ struct mb_val_row {
     double pred_mem_gib;    /* predicted peak of mem_kind: the largest over the pipeline stages' ranks, or
                                the last stage's for a "notes" peak */
     double mem_err_pct;     /* (pred_mem_gib - meas_mem_gib) / meas_mem_gib * 100 */
+    char recipe_file[256];  /* a CSV row simulated from the scenario file whose measured.csv_row names it
+                               (mb_validate_add_recipes), "" otherwise */
 };
 
 /** MAPE of one group of predicted rows (one system, model or metric). */
@@ -105,6 +107,7 @@ struct mb_val_reason {
 };
 
 struct mb_val__cache; /* private: models and systems loaded once per name */
+struct mb_val__recipes; /* private: the recipe files of CSV rows (mb_validate_add_recipes) */
 
 /** Result of a validation run. Every array is owned; free with mb_validate_free(). */
 struct mb_val_summary {
@@ -118,6 +121,7 @@ struct mb_val_summary {
     double mape_layout_mismatch_pct; /* MAPE over those rows; NaN if none */
     double mape_layout_ok_pct;       /* MAPE over the other predicted rows; NaN if none */
     size_t n_recipe_bad;             /* predicted rows with at least one unparseable recipe cell */
+    size_t n_recipe_files;           /* predicted CSV rows simulated from a recipe file */
     size_t n_by_flops_conv;
     struct mb_val_group *by_flops_conv; /* TFLOP/s-only rows compared in time, by FLOP convention */
     size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
@@ -163,6 +167,7 @@ struct mb_val_summary {
     struct mb_val__cache *shared_cache;
     size_t cap_rows;                 /* private: allocated rows */
     struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
+    struct mb_val__recipes *recipes; /* private: from mb_validate_add_recipes(), freed by mb_validate_free() */
     struct mb_val__job *pending;     /* private: rows waiting for their simulation (jobs > 1) */
     size_t n_pending;                /* private */
 };
@@ -216,6 +221,54 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
  * @return 0, or -1 if the scenario does not load (err from mb_scenario_load).
  */
 int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struct mb_err *err);
+
+/**
+ * @brief Register recipe files before adding CSVs: a scenario file whose
+ * `measured.csv_row` names a CSV row states that row's recipe (the publisher's
+ * configuration the row's columns lack), and every later mb_validate_add_csv()
+ * simulates that row from the file instead of from its columns and recipe
+ * columns, with the row's measured values (time, and memory from its
+ * peak_memory_gib column or notes: the file's measured block is not read).
+ * Before that, the file's layout must be the row's (mb_validate_recipe_layout):
+ * a file that differs is an error naming the CSV line, never a silent
+ * substitution. The row's note says "recipe from FILE" (docs/validation.md,
+ * "Recipe files").
+ * @param[in,out] out   summary started with mb_validate_init()
+ * @param[in]     path  a scenario file (it must have measured.csv_row), or a
+ *                      folder: its *.yaml files in name order, those without
+ *                      measured.csv_row ignored (at least one must have it)
+ * @param[out]    err   mb_scenario_load's error, "path: no measured.csv_row: ...",
+ *                      "path: measured.csv_row 'ID' is also the row of OTHER: ...",
+ *                      "path: cannot open (...)"
+ * @return 0 or -1.
+ */
+int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct mb_err *err);
+
+/**
+ * @brief The recipe file registered for CSV row `id`, marked used; NULL if none.
+ */
+const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id);
+
+/**
+ * @brief Recipe files whose row no CSV added so far had (a typo in measured.csv_row,
+ * or a CSV without that row): up to `max` paths (borrowed) in `paths`.
+ * @return how many there are (may exceed max).
+ */
+size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, size_t max);
+
+/** @brief Free the registered recipe files (mb_validate_free calls it). */
+void mb_validate_recipes_free(struct mb_val_summary *s);
+
+/**
+ * @brief Does a recipe file describe the run of a CSV row? The row's scenario
+ * (from its layout columns) and the file's must agree on model, system, GPUs,
+ * precision (label, case and '-'/'_' aside), sequence length, GBS, MBS, TP, PP,
+ * CP, VPP, EP, ETP, strategy, frozen modules and recompute (selective with no
+ * module counts as none). Everything else is the recipe the file adds.
+ * @param[out] why  the first difference, "tp 4, the row 8" (file first)
+ * @return 0 when they agree, 1 otherwise.
+ */
+int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_scenario *file, char *why, size_t n);
 
 /**
  * @brief Compute the statistics, per-system/model/metric MAPE and the skip

@@ -43,6 +43,39 @@ struct validate_drift_opts {
     int threshold_given;
 };
 
+/* validate --recipes FILE|DIR (repeatable) */
+struct validate_recipes {
+    const char **paths;
+    int n;
+};
+
+static void print_err(const struct mb_err *e);
+
+/* Register the recipe files before the CSVs are read. */
+static int add_recipes(struct mb_val_summary *sum, const struct validate_recipes *rp)
+{
+    struct mb_err err;
+    mb_err_clear(&err);
+    for (int i = 0; i < rp->n; i++)
+        if (mb_validate_add_recipes(sum, rp->paths[i], &err)) {
+            print_err(&err);
+            return -1;
+        }
+    return 0;
+}
+
+/* A recipe file whose row no CSV had is a typo in measured.csv_row, or the wrong CSV: say so. */
+static void warn_unused_recipes(const struct mb_val_summary *sum)
+{
+    const char *p[8];
+    size_t n = mb_validate_recipes_unused(sum, p, 8);
+    for (size_t i = 0; i < n && i < 8; i++)
+        fprintf(stderr, "mbsim validate: warning: recipe file %s: no CSV given has the row its measured.csv_row "
+                "names\n", p[i]);
+    if (n > 8)
+        fprintf(stderr, "mbsim validate: warning: %zu more recipe files name no row\n", n - 8);
+}
+
 static void usage_main(FILE *fp)
 {
     fprintf(fp,
@@ -119,8 +152,8 @@ static void usage_validate(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
-            "                      [--baseline OLD.json [--drift-threshold PCT]]\n"
-            "       mbsim validate FILE.csv... --cv family|family-all [--json] [-j N]\n"
+            "                      [--recipes FILE|DIR]... [--baseline OLD.json [--drift-threshold PCT]]\n"
+            "       mbsim validate FILE.csv... --cv family|family-all [--recipes FILE|DIR]... [--json] [-j N]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
             "or scenario files with a measured: block), predicts each and prints measured,\n"
@@ -129,6 +162,11 @@ static void usage_validate(FILE *fp)
             "\n"
             "  --json       print the summary as one JSON object\n"
             "  --roofline   predict without the measured kernel tables (to compare)\n"
+            "  --recipes FILE|DIR\n"
+            "               scenario files whose measured.csv_row names a CSV row: that row is\n"
+            "               simulated from the file (the recipe its columns lack), with the row's\n"
+            "               measured values; the file's layout must be the row's (else an error);\n"
+            "               a folder: its *.yaml files that have measured.csv_row; repeatable\n"
             "  --baseline OLD.json\n"
             "               compare each row's prediction with OLD.json (an earlier `validate --json`):\n"
             "               rows added, removed, newly skipped or predicted, the largest drifts of\n"
@@ -328,13 +366,18 @@ static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *se
 }
 
 /* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
-static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all, int json)
+static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all, int json,
+                           const struct validate_recipes *rp)
 {
     struct mb_fit_set set;
     struct mb_err err;
     mb_err_clear(&err);
     mb_fit_set_init(&set);
     set.jobs = jobs;
+    if (add_recipes(&set.sum, rp)) {
+        mb_fit_set_free(&set);
+        return EXIT_BAD_INPUT;
+    }
     for (int i = 0; i < nfiles; i++) {
         if (mb_fit_add_csv(&set, files[i], &err)) {
             print_err(&err);
@@ -343,6 +386,7 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
         }
     }
     mb_fit_set_finish(&set);
+    warn_unused_recipes(&set.sum);
     if (set.n == 0) {
         fprintf(stderr, "mbsim validate: --cv: no row could be predicted (mbsim validate without --cv says why)\n");
         mb_fit_set_free(&set);
@@ -391,7 +435,8 @@ static void on_validate_progress(void *ctx, size_t rows_done)
 
 /* Validate the files once the options are read. */
 static int validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
-                          double progress_every, const struct validate_drift_opts *drift)
+                          double progress_every, const struct validate_drift_opts *drift,
+                          const struct validate_recipes *rp)
 {
     if (!nfiles) {
         usage_validate(stderr);
@@ -413,7 +458,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
         }
         if (check_data_dir())
             return EXIT_BAD_INPUT;
-        return cmd_validate_cv(files, nfiles, jobs, cv == 2, json);
+        return cmd_validate_cv(files, nfiles, jobs, cv == 2, json, rp);
     }
     struct mb_val_summary sum;
     struct mb_err err;
@@ -432,6 +477,10 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     }
     sum.roofline = roofline;
     sum.jobs = jobs;
+    if (add_recipes(&sum, rp)) {
+        mb_validate_free(&sum);
+        return EXIT_BAD_INPUT;
+    }
     struct validate_progress pr = {progress_every, now_s(), 0, 0};
     if (progress_every > 0) {
         sum.on_progress = on_validate_progress;
@@ -448,6 +497,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
         }
     }
     mb_validate_finish(&sum);
+    warn_unused_recipes(&sum);
     if (pr.lines) /* a long validation: say it ended */
         fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
                 mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, now_s() - pr.start);
@@ -485,7 +535,8 @@ static int cmd_validate(int argc, char **argv)
     double progress = 5;
     struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
     const char *v, **files = mb_calloc((size_t)argc + 1, sizeof *files);
-    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS };
+    struct validate_recipes recipes = {mb_calloc((size_t)argc + 1, sizeof *recipes.paths), 0};
+    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS, O_RECIPES };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
                                        {"cv", required_argument, NULL, O_CV},
                                        {"jobs", required_argument, NULL, 'j'},
@@ -494,6 +545,7 @@ static int cmd_validate(int argc, char **argv)
                                        {"roofline", no_argument, NULL, O_ROOFLINE},
                                        {"baseline", required_argument, NULL, O_BASELINE},
                                        {"drift-threshold", required_argument, NULL, O_THRESHOLD},
+                                       {"recipes", required_argument, NULL, O_RECIPES},
                                        {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim validate", "hj:", lo, argc, argv);
@@ -533,6 +585,9 @@ static int cmd_validate(int argc, char **argv)
         case O_BASELINE:
             drift.baseline = v;
             break;
+        case O_RECIPES:
+            recipes.paths[recipes.n++] = v;
+            break;
         case O_THRESHOLD: {
             char *end;
             drift.threshold_pct = strtod(v, &end);
@@ -553,8 +608,9 @@ static int cmd_validate(int argc, char **argv)
     }
     cli_opts_free(&g);
     if (rc < 0)
-        rc = validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift);
+        rc = validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes);
     mb_free(files);
+    mb_free(recipes.paths);
     return rc;
 }
 

@@ -918,12 +918,31 @@ static void test_validate_baseline_cli(void **state)
     assert_int_equal(system(args), 0);
 }
 
+/* `validate --recipes`: the recipe folder's file for rec_row is used (the report counts it and the
+ * row's note names it), the file whose row no CSV has is warned about on stderr; a recipe file
+ * whose layout is not the row's exits 1 (bad input) with the CSV line and the difference. */
+static void test_validate_recipes_cli(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("validate tests/data/validate/recipes.csv --recipes tests/data/validate/recipes", &o, 1), 0);
+    assert_non_null(strstr(o, "rows simulated from a recipe file (--recipes; named in the note): 1"));
+    assert_non_null(strstr(o, "recipe from tests/data/validate/recipes/rec_row.yaml"));
+    assert_non_null(strstr(o, "warning: recipe file tests/data/validate/recipes/nobody.yaml: no CSV given has the row"));
+    mb_free(o);
+    assert_int_equal(run("validate tests/data/validate/recipes.csv --recipes tests/data/validate/recipes_bad/tp4.yaml",
+                         &o, 1), 1);
+    assert_non_null(strstr(o, "recipes.csv:2:1: row 'rec_row': recipe file tests/data/validate/recipes_bad/tp4.yaml"));
+    assert_null(strstr(o, "MAPE"));
+    mb_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_topo_cli),
                                        cmocka_unit_test(test_report_collectives),
                                        cmocka_unit_test(test_json_report),
-                                       cmocka_unit_test(test_validate_cli),
+                                       cmocka_unit_test(test_validate_cli), cmocka_unit_test(test_validate_recipes_cli),
                                        cmocka_unit_test(test_calibrate_nccl_cli),
                                        cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),

@@ -172,7 +172,8 @@ static const struct kcase cases[] = {
 static const char *const special_keys[] = {
     "schema_version", "name", "model", "system.preset", "data.images", "calibration.table",
     "measured.tokens_per_s_per_gpu", "measured.model_tflops_per_gpu", "measured.step_time_s",
-    "measured.peak_memory_gib", "measured.peak_memory_after_iteration", "measured.oom", "measured.source", NULL};
+    "measured.peak_memory_gib", "measured.peak_memory_after_iteration", "measured.oom", "measured.source",
+    "measured.csv_row", NULL};
 
 /* The field of case c in s holds the case's value. */
 static void expect_field(const struct mb_scenario *s, const struct kcase *c, const char *when)
@@ -393,6 +394,7 @@ static void test_roundtrip_special_keys(void **state)
     s.meas_oom = 1;
     s.meas_peak_iteration = 1;
     snprintf(s.meas_source, sizeof s.meas_source, "row 7: \"quoted\", #hash");
+    snprintf(s.meas_csv_row, sizeof s.meas_csv_row, "mbskill_mem_x");
     round_trip(&s, &back);
     assert_string_equal(back.name, "keys: round-trip #1");
     assert_string_equal(back.model.name, "keys_tiny_vlm");
@@ -413,6 +415,7 @@ static void test_roundtrip_special_keys(void **state)
     assert_int_equal(back.meas_oom, 1);
     assert_int_equal(back.meas_peak_iteration, 1);
     assert_string_equal(back.meas_source, "row 7: \"quoted\", #hash");
+    assert_string_equal(back.meas_csv_row, "mbskill_mem_x");
     mb_scenario_free(&back);
 
     /* uniform image sizes, and the same prediction after the round trip */

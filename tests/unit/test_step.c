@@ -2115,19 +2115,26 @@ static void test_recompute_card_memory(void **state)
 }
 
 /*
- * The two Llama-3-70B SFT layouts of Bridge's memory-tuning card (NVIDIA-NeMo/Megatron-Bridge@067f987df03b
- * skills/nemo-mbridge-perf-memory-tuning/card.yaml, 32 H100, FP8-CS, DP1: TP4 PP8 VP5 53.2 GB, TP8 PP4
- * VP5 50.2 GB), with the Bridge recipe of the run (scenarios/measured/llama3_70b_sft_h100_32_more_*.yaml).
- * Their peaks were logged after iteration 1 (measured.peak_memory_after_iteration: 1): each predicted
- * first-iteration peak within 10 %, and on every stage the optimizer step's (the fp32 copy of the bf16
- * grads, 4 B per parameter, beside 12 B of fp32 master and moments), not the passes'.
+ * The Llama-3-70B SFT runs of Bridge PR #3107 (32 H100, FP8-CS), with the Bridge recipe of the run
+ * (scenarios/measured/llama3_70b_sft_h100_32_*.yaml): the memory-tuning card's two layouts
+ * (NVIDIA-NeMo/Megatron-Bridge@067f987df03b skills/nemo-mbridge-perf-memory-tuning/card.yaml, DP1: TP4
+ * PP8 VP5 53.2 GB, TP8 PP4 VP5 50.2 GB) and the activation-recompute card's four recompute variants of
+ * their TP4 PP4 VP5 DP2 baseline (skills/nemo-mbridge-perf-activation-recompute/card.yaml: core_attn
+ * 58.8 GB, mlp 55.6, mlp + core_attn 55.6, core_attn + layernorm 59.6). Their peaks were logged after
+ * iteration 1 (measured.peak_memory_after_iteration: 1): each predicted first-iteration peak within
+ * 10 %, and on every stage the optimizer step's (the fp32 copy of the bf16 grads, 4 B per parameter,
+ * beside 12 B of fp32 master and moments, all sharded over DP), not the passes'.
  */
 static void test_memory_card_llama(void **state)
 {
     (void)state;
     static const char *const f[] = {"scenarios/measured/llama3_70b_sft_h100_32_more_pp.yaml",
-                                    "scenarios/measured/llama3_70b_sft_h100_32_more_tp.yaml"};
-    for (int i = 0; i < 2; i++) {
+                                    "scenarios/measured/llama3_70b_sft_h100_32_more_tp.yaml",
+                                    "scenarios/measured/llama3_70b_sft_h100_32_core_attn.yaml",
+                                    "scenarios/measured/llama3_70b_sft_h100_32_mlp.yaml",
+                                    "scenarios/measured/llama3_70b_sft_h100_32_mlp_core_attn.yaml",
+                                    "scenarios/measured/llama3_70b_sft_h100_32_core_attn_layernorm.yaml"};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         check_measured_peak(f[i]);
         struct mb_scenario s;
         struct mb_result r;

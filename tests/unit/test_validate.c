@@ -1108,6 +1108,126 @@ static void validate_seen(const char *path, struct mb_val_summary *s, struct see
     mb_validate_finish(s);
 }
 
+/* Recipe files (mb_validate_add_recipes; tests/data/validate/recipes.csv and recipes/): row rec_row
+ * leaves recompute and the main-gradient type unstated, and recipes/rec_row.yaml (measured.csv_row:
+ * rec_row, the same layout) states full recompute and bf16 main grads. The row is simulated from the
+ * file -- its prediction is the file's own simulation, to the bit, with the row's measured tokens/s
+ * and notes peak (not the file's step_time_s of 99 s) -- and plain_row, the same layout without a
+ * recipe file, keeps the CSV defaults (no recompute, fp32 main grads). A folder skips files without
+ * measured.csv_row; a file whose row no CSV had is reported unused. */
+static void test_recipe_files(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct seen_list seen;
+    struct mb_err e;
+    memset(&seen, 0, sizeof seen);
+    mb_validate_init(&s);
+    s.on_row = remember;
+    s.on_row_ctx = &seen;
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes", &e), 0);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "recipes.csv", &e), 0);
+    mb_validate_finish(&s);
+    const struct mb_val_row *r = find_row(&s, "rec_row"), *plain = find_row(&s, "plain_row");
+    assert_false(r->skipped);
+    assert_string_equal(r->recipe_file, FIX "recipes/rec_row.yaml");
+    assert_non_null(strstr(r->note, "recipe from " FIX "recipes/rec_row.yaml"));
+    assert_string_equal(plain->recipe_file, "");
+    assert_int_equal(s.n_recipe_files, 1);
+    assert_string_equal(r->metric, MB_VAL_TOKENS);
+    assert_true(r->measured == 10000);
+    assert_string_equal(r->mem_from, "notes");
+    assert_true(mb_dbl_eq(r->meas_mem_gib, 30e9 / 1073741824.0));
+    const struct mb_scenario *sr = seen_get(&seen, "rec_row"), *sp = seen_get(&seen, "plain_row");
+    assert_int_equal(sr->recompute, MB_RC_FULL);
+    assert_int_equal(sr->grad_bytes, 2);
+    assert_int_equal(sp->recompute, MB_RC_NONE);
+    assert_int_equal(sp->grad_bytes, 4);
+    /* the file's own simulation */
+    struct mb_scenario f;
+    struct mb_result res;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(mb_scenario_load(FIX "recipes/rec_row.yaml", &f, &e), 0);
+    assert_int_equal(mb_step_simulate(&f, &res, &e), 0);
+    if (fabs(r->predicted / res.tokens_per_s_per_gpu - 1) > 1e-12)
+        fail_msg("rec_row predicted %.9g tokens/s, the file simulates %.9g", r->predicted, res.tokens_per_s_per_gpu);
+    mb_scenario_free(&f);
+    assert_true(r->predicted < plain->predicted); /* full recompute replays the forward */
+    const char *unused[4];
+    assert_int_equal(mb_validate_recipes_unused(&s, unused, 4), 1);
+    assert_string_equal(unused[0], FIX "recipes/nobody.yaml");
+    json_t *j = summary_json(&s);
+    assert_int_equal(json_integer_value(json_object_get(j, "n_recipe_files")), 1);
+    json_decref(j);
+    mb_validate_free(&s);
+}
+
+/* Recipe files that cannot be: a layout other than the row's (an error naming the CSV line and the
+ * first difference), two files for one row, a single file without measured.csv_row, a folder with
+ * none, a path that does not exist. mb_validate_recipe_layout itself: a selective recompute of no
+ * module is none, and precision labels agree whatever their case and '-' / '_'. */
+static void test_recipe_files_bad(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_err e;
+    mb_validate_init(&s);
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes_bad/tp4.yaml", &e), 0);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "recipes.csv", &e), -1);
+    mb_err_format(&e, msgbuf, sizeof msgbuf);
+    assert_non_null(strstr(msgbuf, FIX "recipes.csv:2:1: row 'rec_row'"));
+    assert_non_null(strstr(msgbuf, "states tp 4, the row 2"));
+    mb_validate_free(&s);
+
+    static const struct {
+        const char *a, *b, *want;
+    } bad[] = {
+        {FIX "recipes/rec_row.yaml", FIX "recipes_bad/duplicate.yaml", "measured.csv_row 'rec_row' is also the row of"},
+        {FIX "recipes/plain_scenario.yaml", NULL, "no measured.csv_row"},
+        {FIX "recipes_bad/no_such.yaml", NULL, "cannot open"},
+        {FIX "recipes_none", NULL, "no scenario file in the folder has a measured.csv_row"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mb_validate_init(&s);
+        mb_err_clear(&e);
+        int rc = mb_validate_add_recipes(&s, bad[i].a, &e);
+        if (bad[i].b) {
+            assert_int_equal(rc, 0);
+            rc = mb_validate_add_recipes(&s, bad[i].b, &e);
+        }
+        assert_int_equal(rc, -1);
+        mb_err_format(&e, msgbuf, sizeof msgbuf);
+        if (!strstr(msgbuf, bad[i].want))
+            fail_msg("%s: '%s', expected '%s'", bad[i].a, msgbuf, bad[i].want);
+        mb_validate_free(&s);
+    }
+
+    struct mb_scenario a, b;
+    char why[200];
+    memset(&a, 0, sizeof a);
+    assert_int_equal(mb_scenario_load(FIX "recipes/rec_row.yaml", &a, &e), 0);
+    b = a; /* shallow: only compared */
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 0);
+    b.recompute = MB_RC_SELECTIVE;
+    b.recompute_modules = 0;
+    a.recompute = MB_RC_NONE;
+    a.recompute_modules = 0;
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 0);
+    b.recompute_modules = mb_recompute_module("core_attn");
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
+    assert_string_equal(why, "recompute core_attn, the row none");
+    b = a;
+    snprintf(a.prec.label, sizeof a.prec.label, "FP8-CS");
+    snprintf(b.prec.label, sizeof b.prec.label, "fp8_cs");
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 0);
+    snprintf(b.prec.label, sizeof b.prec.label, "mxfp8");
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
+    assert_string_equal(why, "precision mxfp8, the row FP8-CS");
+    mb_scenario_free(&a);
+}
+
 /* LoRA rows (notes task=lora, tests/data/validate/lora.csv: one layout three times): the base
  * is frozen and the adapters are the publisher's recipe's -- NeMo AutoModel's benchmarks adapt
  * every projection at rank 16, Megatron-Bridge's performance configs linear_qkv only at rank 32
@@ -2194,6 +2314,7 @@ int main(void)
         cmocka_unit_test(test_memory_csv), cmocka_unit_test(test_memory_notes_last_stage),
         cmocka_unit_test(test_memory_counts), cmocka_unit_test(test_drift), cmocka_unit_test(test_drift_memory),
         cmocka_unit_test(test_memory_oom_after_first_iteration), cmocka_unit_test(test_jobs),
+        cmocka_unit_test(test_recipe_files), cmocka_unit_test(test_recipe_files_bad),
         cmocka_unit_test(test_jobs_scenarios), cmocka_unit_test(test_csv_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

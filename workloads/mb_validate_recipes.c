@@ -1,0 +1,232 @@
+/*
+ * mb_validate_recipes.c -- scenario files that state the recipe of a measured-runs CSV row.
+ *
+ * A CSV row carries its recipe in columns where the publisher's configuration could be
+ * recovered; where it could not, but was found later (a Megatron-Bridge recipe at a commit),
+ * a scenario file states it and names the row in `measured.csv_row`. `mbsim validate CSV
+ * --recipes FILE|DIR` then simulates that row from the file, with the row's measured values,
+ * after checking that the file's layout is the row's (docs/validation.md, "Recipe files").
+ */
+#include "mb_validate.h"
+#include "mb_keys.h"
+#include "mb_scenario.h"
+#include "mb_util.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct mb_val__recipe_ent {
+    char id[128];
+    char *path;
+    int used;
+};
+
+struct mb_val__recipes {
+    struct mb_val__recipe_ent *e;
+    size_t n, cap;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Register one file; a file without measured.csv_row is an error when named alone (`required`). */
+static int add_file(struct mb_val__recipes *rs, const char *path, int required, struct mb_err *err)
+{
+    struct mb_scenario s;
+    memset(&s, 0, sizeof s);
+    if (mb_scenario_load(path, &s, err) != 0) {
+        mb_scenario_free(&s);
+        return -1;
+    }
+    char id[sizeof s.meas_csv_row];
+    memcpy(id, s.meas_csv_row, sizeof id);
+    mb_scenario_free(&s);
+    if (!id[0])
+        return required ? mb_err_set(err, path, 0, 0, "no measured.csv_row: expected the id of the CSV row whose "
+                                     "recipe this file states") : 0;
+    for (size_t i = 0; i < rs->n; i++)
+        if (!strcmp(rs->e[i].id, id))
+            return mb_err_set(err, path, 0, 0, "measured.csv_row '%s' is also the row of %s: one recipe file per "
+                              "row", id, rs->e[i].path);
+    if (rs->n == rs->cap) {
+        rs->cap = rs->cap ? 2 * rs->cap : 16;
+        rs->e = mb_realloc(rs->e, rs->cap * sizeof *rs->e);
+    }
+    struct mb_val__recipe_ent *e = &rs->e[rs->n++];
+    snprintf(e->id, sizeof e->id, "%s", id);
+    e->path = mb_strdup(path);
+    e->used = 0;
+    return 0;
+}
+
+/* Every *.yaml of a folder, in name order (the same errors on every machine). */
+static int add_dir(struct mb_val__recipes *rs, const char *dir, struct mb_err *err)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (!d)
+        return mb_err_set(err, dir, 0, 0, "cannot open the folder");
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".yaml") || de->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            names = mb_realloc(names, cap * sizeof *names);
+        }
+        names[n] = mb_malloc(strlen(dir) + l + 2);
+        sprintf(names[n++], "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        if (!rc)
+            rc = add_file(rs, names[i], 0, err);
+        mb_free(names[i]);
+    }
+    mb_free(names);
+    return rc;
+}
+
+int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct mb_err *err)
+{
+    struct stat st;
+    if (!out->recipes)
+        out->recipes = mb_calloc(1, sizeof *out->recipes);
+    if (stat(path, &st) != 0)
+        return mb_err_set(err, path, 0, 0, "cannot open (expected a scenario file or a folder of them)");
+    if (S_ISDIR(st.st_mode)) {
+        size_t before = out->recipes->n;
+        if (add_dir(out->recipes, path, err) != 0)
+            return -1;
+        if (out->recipes->n == before)
+            return mb_err_set(err, path, 0, 0, "no scenario file in the folder has a measured.csv_row");
+        return 0;
+    }
+    return add_file(out->recipes, path, 1, err);
+}
+
+const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id)
+{
+    if (!s->recipes)
+        return NULL;
+    for (size_t i = 0; i < s->recipes->n; i++)
+        if (!strcmp(s->recipes->e[i].id, id)) {
+            s->recipes->e[i].used = 1;
+            return s->recipes->e[i].path;
+        }
+    return NULL;
+}
+
+size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; s->recipes && i < s->recipes->n; i++)
+        if (!s->recipes->e[i].used) {
+            if (n < max)
+                paths[n] = s->recipes->e[i].path;
+            n++;
+        }
+    return n;
+}
+
+void mb_validate_recipes_free(struct mb_val_summary *s)
+{
+    if (!s->recipes)
+        return;
+    for (size_t i = 0; i < s->recipes->n; i++)
+        mb_free(s->recipes->e[i].path);
+    mb_free(s->recipes->e);
+    mb_free(s->recipes);
+    s->recipes = NULL;
+}
+
+/* a precision label as mb_precision_parse reads it: case and '-' / ' ' against '_' do not matter */
+static const char *prec_key(const char *label, char out[48])
+{
+    size_t i = 0;
+    for (; label[i] && i < 47; i++)
+        out[i] = label[i] == '-' || label[i] == ' ' ? '_' : (char)tolower((unsigned char)label[i]);
+    out[i] = '\0';
+    return out;
+}
+
+/* selective with no module recomputes nothing: the same as none */
+static unsigned rc_mods(const struct mb_scenario *s, int *gran)
+{
+    *gran = s->recompute;
+    if (s->recompute == MB_RC_SELECTIVE && !s->recompute_modules)
+        *gran = MB_RC_NONE;
+    return s->recompute == MB_RC_SELECTIVE ? s->recompute_modules : 0;
+}
+
+static const char *rc_name(int gran, unsigned mods, char *buf, size_t n)
+{
+    if (gran != MB_RC_SELECTIVE)
+        snprintf(buf, n, "%s", gran == MB_RC_FULL ? "full" : "none");
+    else
+        mb_key_flag_names("recompute.modules", mods, "+", buf, n);
+    return buf;
+}
+
+int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_scenario *file, char *why, size_t n)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } ints[] = {
+#define F(name, m) {name, offsetof(struct mb_scenario, m)}
+        F("gpus", gpus), F("seq_length", seq_length), F("global_batch_size", global_batch_size),
+        F("micro_batch_size", micro_batch_size), F("tp", tp), F("pp", pp), F("cp", cp), F("vpp", vpp),
+        F("ep", ep), F("etp", etp),
+#undef F
+    };
+    int g_row, g_file;
+    unsigned m_row = rc_mods(row, &g_row), m_file = rc_mods(file, &g_file);
+    if (strcmp(row->model.name, file->model.name)) {
+        snprintf(why, n, "model %s, the row %s", file->model.name, row->model.name);
+        return 1;
+    }
+    if (strcmp(row->system.name, file->system.name)) {
+        snprintf(why, n, "system %s, the row %s", file->system.name, row->system.name);
+        return 1;
+    }
+    char pa[sizeof row->prec.label], pb[sizeof row->prec.label];
+    if (strcmp(prec_key(row->prec.label, pa), prec_key(file->prec.label, pb))) {
+        snprintf(why, n, "precision %s, the row %s", file->prec.label, row->prec.label);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int a = *(const int *)((const char *)row + ints[i].off), b = *(const int *)((const char *)file + ints[i].off);
+        if (a != b) {
+            snprintf(why, n, "%s %d, the row %d", ints[i].name, b, a);
+            return 1;
+        }
+    }
+    if (row->strategy != file->strategy) {
+        snprintf(why, n, "strategy %s, the row %s", file->strategy == MB_STRAT_FSDP ? "fsdp" : "3d",
+                 row->strategy == MB_STRAT_FSDP ? "fsdp" : "3d");
+        return 1;
+    }
+    if (row->freeze != file->freeze) {
+        snprintf(why, n, "other frozen modules (0x%x; the row 0x%x)", file->freeze, row->freeze);
+        return 1;
+    }
+    if (g_row != g_file || m_row != m_file) {
+        char a[160], b[160];
+        snprintf(why, n, "recompute %s, the row %s", rc_name(g_file, m_file, a, sizeof a),
+                 rc_name(g_row, m_row, b, sizeof b));
+        return 1;
+    }
+    return 0;
+}
