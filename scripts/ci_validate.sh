@@ -5,7 +5,10 @@
 # (the next baseline) and the predicted-vs-measured plot as artifacts.
 #
 #   scripts/ci_validate.sh MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR]
-#                          [-b BASELINE.json [-d DRIFT_PCT]]
+#                          [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]...
+#
+#   -r RECIPES  a scenario file or folder whose measured.csv_row files state CSV rows'
+#               recipes (mbsim validate --recipes; repeatable)
 #
 #   MBSIM   the mbsim binary (default: build/sim/cli/mbsim, then mbsim on PATH)
 #
@@ -16,7 +19,7 @@
 set -eu
 
 usage() {
-    echo "usage: $0 MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR] [-b BASELINE.json [-d DRIFT_PCT]]" >&2
+    echo "usage: $0 MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR] [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]..." >&2
     exit 2
 }
 
@@ -25,12 +28,14 @@ inputs=""
 threshold=""
 baseline=""
 drift=5
+recipes=""
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
         -b) [ $# -ge 2 ] || usage; baseline=$2; shift 2 ;;
         -d) [ $# -ge 2 ] || usage; drift=$2; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -r) [ $# -ge 2 ] || usage; recipes="$recipes --recipes $2"; shift 2 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) # the last positional argument is the threshold
            if [ -n "$threshold" ]; then inputs="$inputs $threshold"; fi
            threshold=$1; shift ;;
@@ -55,14 +60,14 @@ drifted=0
 set --
 if [ -n "$baseline" ]; then set -- --baseline "$baseline" --drift-threshold "$drift"; fi
 # shellcheck disable=SC2086 # inputs are separate words on purpose
-"$MBSIM" validate $inputs "$@" > "$out/validate.txt" || rc=$?
+"$MBSIM" validate $inputs $recipes "$@" > "$out/validate.txt" || rc=$?
 case "${rc:-0}" in
     0) ;;
     3) drifted=1 ;;
     *) echo "$0: mbsim validate failed" >&2; exit 2 ;;
 esac
 # shellcheck disable=SC2086
-"$MBSIM" validate $inputs --json > "$out/validate.json"
+"$MBSIM" validate $inputs $recipes --json > "$out/validate.json"
 mape=$(sed -n 's/^ *"mape_pct": *\([0-9.eE+-]*\).*/\1/p' "$out/validate.json" | head -n 1)
 if [ -z "$mape" ]; then
     echo "$0: no mape_pct in $out/validate.json" >&2

@@ -33,7 +33,7 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-j N] "
-            "[-o TABLE.yaml]\n"
+            "[--recipes FILE|DIR]... [-o TABLE.yaml]\n"
             "\n"
             "Fits the framework-time model (tensor_fraction, membound_eff, kernel_eager, kernel_graph,\n"
             "overlap_slowdown: docs/calibration.md) of one GPU type to that GPU's measured runs in the\n"
@@ -45,6 +45,8 @@ static void usage(FILE *fp)
             "  --params LIST  comma-separated parameters to fit (default: tensor_fraction,membound_eff,\n"
             "                 kernel_eager,overlap_slowdown); the others keep their defaults\n"
             "  -j, --jobs N   simulation threads (default: the online CPUs)\n"
+            "  --recipes FILE|DIR  scenario files whose measured.csv_row names a CSV row: that row is\n"
+            "                 simulated from the file (as `mbsim validate --recipes`); repeatable\n"
             "exit codes: 0 ok, 1 bad input, 2 usage error\n");
 }
 
@@ -252,16 +254,17 @@ static int load_table(const char *name, struct mb_calib **cal, struct mb_err *er
 
 int mb_cmd_calibrate_runs(int argc, char **argv)
 {
-    const char *csv = NULL, *gpu = NULL, *base = NULL, *out = NULL;
+    const char *csv = NULL, *gpu = NULL, *base = NULL, *out = NULL, *recipes[16];
+    int n_recipes = 0;
     unsigned params = MB_FIT_DEFAULT_PARAMS;
     int jobs = 0;
     char cmd[2048];
     command_line(cmd, sizeof cmd, "runs", argc, argv);
-    enum { O_GPU = 256, O_BASE, O_PARAMS };
+    enum { O_GPU = 256, O_BASE, O_PARAMS, O_RECIPES };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"output", required_argument, NULL, 'o'},
                                        {"gpu", required_argument, NULL, O_GPU},     {"base", required_argument, NULL, O_BASE},
                                        {"params", required_argument, NULL, O_PARAMS}, {"jobs", required_argument, NULL, 'j'},
-                                       {0}};
+                                       {"recipes", required_argument, NULL, O_RECIPES}, {0}};
     struct cli_opts g;
     const char *v;
     int c, rc = -1;
@@ -276,6 +279,13 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
             gpu = v;
         } else if (c == O_BASE) {
             base = v;
+        } else if (c == O_RECIPES) {
+            if (n_recipes == (int)(sizeof recipes / sizeof recipes[0])) {
+                fprintf(stderr, "mbsim calibrate runs: at most 16 --recipes (a folder holds many files)\n");
+                rc = 2;
+            } else {
+                recipes[n_recipes++] = v;
+            }
         } else if (c == O_PARAMS) {
             if (parse_params(v, &params))
                 rc = 2;
@@ -309,6 +319,13 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     mb_fit_set_init(&set);
     set.jobs = jobs;
     char msg[1024];
+    for (int i = 0; i < n_recipes; i++)
+        if (mb_validate_add_recipes(&set.sum, recipes[i], &err)) {
+            mb_err_format(&err, msg, sizeof msg);
+            fprintf(stderr, "%s\n", msg);
+            mb_fit_set_free(&set);
+            return 1;
+        }
     if (mb_fit_add_csv(&set, csv, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);

@@ -3,7 +3,7 @@
 # against a generous MAPE threshold, fails (1) against a tight one, passes
 # against its own JSON as the baseline, and fails (3) against a baseline whose
 # one row predicted 1 token/s. Artifacts: validate.txt, validate.json (and
-# validate.png with gnuplot).
+# validate.png with gnuplot). -r passes recipe files on (--recipes).
 #   sh tests/cli/ci_validate.sh MBSIM_BINARY
 set -u
 MBSIM=$1
@@ -28,6 +28,12 @@ sh scripts/ci_validate.sh $csv 1000 -o "$tmp/d" -b tests/data/validate/baseline_
 [ $? -eq 3 ] || fail "a drifted baseline should exit 3: $(cat "$tmp/d.log")"
 grep -q "PAST THRESHOLD" "$tmp/d.log" || fail "no PAST THRESHOLD row"
 grep -q "^FAIL: .*drifted past 2%" "$tmp/d.log" || fail "no drift FAIL line"
+
+# -r: a row simulated from its recipe file (tests/data/validate/recipes/rec_row.yaml), in both artifacts
+sh scripts/ci_validate.sh tests/data/validate/recipes.csv 1000 -o "$tmp/e" -r tests/data/validate/recipes > "$tmp/e.log" 2>&1 ||
+    fail "-r should pass: $(cat "$tmp/e.log")"
+grep -q "rows simulated from a recipe file (--recipes; named in the note): 1" "$tmp/e/validate.txt" || fail "-r not in the report"
+grep -q '"n_recipe_files": 1' "$tmp/e/validate.json" || fail "-r not in the JSON"
 
 sh scripts/ci_validate.sh $csv 1000 -d x > /dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad -d should exit 2"

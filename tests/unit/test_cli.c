@@ -289,7 +289,8 @@ static void test_validate_cli(void **state)
  * does not fit an A100 system; unusable input is refused with its reason. */
 /* calibrate runs and validate --cv refuse unusable arguments before any
  * simulation (and --cv --json is whole and deterministic): an empty --params, an output folder that does not exist, a CSV
- * with no predictable row (tests/data/validate/header_only.csv: a header only). */
+ * with no predictable row (tests/data/validate/header_only.csv: a header only), a recipe file whose layout is
+ * not its row's. */
 static void test_fit_cli_errors(void **state)
 {
     (void)state;
@@ -302,6 +303,15 @@ static void test_fit_cli_errors(void **state)
     mb_free(o);
     assert_int_equal(run("validate tests/data/validate/header_only.csv --cv family", &o, 1), 1);
     assert_non_null(strstr(o, "no row could be predicted"));
+    mb_free(o);
+    /* --recipes reaches calibrate runs and --cv: a recipe file that is not the row's run is bad input */
+    assert_int_equal(run("calibrate runs tests/data/validate/recipes.csv --gpu H100 --recipes "
+                         "tests/data/validate/recipes_bad/tp4.yaml", &o, 1), 1);
+    assert_non_null(strstr(o, "states tp 4, the row 2"));
+    mb_free(o);
+    assert_int_equal(run("validate tests/data/validate/recipes.csv --cv family --recipes "
+                         "tests/data/validate/recipes_bad/tp4.yaml", &o, 1), 1);
+    assert_non_null(strstr(o, "states tp 4, the row 2"));
     mb_free(o);
     /* --cv --json: one row object per predicted row; the overall MAPE is the mean
      * of the rows' |held-out error| (recomputed here); -j does not change a byte */
