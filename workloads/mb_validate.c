@@ -3371,6 +3371,8 @@ int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp)
             json_object_set_new(o, "layout_mismatch", json_true());
         if (r->recipe_bad)
             json_object_set_new(o, "recipe_bad_cells", json_integer(r->recipe_bad));
+        if (r->recipe_file[0])
+            json_object_set_new(o, "recipe_file", json_string(r->recipe_file));
         json_array_append_new(rows, o);
     }
     json_object_set_new(root, "rows", rows);

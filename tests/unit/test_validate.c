@@ -1159,6 +1159,20 @@ static void test_recipe_files(void **state)
     assert_string_equal(unused[0], FIX "recipes/nobody.yaml");
     json_t *j = summary_json(&s);
     assert_int_equal(json_integer_value(json_object_get(j, "n_recipe_files")), 1);
+    size_t k;
+    json_t *row;
+    int seen_file = 0;
+    json_array_foreach(json_object_get(j, "rows"), k, row) {
+        const char *rf = json_string_value(json_object_get(row, "recipe_file"));
+        if (!strcmp(json_string_value(json_object_get(row, "id")), "rec_row")) {
+            assert_non_null(rf);
+            assert_string_equal(rf, FIX "recipes/rec_row.yaml");
+            seen_file = 1;
+        } else {
+            assert_null(rf);
+        }
+    }
+    assert_true(seen_file);
     json_decref(j);
     mb_validate_free(&s);
 }
