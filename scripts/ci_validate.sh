@@ -8,7 +8,8 @@
 #                          [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]...
 #
 #   -r RECIPES  a scenario file or folder whose measured.csv_row files state CSV rows'
-#               recipes (mbsim validate --recipes; repeatable)
+#               recipes (mbsim validate --recipes; repeatable; a path without spaces,
+#               as the inputs)
 #
 #   MBSIM   the mbsim binary (default: build/sim/cli/mbsim, then mbsim on PATH)
 #
@@ -34,7 +35,9 @@ while [ $# -gt 0 ]; do
         -o) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
         -b) [ $# -ge 2 ] || usage; baseline=$2; shift 2 ;;
         -d) [ $# -ge 2 ] || usage; drift=$2; shift 2 ;;
-        -r) [ $# -ge 2 ] || usage; recipes="$recipes --recipes $2"; shift 2 ;;
+        -r) [ $# -ge 2 ] || usage
+            case "$2" in -*|*' '*) echo "$0: -r takes a path without spaces, got '$2'" >&2; exit 2 ;; esac
+            recipes="$recipes --recipes $2"; shift 2 ;;
         -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) # the last positional argument is the threshold
            if [ -n "$threshold" ]; then inputs="$inputs $threshold"; fi

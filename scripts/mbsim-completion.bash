@@ -32,7 +32,7 @@ _mbsim()
     local words="" opts=""
     case $cmd in
         run) opts="--json --memory --ops --roofline --trace --emit --help" ;;
-        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --help" ;;
+        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --recipes --help" ;;
         sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
         merge) opts="--tsv --json --help" ;;
         tune) opts="-o --emit --help" ;;
@@ -45,7 +45,7 @@ _mbsim()
         collective) opts="--system --gpus --op --sizes --help" ;;
         calibrate)
             [ "$COMP_CWORD" -eq 2 ] && words="nccl-tests nsys kineto runs"
-            opts="--gpu --base --ranks --shapes --params -o --help" ;;
+            opts="--gpu --base --ranks --shapes --params --recipes -o --help" ;;
         topo)
             [ "$COMP_CWORD" -eq 2 ] && words="$(mbsim systems 2> /dev/null | tr -d ,)"
             opts="--json --help" ;;

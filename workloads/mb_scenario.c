@@ -1094,6 +1094,13 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
 
     if (mb_scn__schema(root, err) || mb_scn__parse(root, dir, s, &mk, nodes, err))
         goto out;
+    const struct mb_node *row = mb_scn__node(nodes, "measured.csv_row");
+    if (row && (!s->meas_csv_row[0] || isspace((unsigned char)s->meas_csv_row[0]) ||
+                isspace((unsigned char)s->meas_csv_row[strlen(s->meas_csv_row) - 1]))) {
+        mb_scn__err(err, s, row, "measured.csv_row: expected the id of a CSV row, got '%s' (empty, or blanks "
+                    "around it: a CSV id is read trimmed)", s->meas_csv_row);
+        goto out;
+    }
     if (mb_scn__model(s, dir, mb_scn__node(nodes, "model"), err))
         goto out;
     model_loaded = 1;

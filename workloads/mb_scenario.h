@@ -206,7 +206,7 @@ struct mb_scenario {
     int meas_oom; /* measured.oom: the run was reported out of memory */
     int meas_peak_iteration; /* measured.peak_memory_after_iteration: 1 = logged after iteration 1, 0 = steady */
     char meas_source[256];
-    char meas_csv_row[128]; /* measured.csv_row: id of the measured-runs CSV row whose recipe this file
+    char meas_csv_row[160]; /* measured.csv_row: id of the measured-runs CSV row whose recipe this file
                                states ("" = none; `mbsim validate --recipes`, mb_validate.h) */
     /* set by the loader: settings the file writes that are valid but change nothing in this
      * simulation, one "file:line:col: warning: key ...: why" line each ("" = none); the CLI

@@ -235,8 +235,10 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
  * "Recipe files").
  * @param[in,out] out   summary started with mb_validate_init()
  * @param[in]     path  a scenario file (it must have measured.csv_row), or a
- *                      folder: its *.yaml files in name order, those without
- *                      measured.csv_row ignored (at least one must have it)
+ *                      folder: its regular *.yaml / *.yml files in name order
+ *                      (each must load; those without measured.csv_row are not
+ *                      recipes; at least one must have it). A file given twice
+ *                      (also through its folder) counts once.
  * @param[out]    err   mb_scenario_load's error, "path: no measured.csv_row: ...",
  *                      "path: measured.csv_row 'ID' is also the row of OTHER: ...",
  *                      "path: cannot open (...)"
@@ -250,11 +252,22 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
 const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id);
 
 /**
- * @brief Recipe files whose row no CSV added so far had (a typo in measured.csv_row,
- * or a CSV without that row): up to `max` paths (borrowed) in `paths`.
+ * @brief Recipe files no CSV row added so far was simulated from: their row is in no
+ * CSV (a typo in measured.csv_row, or another CSV), or it was skipped before its
+ * recipe applies (a layout cell not stated, an unknown model, ...; the row's reason
+ * says which). Up to `max` paths and their measured.csv_row ids (borrowed) in
+ * `paths` and `ids`.
  * @return how many there are (may exceed max).
  */
-size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, size_t max);
+size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, const char **ids, size_t max);
+
+/**
+ * @brief Print "PROG: warning: recipe file F not used: ..." on fp for each unused
+ * recipe file (mb_validate_recipes_unused), saying whether its row is in no CSV or
+ * was skipped (with the row's file:line and reason); the first 8, then a count.
+ * @return the number of unused files.
+ */
+size_t mb_validate_warn_unused_recipes(const struct mb_val_summary *s, const char *prog, FILE *fp);
 
 /** @brief Free the registered recipe files (mb_validate_free calls it). */
 void mb_validate_recipes_free(struct mb_val_summary *s);

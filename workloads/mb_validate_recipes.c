@@ -21,8 +21,10 @@
 #include <sys/stat.h>
 
 struct mb_val__recipe_ent {
-    char id[128];
+    char id[160];
     char *path;
+    dev_t dev; /* the file, to take one given twice (a folder and a file in it) once */
+    ino_t ino;
     int used;
 };
 
@@ -40,6 +42,11 @@ static int cmp_str(const void *a, const void *b)
 static int add_file(struct mb_val__recipes *rs, const char *path, int required, struct mb_err *err)
 {
     struct mb_scenario s;
+    struct stat st;
+    if (stat(path, &st) == 0)
+        for (size_t i = 0; i < rs->n; i++)
+            if (rs->e[i].dev == st.st_dev && rs->e[i].ino == st.st_ino)
+                return 0; /* the same file again */
     memset(&s, 0, sizeof s);
     if (mb_scenario_load(path, &s, err) != 0) {
         mb_scenario_free(&s);
@@ -62,11 +69,19 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
     struct mb_val__recipe_ent *e = &rs->e[rs->n++];
     snprintf(e->id, sizeof e->id, "%s", id);
     e->path = mb_strdup(path);
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
     e->used = 0;
     return 0;
 }
 
-/* Every *.yaml of a folder, in name order (the same errors on every machine). */
+static int is_yaml_name(const char *name)
+{
+    size_t l = strlen(name);
+    return name[0] != '.' && ((l > 5 && !strcmp(name + l - 5, ".yaml")) || (l > 4 && !strcmp(name + l - 4, ".yml")));
+}
+
+/* Every regular *.yaml / *.yml file of a folder, in name order (the same errors on every machine). */
 static int add_dir(struct mb_val__recipes *rs, const char *dir, struct mb_err *err)
 {
     DIR *d = opendir(dir);
@@ -77,18 +92,24 @@ static int add_dir(struct mb_val__recipes *rs, const char *dir, struct mb_err *e
     if (!d)
         return mb_err_set(err, dir, 0, 0, "cannot open the folder");
     while ((de = readdir(d)) != NULL) {
-        size_t l = strlen(de->d_name);
-        if (l < 6 || strcmp(de->d_name + l - 5, ".yaml") || de->d_name[0] == '.')
+        struct stat st;
+        if (!is_yaml_name(de->d_name))
             continue;
+        char *full = mb_malloc(strlen(dir) + strlen(de->d_name) + 2);
+        sprintf(full, "%s/%s", dir, de->d_name);
+        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode)) { /* a folder named x.yaml is no scenario */
+            mb_free(full);
+            continue;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 32;
             names = mb_realloc(names, cap * sizeof *names);
         }
-        names[n] = mb_malloc(strlen(dir) + l + 2);
-        sprintf(names[n++], "%s/%s", dir, de->d_name);
+        names[n++] = full;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         if (!rc)
             rc = add_file(rs, names[i], 0, err);
@@ -103,6 +124,9 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
     struct stat st;
     if (!out->recipes)
         out->recipes = mb_calloc(1, sizeof *out->recipes);
+    if (!path || !*path)
+        return mb_err_set(err, NULL, 0, 0, "--recipes: expected a scenario file or a folder of them, got an empty "
+                          "path");
     if (stat(path, &st) != 0)
         return mb_err_set(err, path, 0, 0, "cannot open (expected a scenario file or a folder of them)");
     if (S_ISDIR(st.st_mode)) {
@@ -110,7 +134,8 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
         if (add_dir(out->recipes, path, err) != 0)
             return -1;
         if (out->recipes->n == before)
-            return mb_err_set(err, path, 0, 0, "no scenario file in the folder has a measured.csv_row");
+            return mb_err_set(err, path, 0, 0, "no scenario file (*.yaml, *.yml) in the folder has a "
+                              "measured.csv_row");
         return 0;
     }
     return add_file(out->recipes, path, 1, err);
@@ -128,15 +153,38 @@ const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id)
     return NULL;
 }
 
-size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, size_t max)
+size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, const char **ids, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; s->recipes && i < s->recipes->n; i++)
         if (!s->recipes->e[i].used) {
-            if (n < max)
+            if (n < max) {
                 paths[n] = s->recipes->e[i].path;
+                ids[n] = s->recipes->e[i].id;
+            }
             n++;
         }
+    return n;
+}
+
+size_t mb_validate_warn_unused_recipes(const struct mb_val_summary *s, const char *prog, FILE *fp)
+{
+    const char *paths[8], *ids[8];
+    size_t n = mb_validate_recipes_unused(s, paths, ids, 8);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        const struct mb_val_row *skipped = NULL;
+        for (size_t k = 0; k < s->n_rows && !skipped; k++)
+            if (!strcmp(s->rows[k].id, ids[i]) && s->rows[k].skipped && s->rows[k].line > 0)
+                skipped = &s->rows[k];
+        if (skipped)
+            fprintf(fp, "%s: warning: recipe file %s not used: row '%s' (%s:%d) is skipped (%s)\n", prog, paths[i],
+                    ids[i], skipped->source, skipped->line, skipped->reason);
+        else
+            fprintf(fp, "%s: warning: recipe file %s not used: no row '%s' in the CSVs given (--recipes applies to "
+                    "CSV rows)\n", prog, paths[i], ids[i]);
+    }
+    if (n > 8)
+        fprintf(fp, "%s: warning: %zu more recipe files not used\n", prog, n - 8);
     return n;
 }
 
@@ -172,10 +220,13 @@ static unsigned rc_mods(const struct mb_scenario *s, int *gran)
 
 static const char *rc_name(int gran, unsigned mods, char *buf, size_t n)
 {
-    if (gran != MB_RC_SELECTIVE)
+    if (gran != MB_RC_SELECTIVE) {
         snprintf(buf, n, "%s", gran == MB_RC_FULL ? "full" : "none");
-    else
-        mb_key_flag_names("recompute.modules", mods, "+", buf, n);
+    } else {
+        char m[128];
+        mb_key_flag_names("recompute.modules", mods, "+", m, sizeof m);
+        snprintf(buf, n, "selective %s", m);
+    }
     return buf;
 }
 
@@ -219,7 +270,10 @@ int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_sce
         return 1;
     }
     if (row->freeze != file->freeze) {
-        snprintf(why, n, "other frozen modules (0x%x; the row 0x%x)", file->freeze, row->freeze);
+        char a[128], b[128];
+        mb_key_flag_names("freeze", file->freeze, "+", a, sizeof a);
+        mb_key_flag_names("freeze", row->freeze, "+", b, sizeof b);
+        snprintf(why, n, "freeze %s, the row %s", a[0] ? a : "none", b[0] ? b : "none");
         return 1;
     }
     if (g_row != g_file || m_row != m_file) {

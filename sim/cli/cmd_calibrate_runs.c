@@ -333,6 +333,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         return 1;
     }
     mb_fit_set_finish(&set);
+    mb_validate_warn_unused_recipes(&set.sum, "mbsim calibrate runs", stderr);
     /* the GPU: named, or the only one in the CSV */
     if (!gpu) {
         for (size_t i = 0; i < set.n; i++)

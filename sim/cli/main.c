@@ -64,18 +64,6 @@ static int add_recipes(struct mb_val_summary *sum, const struct validate_recipes
     return 0;
 }
 
-/* A recipe file whose row no CSV had is a typo in measured.csv_row, or the wrong CSV: say so. */
-static void warn_unused_recipes(const struct mb_val_summary *sum)
-{
-    const char *p[8];
-    size_t n = mb_validate_recipes_unused(sum, p, 8);
-    for (size_t i = 0; i < n && i < 8; i++)
-        fprintf(stderr, "mbsim validate: warning: recipe file %s: no CSV given has the row its measured.csv_row "
-                "names\n", p[i]);
-    if (n > 8)
-        fprintf(stderr, "mbsim validate: warning: %zu more recipe files name no row\n", n - 8);
-}
-
 static void usage_main(FILE *fp)
 {
     fprintf(fp,
@@ -356,6 +344,7 @@ static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *se
     json_object_set_new(o, "folds_fitted", json_integer((json_int_t)cv->n_fits));
     json_object_set_new(o, "rows_at_defaults", json_integer((json_int_t)cv->n_default));
     json_object_set_new(o, "rows_transferred", json_integer((json_int_t)cv->n_transfer));
+    json_object_set_new(o, "n_recipe_files", json_integer((json_int_t)set->sum.n_recipe_files));
     json_object_set_new(o, "by_gpu", gpu);
     json_object_set_new(o, "by_family", fam);
     json_object_set_new(o, "rows", rows);
@@ -386,7 +375,7 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
         }
     }
     mb_fit_set_finish(&set);
-    warn_unused_recipes(&set.sum);
+    mb_validate_warn_unused_recipes(&set.sum, "mbsim validate", stderr);
     if (set.n == 0) {
         fprintf(stderr, "mbsim validate: --cv: no row could be predicted (mbsim validate without --cv says why)\n");
         mb_fit_set_free(&set);
@@ -401,6 +390,8 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
         cv_print_json(&cv, &set, stdout);
     else
         mb_fit_cv_print(&cv, &set, stdout);
+    if (!rc && !json && set.sum.n_recipe_files)
+        printf("rows simulated from a recipe file (--recipes): %zu\n", set.sum.n_recipe_files);
     mb_fit_cv_free(&cv);
     mb_fit_set_free(&set);
     return rc ? EXIT_BAD_INPUT : 0;
@@ -497,7 +488,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
         }
     }
     mb_validate_finish(&sum);
-    warn_unused_recipes(&sum);
+    mb_validate_warn_unused_recipes(&sum, "mbsim validate", stderr);
     if (pr.lines) /* a long validation: say it ended */
         fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
                 mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, now_s() - pr.start);

@@ -35,6 +35,9 @@ sh scripts/ci_validate.sh tests/data/validate/recipes.csv 1000 -o "$tmp/e" -r te
 grep -q "rows simulated from a recipe file (--recipes; named in the note): 1" "$tmp/e/validate.txt" || fail "-r not in the report"
 grep -q '"n_recipe_files": 1' "$tmp/e/validate.json" || fail "-r not in the JSON"
 
+sh scripts/ci_validate.sh $csv 1000 -r -o > /dev/null 2>&1
+[ $? -eq 2 ] || fail "-r followed by an option should exit 2"
+
 sh scripts/ci_validate.sh $csv 1000 -d x > /dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad -d should exit 2"
 echo "ci_validate: ok"

@@ -929,8 +929,9 @@ static void test_validate_baseline_cli(void **state)
 }
 
 /* `validate --recipes`: the recipe folder's file for rec_row is used (the report counts it and the
- * row's note names it), the file whose row no CSV has is warned about on stderr; a recipe file
- * whose layout is not the row's exits 1 (bad input) with the CSV line and the difference. */
+ * row's note names it), the file whose row no CSV has is warned about on stderr, as is one whose row
+ * is skipped (with the row's reason); a recipe file whose layout is not the row's exits 1 (bad
+ * input) with the CSV line and the difference. */
 static void test_validate_recipes_cli(void **state)
 {
     (void)state;
@@ -938,7 +939,14 @@ static void test_validate_recipes_cli(void **state)
     assert_int_equal(run("validate tests/data/validate/recipes.csv --recipes tests/data/validate/recipes", &o, 1), 0);
     assert_non_null(strstr(o, "rows simulated from a recipe file (--recipes; named in the note): 1"));
     assert_non_null(strstr(o, "recipe from tests/data/validate/recipes/rec_row.yaml"));
-    assert_non_null(strstr(o, "warning: recipe file tests/data/validate/recipes/nobody.yaml: no CSV given has the row"));
+    assert_non_null(strstr(o, "warning: recipe file tests/data/validate/recipes/nobody.yaml not used: no row "
+                              "'no_such_row' in the CSVs given"));
+    mb_free(o);
+    /* the row is there but skipped before its recipe applies: the warning says so, with the row's reason */
+    assert_int_equal(run("validate tests/data/validate/recipes_skipped.csv --recipes tests/data/validate/recipes/rec_row.yaml",
+                         &o, 1), 1); /* nothing predicted */
+    assert_non_null(strstr(o, "recipe file tests/data/validate/recipes/rec_row.yaml not used: row 'rec_row' "
+                              "(tests/data/validate/recipes_skipped.csv:2) is skipped (mbs not stated)"));
     mb_free(o);
     assert_int_equal(run("validate tests/data/validate/recipes.csv --recipes tests/data/validate/recipes_bad/tp4.yaml",
                          &o, 1), 1);

@@ -1154,9 +1154,10 @@ static void test_recipe_files(void **state)
         fail_msg("rec_row predicted %.9g tokens/s, the file simulates %.9g", r->predicted, res.tokens_per_s_per_gpu);
     mb_scenario_free(&f);
     assert_true(r->predicted < plain->predicted); /* full recompute replays the forward */
-    const char *unused[4];
-    assert_int_equal(mb_validate_recipes_unused(&s, unused, 4), 1);
+    const char *unused[4], *uid[4];
+    assert_int_equal(mb_validate_recipes_unused(&s, unused, uid, 4), 1);
     assert_string_equal(unused[0], FIX "recipes/nobody.yaml");
+    assert_string_equal(uid[0], "no_such_row");
     json_t *j = summary_json(&s);
     assert_int_equal(json_integer_value(json_object_get(j, "n_recipe_files")), 1);
     size_t k;
@@ -1195,13 +1196,24 @@ static void test_recipe_files_bad(void **state)
     assert_non_null(strstr(msgbuf, "states tp 4, the row 2"));
     mb_validate_free(&s);
 
+    /* one file given twice (itself, and through its folder) counts once */
+    mb_validate_init(&s);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes/rec_row.yaml", &e), 0);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes", &e), 0);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes/../recipes/rec_row.yaml", &e), 0);
+    const char *unused[4], *uid[4];
+    assert_int_equal(mb_validate_recipes_unused(&s, unused, uid, 4), 2); /* rec_row.yaml and nobody.yaml */
+    mb_validate_free(&s);
+
     static const struct {
         const char *a, *b, *want;
     } bad[] = {
         {FIX "recipes/rec_row.yaml", FIX "recipes_bad/duplicate.yaml", "measured.csv_row 'rec_row' is also the row of"},
         {FIX "recipes/plain_scenario.yaml", NULL, "no measured.csv_row"},
         {FIX "recipes_bad/no_such.yaml", NULL, "cannot open"},
-        {FIX "recipes_none", NULL, "no scenario file in the folder has a measured.csv_row"},
+        {"", NULL, "expected a scenario file or a folder of them, got an empty path"},
+        {FIX "recipes_empty_row/empty.yaml", NULL, "measured.csv_row: expected the id of a CSV row, got ''"},
+        {FIX "recipes_none", NULL, "no scenario file (*.yaml, *.yml) in the folder has a measured.csv_row"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mb_validate_init(&s);
@@ -1231,7 +1243,11 @@ static void test_recipe_files_bad(void **state)
     assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 0);
     b.recompute_modules = mb_recompute_module("core_attn");
     assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
-    assert_string_equal(why, "recompute core_attn, the row none");
+    assert_string_equal(why, "recompute selective core_attn, the row none");
+    b = a;
+    b.freeze = MB_FREEZE_LANGUAGE;
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
+    assert_string_equal(why, "freeze language, the row none");
     b = a;
     snprintf(a.prec.label, sizeof a.prec.label, "FP8-CS");
     snprintf(b.prec.label, sizeof b.prec.label, "fp8_cs");
