@@ -43,6 +43,7 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
 {
     struct mb_scenario s;
     struct stat st;
+    memset(&st, 0, sizeof st);
     if (stat(path, &st) == 0)
         for (size_t i = 0; i < rs->n; i++)
             if (rs->e[i].dev == st.st_dev && rs->e[i].ino == st.st_ino)
