@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
         -b) [ $# -ge 2 ] || usage; baseline=$2; shift 2 ;;
         -d) [ $# -ge 2 ] || usage; drift=$2; shift 2 ;;
         -r) [ $# -ge 2 ] || usage
-            case "$2" in -*|*' '*) echo "$0: -r takes a path without spaces, got '$2'" >&2; exit 2 ;; esac
+            case "$2" in ''|-*|*' '*) echo "$0: -r takes a path without spaces, got '$2'" >&2; exit 2 ;; esac
             recipes="$recipes --recipes $2"; shift 2 ;;
         -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) # the last positional argument is the threshold

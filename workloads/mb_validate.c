@@ -2659,7 +2659,7 @@ static int csv_record(struct csv_ctx *c)
     }
     char *head = mb_malloc(2048), *tail = mb_malloc(1100);
     head[0] = tail[0] = '\0';
-    const char *rfile = mb_validate_recipe_file(c->out, r->id);
+    const char *rfile = *cell(c, C_ID) ? mb_validate_recipe_file(c->out, r->id) : NULL; /* not "line N" */
     if (rfile) {
         if (csv_file_recipe(c, r, &s, rfile, head, 2048) != 0) {
             mb_free(head);
@@ -2672,6 +2672,17 @@ static int csv_record(struct csv_ctx *c)
         csv_attention_era(c, &s, head, 2048);
     }
     if (rfile) { /* the file is the recipe: the columns and notes are not read for it */
+        if (s.cp == 1 && s.attn_backend != MB_ATTN_LOCAL && s.attn_backend != MB_ATTN_UNFUSED) {
+            struct mb_scenario era = s;
+            char tmp[200] = "";
+            csv_attention_era(c, &era, tmp, sizeof tmp);
+            if (tmp[0]) { /* the CSV reader's pre-FlashAttention rule, not the file's choice */
+                size_t l = strlen(head);
+                snprintf(head + l, 2048 - l, "; published before FlashAttention reached Megatron-LM, but the recipe "
+                         "file's attention backend is used (training.attention_backend: local and attention_dropout "
+                         "0.1 would be Megatron's own CoreAttention of then)");
+            }
+        }
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
             csv_tflops_in_time(c, r, &s, head, 2048);
     } else if (c->have_recipe) {

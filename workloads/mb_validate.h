@@ -274,9 +274,12 @@ void mb_validate_recipes_free(struct mb_val_summary *s);
 
 /**
  * @brief Does a recipe file describe the run of a CSV row? The row's scenario
- * (from its layout columns) and the file's must agree on model, system, GPUs,
- * precision (label, case and '-'/'_' aside), sequence length, GBS, MBS, TP, PP,
- * CP, VPP, EP, ETP, strategy, frozen modules and recompute (selective with no
+ * (from its layout columns) and the file's must agree on model (name, layers,
+ * widths, heads, vocabulary, experts, MTP depth, parameter count), system (name,
+ * GPU, GPUs per node, NVLink domain and bandwidth, NIC bandwidth and latency,
+ * switch tiers, oversubscription, power cap), GPUs, precision (label, case and
+ * '-'/'_' aside), sequence length, GBS, MBS, TP, PP, CP, VPP, EP, ETP, strategy,
+ * frozen modules, LoRA rank and targets, and recompute (selective with no
  * module counts as none). Everything else is the recipe the file adds.
  * @param[out] why  the first difference, "tp 4, the row 8" (file first)
  * @return 0 when they agree, 1 otherwise.

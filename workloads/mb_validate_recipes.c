@@ -14,6 +14,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Register one file; a file without measured.csv_row is an error when named alone (`required`). */
+/* Register one file: 1 when it is a recipe file (newly or already registered), 0 when it has no
+ * measured.csv_row (an error when named alone: `required`), -1 on error. */
 static int add_file(struct mb_val__recipes *rs, const char *path, int required, struct mb_err *err)
 {
     struct mb_scenario s;
@@ -47,7 +49,7 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
     if (stat(path, &st) == 0)
         for (size_t i = 0; i < rs->n; i++)
             if (rs->e[i].dev == st.st_dev && rs->e[i].ino == st.st_ino)
-                return 0; /* the same file again */
+                return 1; /* the same file again */
     memset(&s, 0, sizeof s);
     if (mb_scenario_load(path, &s, err) != 0) {
         mb_scenario_free(&s);
@@ -73,7 +75,7 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     e->used = 0;
-    return 0;
+    return 1;
 }
 
 static int is_yaml_name(const char *name)
@@ -82,16 +84,22 @@ static int is_yaml_name(const char *name)
     return name[0] != '.' && ((l > 5 && !strcmp(name + l - 5, ".yaml")) || (l > 4 && !strcmp(name + l - 4, ".yml")));
 }
 
-/* Every regular *.yaml / *.yml file of a folder, in name order (the same errors on every machine). */
-static int add_dir(struct mb_val__recipes *rs, const char *dir, struct mb_err *err)
+/* Every regular *.yaml / *.yml file of a folder, in name order (the same errors on every machine):
+ * how many are recipe files, or -1 on error. */
+static int add_dir(struct mb_val__recipes *rs, const char *dir_arg, struct mb_err *err)
 {
+    char *dir = mb_strdup(dir_arg);
+    for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--) /* "d/" names its files "d/x.yaml" */
+        dir[l - 1] = '\0';
     DIR *d = opendir(dir);
     struct dirent *de;
     char **names = NULL;
     size_t n = 0, cap = 0;
-    int rc = 0;
-    if (!d)
-        return mb_err_set(err, dir, 0, 0, "cannot open the folder");
+    int rc = 0, found = 0;
+    if (!d) {
+        mb_free(dir);
+        return mb_err_set(err, dir_arg, 0, 0, "cannot open the folder");
+    }
     while ((de = readdir(d)) != NULL) {
         struct stat st;
         if (!is_yaml_name(de->d_name))
@@ -112,12 +120,15 @@ static int add_dir(struct mb_val__recipes *rs, const char *dir, struct mb_err *e
     if (n > 1)
         qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
-        if (!rc)
+        if (rc >= 0) {
             rc = add_file(rs, names[i], 0, err);
+            found += rc > 0;
+        }
         mb_free(names[i]);
     }
     mb_free(names);
-    return rc;
+    mb_free(dir);
+    return rc < 0 ? -1 : found;
 }
 
 int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct mb_err *err)
@@ -131,15 +142,15 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
     if (stat(path, &st) != 0)
         return mb_err_set(err, path, 0, 0, "cannot open (expected a scenario file or a folder of them)");
     if (S_ISDIR(st.st_mode)) {
-        size_t before = out->recipes->n;
-        if (add_dir(out->recipes, path, err) != 0)
+        int found = add_dir(out->recipes, path, err);
+        if (found < 0)
             return -1;
-        if (out->recipes->n == before)
+        if (found == 0)
             return mb_err_set(err, path, 0, 0, "no scenario file (*.yaml, *.yml) in the folder has a "
                               "measured.csv_row");
         return 0;
     }
-    return add_file(out->recipes, path, 1, err);
+    return add_file(out->recipes, path, 1, err) < 0 ? -1 : 0;
 }
 
 const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id)
@@ -231,6 +242,57 @@ static const char *rc_name(int gran, unsigned mods, char *buf, size_t n)
     return buf;
 }
 
+/* Two models of one name that are not the same model (a model file edited, an inline model):
+ * their layer count, widths, experts and parameter count. */
+static int model_differs(const struct mb_model *a, const struct mb_model *b, char *why, size_t n)
+{
+    struct mb_params pa, pb;
+    mb_model_params(a, &pa);
+    mb_model_params(b, &pb);
+    if (a->num_layers != b->num_layers || a->hidden != b->hidden || a->ffn_hidden != b->ffn_hidden ||
+        a->num_heads != b->num_heads || a->num_kv_heads != b->num_kv_heads || a->vocab != b->vocab ||
+        a->num_experts != b->num_experts || a->topk != b->topk || a->mtp_layers != b->mtp_layers ||
+        fabs(pa.total - pb.total) > 1e-9 * pb.total) {
+        snprintf(why, n, "model %s with %d layers, hidden %d, %.4g B parameters; the row's %s: %d layers, hidden %d, "
+                 "%.4g B (the same name, another model)", b->name, b->num_layers, b->hidden, pb.total / 1e9, a->name,
+                 a->num_layers, a->hidden, pa.total / 1e9);
+        return 1;
+    }
+    return 0;
+}
+
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* Two systems of one name that are not the same cluster (a system file beside the preset it copies). */
+static int system_differs(const struct mb_system *a, const struct mb_system *b, char *why, size_t n)
+{
+    if (strcmp(a->gpu, b->gpu) || a->gpus_per_node != b->gpus_per_node || a->nvlink_domain != b->nvlink_domain ||
+        !near(a->nvlink_bw, b->nvlink_bw) || !near(a->nic_bw, b->nic_bw) || !near(a->nic_latency, b->nic_latency) ||
+        a->switch_tiers != b->switch_tiers || !near(a->oversubscription, b->oversubscription) ||
+        !near(a->power_cap, b->power_cap)) {
+        snprintf(why, n, "system %s of %s GPUs, %d per node, NIC %.4g GB/s per GPU; the row's %s: %s, %d per node, "
+                 "%.4g GB/s (the same name, another cluster)", b->name, b->gpu, b->gpus_per_node, b->nic_bw / 1e9,
+                 a->name, a->gpu, a->gpus_per_node, a->nic_bw / 1e9);
+        return 1;
+    }
+    return 0;
+}
+
+static const char *lora_name(const struct mb_scenario *s, char *buf, size_t n)
+{
+    if (s->lora_rank <= 0) {
+        snprintf(buf, n, "none");
+    } else {
+        char t[128];
+        mb_key_flag_names("peft.lora_targets", s->lora_targets, "+", t, sizeof t);
+        snprintf(buf, n, "rank %d on %s", s->lora_rank, t);
+    }
+    return buf;
+}
+
 int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_scenario *file, char *why, size_t n)
 {
     static const struct {
@@ -249,10 +311,14 @@ int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_sce
         snprintf(why, n, "model %s, the row %s", file->model.name, row->model.name);
         return 1;
     }
+    if (model_differs(&row->model, &file->model, why, n))
+        return 1;
     if (strcmp(row->system.name, file->system.name)) {
         snprintf(why, n, "system %s, the row %s", file->system.name, row->system.name);
         return 1;
     }
+    if (system_differs(&row->system, &file->system, why, n))
+        return 1;
     char pa[sizeof row->prec.label], pb[sizeof row->prec.label];
     if (strcmp(prec_key(row->prec.label, pa), prec_key(file->prec.label, pb))) {
         snprintf(why, n, "precision %s, the row %s", file->prec.label, row->prec.label);
@@ -275,6 +341,11 @@ int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_sce
         mb_key_flag_names("freeze", file->freeze, "+", a, sizeof a);
         mb_key_flag_names("freeze", row->freeze, "+", b, sizeof b);
         snprintf(why, n, "freeze %s, the row %s", a[0] ? a : "none", b[0] ? b : "none");
+        return 1;
+    }
+    if (row->lora_rank != file->lora_rank || (row->lora_rank > 0 && row->lora_targets != file->lora_targets)) {
+        char a[160], b[160];
+        snprintf(why, n, "LoRA %s, the row %s", lora_name(file, a, sizeof a), lora_name(row, b, sizeof b));
         return 1;
     }
     if (g_row != g_file || m_row != m_file) {

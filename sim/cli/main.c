@@ -154,7 +154,7 @@ static void usage_validate(FILE *fp)
             "               scenario files whose measured.csv_row names a CSV row: that row is\n"
             "               simulated from the file (the recipe its columns lack), with the row's\n"
             "               measured values; the file's layout must be the row's (else an error);\n"
-            "               a folder: its *.yaml files that have measured.csv_row; repeatable\n"
+            "               a folder: its *.yaml / *.yml files that have measured.csv_row; repeatable\n"
             "  --baseline OLD.json\n"
             "               compare each row's prediction with OLD.json (an earlier `validate --json`):\n"
             "               rows added, removed, newly skipped or predicted, the largest drifts of\n"

@@ -1180,8 +1180,10 @@ static void test_recipe_files(void **state)
 
 /* Recipe files that cannot be: a layout other than the row's (an error naming the CSV line and the
  * first difference), two files for one row, a single file without measured.csv_row, a folder with
- * none, a path that does not exist. mb_validate_recipe_layout itself: a selective recompute of no
- * module is none, and precision labels agree whatever their case and '-' / '_'. */
+ * none, a path that does not exist; a file or folder given twice counts once. mb_validate_recipe_layout
+ * itself: a selective recompute of no module is none, precision labels agree whatever their case and
+ * '-' / '_', and a model or system of the row's name that is another model or cluster (a file edited)
+ * differs, as do LoRA adapters. */
 static void test_recipe_files_bad(void **state)
 {
     (void)state;
@@ -1203,6 +1205,13 @@ static void test_recipe_files_bad(void **state)
     assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes/../recipes/rec_row.yaml", &e), 0);
     const char *unused[4], *uid[4];
     assert_int_equal(mb_validate_recipes_unused(&s, unused, uid, 4), 2); /* rec_row.yaml and nobody.yaml */
+    mb_validate_free(&s);
+    /* a folder given twice (also spelt with a trailing slash): its recipe files are known, not absent */
+    mb_validate_init(&s);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes", &e), 0);
+    assert_int_equal(mb_validate_add_recipes(&s, FIX "recipes/", &e), 0);
+    assert_int_equal(mb_validate_recipes_unused(&s, unused, uid, 4), 2);
+    assert_string_equal(unused[0], FIX "recipes/nobody.yaml");
     mb_validate_free(&s);
 
     static const struct {
@@ -1248,6 +1257,23 @@ static void test_recipe_files_bad(void **state)
     b.freeze = MB_FREEZE_LANGUAGE;
     assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
     assert_string_equal(why, "freeze language, the row none");
+    /* the same names, another model or cluster; LoRA adapters the row has and the file not */
+    b = a;
+    b.model.num_layers = 16;
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
+    assert_non_null(strstr(why, "model llama3_8b with 16 layers"));
+    assert_non_null(strstr(why, "(the same name, another model)"));
+    b = a;
+    b.system.nic_bw = a.system.nic_bw / 40;
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
+    assert_non_null(strstr(why, "(the same name, another cluster)"));
+    b = a;
+    a.lora_rank = 32;
+    a.lora_targets = mb_lora_target_bit("linear_qkv");
+    assert_int_equal(mb_validate_recipe_layout(&a, &b, why, sizeof why), 1);
+    assert_string_equal(why, "LoRA none, the row rank 32 on linear_qkv");
+    a.lora_rank = 0;
+    a.lora_targets = 0;
     b = a;
     snprintf(a.prec.label, sizeof a.prec.label, "FP8-CS");
     snprintf(b.prec.label, sizeof b.prec.label, "fp8_cs");
