@@ -2505,6 +2505,11 @@ static int csv_record(struct csv_ctx *c)
         measured_positive(c, C_TOKENS, tokens) || measured_positive(c, C_TFLOPS, tflops) ||
         measured_positive(c, C_STEP, step) || cell_memory(c, &mem_gib, &mem_kind))
         return -1;
+    if (strlen(cell(c, C_ID)) >= sizeof r->id) { /* cut, two runs could pair as one in --baseline */
+        const struct csv_field *f = &c->f[c->idx[C_ID]];
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'id': %zu characters, expected at most %zu",
+                          strlen(cell(c, C_ID)), sizeof r->id - 1);
+    }
 
     r = new_row(c->out);
     r->line = c->rec_line;
