@@ -184,17 +184,21 @@ static int is_blackwell(const char *key)
 }
 
 /* mb_precision_parse, retried with '-' -> '_' (fp8-cs -> fp8_cs). */
+void mb_validate_precision_key(const char *label, char *out, size_t n)
+{
+    copy_str(out, n, label);
+    lower(out);
+    for (char *p = out; *p; p++)
+        if (*p == '-' || *p == ' ')
+            *p = '_';
+}
+
 static int parse_prec_base(const char *base, struct mb_precision *out)
 {
     char alt[64];
-    char *p;
     if (mb_precision_parse(base, out) == 0)
         return 0;
-    copy_str(alt, sizeof alt, base);
-    lower(alt);
-    for (p = alt; *p; p++)
-        if (*p == '-' || *p == ' ')
-            *p = '_';
+    mb_validate_precision_key(base, alt, sizeof alt);
     return mb_precision_parse(alt, out) == 0 ? 0 : -1;
 }
 
@@ -2255,10 +2259,16 @@ double mb_validate_tflops_to_tokens(double tflops, double flops_per_step, double
  * default --hidden-dropout 0.1 (the residual dropouts keep their masks). A row's
  * other_recipe attention_backend, applied after this, overrides it. */
 #define MB_VAL__FLASH_ERA "2023-01-01"
-static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *head, size_t hn)
+/* The record's source_date is before FlashAttention reached Megatron-LM. */
+static int csv_before_flash(struct csv_ctx *c)
 {
     const char *d = c->date_idx >= 0 ? trim(c->f[c->date_idx].text) : "";
-    if (strlen(d) < 10 || !isdigit((unsigned char)d[0]) || strncmp(d, MB_VAL__FLASH_ERA, 10) >= 0)
+    return strlen(d) >= 10 && isdigit((unsigned char)d[0]) && strncmp(d, MB_VAL__FLASH_ERA, 10) < 0;
+}
+
+static void csv_attention_era(struct csv_ctx *c, struct mb_scenario *s, char *head, size_t hn)
+{
+    if (!csv_before_flash(c))
         return;
     s->attn_backend = MB_ATTN_LOCAL;
     s->attn_dropout = 0.1;
@@ -2435,44 +2445,77 @@ static void csv_lora(const char *source, struct mb_scenario *s)
     }
 }
 
-/* Simulate the row from its recipe file (mb_validate_add_recipes): load it, check it describes
- * the row's layout (an error naming the CSV line if not), and keep the row's measured values. */
-static int csv_file_recipe(struct csv_ctx *c, struct mb_val_row *r, struct mb_scenario *s, const char *path,
-                           char *head, size_t hn)
+/* Take a model's layer array as its own copy (the source keeps its own). */
+static void own_layers(struct mb_model *m)
 {
-    struct mb_scenario f;
-    struct mb_err e;
+    const struct mb_layer *src = m->layer;
+    m->layer = NULL;
+    if (m->n_layers > 0) {
+        m->layer = mb_malloc((size_t)m->n_layers * sizeof *m->layer);
+        memcpy(m->layer, src, (size_t)m->n_layers * sizeof *m->layer);
+    }
+}
+
+/* Simulate the row from its recipe file `f` (mb_validate_add_recipes): check it describes the row's
+ * layout (an error naming the CSV line if not), keep the row's measured values, and say so in head. */
+static int csv_file_recipe(struct csv_ctx *c, struct mb_val_row *r, struct mb_scenario *s,
+                           const struct mb_scenario *f, const char *path, char *head, size_t hn)
+{
     char why[300];
-    memset(&f, 0, sizeof f);
-    mb_err_clear(&e);
-    if (mb_scenario_load(path, &f, &e) != 0) {
-        char msg[600];
-        mb_err_format(&e, msg, sizeof msg);
-        mb_scenario_free(&f);
-        return mb_err_set(c->err, c->path, c->rec_line, 1, "row '%s': its recipe file does not load: %s", r->id,
-                          msg);
-    }
     if (is_absent(cell(c, C_RECOMPUTE))) { /* not stated: the file's is the recipe's */
-        s->recompute = f.recompute;
-        s->recompute_modules = f.recompute_modules;
+        s->recompute = f->recompute;
+        s->recompute_modules = f->recompute_modules;
     }
-    if (mb_validate_recipe_layout(s, &f, why, sizeof why) != 0) {
-        mb_scenario_free(&f);
+    if (mb_validate_recipe_layout(s, f, why, sizeof why) != 0)
         return mb_err_set(c->err, c->path, c->rec_line, 1, "row '%s': recipe file %s (measured.csv_row) states "
                           "%s: a recipe file must describe the row's run", r->id, path, why);
-    }
-    copy_str(f.name, sizeof f.name, s->name);
-    f.meas_tokens_per_s_per_gpu = s->meas_tokens_per_s_per_gpu;
-    f.meas_model_tflops_per_gpu = s->meas_model_tflops_per_gpu;
-    f.meas_step_time_s = s->meas_step_time_s;
-    f.meas_peak_memory_gib = 0; /* the row's own peak (column or notes) is compared */
-    f.meas_oom = 0;
-    f.roofline |= s->roofline;
+    struct mb_scenario t = *f;
+    own_layers(&t.model);
+    copy_str(t.name, sizeof t.name, s->name);
+    t.meas_tokens_per_s_per_gpu = s->meas_tokens_per_s_per_gpu;
+    t.meas_model_tflops_per_gpu = s->meas_model_tflops_per_gpu;
+    t.meas_step_time_s = s->meas_step_time_s;
+    t.meas_peak_memory_gib = 0; /* the row's own peak (column or notes) is compared */
+    t.meas_oom = 0;
+    t.roofline |= s->roofline;
     mb_scenario_free(s);
-    *s = f;
+    *s = t;
     copy_str(r->recipe_file, sizeof r->recipe_file, path);
     snprintf(head, hn, "recipe from %s", path);
+    /* the CSV reader's pre-FlashAttention rule is not the file's choice: said, not applied */
+    if (s->cp == 1 && s->attn_backend != MB_ATTN_LOCAL && s->attn_backend != MB_ATTN_UNFUSED && csv_before_flash(c))
+        snprintf(head + strlen(head), hn - strlen(head), "; published before FlashAttention reached Megatron-LM, "
+                 "but the recipe file's attention backend is used (training.attention_backend: local and "
+                 "attention_dropout 0.1 would be Megatron's own CoreAttention of then)");
     return 0;
+}
+
+/* The recipe of a row without a recipe file: the pre-FlashAttention rule, then the recipe columns
+ * (csv_apply_recipe) or, in a CSV without them, what the notes state (mb_validate_apply_notes). */
+static void csv_row_recipe(struct csv_ctx *c, struct mb_val_row *r, struct mb_scenario *s, char *head, size_t hn,
+                           char *tail, size_t tn)
+{
+    if (s->cp == 1)
+        csv_attention_era(c, s, head, hn);
+    if (c->have_recipe) {
+        struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
+        csv_apply_recipe(c, s, rec);
+        r->recipe_bad = rec->n_bad;
+        if (!strcmp(r->metric, MB_VAL_TFLOPS)) /* after the recipe: SC21 counts its recompute */
+            csv_tflops_in_time(c, r, s, head, hn);
+        csv_recipe_note(c, r, rec, head, hn, tail, tn);
+        mb_free(rec);
+    } else {
+        char applied[200] = "";
+        if (c->notes_idx >= 0)
+            mb_validate_apply_notes(s, c->f[c->notes_idx].text, applied, sizeof applied);
+        if (!strcmp(r->metric, MB_VAL_TFLOPS))
+            csv_tflops_in_time(c, r, s, head, hn);
+        if (applied[0]) {
+            size_t l = strlen(head);
+            snprintf(head + l, hn - l, "%sfrom notes: %s", l ? "; " : "", applied);
+        }
+    }
 }
 
 static int csv_record(struct csv_ctx *c)
@@ -2617,11 +2660,7 @@ static int csv_record(struct csv_ctx *c)
     copy_str(s.name, sizeof s.name, r->id);
     s.file[0] = '\0';
     s.model = me->m;
-    s.model.layer = NULL;
-    if (me->m.n_layers > 0) {
-        s.model.layer = mb_malloc((size_t)me->m.n_layers * sizeof *s.model.layer);
-        memcpy(s.model.layer, me->m.layer, (size_t)me->m.n_layers * sizeof *s.model.layer);
-    }
+    own_layers(&s.model);
     s.system = se->sys;
     s.gpus = iv[I_GPUS];
     s.prec = prec;
@@ -2664,50 +2703,21 @@ static int csv_record(struct csv_ctx *c)
     }
     char *head = mb_malloc(2048), *tail = mb_malloc(1100);
     head[0] = tail[0] = '\0';
-    const char *rfile = *cell(c, C_ID) ? mb_validate_recipe_file(c->out, r->id) : NULL; /* not "line N" */
-    if (rfile) {
-        if (csv_file_recipe(c, r, &s, rfile, head, 2048) != 0) {
+    const char *rpath = NULL;
+    const struct mb_scenario *rfile = *cell(c, C_ID) ? mb_validate_recipe_file(c->out, r->id, &rpath) : NULL;
+    if (rfile) { /* the file is the recipe: the columns and notes are not read for it (an id-less row, "line N",
+                  * takes none) */
+        if (csv_file_recipe(c, r, &s, rfile, rpath, head, 2048) != 0) {
             mb_free(head);
             mb_free(tail);
             mb_scenario_free(&s);
             return -1;
         }
         unstated = 0; /* the file states the split, or takes mbsim's spread as its own */
-    } else if (s.cp == 1) {
-        csv_attention_era(c, &s, head, 2048);
-    }
-    if (rfile) { /* the file is the recipe: the columns and notes are not read for it */
-        if (s.cp == 1 && s.attn_backend != MB_ATTN_LOCAL && s.attn_backend != MB_ATTN_UNFUSED) {
-            struct mb_scenario era = s;
-            char tmp[200] = "";
-            csv_attention_era(c, &era, tmp, sizeof tmp);
-            if (tmp[0]) { /* the CSV reader's pre-FlashAttention rule, not the file's choice */
-                size_t l = strlen(head);
-                snprintf(head + l, 2048 - l, "; published before FlashAttention reached Megatron-LM, but the recipe "
-                         "file's attention backend is used (training.attention_backend: local and attention_dropout "
-                         "0.1 would be Megatron's own CoreAttention of then)");
-            }
-        }
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
             csv_tflops_in_time(c, r, &s, head, 2048);
-    } else if (c->have_recipe) {
-        struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
-        csv_apply_recipe(c, &s, rec);
-        r->recipe_bad = rec->n_bad;
-        if (!strcmp(r->metric, MB_VAL_TFLOPS)) /* after the recipe: SC21 counts its recompute */
-            csv_tflops_in_time(c, r, &s, head, 2048);
-        csv_recipe_note(c, r, rec, head, 2048, tail, 1100);
-        mb_free(rec);
     } else {
-        char applied[200] = "";
-        if (c->notes_idx >= 0)
-            mb_validate_apply_notes(&s, c->f[c->notes_idx].text, applied, sizeof applied);
-        if (!strcmp(r->metric, MB_VAL_TFLOPS))
-            csv_tflops_in_time(c, r, &s, head, 2048);
-        if (applied[0]) {
-            size_t l = strlen(head);
-            snprintf(head + l, 2048 - l, "%sfrom notes: %s", l ? "; " : "", applied);
-        }
+        csv_row_recipe(c, r, &s, head, 2048, tail, 1100);
     }
 
     if (unstated && !s.pipeline_layout[0]) { /* the recipe stated no layout either */

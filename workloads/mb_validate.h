@@ -247,9 +247,16 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
 int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct mb_err *err);
 
 /**
- * @brief The recipe file registered for CSV row `id`, marked used; NULL if none.
+ * @brief The recipe file registered for CSV row `id`, marked used: its scenario
+ * as loaded (borrowed: owned by the summary) and its path in *path; NULL if none.
  */
-const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id);
+const struct mb_scenario *mb_validate_recipe_file(struct mb_val_summary *s, const char *id, const char **path);
+
+/**
+ * @brief A precision label as mb_validate_precision reads it: lower case, '-'
+ * and ' ' as '_' ("FP8-CS" -> "fp8_cs"), cut to n - 1 characters.
+ */
+void mb_validate_precision_key(const char *label, char *out, size_t n);
 
 /**
  * @brief Recipe files no CSV row added so far was simulated from: their row is in no

@@ -12,7 +12,6 @@
 #include "mb_scenario.h"
 #include "mb_util.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <math.h>
 #include <stddef.h>
@@ -24,6 +23,7 @@
 struct mb_val__recipe_ent {
     char id[160];
     char *path;
+    struct mb_scenario s; /* the file as loaded (and checked) once */
     dev_t dev; /* the file, to take one given twice (a folder and a file in it) once */
     ino_t ino;
     int used;
@@ -55,16 +55,19 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
         mb_scenario_free(&s);
         return -1;
     }
-    char id[sizeof s.meas_csv_row];
-    memcpy(id, s.meas_csv_row, sizeof id);
-    mb_scenario_free(&s);
-    if (!id[0])
+    const char *id = s.meas_csv_row;
+    if (!id[0]) {
+        mb_scenario_free(&s);
         return required ? mb_err_set(err, path, 0, 0, "no measured.csv_row: expected the id of the CSV row whose "
                                      "recipe this file states") : 0;
+    }
     for (size_t i = 0; i < rs->n; i++)
-        if (!strcmp(rs->e[i].id, id))
-            return mb_err_set(err, path, 0, 0, "measured.csv_row '%s' is also the row of %s: one recipe file per "
-                              "row", id, rs->e[i].path);
+        if (!strcmp(rs->e[i].id, id)) {
+            mb_err_set(err, path, 0, 0, "measured.csv_row '%s' is also the row of %s: one recipe file per row", id,
+                       rs->e[i].path);
+            mb_scenario_free(&s);
+            return -1;
+        }
     if (rs->n == rs->cap) {
         rs->cap = rs->cap ? 2 * rs->cap : 16;
         rs->e = mb_realloc(rs->e, rs->cap * sizeof *rs->e);
@@ -75,6 +78,7 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     e->used = 0;
+    e->s = s; /* owns the model's layers now */
     return 1;
 }
 
@@ -153,14 +157,15 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
     return add_file(out->recipes, path, 1, err) < 0 ? -1 : 0;
 }
 
-const char *mb_validate_recipe_file(struct mb_val_summary *s, const char *id)
+const struct mb_scenario *mb_validate_recipe_file(struct mb_val_summary *s, const char *id, const char **path)
 {
     if (!s->recipes)
         return NULL;
     for (size_t i = 0; i < s->recipes->n; i++)
         if (!strcmp(s->recipes->e[i].id, id)) {
             s->recipes->e[i].used = 1;
-            return s->recipes->e[i].path;
+            *path = s->recipes->e[i].path;
+            return &s->recipes->e[i].s;
         }
     return NULL;
 }
@@ -204,21 +209,13 @@ void mb_validate_recipes_free(struct mb_val_summary *s)
 {
     if (!s->recipes)
         return;
-    for (size_t i = 0; i < s->recipes->n; i++)
+    for (size_t i = 0; i < s->recipes->n; i++) {
         mb_free(s->recipes->e[i].path);
+        mb_scenario_free(&s->recipes->e[i].s);
+    }
     mb_free(s->recipes->e);
     mb_free(s->recipes);
     s->recipes = NULL;
-}
-
-/* a precision label as mb_precision_parse reads it: case and '-' / ' ' against '_' do not matter */
-static const char *prec_key(const char *label, char out[48])
-{
-    size_t i = 0;
-    for (; label[i] && i < 47; i++)
-        out[i] = label[i] == '-' || label[i] == ' ' ? '_' : (char)tolower((unsigned char)label[i]);
-    out[i] = '\0';
-    return out;
 }
 
 /* selective with no module recomputes nothing: the same as none */
@@ -320,7 +317,9 @@ int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_sce
     if (system_differs(&row->system, &file->system, why, n))
         return 1;
     char pa[sizeof row->prec.label], pb[sizeof row->prec.label];
-    if (strcmp(prec_key(row->prec.label, pa), prec_key(file->prec.label, pb))) {
+    mb_validate_precision_key(row->prec.label, pa, sizeof pa);
+    mb_validate_precision_key(file->prec.label, pb, sizeof pb);
+    if (strcmp(pa, pb)) {
         snprintf(why, n, "precision %s, the row %s", file->prec.label, row->prec.label);
         return 1;
     }
