@@ -2,7 +2,7 @@
  * cmd_calibrate_runs.c -- `mbsim calibrate runs MEASURED.csv [--gpu G]
  * [--base TABLE] [--params LIST] [--jobs N] [-o TABLE.yaml]`: fit the
  * framework-time model (calibration `framework:`) of one GPU type to the
- * measured runs of that GPU in a measured-runs CSV (workloads/mb_fit.h) and
+ * measured runs of that GPU in a measured-runs CSV (calibration/fit/mb_fit.h) and
  * write the base table with the fitted `framework:` section and its
  * provenance (docs/calibration.md, "Fitting the framework-time model").
  * `mbsim calibrate transfer TABLE... --base TABLE [-o OUT.yaml]`: the same

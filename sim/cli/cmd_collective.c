@@ -2,7 +2,7 @@
  * cmd_collective.c -- `mbsim collective`: predict an nccl-tests run.
  *
  * For each size of the sweep one engine is built with the system's fabric
- * (topology/mb_fabric.h), one collective is added (sim/mb_coll.h) and run;
+ * (topology/mb_fabric.h), one collective is added (sim/engine/mb_coll.h) and run;
  * the table printed has the columns and busBW conventions of nccl-tests
  * (hardware.md B.3, C.1) so it can be diffed against a real log. The model
  * does not distinguish in-place from out-of-place: both blocks show the same

@@ -1,8 +1,8 @@
 /*
  * cmd_import.c -- `mbsim import megatron|bridge FILE`: Megatron-LM arguments
  * (a command line or a training log's arguments block) or Megatron-Bridge
- * overrides -> a scenario YAML (workloads/mb_megatron.h); `mbsim import hf
- * config.json`: a Hugging Face config -> a model file (workloads/mb_hf.h).
+ * overrides -> a scenario YAML (workloads/import/mb_megatron.h); `mbsim import hf
+ * config.json`: a Hugging Face config -> a model file (workloads/import/mb_hf.h).
  * Settings not imported are listed on stderr. Also the `--emit
  * megatron|bridge` option shared by `run` and `tune` (mb_cmd_emit_parse,
  * mb_cmd_emit).

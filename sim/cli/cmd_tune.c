@@ -1,6 +1,6 @@
 /*
  * cmd_tune.c -- `mbsim tune FILE.yaml [-o OUT.yaml]`: the fit-first tuning
- * order (workloads/mb_tune.h), logged step by step, ending with the
+ * order (workloads/studies/mb_tune.h), logged step by step, ending with the
  * recommended scenario written as YAML and the runners-up.
  */
 #include <ctype.h>

@@ -1,5 +1,5 @@
 /*
- * test_coll.c -- collectives as flows (sim/mb_coll.c) on fabrics
+ * test_coll.c -- collectives as flows (sim/engine/mb_coll.c) on fabrics
  * (topology/mb_fabric.c): acceptance against public busBW figures
  * (hardware.md A) and hand-calculated cases.
  *

@@ -1,5 +1,5 @@
 /*
- * test_fit.c -- fitting the framework-time model (workloads/mb_fit.h).
+ * test_fit.c -- fitting the framework-time model (calibration/fit/mb_fit.h).
  *
  * Recovery: tests/data/fit/synthetic_h100.csv lists six H100 layouts (Llama-3-8B at MBS 1,
  * 2 with TP2, 4, and PP2; Qwen3-30B-A3B EP8 at MBS 1 and 4) whose tokens/s are placeholders.

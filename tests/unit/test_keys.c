@@ -512,7 +512,7 @@ static char *generated_reference(void)
     return text;
 }
 
-static const char BEGIN[] = "<!-- keys:begin (generated from workloads/mb_keys.c; test_keys --regen-doc) -->\n";
+static const char BEGIN[] = "<!-- keys:begin (generated from workloads/scenario/mb_keys.c; test_keys --regen-doc) -->\n";
 static const char END[] = "<!-- keys:end -->";
 
 /* Step 7: docs/scenario-format.md carries the reference generated from the

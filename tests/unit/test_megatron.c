@@ -1,6 +1,6 @@
 /*
  * test_megatron.c -- Megatron-LM / Megatron-Bridge settings in and out
- * (workloads/mb_megatron.h): `mbsim import` and `--emit`.
+ * (workloads/import/mb_megatron.h): `mbsim import` and `--emit`.
  *
  * Where the expectations come from: tests/data/import/qwen3_30b_a3b_h100_ep16.sh
  * is the published Megatron-Bridge Qwen3-30B-A3B run on 16 H100 of

@@ -1,5 +1,5 @@
 /*
- * test_nccl_tests.c -- nccl-tests log importer (calibration/import_nccl_tests.c)
+ * test_nccl_tests.c -- nccl-tests log importer (calibration/import/import_nccl_tests.c)
  * on the real A3-Mega sample and on broken variants in tests/data/nccl/.
  */
 #include <setjmp.h>

@@ -1,7 +1,7 @@
 /*
  * test_net.c -- one network model: a collective of a given size on a given
  * group costs the same inside a training step (workloads/step/net.c, one
- * representative rank's ports) as in `mbsim collective` (sim/mb_coll.c's
+ * representative rank's ports) as in `mbsim collective` (sim/engine/mb_coll.c's
  * mb_coll_add on the whole fabric of topology/mb_fabric.c). Each case runs
  * a step whose named collective runs alone (nothing else on the links while
  * it runs), reads its time from the step's op table, and simulates the same

@@ -1934,7 +1934,7 @@ static void test_measured_collective(void **state)
 /* DDP without the distributed optimizer (tests/data/step/llama3_8b_h100_16_ddp.yaml:
  * Llama3-8B, DP16 over two 8-GPU H100 nodes, no overlap): the fp32 gradients,
  * S = 4 B x P (P = weights / 2 B), are all-reduced once after the backward, and
- * that is the exposed DP time. Per-rank volumes (sim/mb_coll.c table), with
+ * that is the exposed DP time. Per-rank volumes (sim/engine/mb_coll.c table), with
  * NIC 50 GB/s x 0.9, NVLink 450 x 0.8, NVLS 450 x 0.6 GB/s (H100 fixture table):
  *  - ring: 2 x 15/16 x S / 8 on the NIC (binds: 5.208e-12 s per byte of S vs NVLink's
  *    2 x 15/16 x 7/8 / 360e9 = 4.557e-12);

@@ -1,6 +1,6 @@
 /*
  * net.c -- the step's communication, priced by the collective layer that
- * `mbsim collective` uses (sim/mb_coll.h): every TP, CP, EP, ETP, PP, DP and
+ * `mbsim collective` uses (sim/engine/mb_coll.h): every TP, CP, EP, ETP, PP, DP and
  * FSDP transfer is a struct mb_coll_req on the group it runs on, and
  * mb_coll_rank_task gives the simulated rank's task -- AUTO's algorithm
  * choice, the per-rank volumes, the latency, a measured curve's pacing

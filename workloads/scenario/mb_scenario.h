@@ -196,7 +196,7 @@ struct mb_scenario {
     int cpu_offload_layers;            /* memory.cpu_offloading_num_layers: decoder layers whose
                                           activations Megatron/TE offload to host memory (0 = off;
                                           Megatron --cpu-offloading-num-layers) */
-    int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/mb_coll.h) AUTO,
+    int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/engine/mb_coll.h) AUTO,
                                           RING, TREE or NVLS -- NCCL_ALGO for the DP gradient all-reduce */
     /* calibration */
     char calib_path[512];              /* "" = shipped table for the system's GPU */

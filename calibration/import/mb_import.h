@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include "mb_util.h"
 
-/* ===== nccl-tests logs (calibration/import_nccl_tests.c) =================== */
+/* ===== nccl-tests logs (calibration/import/import_nccl_tests.c) =================== */
 
 /** One row of an nccl-tests table. Block 0 = out-of-place, 1 = in-place. */
 struct mb_nccl_point {
@@ -91,7 +91,7 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
 
 /* ===== end of nccl-tests section ========================================== */
 
-/* ---- nsys / kineto ---- (calibration/import_nsys.c, calibration/import_kineto.c) */
+/* ---- nsys / kineto ---- (calibration/import/import_nsys.c, calibration/import/import_kineto.c) */
 
 #include <stddef.h>
 #include "mb_calib.h"

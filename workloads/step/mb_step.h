@@ -150,7 +150,7 @@ struct mb_op_stat {
 /** Collective classes of the report: the step's communication kinds. */
 enum mb_coll_class { MB_CC_TP, MB_CC_CP, MB_CC_EP, MB_CC_PP, MB_CC_DP, MB_CC_FSDP, MB_CC_COUNT };
 
-/** What the costliest NCCL call (latency + bandwidth alone) of one class resolved to (sim/mb_coll.h, NCCL's tuning model). */
+/** What the costliest NCCL call (latency + bandwidth alone) of one class resolved to (sim/engine/mb_coll.h, NCCL's tuning model). */
 struct mb_coll_use {
     int used;            /* 0: the class made no call through the collective layer */
     int op;              /* enum mb_coll_op of that call */

@@ -69,7 +69,7 @@ static const struct mb_key_name mb_key__attn_backends[] = {
     {"auto", MB_ATTN_AUTO},       {"flash", MB_ATTN_FLASH}, {"fused", MB_ATTN_FUSED},
     {"unfused", MB_ATTN_UNFUSED}, {"local", MB_ATTN_LOCAL}, {NULL, 0}};
 static const struct mb_key_name mb_key__ce_impls[] = {{"native", MB_CE_NATIVE}, {"te", MB_CE_TE}, {NULL, 0}};
-/* NCCL_ALGO names for all_reduce (sim/mb_coll.h) */
+/* NCCL_ALGO names for all_reduce (sim/engine/mb_coll.h) */
 static const struct mb_key_name mb_key__ar_algos[] = {
     {"auto", MB_COLL_ALGO_AUTO}, {"ring", MB_COLL_ALGO_RING},
     {"tree", MB_COLL_ALGO_TREE}, {"nvls", MB_COLL_ALGO_NVLS}, {NULL, 0}};

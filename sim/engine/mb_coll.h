@@ -169,7 +169,7 @@ struct mb_coll_vol {
 /**
  * @brief Per-rank volumes and steps of algorithm `a` for `op` on a group of n
  * ranks in D NVLink domains of L ranks (n = L x D), nccl-tests size S (bytes):
- * the table in sim/mb_coll.c's header. Ring: every rank sends V = 2(n-1)/n S
+ * the table in sim/engine/mb_coll.c's header. Ring: every rank sends V = 2(n-1)/n S
  * (all_reduce), S (broadcast) or (n-1)/n S; with D > 1 the L rail-aligned
  * channels put V/L on each NIC and the rest on NVLink. The one formula of
  * mb_coll_estimate(), mb_coll_add()'s latency and the training step.
