@@ -44,21 +44,6 @@ static int mb_xml__err(struct mb_xml *x, const char *what)
     return mb_err_set(x->err, x->path, line, col, "hwloc XML: %s", what);
 }
 
-/* line and column (1-based) of q in the buffer */
-void mb_xml_pos(const char *s, const char *q, int *line, int *col)
-{
-    *line = 1;
-    *col = 1;
-    for (const char *r = s; r < q; r++) {
-        if (*r == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
-}
-
 static int mb_xml__starts(const struct mb_xml *x, const char *lit)
 {
     size_t n = strlen(lit);

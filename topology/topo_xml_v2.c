@@ -23,6 +23,21 @@
 #define MB_XML_MAX_OBJ_DEPTH 64 /* nested objects; lstopo writes about 12 */
 #define MB_XML_V2_DEPTH 256     /* elements, as topo_xml.c's scanner */
 
+/* line and column (1-based) of q in the buffer */
+void mb_xml_pos(const char *s, const char *q, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (const char *r = s; r < q; r++) {
+        if (*r == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}
+
 enum mb_xml_el {
     EL_UNKNOWN,
     EL_TOPOLOGY,

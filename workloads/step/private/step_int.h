@@ -4,7 +4,7 @@
  *
  * A simulation runs the phases in this order (step.c):
  *   placement  rank groups, link rates, routing imbalance      (placement.c)
- *   ops        per-layer op lists: mixer, FFN/MoE, vision, head (ops.c, mixer.c, moe.c, model_ops.c)
+ *   ops        per-layer op lists: mixer, FFN/MoE, vision, head (ops.c, oplist.c, mixer.c, moe.c, model_ops.c)
  *   data       microbatch and image sampling                    (data.c)
  *   schedule   FSDP / 1F1B / interleaved 1F1B units per stage    (schedule.c)
  *   emit       ops and collectives as engine tasks               (emit.c, net.c)
@@ -237,9 +237,19 @@ static inline double mb_step_capacity(const struct mb_build *b)
 struct mb_group mb_step_group(int size, int stride, int dom);
 int mb_step_place(struct mb_build *b, struct mb_err *err);
 
-/* ---- ops.c: op primitives (each appends one op to l) */
+/* ---- oplist.c: the op list */
 void mb_ops_push(struct mb_oplist *l, const struct mb_op *o);
+/* Room for n more ops in l without growing it op by op. */
 void mb_ops_reserve(struct mb_oplist *l, int n);
+void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
+void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts);
+/* Append op o, index `part` of the unfused list, to the fused list l: into its
+ * last op where mb_ops_fuse would have fused the two (the same sums in the same
+ * order), else as a new op. Keeps no parts. */
+void mb_ops_fuse_push(struct mb_oplist *l, const struct mb_op *o, unsigned rc_mask, int part);
+void mb_ops_free(struct mb_oplist *l);
+
+/* ---- ops.c: op primitives (each appends one op to l) */
 int mb_ops_region(struct mb_build *b, int on);
 void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                    int graphed, enum mb_prec p, int quantize, double M, double N, double K, double saved, int frozen);
@@ -273,13 +283,6 @@ static inline double mb_op_rc_freed(const struct mb_op *o, unsigned mask)
         return (in & ~o->rc_keeps) ? o->saved : o->saved - o->rc_kept;
     return (o->rc_frees & mask) ? o->saved : 0;
 }
-void mb_ops_fuse(struct mb_oplist *l, unsigned rc_mask);
-void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts);
-/* Append op o, index `part` of the unfused list, to the fused list l: into its
- * last op where mb_ops_fuse would have fused the two (the same sums in the same
- * order), else as a new op. Keeps no parts. */
-void mb_ops_fuse_push(struct mb_oplist *l, const struct mb_op *o, unsigned rc_mask, int part);
-void mb_ops_free(struct mb_oplist *l);
 
 /* ---- net.c: communication ops and collective tasks */
 void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, enum mb_coll_op op,
