@@ -12,10 +12,8 @@
 #include <strings.h>
 
 #include "calib_target.h"
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_import.h"
-
-int mb_cmd_calibrate(int argc, char **argv);
 
 static void usage(FILE *fp)
 {
@@ -37,7 +35,8 @@ static void usage(FILE *fp)
                 "exit codes: 0 ok, 1 bad input (file:line: message), 2 usage error\n");
 }
 
-int mb_cmd_calibrate(int argc, char **argv)
+/* `mbsim calibrate nccl-tests LOG...` (argv[0] is "nccl-tests"), and the usage of every kind. */
+static int calibrate_nccl_tests(int argc, char **argv)
 {
     int i = (argc > 0 && !strcmp(argv[0], "calibrate")) ? 1 : 0;
     if (i < argc && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
@@ -164,4 +163,17 @@ int mb_cmd_calibrate(int argc, char **argv)
         return 1;
     }
     return 0;
+}
+
+/* The kinds of `mbsim calibrate KIND ...` with a command of their own; any other
+ * word (nccl-tests, --help, a typo) goes to calibrate_nccl_tests, which names the kinds. */
+int mb_cmd_calibrate(int argc, char **argv)
+{
+    if (argc > 0 && !strcmp(argv[0], "runs"))
+        return mb_cmd_calibrate_runs(argc - 1, argv + 1);
+    if (argc > 0 && !strcmp(argv[0], "transfer"))
+        return mb_cmd_calibrate_transfer(argc - 1, argv + 1);
+    if (argc > 0 && (!strcmp(argv[0], "nsys") || !strcmp(argv[0], "kineto")))
+        return mb_cmd_calibrate_profile(argv[0], argc - 1, argv + 1);
+    return calibrate_nccl_tests(argc, argv);
 }

@@ -10,7 +10,7 @@
  * is written to stdout, else to stdout. Exit codes: 0 ok, 1 bad input, 2 usage.
  */
 #include "calib_target.h"
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_import.h"
 
 #include <stdio.h>
@@ -36,14 +36,6 @@ static int mb_cp__fail(const char *kind, const struct mb_err *e)
     fprintf(stderr, "mbsim calibrate %s: %s\n", kind, buf);
     return 1;
 }
-
-/**
- * @brief `mbsim calibrate <kind> ARGS...`.
- * @param[in] kind  "nsys" or "kineto"
- * @param[in] argc, argv  the arguments after the kind word (argv[0] is the first of them)
- * @return exit code: 0 ok, 1 bad input, 2 usage error.
- */
-int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
 
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
 {

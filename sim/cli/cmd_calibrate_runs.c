@@ -21,13 +21,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_calib.h"
 #include "mb_fit.h"
 #include "mb_yaml.h"
-
-int mb_cmd_calibrate_runs(int argc, char **argv);
-int mb_cmd_calibrate_transfer(int argc, char **argv);
 
 static void usage(FILE *fp)
 {

@@ -11,13 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_hf.h"
 #include "mb_megatron.h"
-
-int mb_cmd_import(int argc, char **argv);
-int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
-int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
 static void usage(FILE *fp)
 {

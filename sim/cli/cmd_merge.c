@@ -9,14 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
 #define MERGE_MAX_FILES 4096
 #define MERGE_SHOWN 10 /* missing configurations named in the error */
-
-int mb_cmd_merge(int argc, char **argv);
 
 static void usage(FILE *fp)
 {

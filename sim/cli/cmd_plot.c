@@ -19,11 +19,8 @@
 
 #include "mb_input.h"
 #include "mb_util.h"
-#include "cli_opts.h"
+#include "cli.h"
 #include "tsv.h"
-
-
-int mb_cmd_plot(int argc, char **argv);
 
 static void usage_plot(FILE *fp)
 {

@@ -16,12 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_sweep.h"
 #include "sweep_out.h"
-
-
-int mb_cmd_sweep(int argc, char **argv);
 
 static void usage_sweep(FILE *fp)
 {
@@ -66,13 +63,6 @@ static void usage_sweep(FILE *fp)
             "SIGINT (Ctrl-C) or SIGTERM: running configurations finish, every finished row is kept in\n"
             "the TSV/JSON, the command to resume is printed, exit status 128 + the signal number.\n",
             mb_sweep_keys());
-}
-
-static void print_err(const struct mb_err *e)
-{
-    char buf[1024];
-    mb_err_format(e, buf, sizeof buf);
-    fprintf(stderr, "mbsim: %s\n", buf);
 }
 
 static double now_s(void)
@@ -384,7 +374,7 @@ static int resume_load(struct resume *rs, const struct mb_sweep *sw)
     mb_err_clear(&err);
     int partial = 0;
     if (mb_sweep_read_tsv(sw, rs->path, 1, resume_row, rs, &partial, &err)) {
-        print_err(&err);
+        mb_cli_print_err(&err);
         return -1;
     }
     fprintf(stderr, "mbsim sweep: --resume %s: %zu of %zu %s done, running the other %zu%s\n",
@@ -591,7 +581,7 @@ int mb_cmd_sweep(int argc, char **argv)
     struct mb_err err;
     mb_err_clear(&err);
     if (mb_sweep_load(a.file, &sw, &err)) {
-        print_err(&err);
+        mb_cli_print_err(&err);
         return EXIT_BAD_INPUT;
     }
     for (int k = 0; k < a.n_sets; k++)

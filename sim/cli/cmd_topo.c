@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "cli_opts.h"
+#include "cli.h"
 #include "mb_calib.h"
 #include "mb_fabric.h"
 #include "mb_topo.h"

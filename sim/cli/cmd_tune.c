@@ -7,15 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli_opts.h"
+#include "cli.h"
 
 #include "mb_keys.h"
 #include "mb_publish.h"
 #include "mb_tune.h"
-
-int mb_cmd_tune(int argc, char **argv);
-int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
-int mb_cmd_emit(const struct mb_scenario *s, int dialect);
 
 static void usage(FILE *fp)
 {

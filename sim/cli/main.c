@@ -1,68 +1,16 @@
 /*
- * main.c -- the mbsim command line: the only place that prints errors and
- * chooses exit codes (0 ok, 1 bad input, 2 usage).
+ * main.c -- the mbsim command line: the command table, and the only place
+ * that prints errors and chooses exit codes (0 ok, 1 bad input, 2 usage;
+ * 3 validate --baseline drift). Each command is a file cmd_<name>.c (cli.h).
  */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <jansson.h>
-
-#include "mb_calib.h"
-#include "mb_scenario.h"
-#include "mb_step.h"
+#include "cli.h"
+#include "mb_model.h"
 #include "mb_topo.h"
-#include "mb_validate.h"
-#include "mb_fit.h"
-#include "report.h"
-#include "cli_opts.h"
-
-int mb_cmd_tune(int argc, char **argv);
-int mb_cmd_sweep(int argc, char **argv);
-int mb_cmd_merge(int argc, char **argv);
-int mb_cmd_plot(int argc, char **argv);
-int mb_cmd_collective(int argc, char **argv);
-int mb_cmd_topo(int argc, char **argv);
-int mb_cmd_calibrate(int argc, char **argv);
-int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv);
-int mb_cmd_calibrate_runs(int argc, char **argv);
-int mb_cmd_calibrate_transfer(int argc, char **argv);
-int mb_cmd_import(int argc, char **argv);
-int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
-int mb_cmd_emit(const struct mb_scenario *s, int dialect);
-
-#define EXIT_DRIFT 3 /* validate --baseline: predictions or memory moved past the threshold */
-
-/* validate --baseline OLD.json [--drift-threshold PCT] */
-#define DRIFT_DEFAULT_PCT 5.0
-struct validate_drift_opts {
-    const char *baseline;
-    double threshold_pct;
-    int threshold_given;
-};
-
-/* validate --recipes FILE|DIR (repeatable) */
-struct validate_recipes {
-    const char **paths;
-    int n;
-};
-
-static void print_err(const struct mb_err *e);
-
-/* Register the recipe files before the CSVs are read. */
-static int add_recipes(struct mb_val_summary *sum, const struct validate_recipes *rp)
-{
-    struct mb_err err;
-    mb_err_clear(&err);
-    for (int i = 0; i < rp->n; i++)
-        if (mb_validate_add_recipes(sum, rp->paths[i], &err)) {
-            print_err(&err);
-            return -1;
-        }
-    return 0;
-}
 
 static void usage_main(FILE *fp)
 {
@@ -111,80 +59,25 @@ static void usage_main(FILE *fp)
             "documentation: README.md, docs/scenario-format.md, docs/validation.md\n");
 }
 
-static void usage_run(FILE *fp)
-{
-    fprintf(fp,
-            "usage: mbsim run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
-            "       mbsim run FILE.yaml --emit megatron|bridge\n"
-            "\n"
-            "Simulates one steady-state training step of the scenario in FILE.yaml\n"
-            "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
-            "model TFLOP/s/GPU, MFU, per-rank peak memory with an OOM verdict and a\n"
-            "time breakdown.\n"
-            "\n"
-            "  --json       print one JSON object instead of the text report (with the op table, `ops`)\n"
-            "  --memory     add the per-rank memory breakdown to the text report\n"
-            "  --ops        add the per-op table of the critical stage: count, time, share of the\n"
-            "               step, achieved TFLOP/s or GB/s and fraction of peak\n"
-            "  --roofline   ignore measured kernel tables (roofline-only prediction)\n"
-            "  --trace F    write a Chrome/Perfetto trace of the simulated ranks to F from the same\n"
-            "               simulation: slices per op, layer, direction and microbatch; F.gz is\n"
-            "               gzip; - writes the trace alone to stdout (the report goes to stderr)\n"
-            "               (open in ui.perfetto.dev or chrome://tracing)\n"
-            "  --emit D     print the scenario as Megatron-LM flags (D = megatron) or Megatron-Bridge\n"
-            "               overrides (D = bridge) instead of simulating; what has no Megatron\n"
-            "               setting goes to stderr as # lines (docs/import.md)\n");
-}
-
-static void usage_validate(FILE *fp)
-{
-    fprintf(fp,
-            "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
-            "                      [--recipes FILE|DIR]... [--baseline OLD.json [--drift-threshold PCT]]\n"
-            "       mbsim validate FILE.csv... --cv family|family-all [--recipes FILE|DIR]... [--json] [-j N]\n"
-            "\n"
-            "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
-            "or scenario files with a measured: block), predicts each and prints measured,\n"
-            "predicted and error per run, then MAPE, median and max absolute error, MAPE per\n"
-            "system and per model, and skipped rows grouped by reason (docs/validation.md).\n"
-            "\n"
-            "  --json       print the summary as one JSON object\n"
-            "  --roofline   predict without the measured kernel tables (to compare)\n"
-            "  --recipes FILE|DIR\n"
-            "               scenario files whose measured.csv_row names a CSV row: that row is\n"
-            "               simulated from the file (the recipe its columns lack), with the row's\n"
-            "               measured values; the file's layout must be the row's (else an error);\n"
-            "               a folder: its *.yaml / *.yml files that have measured.csv_row; repeatable\n"
-            "  --baseline OLD.json\n"
-            "               compare each row's prediction with OLD.json (an earlier `validate --json`):\n"
-            "               rows added, removed, newly skipped or predicted, the largest drifts of\n"
-            "               the predictions and of the predicted device memory (after the report;\n"
-            "               with --json on stderr); exit status 3 when a prediction or a memory\n"
-            "               moved more than the threshold, a memory verdict changed or a predicted\n"
-            "               row is now skipped\n"
-            "  --drift-threshold PCT\n"
-            "               |new - old| / old in percent past which --baseline fails (default 5)\n"
-            "  --cv family  leave-one-model-family-out cross-validation of the framework-time\n"
-            "               model: per family and GPU, fit on the GPU's other families' rows\n"
-            "               (as `mbsim calibrate runs` does), predict the family's rows; prints\n"
-            "               the cross-validated and zero-shot MAPE, signed median, per GPU and family;\n"
-            "               a GPU with no other family takes the median of the other GPUs' fits of\n"
-            "               the fold (as `mbsim calibrate transfer` does);\n"
-            "               a GPU whose shipped table has no fitted framework section is scored as\n"
-            "               shipped, at the defaults (--cv family-all fits it too); with --json one\n"
-            "               object: the groups and each row's zero-shot and held-out error; it takes\n"
-            "               minutes (the public set: about 4 on 2 idle cores) and prints no progress\n"
-            "  -j, --jobs N simulations at once: CSV rows and scenario files alike (default:\n"
-            "               the CPUs this process may run on); the output does not depend on it\n"
-            "  --progress S a progress line on stderr every S seconds, also when stderr is not a\n"
-            "               terminal, and a closing count if any was printed (default 5; 0 = none)\n");
-}
-
-static void print_err(const struct mb_err *e)
+void mb_cli_print_err(const struct mb_err *e)
 {
     char buf[1024];
     mb_err_format(e, buf, sizeof buf);
     fprintf(stderr, "mbsim: %s\n", buf);
+}
+
+/* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
+int mb_cli_check_data_dir(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/workloads/models/llama3_8b.yaml", mb_data_dir());
+    if (mb_file_exists(path))
+        return 0;
+    fprintf(stderr,
+            "mbsim: data directory '%s' (%s) has no workloads/models/; set MBSIM_DATA_DIR to an mbsim "
+            "source tree or to the share/mbsim of an install (cmake --install build --prefix P)\n",
+            mb_data_dir(), mb_data_dir_origin());
+    return -1;
 }
 
 /* A ", "-separated name list as a JSON array of strings (names are file stems: no quotes). */
@@ -200,409 +93,6 @@ static void print_json_list(const char *list)
             p++;
     }
     printf("]\n");
-}
-
-/* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
-static int check_data_dir(void)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/workloads/models/llama3_8b.yaml", mb_data_dir());
-    if (mb_file_exists(path))
-        return 0;
-    fprintf(stderr,
-            "mbsim: data directory '%s' (%s) has no workloads/models/; set MBSIM_DATA_DIR to an mbsim "
-            "source tree or to the share/mbsim of an install (cmake --install build --prefix P)\n",
-            mb_data_dir(), mb_data_dir_origin());
-    return -1;
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-static int cmd_run(int argc, char **argv)
-{
-    const char *file = NULL, *trace = NULL, *v;
-    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1, c;
-    enum { O_JSON = 256, O_OPS, O_MEMORY, O_ROOFLINE, O_TRACE, O_EMIT };
-    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},         {"json", no_argument, NULL, O_JSON},
-                                       {"ops", no_argument, NULL, O_OPS},           {"memory", no_argument, NULL, O_MEMORY},
-                                       {"roofline", no_argument, NULL, O_ROOFLINE}, {"trace", required_argument, NULL, O_TRACE},
-                                       {"emit", required_argument, NULL, O_EMIT},   {0}};
-    struct cli_opts g;
-    cli_opts_init(&g, "mbsim run", "h", lo, argc, argv);
-    int rc = -1;
-    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
-        switch (c) {
-        case 'h':
-            usage_run(stdout);
-            rc = 0;
-            break;
-        case O_JSON:
-            json = 1;
-            break;
-        case O_OPS:
-            ops = 1;
-            break;
-        case O_MEMORY:
-            memory = 1;
-            break;
-        case O_ROOFLINE:
-            roofline = 1;
-            break;
-        case O_TRACE:
-            trace = v;
-            break;
-        case O_EMIT:
-            if (mb_cmd_emit_parse("run", v, &emit))
-                rc = EXIT_USAGE;
-            break;
-        case CLI_OPERAND:
-            if (!file) {
-                file = v;
-                break;
-            }
-            fprintf(stderr, "mbsim run: one scenario file expected, got '%s' too\n", v);
-            rc = EXIT_USAGE;
-            break;
-        default: /* CLI_USAGE: printed */
-            usage_run(stderr);
-            rc = EXIT_USAGE;
-        }
-    }
-    cli_opts_free(&g);
-    if (rc >= 0)
-        return rc;
-    if (!file) {
-        usage_run(stderr);
-        return EXIT_USAGE;
-    }
-    if (emit >= 0 && (json || memory || ops || roofline || trace)) {
-        fprintf(stderr, "mbsim run: --emit prints the scenario as flags and simulates nothing; it takes no "
-                        "--json, --memory, --ops, --roofline or --trace\n");
-        return EXIT_USAGE;
-    }
-    struct mb_scenario s;
-    struct mb_result r;
-    struct mb_err err;
-    mb_err_clear(&err);
-    if (check_data_dir())
-        return EXIT_BAD_INPUT;
-    if (mb_scenario_load(file, &s, &err)) {
-        print_err(&err);
-        return EXIT_BAD_INPUT;
-    }
-    cli_print_warnings(s.warnings);
-    if (emit >= 0) {
-        rc = mb_cmd_emit(&s, emit);
-        mb_scenario_free(&s);
-        return rc;
-    }
-    if (roofline)
-        s.roofline = 1;
-    /* one simulation gives the report, the op table and the trace */
-    struct mb_step_opts o = {.critical_path = 1, .trace = trace, .ops = ops || json};
-    if (mb_step_simulate_opts(&s, &o, &r, &err)) {
-        print_err(&err);
-        mb_scenario_free(&s);
-        return EXIT_BAD_INPUT;
-    }
-    FILE *out = trace && !strcmp(trace, "-") ? stderr : stdout; /* the trace owns stdout */
-    if (json)
-        mb_report_json(&s, &r, out);
-    else
-        mb_report_text(&s, &r, memory, out);
-    mb_result_free(&r);
-    mb_scenario_free(&s);
-    return 0;
-}
-
-static json_t *cv_group_json(const struct mb_fit_cv_group *g)
-{
-    return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "name", g->name, "n", (json_int_t)g->n, "mape_cv_pct",
-                     g->mape_cv, "median_cv_pct", g->median_cv, "mape_zero_pct", g->mape_zero, "median_zero_pct",
-                     g->median_zero);
-}
-
-/* --cv --json: the groups and every row's zero-shot and held-out error (no
- * wall time, so the output depends on the inputs only; keys in docs/cli.md). */
-static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
-{
-    json_t *o = cv_group_json(&cv->all), *gpu = json_array(), *fam = json_array(), *rows = json_array();
-    for (size_t i = 0; i < cv->n_gpu; i++)
-        json_array_append_new(gpu, cv_group_json(&cv->by_gpu[i]));
-    for (size_t i = 0; i < cv->n_family; i++)
-        json_array_append_new(fam, cv_group_json(&cv->by_family[i]));
-    for (size_t i = 0; i < set->n; i++) {
-        const struct mb_fit_row *w = &set->rows[i];
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f, s:f}", "id", w->id, "gpu", w->gpu, "family",
-                                              w->family, "err_zero_pct", cv->err_zero[i], "err_cv_pct",
-                                              cv->err_cv[i]));
-    }
-    json_object_set_new(o, "folds_fitted", json_integer((json_int_t)cv->n_fits));
-    json_object_set_new(o, "rows_at_defaults", json_integer((json_int_t)cv->n_default));
-    json_object_set_new(o, "rows_transferred", json_integer((json_int_t)cv->n_transfer));
-    json_object_set_new(o, "n_recipe_files", json_integer((json_int_t)set->sum.n_recipe_files));
-    json_object_set_new(o, "by_gpu", gpu);
-    json_object_set_new(o, "by_family", fam);
-    json_object_set_new(o, "rows", rows);
-    int rc = json_dumpf(o, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
-    fputc('\n', fp);
-    json_decref(o);
-    return rc;
-}
-
-/* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
-static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all, int json,
-                           const struct validate_recipes *rp)
-{
-    struct mb_fit_set set;
-    struct mb_err err;
-    mb_err_clear(&err);
-    mb_fit_set_init(&set);
-    set.jobs = jobs;
-    if (add_recipes(&set.sum, rp)) {
-        mb_fit_set_free(&set);
-        return EXIT_BAD_INPUT;
-    }
-    for (int i = 0; i < nfiles; i++) {
-        if (mb_fit_add_csv(&set, files[i], &err)) {
-            print_err(&err);
-            mb_fit_set_free(&set);
-            return EXIT_BAD_INPUT;
-        }
-    }
-    mb_fit_set_finish(&set);
-    mb_validate_warn_unused_recipes(&set.sum, "mbsim validate", stderr);
-    if (set.n == 0) {
-        fprintf(stderr, "mbsim validate: --cv: no row could be predicted (mbsim validate without --cv says why)\n");
-        mb_fit_set_free(&set);
-        return EXIT_BAD_INPUT;
-    }
-    struct mb_fit_cv cv;
-    struct mb_fit_opts fo = {.fit_unfitted = fit_all};
-    int rc = mb_fit_cv(&set, &fo, &cv, &err);
-    if (rc)
-        print_err(&err);
-    else if (json)
-        cv_print_json(&cv, &set, stdout);
-    else
-        mb_fit_cv_print(&cv, &set, stdout);
-    if (!rc && !json && set.sum.n_recipe_files)
-        printf("rows simulated from a recipe file (--recipes): %zu\n", set.sum.n_recipe_files);
-    mb_fit_cv_free(&cv);
-    mb_fit_set_free(&set);
-    return rc ? EXIT_BAD_INPUT : 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* validate's progress: a line on stderr every `every` seconds (a terminal or
- * a log file alike: the lines are short and few). */
-struct validate_progress {
-    double every, start, last;
-    int lines;
-};
-
-static void on_validate_progress(void *ctx, size_t rows_done)
-{
-    struct validate_progress *p = ctx;
-    double t = now_s();
-    if (t - (p->last > 0 ? p->last : p->start) < p->every)
-        return;
-    p->last = t;
-    p->lines++;
-    fprintf(stderr, "mbsim validate: %zu %s done, %.0f s\n", rows_done, mb_plural((long long)rows_done, "row", "rows"),
-            t - p->start);
-    fflush(stderr);
-}
-
-/* Validate the files once the options are read. */
-static int validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
-                          double progress_every, const struct validate_drift_opts *drift,
-                          const struct validate_recipes *rp)
-{
-    if (!nfiles) {
-        usage_validate(stderr);
-        return EXIT_USAGE;
-    }
-    if (drift->threshold_given && !drift->baseline) {
-        fprintf(stderr, "mbsim validate: --drift-threshold needs --baseline OLD.json\n");
-        return EXIT_USAGE;
-    }
-    if (cv) {
-        for (int i = 0; i < nfiles; i++)
-            if (!has_suffix(files[i], ".csv")) {
-                fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", files[i]);
-                return EXIT_USAGE;
-            }
-        if (roofline || drift->baseline) {
-            fprintf(stderr, "mbsim validate: --cv fits the tables: no --roofline or --baseline\n");
-            return EXIT_USAGE;
-        }
-        if (check_data_dir())
-            return EXIT_BAD_INPUT;
-        return cmd_validate_cv(files, nfiles, jobs, cv == 2, json, rp);
-    }
-    struct mb_val_summary sum;
-    struct mb_err err;
-    mb_err_clear(&err);
-    if (check_data_dir())
-        return EXIT_BAD_INPUT;
-    mb_validate_init(&sum);
-    struct mb_val_drift d;
-    if (drift->baseline) { /* a bad baseline fails before the (long) validation, not after it */
-        int bad = mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err);
-        mb_validate_drift_free(&d);
-        if (bad) {
-            print_err(&err);
-            return EXIT_BAD_INPUT;
-        }
-    }
-    sum.roofline = roofline;
-    sum.jobs = jobs;
-    if (add_recipes(&sum, rp)) {
-        mb_validate_free(&sum);
-        return EXIT_BAD_INPUT;
-    }
-    struct validate_progress pr = {progress_every, now_s(), 0, 0};
-    if (progress_every > 0) {
-        sum.on_progress = on_validate_progress;
-        sum.on_progress_ctx = &pr;
-    }
-    for (int i = 0; i < nfiles; i++) {
-        int rc = has_suffix(files[i], ".yaml") || has_suffix(files[i], ".yml")
-                     ? mb_validate_add_scenario(&sum, files[i], &err)
-                     : mb_validate_add_csv(&sum, files[i], &err);
-        if (rc) {
-            print_err(&err);
-            mb_validate_free(&sum);
-            return EXIT_BAD_INPUT;
-        }
-    }
-    mb_validate_finish(&sum);
-    mb_validate_warn_unused_recipes(&sum, "mbsim validate", stderr);
-    if (pr.lines) /* a long validation: say it ended */
-        fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
-                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, now_s() - pr.start);
-    if (drift->baseline && mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err)) {
-        print_err(&err);
-        mb_validate_free(&sum);
-        return EXIT_BAD_INPUT;
-    }
-    if (json)
-        mb_validate_print_json(&sum, stdout);
-    else
-        mb_validate_print_text(&sum, stdout);
-    int rc = 0;
-    if (sum.n_predicted == 0) { /* a MAPE of nothing is not a result: the reasons are printed above */
-        fprintf(stderr, "mbsim validate: no row could be predicted in %s%s (%zu %s read, %zu skipped)\n", files[0],
-                nfiles > 1 ? " and the other files" : "", sum.n_rows, mb_plural((long long)sum.n_rows, "row", "rows"),
-                sum.n_skipped);
-        rc = EXIT_BAD_INPUT;
-    }
-    if (drift->baseline) {
-        /* --json: stdout is the new baseline, the drift report goes to stderr */
-        mb_validate_drift_print(&d, drift->baseline, 10, json ? stderr : stdout);
-        if (!rc)
-            rc = d.n_over || d.n_mem_over ? EXIT_DRIFT : 0;
-        mb_validate_drift_free(&d);
-    }
-    mb_validate_free(&sum);
-    return rc;
-}
-
-static int cmd_validate(int argc, char **argv)
-{
-    int json = 0, nfiles = 0, roofline = 0, cv = 0, jobs = cli_default_jobs();
-    int c, rc = -1;
-    double progress = 5;
-    struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
-    const char *v, **files = mb_calloc((size_t)argc + 1, sizeof *files);
-    struct validate_recipes recipes = {mb_calloc((size_t)argc + 1, sizeof *recipes.paths), 0};
-    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS, O_RECIPES };
-    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
-                                       {"cv", required_argument, NULL, O_CV},
-                                       {"jobs", required_argument, NULL, 'j'},
-                                       {"progress", required_argument, NULL, O_PROGRESS},
-                                       {"json", no_argument, NULL, O_JSON},
-                                       {"roofline", no_argument, NULL, O_ROOFLINE},
-                                       {"baseline", required_argument, NULL, O_BASELINE},
-                                       {"drift-threshold", required_argument, NULL, O_THRESHOLD},
-                                       {"recipes", required_argument, NULL, O_RECIPES},
-                                       {0}};
-    struct cli_opts g;
-    cli_opts_init(&g, "mbsim validate", "hj:", lo, argc, argv);
-    while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
-        switch (c) {
-        case 'h':
-            usage_validate(stdout);
-            rc = 0;
-            break;
-        case 'j':
-            if (cli_parse_jobs("mbsim validate", cli_opts_name(&g), v, &jobs))
-                rc = EXIT_USAGE;
-            break;
-        case O_PROGRESS: {
-            char *end;
-            progress = strtod(v, &end);
-            if (end == v || *end || !(progress >= 0) || progress > 1e6) {
-                fprintf(stderr, "mbsim validate: --progress expects seconds from 0 to 1e6, got '%s'\n", v);
-                rc = EXIT_USAGE;
-            }
-            break;
-        }
-        case O_CV:
-            if (!strcmp(v, "family") || !strcmp(v, "family-all")) {
-                cv = strcmp(v, "family") ? 2 : 1;
-            } else {
-                fprintf(stderr, "mbsim validate: --cv '%s': expected 'family' or 'family-all'\n", v);
-                rc = EXIT_USAGE;
-            }
-            break;
-        case O_JSON:
-            json = 1;
-            break;
-        case O_ROOFLINE:
-            roofline = 1;
-            break;
-        case O_BASELINE:
-            drift.baseline = v;
-            break;
-        case O_RECIPES:
-            recipes.paths[recipes.n++] = v;
-            break;
-        case O_THRESHOLD: {
-            char *end;
-            drift.threshold_pct = strtod(v, &end);
-            drift.threshold_given = 1;
-            if (end == v || *end || !(drift.threshold_pct >= 0) || drift.threshold_pct > 1e6) {
-                fprintf(stderr, "mbsim validate: --drift-threshold '%s': expected a percentage from 0 to 1e6\n", v);
-                rc = EXIT_USAGE;
-            }
-            break;
-        }
-        case CLI_OPERAND:
-            files[nfiles++] = v;
-            break;
-        default:
-            usage_validate(stderr);
-            rc = EXIT_USAGE;
-        }
-    }
-    cli_opts_free(&g);
-    if (rc < 0)
-        rc = validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes);
-    mb_free(files);
-    mb_free(recipes.paths);
-    return rc;
 }
 
 /* `mbsim systems|models [--json]`. */
@@ -633,7 +123,7 @@ static int cmd_list(const char *cmd, int argc, char **argv)
     cli_opts_free(&g);
     if (rc >= 0)
         return rc;
-    if (check_data_dir())
+    if (mb_cli_check_data_dir())
         return EXIT_BAD_INPUT;
     if (!strcmp(cmd, "systems"))
         mb_topo_list_presets(buf, sizeof buf);
@@ -659,6 +149,35 @@ static void tune_malloc(void)
 #endif
 }
 
+static int cmd_systems(int argc, char **argv) { return cmd_list("systems", argc, argv); }
+static int cmd_models(int argc, char **argv) { return cmd_list("models", argc, argv); }
+
+/* The commands, in the order of the usage text. data: the shipped data must
+ * be found before the command runs (unless its first argument asks for help). */
+static const struct mb_cli_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0]: the first argument after the command's name */
+    int data;
+} mb_cli__cmds[] = {
+    {"run", mb_cmd_run, 0},               /* checks the data itself, after its options */
+    {"validate", mb_cmd_validate, 0},     /* likewise */
+    {"sweep", mb_cmd_sweep, 1},
+    {"merge", mb_cmd_merge, 1},
+    {"tune", mb_cmd_tune, 1},
+    {"import", mb_cmd_import, 1},
+    {"plot", mb_cmd_plot, 0},             /* reads only its input tables */
+    {"collective", mb_cmd_collective, 1},
+    {"calibrate", mb_cmd_calibrate, 1},
+    {"topo", mb_cmd_topo, 1},
+    {"systems", cmd_systems, 0},          /* checks after its options */
+    {"models", cmd_models, 0},
+};
+
+static int is_help(const char *a)
+{
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
 int main(int argc, char **argv)
 {
     tune_malloc();
@@ -667,7 +186,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    if (is_help(cmd) || !strcmp(cmd, "help")) {
         usage_main(stdout);
         return 0;
     }
@@ -675,48 +194,14 @@ int main(int argc, char **argv)
         printf("mbsim %s (git %s)\n", MBSIM_VERSION, MBSIM_GIT_REV);
         return 0;
     }
-    if (!strcmp(cmd, "run"))
-        return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "validate"))
-        return cmd_validate(argc - 2, argv + 2);
-    if (!strcmp(cmd, "collective") || !strcmp(cmd, "calibrate")) {
-        int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
-        if (!help && check_data_dir())
+    for (size_t i = 0; i < sizeof mb_cli__cmds / sizeof mb_cli__cmds[0]; i++) {
+        const struct mb_cli_cmd *c = &mb_cli__cmds[i];
+        if (strcmp(cmd, c->name))
+            continue;
+        if (c->data && argc > 2 && !is_help(argv[2]) && mb_cli_check_data_dir())
             return EXIT_BAD_INPUT;
-        if (!strcmp(cmd, "calibrate") && argc > 2 && !strcmp(argv[2], "runs"))
-            return mb_cmd_calibrate_runs(argc - 3, argv + 3);
-        if (!strcmp(cmd, "calibrate") && argc > 2 && !strcmp(argv[2], "transfer"))
-            return mb_cmd_calibrate_transfer(argc - 3, argv + 3);
-        if (!strcmp(cmd, "calibrate") && argc > 2 && (!strcmp(argv[2], "nsys") || !strcmp(argv[2], "kineto")))
-            return mb_cmd_calibrate_profile(argv[2], argc - 3, argv + 3);
-        return !strcmp(cmd, "collective") ? mb_cmd_collective(argc - 2, argv + 2) : mb_cmd_calibrate(argc - 2, argv + 2);
+        return c->run(argc - 2, argv + 2);
     }
-    if (!strcmp(cmd, "topo")) {
-        int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
-        if (!help && check_data_dir())
-            return EXIT_BAD_INPUT;
-        return mb_cmd_topo(argc - 2, argv + 2);
-    }
-    if (!strcmp(cmd, "sweep") || !strcmp(cmd, "merge") || !strcmp(cmd, "plot")) {
-        int help = argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"));
-        if (!help && strcmp(cmd, "plot") && check_data_dir())
-            return EXIT_BAD_INPUT;
-        if (!strcmp(cmd, "merge"))
-            return mb_cmd_merge(argc - 2, argv + 2);
-        return !strcmp(cmd, "sweep") ? mb_cmd_sweep(argc - 2, argv + 2) : mb_cmd_plot(argc - 2, argv + 2);
-    }
-    if (!strcmp(cmd, "import")) {
-        if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
-            return EXIT_BAD_INPUT;
-        return mb_cmd_import(argc - 2, argv + 2);
-    }
-    if (!strcmp(cmd, "tune")) {
-        if (argc > 2 && strcmp(argv[2], "--help") && strcmp(argv[2], "-h") && check_data_dir())
-            return EXIT_BAD_INPUT;
-        return mb_cmd_tune(argc - 2, argv + 2);
-    }
-    if (!strcmp(cmd, "systems") || !strcmp(cmd, "models"))
-        return cmd_list(cmd, argc - 2, argv + 2);
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
     usage_main(stderr);
     return EXIT_USAGE;
