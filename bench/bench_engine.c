@@ -22,14 +22,14 @@
 
 #include "mb_engine.h"
 
-static double now_s(void)
+static double mb_bench__now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void report(const char *name, struct mb_engine *e, double t_build, double t_run)
+static void mb_bench__report(const char *name, struct mb_engine *e, double t_build, double t_run)
 {
     unsigned long long ev = mb_engine_n_events(e);
     size_t nt = mb_engine_n_tasks(e);
@@ -45,10 +45,10 @@ static void report(const char *name, struct mb_engine *e, double t_build, double
     printf("  simulated time   %.6f s\n", mb_engine_makespan(e));
 }
 
-static int bench_pipeline(int p, int m, int layers)
+static int mb_bench__bench_pipeline(int p, int m, int layers)
 {
     double f = 1e-3; /* forward time of one microbatch on one stage */
-    double t0 = now_s();
+    double t0 = mb_bench__now_s();
     struct mb_engine *e = mb_engine_new();
     /* first and last task of F(s,i) and B(s,i), for the p2p dependencies */
     size_t pm = (size_t)p * (size_t)m;
@@ -90,11 +90,11 @@ static int bench_pipeline(int p, int m, int layers)
     free(f_last);
     free(b_first);
     free(b_last);
-    double t1 = now_s();
+    double t1 = mb_bench__now_s();
     struct mb_err err;
     mb_err_clear(&err);
     int rc = mb_engine_run(e, &err);
-    double t2 = now_s();
+    double t2 = mb_bench__now_s();
     if (rc) {
         fprintf(stderr, "bench_engine: %s\n", err.msg);
         mb_engine_free(e);
@@ -102,7 +102,7 @@ static int bench_pipeline(int p, int m, int layers)
     }
     char name[160];
     snprintf(name, sizeof name, "(a) compute-only 1F1B pipeline: p=%d m=%d layers=%d", p, m, layers);
-    report(name, e, t1 - t0, t2 - t1);
+    mb_bench__report(name, e, t1 - t0, t2 - t1);
     double expect = (m + p - 1) * 3 * f;
     printf("  closed form      %.6f s (%s)\n", expect,
            mb_dbl_eq(expect, mb_engine_makespan(e)) ? "match" : "MISMATCH");
@@ -110,10 +110,10 @@ static int bench_pipeline(int p, int m, int layers)
     return mb_dbl_eq(expect, mb_engine_makespan(e)) ? 0 : 1;
 }
 
-static int bench_flows(int G, int fan, int rounds)
+static int mb_bench__bench_flows(int G, int fan, int rounds)
 {
     const int S = 16; /* spine uplinks */
-    double t0 = now_s();
+    double t0 = mb_bench__now_s();
     struct mb_engine *e = mb_engine_new();
     int *tx = malloc((size_t)G * sizeof(int)), *rx = malloc((size_t)G * sizeof(int));
     int spine[16];
@@ -161,11 +161,11 @@ static int bench_flows(int G, int fan, int rounds)
     free(rx);
     free(comp);
     free(comm);
-    double t1 = now_s();
+    double t1 = mb_bench__now_s();
     struct mb_err err;
     mb_err_clear(&err);
     int rc = mb_engine_run(e, &err);
-    double t2 = now_s();
+    double t2 = mb_bench__now_s();
     if (rc) {
         fprintf(stderr, "bench_engine: %s\n", err.msg);
         mb_engine_free(e);
@@ -174,7 +174,7 @@ static int bench_flows(int G, int fan, int rounds)
     char name[160];
     snprintf(name, sizeof name, "(b) flow-heavy all-to-all: ranks=%d fan=%d rounds=%d links=%d "
              "flows=%d", G, fan, rounds, 2 * G + S, G * fan * rounds);
-    report(name, e, t1 - t0, t2 - t1);
+    mb_bench__report(name, e, t1 - t0, t2 - t1);
     unsigned long long ns = mb_engine_n_solves(e);
     printf("  re-solves/s      %.3g\n", t2 > t1 ? (double)ns / (t2 - t1) : 0.0);
     printf("  flows/s          %.3g\n", t2 > t1 ? (double)G * fan * rounds / (t2 - t1) : 0.0);
@@ -199,8 +199,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_engine [p m layers] [G fan rounds]\n");
         return 2;
     }
-    int rc = bench_pipeline(p, m, layers);
+    int rc = mb_bench__bench_pipeline(p, m, layers);
     printf("\n");
-    rc |= bench_flows(G, fan, rounds);
+    rc |= mb_bench__bench_flows(G, fan, rounds);
     return rc;
 }

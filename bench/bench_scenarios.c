@@ -15,13 +15,13 @@
 #include "mb_scenario.h"
 #include "mb_step.h"
 
-static int cmp(const void *a, const void *b)
+static int mb_bench__cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static int bench(const char *path, int n)
+static int mb_bench__bench(const char *path, int n)
 {
     struct mb_scenario s;
     struct mb_result r;
@@ -43,7 +43,7 @@ static int bench(const char *path, int n)
         }
         w[i] = r.sim_wall_s;
     }
-    qsort(w, (size_t)n, sizeof *w, cmp);
+    qsort(w, (size_t)n, sizeof *w, mb_bench__cmp);
     double med = w[n / 2];
     printf("%s\t%zu\t%llu\t%.4f\t%.3g\t%.4f\n", s.name, r.tasks, r.events, med, r.events / med, r.step_time_s);
     free(w);
@@ -59,13 +59,13 @@ int main(int argc, char **argv)
     printf("scenario\ttasks\tevents\twall_s_median\tevents_per_s\tstep_time_s\n");
     if (argc > 2) {
         for (int i = 2; i < argc; i++)
-            rc |= bench(argv[i], n);
+            rc |= mb_bench__bench(argv[i], n);
         return rc;
     }
     glob_t g;
     if (glob("scenarios/*.yaml", 0, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc; i++)
-            rc |= bench(g.gl_pathv[i], n);
+            rc |= mb_bench__bench(g.gl_pathv[i], n);
         globfree(&g);
     }
     return rc;

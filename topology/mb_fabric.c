@@ -18,7 +18,7 @@ struct mb_fabric {
     double *cap;             /* [n_links] */
 };
 
-static int add_link(struct mb_fabric *f, struct mb_engine *e, double c)
+static int mb_fabric__add_link(struct mb_fabric *f, struct mb_engine *e, double c)
 {
     int id = mb_engine_add_link(e, c);
     if (f->n_links == 0)
@@ -53,7 +53,7 @@ int mb_fabric_route(const struct mb_fabric *f, int src, int dst, int *links)
     return 4;
 }
 
-static int route_cb(const void *ctx, int src, int dst, int *links)
+static int mb_fabric__route_cb(const void *ctx, int src, int dst, int *links)
 {
     return mb_fabric_route(ctx, src, dst, links);
 }
@@ -114,15 +114,15 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
         int loc = g % gpn, pt = f->port ? f->port[loc] : loc;
         double nv_g = sys->gpu_nvlink_bw[loc] > 0 ? sys->gpu_nvlink_bw[loc] * nv_eff : nvl;
         double port_g = sys->port_bw[pt] > 0 ? sys->port_bw[pt] * p->nic_eff : nic;
-        f->nvl_tx[g] = has_nvl ? add_link(f, e, nv_g) : -1;
-        f->nvl_rx[g] = has_nvl ? add_link(f, e, nv_g) : -1;
+        f->nvl_tx[g] = has_nvl ? mb_fabric__add_link(f, e, nv_g) : -1;
+        f->nvl_rx[g] = has_nvl ? mb_fabric__add_link(f, e, nv_g) : -1;
         int first = 1; /* the first local GPU of this port creates its links */
         for (int k = 0; k < loc && f->port; k++)
             if (f->port[k] == pt)
                 first = 0;
         if (first) {
-            port_tx[pt] = add_link(f, e, port_g);
-            port_rx[pt] = add_link(f, e, port_g);
+            port_tx[pt] = mb_fabric__add_link(f, e, port_g);
+            port_rx[pt] = mb_fabric__add_link(f, e, port_g);
         }
         f->nic_tx[g] = port_tx[pt];
         f->nic_rx[g] = port_rx[pt];
@@ -131,8 +131,8 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     for (int l = 0; l < f->n_leaves; l++) {
         int pt = l % f->ports;
         double port_l = sys->port_bw[pt] > 0 ? sys->port_bw[pt] * p->nic_eff : nic;
-        f->up[l] = add_link(f, e, MB_FABRIC_LEAF_NODES * port_l / ovs);
-        f->down[l] = add_link(f, e, MB_FABRIC_LEAF_NODES * port_l / ovs);
+        f->up[l] = mb_fabric__add_link(f, e, MB_FABRIC_LEAF_NODES * port_l / ovs);
+        f->down[l] = mb_fabric__add_link(f, e, MB_FABRIC_LEAF_NODES * port_l / ovs);
     }
     struct mb_coll_net *net = &f->net;
     net->n_gpus = n_gpus;
@@ -147,7 +147,7 @@ struct mb_fabric *mb_fabric_build(struct mb_engine *e, const struct mb_system *s
     net->nvls_lat = p->nvls_lat;
     net->nvl_tx = f->nvl_tx;
     net->nvl_rx = f->nvl_rx;
-    net->route = route_cb;
+    net->route = mb_fabric__route_cb;
     net->ctx = f;
     return f;
 }

@@ -26,7 +26,7 @@ static const char *const op_names[] = {"all_reduce", "all_gather", "reduce_scatt
                                        "scatter",    "gather"};
 
 /* Strip an MPI launcher prefix: "[1,0]<stdout>:" or "[1,0]:" (Open MPI --tag-output). */
-static char *strip_prefix(char *s)
+static char *mb_nccl__strip_prefix(char *s)
 {
     if (s[0] != '[')
         return s;
@@ -47,7 +47,7 @@ static char *strip_prefix(char *s)
     return p + 1;
 }
 
-static int tokenize(char *s, char **tok, int max)
+static int mb_nccl__tokenize(char *s, char **tok, int max)
 {
     int n = 0;
     for (char *p = strtok(s, " \t\r\n"); p; p = strtok(NULL, " \t\r\n"))
@@ -58,7 +58,7 @@ static int tokenize(char *s, char **tok, int max)
     return n;
 }
 
-static int num(const char *s, double *out)
+static int mb_nccl__num(const char *s, double *out)
 {
     char *end;
     errno = 0;
@@ -69,7 +69,7 @@ static int num(const char *s, double *out)
     return 0;
 }
 
-static int type_size(const char *t)
+static int mb_nccl__type_size(const char *t)
 {
     static const struct { const char *n; int s; } ts[] = {
         {"float", 4}, {"half", 2}, {"bfloat16", 2}, {"double", 8}, {"int8", 1}, {"uint8", 1}, {"int32", 4},
@@ -88,7 +88,7 @@ struct layout {
     int time[2], algbw[2], busbw[2], wrong[2];
 };
 
-static int parse_header(char **tok, int n, struct layout *L)
+static int mb_nccl__parse_header(char **tok, int n, struct layout *L)
 {
     memset(L, -1, sizeof *L);
     L->n = n;
@@ -124,7 +124,7 @@ struct pstate {
     char gpu[64], gpu_other[64]; /* rank 0's device name; the first rank's that differs */
 };
 
-static void pstate_reset(struct pstate *p)
+static void mb_nccl__pstate_reset(struct pstate *p)
 {
     for (int i = 0; i < p->n_hosts; i++)
         mb_free(p->hosts[i]);
@@ -133,7 +133,7 @@ static void pstate_reset(struct pstate *p)
     p->gpu[0] = p->gpu_other[0] = '\0';
 }
 
-static void parse_rank_line(struct pstate *p, char *line)
+static void mb_nccl__parse_rank_line(struct pstate *p, char *line)
 {
     /* "  Rank  0 Group  0 Pid   6899 on HOST device  0 [0000:04:00] NVIDIA H100 80GB HBM3" */
     char *on = strstr(line, " on ");
@@ -165,14 +165,14 @@ static void parse_rank_line(struct pstate *p, char *line)
     }
 }
 
-static void run_push_point(struct mb_nccl_run *r, const struct mb_nccl_point *pt)
+static void mb_nccl__run_push_point(struct mb_nccl_run *r, const struct mb_nccl_point *pt)
 {
     r->points = mb_realloc(r->points, (size_t)(r->n_points + 1) * sizeof *r->points);
     r->points[r->n_points++] = *pt;
 }
 
 /* Op from the columns when neither a header line nor the file name says it. */
-static void infer_op(struct mb_nccl_run *r, const char *path)
+static void mb_nccl__infer_op(struct mb_nccl_run *r, const char *path)
 {
     if (r->op[0])
         return;
@@ -192,7 +192,7 @@ static void infer_op(struct mb_nccl_run *r, const char *path)
         }
     }
     snprintf(r->op_from, sizeof r->op_from, "columns");
-    int ws = type_size(r->dtype);
+    int ws = mb_nccl__type_size(r->dtype);
     const struct mb_nccl_point *p = r->n_points ? &r->points[0] : NULL;
     double ratio = (p && ws && p->count > 0) ? p->size / (p->count * ws) : 0;
     int sum = strcmp(r->redop, "none") != 0 && r->redop[0];
@@ -221,7 +221,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
     while ((len = getline(&buf, &cap, f)) >= 0) {
         lineno++;
         int complete = len > 0 && buf[len - 1] == '\n';
-        char *s = strip_prefix(buf);
+        char *s = mb_nccl__strip_prefix(buf);
         while (*s == ' ' || *s == '\t')
             s++;
         if (*s == '#') {
@@ -240,7 +240,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                 continue;
             }
             if (strstr(copy, "nThread")) {
-                pstate_reset(&ps);
+                mb_nccl__pstate_reset(&ps);
                 cur = NULL;
                 continue;
             }
@@ -248,28 +248,28 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             while (*rk == ' ')
                 rk++;
             if (!strncmp(rk, "Rank ", 5)) {
-                parse_rank_line(&ps, rk);
+                mb_nccl__parse_rank_line(&ps, rk);
                 continue;
             }
             if (strstr(copy, "Avg bus bandwidth") && cur) {
                 char *c = strchr(copy, ':');
                 double v;
                 char tmp[64];
-                if (c && sscanf(c + 1, "%63s", tmp) == 1 && !num(tmp, &v))
+                if (c && sscanf(c + 1, "%63s", tmp) == 1 && !mb_nccl__num(tmp, &v))
                     cur->avg_busbw = v;
                 cur->truncated = 0;
                 cur = NULL;
                 continue;
             }
             char *tok[NCCL_MAX_TOK];
-            int nt = tokenize(copy, tok, NCCL_MAX_TOK);
+            int nt = mb_nccl__tokenize(copy, tok, NCCL_MAX_TOK);
             int has_size = 0, has_time = 0;
             for (int i = 0; i < nt && i < NCCL_MAX_TOK; i++) {
                 has_size |= !strcmp(tok[i], "size");
                 has_time |= !strcmp(tok[i], "time");
             }
             if (has_size && has_time) {
-                if (nt > NCCL_MAX_TOK || parse_header(tok, nt, &L)) {
+                if (nt > NCCL_MAX_TOK || mb_nccl__parse_header(tok, nt, &L)) {
                     rc = mb_err_set(err, path, lineno, 1,
                                     "unrecognized nccl-tests column header (need size, count, type, time, algbw, busbw)");
                     break;
@@ -298,7 +298,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             row = mb_realloc(row, rowcap = sl);
         memcpy(row, s, sl); /* tokens point into row: token - row is the column */
         char *tok[NCCL_MAX_TOK];
-        int nt = tokenize(row, tok, NCCL_MAX_TOK);
+        int nt = mb_nccl__tokenize(row, tok, NCCL_MAX_TOK);
         if (nt == 0 || strstr(s, "NCCL INFO") || strstr(s, "NCCL WARN") || !cur)
             continue; /* blank, NCCL debug output, or launcher noise outside a table */
         if (!isdigit((unsigned char)tok[0][0])) {
@@ -323,21 +323,21 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
                             nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
             break;
         }
-        if (num(tok[L.size], &pt.size) || !mb_dbl_is_whole(pt.size, 0, NCCL_MAX_COUNT))
+        if (mb_nccl__num(tok[L.size], &pt.size) || !mb_dbl_is_whole(pt.size, 0, NCCL_MAX_COUNT))
             bad = "size", badi = L.size, want = "a whole number of bytes";
-        else if (num(tok[L.count], &pt.count) || !mb_dbl_is_whole(pt.count, 0, 1e18))
+        else if (mb_nccl__num(tok[L.count], &pt.count) || !mb_dbl_is_whole(pt.count, 0, 1e18))
             bad = "count", badi = L.count;
         for (int b = 0; b < L.nb && !bad; b++) {
-            if (num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
+            if (mb_nccl__num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
                 bad = "time", badi = L.time[b], want = "a positive number of microseconds";
-            else if (num(tok[L.algbw[b]], &pt.algbw[b]) || pt.algbw[b] < 0)
+            else if (mb_nccl__num(tok[L.algbw[b]], &pt.algbw[b]) || pt.algbw[b] < 0)
                 bad = "algbw", badi = L.algbw[b];
-            else if (num(tok[L.busbw[b]], &pt.busbw[b]) || pt.busbw[b] < 0)
+            else if (mb_nccl__num(tok[L.busbw[b]], &pt.busbw[b]) || pt.busbw[b] < 0)
                 bad = "busbw", badi = L.busbw[b];
             pt.wrong[b] = -1;
             if (!bad && L.wrong[b] >= 0 && strcmp(tok[L.wrong[b]], "N/A")) {
                 double w;
-                if (num(tok[L.wrong[b]], &w) || !mb_dbl_is_whole(ceil(w), 0, NCCL_MAX_COUNT))
+                if (mb_nccl__num(tok[L.wrong[b]], &w) || !mb_dbl_is_whole(ceil(w), 0, NCCL_MAX_COUNT))
                     bad = "#wrong", badi = L.wrong[b], want = "a non-negative count or N/A";
                 else
                     pt.wrong[b] = (long)ceil(w);
@@ -361,15 +361,15 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             snprintf(cur->dtype, sizeof cur->dtype, "%s", tok[L.type]);
             snprintf(cur->redop, sizeof cur->redop, "%s", L.redop >= 0 ? tok[L.redop] : "");
             double root;
-            if (L.root >= 0 && !num(tok[L.root], &root) && mb_dbl_is_whole(root, -1, NCCL_MAX_COUNT))
+            if (L.root >= 0 && !mb_nccl__num(tok[L.root], &root) && mb_dbl_is_whole(root, -1, NCCL_MAX_COUNT))
                 cur->root = (int)root;
         }
-        run_push_point(cur, &pt);
+        mb_nccl__run_push_point(cur, &pt);
     }
     free(buf);
     mb_free(row);
     fclose(f);
-    pstate_reset(&ps);
+    mb_nccl__pstate_reset(&ps);
     if (!rc) {
         int pts = 0;
         for (int i = 0; i < add.n_runs; i++)
@@ -386,7 +386,7 @@ int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_er
             mb_free(add.runs[i].points);
             continue;
         }
-        infer_op(&add.runs[i], path);
+        mb_nccl__infer_op(&add.runs[i], path);
         log->runs = mb_realloc(log->runs, (size_t)(log->n_runs + 1) * sizeof *log->runs);
         log->runs[log->n_runs++] = add.runs[i];
     }
@@ -406,7 +406,7 @@ void mb_nccl_log_free(struct mb_nccl_log *log)
 }
 
 /* Group size of run r: its "# Rank" lines, else the caller's `ranks`. */
-static int run_group(const struct mb_nccl_run *r, int ranks)
+static int mb_nccl__run_group(const struct mb_nccl_run *r, int ranks)
 {
     return r->n_ranks > 0 ? r->n_ranks : ranks;
 }
@@ -439,7 +439,7 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
                               "the log lists %d ranks ('#  Rank N ...' lines) but --ranks is %d; --ranks is for "
                               "logs that list none",
                               r->n_ranks, ranks);
-        if (run_group(r, ranks) < 2)
+        if (mb_nccl__run_group(r, ranks) < 2)
             return mb_err_set(err, r->file, r->line, 1,
                               "the log lists %d rank(s) ('#  Rank N ...' lines); a collective needs 2 or more%s",
                               r->n_ranks, r->n_ranks ? "" : ": give the group size with --ranks N");
@@ -471,7 +471,7 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
                 }
                 fprintf(o, "    - {op: %s, group: %d, bytes: %.0f B, time: %.6g us, busbw: %.6g GB/s, dtype: %s, "
                            "source: ",
-                        r->op, run_group(r, ranks), p->size, p->time_us[bl], p->busbw[bl], r->dtype);
+                        r->op, mb_nccl__run_group(r, ranks), p->size, p->time_us[bl], p->busbw[bl], r->dtype);
                 snprintf(src, sizeof src, "%s:%d %s", r->file, p->line, bl ? "in-place" : "out-of-place");
                 mb_yaml_write_quoted(o, src);
                 fprintf(o, "}\n");
@@ -484,7 +484,7 @@ int mb_nccl_log_write_table(const struct mb_nccl_log *log, const char *gpu, cons
         const struct mb_nccl_run *r = &log->runs[i];
         fprintf(o, "    - {op: %s, op_from: %s, group: %d, rank_lines: %d, hosts: %d, rows: %d, dtype: %s, redop: %s, "
                    "root: %d, truncated: %s",
-                r->op, r->op_from, run_group(r, ranks), r->n_ranks, r->n_hosts, r->n_points, r->dtype,
+                r->op, r->op_from, mb_nccl__run_group(r, ranks), r->n_ranks, r->n_hosts, r->n_points, r->dtype,
                 r->redop[0] ? r->redop : "none", r->root, r->truncated ? "true" : "false");
         if (r->avg_busbw >= 0)
             fprintf(o, ", avg_busbw: %g GB/s", r->avg_busbw);

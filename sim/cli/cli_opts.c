@@ -44,15 +44,15 @@ const char *cli_opts_name(const struct cli_opts *g)
 }
 
 /* Length of the option name in "--name[=value]" (s past the dashes). */
-static size_t name_len(const char *s)
+static size_t mb_cli__name_len(const char *s)
 {
     return strcspn(s, "=");
 }
 
 /* The long option spelled exactly s (past "--"), or NULL. */
-static const struct option *exact(const struct cli_opts *g, const char *s)
+static const struct option *mb_cli__exact(const struct cli_opts *g, const char *s)
 {
-    size_t n = name_len(s);
+    size_t n = mb_cli__name_len(s);
     for (const struct option *o = g->longopts; o && o->name; o++)
         if (strlen(o->name) == n && !strncmp(o->name, s, n))
             return o;
@@ -60,9 +60,9 @@ static const struct option *exact(const struct cli_opts *g, const char *s)
 }
 
 /* "unknown option '--X'" with the long options X abbreviates, if any. */
-static void unknown_long(const struct cli_opts *g, const char *s)
+static void mb_cli__unknown_long(const struct cli_opts *g, const char *s)
 {
-    size_t n = name_len(s);
+    size_t n = mb_cli__name_len(s);
     char near[256] = "";
     int k = 0;
     for (const struct option *o = g->longopts; o && o->name && n; o++)
@@ -97,27 +97,27 @@ int cli_opts_next(struct cli_opts *g, const char **arg)
         *arg = optarg;
         return CLI_OPERAND;
     }
-    if (c == '?' && is_long && exact(g, el + 2) && strchr(el, '=')) { /* --json=1 */
-        fprintf(stderr, "%s: --%.*s takes no value\n", g->cmd, (int)name_len(el + 2), el + 2);
+    if (c == '?' && is_long && mb_cli__exact(g, el + 2) && strchr(el, '=')) { /* --json=1 */
+        fprintf(stderr, "%s: --%.*s takes no value\n", g->cmd, (int)mb_cli__name_len(el + 2), el + 2);
         return CLI_USAGE;
     }
-    if (c == '?' || (c == ':' && is_long && !exact(g, el + 2))) {
+    if (c == '?' || (c == ':' && is_long && !mb_cli__exact(g, el + 2))) {
         if (is_long)
-            unknown_long(g, el + 2);
+            mb_cli__unknown_long(g, el + 2);
         else
             fprintf(stderr, "%s: unknown option '-%c'\n", g->cmd, optopt ? optopt : '?');
         return CLI_USAGE;
     }
     if (c == ':') {
         if (is_long)
-            fprintf(stderr, "%s: --%.*s needs a value\n", g->cmd, (int)name_len(el + 2), el + 2);
+            fprintf(stderr, "%s: --%.*s needs a value\n", g->cmd, (int)mb_cli__name_len(el + 2), el + 2);
         else
             fprintf(stderr, "%s: -%c needs a value\n", g->cmd, optopt);
         return CLI_USAGE;
     }
     if (li >= 0) {
-        if (!is_long || !exact(g, el + 2)) { /* an abbreviation getopt_long completed */
-            unknown_long(g, is_long ? el + 2 : g->longopts[li].name);
+        if (!is_long || !mb_cli__exact(g, el + 2)) { /* an abbreviation getopt_long completed */
+            mb_cli__unknown_long(g, is_long ? el + 2 : g->longopts[li].name);
             return CLI_USAGE;
         }
         snprintf(g->name, sizeof g->name, "--%s", g->longopts[li].name);

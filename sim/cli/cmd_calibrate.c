@@ -15,7 +15,7 @@
 #include "cli.h"
 #include "mb_import.h"
 
-static void usage(FILE *fp)
+static void mb_cli__usage(FILE *fp)
 {
     fprintf(fp, "usage: mbsim calibrate nccl-tests LOG... [--gpu NAME] [--base TABLE] [--ranks N] [-o table.yaml]\n"
                 "       mbsim calibrate nsys KERN_SUM.csv [--shapes S.yaml] [--gpu NAME] [--base TABLE] [-o OUT.yaml]\n"
@@ -36,17 +36,17 @@ static void usage(FILE *fp)
 }
 
 /* `mbsim calibrate nccl-tests LOG...` (argv[0] is "nccl-tests"), and the usage of every kind. */
-static int calibrate_nccl_tests(int argc, char **argv)
+static int mb_cli__calibrate_nccl_tests(int argc, char **argv)
 {
     int i = (argc > 0 && !strcmp(argv[0], "calibrate")) ? 1 : 0;
     if (i < argc && (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))) {
-        usage(stdout);
+        mb_cli__usage(stdout);
         return 0;
     }
     if (i >= argc || strcmp(argv[i], "nccl-tests")) {
         fprintf(stderr, "mbsim calibrate: expected the source kind 'nccl-tests', 'nsys', 'kineto', 'runs' or 'transfer'%s%s%s\n",
                 i < argc ? ", got '" : "", i < argc ? argv[i] : "", i < argc ? "'" : "");
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
     const char *out = NULL, *gpu = NULL, *base = NULL;
@@ -76,7 +76,7 @@ static int calibrate_nccl_tests(int argc, char **argv)
             }
             ranks = (int)r;
         } else if (c == 'h') {
-            usage(stdout);
+            mb_cli__usage(stdout);
             prc = 0;
         } else if (c != CLI_OPERAND) {
             prc = 2;
@@ -92,7 +92,7 @@ static int calibrate_nccl_tests(int argc, char **argv)
         return prc;
     if (!n) {
         fprintf(stderr, "mbsim calibrate nccl-tests: no LOG given\n");
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
     struct mb_nccl_log log = {0};
@@ -175,5 +175,5 @@ int mb_cmd_calibrate(int argc, char **argv)
         return mb_cmd_calibrate_transfer(argc - 1, argv + 1);
     if (argc > 0 && (!strcmp(argv[0], "nsys") || !strcmp(argv[0], "kineto")))
         return mb_cmd_calibrate_profile(argv[0], argc - 1, argv + 1);
-    return calibrate_nccl_tests(argc, argv);
+    return mb_cli__calibrate_nccl_tests(argc, argv);
 }

@@ -26,7 +26,7 @@
 #include "mb_fit.h"
 #include "mb_yaml.h"
 
-static void usage(FILE *fp)
+static void mb_cli__usage(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim calibrate runs MEASURED.csv [--gpu GPU] [--base TABLE] [--params LIST] [-j N] "
@@ -47,7 +47,7 @@ static void usage(FILE *fp)
             "exit codes: 0 ok, 1 bad input, 2 usage error\n");
 }
 
-static int parse_params(const char *list, unsigned *out)
+static int mb_cli__parse_params(const char *list, unsigned *out)
 {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
@@ -73,7 +73,7 @@ static int parse_params(const char *list, unsigned *out)
 
 /* The folder of `path` can take a new file and path is not a folder (checked
  * before a fit of tens of seconds); errno says why not. */
-static int writable_dir(const char *path)
+static int mb_cli__writable_dir(const char *path)
 {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -93,7 +93,7 @@ static int writable_dir(const char *path)
 }
 
 /* The whole file, or NULL. */
-static char *slurp(const char *path)
+static char *mb_cli__slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -120,7 +120,7 @@ static char *slurp(const char *path)
 
 /* Write `text` without its top-level `framework:` block (from that line to the
  * next line starting in column 0 with anything but a blank). */
-static void write_without_framework(FILE *fp, const char *text)
+static void mb_cli__write_without_framework(FILE *fp, const char *text)
 {
     int skip = 0;
     for (const char *p = text; *p;) {
@@ -138,7 +138,7 @@ static void write_without_framework(FILE *fp, const char *text)
         fputc('\n', fp);
 }
 
-static void write_value(FILE *fp, enum mb_fw_param p, double v)
+static void mb_cli__write_value(FILE *fp, enum mb_fw_param p, double v)
 {
     const struct mb_fw_param_info *in = mb_calib_fw_info(p);
     if (in->unit[0])
@@ -148,14 +148,14 @@ static void write_value(FILE *fp, enum mb_fw_param p, double v)
 }
 
 /* Today's date, YYYY-MM-DD (UTC). */
-static void today(char *date, size_t n)
+static void mb_cli__today(char *date, size_t n)
 {
     time_t now = time(NULL);
     strftime(date, n, "%Y-%m-%d", gmtime(&now));
 }
 
 /* "mbsim calibrate KIND ARGS..." into cmd (the provenance's command line). */
-static void command_line(char *cmd, size_t n, const char *kind, int argc, char **argv)
+static void mb_cli__command_line(char *cmd, size_t n, const char *kind, int argc, char **argv)
 {
     snprintf(cmd, n, "mbsim calibrate %s", kind);
     for (int i = 0; i < argc; i++) {
@@ -165,32 +165,32 @@ static void command_line(char *cmd, size_t n, const char *kind, int argc, char *
 }
 
 /* The section's parameter lines; those outside `params` get `note`. */
-static void write_params(FILE *fp, const double *v, unsigned params, const char *note)
+static void mb_cli__write_params(FILE *fp, const double *v, unsigned params, const char *note)
 {
     for (int p = 0; p < MB_FW_COUNT; p++) {
         fprintf(fp, "  %s: ", mb_calib_fw_info((enum mb_fw_param)p)->name);
-        write_value(fp, (enum mb_fw_param)p, v[p]);
+        mb_cli__write_value(fp, (enum mb_fw_param)p, v[p]);
         fprintf(fp, "%s%s\n", params & MB_FIT_PARAM(p) ? "" : "   # ", params & MB_FIT_PARAM(p) ? "" : note);
     }
 }
 
 /* Open `out` (stdout without it) and write cal's table file without its
  * `framework:` section; NULL with the reason on stderr (`who` the command). */
-static FILE *begin_table(const struct mb_calib *cal, const char *out, const char *who)
+static FILE *mb_cli__begin_table(const struct mb_calib *cal, const char *out, const char *who)
 {
-    char *text = slurp(mb_calib_path(cal));
+    char *text = mb_cli__slurp(mb_calib_path(cal));
     FILE *fp = !text ? NULL : out ? fopen(out, "w") : stdout;
     if (!fp)
         fprintf(stderr, "%s: cannot %s %s (%s)\n", who, text ? "write" : "read",
                 text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
     else
-        write_without_framework(fp, text);
+        mb_cli__write_without_framework(fp, text);
     free(text);
     return fp;
 }
 
 /* Close what begin_table opened: 0, or -1 when the file could not be written. */
-static int end_table(FILE *fp, const char *out, const char *who)
+static int mb_cli__end_table(FILE *fp, const char *out, const char *who)
 {
     if (out && fclose(fp)) {
         fprintf(stderr, "%s: cannot write %s\n", who, out);
@@ -199,13 +199,13 @@ static int end_table(FILE *fp, const char *out, const char *who)
     return 0;
 }
 
-static void write_framework(FILE *fp, const struct mb_fit_set *set, const size_t *idx, const struct mb_fit_result *r,
+static void mb_cli__write_framework(FILE *fp, const struct mb_fit_set *set, const size_t *idx, const struct mb_fit_result *r,
                             unsigned params, const char *csv, const char *gpu, const char *cmd)
 {
     char date[32];
-    today(date, sizeof date);
+    mb_cli__today(date, sizeof date);
     fprintf(fp, "framework:   # fitted by `mbsim calibrate runs` (docs/calibration.md); bounds and defaults there\n");
-    write_params(fp, r->fit.v, params, "not fitted: the default");
+    mb_cli__write_params(fp, r->fit.v, params, "not fitted: the default");
     char src[512];
     snprintf(src, sizeof src,
              "fitted to %zu measured %s runs (%s) on %s by mbsim calibrate runs: MAPE %.1f %% -> %.1f %%; "
@@ -227,7 +227,7 @@ static void write_framework(FILE *fp, const struct mb_fit_set *set, const size_t
     fprintf(fp, "]\n    prior: {");
     for (int p = 0; p < MB_FW_COUNT; p++) {
         fprintf(fp, "%s%s: ", p ? ", " : "", mb_calib_fw_info((enum mb_fw_param)p)->name);
-        write_value(fp, (enum mb_fw_param)p, r->prior.v[p]);
+        mb_cli__write_value(fp, (enum mb_fw_param)p, r->prior.v[p]);
     }
     fprintf(fp, "}\n    rows: %zu\n", r->n_rows);
     fprintf(fp, "    mape_before_pct: %.2f\n    mape_after_pct: %.2f\n", r->mape_prior, r->mape_fit);
@@ -243,7 +243,7 @@ static void write_framework(FILE *fp, const struct mb_fit_set *set, const size_t
 }
 
 /* A shipped GPU name or a table file. */
-static int load_table(const char *name, struct mb_calib **cal, struct mb_err *err)
+static int mb_cli__load_table(const char *name, struct mb_calib **cal, struct mb_err *err)
 {
     int shipped = !strchr(name, '/') && !strstr(name, ".yaml");
     return mb_calib_load(shipped ? name : NULL, shipped ? NULL : name, cal, err);
@@ -256,7 +256,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     unsigned params = MB_FIT_DEFAULT_PARAMS;
     int jobs = 0;
     char cmd[2048];
-    command_line(cmd, sizeof cmd, "runs", argc, argv);
+    mb_cli__command_line(cmd, sizeof cmd, "runs", argc, argv);
     enum { O_GPU = 256, O_BASE, O_PARAMS, O_RECIPES };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"output", required_argument, NULL, 'o'},
                                        {"gpu", required_argument, NULL, O_GPU},     {"base", required_argument, NULL, O_BASE},
@@ -268,7 +268,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     cli_opts_init(&g, "mbsim calibrate runs", "ho:j:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
-            usage(stdout);
+            mb_cli__usage(stdout);
             rc = 0;
         } else if (c == 'o') {
             out = v;
@@ -284,13 +284,13 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
                 recipes[n_recipes++] = v;
             }
         } else if (c == O_PARAMS) {
-            if (parse_params(v, &params))
+            if (mb_cli__parse_params(v, &params))
                 rc = 2;
         } else if (c == 'j') {
             if (cli_parse_jobs("mbsim calibrate runs", cli_opts_name(&g), v, &jobs))
                 rc = 2;
         } else if (c != CLI_OPERAND) {
-            usage(stderr);
+            mb_cli__usage(stderr);
             rc = 2;
         } else if (!csv) {
             csv = v;
@@ -303,10 +303,10 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!csv) {
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
-    if (out && !writable_dir(out)) {
+    if (out && !mb_cli__writable_dir(out)) {
         fprintf(stderr, "mbsim calibrate runs: cannot write %s (%s)\n", out, strerror(errno));
         return 1;
     }
@@ -358,7 +358,7 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         return 1;
     }
     struct mb_calib *cal = NULL;
-    if (load_table(base ? base : gpu, &cal, &err)) {
+    if (mb_cli__load_table(base ? base : gpu, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);
         free(idx);
@@ -392,19 +392,19 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         for (int p = 0; p < MB_FW_COUNT; p++) {
             const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
             fprintf(stderr, "  %-17s ", in->name);
-            write_value(stderr, (enum mb_fw_param)p, r.prior.v[p]);
+            mb_cli__write_value(stderr, (enum mb_fw_param)p, r.prior.v[p]);
             fprintf(stderr, " -> ");
-            write_value(stderr, (enum mb_fw_param)p, r.fit.v[p]);
+            mb_cli__write_value(stderr, (enum mb_fw_param)p, r.fit.v[p]);
             fprintf(stderr, "%s\n", params & MB_FIT_PARAM(p) ? "" : "  (not fitted)");
         }
         fprintf(stderr, "  MAPE %.2f %% -> %.2f %%, signed median %+.1f %% -> %+.1f %%\n", r.mape_prior, r.mape_fit,
                 r.median_prior, r.median_fit);
-        FILE *fp = begin_table(cal, out, "mbsim calibrate runs");
+        FILE *fp = mb_cli__begin_table(cal, out, "mbsim calibrate runs");
         if (!fp) {
             rc = -1;
         } else {
-            write_framework(fp, &set, idx, &r, params, csv, gpu, cmd);
-            rc = end_table(fp, out, "mbsim calibrate runs");
+            mb_cli__write_framework(fp, &set, idx, &r, params, csv, gpu, cmd);
+            rc = mb_cli__end_table(fp, out, "mbsim calibrate runs");
         }
     }
     mb_calib_free(cal);
@@ -413,18 +413,18 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
-static void write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsigned params, const char **from, int n,
+static void mb_cli__write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsigned params, const char **from, int n,
                            const char *cmd)
 {
     char date[32], names[512] = "";
-    today(date, sizeof date);
+    mb_cli__today(date, sizeof date);
     for (int i = 0; i < n; i++) {
         size_t l = strlen(names);
         snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", from[i]);
     }
     fprintf(fp, "framework:   # transferred by `mbsim calibrate transfer` (docs/calibration.md): no measured runs of "
                 "this GPU\n");
-    write_params(fp, fw->v, params, "no fitted table moved it: the base's value");
+    mb_cli__write_params(fp, fw->v, params, "no fitted table moved it: the base's value");
     char src[768];
     snprintf(src, sizeof src,
              "the median of the fitted values of %s on %s (mbsim calibrate transfer; no measured run of this GPU "
@@ -442,7 +442,7 @@ static void write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsign
     fprintf(fp, "]\n    rows: 0\n");
 }
 
-static int transfer_usage(FILE *fp, int rc)
+static int mb_cli__transfer_usage(FILE *fp, int rc)
 {
     fprintf(fp, "usage: mbsim calibrate transfer TABLE... --base TABLE [-o TABLE.yaml]\n"
                 "\n"
@@ -460,7 +460,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     const char *base = NULL, *out = NULL, *from[64];
     int n = 0, rc = -1, c;
     char cmd[2048];
-    command_line(cmd, sizeof cmd, "transfer", argc, argv);
+    mb_cli__command_line(cmd, sizeof cmd, "transfer", argc, argv);
     enum { O_BASE = 256 };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
                                        {"output", required_argument, NULL, 'o'},
@@ -471,7 +471,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     cli_opts_init(&g, "mbsim calibrate transfer", "ho:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h')
-            rc = transfer_usage(stdout, 0);
+            rc = mb_cli__transfer_usage(stdout, 0);
         else if (c == 'o')
             out = v;
         else if (c == O_BASE && base) {
@@ -480,11 +480,11 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         } else if (c == O_BASE)
             base = v;
         else if (c != CLI_OPERAND)
-            rc = transfer_usage(stderr, 2);
+            rc = mb_cli__transfer_usage(stderr, 2);
         else if (n < (int)(sizeof from / sizeof from[0]))
             from[n++] = v;
         else
-            rc = transfer_usage(stderr, 2);
+            rc = mb_cli__transfer_usage(stderr, 2);
     }
     cli_opts_free(&g);
     if (rc >= 0)
@@ -493,9 +493,9 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         fprintf(stderr, "mbsim calibrate transfer: %s\n",
                 !base ? "--base TABLE is required (the table of the GPU without runs)"
                       : "name at least one fitted table to transfer from");
-        return transfer_usage(stderr, 2);
+        return mb_cli__transfer_usage(stderr, 2);
     }
-    if (out && !writable_dir(out)) {
+    if (out && !mb_cli__writable_dir(out)) {
         fprintf(stderr, "mbsim calibrate transfer: cannot write %s (%s)\n", out, strerror(errno));
         return 1;
     }
@@ -507,7 +507,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     mb_err_clear(&err);
     for (int i = 0; i < n; i++) {
         struct mb_calib *t = NULL;
-        if (load_table(from[i], &t, &err)) {
+        if (mb_cli__load_table(from[i], &t, &err)) {
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "mbsim calibrate transfer: %s\n", msg);
             return 1;
@@ -536,7 +536,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         }
     }
     struct mb_calib *cal = NULL;
-    if (load_table(base, &cal, &err)) {
+    if (mb_cli__load_table(base, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim calibrate transfer: --base %s: %s\n", base, msg);
         return 1;
@@ -545,14 +545,14 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     mb_fit_transfer(fits, params, (size_t)n, want, &prior, &fw);
     for (int p = 0; p < MB_FW_COUNT; p++) {
         fprintf(stderr, "  %-17s ", mb_calib_fw_info((enum mb_fw_param)p)->name);
-        write_value(stderr, (enum mb_fw_param)p, fw.v[p]);
+        mb_cli__write_value(stderr, (enum mb_fw_param)p, fw.v[p]);
         fprintf(stderr, "%s\n", want & MB_FIT_PARAM(p) ? "" : "  (the base's)");
     }
-    FILE *fp = begin_table(cal, out, "mbsim calibrate transfer");
+    FILE *fp = mb_cli__begin_table(cal, out, "mbsim calibrate transfer");
     rc = 1;
     if (fp) {
-        write_transfer(fp, &fw, want, from, n, cmd);
-        rc = end_table(fp, out, "mbsim calibrate transfer") ? 1 : 0;
+        mb_cli__write_transfer(fp, &fw, want, from, n, cmd);
+        rc = mb_cli__end_table(fp, out, "mbsim calibrate transfer") ? 1 : 0;
     }
     mb_calib_free(cal);
     return rc;

@@ -24,7 +24,7 @@
 #include "mb_fabric.h"
 #include "mb_topo.h"
 
-static void usage(FILE *fp)
+static void mb_cli__usage(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim collective --system NAME|FILE.yaml --gpus N --op OP [--sizes MIN:MAX]\n"
@@ -45,7 +45,7 @@ static void usage(FILE *fp)
 
 /* The size after s: s * factor rounded down, at least one byte more (8 * 1.1
  * rounds back to 8, which looped for ever). */
-static double next_size(double s, double factor)
+static double mb_cli__next_size(double s, double factor)
 {
     double n = floor(s * factor);
     return n > s ? n : s + 1;
@@ -53,7 +53,7 @@ static double next_size(double s, double factor)
 
 #define MB_COLL_MAX_BYTES (1024.0 * 1024 * 1024 * 1024 * 1024)
 
-static int parse_size(const char *s, double *out)
+static int mb_cli__parse_size(const char *s, double *out)
 {
     char *end;
     errno = 0;
@@ -87,7 +87,7 @@ static const struct { const char *name, *nccl; int size; } dtypes[] = {
     {"int64", "int64", 8},    {"uint64", "uint64", 8},    {"fp8", "f8e4m3", 1},    {"f8e4m3", "f8e4m3", 1},
     {"f8e5m2", "f8e5m2", 1}};
 
-static void fmt_time(char *buf, size_t n, double us)
+static void mb_cli__fmt_time(char *buf, size_t n, double us)
 {
     if (us >= 10000)
         snprintf(buf, n, "%7.0f", us);
@@ -109,14 +109,14 @@ struct coll_opts {
 };
 
 /* --sizes MIN:MAX read into o->smin, o->smax and checked with --factor: -1, or 2 after the message. */
-static int coll_sizes(struct coll_opts *o)
+static int mb_cli__coll_sizes(struct coll_opts *o)
 {
     char buf[128];
     snprintf(buf, sizeof buf, "%s", o->sizes);
     char *colon = strchr(buf, ':');
     if (colon)
         *colon = '\0';
-    if (parse_size(buf, &o->smin) || parse_size(colon ? colon + 1 : buf, &o->smax) || o->smax < o->smin) {
+    if (mb_cli__parse_size(buf, &o->smin) || mb_cli__parse_size(colon ? colon + 1 : buf, &o->smax) || o->smax < o->smin) {
         fprintf(stderr,
                 "mbsim collective: --sizes '%s': expected MIN:MAX bytes (suffix K, M, G, T; at most 1 PiB), "
                 "MIN <= MAX\n",
@@ -124,7 +124,7 @@ static int coll_sizes(struct coll_opts *o)
         return 2;
     }
     int n_sizes = 0;
-    for (double s = o->smin; s <= o->smax * (1 + 1e-12) && n_sizes <= MB_COLL_MAX_SIZES; s = next_size(s, o->factor))
+    for (double s = o->smin; s <= o->smax * (1 + 1e-12) && n_sizes <= MB_COLL_MAX_SIZES; s = mb_cli__next_size(s, o->factor))
         n_sizes++;
     if (n_sizes > MB_COLL_MAX_SIZES) {
         fprintf(stderr, "mbsim collective: --sizes %s with --factor %g gives more than %d sizes\n", o->sizes,
@@ -135,17 +135,17 @@ static int coll_sizes(struct coll_opts *o)
 }
 
 /* One option's value into o: -1 when it is good, else the exit code (2, or 0 for --help). */
-static int coll_option(struct coll_opts *o, int c, const char *v)
+static int mb_cli__coll_option(struct coll_opts *o, int c, const char *v)
 {
     char *end;
     if (c == 'h') {
-        usage(stdout);
+        mb_cli__usage(stdout);
         return 0;
     } else if (c == CLI_OPERAND) {
         fprintf(stderr, "mbsim collective: unexpected argument '%s'\n", v);
-        usage(stderr);
+        mb_cli__usage(stderr);
     } else if (c == CLI_USAGE) {
-        usage(stderr);
+        mb_cli__usage(stderr);
     } else if (c == O_SYSTEM) {
         o->system = v;
         return -1;
@@ -192,7 +192,7 @@ static int coll_option(struct coll_opts *o, int c, const char *v)
 }
 
 /* The options, then the checks that need several of them: -1 to go on, else the exit code. */
-static int coll_parse(int argc, char **argv, struct coll_opts *o)
+static int mb_cli__coll_parse(int argc, char **argv, struct coll_opts *o)
 {
     static const struct option lo[] = {
         {"help", no_argument, NULL, 'h'},            {"system", required_argument, NULL, O_SYSTEM},
@@ -206,13 +206,13 @@ static int coll_parse(int argc, char **argv, struct coll_opts *o)
     int c, rc = -1;
     cli_opts_init(&g, "mbsim collective", "h", lo, argc - i0, argv + i0);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END)
-        rc = coll_option(o, c, v);
+        rc = mb_cli__coll_option(o, c, v);
     cli_opts_free(&g);
     if (rc >= 0)
         return rc;
     if (!o->system || !o->gpus || !o->have_op) {
         fprintf(stderr, "mbsim collective: --system, --gpus and --op are required\n");
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
     int max_ranks = o->op == MB_COLL_ALLTOALL ? MB_COLL_MAX_ALLTOALL_RANKS : MB_COLL_MAX_RANKS;
@@ -221,12 +221,12 @@ static int coll_parse(int argc, char **argv, struct coll_opts *o)
                         "larger groups take minutes and GiBs)\n", o->gpus, max_ranks, mb_coll_op_name(o->op));
         return 2;
     }
-    return coll_sizes(o);
+    return mb_cli__coll_sizes(o);
 }
 
 /* The system, its calibration table (--calib or the GPU's own) and the fabric's link
  * parameters from it: 0, or -1 after the message (nothing left to free). */
-static int coll_load(const struct coll_opts *o, struct mb_system *sys, struct mb_calib **cal,
+static int mb_cli__coll_load(const struct coll_opts *o, struct mb_system *sys, struct mb_calib **cal,
                      struct mb_fabric_params *fp)
 {
     struct mb_err err;
@@ -259,7 +259,7 @@ static int coll_load(const struct coll_opts *o, struct mb_system *sys, struct mb
 }
 
 /* The GPU count and the algorithm checked once, on a throwaway fabric: 0, or 2 after the message. */
-static int coll_check(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp)
+static int mb_cli__coll_check(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp)
 {
     struct mb_err err;
     char msg[1024];
@@ -285,7 +285,7 @@ static int coll_check(const struct coll_opts *o, const struct mb_system *sys, co
 }
 
 /* nccl-tests' heading, with what was simulated. */
-static void coll_header(const struct coll_opts *o, const struct mb_system *sys)
+static void mb_cli__coll_header(const struct coll_opts *o, const struct mb_system *sys)
 {
     int nodes = (o->gpus + sys->gpus_per_node - 1) / sys->gpus_per_node;
     printf("# mbsim collective: %s on %d GPUs of system '%s' (%d node%s x %d), dtype %s, algo %s\n",
@@ -310,7 +310,7 @@ struct coll_sums {
 };
 
 /* One size simulated on a fresh engine and printed as a table row: 0, or 1 after the message. */
-static int coll_row(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp,
+static int mb_cli__coll_row(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp,
                     const struct mb_calib *cal, double bytes, double count, struct coll_sums *sum)
 {
     struct mb_err err;
@@ -341,7 +341,7 @@ static int coll_row(const struct coll_opts *o, const struct mb_system *sys, cons
     const char *redop = (o->op == MB_COLL_ALL_REDUCE || o->op == MB_COLL_REDUCE_SCATTER) ? "sum" : "none";
     int root = o->op == MB_COLL_BROADCAST ? 0 : -1;
     char ts[32];
-    fmt_time(ts, sizeof ts, t * 1e6);
+    mb_cli__fmt_time(ts, sizeof ts, t * 1e6);
     printf("%12.0f  %12.0f  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s  %7s  %6.2f  %6.2f  %5s\n", bytes, count,
            dtypes[o->dt].nccl, redop, root, ts, algbw, busbw, "N/A", ts, algbw, busbw, "N/A");
     sum->sum_bus += busbw;
@@ -357,19 +357,19 @@ static int coll_row(const struct coll_opts *o, const struct mb_system *sys, cons
 }
 
 /* Every size of --sizes as a row, then nccl-tests' footer: 0, or the exit code after the message. */
-static int coll_table(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp,
+static int mb_cli__coll_table(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp,
                       const struct mb_calib *cal)
 {
     int ws = dtypes[o->dt].size;
     int per_rank_count = o->op == MB_COLL_ALL_GATHER || o->op == MB_COLL_REDUCE_SCATTER || o->op == MB_COLL_ALLTOALL;
     double unit = per_rank_count ? (double)ws * o->gpus : ws;
     struct coll_sums sum = {.last = -1};
-    coll_header(o, sys);
-    for (double s = o->smin; s <= o->smax * (1 + 1e-12); s = next_size(s, o->factor)) {
+    mb_cli__coll_header(o, sys);
+    for (double s = o->smin; s <= o->smax * (1 + 1e-12); s = mb_cli__next_size(s, o->factor)) {
         double count = floor(s / unit);
         if (count < 1)
             continue;
-        if (coll_row(o, sys, fp, cal, count * unit, count, &sum))
+        if (mb_cli__coll_row(o, sys, fp, cal, count * unit, count, &sum))
             return 1;
         if (floor(s * o->factor) <= s)
             break;
@@ -393,17 +393,17 @@ static int coll_table(const struct coll_opts *o, const struct mb_system *sys, co
 int mb_cmd_collective(int argc, char **argv)
 {
     struct coll_opts o = {.sizes = "8:8G", .factor = 2, .op = MB_COLL_ALL_REDUCE, .algo = MB_COLL_ALGO_AUTO};
-    int rc = coll_parse(argc, argv, &o);
+    int rc = mb_cli__coll_parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
     struct mb_system sys;
     struct mb_calib *cal;
     struct mb_fabric_params fp;
-    if (coll_load(&o, &sys, &cal, &fp))
+    if (mb_cli__coll_load(&o, &sys, &cal, &fp))
         return 1;
-    rc = coll_check(&o, &sys, &fp);
+    rc = mb_cli__coll_check(&o, &sys, &fp);
     if (!rc)
-        rc = coll_table(&o, &sys, &fp, cal);
+        rc = mb_cli__coll_table(&o, &sys, &fp, cal);
     mb_calib_free(cal);
     return rc;
 }

@@ -15,7 +15,7 @@
 #include "mb_hf.h"
 #include "mb_megatron.h"
 
-static void usage(FILE *fp)
+static void mb_cli__usage(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim import megatron|bridge FILE --system NAME [--gpus N | --nodes N] [--model NAME]\n"
@@ -61,7 +61,7 @@ int mb_cmd_emit(const struct mb_scenario *s, int dialect)
     return mb_megatron_emit(s, (enum mb_megatron_dialect)dialect, stdout, stderr) ? 1 : 0;
 }
 
-static int positive(const char *opt, const char *v, int *out)
+static int mb_cli__positive(const char *opt, const char *v, int *out)
 {
     char *end;
     long n = v ? strtol(v, &end, 10) : 0;
@@ -74,7 +74,7 @@ static int positive(const char *opt, const char *v, int *out)
 }
 
 /* Options after the dialect; 0, 1 (help shown) or 2 (usage error). */
-static int parse(int argc, char **argv, const char **file, const char **out, struct mb_megatron_opts *o)
+static int mb_cli__parse(int argc, char **argv, const char **file, const char **out, struct mb_megatron_opts *o)
 {
     enum { O_SYSTEM = 256, O_MODEL, O_NAME, O_GPUS, O_NODES };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"system", required_argument, NULL, O_SYSTEM},
@@ -88,7 +88,7 @@ static int parse(int argc, char **argv, const char **file, const char **out, str
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END) {
         switch (c) {
         case 'h':
-            usage(stdout);
+            mb_cli__usage(stdout);
             rc = 1;
             break;
         case O_SYSTEM:
@@ -105,7 +105,7 @@ static int parse(int argc, char **argv, const char **file, const char **out, str
             break;
         case O_GPUS:
         case O_NODES:
-            if (positive(cli_opts_name(&g), v, c == O_GPUS ? &o->gpus : &o->nodes))
+            if (mb_cli__positive(cli_opts_name(&g), v, c == O_GPUS ? &o->gpus : &o->nodes))
                 rc = 2;
             break;
         case CLI_OPERAND:
@@ -124,7 +124,7 @@ static int parse(int argc, char **argv, const char **file, const char **out, str
     return rc;
 }
 
-static int write_scenario(const struct mb_scenario *s, const char *out)
+static int mb_cli__write_scenario(const struct mb_scenario *s, const char *out)
 {
     FILE *fp = out ? fopen(out, "w") : stdout;
     int bad = !fp || mb_scenario_write_yaml(s, fp);
@@ -139,7 +139,7 @@ static int write_scenario(const struct mb_scenario *s, const char *out)
 
 /* Default model name: OUT's stem, else the config file's stem unless it is
  * "config" (then its folder's name), else "hf_model"; lower case, [a-z0-9._-]. */
-static void hf_name(const char *file, const char *out, char *name, size_t len)
+static void mb_cli__hf_name(const char *file, const char *out, char *name, size_t len)
 {
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     const char *src = out ? out : strcmp(base, "config.json") ? file : NULL, *end;
@@ -165,13 +165,13 @@ static void hf_name(const char *file, const char *out, char *name, size_t len)
         snprintf(name, len, "hf_model");
 }
 
-static int import_hf(const char *file, const char *out, const char *name_opt)
+static int mb_cli__import_hf(const char *file, const char *out, const char *name_opt)
 {
     char name[64], msg[1024];
     if (name_opt)
         snprintf(name, sizeof name, "%s", name_opt);
     else
-        hf_name(file, out, name, sizeof name);
+        mb_cli__hf_name(file, out, name, sizeof name);
     if (name_opt && strlen(name_opt) >= sizeof name) {
         fprintf(stderr, "mbsim import: --name '%s': at most 63 characters\n", name_opt);
         return 2;
@@ -205,7 +205,7 @@ static int import_hf(const char *file, const char *out, const char *name_opt)
 int mb_cmd_import(int argc, char **argv)
 {
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        usage(argc < 1 ? stderr : stdout);
+        mb_cli__usage(argc < 1 ? stderr : stdout);
         return argc < 1 ? 2 : 0;
     }
     enum mb_megatron_dialect d;
@@ -222,7 +222,7 @@ int mb_cmd_import(int argc, char **argv)
     }
     const char *file = NULL, *out = NULL;
     struct mb_megatron_opts o = {0};
-    int rc = parse(argc, argv, &file, &out, &o);
+    int rc = mb_cli__parse(argc, argv, &file, &out, &o);
     if (rc)
         return rc == 1 ? 0 : 2;
     if (hf && (o.system || o.model || o.gpus || o.nodes)) {
@@ -230,10 +230,10 @@ int mb_cmd_import(int argc, char **argv)
         return 2;
     }
     if (hf && file)
-        return import_hf(file, out, o.name);
+        return mb_cli__import_hf(file, out, o.name);
     if (!file || !o.system) {
         fprintf(stderr, "mbsim import: %s\n", !file ? "give the file to import" : "give the system with --system NAME");
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
     struct mb_megatron_args a;
@@ -248,7 +248,7 @@ int mb_cmd_import(int argc, char **argv)
         return 1;
     }
     mb_megatron_args_free(&a);
-    rc = write_scenario(&s, out);
+    rc = mb_cli__write_scenario(&s, out);
     mb_scenario_free(&s);
     return rc;
 }

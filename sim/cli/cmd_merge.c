@@ -16,7 +16,7 @@
 #define MERGE_MAX_FILES 4096
 #define MERGE_SHOWN 10 /* missing configurations named in the error */
 
-static void usage(FILE *fp)
+static void mb_cli__usage(FILE *fp)
 {
     fprintf(fp, "usage: mbsim merge FILE.yaml [--set key=v1,v2,...]... SHARD.tsv... [--tsv OUT.tsv] [--json OUT.json]\n"
                 "                   [--top N]\n"
@@ -40,7 +40,7 @@ struct merge {
     int *line;
 };
 
-static void values_of(const struct mb_sweep *sw, size_t idx, char *buf, size_t len)
+static void mb_cli__values_of(const struct mb_sweep *sw, size_t idx, char *buf, size_t len)
 {
     size_t k = 0;
     buf[0] = 0;
@@ -50,12 +50,12 @@ static void values_of(const struct mb_sweep *sw, size_t idx, char *buf, size_t l
     }
 }
 
-static int merge_row(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
+static int mb_cli__merge_row(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
 {
     struct merge *m = ctx;
     if (m->file[r->index]) {
         char v[512];
-        values_of(m->sw, r->index, v, sizeof v);
+        mb_cli__values_of(m->sw, r->index, v, sizeof v);
         return mb_err_set(err, m->path, line, 1, "configuration %zu (%s) is also in %s:%d", r->index, v,
                           m->file[r->index], m->line[r->index]);
     }
@@ -66,7 +66,7 @@ static int merge_row(const struct mb_sweep_row *r, int line, void *ctx, struct m
 }
 
 /* Every configuration present, or an error naming the first missing ones. */
-static int check_complete(const struct merge *m, size_t total)
+static int mb_cli__check_complete(const struct merge *m, size_t total)
 {
     size_t missing = 0;
     for (size_t i = 0; i < total; i++)
@@ -79,7 +79,7 @@ static int check_complete(const struct merge *m, size_t total)
     for (size_t i = 0; i < total && shown < MERGE_SHOWN; i++)
         if (!m->file[i]) {
             char v[512];
-            values_of(m->sw, i, v, sizeof v);
+            mb_cli__values_of(m->sw, i, v, sizeof v);
             fprintf(stderr, "  configuration %zu: %s\n", i, v);
             shown++;
         }
@@ -91,7 +91,7 @@ static int check_complete(const struct merge *m, size_t total)
 }
 
 /* Options and files; 0, 1 (help shown) or 2 (usage error). */
-static int parse(int argc, char **argv, const char **yaml, const char **files, int *n_files, const char **sets,
+static int mb_cli__parse(int argc, char **argv, const char **yaml, const char **files, int *n_files, const char **sets,
                  int *n_sets, const char **tsv, const char **json, long *top)
 {
     enum { O_SET = 256, O_TSV, O_JSON, O_TOP };
@@ -104,7 +104,7 @@ static int parse(int argc, char **argv, const char **yaml, const char **files, i
     cli_opts_init(&g, "mbsim merge", "h", lo, argc, argv);
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
-            usage(stdout);
+            mb_cli__usage(stdout);
             rc = 1;
         } else if (c == O_SET) {
             if (*n_sets == 64) {
@@ -138,7 +138,7 @@ static int parse(int argc, char **argv, const char **yaml, const char **files, i
         return rc;
     if (!*yaml || !*n_files) {
         fprintf(stderr, "mbsim merge: give the sweep's scenario file and the shard TSVs\n");
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
     if (!*tsv && !*json)
@@ -150,7 +150,7 @@ static int parse(int argc, char **argv, const char **yaml, const char **files, i
     return 0;
 }
 
-static int load_sweep(const char *yaml, const char **sets, int n_sets, struct mb_sweep *sw)
+static int mb_cli__load_sweep(const char *yaml, const char **sets, int n_sets, struct mb_sweep *sw)
 {
     struct mb_err err;
     char buf[1024];
@@ -170,13 +170,13 @@ static int load_sweep(const char *yaml, const char **sets, int n_sets, struct mb
     return 0;
 }
 
-static int read_all(struct merge *m, const char **files, int n_files)
+static int mb_cli__read_all(struct merge *m, const char **files, int n_files)
 {
     struct mb_err err;
     for (int f = 0; f < n_files; f++) {
         mb_err_clear(&err);
         m->path = files[f];
-        if (mb_sweep_read_tsv(m->sw, files[f], 0, merge_row, m, NULL, &err)) {
+        if (mb_sweep_read_tsv(m->sw, files[f], 0, mb_cli__merge_row, m, NULL, &err)) {
             char buf[1024];
             mb_err_format(&err, buf, sizeof buf);
             fprintf(stderr, "mbsim: %s\n", buf);
@@ -192,16 +192,16 @@ int mb_cmd_merge(int argc, char **argv)
     const char **files = mb_calloc(MERGE_MAX_FILES, sizeof *files);
     int n_files = 0, n_sets = 0;
     long top = 10;
-    int rc = parse(argc, argv, &yaml, files, &n_files, sets, &n_sets, &tsv, &json, &top);
+    int rc = mb_cli__parse(argc, argv, &yaml, files, &n_files, sets, &n_sets, &tsv, &json, &top);
     struct mb_sweep sw;
-    if (rc || (rc = load_sweep(yaml, sets, n_sets, &sw)) != 0) {
+    if (rc || (rc = mb_cli__load_sweep(yaml, sets, n_sets, &sw)) != 0) {
         mb_free(files);
         return rc == 1 ? 0 : rc;
     }
     size_t total = mb_sweep_size(&sw);
     struct merge m = {&sw, NULL, mb_calloc(total, sizeof *m.rows), mb_calloc(total, sizeof *m.file),
                       mb_calloc(total, sizeof *m.line)};
-    rc = read_all(&m, files, n_files) || check_complete(&m, total) ? EXIT_BAD_INPUT : 0;
+    rc = mb_cli__read_all(&m, files, n_files) || mb_cli__check_complete(&m, total) ? EXIT_BAD_INPUT : 0;
     struct mb_swout out;
     if (!rc && mb_swout_open(&out, &sw, tsv, json, 1, 0, 1))
         rc = EXIT_BAD_INPUT;

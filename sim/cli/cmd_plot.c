@@ -22,7 +22,7 @@
 #include "cli.h"
 #include "tsv.h"
 
-static void usage_plot(FILE *fp)
+static void mb_cli__usage_plot(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim plot KIND INPUT [-o OUT.png|OUT.svg]\n"
@@ -51,7 +51,7 @@ static void usage_plot(FILE *fp)
 /* The JSON input of a plot: a file (plain or gzip: `mbsim run --trace out.json.gz`)
  * or "-" for stdin, at most the input size limit; NULL after printing
  * "mbsim plot: FILE:line:col: what" when it cannot be read or does not parse. */
-static json_t *read_input(const char *in)
+static json_t *mb_cli__read_input(const char *in)
 {
     struct mb_err e;
     char *buf, msg[1024];
@@ -70,14 +70,14 @@ static json_t *read_input(const char *in)
     return root;
 }
 
-static int has_suffix(const char *s, const char *suf)
+static int mb_cli__has_suffix(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
 /* The gnuplot executable: $MBSIM_GNUPLOT, else `gnuplot` found on PATH. */
-static int find_gnuplot(char *out, size_t len)
+static int mb_cli__find_gnuplot(char *out, size_t len)
 {
     const char *env = getenv("MBSIM_GNUPLOT");
     if (env && *env) {
@@ -102,7 +102,7 @@ static int find_gnuplot(char *out, size_t len)
     return rc;
 }
 
-static FILE *tmp_tsv(char *path, size_t len)
+static FILE *mb_cli__tmp_tsv(char *path, size_t len)
 {
     const char *dir = getenv("TMPDIR");
     snprintf(path, len, "%s/mbsim-plot-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -112,12 +112,12 @@ static FILE *tmp_tsv(char *path, size_t len)
     return fdopen(fd, "w");
 }
 
-static int quote_ok(const char *s)
+static int mb_cli__quote_ok(const char *s)
 {
     return !strchr(s, '\'') && !strchr(s, '\n');
 }
 
-static void clean_field(const char *s, FILE *fp)
+static void mb_cli__clean_field(const char *s, FILE *fp)
 {
     for (; *s; s++)
         fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
@@ -135,7 +135,7 @@ struct vpt {
     int worst;
 };
 
-static int by_abs_err(const void *a, const void *b)
+static int mb_cli__by_abs_err(const void *a, const void *b)
 {
     const struct vpt *x = *(const struct vpt *const *)a, *y = *(const struct vpt *const *)b;
     double ex = fabs(x->err), ey = fabs(y->err);
@@ -143,12 +143,12 @@ static int by_abs_err(const void *a, const void *b)
 }
 
 /* Mark the worst rows and write id, system, model, metric, measured, predicted, err_pct, worst. */
-static void write_points(struct vpt *p, size_t n, FILE *out)
+static void mb_cli__write_points(struct vpt *p, size_t n, FILE *out)
 {
     struct vpt **by = mb_calloc(n + 1, sizeof *by);
     for (size_t i = 0; i < n; i++)
         by[i] = &p[i];
-    qsort(by, n, sizeof *by, by_abs_err);
+    qsort(by, n, sizeof *by, mb_cli__by_abs_err);
     for (size_t i = 0; i < n && i < PLOT_WORST; i++)
         by[i]->worst = 1;
     mb_free(by);
@@ -156,7 +156,7 @@ static void write_points(struct vpt *p, size_t n, FILE *out)
     for (size_t i = 0; i < n; i++) {
         const char *f[4] = {p[i].id, p[i].system, p[i].model, p[i].metric};
         for (int j = 0; j < 4; j++) {
-            clean_field(f[j] && f[j][0] ? f[j] : "NA", out);
+            mb_cli__clean_field(f[j] && f[j][0] ? f[j] : "NA", out);
             fputc('\t', out);
         }
         fprintf(out, "%.10g\t%.10g\t%.6g\t%d\n", p[i].meas, p[i].pred, p[i].err, p[i].worst);
@@ -164,9 +164,9 @@ static void write_points(struct vpt *p, size_t n, FILE *out)
 }
 
 /* `mbsim validate --json` -> the points (predicted rows only). */
-static int conv_validate(const char *in, FILE *out)
+static int mb_cli__conv_validate(const char *in, FILE *out)
 {
-    json_t *root = read_input(in);
+    json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
     json_t *rows = json_object_get(root, "rows");
@@ -204,7 +204,7 @@ static int conv_validate(const char *in, FILE *out)
                               json_is_number(e) ? json_number_value(e) : (pr - m) / m * 100, 0};
     }
     if (!rc && k)
-        write_points(p, k, out);
+        mb_cli__write_points(p, k, out);
     else if (!rc)
         fprintf(stderr, "mbsim plot: %s: no predicted rows to plot\n", in);
     mb_free(p);
@@ -215,7 +215,7 @@ static int conv_validate(const char *in, FILE *out)
 
 /* A TSV with columns metric, measured, predicted (id, system, model, err_pct
  * optional; err_pct computed when absent) -> the points. */
-static int conv_validate_tsv(const char *in, FILE *out)
+static int mb_cli__conv_validate_tsv(const char *in, FILE *out)
 {
     struct mb_tsv t;
     char msg[1024];
@@ -258,7 +258,7 @@ static int conv_validate_tsv(const char *in, FILE *out)
         rc = -1;
     }
     if (!rc)
-        write_points(p, t.nrow, out);
+        mb_cli__write_points(p, t.nrow, out);
     mb_free(p);
     mb_free(label);
     mb_tsv_free(&t);
@@ -273,7 +273,7 @@ struct mem_pt {
     const char *config;
 };
 
-static int by_mem(const void *a, const void *b)
+static int mb_cli__by_mem(const void *a, const void *b)
 {
     const struct mem_pt *x = a, *y = b;
     return x->mem < y->mem ? -1 : x->mem > y->mem;
@@ -284,7 +284,7 @@ static int by_mem(const void *a, const void *b)
  * capacity_gib, fits_gib, oom_gib sorted by memory. The reserved memory (peak
  * allocated plus the allocator's estimated reserve) is what the OOM verdict
  * compares with the capacity, so points above the line are exactly the OOM ones. */
-static int conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis)
+static int mb_cli__conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis)
 {
     struct mb_tsv t;
     char msg[1024];
@@ -369,7 +369,7 @@ static int conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis)
         fprintf(out1, "\n");
     }
     /* (2) memory, ascending */
-    qsort(pts, np, sizeof *pts, by_mem);
+    qsort(pts, np, sizeof *pts, mb_cli__by_mem);
     fprintf(out2, "order\tconfig\treserved_memory_gib\tcapacity_gib\tfits_gib\toom_gib\n");
     for (size_t i = 0; i < np; i++) {
         fprintf(out2, "%zu\t%s\t%.6g\t%.6g\t", i, pts[i].config, pts[i].mem, pts[i].cap);
@@ -409,16 +409,16 @@ struct term {
     double s;
 };
 
-static int by_seconds(const void *a, const void *b)
+static int mb_cli__by_seconds(const void *a, const void *b)
 {
     const struct term *x = a, *y = b;
     return x->s > y->s ? -1 : x->s < y->s;
 }
 
 /* `mbsim run --json` -> term, seconds, share (non-zero terms, largest first). */
-static int conv_breakdown(const char *in, FILE *out)
+static int mb_cli__conv_breakdown(const char *in, FILE *out)
 {
-    json_t *root = read_input(in);
+    json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
     json_t *bd = json_object_get(root, "breakdown_s");
@@ -439,7 +439,7 @@ static int conv_breakdown(const char *in, FILE *out)
             total += json_number_value(v);
         }
     }
-    qsort(t, n, sizeof t[0], by_seconds);
+    qsort(t, n, sizeof t[0], mb_cli__by_seconds);
     fprintf(out, "term\tseconds\tshare_pct\n");
     for (size_t i = 0; i < n; i++)
         fprintf(out, "%s\t%.6g\t%.4g\n", t[i].name, t[i].s, total > 0 ? 100 * t[i].s / total : 0);
@@ -453,7 +453,7 @@ static int conv_breakdown(const char *in, FILE *out)
 
 /* ------------------------------------------------------------- memory */
 
-static double num_of(json_t *o, const char *k)
+static double mb_cli__num_of(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : 0;
@@ -464,9 +464,9 @@ static double num_of(json_t *o, const char *k)
  * at_risk_gib: one row per point of memory.timeline (the peak rank). Static =
  * allocated - the dynamic terms; reserved and device add the peak's
  * fragmentation and the memory outside PyTorch to each point. */
-static int conv_memory(const char *in, FILE *out)
+static int mb_cli__conv_memory(const char *in, FILE *out)
 {
-    json_t *root = read_input(in);
+    json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
     json_t *mem = json_object_get(root, "memory");
@@ -484,9 +484,9 @@ static int conv_memory(const char *in, FILE *out)
             return -1;
         }
     }
-    double frag = num_of(mem, "fragmentation_gib");
-    double outside = num_of(mem, "comm_buffers_gib") + num_of(mem, "cuda_context_gib");
-    double cap = num_of(mem, "capacity_gib"), risk = num_of(mem, "at_risk_fraction") * cap;
+    double frag = mb_cli__num_of(mem, "fragmentation_gib");
+    double outside = mb_cli__num_of(mem, "comm_buffers_gib") + mb_cli__num_of(mem, "cuda_context_gib");
+    double cap = mb_cli__num_of(mem, "capacity_gib"), risk = mb_cli__num_of(mem, "at_risk_fraction") * cap;
     fprintf(out, "t_ms\tstatic_gib\tactivations_gib\tloss_gib\trecompute_gib\tbackward_gradients_gib\t"
                  "allocated_gib\treserved_gib\tdevice_gib\tcapacity_gib\tat_risk_gib\n");
     for (size_t i = 0; i < n; i++) {
@@ -508,9 +508,9 @@ static int conv_memory(const char *in, FILE *out)
 
 /* `mbsim run --trace` JSON -> one row per slice: track (y), start/end (ms),
  * category. Tracks are numbered stage by stage: compute, each comm kind, host. */
-static int conv_gantt(const char *in, FILE *out)
+static int mb_cli__conv_gantt(const char *in, FILE *out)
 {
-    json_t *root = read_input(in);
+    json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
     json_t *ev = json_object_get(root, "traceEvents");
@@ -552,7 +552,7 @@ static int conv_gantt(const char *in, FILE *out)
 
 /* ------------------------------------------------------------- command */
 
-static int run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
+static int mb_cli__run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
                        const char *extra)
 {
     char expr[4096];
@@ -578,15 +578,15 @@ static int run_gnuplot(const char *gp, const char *script, const char *in1, cons
 /* The fuzz harness (tests/fuzz/fuzz_plot.c) compiles this file with
  * MB_PLOT_RUN_HOOK defined: gnuplot is then started through mb_plot_run_hook,
  * which the harness may point at a stand-in that runs no process. mbsim itself
- * always calls run_gnuplot. */
+ * always calls mb_cli__run_gnuplot. */
 #ifdef MB_PLOT_RUN_HOOK
 extern int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2,
                                const char *out, const char *extra);
 int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
-                        const char *extra) = run_gnuplot;
+                        const char *extra) = mb_cli__run_gnuplot;
 #define MB_RUN_GNUPLOT mb_plot_run_hook
 #else
-#define MB_RUN_GNUPLOT run_gnuplot
+#define MB_RUN_GNUPLOT mb_cli__run_gnuplot
 #endif
 
 int mb_cmd_plot(int argc, char **argv)
@@ -598,7 +598,7 @@ int mb_cmd_plot(int argc, char **argv)
     cli_opts_init(&g, "mbsim plot", "ho:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
-            usage_plot(stdout);
+            mb_cli__usage_plot(stdout);
             rc = 0;
         } else if (c == 'o') {
             out = v;
@@ -608,7 +608,7 @@ int mb_cmd_plot(int argc, char **argv)
             fprintf(stderr, "mbsim plot: one input expected, got '%s' too\n", v);
             rc = EXIT_USAGE;
         } else {
-            usage_plot(stderr);
+            mb_cli__usage_plot(stderr);
             rc = EXIT_USAGE;
         }
     }
@@ -616,7 +616,7 @@ int mb_cmd_plot(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!kind || !in) {
-        usage_plot(stderr);
+        mb_cli__usage_plot(stderr);
         return EXIT_USAGE;
     }
     if (strcmp(kind, "validate") && strcmp(kind, "sweep") && strcmp(kind, "breakdown") && strcmp(kind, "gantt") &&
@@ -630,16 +630,16 @@ int mb_cmd_plot(int argc, char **argv)
         snprintf(def_out, sizeof def_out, "%s.png", kind);
         out = def_out;
     }
-    if (!has_suffix(out, ".png") && !has_suffix(out, ".svg")) {
+    if (!mb_cli__has_suffix(out, ".png") && !mb_cli__has_suffix(out, ".svg")) {
         fprintf(stderr, "mbsim plot: -o %s: the output must end in .png or .svg\n", out);
         return EXIT_USAGE;
     }
-    if (!quote_ok(out)) {
+    if (!mb_cli__quote_ok(out)) {
         fprintf(stderr, "mbsim plot: -o %s: quotes and newlines are not allowed in the output path\n", out);
         return EXIT_USAGE;
     }
     char gp[1024];
-    if (find_gnuplot(gp, sizeof gp)) {
+    if (mb_cli__find_gnuplot(gp, sizeof gp)) {
         fprintf(stderr, "mbsim plot: gnuplot not found (install it: apt-get install gnuplot-nox, or set "
                         "MBSIM_GNUPLOT to its path); every other mbsim command works without it\n");
         return EXIT_BAD_INPUT;
@@ -663,23 +663,23 @@ int mb_cmd_plot(int argc, char **argv)
     }
 
     char t1[1024], t2[1024];
-    FILE *f1 = tmp_tsv(t1, sizeof t1), *f2 = NULL;
+    FILE *f1 = mb_cli__tmp_tsv(t1, sizeof t1), *f2 = NULL;
     if (!f1) {
         fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
         return EXIT_BAD_INPUT;
     }
     int mbs_axis = 1;
     if (!strcmp(kind, "validate")) {
-        rc = has_suffix(in, ".tsv") ? conv_validate_tsv(in, f1) : conv_validate(in, f1);
+        rc = mb_cli__has_suffix(in, ".tsv") ? mb_cli__conv_validate_tsv(in, f1) : mb_cli__conv_validate(in, f1);
     } else if (!strcmp(kind, "sweep")) {
-        f2 = tmp_tsv(t2, sizeof t2);
-        rc = f2 ? conv_sweep(in, f1, f2, &mbs_axis) : -1;
+        f2 = mb_cli__tmp_tsv(t2, sizeof t2);
+        rc = f2 ? mb_cli__conv_sweep(in, f1, f2, &mbs_axis) : -1;
     } else if (!strcmp(kind, "gantt")) {
-        rc = conv_gantt(in, f1);
+        rc = mb_cli__conv_gantt(in, f1);
     } else if (!strcmp(kind, "memory")) {
-        rc = conv_memory(in, f1);
+        rc = mb_cli__conv_memory(in, f1);
     } else {
-        rc = conv_breakdown(in, f1);
+        rc = mb_cli__conv_breakdown(in, f1);
     }
     fclose(f1);
     if (f2)

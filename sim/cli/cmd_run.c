@@ -11,7 +11,7 @@
 #include "mb_step.h"
 #include "report.h"
 
-static void usage_run(FILE *fp)
+static void mb_cli__usage_run(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
@@ -51,7 +51,7 @@ int mb_cmd_run(int argc, char **argv)
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         switch (c) {
         case 'h':
-            usage_run(stdout);
+            mb_cli__usage_run(stdout);
             rc = 0;
             break;
         case O_JSON:
@@ -82,7 +82,7 @@ int mb_cmd_run(int argc, char **argv)
             rc = EXIT_USAGE;
             break;
         default: /* CLI_USAGE: printed */
-            usage_run(stderr);
+            mb_cli__usage_run(stderr);
             rc = EXIT_USAGE;
         }
     }
@@ -90,7 +90,7 @@ int mb_cmd_run(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!file) {
-        usage_run(stderr);
+        mb_cli__usage_run(stderr);
         return EXIT_USAGE;
     }
     if (emit >= 0 && (json || memory || ops || roofline || trace)) {

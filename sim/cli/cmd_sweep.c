@@ -20,7 +20,7 @@
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
-static void usage_sweep(FILE *fp)
+static void mb_cli__usage_sweep(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim sweep FILE.yaml [--set key=v1,v2,...]... [-j N] [--top N]\n"
@@ -65,7 +65,7 @@ static void usage_sweep(FILE *fp)
             mb_sweep_keys());
 }
 
-static double now_s(void)
+static double mb_cli__now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -81,7 +81,7 @@ struct progress {
     int ended;                      /* the 100 % line is out */
 };
 
-static void fmt_hms(char *buf, size_t len, double s)
+static void mb_cli__fmt_hms(char *buf, size_t len, double s)
 {
     long t = (long)(s + 0.5);
     if (t >= 3600)
@@ -90,19 +90,19 @@ static void fmt_hms(char *buf, size_t len, double s)
         snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
 }
 
-static void on_progress(size_t done, size_t total, void *ctx)
+static void mb_cli__on_progress(size_t done, size_t total, void *ctx)
 {
     struct progress *p = ctx;
-    double now = now_s(), el = now - p->t0;
+    double now = mb_cli__now_s(), el = now - p->t0;
     /* the final line always goes out (the driver now reports on every finished row) */
     if (!total || p->ended || (!p->tty && (p->every <= 0 || (done < total && now - p->last < p->every))))
         return;
     p->ended = done == total;
     p->last = now;
     char e[32], eta[32];
-    fmt_hms(e, sizeof e, el);
+    mb_cli__fmt_hms(e, sizeof e, el);
     if (done)
-        fmt_hms(eta, sizeof eta, el / (double)done * (double)(total - done));
+        mb_cli__fmt_hms(eta, sizeof eta, el / (double)done * (double)(total - done));
     else
         snprintf(eta, sizeof eta, "?");
     double pct = 100.0 * (double)done / (double)total;
@@ -133,7 +133,7 @@ struct sweep_args {
     double progress_every;
 };
 
-static int parse_count(const char *s, long lo, long hi, long *out)
+static int mb_cli__parse_count(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
@@ -144,7 +144,7 @@ static int parse_count(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-static int parse_shard(const char *s, long *shard, long *nshards)
+static int mb_cli__parse_shard(const char *s, long *shard, long *nshards)
 {
     const char *slash = strchr(s, '/');
     char buf[32];
@@ -152,7 +152,7 @@ static int parse_shard(const char *s, long *shard, long *nshards)
         return -1;
     memcpy(buf, s, (size_t)(slash - s));
     buf[slash - s] = 0;
-    if (parse_count(buf, 0, 1000000, shard) || parse_count(slash + 1, 1, 1000000, nshards) || *shard >= *nshards)
+    if (mb_cli__parse_count(buf, 0, 1000000, shard) || mb_cli__parse_count(slash + 1, 1, 1000000, nshards) || *shard >= *nshards)
         return -1;
     return 0;
 }
@@ -160,11 +160,11 @@ static int parse_shard(const char *s, long *shard, long *nshards)
 enum { O_SET = 256, O_TOP, O_TSV, O_JSON, O_SHARD, O_MBCAP, O_RESUME, O_PROGRESS, O_NOHEADER, O_EXACT, O_SCREEN };
 
 /* One option c, spelled opt, with value v (cli_opts_next); 0 ok, 1 help shown, 2 usage error. */
-static int parse_opt(int c, const char *opt, const char *v, struct sweep_args *a)
+static int mb_cli__parse_opt(int c, const char *opt, const char *v, struct sweep_args *a)
 {
     switch (c) {
     case 'h':
-        usage_sweep(stdout);
+        mb_cli__usage_sweep(stdout);
         return 1;
     case O_SET:
         if (a->n_sets == (int)(sizeof a->sets / sizeof a->sets[0])) {
@@ -181,26 +181,26 @@ static int parse_opt(int c, const char *opt, const char *v, struct sweep_args *a
         return 0;
     }
     case O_TOP:
-        if (parse_count(v, 0, 1000000, &a->top)) {
+        if (mb_cli__parse_count(v, 0, 1000000, &a->top)) {
             fprintf(stderr, "mbsim sweep: --top expects a count from 0 to 1000000, got '%s'\n", v);
             return 2;
         }
         return 0;
     case O_MBCAP:
-        if (parse_count(v, 1, 1000000, &a->mb_cap)) {
+        if (mb_cli__parse_count(v, 1, 1000000, &a->mb_cap)) {
             fprintf(stderr, "mbsim sweep: --mb-cap expects a count from 1 to 1000000, got '%s'\n", v);
             return 2;
         }
         a->mb_cap_given = 1;
         return 0;
     case O_SCREEN:
-        if (parse_count(v, 1, 1000000, &a->screen)) {
+        if (mb_cli__parse_count(v, 1, 1000000, &a->screen)) {
             fprintf(stderr, "mbsim sweep: --screen expects a count from 1 to 1000000, got '%s'\n", v);
             return 2;
         }
         return 0;
     case O_SHARD:
-        if (parse_shard(v, &a->shard, &a->nshards)) {
+        if (mb_cli__parse_shard(v, &a->shard, &a->nshards)) {
             fprintf(stderr, "mbsim sweep: --shard expects i/N with 0 <= i < N <= 1000000, got '%s'\n", v);
             return 2;
         }
@@ -238,27 +238,27 @@ static int parse_opt(int c, const char *opt, const char *v, struct sweep_args *a
         fprintf(stderr, "mbsim sweep: one scenario file expected, got '%s' too\n", v);
         return 2;
     default: /* CLI_USAGE: printed */
-        usage_sweep(stderr);
+        mb_cli__usage_sweep(stderr);
         return 2;
     }
 }
 
 /* Read a Slurm array variable: -1 when unset, -2 when not an integer. */
-static long slurm_env(const char *name)
+static long mb_cli__slurm_env(const char *name)
 {
     const char *v = getenv(name);
     long n;
     if (!v || !*v)
         return -1;
-    return parse_count(v, 0, 100000000L, &n) ? -2 : n;
+    return mb_cli__parse_count(v, 0, 100000000L, &n) ? -2 : n;
 }
 
 /* --shard from a Slurm job array (--array=MIN-MAX[:STEP]): shard =
  * (SLURM_ARRAY_TASK_ID - MIN) / STEP of SLURM_ARRAY_TASK_COUNT. */
-static int shard_from_slurm(struct sweep_args *a)
+static int mb_cli__shard_from_slurm(struct sweep_args *a)
 {
-    long id = slurm_env("SLURM_ARRAY_TASK_ID"), count = slurm_env("SLURM_ARRAY_TASK_COUNT");
-    long min = slurm_env("SLURM_ARRAY_TASK_MIN"), step = slurm_env("SLURM_ARRAY_TASK_STEP");
+    long id = mb_cli__slurm_env("SLURM_ARRAY_TASK_ID"), count = mb_cli__slurm_env("SLURM_ARRAY_TASK_COUNT");
+    long min = mb_cli__slurm_env("SLURM_ARRAY_TASK_MIN"), step = mb_cli__slurm_env("SLURM_ARRAY_TASK_STEP");
     if (a->shard_given || id == -1 || count == -1)
         return 0;
     if (min == -1)
@@ -281,7 +281,7 @@ static int shard_from_slurm(struct sweep_args *a)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct sweep_args *a)
+static int mb_cli__parse_args(int argc, char **argv, struct sweep_args *a)
 {
     memset(a, 0, sizeof *a);
     a->header = -1;
@@ -303,12 +303,12 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
     int c, rc = 0;
     cli_opts_init(&g, "mbsim sweep", "hj:", lo, argc, argv);
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END)
-        rc = parse_opt(c, cli_opts_name(&g), v, a);
+        rc = mb_cli__parse_opt(c, cli_opts_name(&g), v, a);
     cli_opts_free(&g);
     if (rc)
         return rc;
     if (!a->file) {
-        usage_sweep(stderr);
+        mb_cli__usage_sweep(stderr);
         return 2;
     }
     if (!a->tsv)
@@ -329,7 +329,7 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
         fprintf(stderr, "mbsim sweep: --resume needs the TSV file of the interrupted run, not '-'\n");
         return 2;
     }
-    if (shard_from_slurm(a))
+    if (mb_cli__shard_from_slurm(a))
         return 2;
     if (a->header < 0)
         a->header = a->shard == 0;
@@ -346,7 +346,7 @@ struct resume {
     int *line;
 };
 
-static int resume_row(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
+static int mb_cli__resume_row(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
 {
     struct resume *rs = ctx;
     if (r->index < rs->shard || (r->index - rs->shard) % rs->nshards)
@@ -364,7 +364,7 @@ static int resume_row(const struct mb_sweep_row *r, int line, void *ctx, struct 
 
 /* Load the rows an earlier run kept; 0, or -1 (printed). A missing file is an
  * empty one (a job array task that had not started). */
-static int resume_load(struct resume *rs, const struct mb_sweep *sw)
+static int mb_cli__resume_load(struct resume *rs, const struct mb_sweep *sw)
 {
     if (access(rs->path, F_OK) != 0) {
         fprintf(stderr, "mbsim sweep: --resume %s: no such file yet, running every configuration\n", rs->path);
@@ -373,7 +373,7 @@ static int resume_load(struct resume *rs, const struct mb_sweep *sw)
     struct mb_err err;
     mb_err_clear(&err);
     int partial = 0;
-    if (mb_sweep_read_tsv(sw, rs->path, 1, resume_row, rs, &partial, &err)) {
+    if (mb_sweep_read_tsv(sw, rs->path, 1, mb_cli__resume_row, rs, &partial, &err)) {
         mb_cli_print_err(&err);
         return -1;
     }
@@ -388,15 +388,15 @@ static int resume_load(struct resume *rs, const struct mb_sweep *sw)
 
 static volatile sig_atomic_t stop_signal;
 
-static void on_signal(int sig) { stop_signal = sig; }
+static void mb_cli__on_signal(int sig) { stop_signal = sig; }
 
 /* SIGINT/SIGTERM ask the run to stop; a second one kills at once
  * (SA_RESETHAND: the default action is back). */
-static void install_signals(void)
+static void mb_cli__install_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = mb_cli__on_signal;
     sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -404,7 +404,7 @@ static void install_signals(void)
 }
 
 /* argv as a shell would take it back. */
-static void print_word(const char *w, FILE *fp)
+static void mb_cli__print_word(const char *w, FILE *fp)
 {
     if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:%@") == strlen(w)) {
         fputs(w, fp);
@@ -419,7 +419,7 @@ static void print_word(const char *w, FILE *fp)
     fputc('\'', fp);
 }
 
-static void print_resume_hint(int argc, char **argv, const struct sweep_args *a, size_t kept, size_t count)
+static void mb_cli__print_resume_hint(int argc, char **argv, const struct sweep_args *a, size_t kept, size_t count)
 {
     fprintf(stderr, "\nmbsim sweep: interrupted by %s: %zu of %zu %s finished", strsignal(stop_signal),
             kept, count, mb_plural((long long)count, "configuration", "configurations"));
@@ -438,13 +438,13 @@ static void print_resume_hint(int argc, char **argv, const struct sweep_args *a,
         if (!strncmp(argv[i], "--resume=", 9))
             continue;
         fputc(' ', stderr);
-        print_word(argv[i], stderr);
+        mb_cli__print_word(argv[i], stderr);
     }
     fputs(" --resume ", stderr);
-    print_word(a->tsv, stderr);
+    mb_cli__print_word(a->tsv, stderr);
     for (; i < argc; i++) {
         fputc(' ', stderr);
-        print_word(argv[i], stderr);
+        mb_cli__print_word(argv[i], stderr);
     }
     fputc('\n', stderr);
 }
@@ -456,7 +456,7 @@ struct stream {
     size_t written;
 };
 
-static void on_row(const struct mb_sweep_row *r, void *ctx)
+static void mb_cli__on_row(const struct mb_sweep_row *r, void *ctx)
 {
     struct stream *st = ctx;
     mb_swout_row(&st->out, r);
@@ -468,12 +468,12 @@ struct run_ctx {
     struct progress pr;
 };
 
-static void on_progress_ctx(size_t done, size_t total, void *ctx) { on_progress(done, total, &((struct run_ctx *)ctx)->pr); }
+static void mb_cli__on_progress_ctx(size_t done, size_t total, void *ctx) { mb_cli__on_progress(done, total, &((struct run_ctx *)ctx)->pr); }
 
-static void on_row_ctx(const struct mb_sweep_row *r, void *ctx) { on_row(r, &((struct run_ctx *)ctx)->st); }
+static void mb_cli__on_row_ctx(const struct mb_sweep_row *r, void *ctx) { mb_cli__on_row(r, &((struct run_ctx *)ctx)->st); }
 
 /* The finished rows, in index order, at the front of rows; returns how many. */
-static size_t compact(struct mb_sweep_row *rows, const unsigned char *done, size_t count)
+static size_t mb_cli__compact(struct mb_sweep_row *rows, const unsigned char *done, size_t count)
 {
     size_t m = 0;
     for (size_t k = 0; k < count; k++)
@@ -482,7 +482,7 @@ static size_t compact(struct mb_sweep_row *rows, const unsigned char *done, size
     return m;
 }
 
-static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct mb_sweep *sw)
+static int mb_cli__run_sweep(int argc, char **argv, const struct sweep_args *a, struct mb_sweep *sw)
 {
     size_t count = mb_sweep_shard_count(sw, (size_t)a->shard, (size_t)a->nshards);
     struct resume rs = {a->resume, (size_t)a->shard, (size_t)a->nshards, count, 0, NULL, NULL, NULL};
@@ -490,9 +490,9 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
     rs.have = mb_calloc(count ? count : 1, 1);
     rs.line = mb_calloc(count ? count : 1, sizeof *rs.line);
     unsigned char *done = mb_calloc(count ? count : 1, 1);
-    struct run_ctx rc = {.pr = {.t0 = now_s(), .last = now_s(), .every = a->progress_every, .tty = isatty(2)}};
+    struct run_ctx rc = {.pr = {.t0 = mb_cli__now_s(), .last = mb_cli__now_s(), .every = a->progress_every, .tty = isatty(2)}};
     int status = 0;
-    if (a->resume && resume_load(&rs, sw)) {
+    if (a->resume && mb_cli__resume_load(&rs, sw)) {
         status = EXIT_BAD_INPUT;
         goto out;
     }
@@ -500,14 +500,14 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
         status = EXIT_BAD_INPUT;
         goto out;
     }
-    install_signals();
+    mb_cli__install_signals();
     struct mb_sweep_run_opts o = {.shard = rs.shard, .nshards = rs.nshards, .jobs = (int)a->jobs, .skip = rs.have,
-                                  .stop = &stop_signal, .on_row = on_row_ctx, .progress = on_progress_ctx, .ctx = &rc};
+                                  .stop = &stop_signal, .on_row = mb_cli__on_row_ctx, .progress = mb_cli__on_progress_ctx, .ctx = &rc};
     struct mb_sweep_screen_stats ss;
     int stopped = a->screen ? mb_sweep_screen(sw, (size_t)a->screen, &o, rs.rows, done, &ss)
                             : mb_sweep_run_opts(sw, &o, rs.rows, done);
-    double wall = now_s() - rc.pr.t0;
-    size_t n = stopped ? compact(rs.rows, done, count) : count;
+    double wall = mb_cli__now_s() - rc.pr.t0;
+    size_t n = stopped ? mb_cli__compact(rs.rows, done, count) : count;
     if (mb_swout_close(&rc.st.out, rs.rows, n, (int)a->top, !stopped))
         status = EXIT_BAD_INPUT;
     size_t ran = n - rs.kept;
@@ -527,7 +527,7 @@ static int run_sweep(int argc, char **argv, const struct sweep_args *a, struct m
     } else if (stopped) {
         if (rc.pr.tty)
             fputc('\n', stderr);
-        print_resume_hint(argc, argv, a, n, count);
+        mb_cli__print_resume_hint(argc, argv, a, n, count);
         status = 128 + stop_signal;
     } else {
         FILE *summary = (a->tsv && !strcmp(a->tsv, "-")) || (a->json && !strcmp(a->json, "-")) ? stderr : stdout;
@@ -558,7 +558,7 @@ out:
  * configuration unless an axis varies what they depend on: the model, ep, tp,
  * cp, an overlap switch, the routing, the dispatcher or the capacity padding;
  * then they are not printed. */
-static int sweep_axes_change_warnings(const struct mb_sweep *sw)
+static int mb_cli__sweep_axes_change_warnings(const struct mb_sweep *sw)
 {
     static const char *const dep[] = {"model",           "parallel.ep",     "parallel.tp",
                                       "parallel.cp",     "overlap.ep_comm", "overlap.tp_comm",
@@ -573,7 +573,7 @@ static int sweep_axes_change_warnings(const struct mb_sweep *sw)
 int mb_cmd_sweep(int argc, char **argv)
 {
     struct sweep_args a;
-    int rc = parse_args(argc, argv, &a);
+    int rc = mb_cli__parse_args(argc, argv, &a);
     if (rc)
         return rc == 1 ? 0 : EXIT_USAGE;
 
@@ -592,11 +592,11 @@ int mb_cmd_sweep(int argc, char **argv)
             mb_sweep_free(&sw);
             return EXIT_USAGE; /* a bad command-line option */
         }
-    if (!sweep_axes_change_warnings(&sw))
+    if (!mb_cli__sweep_axes_change_warnings(&sw))
         cli_print_warnings(sw.base.warnings);
     sw.exact = a.exact;
     sw.mb_cap = a.mb_cap == 64 ? 0 : (int)a.mb_cap;
-    rc = run_sweep(argc, argv, &a, &sw);
+    rc = mb_cli__run_sweep(argc, argv, &a, &sw);
     mb_sweep_free(&sw);
     return rc;
 }

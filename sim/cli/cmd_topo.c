@@ -25,14 +25,14 @@ struct topo_view {
     double nv_eff, nic_eff, nvls_eff;
 };
 
-static int ends_with(const char *s, const char *suf)
+static int mb_cli__ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && !strcmp(s + a - b, suf);
 }
 
 /* GPUs per NVLink domain: the system's, else the XML's islands (1 without NVLink). */
-static int view_domain(const struct topo_view *v)
+static int mb_cli__view_domain(const struct topo_view *v)
 {
     if (v->sys)
         return v->sys->nvlink_domain;
@@ -42,12 +42,12 @@ static int view_domain(const struct topo_view *v)
 }
 
 /* Line rate of NIC j in bytes/s: the system's nic_speed; 0 unknown (bare XML). */
-static double view_nic_speed(const struct topo_view *v)
+static double mb_cli__view_nic_speed(const struct topo_view *v)
 {
     return v->sys ? v->sys->nic_speed : 0;
 }
 
-static void print_matrix(const struct mb_node_topo *n)
+static void mb_cli__print_matrix(const struct mb_node_topo *n)
 {
     printf("NVLink matrix, GB/s per direction (row -> column):\n      ");
     for (int j = 0; j < n->n_gpus; j++)
@@ -61,7 +61,7 @@ static void print_matrix(const struct mb_node_topo *n)
     }
 }
 
-static void print_nvlink(const struct topo_view *v)
+static void mb_cli__print_nvlink(const struct topo_view *v)
 {
     const struct mb_node_topo *n = &v->node;
     if (n->nvlink_bw_per_gpu <= 0) {
@@ -89,13 +89,13 @@ static void print_nvlink(const struct topo_view *v)
         printf("  (the XML's pairs share each GPU's rate among its tray; across the NVLink domain of %d GPUs the "
                "flows run through the NVLink switches at the per-GPU rate, docs/topology.md)\n",
                v->sys->nvlink_domain);
-    print_matrix(n);
+    mb_cli__print_matrix(n);
 }
 
-static void print_nics(const struct topo_view *v)
+static void mb_cli__print_nics(const struct topo_view *v)
 {
     const struct mb_node_topo *n = &v->node;
-    double sp = view_nic_speed(v);
+    double sp = mb_cli__view_nic_speed(v);
     printf("NICs: %d\n", n->n_nics);
     for (int j = 0; j < n->n_nics; j++) {
         printf("  %-12s", n->nic_name[j]);
@@ -132,7 +132,7 @@ struct class_bw {
     double intra, nvls, ring_x, a2a_x;
 };
 
-static struct class_bw view_classes(const struct topo_view *v)
+static struct class_bw mb_cli__view_classes(const struct topo_view *v)
 {
     struct class_bw c = {0};
     const struct mb_system *s = v->sys;
@@ -145,7 +145,7 @@ static struct class_bw view_classes(const struct topo_view *v)
     return c;
 }
 
-static void print_text(const struct topo_view *v)
+static void mb_cli__print_text(const struct topo_view *v)
 {
     const struct mb_node_topo *n = &v->node;
     const char *fam = mb_topo_gpu_family(n->gpu_model);
@@ -167,13 +167,13 @@ static void print_text(const struct topo_view *v)
         printf("power cap: %.0f W of the part's %.0f W TDP: sustained tensor rate x %.4f ((cap/TDP)^(1/3))\n",
                v->sys->power_cap, v->sys->power_tdp, v->sys->power_clock_scale);
     printf("NUMA nodes: %d; NVSwitch PCI devices: %d\n", n->n_numa, n->n_nvswitch);
-    print_nvlink(v);
-    print_nics(v);
-    printf("NVLink domain: %d GPUs%s", view_domain(v), v->sys ? "" : " (from the XML alone)");
+    mb_cli__print_nvlink(v);
+    mb_cli__print_nics(v);
+    printf("NVLink domain: %d GPUs%s", mb_cli__view_domain(v), v->sys ? "" : " (from the XML alone)");
     if (v->sys && v->sys->rack_gpus > 0)
-        printf(" (%d rack%s of %d GPUs%s)", view_domain(v) > v->sys->rack_gpus ? 2 : 1,
-               view_domain(v) > v->sys->rack_gpus ? "s" : "", v->sys->rack_gpus,
-               view_domain(v) > v->sys->rack_gpus ? ": NVL36x2, inter-rack hop not modelled" : "");
+        printf(" (%d rack%s of %d GPUs%s)", mb_cli__view_domain(v) > v->sys->rack_gpus ? 2 : 1,
+               mb_cli__view_domain(v) > v->sys->rack_gpus ? "s" : "", v->sys->rack_gpus,
+               mb_cli__view_domain(v) > v->sys->rack_gpus ? ": NVL36x2, inter-rack hop not modelled" : "");
     printf("\n");
     if (!v->sys)
         return;
@@ -183,7 +183,7 @@ static void print_text(const struct topo_view *v)
                v->sys->intra_pcie ? "PCIe" : "NVLink", v->sys->nvlink_bw / 1e9, v->sys->nic_bw * 8 / 1e9);
         return;
     }
-    struct class_bw c = view_classes(v);
+    struct class_bw c = mb_cli__view_classes(v);
     printf("per-GPU bandwidth each collective class sees (achieved, per direction, GB/s):\n");
     printf("  inside an NVLink domain (TP, CP, EP, DP rings):     %8.1f  (%s x %.2f)\n", c.intra / 1e9,
            v->sys->intra_pcie ? "PCIe" : "NVLink", v->nv_eff);
@@ -197,7 +197,7 @@ static void print_text(const struct topo_view *v)
     printf("  all-to-all across domains (EP dispatch, per GPU):   %8.1f  (NIC x %.2f)\n", c.a2a_x / 1e9, v->nic_eff);
 }
 
-static json_t *json_view(const struct topo_view *v)
+static json_t *mb_cli__json_view(const struct topo_view *v)
 {
     const struct mb_node_topo *n = &v->node;
     json_t *o = json_object(), *m = json_array(), *nics = json_array();
@@ -223,7 +223,7 @@ static json_t *json_view(const struct topo_view *v)
     for (int j = 0; j < n->n_nics; j++) {
         json_t *x = json_object(), *g = json_array();
         json_object_set_new(x, "name", json_string(n->nic_name[j]));
-        json_object_set_new(x, "gbps", view_nic_speed(v) > 0 ? json_real(view_nic_speed(v) * 8 / 1e9) : json_null());
+        json_object_set_new(x, "gbps", mb_cli__view_nic_speed(v) > 0 ? json_real(mb_cli__view_nic_speed(v) * 8 / 1e9) : json_null());
         json_object_set_new(x, "numa", json_integer(n->nic_numa[j]));
         for (int i = 0; i < n->n_gpus; i++)
             if ((n->gpu_nics[i] >> j) & 1)
@@ -236,11 +236,11 @@ static json_t *json_view(const struct topo_view *v)
     for (int i = 0; i < n->n_gpus; i++)
         json_array_append_new(gn, json_integer(n->gpu_numa[i]));
     json_object_set_new(o, "gpu_numa", gn);
-    json_object_set_new(o, "domain_gpus", json_integer(view_domain(v)));
+    json_object_set_new(o, "domain_gpus", json_integer(mb_cli__view_domain(v)));
     json_object_set_new(o, "units", json_pack("{s:s, s:s}", "nvlink_gbps", "GB/s per direction",
                                               "nics.gbps", "Gb/s line rate"));
     if (v->sys) {
-        struct class_bw c = view_classes(v);
+        struct class_bw c = mb_cli__view_classes(v);
         int cal = mb_topo_gpu_calibrated(v->sys->gpu);
         json_object_set_new(o, "calibrated", json_boolean(cal));
         json_object_set_new(o, "nic_gbps_per_gpu", json_real(v->sys->nic_bw * 8 / 1e9));
@@ -258,7 +258,7 @@ static json_t *json_view(const struct topo_view *v)
     return o;
 }
 
-static int topo_usage(FILE *fp, int rc)
+static int mb_cli__topo_usage(FILE *fp, int rc)
 {
     fprintf(fp, "usage: mbsim topo FILE.xml|SYSTEM [--json]\n\n"
                 "Prints what mbsim read from a node's hwloc XML (lstopo --of xml) or a system (preset name or\n"
@@ -269,7 +269,7 @@ static int topo_usage(FILE *fp, int rc)
 }
 
 /* The system's calibration effs (a table per GPU key). */
-static int view_effs(struct topo_view *v, struct mb_err *err)
+static int mb_cli__view_effs(struct topo_view *v, struct mb_err *err)
 {
     struct mb_calib *cal = NULL;
     if (!mb_topo_gpu_calibrated(v->sys->gpu))
@@ -293,35 +293,35 @@ int mb_cmd_topo(int argc, char **argv)
     cli_opts_init(&g, "mbsim topo", "h", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &val)) != CLI_END) {
         if (c == 'h')
-            rc = topo_usage(stdout, 0);
+            rc = mb_cli__topo_usage(stdout, 0);
         else if (c == O_JSON)
             json = 1;
         else if (c == CLI_OPERAND && !arg)
             arg = val;
         else if (c == CLI_OPERAND) {
             fprintf(stderr, "mbsim topo: one hwloc XML or system expected, got '%s' too\n", val);
-            rc = topo_usage(stderr, 2);
+            rc = mb_cli__topo_usage(stderr, 2);
         } else
-            rc = topo_usage(stderr, 2);
+            rc = mb_cli__topo_usage(stderr, 2);
     }
     cli_opts_free(&g);
     if (rc >= 0)
         return rc;
     if (!arg)
-        return topo_usage(stderr, 2);
+        return mb_cli__topo_usage(stderr, 2);
     struct mb_err err;
     mb_err_clear(&err);
     static struct mb_system sys; /* large: keep it off the stack */
     struct topo_view v = {arg, {0}, NULL, 0, 0, 0};
     rc = 0;
-    if (ends_with(arg, ".xml")) {
+    if (mb_cli__ends_with(arg, ".xml")) {
         rc = mb_topo_load_xml(arg, &v.node, &err);
     } else {
         rc = mb_topo_load_system(arg, &sys, &err);
         if (!rc) {
             v.sys = &sys;
             v.node = sys.node;
-            rc = view_effs(&v, &err);
+            rc = mb_cli__view_effs(&v, &err);
         }
     }
     if (rc) {
@@ -331,13 +331,13 @@ int mb_cmd_topo(int argc, char **argv)
         return 1;
     }
     if (json) {
-        json_t *o = json_view(&v);
+        json_t *o = mb_cli__json_view(&v);
         char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         printf("%s\n", s);
         free(s);
         json_decref(o);
     } else {
-        print_text(&v);
+        mb_cli__print_text(&v);
     }
     return 0;
 }

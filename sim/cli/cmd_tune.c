@@ -13,7 +13,7 @@
 #include "mb_publish.h"
 #include "mb_tune.h"
 
-static void usage(FILE *fp)
+static void mb_cli__usage(FILE *fp)
 {
     fprintf(fp, "usage: mbsim tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge]\n"
                 "\n"
@@ -29,7 +29,7 @@ static void usage(FILE *fp)
 }
 
 /* Write the recommendation to outp (NULL: NAME_tuned.yaml here); 0 or 1. */
-static int write_best(const struct mb_scenario *best, const char *outp, FILE *log)
+static int mb_cli__write_best(const struct mb_scenario *best, const char *outp, FILE *log)
 {
     char def[256];
     if (!outp) { /* NAME_tuned.yaml here: a name's '/', spaces, a leading '-' or '.' become '_' */
@@ -53,7 +53,7 @@ static int write_best(const struct mb_scenario *best, const char *outp, FILE *lo
     return rc;
 }
 
-static void print_runners(const struct mb_tune_result *t, FILE *log)
+static void mb_cli__print_runners(const struct mb_tune_result *t, FILE *log)
 {
     fprintf(log, "runners-up:\n");
     for (int i = 0, k = 0; i < t->n_runners; i++) {
@@ -83,7 +83,7 @@ int mb_cmd_tune(int argc, char **argv)
     cli_opts_init(&g, "mbsim tune", "ho:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
-            usage(stdout);
+            mb_cli__usage(stdout);
             rc = 0;
         } else if (c == 'o') {
             outp = v;
@@ -96,7 +96,7 @@ int mb_cmd_tune(int argc, char **argv)
             fprintf(stderr, "mbsim tune: one scenario file expected, got '%s' too\n", v);
             rc = 2;
         } else {
-            usage(stderr);
+            mb_cli__usage(stderr);
             rc = 2;
         }
     }
@@ -104,7 +104,7 @@ int mb_cmd_tune(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (!file) {
-        usage(stderr);
+        mb_cli__usage(stderr);
         return 2;
     }
     struct mb_scenario s;
@@ -125,11 +125,11 @@ int mb_cmd_tune(int argc, char **argv)
         mb_scenario_free(&s);
         return 1;
     }
-    rc = emit >= 0 && !outp ? 0 : write_best(&t.best, outp, log);
+    rc = emit >= 0 && !outp ? 0 : mb_cli__write_best(&t.best, outp, log);
     struct mb_publish_check pc; /* the guide's publication check of the recommendation */
     mb_publish_check(&t.best, t.best_r.model_tflops_per_gpu, &pc);
     fprintf(log, "publication check: %s\n", pc.text);
-    print_runners(&t, log);
+    mb_cli__print_runners(&t, log);
     if (!rc && emit >= 0)
         rc = mb_cmd_emit(&t.best, emit);
     mb_tune_free(&t);

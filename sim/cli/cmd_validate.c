@@ -32,7 +32,7 @@ struct validate_recipes {
 };
 
 /* Register the recipe files before the CSVs are read. */
-static int add_recipes(struct mb_val_summary *sum, const struct validate_recipes *rp)
+static int mb_cli__add_recipes(struct mb_val_summary *sum, const struct validate_recipes *rp)
 {
     struct mb_err err;
     mb_err_clear(&err);
@@ -44,7 +44,7 @@ static int add_recipes(struct mb_val_summary *sum, const struct validate_recipes
     return 0;
 }
 
-static void usage_validate(FILE *fp)
+static void mb_cli__usage_validate(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
@@ -88,13 +88,13 @@ static void usage_validate(FILE *fp)
             "               terminal, and a closing count if any was printed (default 5; 0 = none)\n");
 }
 
-static int has_suffix(const char *s, const char *suf)
+static int mb_cli__has_suffix(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static json_t *cv_group_json(const struct mb_fit_cv_group *g)
+static json_t *mb_cli__cv_group_json(const struct mb_fit_cv_group *g)
 {
     return json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "name", g->name, "n", (json_int_t)g->n, "mape_cv_pct",
                      g->mape_cv, "median_cv_pct", g->median_cv, "mape_zero_pct", g->mape_zero, "median_zero_pct",
@@ -103,13 +103,13 @@ static json_t *cv_group_json(const struct mb_fit_cv_group *g)
 
 /* --cv --json: the groups and every row's zero-shot and held-out error (no
  * wall time, so the output depends on the inputs only; keys in docs/cli.md). */
-static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
+static int mb_cli__cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *set, FILE *fp)
 {
-    json_t *o = cv_group_json(&cv->all), *gpu = json_array(), *fam = json_array(), *rows = json_array();
+    json_t *o = mb_cli__cv_group_json(&cv->all), *gpu = json_array(), *fam = json_array(), *rows = json_array();
     for (size_t i = 0; i < cv->n_gpu; i++)
-        json_array_append_new(gpu, cv_group_json(&cv->by_gpu[i]));
+        json_array_append_new(gpu, mb_cli__cv_group_json(&cv->by_gpu[i]));
     for (size_t i = 0; i < cv->n_family; i++)
-        json_array_append_new(fam, cv_group_json(&cv->by_family[i]));
+        json_array_append_new(fam, mb_cli__cv_group_json(&cv->by_family[i]));
     for (size_t i = 0; i < set->n; i++) {
         const struct mb_fit_row *w = &set->rows[i];
         json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:f, s:f}", "id", w->id, "gpu", w->gpu, "family",
@@ -130,7 +130,7 @@ static int cv_print_json(const struct mb_fit_cv *cv, const struct mb_fit_set *se
 }
 
 /* `mbsim validate CSV... --cv family`: mb_fit_cv over every predicted row. */
-static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all, int json,
+static int mb_cli__cmd_validate_cv(const char *const *files, int nfiles, int jobs, int fit_all, int json,
                            const struct validate_recipes *rp)
 {
     struct mb_fit_set set;
@@ -138,7 +138,7 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
     mb_err_clear(&err);
     mb_fit_set_init(&set);
     set.jobs = jobs;
-    if (add_recipes(&set.sum, rp)) {
+    if (mb_cli__add_recipes(&set.sum, rp)) {
         mb_fit_set_free(&set);
         return EXIT_BAD_INPUT;
     }
@@ -162,7 +162,7 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
     if (rc)
         mb_cli_print_err(&err);
     else if (json)
-        cv_print_json(&cv, &set, stdout);
+        mb_cli__cv_print_json(&cv, &set, stdout);
     else
         mb_fit_cv_print(&cv, &set, stdout);
     if (!rc && !json && set.sum.n_recipe_files)
@@ -172,7 +172,7 @@ static int cmd_validate_cv(const char *const *files, int nfiles, int jobs, int f
     return rc ? EXIT_BAD_INPUT : 0;
 }
 
-static double now_s(void)
+static double mb_cli__now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -186,10 +186,10 @@ struct validate_progress {
     int lines;
 };
 
-static void on_validate_progress(void *ctx, size_t rows_done)
+static void mb_cli__on_validate_progress(void *ctx, size_t rows_done)
 {
     struct validate_progress *p = ctx;
-    double t = now_s();
+    double t = mb_cli__now_s();
     if (t - (p->last > 0 ? p->last : p->start) < p->every)
         return;
     p->last = t;
@@ -200,12 +200,12 @@ static void on_validate_progress(void *ctx, size_t rows_done)
 }
 
 /* Validate the files once the options are read. */
-static int validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
+static int mb_cli__validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
                           double progress_every, const struct validate_drift_opts *drift,
                           const struct validate_recipes *rp)
 {
     if (!nfiles) {
-        usage_validate(stderr);
+        mb_cli__usage_validate(stderr);
         return EXIT_USAGE;
     }
     if (drift->threshold_given && !drift->baseline) {
@@ -214,7 +214,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     }
     if (cv) {
         for (int i = 0; i < nfiles; i++)
-            if (!has_suffix(files[i], ".csv")) {
+            if (!mb_cli__has_suffix(files[i], ".csv")) {
                 fprintf(stderr, "mbsim validate: --cv takes measured-runs CSVs, got '%s'\n", files[i]);
                 return EXIT_USAGE;
             }
@@ -224,7 +224,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
         }
         if (mb_cli_check_data_dir())
             return EXIT_BAD_INPUT;
-        return cmd_validate_cv(files, nfiles, jobs, cv == 2, json, rp);
+        return mb_cli__cmd_validate_cv(files, nfiles, jobs, cv == 2, json, rp);
     }
     struct mb_val_summary sum;
     struct mb_err err;
@@ -243,17 +243,17 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     }
     sum.roofline = roofline;
     sum.jobs = jobs;
-    if (add_recipes(&sum, rp)) {
+    if (mb_cli__add_recipes(&sum, rp)) {
         mb_validate_free(&sum);
         return EXIT_BAD_INPUT;
     }
-    struct validate_progress pr = {progress_every, now_s(), 0, 0};
+    struct validate_progress pr = {progress_every, mb_cli__now_s(), 0, 0};
     if (progress_every > 0) {
-        sum.on_progress = on_validate_progress;
+        sum.on_progress = mb_cli__on_validate_progress;
         sum.on_progress_ctx = &pr;
     }
     for (int i = 0; i < nfiles; i++) {
-        int rc = has_suffix(files[i], ".yaml") || has_suffix(files[i], ".yml")
+        int rc = mb_cli__has_suffix(files[i], ".yaml") || mb_cli__has_suffix(files[i], ".yml")
                      ? mb_validate_add_scenario(&sum, files[i], &err)
                      : mb_validate_add_csv(&sum, files[i], &err);
         if (rc) {
@@ -266,7 +266,7 @@ static int validate_files(const char *const *files, int nfiles, int json, int ro
     mb_validate_warn_unused_recipes(&sum, "mbsim validate", stderr);
     if (pr.lines) /* a long validation: say it ended */
         fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
-                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, now_s() - pr.start);
+                mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, mb_cli__now_s() - pr.start);
     if (drift->baseline && mb_validate_drift(&sum, drift->baseline, drift->threshold_pct, &d, &err)) {
         mb_cli_print_err(&err);
         mb_validate_free(&sum);
@@ -318,7 +318,7 @@ int mb_cmd_validate(int argc, char **argv)
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         switch (c) {
         case 'h':
-            usage_validate(stdout);
+            mb_cli__usage_validate(stdout);
             rc = 0;
             break;
         case 'j':
@@ -368,13 +368,13 @@ int mb_cmd_validate(int argc, char **argv)
             files[nfiles++] = v;
             break;
         default:
-            usage_validate(stderr);
+            mb_cli__usage_validate(stderr);
             rc = EXIT_USAGE;
         }
     }
     cli_opts_free(&g);
     if (rc < 0)
-        rc = validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes);
+        rc = mb_cli__validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes);
     mb_free(files);
     mb_free(recipes.paths);
     return rc;

@@ -12,7 +12,7 @@
 #include "mb_model.h"
 #include "mb_topo.h"
 
-static void usage_main(FILE *fp)
+static void mb_cli__usage_main(FILE *fp)
 {
     fprintf(fp,
             "usage: mbsim <command> [options]\n"
@@ -81,7 +81,7 @@ int mb_cli_check_data_dir(void)
 }
 
 /* A ", "-separated name list as a JSON array of strings (names are file stems: no quotes). */
-static void print_json_list(const char *list)
+static void mb_cli__print_json_list(const char *list)
 {
     printf("[");
     const char *p = list;
@@ -96,7 +96,7 @@ static void print_json_list(const char *list)
 }
 
 /* `mbsim systems|models [--json]`. */
-static int cmd_list(const char *cmd, int argc, char **argv)
+static int mb_cli__cmd_list(const char *cmd, int argc, char **argv)
 {
     char buf[16384], name[32];
     const char *v;
@@ -130,7 +130,7 @@ static int cmd_list(const char *cmd, int argc, char **argv)
     else
         mb_model_list(buf, sizeof buf);
     if (json)
-        print_json_list(buf);
+        mb_cli__print_json_list(buf);
     else
         printf("%s\n", buf);
     return 0;
@@ -140,7 +140,7 @@ static int cmd_list(const char *cmd, int argc, char **argv)
  * would mmap each such block afresh and unmap it on free, so each simulation
  * page-faults its arrays in again: keep large blocks in the heap and the freed
  * heap mapped (validate of the public CSV: 13.7 s -> 8.8 s). */
-static void tune_malloc(void)
+static void mb_cli__tune_malloc(void)
 {
 #if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD) && defined(M_TOP_PAD)
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
@@ -149,8 +149,8 @@ static void tune_malloc(void)
 #endif
 }
 
-static int cmd_systems(int argc, char **argv) { return cmd_list("systems", argc, argv); }
-static int cmd_models(int argc, char **argv) { return cmd_list("models", argc, argv); }
+static int mb_cli__cmd_systems(int argc, char **argv) { return mb_cli__cmd_list("systems", argc, argv); }
+static int mb_cli__cmd_models(int argc, char **argv) { return mb_cli__cmd_list("models", argc, argv); }
 
 /* The commands, in the order of the usage text. data: the shipped data must
  * be found before the command runs (unless its first argument asks for help). */
@@ -169,25 +169,25 @@ static const struct mb_cli_cmd {
     {"collective", mb_cmd_collective, 1},
     {"calibrate", mb_cmd_calibrate, 1},
     {"topo", mb_cmd_topo, 1},
-    {"systems", cmd_systems, 0},          /* checks after its options */
-    {"models", cmd_models, 0},
+    {"systems", mb_cli__cmd_systems, 0},          /* checks after its options */
+    {"models", mb_cli__cmd_models, 0},
 };
 
-static int is_help(const char *a)
+static int mb_cli__is_help(const char *a)
 {
     return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
 int main(int argc, char **argv)
 {
-    tune_malloc();
+    mb_cli__tune_malloc();
     if (argc < 2) {
-        usage_main(stderr);
+        mb_cli__usage_main(stderr);
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (is_help(cmd) || !strcmp(cmd, "help")) {
-        usage_main(stdout);
+    if (mb_cli__is_help(cmd) || !strcmp(cmd, "help")) {
+        mb_cli__usage_main(stdout);
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
@@ -198,11 +198,11 @@ int main(int argc, char **argv)
         const struct mb_cli_cmd *c = &mb_cli__cmds[i];
         if (strcmp(cmd, c->name))
             continue;
-        if (c->data && argc > 2 && !is_help(argv[2]) && mb_cli_check_data_dir())
+        if (c->data && argc > 2 && !mb_cli__is_help(argv[2]) && mb_cli_check_data_dir())
             return EXIT_BAD_INPUT;
         return c->run(argc - 2, argv + 2);
     }
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
-    usage_main(stderr);
+    mb_cli__usage_main(stderr);
     return EXIT_USAGE;
 }

@@ -15,15 +15,15 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* Names as scenario files spell them (the key table, mb_keys.h). */
-static const char *mb__strategy(const struct mb_scenario *s) { return mb_key_value_name("parallel.strategy", s->strategy); }
+static const char *mb_cli__strategy(const struct mb_scenario *s) { return mb_key_value_name("parallel.strategy", s->strategy); }
 
-static const char *mb__disp(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
+static const char *mb_cli__disp(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
 
 static const char *const mb__cc_names[MB_CC_COUNT] = {"tp", "cp", "ep", "pp", "dp", "fsdp"};
 
 /* The costliest NCCL call of each collective class: NCCL's algorithm and
  * protocol, and whether its latency outweighs its bandwidth time. */
-static void mb__coll_line(const char *cls, const struct mb_coll_use *u, FILE *fp)
+static void mb_cli__coll_line(const char *cls, const struct mb_coll_use *u, FILE *fp)
 {
     fprintf(fp, "    %-4s %-14s %7d ranks in %6d domain%s %10.1f MiB  %s/%s  latency %.3g ms, bandwidth %.3g ms%s\n", cls,
             mb_coll_op_name((enum mb_coll_op)u->op), u->ranks, u->domains, u->domains == 1 ? " " : "s",
@@ -32,7 +32,7 @@ static void mb__coll_line(const char *cls, const struct mb_coll_use *u, FILE *fp
             u->lat_s >= u->bw_s ? "  LATENCY-BOUND" : "");
 }
 
-static int mb__same_call(const struct mb_coll_use *a, const struct mb_coll_use *b)
+static int mb_cli__same_call(const struct mb_coll_use *a, const struct mb_coll_use *b)
 {
     return a->op == b->op && a->ranks == b->ranks && a->bytes == b->bytes && a->algo == b->algo;
 }
@@ -40,7 +40,7 @@ static int mb__same_call(const struct mb_coll_use *a, const struct mb_coll_use *
 /* The costliest NCCL call of each collective class (and the one with the
  * longest latency when that is another): NCCL's algorithm and protocol, and
  * whether its latency outweighs its bandwidth time. */
-static void mb__coll_text(const struct mb_result *r, FILE *fp)
+static void mb_cli__coll_text(const struct mb_result *r, FILE *fp)
 {
     int any = 0;
     for (int c = 0; c < MB_CC_COUNT; c++) {
@@ -50,9 +50,9 @@ static void mb__coll_text(const struct mb_result *r, FILE *fp)
         if (!any++)
             fprintf(fp, "\n  collectives (costliest call per class, and its longest-latency call; NCCL's "
                         "algorithm/protocol, alone on its links):\n");
-        mb__coll_line(mb__cc_names[c], u, fp);
-        if (l->used && !mb__same_call(u, l))
-            mb__coll_line("", l, fp);
+        mb_cli__coll_line(mb__cc_names[c], u, fp);
+        if (l->used && !mb_cli__same_call(u, l))
+            mb_cli__coll_line("", l, fp);
     }
     const struct mb_coll_use *dp = &r->coll_lat[MB_CC_DP];
     if (dp->used && dp->lat_s >= dp->bw_s)
@@ -61,7 +61,7 @@ static void mb__coll_text(const struct mb_result *r, FILE *fp)
                     "the overlap with compute lasts (exposed_dp_comm above)\n", dp->ranks, dp->lat_s * 1e3);
 }
 
-static json_t *mb__coll_json(const struct mb_result *r)
+static json_t *mb_cli__coll_json(const struct mb_result *r)
 {
     json_t *o = json_object();
     for (int c = 0; c < MB_CC_COUNT; c++) {
@@ -97,10 +97,10 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
     fprintf(fp, "  model %s on %d x %s (%s), %s, seq %d, GBS %d, MBS %d, %d %s/rank\n", s->model.name,
             s->gpus, s->system.gpu, s->system.name, s->prec.label, s->seq_length, s->global_batch_size,
             s->micro_batch_size, r->microbatches, mb_plural(r->microbatches, "microbatch", "microbatches"));
-    fprintf(fp, "  layout %s: TP %d PP %d VPP %d CP %d DP %d EP %d ETP %d", mb__strategy(s), s->tp, s->pp,
+    fprintf(fp, "  layout %s: TP %d PP %d VPP %d CP %d DP %d EP %d ETP %d", mb_cli__strategy(s), s->tp, s->pp,
             s->vpp, s->cp, s->dp, s->ep, s->etp);
     if (s->model.num_experts > 0)
-        fprintf(fp, ", dispatcher %s", mb__disp(s->dispatcher));
+        fprintf(fp, ", dispatcher %s", mb_cli__disp(s->dispatcher));
     if (!s->dist_opt)
         fprintf(fp, ", DDP (gradients all-reduced, %s; optimizer state not sharded)",
                 s->allreduce_algo == MB_COLL_ALGO_AUTO ? "NCCL algorithm auto"
@@ -206,7 +206,7 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "    %-26s %9.4f  %5.1f %%\n", mb_cat_name((enum mb_cat)c), r->breakdown[c],
                 total > 0 ? 100 * r->breakdown[c] / total : 0);
     }
-    mb__coll_text(r, fp);
+    mb_cli__coll_text(r, fp);
     /* top contributors of the critical path */
     double ctot = 0;
     int top[3] = {-1, -1, -1};
@@ -286,7 +286,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     json_object_set_new(o, "gpus", json_integer(s->gpus));
     json_object_set_new(o, "precision", json_string(s->prec.label));
     json_t *lay = json_object();
-    json_object_set_new(lay, "strategy", json_string(mb__strategy(s)));
+    json_object_set_new(lay, "strategy", json_string(mb_cli__strategy(s)));
     json_object_set_new(lay, "tp", json_integer(s->tp));
     json_object_set_new(lay, "pp", json_integer(s->pp));
     json_object_set_new(lay, "vpp", json_integer(s->vpp));
@@ -392,7 +392,7 @@ int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE 
     for (int c = 0; c < MB_CAT_COUNT; c++)
         json_object_set_new(bd, mb_cat_name((enum mb_cat)c), json_real(r->breakdown[c]));
     json_object_set_new(o, "breakdown_s", bd);
-    json_object_set_new(o, "collectives", mb__coll_json(r));
+    json_object_set_new(o, "collectives", mb_cli__coll_json(r));
     json_t *cp = json_object();
     for (int c = 0; c < MB_CAT_COUNT; c++)
         json_object_set_new(cp, mb_cat_name((enum mb_cat)c), json_real(r->critical[c]));

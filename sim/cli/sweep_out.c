@@ -17,17 +17,17 @@
 
 #define MB_SWOUT_JSON_FLAGS (JSON_INDENT(2) | JSON_REAL_PRECISION(6))
 
-static void print_values(const struct mb_sweep *sw, size_t idx, FILE *fp)
+static void mb_cli__print_values(const struct mb_sweep *sw, size_t idx, FILE *fp)
 {
     for (int a = 0; a < sw->n_axes; a++)
         fprintf(fp, "%s%s=%s", a ? " " : "", sw->axis[a].key, mb_sweep_value(sw, idx, a));
 }
 
-static void print_row_line(const struct mb_sweep *sw, const struct mb_sweep_row *r, FILE *fp)
+static void mb_cli__print_row_line(const struct mb_sweep *sw, const struct mb_sweep_row *r, FILE *fp)
 {
     fprintf(fp, "%7zu  %9.1f  %8.1f  %5.1f%%  %8.3f  %7.1f  ", r->index, r->tokens_per_s_per_gpu,
             r->model_tflops_per_gpu, 100.0 * r->mfu, r->step_time_s, r->peak_memory_gib);
-    print_values(sw, r->index, fp);
+    mb_cli__print_values(sw, r->index, fp);
     fprintf(fp, "\n");
 }
 
@@ -36,7 +36,7 @@ struct reason_group {
     size_t count, example;
 };
 
-static int by_count(const void *a, const void *b)
+static int mb_cli__by_count(const void *a, const void *b)
 {
     const struct reason_group *x = a, *y = b;
     if (x->count != y->count)
@@ -88,12 +88,12 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
                 g[ng++] = (struct reason_group){rows[i].reason, 0, rows[i].index};
             g[k].count++;
         }
-        qsort(g, ng, sizeof *g, by_count);
+        qsort(g, ng, sizeof *g, mb_cli__by_count);
         fprintf(fp, "\ninvalid or failed combinations, by reason (every one is a row of --tsv/--json):\n");
         const size_t shown = 25;
         for (size_t k = 0; k < ng && k < shown; k++) {
             fprintf(fp, "  %5zu x %s\n          e.g. config %zu: ", g[k].count, g[k].reason, g[k].example);
-            print_values(sw, g[k].example, fp);
+            mb_cli__print_values(sw, g[k].example, fp);
             fprintf(fp, "\n");
         }
         if (ng > shown)
@@ -108,7 +108,7 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
         fprintf(fp, "   rank   config  tok/s/GPU  TFLOP/s    MFU    step s  peak GiB  values\n");
         for (size_t i = 0; i < m && i < (size_t)top; i++) {
             fprintf(fp, "  %5zu", i + 1);
-            print_row_line(sw, &rows[order[i]], fp);
+            mb_cli__print_row_line(sw, &rows[order[i]], fp);
         }
     } else {
         fprintf(fp, "  none\n");
@@ -120,13 +120,13 @@ void mb_swout_summary(const struct mb_sweep *sw, const struct mb_sweep_row *rows
         fprintf(fp, "           config  tok/s/GPU  TFLOP/s    MFU    step s  peak GiB  values\n");
         for (size_t i = 0; i < f; i++) {
             fprintf(fp, "       ");
-            print_row_line(sw, &rows[order[i]], fp);
+            mb_cli__print_row_line(sw, &rows[order[i]], fp);
         }
     }
     free(order);
 }
 
-static json_t *row_json(const struct mb_sweep *sw, const struct mb_sweep_row *r)
+static json_t *mb_cli__row_json(const struct mb_sweep *sw, const struct mb_sweep_row *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "config", json_integer((json_int_t)r->index));
@@ -163,7 +163,7 @@ static json_t *row_json(const struct mb_sweep *sw, const struct mb_sweep_row *r)
 }
 
 
-static FILE *open_out(const char *path, int *owned)
+static FILE *mb_cli__open_out(const char *path, int *owned)
 {
     *owned = strcmp(path, "-") != 0;
     FILE *fp = *owned ? fopen(path, "w") : stdout;
@@ -173,13 +173,13 @@ static FILE *open_out(const char *path, int *owned)
 }
 
 /* s without its last `cut` characters. */
-static void put_cut(FILE *fp, const char *s, size_t cut)
+static void mb_cli__put_cut(FILE *fp, const char *s, size_t cut)
 {
     size_t n = strlen(s);
     fwrite(s, 1, n > cut ? n - cut : 0, fp);
 }
 
-static void json_head(const struct mb_sweep *sw, size_t shard, size_t nshards, FILE *fp)
+static void mb_cli__json_head(const struct mb_sweep *sw, size_t shard, size_t nshards, FILE *fp)
 {
     json_t *o = json_object();
     json_object_set_new(o, "scenario", json_string(sw->base.name));
@@ -200,7 +200,7 @@ static void json_head(const struct mb_sweep *sw, size_t shard, size_t nshards, F
     json_object_set_new(o, "axes", axes);
     json_object_set_new(o, "rows", json_array());
     char *s = json_dumps(o, MB_SWOUT_JSON_FLAGS);
-    put_cut(fp, s, strlen("[]\n}")); /* ... "rows": */
+    mb_cli__put_cut(fp, s, strlen("[]\n}")); /* ... "rows": */
     free(s);
     json_decref(o);
 }
@@ -211,9 +211,9 @@ int mb_swout_open(struct mb_swout *o, const struct mb_sweep *sw, const char *tsv
     memset(o, 0, sizeof *o);
     o->sw = sw;
     o->header = header;
-    if (tsv && !(o->tsv = open_out(tsv, &o->tsv_owned)))
+    if (tsv && !(o->tsv = mb_cli__open_out(tsv, &o->tsv_owned)))
         return -1;
-    if (json && !(o->json = open_out(json, &o->json_owned))) {
+    if (json && !(o->json = mb_cli__open_out(json, &o->json_owned))) {
         if (o->tsv_owned)
             fclose(o->tsv);
         o->tsv = NULL;
@@ -224,7 +224,7 @@ int mb_swout_open(struct mb_swout *o, const struct mb_sweep *sw, const char *tsv
         fflush(o->tsv);
     }
     if (o->json) {
-        json_head(sw, shard, nshards, o->json);
+        mb_cli__json_head(sw, shard, nshards, o->json);
         fflush(o->json);
     }
     return 0;
@@ -237,7 +237,7 @@ void mb_swout_row(struct mb_swout *o, const struct mb_sweep_row *r)
         o->failed |= fflush(o->tsv) != 0;
     }
     if (o->json) {
-        json_t *j = row_json(o->sw, r);
+        json_t *j = mb_cli__row_json(o->sw, r);
         char *s = json_dumps(j, MB_SWOUT_JSON_FLAGS);
         fputs(o->json_rows++ ? ",\n    " : "[\n    ", o->json);
         for (const char *p = s; *p; p++) /* two levels deeper than a top-level dump */
@@ -251,7 +251,7 @@ void mb_swout_row(struct mb_swout *o, const struct mb_sweep_row *r)
     }
 }
 
-static void json_tail(const struct mb_sweep_row *rows, size_t n, int top, int complete, FILE *fp)
+static void mb_cli__json_tail(const struct mb_sweep_row *rows, size_t n, int top, int complete, FILE *fp)
 {
     size_t *order = calloc(n ? n : 1, sizeof *order);
     json_t *o = json_object(), *ranked = json_array(), *front = json_array();
@@ -285,7 +285,7 @@ int mb_swout_close(struct mb_swout *o, const struct mb_sweep_row *rows, size_t n
     }
     if (o->json) {
         fputs(o->json_rows ? "\n  ]" : "[]", o->json);
-        json_tail(rows, n, top, complete, o->json);
+        mb_cli__json_tail(rows, n, top, complete, o->json);
         if (!o->json_owned)
             fputc('\n', o->json);
         bad |= ferror(o->json) != 0;

@@ -124,18 +124,18 @@ struct shape {
     int *mem;  /* [n] grouped by domain (valid when uniform) */
 };
 
-static int gpu_of(const struct mb_coll_req *r, int i)
+static int mb_coll__gpu_of(const struct mb_coll_req *r, int i)
 {
     return r->ranks ? r->ranks[i] : r->first_gpu + i;
 }
 
-static void shape_free(struct shape *s)
+static void mb_coll__shape_free(struct shape *s)
 {
     mb_free(s->gpu);
     mb_free(s->mem);
 }
 
-static int shape_make(const struct mb_coll_net *net, const struct mb_coll_req *r, struct shape *s,
+static int mb_coll__shape_make(const struct mb_coll_net *net, const struct mb_coll_req *r, struct shape *s,
                       struct mb_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -152,11 +152,11 @@ static int shape_make(const struct mb_coll_net *net, const struct mb_coll_req *r
     /* domains in order of first appearance; ranks of one domain kept in rank order */
     int *dom = mb_malloc((size_t)n * sizeof *dom), *cnt = mb_calloc((size_t)n, sizeof *cnt);
     for (int i = 0; i < n; i++) {
-        int g = gpu_of(r, i);
+        int g = mb_coll__gpu_of(r, i);
         if (g < 0 || g >= net->n_gpus) {
             mb_free(dom);
             mb_free(cnt);
-            shape_free(s);
+            mb_coll__shape_free(s);
             return mb_err_set(err, NULL, 0, 0, "collective: rank %d is GPU %d, outside the fabric's %d GPUs",
                               i, g, net->n_gpus);
         }
@@ -164,7 +164,7 @@ static int shape_make(const struct mb_coll_net *net, const struct mb_coll_req *r
             if (s->gpu[j] == g) {
                 mb_free(dom);
                 mb_free(cnt);
-                shape_free(s);
+                mb_coll__shape_free(s);
                 return mb_err_set(err, NULL, 0, 0, "collective: GPU %d appears twice in the group", g);
             }
         s->gpu[i] = g;
@@ -203,7 +203,7 @@ static int shape_make(const struct mb_coll_net *net, const struct mb_coll_req *r
     return 0;
 }
 
-static int log2ceil(int x)
+static int mb_coll__log2ceil(int x)
 {
     int k = 0;
     while ((1 << k) < x)
@@ -215,7 +215,7 @@ static int log2ceil(int x)
 
 /* Applicability of algorithm a to op on a group of D domains of L ranks;
  * nvls_ok: the fabric has NVLS for this group. */
-static int algo_ok_vol(enum mb_coll_op op, enum mb_coll_algo a, int L, int D, int nvls_ok)
+static int mb_coll__algo_ok_vol(enum mb_coll_op op, enum mb_coll_algo a, int L, int D, int nvls_ok)
 {
     switch (a) {
     case MB_COLL_ALGO_RING:
@@ -234,15 +234,15 @@ static int algo_ok_vol(enum mb_coll_op op, enum mb_coll_algo a, int L, int D, in
     }
 }
 
-static int net_nvls_ok(const struct mb_coll_net *net, const struct shape *s);
+static int mb_coll__net_nvls_ok(const struct mb_coll_net *net, const struct shape *s);
 
 int mb_coll_algo_ok(const struct mb_coll_net *net, const struct mb_coll_req *req, enum mb_coll_algo a)
 {
     struct shape s;
-    if (shape_make(net, req, &s, NULL))
+    if (mb_coll__shape_make(net, req, &s, NULL))
         return 0;
-    int ok = algo_ok_vol(req->op, a, s.L, s.D, net_nvls_ok(net, &s));
-    shape_free(&s);
+    int ok = mb_coll__algo_ok_vol(req->op, a, s.L, s.D, mb_coll__net_nvls_ok(net, &s));
+    mb_coll__shape_free(&s);
     return ok;
 }
 
@@ -273,13 +273,13 @@ int mb_coll_volume(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D,
             v->nic = (D - 1) * S / n;
         }
         v->steps_nv = (op == MB_COLL_ALL_REDUCE ? 2.0 : 1.0) * (L - 1);
-        v->steps_nic = op == MB_COLL_ALL_REDUCE ? 2.0 * log2ceil(D) : D - 1;
+        v->steps_nic = op == MB_COLL_ALL_REDUCE ? 2.0 * mb_coll__log2ceil(D) : D - 1;
         break;
     case MB_COLL_ALGO_NVLS:
         v->nvls = S;
         v->nic = D > 1 ? 2.0 * (D - 1) / D * S / L : 0;
         v->steps_nv = 2;
-        v->steps_nic = 2.0 * log2ceil(D);
+        v->steps_nic = 2.0 * mb_coll__log2ceil(D);
         v->nvls_fixed = 1;
         break;
     default: /* pairwise */
@@ -330,7 +330,7 @@ struct plan {
     struct mb_coll_vol v;
 };
 
-static enum mb_nccl_algo nccl_algo(enum mb_coll_algo a, int D)
+static enum mb_nccl_algo mb_coll__nccl_algo(enum mb_coll_algo a, int D)
 {
     switch (a) {
     case MB_COLL_ALGO_TREE: return MB_NCCL_TREE;
@@ -346,7 +346,7 @@ static enum mb_nccl_algo nccl_algo(enum mb_coll_algo a, int D)
  * the hierarchical all-gather / reduce-scatter `tree` (only when forced; NCCL
  * has none) pays the ring's; all-to-all and send/recv (NCCL p2p, outside the
  * tuning model) pay one step of the calibrated per-hop latency. */
-static double plan_lat(enum mb_coll_op op, enum mb_coll_algo a, enum mb_coll_proto p, int n, int L, int D,
+static double mb_coll__plan_lat(enum mb_coll_op op, enum mb_coll_algo a, enum mb_coll_proto p, int n, int L, int D,
                        double S, const struct rates *r)
 {
     struct mb_nccl_comm c = {n, D, r->intra_pcie};
@@ -359,14 +359,14 @@ static double plan_lat(enum mb_coll_op op, enum mb_coll_algo a, enum mb_coll_pro
     }
     if (a == MB_COLL_ALGO_TREE && op != MB_COLL_ALL_REDUCE)
         return mb_nccl_latency(op, MB_NCCL_RING, p, &c, S);
-    double lat = mb_nccl_latency(op, nccl_algo(a, D), p, &c, S);
+    double lat = mb_nccl_latency(op, mb_coll__nccl_algo(a, D), p, &c, S);
     if (lat >= 0 && a == MB_COLL_ALGO_NVLS && r->nvls_lat > 0)
         lat += r->nvls_lat - 25e-6;
     return lat;
 }
 
 /* Bandwidth time (s) of a volume alone on its ports at protocol factor eff. */
-static double vol_bw_time(const struct mb_coll_vol *v, const struct rates *r, double eff)
+static double mb_coll__vol_bw_time(const struct mb_coll_vol *v, const struct rates *r, double eff)
 {
     double t = 0;
     if (v->nv > 0 && r->nvl_bw > 0)
@@ -379,7 +379,7 @@ static double vol_bw_time(const struct mb_coll_vol *v, const struct rates *r, do
 }
 
 /* The best protocol for algorithm a (Simple wins ties); -1 when none applies. */
-static int plan_make(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, const struct rates *r,
+static int mb_coll__plan_make(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, const struct rates *r,
                      struct plan *pl)
 {
     struct mb_nccl_comm c = {n, D, r->intra_pcie};
@@ -389,12 +389,12 @@ static int plan_make(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int 
         memset(&x, 0, sizeof x);
         x.a = a;
         x.p = (enum mb_coll_proto)p;
-        x.lat = plan_lat(op, a, x.p, n, L, D, S, r);
+        x.lat = mb_coll__plan_lat(op, a, x.p, n, L, D, S, r);
         if (x.lat < 0)
             continue;
-        x.eff = a == MB_COLL_ALGO_PAIRWISE ? 1 : mb_nccl_bw_factor(op, nccl_algo(a, D), x.p, &c);
+        x.eff = a == MB_COLL_ALGO_PAIRWISE ? 1 : mb_nccl_bw_factor(op, mb_coll__nccl_algo(a, D), x.p, &c);
         mb_coll_volume(op, a, n, L, D, S, &x.v);
-        x.bw_s = vol_bw_time(&x.v, r, x.eff);
+        x.bw_s = mb_coll__vol_bw_time(&x.v, r, x.eff);
         if (!found || x.lat + x.bw_s < (pl->lat + pl->bw_s) * (1 - 1e-12))
             *pl = x;
         found = 1;
@@ -404,7 +404,7 @@ static int plan_make(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int 
 
 /* AUTO: the applicable (algorithm, protocol) with the least estimate; order =
  * preference on ties: ring, tree, nvls, pairwise, pat. */
-static int plan_auto(enum mb_coll_op op, int n, int L, int D, double S, int nvls_ok, const struct rates *r,
+static int mb_coll__plan_auto(enum mb_coll_op op, int n, int L, int D, double S, int nvls_ok, const struct rates *r,
                      struct plan *best)
 {
     int found = 0;
@@ -412,8 +412,8 @@ static int plan_auto(enum mb_coll_op op, int n, int L, int D, double S, int nvls
         struct plan x;
         if (a == MB_COLL_ALGO_TREE && op != MB_COLL_ALL_REDUCE)
             continue; /* NCCL's trees are all_reduce only */
-        if (!algo_ok_vol(op, (enum mb_coll_algo)a, L, D, nvls_ok) ||
-            plan_make(op, (enum mb_coll_algo)a, n, L, D, S, r, &x))
+        if (!mb_coll__algo_ok_vol(op, (enum mb_coll_algo)a, L, D, nvls_ok) ||
+            mb_coll__plan_make(op, (enum mb_coll_algo)a, n, L, D, S, r, &x))
             continue;
         if (!found || x.lat + x.bw_s < (best->lat + best->bw_s) * (1 - 1e-12))
             *best = x;
@@ -423,23 +423,23 @@ static int plan_auto(enum mb_coll_op op, int n, int L, int D, double S, int nvls
 }
 
 /* The plan of a request: AUTO's or the forced algorithm's best protocol. */
-static int plan_req(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, int nvls_ok,
+static int mb_coll__plan_req(enum mb_coll_op op, enum mb_coll_algo a, int n, int L, int D, double S, int nvls_ok,
                     const struct rates *r, struct plan *pl)
 {
     if (a == MB_COLL_ALGO_AUTO)
-        return plan_auto(op, n, L, D, S, nvls_ok, r, pl);
-    if (!algo_ok_vol(op, a, L, D, nvls_ok))
+        return mb_coll__plan_auto(op, n, L, D, S, nvls_ok, r, pl);
+    if (!mb_coll__algo_ok_vol(op, a, L, D, nvls_ok))
         return -1;
-    return plan_make(op, a, n, L, D, S, r, pl);
+    return mb_coll__plan_make(op, a, n, L, D, S, r, pl);
 }
 
-static struct rates net_rates(const struct mb_coll_net *net)
+static struct rates mb_coll__net_rates(const struct mb_coll_net *net)
 {
     return (struct rates){net->nvl_bw, net->nic_bw, net->nvls_bw, net->lat[MB_COLL_HOP_NVLINK],
                           net->lat[MB_COLL_HOP_NIC], net->nvls_lat, net->intra_pcie};
 }
 
-static int net_nvls_ok(const struct mb_coll_net *net, const struct shape *s)
+static int mb_coll__net_nvls_ok(const struct mb_coll_net *net, const struct shape *s)
 {
     return net->nvls && !net->intra_pcie && net->nvls_bw > 0 && s->uniform && net->nvl_tx &&
            net->nvl_tx[s->gpu[0]] >= 0;
@@ -450,32 +450,32 @@ double mb_coll_estimate(const struct mb_coll_net *net, const struct mb_coll_req 
     if (!mb_coll_algo_ok(net, req, a))
         return -1;
     struct shape s;
-    if (shape_make(net, req, &s, NULL))
+    if (mb_coll__shape_make(net, req, &s, NULL))
         return -1;
-    struct rates r = net_rates(net);
+    struct rates r = mb_coll__net_rates(net);
     struct plan pl;
-    int rc = plan_make(req->op, a, s.n, s.L, s.D, req->bytes, &r, &pl);
-    shape_free(&s);
+    int rc = mb_coll__plan_make(req->op, a, s.n, s.L, s.D, req->bytes, &r, &pl);
+    mb_coll__shape_free(&s);
     return rc ? -1 : pl.lat + pl.bw_s;
 }
 
 enum mb_coll_algo mb_coll_choose(const struct mb_coll_net *net, const struct mb_coll_req *req)
 {
     struct shape s;
-    if (shape_make(net, req, &s, NULL))
+    if (mb_coll__shape_make(net, req, &s, NULL))
         return MB_COLL_ALGO_RING;
-    struct rates r = net_rates(net);
+    struct rates r = mb_coll__net_rates(net);
     struct plan pl;
-    enum mb_coll_algo a = plan_auto(req->op, s.n, s.L, s.D, req->bytes, net_nvls_ok(net, &s), &r, &pl) ? MB_COLL_ALGO_RING
+    enum mb_coll_algo a = mb_coll__plan_auto(req->op, s.n, s.L, s.D, req->bytes, mb_coll__net_nvls_ok(net, &s), &r, &pl) ? MB_COLL_ALGO_RING
                                                                                                      : pl.a;
-    shape_free(&s);
+    mb_coll__shape_free(&s);
     return a;
 }
 
 /* A measured time for the call (req->meas_paced > 0): the task holds its
  * stream for the measured fixed part and every flow is capped at its bytes /
  * meas_paced. */
-static void pace(const struct mb_coll_req *req, struct mb_task_desc *t, struct mb_flow_desc *f, int n)
+static void mb_coll__pace(const struct mb_coll_req *req, struct mb_task_desc *t, struct mb_flow_desc *f, int n)
 {
     if (!(req->meas_paced > 0))
         return;
@@ -495,7 +495,7 @@ struct flows {
 };
 
 /* A new zeroed flow at the end of f. */
-static struct mb_flow_desc *flows_push(struct flows *f)
+static struct mb_flow_desc *mb_coll__flows_push(struct flows *f)
 {
     if (f->n == f->cap) {
         f->cap = f->cap ? 2 * f->cap : 64;
@@ -506,12 +506,12 @@ static struct mb_flow_desc *flows_push(struct flows *f)
     return d;
 }
 
-static void flows_add(struct flows *f, const struct mb_coll_net *net, int src, int dst, double bytes,
+static void mb_coll__flows_add(struct flows *f, const struct mb_coll_net *net, int src, int dst, double bytes,
                       double bound)
 {
     if (src == dst || !(bytes > 0))
         return;
-    struct mb_flow_desc *d = flows_push(f);
+    struct mb_flow_desc *d = mb_coll__flows_push(f);
     d->bytes = bytes;
     d->bound = bound;
     d->n_links = net->route(net->ctx, src, dst, d->links);
@@ -519,7 +519,7 @@ static void flows_add(struct flows *f, const struct mb_coll_net *net, int src, i
 }
 
 /* Rings: C channels; channel c visits each domain's ranks from local index c. */
-static void build_ring(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
+static void mb_coll__build_ring(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
                        const struct shape *s)
 {
     int n = s->n, L = s->L, D = s->D, C = D > 1 ? L : 1;
@@ -533,30 +533,30 @@ static void build_ring(struct flows *f, const struct mb_coll_net *net, const str
                 seq[k * L + j] = s->mem[k * L + (c + j) % L];
         int edges = req->op == MB_COLL_BROADCAST ? n - 1 : n; /* broadcast: open chain */
         for (int i = 0; i < edges; i++)
-            flows_add(f, net, seq[i], seq[(i + 1) % n], V / C, 0);
+            mb_coll__flows_add(f, net, seq[i], seq[(i + 1) % n], V / C, 0);
     }
     mb_free(seq);
 }
 
 /* Scale-out stage of the hierarchical algorithms: ring over the D ranks with the same local index. */
-static void build_cross(struct flows *f, const struct mb_coll_net *net, const struct shape *s, double bytes)
+static void mb_coll__build_cross(struct flows *f, const struct mb_coll_net *net, const struct shape *s, double bytes)
 {
     if (s->D < 2)
         return;
     for (int k = 0; k < s->D; k++)
         for (int j = 0; j < s->L; j++)
-            flows_add(f, net, s->mem[k * s->L + j], s->mem[((k + 1) % s->D) * s->L + j], bytes, 0);
+            mb_coll__flows_add(f, net, s->mem[k * s->L + j], s->mem[((k + 1) % s->D) * s->L + j], bytes, 0);
 }
 
-static void build_tree(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
+static void mb_coll__build_tree(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
                        const struct shape *s)
 {
     int n = s->n, L = s->L, D = s->D;
     double S = req->bytes;
     if (req->op == MB_COLL_ALL_REDUCE && D == 1) { /* chain: reduce down, broadcast back */
         for (int j = 0; j + 1 < L; j++) {
-            flows_add(f, net, s->mem[j], s->mem[j + 1], S, 0);
-            flows_add(f, net, s->mem[j + 1], s->mem[j], S, 0);
+            mb_coll__flows_add(f, net, s->mem[j], s->mem[j + 1], S, 0);
+            mb_coll__flows_add(f, net, s->mem[j + 1], s->mem[j], S, 0);
         }
         return;
     }
@@ -566,51 +566,51 @@ static void build_tree(struct flows *f, const struct mb_coll_net *net, const str
         for (int a = 0; a < L; a++)
             for (int b = 0; b < L; b++)
                 if (a != b)
-                    flows_add(f, net, s->mem[k * L + a], s->mem[k * L + b], intra, 0);
+                    mb_coll__flows_add(f, net, s->mem[k * L + a], s->mem[k * L + b], intra, 0);
     if (req->op == MB_COLL_ALL_REDUCE)
-        build_cross(f, net, s, cross);
+        mb_coll__build_cross(f, net, s, cross);
     else /* all-gather / reduce-scatter: ring over D moving (D-1) shards of S/n */
-        build_cross(f, net, s, cross);
+        mb_coll__build_cross(f, net, s, cross);
 }
 
-static void build_nvls(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
+static void mb_coll__build_nvls(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
                        const struct shape *s)
 {
     double S = req->bytes;
     for (int i = 0; i < s->n; i++) {
         int g = s->gpu[i];
-        struct mb_flow_desc *d = flows_push(f);
+        struct mb_flow_desc *d = mb_coll__flows_push(f);
         d->bytes = S;
         d->bound = net->nvls_bw;
         d->n_links = 2;
         d->links[0] = net->nvl_tx[g];
         d->links[1] = net->nvl_rx[g];
     }
-    build_cross(f, net, s, 2.0 * (s->D - 1) / s->D * S / s->L);
+    mb_coll__build_cross(f, net, s, 2.0 * (s->D - 1) / s->D * S / s->L);
 }
 
-static void build_pairwise(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
+static void mb_coll__build_pairwise(struct flows *f, const struct mb_coll_net *net, const struct mb_coll_req *req,
                            const struct shape *s)
 {
     int n = s->n;
     if (req->op == MB_COLL_SENDRECV) {
         for (int i = 0; i < n; i++)
-            flows_add(f, net, s->gpu[i], s->gpu[(i + 1) % n], req->bytes, 0);
+            mb_coll__flows_add(f, net, s->gpu[i], s->gpu[(i + 1) % n], req->bytes, 0);
         return;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
-            flows_add(f, net, s->gpu[i], s->gpu[j], req->bytes / n, 0);
+            mb_coll__flows_add(f, net, s->gpu[i], s->gpu[j], req->bytes / n, 0);
 }
 
 /* Bytes on the wire at the protocol's bandwidth factor. */
-static void flows_scale(struct mb_flow_desc *f, int n, double eff)
+static void mb_coll__flows_scale(struct mb_flow_desc *f, int n, double eff)
 {
     for (int i = 0; i < n && eff < 1; i++)
         f[i].bytes /= eff;
 }
 
-static void choice_of(const struct plan *pl, struct mb_coll_choice *ch)
+static void mb_coll__choice_of(const struct plan *pl, struct mb_coll_choice *ch)
 {
     if (ch)
         *ch = (struct mb_coll_choice){pl->a, pl->p, pl->lat, pl->bw_s};
@@ -622,17 +622,17 @@ int mb_coll_add_plan(struct mb_engine *e, const struct mb_coll_net *net, const s
     struct shape s;
     if (!net || !req || !net->route)
         return mb_err_set(err, NULL, 0, 0, "collective: no fabric");
-    if (shape_make(net, req, &s, err))
+    if (mb_coll__shape_make(net, req, &s, err))
         return -1;
     enum mb_coll_algo a = req->algo;
     if ((unsigned)a >= MB_COLL_ALGO_COUNT) {
-        shape_free(&s);
+        mb_coll__shape_free(&s);
         return mb_err_set(err, NULL, 0, 0, "collective: unknown algorithm %d", (int)a);
     }
-    struct rates r = net_rates(net);
+    struct rates r = mb_coll__net_rates(net);
     struct plan pl;
-    if (plan_req(req->op, a, s.n, s.L, s.D, req->bytes, net_nvls_ok(net, &s), &r, &pl)) {
-        shape_free(&s);
+    if (mb_coll__plan_req(req->op, a, s.n, s.L, s.D, req->bytes, mb_coll__net_nvls_ok(net, &s), &r, &pl)) {
+        mb_coll__shape_free(&s);
         if (a == MB_COLL_ALGO_AUTO)
             a = MB_COLL_ALGO_RING;
         return mb_err_set(err, NULL, 0, 0, "collective: algorithm '%s' does not apply to %s on %d ranks%s",
@@ -643,24 +643,24 @@ int mb_coll_add_plan(struct mb_engine *e, const struct mb_coll_net *net, const s
     struct flows f = {0};
     switch (a) {
     case MB_COLL_ALGO_RING:
-    case MB_COLL_ALGO_PAT: build_ring(&f, net, req, &s); break;
-    case MB_COLL_ALGO_TREE: build_tree(&f, net, req, &s); break;
-    case MB_COLL_ALGO_NVLS: build_nvls(&f, net, req, &s); break;
-    default: build_pairwise(&f, net, req, &s); break;
+    case MB_COLL_ALGO_PAT: mb_coll__build_ring(&f, net, req, &s); break;
+    case MB_COLL_ALGO_TREE: mb_coll__build_tree(&f, net, req, &s); break;
+    case MB_COLL_ALGO_NVLS: mb_coll__build_nvls(&f, net, req, &s); break;
+    default: mb_coll__build_pairwise(&f, net, req, &s); break;
     }
-    flows_scale(f.v, f.n, pl.eff);
+    mb_coll__flows_scale(f.v, f.n, pl.eff);
     struct mb_task_desc t = {0};
     t.stream = stream;
     t.duration = pl.lat;
-    pace(req, &t, f.v, f.n); /* a measured time: its fixed part, flows paced to its rest */
+    mb_coll__pace(req, &t, f.v, f.n); /* a measured time: its fixed part, flows paced to its rest */
     t.n_flows = f.n;
     t.flows = f.v;
     t.kind = (int)req->op;
     t.tag = (int)a;
     int id = mb_engine_add_task(e, &t);
     mb_free(f.v);
-    shape_free(&s);
-    choice_of(&pl, ch);
+    mb_coll__shape_free(&s);
+    mb_coll__choice_of(&pl, ch);
     return id;
 }
 
@@ -676,7 +676,7 @@ int mb_coll_add(struct mb_engine *e, const struct mb_coll_net *net, const struct
 
 /* ---- one representative rank ---------------------------------------------- */
 
-static void rank_flow(struct mb_flow_desc *f, int *n, double bytes, int link, double bound)
+static void mb_coll__rank_flow(struct mb_flow_desc *f, int *n, double bytes, int link, double bound)
 {
     if (!(bytes > 0))
         return;
@@ -697,18 +697,18 @@ int mb_coll_rank_plan(const struct mb_coll_rank *rk, const struct mb_coll_req *r
                       rk->nvls_lat, rk->intra_pcie};
     int nvls_ok = rk->nvls && !rk->intra_pcie && rk->nvls_bw > 0;
     struct plan pl;
-    if (plan_req(req->op, req->algo, n, L, D, req->bytes, nvls_ok, &r, &pl))
+    if (mb_coll__plan_req(req->op, req->algo, n, L, D, req->bytes, nvls_ok, &r, &pl))
         return -1;
     int nf = 0;
-    rank_flow(f, &nf, pl.v.nv, rk->nv_link, 0);
-    rank_flow(f, &nf, pl.v.nvls, rk->nv_link, rk->nvls_bw);
-    rank_flow(f, &nf, pl.v.nic, rk->nic_link, rk->nic_bound);
-    flows_scale(f, nf, pl.eff);
+    mb_coll__rank_flow(f, &nf, pl.v.nv, rk->nv_link, 0);
+    mb_coll__rank_flow(f, &nf, pl.v.nvls, rk->nv_link, rk->nvls_bw);
+    mb_coll__rank_flow(f, &nf, pl.v.nic, rk->nic_link, rk->nic_bound);
+    mb_coll__flows_scale(f, nf, pl.eff);
     t->duration = pl.lat;
     t->n_flows = nf;
     t->flows = f;
-    pace(req, t, f, nf);
-    choice_of(&pl, ch);
+    mb_coll__pace(req, t, f, nf);
+    mb_coll__choice_of(&pl, ch);
     return nf;
 }
 

@@ -11,10 +11,10 @@
  *              intraLat >= the network overhead (1 us, x3 Simple) when N > 1;
  *              broadcast: base + one step (NCCL's sameChannels case);
  *              all_reduce, Simple, N > 1, large: x 1.4 (ring plateau)
- *   tree       base + 2((ppn-1) intraLat + log2i(N) interLat)   (all_reduce)
+ *   tree       base + 2((ppn-1) intraLat + mb_coll__log2i(N) interLat)   (all_reduce)
  *   nvls       intraLat (+ interLat when N > 1)
- *   nvls_tree  base + intraLat + 2 log2i(N) interLat           (all_reduce)
- *   pat        base + log2i(N) interLat / 3.5 + 2.8 n          (AG/RS, ppn 1)
+ *   nvls_tree  base + intraLat + 2 mb_coll__log2i(N) interLat           (all_reduce)
+ *   pat        base + mb_coll__log2i(N) interLat / 3.5 + 2.8 n          (AG/RS, ppn 1)
  * intraLat = hwLat[NVLINK or PCI][a][p] (x 1.8 for LL when N > 1), interLat =
  * hwLat[NET][a][p], or hwLat[NET][tree][p] when ppn = 1; graph latencyInter
  * is 0 (IB/RoCE plugins report none).
@@ -46,7 +46,7 @@ const char *mb_nccl_algo_name(enum mb_nccl_algo a)
 }
 
 /* NCCL's log2i: floor(log2(n)), 0 for n <= 1. */
-static int log2i(int n)
+static int mb_coll__log2i(int n)
 {
     int k = 0;
     while (n >>= 1)
@@ -54,16 +54,16 @@ static int log2i(int n)
     return k;
 }
 
-static int is_agrs(enum mb_coll_op op)
+static int mb_coll__is_agrs(enum mb_coll_op op)
 {
     return op == MB_COLL_ALL_GATHER || op == MB_COLL_REDUCE_SCATTER;
 }
 
 /* Does NCCL offer (op, a, p) on this communicator? */
-static int enabled(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p, const struct mb_nccl_comm *c)
+static int mb_coll__enabled(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p, const struct mb_nccl_comm *c)
 {
     int N = c->n_nodes, ppn1 = c->n_ranks == c->n_nodes;
-    if (op != MB_COLL_ALL_REDUCE && !is_agrs(op) && op != MB_COLL_BROADCAST)
+    if (op != MB_COLL_ALL_REDUCE && !mb_coll__is_agrs(op) && op != MB_COLL_BROADCAST)
         return 0;
     if (op == MB_COLL_BROADCAST && a != MB_NCCL_RING)
         return 0;
@@ -74,7 +74,7 @@ static int enabled(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_proto p
     case MB_NCCL_TREE: return op == MB_COLL_ALL_REDUCE;
     case MB_NCCL_NVLS: return p == MB_COLL_PROTO_SIMPLE && !c->intra_pcie && N == 1; /* > 1 node needs CollNet */
     case MB_NCCL_NVLS_TREE: return p == MB_COLL_PROTO_SIMPLE && !c->intra_pcie && op == MB_COLL_ALL_REDUCE && N > 1;
-    case MB_NCCL_PAT: return p == MB_COLL_PROTO_SIMPLE && is_agrs(op) && ppn1 && N > 1;
+    case MB_NCCL_PAT: return p == MB_COLL_PROTO_SIMPLE && mb_coll__is_agrs(op) && ppn1 && N > 1;
     default: return 0;
     }
 }
@@ -83,7 +83,7 @@ double mb_nccl_latency(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_pro
                        double bytes)
 {
     if (!c || c->n_ranks < 2 || c->n_nodes < 1 || c->n_nodes > c->n_ranks || (unsigned)p >= MB_COLL_PROTO_COUNT ||
-        !enabled(op, a, p, c))
+        !mb_coll__enabled(op, a, p, c))
         return -1;
     int n = c->n_ranks, N = c->n_nodes, ppn = n / N; /* NCCL's integer nRanks / nNodes */
     double intra = hw_lat[c->intra_pcie ? HW_PCI : HW_NVLINK][a][p];
@@ -106,10 +106,10 @@ double mb_nccl_latency(enum mb_coll_op op, enum mb_nccl_algo a, enum mb_coll_pro
             lat *= 1.4;
         break;
     }
-    case MB_NCCL_TREE: lat += 2 * ((ppn - 1) * intra + log2i(N) * inter); break;
+    case MB_NCCL_TREE: lat += 2 * ((ppn - 1) * intra + mb_coll__log2i(N) * inter); break;
     case MB_NCCL_NVLS: lat = intra + (N > 1 ? inter : 0); break;
-    case MB_NCCL_NVLS_TREE: lat += intra + 2 * log2i(N) * inter; break;
-    case MB_NCCL_PAT: lat += log2i(N) * (inter / 3.5) + n * 2.8; break;
+    case MB_NCCL_NVLS_TREE: lat += intra + 2 * mb_coll__log2i(N) * inter; break;
+    case MB_NCCL_PAT: lat += mb_coll__log2i(N) * (inter / 3.5) + n * 2.8; break;
     default: return -1;
     }
     return lat * 1e-6;

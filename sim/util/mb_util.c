@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void mb__oom(size_t n)
+static void mb_util__oom(size_t n)
 {
     fprintf(stderr, "mbsim: out of memory allocating %zu bytes\n", n);
     abort();
@@ -24,7 +24,7 @@ void *mb_malloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        mb__oom(n);
+        mb_util__oom(n);
     return p;
 }
 
@@ -32,7 +32,7 @@ void *mb_calloc(size_t count, size_t size)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p)
-        mb__oom(count * size);
+        mb_util__oom(count * size);
     return p;
 }
 
@@ -40,7 +40,7 @@ void *mb_realloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        mb__oom(n);
+        mb_util__oom(n);
     return q;
 }
 
@@ -151,7 +151,7 @@ int mb_dir_exists(const char *path)
 }
 
 /* A data directory holds the shipped model cards; that is what the CLI checks too. */
-static int mb__has_data(const char *dir)
+static int mb_util__has_data(const char *dir)
 {
     char path[PATH_MAX];
     int n = snprintf(path, sizeof path, "%s/workloads/models", dir);
@@ -163,7 +163,7 @@ static int mb__has_data(const char *dir)
 static char mb__exe_data[PATH_MAX];
 static pthread_once_t mb__exe_once = PTHREAD_ONCE_INIT;
 
-static void mb__exe_data_init(void)
+static void mb_util__exe_data_init(void)
 {
 #ifdef MBSIM_BIN_TO_DATA
     char exe[PATH_MAX];
@@ -188,11 +188,11 @@ const char *mb_data_dir_origin(void)
         return "$MBSIM_DATA_DIR";
 #ifdef MBSIM_SOURCE_DIR
     const char *no_src = getenv("MBSIM_NO_SOURCE_TREE");
-    if (!(no_src && *no_src && strcmp(no_src, "0")) && mb__has_data(MBSIM_SOURCE_DIR))
+    if (!(no_src && *no_src && strcmp(no_src, "0")) && mb_util__has_data(MBSIM_SOURCE_DIR))
         return "the source tree mbsim was built from";
 #endif
-    pthread_once(&mb__exe_once, mb__exe_data_init);
-    if (mb__exe_data[0] && mb__has_data(mb__exe_data))
+    pthread_once(&mb__exe_once, mb_util__exe_data_init);
+    if (mb__exe_data[0] && mb_util__has_data(mb__exe_data))
         return "the install tree next to the binary";
 #ifdef MBSIM_INSTALL_DATADIR
     return "the install prefix mbsim was configured with";
@@ -210,11 +210,11 @@ const char *mb_data_dir(void)
     /* MBSIM_NO_SOURCE_TREE=1: behave as if the source tree were gone (a test
      * hook for the installed binary; see tests/cli/install.sh). */
     const char *no_src = getenv("MBSIM_NO_SOURCE_TREE");
-    if (!(no_src && *no_src && strcmp(no_src, "0")) && mb__has_data(MBSIM_SOURCE_DIR))
+    if (!(no_src && *no_src && strcmp(no_src, "0")) && mb_util__has_data(MBSIM_SOURCE_DIR))
         return MBSIM_SOURCE_DIR;
 #endif
-    pthread_once(&mb__exe_once, mb__exe_data_init);
-    if (mb__exe_data[0] && mb__has_data(mb__exe_data))
+    pthread_once(&mb__exe_once, mb_util__exe_data_init);
+    if (mb__exe_data[0] && mb_util__has_data(mb__exe_data))
         return mb__exe_data;
 #ifdef MBSIM_INSTALL_DATADIR
     return MBSIM_INSTALL_DATADIR;

@@ -631,7 +631,7 @@ static const struct mb_unit_def mb__flops_units[] = {
 /* the 4th entry is the example unit of messages ("such as '1 W'") */
 static const struct mb_unit_def mb__power_units[] = {{"mW", 1e-3}, {"kW", 1e3}, {"MW", 1e6}, {"W", 1}, {NULL, 0}};
 
-static const struct mb_unit_def *mb__units(enum mb_unit u, const char **what)
+static const struct mb_unit_def *mb_yaml__units(enum mb_unit u, const char **what)
 {
     switch (u) {
     case MB_UNIT_BYTES: *what = "a size"; return mb__bytes_units;
@@ -646,7 +646,7 @@ static const struct mb_unit_def *mb__units(enum mb_unit u, const char **what)
 int mb_yaml_quantity(const struct mb_node *n, enum mb_unit unit, int bare_ok, double *out, struct mb_err *err)
 {
     const char *what;
-    const struct mb_unit_def *defs = mb__units(unit, &what);
+    const struct mb_unit_def *defs = mb_yaml__units(unit, &what);
     if (!defs)
         return mb_yaml_double(n, out, err);
     if (!n || n->kind != MB_NODE_SCALAR)

@@ -151,7 +151,7 @@ static const struct mb_field vision_fields[] = {
 };
 
 /* A section node that is YAML null counts as absent. */
-static const struct mb_node *section(const struct mb_node *n)
+static const struct mb_node *mb_model__section(const struct mb_node *n)
 {
     return (n && mb_yaml_is_null(n)) ? NULL : n;
 }
@@ -170,7 +170,7 @@ static const struct mb_node *section(const struct mb_node *n)
  *   ffn:   DENSE for i < first_dense, else MOE when num_experts > 0.
  * Pattern models: one layer per character.
  */
-static void expand(struct mb_model *m)
+static void mb_model__expand(struct mb_model *m)
 {
     int n = m->pattern[0] ? (int)strlen(m->pattern) : m->num_layers;
     m->n_layers = n;
@@ -201,18 +201,18 @@ static void expand(struct mb_model *m)
  * Loading
  * ------------------------------------------------------------------------- */
 
-static int err_at_key(struct mb_err *err, const struct mb_node *map, const char *key, const char *fmt,
+static int mb_model__err_at_key(struct mb_err *err, const struct mb_node *map, const char *key, const char *fmt,
                       const char *arg)
 {
     const struct mb_node *v = mb_yaml_get(map, key);
     return mb_yaml_err(err, v ? v : map, fmt, arg);
 }
 
-static int read_sections(const struct mb_node *map, const struct raw_top *t, struct mb_model *m,
+static int mb_model__read_sections(const struct mb_node *map, const struct raw_top *t, struct mb_model *m,
                          struct mb_err *err)
 {
     const struct mb_node *s;
-    if ((s = section(t->moe))) {
+    if ((s = mb_model__section(t->moe))) {
         struct raw_moe r = { 0, 0, 0, 0, 0, 0, 1, 0 };
         if (mb_yaml_read_fields(s, moe_fields, &r, "model.moe", NULL, err))
             return -1;
@@ -248,7 +248,7 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
         m->router_groups = (int)r.groups;
         m->router_group_topk = (int)r.group_topk;
     }
-    if ((s = section(t->mla))) {
+    if ((s = mb_model__section(t->mla))) {
         struct raw_mla r = { 0, 0, 0, 0, 0 };
         if (mb_yaml_read_fields(s, mla_fields, &r, "model.mla", NULL, err))
             return -1;
@@ -258,14 +258,14 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
         m->qk_rope_head_dim = (int)r.rope;
         m->v_head_dim = (int)r.v;
     }
-    if ((s = section(t->swa))) {
+    if ((s = mb_model__section(t->swa))) {
         struct raw_swa r = { 0, 0 };
         if (mb_yaml_read_fields(s, swa_fields, &r, "model.sliding_window", NULL, err))
             return -1;
         m->swa_window = (int)r.window;
         m->swa_full_every = (int)r.full_every;
     }
-    if ((s = section(t->gdn))) {
+    if ((s = mb_model__section(t->gdn))) {
         struct raw_gdn r = { 0, 0, 0, 0, 0, 4 };
         if (mb_yaml_read_fields(s, gdn_fields, &r, "model.gdn", NULL, err))
             return -1;
@@ -276,7 +276,7 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
         m->gdn_v_dim = (int)r.v_dim;
         m->gdn_conv = (int)r.conv;
     }
-    if ((s = section(t->mamba))) {
+    if ((s = mb_model__section(t->mamba))) {
         struct raw_mamba r = { 0, 0, 0, 1 };
         if (mb_yaml_read_fields(s, mamba_fields, &r, "model.mamba", NULL, err))
             return -1;
@@ -285,7 +285,7 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
         m->mamba_state = (int)r.state;
         m->mamba_groups = (int)r.groups;
     }
-    if ((s = section(t->vision))) {
+    if ((s = mb_model__section(t->vision))) {
         struct raw_vision r = { 0, 0, 0, 0, 0, 2, 2, 0, t->hidden, 3 };
         if (mb_yaml_read_fields(s, vision_fields, &r, "model.vision", NULL, err))
             return -1;
@@ -308,7 +308,7 @@ static int read_sections(const struct mb_node *map, const struct raw_top *t, str
 }
 
 /* Cross-field checks that the field tables cannot express. */
-static int validate(const struct mb_node *map, const struct raw_top *t, struct mb_model *m, struct mb_err *err)
+static int mb_model__validate(const struct mb_node *map, const struct raw_top *t, struct mb_model *m, struct mb_err *err)
 {
     const struct mb_node *pn = mb_yaml_get(map, "pattern");
     if (m->num_heads % m->num_kv_heads != 0)
@@ -332,7 +332,7 @@ static int validate(const struct mb_node *map, const struct raw_top *t, struct m
         if ((long)len != t->num_layers)
             return mb_yaml_err(err, mb_yaml_get(map, "num_layers"),
                                "num_layers = %ld does not match the pattern length %zu", t->num_layers, len);
-        if (section(t->mla) || section(t->gdn) || section(t->swa))
+        if (mb_model__section(t->mla) || mb_model__section(t->gdn) || mb_model__section(t->swa))
             return mb_yaml_err(err, pn, "pattern cannot be combined with mla, gdn or sliding_window");
         if (need_moe && !m->num_experts)
             return mb_yaml_err(err, pn, "pattern has MoE layers (E) but there is no 'moe' section");
@@ -341,9 +341,9 @@ static int validate(const struct mb_node *map, const struct raw_top *t, struct m
         if (need_dense && !m->ffn_hidden)
             return mb_yaml_err(err, pn, "pattern has MLP layers (-) but ffn_hidden is not set");
     } else {
-        if (section(t->mamba))
-            return err_at_key(err, map, "mamba", "%s", "a 'mamba' section needs a hybrid 'pattern'");
-        if ((section(t->gdn) != NULL) + (section(t->swa) != NULL) + (section(t->mla) != NULL) > 1)
+        if (mb_model__section(t->mamba))
+            return mb_model__err_at_key(err, map, "mamba", "%s", "a 'mamba' section needs a hybrid 'pattern'");
+        if ((mb_model__section(t->gdn) != NULL) + (mb_model__section(t->swa) != NULL) + (mb_model__section(t->mla) != NULL) > 1)
             return mb_yaml_err(err, map, "at most one of mla, gdn and sliding_window may be given");
         if (!m->ffn_hidden && (!m->num_experts || m->first_dense > 0 || m->mtp_layers > 0))
             return mb_yaml_err(err, map, "missing required key 'ffn_hidden' in model (the model has dense layers)");
@@ -399,24 +399,24 @@ int mb_model_from_node(const struct mb_node *map, struct mb_model *out, struct m
     else if (strcmp(t.act, "geglu") == 0)
         m->act = MB_ACT_GEGLU;
     else
-        return err_at_key(err, map, "activation",
+        return mb_model__err_at_key(err, map, "activation",
                           "unknown activation '%s'; expected one of: swiglu, gelu, squared_relu, geglu", t.act);
     if (strcmp(t.norm, "rmsnorm") == 0)
         m->rmsnorm = 1;
     else if (strcmp(t.norm, "layernorm") == 0)
         m->rmsnorm = 0;
     else
-        return err_at_key(err, map, "norm", "unknown norm '%s'; expected one of: rmsnorm, layernorm", t.norm);
+        return mb_model__err_at_key(err, map, "norm", "unknown norm '%s'; expected one of: rmsnorm, layernorm", t.norm);
 
-    if (read_sections(map, &t, m, err) || validate(map, &t, m, err)) {
+    if (mb_model__read_sections(map, &t, m, err) || mb_model__validate(map, &t, m, err)) {
         memset(out, 0, sizeof *out);
         return -1;
     }
-    expand(m);
+    mb_model__expand(m);
     return 0;
 }
 
-static const char *models_dir(void)
+static const char *mb_model__models_dir(void)
 {
     static char buf[1024];
     char *p = mb_path_join(mb_data_dir(), "workloads/models");
@@ -427,7 +427,7 @@ static const char *models_dir(void)
 }
 
 /* A shipped-model name: letters, digits, '_', '.', '-' and no "..". */
-static int is_model_name(const char *s)
+static int mb_model__is_model_name(const char *s)
 {
     if (!*s || strstr(s, ".."))
         return 0;
@@ -438,7 +438,7 @@ static int is_model_name(const char *s)
     return 1;
 }
 
-static int ends_with(const char *s, const char *suf)
+static int mb_model__ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
@@ -451,12 +451,12 @@ int mb_model_load(const char *name_or_path, struct mb_model *out, struct mb_err 
     memset(out, 0, sizeof *out);
     if (!name_or_path)
         return mb_err_set(err, NULL, 0, 0, "no model given");
-    if (strchr(name_or_path, '/') || ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml")) {
+    if (strchr(name_or_path, '/') || mb_model__ends_with(name_or_path, ".yaml") || mb_model__ends_with(name_or_path, ".yml")) {
         path = mb_strdup(name_or_path); /* a path: the YAML loader reports a missing file */
-    } else if (is_model_name(name_or_path)) {
+    } else if (mb_model__is_model_name(name_or_path)) {
         char file[300];
         snprintf(file, sizeof file, "%s.yaml", name_or_path);
-        path = mb_path_join(models_dir(), file);
+        path = mb_path_join(mb_model__models_dir(), file);
         if (!mb_file_exists(path)) {
             mb_free(path);
             path = NULL;
@@ -491,7 +491,7 @@ void mb_model_free(struct mb_model *m)
     m->n_layers = 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int mb_model__cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -501,14 +501,14 @@ void mb_model_list(char *buf, size_t len)
     if (!buf || !len)
         return;
     buf[0] = '\0';
-    DIR *d = opendir(models_dir());
+    DIR *d = opendir(mb_model__models_dir());
     if (!d)
         return;
     size_t n = 0, cap = 64;
     char **names = mb_malloc(cap * sizeof *names);
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".yaml"))
+        if (e->d_name[0] == '.' || !mb_model__ends_with(e->d_name, ".yaml"))
             continue;
         if (n == cap)
             names = mb_realloc(names, (cap *= 2) * sizeof *names);
@@ -517,7 +517,7 @@ void mb_model_list(char *buf, size_t len)
         n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    qsort(names, n, sizeof *names, mb_model__cmp_str);
     size_t used = 0;
     for (size_t i = 0; i < n; i++) {
         size_t need = strlen(names[i]) + (i ? 2 : 0);
@@ -540,19 +540,19 @@ void mb_model_list(char *buf, size_t len)
  * Parameter counts (D.2, generalized)
  * ------------------------------------------------------------------------- */
 
-static double gamma_of(const struct mb_model *m)
+static double mb_model__gamma_of(const struct mb_model *m)
 {
     return (m->act == MB_ACT_SWIGLU || m->act == MB_ACT_GEGLU) ? 3.0 : 2.0;
 }
 
 /* Parameters of one norm of width w: RMSNorm has a scale, LayerNorm scale + bias. */
-static double norm_p(const struct mb_model *m, double w)
+static double mb_model__norm_p(const struct mb_model *m, double w)
 {
     return w * (m->rmsnorm ? 1.0 : 2.0);
 }
 
 /* Mixer parameters of one layer. */
-static double mixer_params(const struct mb_model *m, enum mb_mixer mix)
+static double mb_model__mixer_params(const struct mb_model *m, enum mb_mixer mix)
 {
     double h = m->hidden, n = m->num_heads, g = m->num_kv_heads, d = m->head_dim;
     switch (mix) {
@@ -597,11 +597,11 @@ static double mixer_params(const struct mb_model *m, enum mb_mixer mix)
 }
 
 /* Accumulate one decoder layer into p; routed experts also into *routed. */
-static void add_layer(const struct mb_model *m, const struct mb_layer *l, struct mb_params *p,
+static void mb_model__add_layer(const struct mb_model *m, const struct mb_layer *l, struct mb_params *p,
                       double *attn, double *dense, double *experts, double *shared, double *router)
 {
-    double h = m->hidden, gam = gamma_of(m);
-    *attn += mixer_params(m, l->mixer);
+    double h = m->hidden, gam = mb_model__gamma_of(m);
+    *attn += mb_model__mixer_params(m, l->mixer);
     if (l->ffn == MB_FFN_DENSE)
         *dense += gam * h * m->ffn_hidden;
     else if (l->ffn == MB_FFN_MOE) {
@@ -616,10 +616,10 @@ static void add_layer(const struct mb_model *m, const struct mb_layer *l, struct
         *router += h * E;
     }
     /* pre-norms: one per sub-block present */
-    p->norms += norm_p(m, h) * ((l->mixer != MB_MIX_NONE) + (l->ffn != MB_FFN_NONE));
+    p->norms += mb_model__norm_p(m, h) * ((l->mixer != MB_MIX_NONE) + (l->ffn != MB_FFN_NONE));
 }
 
-static double vision_params(const struct mb_model *m)
+static double mb_model__vision_params(const struct mb_model *m)
 {
     const struct mb_vision *v = &m->vision;
     if (v->depth <= 0)
@@ -642,9 +642,9 @@ void mb_model_params(const struct mb_model *m, struct mb_params *out)
     out->embedding = V * h;
     out->output = m->tied_embeddings ? 0 : V * h;
     for (int i = 0; i < m->n_layers; i++)
-        add_layer(m, &m->layer[i], out, &out->attn, &out->dense_mlp, &out->experts, &out->shared,
+        mb_model__add_layer(m, &m->layer[i], out, &out->attn, &out->dense_mlp, &out->experts, &out->shared,
                   &out->router);
-    out->norms += norm_p(m, h); /* final norm */
+    out->norms += mb_model__norm_p(m, h); /* final norm */
 
     /* MTP block(s): eh_proj 2h x h, enorm + hnorm, one decoder layer (mixer of the model,
      * FFN of the last layer's kind), final norm; embedding and output head are shared. */
@@ -655,12 +655,12 @@ void mb_model_params(const struct mb_model *m, struct mb_params *out)
         struct mb_params tmp;
         double a = 0, dn = 0, ex = 0, sh = 0, rt = 0;
         memset(&tmp, 0, sizeof tmp);
-        add_layer(m, &l, &tmp, &a, &dn, &ex, &sh, &rt);
-        double one = a + dn + ex + sh + rt + tmp.norms + 2 * h * h + 3 * norm_p(m, h);
+        mb_model__add_layer(m, &l, &tmp, &a, &dn, &ex, &sh, &rt);
+        double one = a + dn + ex + sh + rt + tmp.norms + 2 * h * h + 3 * mb_model__norm_p(m, h);
         out->mtp = m->mtp_layers * one;
         mtp_routed = m->mtp_layers * ex;
     }
-    out->vision = vision_params(m);
+    out->vision = mb_model__vision_params(m);
     out->total = out->embedding + out->output + out->attn + out->dense_mlp + out->experts + out->shared +
                  out->router + out->norms + out->mtp + out->vision;
     double routed = out->experts + mtp_routed;
@@ -672,11 +672,11 @@ void mb_model_params(const struct mb_model *m, struct mb_params *out)
  * FLOPs (D.1)
  * ------------------------------------------------------------------------- */
 
-/* Megatron hybrid_flops (Nemotron-H style pattern models), fwd x 3. */
-static double hybrid_flops(const struct mb_model *m, double T, double Q)
+/* Megatron mb_model__hybrid_flops (Nemotron-H style pattern models), fwd x 3. */
+static double mb_model__hybrid_flops(const struct mb_model *m, double T, double Q)
 {
     double h = m->hidden, n = m->num_heads, g = m->num_kv_heads, d = m->head_dim;
-    double gam = gamma_of(m), V = (double)m->vocab;
+    double gam = mb_model__gamma_of(m), V = (double)m->vocab;
     double na = 0, nm = 0, ne = 0, nd = 0;
     for (int i = 0; i < m->n_layers; i++) {
         na += m->layer[i].mixer == MB_MIX_ATTN;
@@ -706,10 +706,10 @@ double mb_model_flops(const struct mb_model *m, double tokens, double seq_sq_sum
     if (T <= 0)
         return 0;
     if (m->pattern[0])
-        return hybrid_flops(m, T, Q);
+        return mb_model__hybrid_flops(m, T, Q);
 
     double h = m->hidden, n = m->num_heads, g = m->num_kv_heads, d = m->head_dim;
-    double V = (double)m->vocab, gam = gamma_of(m), mtp = m->mtp_layers;
+    double V = (double)m->vocab, gam = mb_model__gamma_of(m), mtp = m->mtp_layers;
     double L_dense = 0, L_moe = 0, N_lin = 0, N_swa = 0;
     for (int i = 0; i < m->n_layers; i++) {
         L_dense += m->layer[i].ffn == MB_FFN_DENSE;
@@ -772,7 +772,7 @@ double mb_model_vit_flops(const struct mb_model *m, double patches_sum, double p
     return 3 * (blocks + mergers);
 }
 
-static long round_up(long x, long mult)
+static long mb_model__round_up(long x, long mult)
 {
     return mult > 1 ? (x + mult - 1) / mult * mult : x;
 }
@@ -785,8 +785,8 @@ double mb_model_image_patches(const struct mb_model *m, int height, int width, d
     if (v->depth <= 0 || v->patch <= 0 || height <= 0 || width <= 0)
         return 0;
     long S = v->spatial_merge > 0 ? v->spatial_merge : 1;
-    long gh = round_up((height + v->patch - 1) / v->patch, S);
-    long gw = round_up((width + v->patch - 1) / v->patch, S);
+    long gh = mb_model__round_up((height + v->patch - 1) / v->patch, S);
+    long gw = mb_model__round_up((width + v->patch - 1) / v->patch, S);
     double p = (double)gh * (double)gw;
     if (merged)
         *merged = p / (double)(S * S);

@@ -20,7 +20,7 @@
 
 /* Whether part o is core attention scaled by the drawn sequence lengths
  * (packed data, mb_plan_scale_attention). */
-static int mb__drawn(const struct mb_build *b, const struct mb_op *o)
+static int mb_step__drawn(const struct mb_build *b, const struct mb_op *o)
 {
     return b->s->packed && o->type == MB_OP_COMP && o->cat == MB_CAT_ATTN && (o->module & MB_RCM_CORE_ATTN);
 }
@@ -28,7 +28,7 @@ static int mb__drawn(const struct mb_build *b, const struct mb_op *o)
 /* Compute seconds of list l in one pass (dir 0 forward, 1 backward;
  * recompute: the forward again over the modules in mask; skip: dgrad only),
  * without the parts whose time depends on the data drawn. */
-static double mb__pass(const struct mb_build *b, const struct mb_oplist *l, int dir, int recompute, unsigned mask,
+static double mb_step__pass(const struct mb_build *b, const struct mb_oplist *l, int dir, int recompute, unsigned mask,
                        int skip)
 {
     double t = 0;
@@ -41,38 +41,38 @@ static double mb__pass(const struct mb_build *b, const struct mb_oplist *l, int 
             continue;
         t += dur + mb_fw_kernels(b, o, dir, recompute);
         for (int q = 0; l->part && q < o->nparts; q++)
-            if (mb__drawn(b, &l->part[o->part0 + q]))
+            if (mb_step__drawn(b, &l->part[o->part0 + q]))
                 t -= mb_emit_comp_s(&l->part[o->part0 + q], dir, recompute, skip);
     }
     return t;
 }
 
 /* Embedding (first virtual stage), MTP and head (last one) of one microbatch, both passes. */
-static double mb__ends(const struct mb_build *b, int vs, int frozen)
+static double mb_step__ends(const struct mb_build *b, int vs, int frozen)
 {
     const struct mb_plan *pl = &b->plan;
     double t = 0;
     if (vs == 0)
-        t += mb__pass(b, &pl->emb, 0, 0, 0, 0) + mb__pass(b, &pl->emb, 1, 0, 0, frozen);
+        t += mb_step__pass(b, &pl->emb, 0, 0, 0, 0) + mb_step__pass(b, &pl->emb, 1, 0, 0, frozen);
     if (vs == b->lay.p * b->lay.v - 1) {
-        t += mb__pass(b, &pl->head, 0, 0, 0, 0) + mb__pass(b, &pl->head, 1, 0, 0, frozen);
+        t += mb_step__pass(b, &pl->head, 0, 0, 0, 0) + mb_step__pass(b, &pl->head, 1, 0, 0, frozen);
         if (pl->mtp)
-            t += b->m->mtp_layers * (mb__pass(b, pl->mtp, 0, 0, 0, 0) + mb__pass(b, pl->mtp, 1, 0, 0, frozen));
+            t += b->m->mtp_layers * (mb_step__pass(b, pl->mtp, 0, 0, 0, 0) + mb_step__pass(b, pl->mtp, 1, 0, 0, frozen));
     }
     return t;
 }
 
 /* Decoder layers of virtual stage vs, one microbatch: forward, recompute, backward. */
-static double mb__layers(const struct mb_build *b, int vs, int frozen)
+static double mb_step__layers(const struct mb_build *b, int vs, int frozen)
 {
     const struct mb_plan *pl = &b->plan;
     int first = b->lay.first[vs];
     double t = 0;
     for (int li = first; li < first + b->lay.count[vs]; li++) {
         const struct mb_oplist *L = mb_plan_layer(b, li);
-        t += mb__pass(b, L, 0, 0, 0, 0) + mb__pass(b, L, 1, 0, 0, frozen);
+        t += mb_step__pass(b, L, 0, 0, 0, 0) + mb_step__pass(b, L, 1, 0, 0, frozen);
         if (mb_sched_recompute_here(b, li, first))
-            t += mb__pass(b, L, 0, 1, pl->rc_mask, 0);
+            t += mb_step__pass(b, L, 0, 1, pl->rc_mask, 0);
     }
     return t;
 }
@@ -83,7 +83,7 @@ void mb_bound_stages_m(const struct mb_build *b, int m, double *floor_s)
     for (int st = 0; st < p; st++) {
         double per_mb = 0;
         for (int c = 0; c < v; c++)
-            per_mb += mb__layers(b, c * p + st, frozen) + mb__ends(b, c * p + st, frozen);
+            per_mb += mb_step__layers(b, c * p + st, frozen) + mb_step__ends(b, c * p + st, frozen);
         floor_s[st] = m * per_mb + mb_calib_membound(b->cal, mb_reduce_optimizer_bytes(b, st)) + b->fw_step;
     }
 }

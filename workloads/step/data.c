@@ -17,7 +17,7 @@ struct mb_sample {
 };
 
 /* One image's height and width (pixels). */
-static void mb__image_size(const struct mb_images *im, struct mb_rng *rng, int *hh, int *ww)
+static void mb_step__image_size(const struct mb_images *im, struct mb_rng *rng, int *hh, int *ww)
 {
     if (im->dist == MB_IMG_UNIFORM) {
         int span = im->side_max - im->side_min + 1;
@@ -32,7 +32,7 @@ static void mb__image_size(const struct mb_images *im, struct mb_rng *rng, int *
     *ww = im->width[j];
 }
 
-static void mb__draw_sample(const struct mb_scenario *s, const struct mb_model *m, struct mb_rng *rng,
+static void mb_step__draw_sample(const struct mb_scenario *s, const struct mb_model *m, struct mb_rng *rng,
                             struct mb_sample *x)
 {
     const struct mb_images *im = &s->images;
@@ -44,7 +44,7 @@ static void mb__draw_sample(const struct mb_scenario *s, const struct mb_model *
             cnt = hi;
         for (int i = 0; i < cnt; i++) {
             int hh, ww;
-            mb__image_size(im, rng, &hh, &ww);
+            mb_step__image_size(im, rng, &hh, &ww);
             double mg;
             double p = mb_model_image_patches(m, hh, ww, &mg);
             x->P += p;
@@ -81,7 +81,7 @@ struct mb_sampler {
     struct mb_sample next;
 };
 
-static void mb__draw_microbatch(const struct mb_scenario *s, const struct mb_model *m, struct mb_sampler *sm,
+static void mb_step__draw_microbatch(const struct mb_scenario *s, const struct mb_model *m, struct mb_sampler *sm,
                                 struct mb_mbdraw *d)
 {
     double seq = s->seq_length;
@@ -90,7 +90,7 @@ static void mb__draw_microbatch(const struct mb_scenario *s, const struct mb_mod
         double fill = 0;
         do {
             if (!sm->pending) {
-                mb__draw_sample(s, m, &sm->rng, &sm->next);
+                mb_step__draw_sample(s, m, &sm->rng, &sm->next);
                 sm->pending = 1;
             }
             if (fill > 0 && fill + sm->next.len > seq)
@@ -115,7 +115,7 @@ struct mb_drawn {
 
 /* Draw G ranks' microbatches of one EP group: gP/gQ[i] get the group maximum
  * of microbatch i (the rank that paces the group); returns the group's total. */
-static double mb__draw_group(const struct mb_scenario *s, const struct mb_model *m, struct mb_sampler *sm, int n,
+static double mb_step__draw_group(const struct mb_scenario *s, const struct mb_model *m, struct mb_sampler *sm, int n,
                              int G, double *gP, double *gQ, struct mb_drawn *t)
 {
     double total = 0;
@@ -123,7 +123,7 @@ static double mb__draw_group(const struct mb_scenario *s, const struct mb_model 
         gP[i] = gQ[i] = 0;
         for (int rk = 0; rk < G; rk++) {
             struct mb_mbdraw d;
-            mb__draw_microbatch(s, m, sm, &d);
+            mb_step__draw_microbatch(s, m, sm, &d);
             t->P += d.P;
             t->Q += d.Q;
             t->merged += d.merged;
@@ -170,7 +170,7 @@ void mb_data_draw(struct mb_build *b, int n)
     memset(&sm, 0, sizeof sm);
     mb_rng_seed(&sm.rng, s->images.seed);
     for (int g0 = 0; g0 < R; g0 += G) {
-        double total = mb__draw_group(s, m, &sm, n, G, gP, gQ, &t);
+        double total = mb_step__draw_group(s, m, &sm, n, G, gP, gQ, &t);
         if (total > best_total) {
             best_total = total;
             memcpy(d->vP, gP, (size_t)n * sizeof *d->vP);

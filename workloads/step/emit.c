@@ -14,7 +14,7 @@
 #define MB_HOST_FOLD_MARGIN 1e-9
 
 /* A host task of `dur` seconds on stage st's thread, after `dep` (or -1). */
-static int mb__host_task(struct mb_build *b, int st, double dur, int dep)
+static int mb_step__host_task(struct mb_build *b, int st, double dur, int dep)
 {
     struct mb_tinfo keep = b->cur;
     mb_emit_describe(b, "launch", st, keep.layer, keep.mb, keep.dir);
@@ -30,7 +30,7 @@ static int mb__host_task(struct mb_build *b, int st, double dur, int dep)
 void mb_emit_host_flush(struct mb_build *b, int st)
 {
     if (b->host_acc[st] > 0)
-        mb__host_task(b, st, b->host_acc[st], -1);
+        mb_step__host_task(b, st, b->host_acc[st], -1);
 }
 
 /* A launch task of d seconds on stage st's thread, after the launches folded
@@ -39,11 +39,11 @@ void mb_emit_host_flush(struct mb_build *b, int st)
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static int mb__host_launch(struct mb_build *b, int st, double d, int sync)
+static int mb_step__host_launch(struct mb_build *b, int st, double d, int sync)
 {
     if (sync >= 0)
         mb_emit_host_flush(b, st);
-    return mb__host_task(b, st, b->host_acc[st] + d, sync);
+    return mb_step__host_task(b, st, b->host_acc[st] + d, sync);
 }
 
 /* The host side of op o: the stage's host thread issues the op's kernels in
@@ -61,7 +61,7 @@ static int mb__host_launch(struct mb_build *b, int st, double d, int sync)
  * least that much later (em->lb), the launch cannot delay the op: it becomes
  * no task of its own and its seconds are added to the thread's next task,
  * which therefore ends exactly when the unfolded launches would have. */
-static inline int mb__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir,
+static inline int mb_step__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir,
                            int recompute)
 {
     if (b->launch <= 0)
@@ -84,13 +84,13 @@ static inline int mb__host(struct mb_build *b, int st, struct mb_em *em, const s
         b->host_acc[st] += d;
         return -1;
     }
-    return mb__host_launch(b, st, d, sync ? em->last : -1);
+    return mb_step__host_launch(b, st, d, sync ? em->last : -1);
 }
 
 /* GPU task t of `dur` seconds, after em->last, became em->last: its lower
  * bound relative to the host thread (after its launch h, or after the op
  * before it). */
-static void mb__note_lb(struct mb_em *em, int h, double dur)
+static void mb_step__note_lb(struct mb_em *em, int h, double dur)
 {
     if (h >= 0) {
         em->lb_host = h;
@@ -100,7 +100,7 @@ static void mb__note_lb(struct mb_em *em, int h, double dur)
 }
 
 /* Remember that GPU task t waited for host task h (for the breakdown). */
-static void mb__note_host(struct mb_build *b, int t, int h)
+static void mb_step__note_host(struct mb_build *b, int t, int h)
 {
     if ((size_t)t >= b->hostdep_cap) {
         size_t cap = b->hostdep_cap ? 2 * b->hostdep_cap : 4096;
@@ -116,7 +116,7 @@ static void mb__note_host(struct mb_build *b, int t, int h)
 
 /* A zero-length join on the compute stream after em->last and the pending
  * parallel communication. */
-static void mb__close_pending(struct mb_build *b, int st, struct mb_em *em)
+static void mb_step__close_pending(struct mb_build *b, int st, struct mb_em *em)
 {
     b->cur = (struct mb_tinfo){0};
     em->last = mb_emit_join(b, st, em->last, em->pending);
@@ -132,36 +132,36 @@ double mb_emit_comp_s(const struct mb_op *o, int dir, int recompute, int skip_bw
 }
 
 /* A compute op on stage st's compute stream. */
-static void mb__emit_comp(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
+static void mb_step__emit_comp(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
                           int skip_bwd)
 {
     double dur = mb_emit_comp_s(o, dir, recompute, skip_bwd);
     if (dur <= 0)
         return;
     dur = mb_fw_comp(b, em, o, dir, recompute, dur); /* framework time: kernels, compute beside comm */
-    int h = mb__host(b, st, em, o, dir, recompute);
+    int h = mb_step__host(b, st, em, o, dir, recompute);
     int t = mb_emit_task(b, b->comp[st], recompute ? MB_CAT_RECOMPUTE : (int)o->cat, dur, NULL, 0, em->last);
     if (h >= 0) {
         mb_engine_add_dep(b->e, h, t);
-        mb__note_host(b, t, h);
+        mb_step__note_host(b, t, h);
     }
     em->last = t;
-    mb__note_lb(em, h, dur);
+    mb_step__note_lb(em, h, dur);
     if (em->pending >= 0) /* join: the op after this one also waits for the parallel comm */
-        mb__close_pending(b, st, em);
+        mb_step__close_pending(b, st, em);
 }
 
 /* Emit one op forward (dir = 0) or backward (dir = 1) on stage st. recompute:
  * the forward again, tagged MB_CAT_RECOMPUTE. skip_bwd: dgrad only (frozen).
  * Returns 1 when the op was an expert-parallel dispatch/combine (a
  * point where an overlapped schedule may switch to the other microbatch). */
-static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
+static int mb_step__emit_op(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir, int recompute,
                        int skip_bwd)
 {
     b->cur.op = o;
     b->cur.dir = recompute ? 2 : dir;
     if (o->type == MB_OP_COMP) {
-        mb__emit_comp(b, st, em, o, dir, recompute, skip_bwd);
+        mb_step__emit_comp(b, st, em, o, dir, recompute, skip_bwd);
         b->cur.op = NULL;
         return 0;
     }
@@ -171,7 +171,7 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
         f[nf++] = (struct mb_flow_desc){o->bytes_nv, 1, {b->l_nv[st]}, o->bound_nv};
     if (o->bytes_nic > 0)
         f[nf++] = (struct mb_flow_desc){o->bytes_nic, 1, {b->l_nic[st]}, o->bound_nic};
-    int h = mb__host(b, st, em, o, dir, recompute);
+    int h = mb_step__host(b, st, em, o, dir, recompute);
     int t = mb_emit_task(b, b->cstream[st][o->ck], MB_TK_OF_COMM(o->ck), o->latency, f, nf, em->last);
     if (h >= 0)
         mb_engine_add_dep(b->e, h, t);
@@ -180,20 +180,20 @@ static int mb__emit_op(struct mb_build *b, int st, struct mb_em *em, const struc
         em->beside_par = mb_fw_comm_est(b, o); /* the next compute op runs beside it */
     } else {
         em->last = t;
-        mb__note_lb(em, h, o->latency);
+        mb_step__note_lb(em, h, o->latency);
     }
     return o->ck == MB_CK_EP && !o->parallel;
 }
 
 /* Close a unit: wait for a parallel comm still in flight. */
-static void mb__em_close(struct mb_build *b, int st, struct mb_em *em)
+static void mb_step__em_close(struct mb_build *b, int st, struct mb_em *em)
 {
     if (em->pending >= 0)
-        mb__close_pending(b, st, em);
+        mb_step__close_pending(b, st, em);
 }
 
 /* Op i of list l in emission order. */
-static const struct mb_op *mb__op_at(const struct mb_oplist *l, int dir, int i)
+static const struct mb_op *mb_step__op_at(const struct mb_oplist *l, int dir, int i)
 {
     return &l->op[dir ? l->n - 1 - i : i];
 }
@@ -225,7 +225,7 @@ int mb_unit_open(struct mb_build *b, int st, struct mb_unit *u, int mb, int chun
     return u->em.last;
 }
 
-static void mb__it_add(struct mb_unit *u, struct mb_item x)
+static void mb_step__it_add(struct mb_unit *u, struct mb_item x)
 {
     if (u->n == u->cap) {
         u->cap = u->cap ? 2 * u->cap : 64;
@@ -239,7 +239,7 @@ void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, 
                  int skip_bwd)
 {
     struct mb_item x = {MB_IT_OPS, l, dir, recompute, skip_bwd, mask, 0, li};
-    mb__it_add(u, x);
+    mb_step__it_add(u, x);
 }
 
 /* Append an FSDP gather / reduce-scatter of `bytes` or a layer-end mark, in
@@ -247,14 +247,14 @@ void mb_unit_ops(struct mb_unit *u, const struct mb_oplist *l, int li, int dir, 
 void mb_unit_item(struct mb_unit *u, enum mb_itk k, double bytes, int li, int dir)
 {
     struct mb_item x = {k, NULL, dir, 0, 0, 0, bytes, li};
-    mb__it_add(u, x);
+    mb_step__it_add(u, x);
 }
 
 /* FSDP all-gather of a layer's parameters: the k-th gather waits for the
  * compute that preceded gather k - depth: depth 0 gathers a layer only once
  * the previous one is done, depth d keeps d layers gathered ahead (FSDP
  * forward/backward prefetch). */
-static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const struct mb_item *x,
+static void mb_step__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const struct mb_item *x,
                             struct mb_gate *gate)
 {
     int k = gate->n++, d = b->s->fsdp_prefetch;
@@ -271,17 +271,17 @@ static void mb__fsdp_gather(struct mb_build *b, int st, struct mb_unit *u, const
 
 /* Emit the ops of item x from u->opi on; returns 1 after an EP dispatch or
  * combine when yield_on_ep (the caller switches units). */
-static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const struct mb_item *x, int yield_on_ep)
+static int mb_step__run_ops(struct mb_build *b, int st, struct mb_unit *u, const struct mb_item *x, int yield_on_ep)
 {
     if (u->opi == 0)
         u->em.region = 0; /* each layer's module is a graph of its own */
     while (u->opi < x->l->n) {
-        const struct mb_op *o = mb__op_at(x->l, x->dir, u->opi++);
+        const struct mb_op *o = mb_step__op_at(x->l, x->dir, u->opi++);
         if (!mb_emit_op_runs(o, x->dir, x->recompute, x->mask))
             continue;
         if (b->record) /* b->cur describes the task for the trace and the op table only */
             b->cur = (struct mb_tinfo){o, x->l, NULL, x->li, u->mb, u->chunk, 0, x->skip_bwd, st, 0, 0, 0, MB_SRC_NONE};
-        if (mb__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
+        if (mb_step__emit_op(b, st, &u->em, o, x->dir, x->recompute, x->skip_bwd) && yield_on_ep) {
             u->ep_busy = mb_fw_comm_est(b, o);
             return 1;
         }
@@ -293,7 +293,7 @@ static int mb__run_ops(struct mb_build *b, int st, struct mb_unit *u, const stru
  * one bucket per layer, issued as its last backward ends -- the last
  * microbatch's), which runs beside the backward of the layers after it in
  * that unit; 0 when there is none (no overlap_grad_reduce, FSDP, frozen). */
-static double mb__grad_reduce_est(const struct mb_build *b, const struct mb_unit *u, int li)
+static double mb_step__grad_reduce_est(const struct mb_build *b, const struct mb_unit *u, int li)
 {
     const struct mb_scenario *s = b->s;
     if (!s->overlap_grad_reduce || s->strategy == MB_STRAT_FSDP || (s->freeze & MB_FREEZE_LANGUAGE) ||
@@ -317,27 +317,27 @@ int mb_unit_run(struct mb_build *b, int st, struct mb_unit *u, int yield_on_ep, 
         struct mb_item *x = &u->it[u->pos];
         switch (x->k) {
         case MB_IT_OPS:
-            if (mb__run_ops(b, st, u, x, yield_on_ep))
+            if (mb_step__run_ops(b, st, u, x, yield_on_ep))
                 return 1;
             break;
         case MB_IT_FSDP_AG:
-            mb__em_close(b, st, &u->em);
-            mb__fsdp_gather(b, st, u, x, gate);
+            mb_step__em_close(b, st, &u->em);
+            mb_step__fsdp_gather(b, st, u, x, gate);
             break;
         case MB_IT_FSDP_RS:
-            mb__em_close(b, st, &u->em);
+            mb_step__em_close(b, st, &u->em);
             mb_emit_describe(b, "fsdp reducescatter", st, x->li, u->mb, 1);
             mb_net_coll(b, st, MB_CK_DP, MB_CK_FSDP, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes, u->em.last);
             u->em.beside_bg += mb_net_coll_est(b, MB_COLL_REDUCE_SCATTER, b->g_dp, x->bytes); /* beside the next layers */
             break;
         case MB_IT_LASTB:
-            mb__em_close(b, st, &u->em);
+            mb_step__em_close(b, st, &u->em);
             b->sched.lastb_layer[x->li] = u->em.last;
-            u->em.beside_bg += mb__grad_reduce_est(b, u, x->li);
+            u->em.beside_bg += mb_step__grad_reduce_est(b, u, x->li);
             break;
         }
     }
-    mb__em_close(b, st, &u->em);
+    mb_step__em_close(b, st, &u->em);
     return 0;
 }
 
@@ -366,7 +366,7 @@ void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_
             if (stall > 0) {
                 mb_emit_describe(b, "ep overlap sm stall", st, -1, other->mb, -1);
                 other->em.last = mb_emit_task(b, b->comp[st], MB_CAT_DISPATCH, stall, NULL, 0, other->em.last);
-                mb__note_lb(&other->em, -1, stall);
+                mb_step__note_lb(&other->em, -1, stall);
             }
             struct mb_unit *t = cur;
             cur = other;

@@ -61,17 +61,17 @@ void mb_fw_setup(struct mb_build *b)
  * profiles): the larger / smaller of x and y, the other one when either is a
  * NaN; of two equal values (+0 and -0 among them) y, as x86-64's maxsd/minsd,
  * and so glibc's fmax/fmin, return it. */
-static inline double mb__max(double x, double y) { return isnan(y) || x > y ? x : y; }
-static inline double mb__min(double x, double y) { return isnan(y) || x < y ? x : y; }
+static inline double mb_step__max(double x, double y) { return isnan(y) || x > y ? x : y; }
+static inline double mb_step__min(double x, double y) { return isnan(y) || x < y ? x : y; }
 
 /* GPU seconds of compute op o in this pass, from its table time `dur`: the
  * part beside communication (the larger of the two budgets, each used up by
  * the op) slowed by overlap_slowdown, plus the framework time of its kernels. */
 double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, int dir, int recompute, double dur)
 {
-    double beside = mb__min(dur, mb__max(em->beside_par, em->beside_bg));
-    em->beside_par = mb__max(0, em->beside_par - dur);
-    em->beside_bg = mb__max(0, em->beside_bg - dur);
+    double beside = mb_step__min(dur, mb_step__max(em->beside_par, em->beside_bg));
+    em->beside_par = mb_step__max(0, em->beside_par - dur);
+    em->beside_bg = mb_step__max(0, em->beside_bg - dur);
     return dur + b->fw_overlap * beside + mb_fw_kernels(b, o, dir, recompute);
 }
 

@@ -13,7 +13,7 @@
  * the num_layers + 2 units are spread as evenly as possible (extra ones
  * first). An explicit --pipeline-model-parallel-layout counts the 't's of
  * each '|'-separated segment (segment i is virtual stage i, as in Megatron). */
-static void mb__split(const struct mb_scenario *s, int nl, int nv_st, int *first, int *count)
+static void mb_step__split(const struct mb_scenario *s, int nl, int nv_st, int *first, int *count)
 {
     int units = nl % nv_st ? nl + 2 : nl;
     for (int i = 0, at = 0; i < nv_st; i++) {
@@ -42,7 +42,7 @@ static void mb__split(const struct mb_scenario *s, int nl, int nv_st, int *first
 }
 
 /* Parameters (elements) per stage, for DP/FSDP traffic and memory. */
-static void mb__params(struct mb_build *b)
+static void mb_step__params(struct mb_build *b)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
@@ -91,8 +91,8 @@ void mb_layout_build(struct mb_build *b, int mbs_n)
     int nv_st = lay->p * lay->v;
     lay->first = mb_calloc((size_t)nv_st, sizeof *lay->first);
     lay->count = mb_calloc((size_t)nv_st, sizeof *lay->count);
-    mb__split(s, b->m->n_layers, nv_st, lay->first, lay->count);
-    mb__params(b);
+    mb_step__split(s, b->m->n_layers, nv_st, lay->first, lay->count);
+    mb_step__params(b);
 }
 
 /* Static graph inputs that duplicate a tensor eager execution holds anyway, on one virtual stage
@@ -103,7 +103,7 @@ void mb_layout_build(struct mb_build *b, int mbs_n)
  * NVIDIA/Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py). A region fed by an
  * eager op gets no count: the eager output is freed once copied in, and the static input is the
  * tensor the region saves, already counted as its activation. *graphed is set when vs has a region. */
-static int mb__graph_copies(struct mb_build *b, int vs, int nv, int *graphed)
+static int mb_step__graph_copies(struct mb_build *b, int vs, int nv, int *graphed)
 {
     const struct mb_layout *lay = &b->lay;
     int n = 0, prev = vs > 0 ? -1 : 0; /* region of the op before; -1: a tensor held anyway */
@@ -170,7 +170,7 @@ void mb_layout_graphs(struct mb_build *b)
         double per_chunk_mb = (double)inflight / v; /* microbatches in flight per chunk */
         int copies = 0, graphed = 0;
         for (int c = 0; c < v; c++)
-            copies += mb__graph_copies(b, c * p + st, p * v, &graphed);
+            copies += mb_step__graph_copies(b, c * p + st, p * v, &graphed);
         lay->graph_bytes_stage[st] = graphed ? seg * (copies * per_chunk_mb + 1) : 0;
     }
 }

@@ -35,7 +35,7 @@
  * block: the first num_layers layers of each model chunk are checkpointed
  * (their input kept), the rest keep all activations; uniform: the layers are
  * checkpointed in groups of num_layers, keeping only each group's input. */
-static double mb__layer_act(const struct mb_scenario *s, const struct mb_oplist *l, int layer_in_stage)
+static double mb_step__layer_act(const struct mb_scenario *s, const struct mb_oplist *l, int layer_in_stage)
 {
     if (s->recompute == MB_RC_FULL) {
         int n = s->recompute_num_layers;
@@ -71,7 +71,7 @@ double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *
     int vs = c * lay->p + st;
     double a = 0, transit = 0;
     for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++) {
-        double x = mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
+        double x = mb_step__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k);
         if (li < s->cpu_offload_layers)
             transit = fmax(transit, x);
         else
@@ -118,7 +118,7 @@ double mb_memory_segment(double bytes)
 }
 
 /* Tokens of one microbatch on a rank before the TP split (s b / cp). */
-static double mb__tokens(const struct mb_scenario *s)
+static double mb_step__tokens(const struct mb_scenario *s)
 {
     return (double)s->micro_batch_size * s->seq_length / s->cp;
 }
@@ -126,7 +126,7 @@ static double mb__tokens(const struct mb_scenario *s)
 double mb_memory_logits_bytes(const struct mb_scenario *s)
 {
     const struct mb_model *m = &s->model;
-    double elems = mb__tokens(s) * (double)m->vocab / s->tp; /* [s/cp, b, V/tp] per head */
+    double elems = mb_step__tokens(s) * (double)m->vocab / s->tp; /* [s/cp, b, V/tp] per head */
     int heads = 1 + (m->mtp_layers > 0 ? m->mtp_layers : 0);
     /* TE parallel_cross_entropy: the gradient is written into the bf16 logits
      * during forward; that tensor is what backward needs, per head */
@@ -147,7 +147,7 @@ double mb_memory_logits_bytes(const struct mb_scenario *s)
  * per 128 x 128 block are left out), MXFP8 both with an E8M0 scale per 32 elements (2 x 33/32 B),
  * NVFP4 both at 4 bits with an E4M3 scale per 16 (2 x 9/16 B).
  */
-static double mb__qweight_copy(const struct mb_scenario *s, const struct mb_gpu_spec *g)
+static double mb_step__qweight_copy(const struct mb_scenario *s, const struct mb_gpu_spec *g)
 {
     const char *l = s->prec.label;
     if (!strcmp(l, "mxfp8"))
@@ -172,7 +172,7 @@ double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_
 {
     if (!s->prec.quantize)
         return BF16;
-    return (s->fp8_param_gather ? 0 : BF16) + mb__qweight_copy(s, g);
+    return (s->fp8_param_gather ? 0 : BF16) + mb_step__qweight_copy(s, g);
 }
 
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s)
@@ -195,7 +195,7 @@ double mb_memory_deferred_call_bytes(const struct mb_scenario *s, double *input)
 {
     const struct mb_model *m = &s->model;
     int sp = s->tp > 1 && s->sequence_parallel != 0;
-    double T = mb__tokens(s), in = T / (sp ? s->tp : 1) * m->hidden * BF16;
+    double T = mb_step__tokens(s), in = T / (sp ? s->tp : 1) * m->hidden * BF16;
     if (input)
         *input = in;
     return in + T * (double)m->vocab / s->tp * BF16;
@@ -219,12 +219,12 @@ double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_la
     int vs = c * lay->p + st;
     double x = 0;
     for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
-        x = fmax(x, mb__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k));
+        x = fmax(x, mb_step__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k));
     return x;
 }
 
 /* Saved bytes of a layer with nothing recomputed. */
-static double mb__layer_full(const struct mb_oplist *l)
+static double mb_step__layer_full(const struct mb_oplist *l)
 {
     double sum = 0;
     for (int i = 0; i < l->n; i++)
@@ -245,9 +245,9 @@ double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layou
         /* the layer's backward runs on its re-forwarded activations: what recompute
          * discarded is allocated again; uniform full recompute re-forwards a whole
          * group of recompute_num_layers layers before their backward */
-        double w = mb__layer_full(l) - mb__layer_act(s, l, k);
+        double w = mb_step__layer_full(l) - mb_step__layer_act(s, l, k);
         if (s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_UNIFORM && s->recompute_num_layers > 1)
-            w = s->recompute_num_layers * mb__layer_full(l) - l->input_bytes;
+            w = s->recompute_num_layers * mb_step__layer_full(l) - l->input_bytes;
         if (w > ws)
             ws = w;
     }
@@ -275,7 +275,7 @@ double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *la
 
 /* The largest MoE forward working set of the chunk's layers (mb_oplist.fwd_ws) and its
  * largest single tensor (*block). */
-static double mb__chunk_fwd_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+static double mb_step__chunk_fwd_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                                int st, int c, double *block)
 {
     const struct mb_model *m = &s->model;
@@ -292,7 +292,7 @@ static double mb__chunk_fwd_ws(const struct mb_scenario *s, const struct mb_layo
 /* Bytes of Megatron-Core's DeepEP buffer (fused_a2a.get_buffer: the larger of the
  * dispatch and combine configs' NVL and RDMA size hints; DeepEP csrc/config.hpp,
  * deep_ep/buffer.py get_dispatch_config / get_combine_config). */
-static double mb__deepep_bytes(int ranks, int sms, double hidden_bytes)
+static double mb_step__deepep_bytes(int ranks, int sms, double hidden_bytes)
 {
     /* {ranks, dispatch nvl recv, dispatch rdma recv, combine nvl recv, combine rdma recv} */
     static const int cfg[][5] = {{2, 256, 128, 256, 128},  {4, 256, 128, 256, 128},  {8, 256, 128, 256, 128},
@@ -325,7 +325,7 @@ static double mb__deepep_bytes(int ranks, int sms, double hidden_bytes)
  * fp32 probabilities per expert of the domain) and the dispatch output (token
  * dtype + probabilities + fp32 scales per 128 elements), plus the inter-domain
  * staging buffers of T x (domains - 1) tokens. */
-static double mb__hybridep_bytes(double T, int ep, int local, double h, int experts, double tok_bytes)
+static double mb_step__hybridep_bytes(double T, int ep, int local, double h, int experts, double tok_bytes)
 {
     int domains = local > 0 ? ep / local : 1;
     double tmax = T * ep, e_dom = (double)experts / ep * (local > 0 ? local : ep);
@@ -338,7 +338,7 @@ static double mb__hybridep_bytes(double T, int ep, int local, double h, int expe
 /* Static state of stage st's rank (bytes): weights *w, gradients *g, optimizer
  * state *o, for FSDP (Megatron-FSDP or FSDP2) or the 3D path (distributed
  * optimizer or DDP). */
-static void mb__static_state(const struct mb_scenario *s, const struct mb_layout *lay, int st, double *wp, double *gp,
+static void mb_step__static_state(const struct mb_scenario *s, const struct mb_layout *lay, int st, double *wp, double *gp,
                              double *op)
 {
     int p = lay->p, v = lay->v;
@@ -409,7 +409,7 @@ static void mb__static_state(const struct mb_scenario *s, const struct mb_layout
  * NVIDIA/TransformerEngine@d0067d0d transformer_engine/pytorch/optimizers/fused_adam.py), while
  * Megatron builds the fp32 master shards with the optimizer. FSDP2's optimizer state is the moments
  * alone (its fp32 master is the sharded parameter). */
-static double mb__adam_moments(const struct mb_scenario *s, double optim)
+static double mb_step__adam_moments(const struct mb_scenario *s, double optim)
 {
     if (s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2)
         return optim;
@@ -419,7 +419,7 @@ static double mb__adam_moments(const struct mb_scenario *s, double optim)
 /* Device memory outside PyTorch of a rank (bytes): NCCL communicators of its
  * groups and the DeepEP / HybridEP registered buffers (the CUDA context is
  * added by the caller). */
-static double mb__outside(const struct mb_scenario *s, const struct mb_layout *lay, double T, double dpc)
+static double mb_step__outside(const struct mb_scenario *s, const struct mb_layout *lay, double T, double dpc)
 {
     const struct mb_model *m = &s->model;
     int moe = m->num_experts > 0, p = lay->p;
@@ -430,10 +430,10 @@ static double mb__outside(const struct mb_scenario *s, const struct mb_layout *l
         ncomm += groups[i] > 1;
     double comm = ncomm * MB_MEM_NCCL_COMM;
     if (moe && s->ep > 1 && s->dispatcher == MB_DISP_DEEPEP)
-        comm += mb__deepep_bytes(s->ep, s->dispatcher_sms, m->hidden * 2.0);
+        comm += mb_step__deepep_bytes(s->ep, s->dispatcher_sms, m->hidden * 2.0);
     if (moe && s->ep > 1 && s->dispatcher == MB_DISP_HYBRIDEP) {
         int local = mb_scenario_group_local(s->ep, s->etp, s->system.nvlink_domain);
-        comm += mb__hybridep_bytes(T / s->tp, s->ep, local, m->hidden, m->num_experts,
+        comm += mb_step__hybridep_bytes(T / s->tp, s->ep, local, m->hidden, m->num_experts,
                                    s->prec.quantize ? 1.0 : 2.0);
     }
     return comm;
@@ -443,7 +443,7 @@ static double mb__outside(const struct mb_scenario *s, const struct mb_layout *l
  * (warm-up + 1 chunks; EP overlap's paired forward adds one layer, memtl.c), the
  * loss working set on the last stage, the largest recompute and gradient working
  * sets; t = 0. */
-static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struct mb_layout *lay,
+static struct mb_memdyn mb_step__dyn_formula(const struct mb_scenario *s, const struct mb_layout *lay,
                                         const struct mb_plan *plan, int st, double act_vision)
 {
     int p = lay->p, v = lay->v;
@@ -473,7 +473,7 @@ static struct mb_memdyn mb__dyn_formula(const struct mb_scenario *s, const struc
 
 /* LoRA adapter parameters on stage st's rank (elements): each decoder layer's kind carries its
  * adapters' count (mb_ops_gemm). */
-static double mb__lora_stage(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
+static double mb_step__lora_stage(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                              int st)
 {
     const struct mb_model *m = &s->model;
@@ -497,24 +497,24 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     double dpc = (double)s->dp * s->cp;
     for (int st = 0; st < p; st++) {
         double w, g, o;
-        mb__static_state(s, lay, st, &w, &g, &o);
+        mb_step__static_state(s, lay, st, &w, &g, &o);
         /* LoRA adapters are trainable: bf16 weights, main grads, fp32 master and Adam,
          * the last two sharded like the dense state */
-        double ad = mb__lora_stage(s, lay, plan, st);
+        double ad = mb_step__lora_stage(s, lay, plan, st);
         w += 2 * ad;
         g += s->grad_bytes * ad;
         o += (4.0 + s->state_bytes) * ad / (s->dist_opt || s->strategy == MB_STRAT_FSDP ? dpc : 1);
         /* dynamic terms at the stage's peak moment (timeline), or the in-flight formula */
-        struct mb_memdyn d = dyn ? dyn[st] : mb__dyn_formula(s, lay, plan, st, act_vision);
+        struct mb_memdyn d = dyn ? dyn[st] : mb_step__dyn_formula(s, lay, plan, st, act_vision);
         double act = d.activations, logits = d.logits, rc = d.recompute, gws = d.grads, t_peak = d.t;
-        double T = mb__tokens(s);
+        double T = mb_step__tokens(s);
         /* The MoE block's forward working set (mb_oplist.fwd_ws: dispatcher token tensors,
          * expert output, combine chain; two layers' with EP overlap) is alive during a
          * forward, the recompute and gradient working sets during a backward: the peak holds
          * the larger, and the other is not counted at that moment. */
         double disp = 0, block = 0;
         for (int c = 0; moe && c < v; c++)
-            disp = fmax(disp, mb__chunk_fwd_ws(s, lay, plan, st, c, &block));
+            disp = fmax(disp, mb_step__chunk_fwd_ws(s, lay, plan, st, c, &block));
         disp *= s->overlap_ep_comm ? 2 : 1;
         double fwd_ws = disp, bwd_ws = rc + gws;
         if (disp > rc + gws)
@@ -534,7 +534,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
         int fullg = (s->cuda_graph & MB_CG_FULL_ITERATION) != 0;
         double frag = (!s->expandable_segments || fullg) ? mb_memory_segment(big) : (1 + MB_CK_COUNT) * MB_MEM_ROUND_LARGE;
         /* outside PyTorch: CUDA context, NCCL communicators of this rank, DeepEP/HybridEP buffers */
-        double comm = mb__outside(s, lay, T, dpc);
+        double comm = mb_step__outside(s, lay, T, dpc);
         if (st < 64) {
             struct mb_memory_stage *ps = &out->per_stage[st];
             ps->weights = w;
@@ -579,7 +579,7 @@ void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *
     ps->step_grads = mb_memory_step_grad_copy_bytes(s, ps->optimizer);
     double step = mb_memory_step_allocated(ps);
     /* the first iteration's passes run before the optimizer has created Adam's moments */
-    ps->first_iter_allocated = fmax(ps->peak_allocated - mb__adam_moments(s, ps->optimizer), step);
+    ps->first_iter_allocated = fmax(ps->peak_allocated - mb_step__adam_moments(s, ps->optimizer), step);
     ps->at_step = step > ps->peak_allocated;
     if (!ps->at_step)
         return;

@@ -47,7 +47,7 @@ struct mb__mev {
  * set allocated after that, as the backward's first task (the loss backward,
  * a zero-length entry elsewhere) ends: both are alive with the activations at
  * the start of the backward, one after the other. */
-static int mb__prio(int kind, int alloc)
+static int mb_step__prio(int kind, int alloc)
 {
     if (kind == MB__LOGITS)
         return alloc ? 1 : 2;
@@ -57,7 +57,7 @@ static int mb__prio(int kind, int alloc)
 }
 
 /* By time, then mb__prio, then creation order. */
-static int mb__mev_cmp(const void *pa, const void *pb)
+static int mb_step__mev_cmp(const void *pa, const void *pb)
 {
     const struct mb__mev *a = pa, *b = pb;
     if (a->t != b->t)
@@ -67,18 +67,18 @@ static int mb__mev_cmp(const void *pa, const void *pb)
     return a->seq - b->seq;
 }
 
-static void mb__ev(struct mb__mev *ev, int *k, double t0, double t1, double bytes, int kind)
+static void mb_step__ev(struct mb__mev *ev, int *k, double t0, double t1, double bytes, int kind)
 {
     if (bytes <= 0)
         return;
-    ev[*k] = (struct mb__mev){t0, bytes, kind, mb__prio(kind, 1), *k};
+    ev[*k] = (struct mb__mev){t0, bytes, kind, mb_step__prio(kind, 1), *k};
     (*k)++;
-    ev[*k] = (struct mb__mev){t1, -bytes, kind, mb__prio(kind, 0), *k};
+    ev[*k] = (struct mb__mev){t1, -bytes, kind, mb_step__prio(kind, 0), *k};
     (*k)++;
 }
 
 /* Allocation and free events of stage st (n written to ev). */
-static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
+static int mb_step__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_sched *q = &b->sched;
@@ -110,20 +110,20 @@ static int mb__stage_events(struct mb_build *b, int st, struct mb__mev *ev)
                  * builds its own, one layer of each at a time, so this microbatch's chunk
                  * counts from the pair's end, and one layer's activations during the pair */
                 double tp = fmax(mb_engine_task_end(b->e, fd), mb_engine_task_end(b->e, q->fpair[sl]));
-                mb__ev(ev, &k, tfe, tp, mb_memory_chunk_layer_max(s, &b->lay, &b->plan, st, c), MB__ACT);
+                mb_step__ev(ev, &k, tfe, tp, mb_memory_chunk_layer_max(s, &b->lay, &b->plan, st, c), MB__ACT);
                 tfe = tp;
             }
-            mb__ev(ev, &k, tfe, tbd, ai, MB__ACT);
+            mb_step__ev(ev, &k, tfe, tbd, ai, MB__ACT);
             double tbe = be >= 0 ? mb_engine_task_end(b->e, be) : tbd;
             if (c == q->v - 1 && fd >= 0)
-                mb__ev(ev, &k, mb_engine_task_end(b->e, fd), tbe, lg, MB__LOGITS);
-            mb__ev(ev, &k, tbe, tbd, rc, MB__RC);
-            mb__ev(ev, &k, tbe, tbd, gr, MB__GR);
+                mb_step__ev(ev, &k, mb_engine_task_end(b->e, fd), tbe, lg, MB__LOGITS);
+            mb_step__ev(ev, &k, tbe, tbd, rc, MB__RC);
+            mb_step__ev(ev, &k, tbe, tbd, gr, MB__GR);
             if (c == q->v - 1 && dcall > 0) {
                 int calls = mb_memory_deferred_calls(s, i + 1) - mb_memory_deferred_calls(s, i);
                 /* the output gradient from the loss backward on, the input once its backward is done */
-                mb__ev(ev, &k, tbe, flush, calls * (dcall - din), MB__DEF);
-                mb__ev(ev, &k, tbd, flush, calls * din, MB__DEF);
+                mb_step__ev(ev, &k, tbe, flush, calls * (dcall - din), MB__DEF);
+                mb_step__ev(ev, &k, tbd, flush, calls * din, MB__DEF);
             }
         }
     }
@@ -136,8 +136,8 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
     for (int st = 0; st < q->p; st++) {
         int ne = 14 * q->v * q->n; /* at most seven allocations per slot (mb__stage_events) */
         struct mb__mev *ev = mb_malloc((size_t)(ne > 0 ? ne : 1) * sizeof *ev);
-        int k = mb__stage_events(b, st, ev);
-        qsort(ev, (size_t)k, sizeof *ev, mb__mev_cmp);
+        int k = mb_step__stage_events(b, st, ev);
+        qsort(ev, (size_t)k, sizeof *ev, mb_step__mev_cmp);
         double cur[MB__NK] = {0}, best = 0;
         size_t n1 = (size_t)(k > 0 ? k : 1) * sizeof(double);
         b->mem_t[st] = mb_malloc(n1);

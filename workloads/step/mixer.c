@@ -9,7 +9,7 @@
 #include "mb_calib.h"
 
 /* Tokens of one microbatch on this rank (before the sequence-parallel split). */
-static double mb__tokens(const struct mb_scenario *s)
+static double mb_step__tokens(const struct mb_scenario *s)
 {
     return (double)s->micro_batch_size * s->seq_length / s->cp;
 }
@@ -21,10 +21,10 @@ static double mb__tokens(const struct mb_scenario *s)
  * NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/multi_latent_attention.py):
  * its inputs stay saved (the projections' saved inputs: rc_kept), its outputs q,
  * k, v (the rope op's saved bytes, which core attention keeps) are freed. */
-static void mb__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen, double *dq, double *dv)
+static void mb_step__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen, double *dq, double *dv)
 {
     const struct mb_model *m = b->m;
-    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T), nl = (double)m->num_heads / b->s->tp;
+    double T = mb_step__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T), nl = (double)m->num_heads / b->s->tp;
     int h = m->hidden;
     enum mb_cat cat = MB_CAT_ATTN;
     *dq = m->qk_head_dim + m->qk_rope_head_dim;
@@ -57,11 +57,11 @@ static void mb__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, int fro
 }
 
 /* Fused QKV projection of MHA/GQA (+ output gate), then rope (+ qk-norm). */
-static void mb__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
+static void mb_step__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 {
     const struct mb_model *m = b->m;
     int tp = b->s->tp, d = m->head_dim, kv = m->num_kv_heads, h = m->hidden;
-    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T), nl = (double)m->num_heads / tp;
+    double T = mb_step__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T), nl = (double)m->num_heads / tp;
     double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
     double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
     mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
@@ -83,7 +83,7 @@ static void mb__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int fro
  * 2as^2b bytes, plus Q, K and V. The bmm GEMMs run in BF16/FP16 (no FP8 recipe
  * covers them); a GEMM's time is the larger of its FLOP and byte times, so the
  * score-sized operands make them memory-bound at small head dims. */
-static void mb__core_attn_scores(struct mb_build *b, struct mb_oplist *l, int g, double bh, double seq, double dq,
+static void mb_step__core_attn_scores(struct mb_build *b, struct mb_oplist *l, int g, double bh, double seq, double dq,
                                  double dv)
 {
     enum mb_prec pa = b->s->prec.attn == MB_PREC_FP16 ? MB_PREC_FP16 : MB_PREC_BF16;
@@ -107,18 +107,18 @@ static void mb__core_attn_scores(struct mb_build *b, struct mb_oplist *l, int g,
 
 /* Softmax attention (MHA/GQA, sliding window, MLA): projections, CP exchange,
  * the fused attention kernel and the output projection. */
-static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int g, int frozen)
+static void mb_step__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, int g, int frozen)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
     int tp = s->tp, h = m->hidden;
-    double T = mb__tokens(s), nl = (double)m->num_heads / tp, seq = s->seq_length;
+    double T = mb_step__tokens(s), nl = (double)m->num_heads / tp, seq = s->seq_length;
     double dq, dv;
     if (mix == MB_MIX_MLA) {
-        mb__mla_proj(b, l, g, frozen, &dq, &dv);
+        mb_step__mla_proj(b, l, g, frozen, &dq, &dv);
     } else {
         dq = dv = m->head_dim;
-        mb__qkv_proj(b, l, g, frozen);
+        mb_step__qkv_proj(b, l, g, frozen);
     }
     double ctx = seq / 2; /* causal average context */
     double aseq = seq;    /* the sequence the kernel's efficiency is looked up at */
@@ -141,7 +141,7 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
     if (s->cp > 1 && s->cp_a2a)
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * (nl * dq + 2 * kvl_d) * BF16);
     if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
-        mb__core_attn_scores(b, l, g, (double)s->micro_batch_size * nl, seq, dq, dv);
+        mb_step__core_attn_scores(b, l, g, (double)s->micro_batch_size * nl, seq, dq, dv);
     else /* flash attention keeps its output and the fp32 log-sum-exp per head and
           * token; one kernel over MBS x heads-per-rank (batch x head) problems. The
           * output is counted once, as the output GEMM's input, when that GEMM saves
@@ -164,7 +164,7 @@ static void mb__attention(struct mb_build *b, struct mb_oplist *l, enum mb_mixer
  * FLOP (Megatron's hybrid_flops and G_lin count the factor 3 = forward +
  * 2x backward); it is all input gradients (the scan has no weights), so it
  * also runs in full when the weights are frozen. */
-static void mb__triton_scan(struct mb_build *b, struct mb_oplist *l, const char *name, int g, double M, double N,
+static void mb_step__triton_scan(struct mb_build *b, struct mb_oplist *l, const char *name, int g, double M, double N,
                             double K, double saved)
 {
     mb_ops_gemm_p(b, l, name, MB_CAT_ATTN, 0, g, MB_PREC_BF16, 0, M, N, K, saved, 0);
@@ -176,11 +176,11 @@ static void mb__triton_scan(struct mb_build *b, struct mb_oplist *l, const char 
 }
 
 /* Gated DeltaNet (Qwen3-Next / Qwen3.5 linear attention). */
-static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
+static void mb_step__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 {
     const struct mb_model *m = b->m;
     int tp = b->s->tp, h = m->hidden;
-    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T);
+    double T = mb_step__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T);
     double qd = (double)m->gdn_k_heads * m->gdn_k_dim / tp, vd = (double)m->gdn_v_heads * m->gdn_v_dim / tp;
     double nv = (double)m->gdn_v_heads / tp;
     double P = 2 * qd + 2 * vd + 2 * nv;
@@ -190,7 +190,7 @@ static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (2 * qd + vd) * BF16, T * (2 * qd + vd) * BF16);
     /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term),
      * flash-linear-attention's Triton chunk_gated_delta_rule */
-    mb__triton_scan(b, l, "delta_rule", g, T, 4 * nv * m->gdn_v_dim, m->gdn_v_dim, T * vd * BF16);
+    mb_step__triton_scan(b, l, "delta_rule", g, T, 4 * nv * m->gdn_v_dim, m->gdn_v_dim, T * vd * BF16);
     mb_ops_mem(b, l, "gdn_norm_out", cat, MB_RCM_GDN_NORM_OUT, g, 2 * T * vd * BF16, T * vd * BF16);
     mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, vd, T * vd * BF16, frozen);
 }
@@ -198,11 +198,11 @@ static void mb__gdn(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 /* Mamba-2 mixer (Megatron MambaMixer): in_proj to z, x, B, C, dt; causal
  * conv1d over x, B, C; the SSD chunked scan; gated RMSNorm; out_proj.
  * d_inner = heads x head_dim (hybrid_flops' d_in) */
-static void mb__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
+static void mb_step__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 {
     const struct mb_model *m = b->m;
     int tp = b->s->tp, h = m->hidden;
-    double T = mb__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T);
+    double T = mb_step__tokens(b->s), Tsp = mb_ops_sp_tokens(b->s, T);
     double din = (double)m->mamba_heads * m->mamba_head_dim / tp;
     double gn = 2.0 * m->mamba_groups * m->mamba_state / tp;
     double proj = 2 * din + gn + (double)m->mamba_heads / tp;
@@ -213,7 +213,7 @@ static void mb__mamba(struct mb_build *b, struct mb_oplist *l, int g, int frozen
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
     /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), mamba_ssm's
      * Triton mamba_chunk_scan_combined */
-    mb__triton_scan(b, l, "ssd_scan", g, T, din, 3.5 * m->mamba_state, T * din * BF16);
+    mb_step__triton_scan(b, l, "ssd_scan", g, T, din, 3.5 * m->mamba_state, T * din * BF16);
     /* gated RMSNorm: read y and z, write the normalized output */
     mb_ops_mem(b, l, "gated_norm", cat, 0, g, 3 * T * din * BF16, T * din * BF16);
     mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, din, T * din * BF16, frozen);
@@ -225,7 +225,7 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
 {
     const struct mb_scenario *s = b->s;
     int h = b->m->hidden;
-    double T = mb__tokens(s), Tsp = mb_ops_sp_tokens(s, T);
+    double T = mb_step__tokens(s), Tsp = mb_ops_sp_tokens(s, T);
     if (mix == MB_MIX_NONE)
         return;
     /* Megatron-Core graphs a Mamba layer under the `mamba` scope, an attention (or GDN) mixer under
@@ -236,11 +236,11 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
     mb_ops_norm(b, l, "input_layernorm", MB_CAT_ATTN, g, Tsp, h);
     mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA)
-        mb__attention(b, l, mix, g, frozen);
+        mb_step__attention(b, l, mix, g, frozen);
     else if (mix == MB_MIX_GDN)
-        mb__gdn(b, l, g, frozen);
+        mb_step__gdn(b, l, g, frozen);
     else if (mix == MB_MIX_MAMBA)
-        mb__mamba(b, l, g, frozen);
+        mb_step__mamba(b, l, g, frozen);
     mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
     /* residual add; a 1-byte dropout mask only with hidden dropout (mb_ops_dropout_mask) */
     mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_ATTN, 0, g, 3 * Tsp * h * BF16, mb_ops_dropout_mask(s, Tsp * h));

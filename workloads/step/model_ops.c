@@ -14,7 +14,7 @@
 #define MB__VIS_TABLES 8
 
 /* Lookups and fallbacks so far of each calibration table. */
-static void mb__vis_usage(const struct mb_build *b, long use[MB__VIS_TABLES][2])
+static void mb_step__vis_usage(const struct mb_build *b, long use[MB__VIS_TABLES][2])
 {
     memset(use, 0, sizeof(long[MB__VIS_TABLES][2]));
     for (size_t t = 0; t < mb_calib_n_tables(b->cal) && t < MB__VIS_TABLES; t++) {
@@ -25,7 +25,7 @@ static void mb__vis_usage(const struct mb_build *b, long use[MB__VIS_TABLES][2])
 }
 
 /* The patch merger(s) of P patches: main + one per DeepStack tap; S^2 patches -> one token. */
-static void mb__vision_mergers(struct mb_build *b, struct mb_oplist *l, double P)
+static void mb_step__vision_mergers(struct mb_build *b, struct mb_oplist *l, double P)
 {
     const struct mb_vision *v = &b->m->vision;
     int fproj = (b->s->freeze & MB_FREEZE_VISION_PROJ) != 0;
@@ -42,7 +42,7 @@ static void mb__vision_mergers(struct mb_build *b, struct mb_oplist *l, double P
  * and the patch mergers. Returns the index of block 0's first op in l and its
  * op count in *nb; with `blocks0` the caller places the copies and builds the
  * mergers (mb__vision_mergers). */
-static int mb__vision_build(struct mb_build *b, struct mb_oplist *l, double P, double Q, int blocks0, int *nb_out)
+static int mb_step__vision_build(struct mb_build *b, struct mb_oplist *l, double P, double Q, int blocks0, int *nb_out)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_vision *v = &b->m->vision;
@@ -62,7 +62,7 @@ static int mb__vision_build(struct mb_build *b, struct mb_oplist *l, double P, d
      * calibration usage as if they had been looked up again. */
     long use0[MB__VIS_TABLES][2];
     assert(mb_calib_n_tables(b->cal) <= MB__VIS_TABLES);
-    mb__vis_usage(b, use0);
+    mb_step__vis_usage(b, use0);
     int nb0 = l->n;
     if (v->depth > 0) {
         mb_ops_mem(b, l, "vit_norm1", c, 0, 0, 2 * P * hv * BF16, P * hv * BF16);
@@ -89,7 +89,7 @@ static int mb__vision_build(struct mb_build *b, struct mb_oplist *l, double P, d
     *nb_out = nb;
     if (v->depth > 1 && nb > 0) {
         long use1[MB__VIS_TABLES][2];
-        mb__vis_usage(b, use1);
+        mb_step__vis_usage(b, use1);
         for (size_t t = 0; t < mb_calib_n_tables(b->cal) && t < MB__VIS_TABLES; t++)
             mb_calib_add_usage(b->cal, t, (use1[t][0] - use0[t][0]) * (v->depth - 1),
                                (use1[t][1] - use0[t][1]) * (v->depth - 1));
@@ -105,19 +105,19 @@ static int mb__vision_build(struct mb_build *b, struct mb_oplist *l, double P, d
                 mb_ops_push(l, &o);
             }
     }
-    mb__vision_mergers(b, l, P);
+    mb_step__vision_mergers(b, l, P);
     return nb0;
 }
 
 void mb_ops_vision(struct mb_build *b, struct mb_oplist *l, double P, double Q)
 {
     int nb;
-    mb__vision_build(b, l, P, Q, 0, &nb);
+    mb_step__vision_build(b, l, P, Q, 0, &nb);
 }
 
 /* Push op o (index k of the unfused list) into the fused list f, as a copy of
  * block vblock - 1's op when vblock > 0; add its saved bytes to *saved. */
-static void mb__vision_stream(struct mb_oplist *f, const struct mb_op *o, int vblock, int k, double *saved)
+static void mb_step__vision_stream(struct mb_oplist *f, const struct mb_op *o, int vblock, int k, double *saved)
 {
     int n = f->n;
     mb_ops_fuse_push(f, o, 0, k); /* fusion reads no block index */
@@ -130,25 +130,25 @@ double mb_ops_vision_fused(struct mb_build *b, struct mb_oplist *f, double P, do
 {
     const struct mb_vision *v = &b->m->vision;
     struct mb_oplist l = {0};
-    int nb, nb0 = mb__vision_build(b, &l, P, Q, 1, &nb), n0 = l.n, k = 0;
+    int nb, nb0 = mb_step__vision_build(b, &l, P, Q, 1, &nb), n0 = l.n, k = 0;
     double saved = 0;
     mb_ops_reserve(f, n0 + (v->depth > 1 ? nb * (v->depth - 1) : 0) + 2 * (1 + v->deepstack)); /* at most */
     for (int q = 0; q < n0; q++)
-        mb__vision_stream(f, &l.op[q], 0, k++, &saved);
+        mb_step__vision_stream(f, &l.op[q], 0, k++, &saved);
     for (int i = 1; i < v->depth && nb > 0; i++)
         for (int q = 0; q < nb; q++)
-            mb__vision_stream(f, &l.op[nb0 + q], i + 1, k++, &saved);
+            mb_step__vision_stream(f, &l.op[nb0 + q], i + 1, k++, &saved);
     if (P > 0)
-        mb__vision_mergers(b, &l, P);
+        mb_step__vision_mergers(b, &l, P);
     for (int q = n0; q < l.n; q++)
-        mb__vision_stream(f, &l.op[q], 0, k++, &saved);
+        mb_step__vision_stream(f, &l.op[q], 0, k++, &saved);
     mb_ops_free(&l);
     return saved;
 }
 
 /* Embedding (stage 0) and final norm, output layer and loss (last stage; MTP
  * heads add an output layer and loss each). */
-static void mb__embedding_and_head(struct mb_build *b, int frozen)
+static void mb_step__embedding_and_head(struct mb_build *b, int frozen)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
@@ -203,7 +203,7 @@ void mb_plan_build(struct mb_build *b)
             l->op[j].module |= tag;
         l->input_bytes = mb_ops_sp_tokens(s, (double)s->micro_batch_size * s->seq_length / s->cp) * m->hidden * BF16;
     }
-    mb__embedding_and_head(b, frozen);
+    mb_step__embedding_and_head(b, frozen);
     pl->mtp = m->mtp_layers > 0 && m->n_layers > 0 ? mb_plan_layer(b, m->n_layers - 1) : NULL;
     pl->rc_mask = s->recompute == MB_RC_SELECTIVE ? s->recompute_modules : s->recompute == MB_RC_FULL ? ~0u : 0;
 }
@@ -232,7 +232,7 @@ void mb_plan_scale_attention(struct mb_build *b, double attn_scale)
 }
 
 /* One layer's compute seconds forward (*f) and backward (*bk), and the bytes it saves. */
-static double mb__layer_cost(const struct mb_oplist *l, double *f, double *bk)
+static double mb_step__layer_cost(const struct mb_oplist *l, double *f, double *bk)
 {
     double saved = 0;
     *f = *bk = 0;
@@ -269,7 +269,7 @@ void mb_plan_offload(struct mb_build *b)
     if (s->cpu_offload_layers <= 0 || !(bw > 0))
         return;
     for (int li = 0; li < s->cpu_offload_layers && li < b->m->n_layers; li++) {
-        double f, bk, x = mb__layer_cost(mb_plan_layer(b, li), &f, &bk) / bw;
+        double f, bk, x = mb_step__layer_cost(mb_plan_layer(b, li), &f, &bk) / bw;
         ef += fmax(0, x - f);
         eb += fmax(0, x - bk);
     }

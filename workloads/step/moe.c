@@ -43,7 +43,7 @@ double mb_moe_p_hit(const struct mb_model *m, double e)
 }
 
 /* Shared experts: a dense gated MLP of shared_ffn_hidden on every token. */
-static void mb__shared_experts(struct mb_build *b, struct mb_oplist *l, double T, double up, int graphed, int frozen)
+static void mb_step__shared_experts(struct mb_build *b, struct mb_oplist *l, double T, double up, int graphed, int frozen)
 {
     double fs = (double)b->m->shared_ffn_hidden / b->s->tp;
     int h = b->m->hidden;
@@ -53,19 +53,19 @@ static void mb__shared_experts(struct mb_build *b, struct mb_oplist *l, double T
     mb_ops_gemm(b, l, "shared_fc2", MB_CAT_DENSE, mod, graphed, T, h, fs, T * fs * BF16, frozen);
 }
 
-static double mb__up(const struct mb_model *m)
+static double mb_step__up(const struct mb_model *m)
 {
     return m->act == MB_ACT_SWIGLU || m->act == MB_ACT_GEGLU ? 2.0 : 1.0;
 }
 
 /* Dense MLP block: pre-norm, TP all-gather, fc1, activation, fc2, TP
  * reduce-scatter, residual add. */
-static void mb__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
+static void mb_step__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
     int tp = s->tp, h = m->hidden;
-    double T = (double)s->micro_batch_size * s->seq_length / s->cp, Tsp = mb_ops_sp_tokens(s, T), up = mb__up(m);
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp, Tsp = mb_ops_sp_tokens(s, T), up = mb_step__up(m);
     int g = mb_ops_region(b, (s->cuda_graph & (MB_CG_MLP | MB_CG_LAYER)) != 0);
     double f = (double)m->ffn_hidden / tp;
     b->cur_region = g;
@@ -95,7 +95,7 @@ struct mb_moe {
 /* The measured scale-out rate that prices a HybridEP dispatch (FP8 or BF16
  * tokens) or combine (mb_net_flex); -1 for DeepEP, which has no H100
  * inter-node measurement (docs/calibration.md, links). */
-static int mb__flex_kind(const struct mb_build *b, const struct mb_moe *x, int combine)
+static int mb_step__flex_kind(const struct mb_build *b, const struct mb_moe *x, int combine)
 {
     if (b->s->dispatcher != MB_DISP_HYBRIDEP)
         return -1;
@@ -110,7 +110,7 @@ static int mb__flex_kind(const struct mb_build *b, const struct mb_moe *x, int c
  * to its local experts), and across the scale-out fabric once per
  * destination domain, then fan it out over NVLink; Megatron's alltoall
  * dispatcher sends one copy per routed expert (mb__dispatch). */
-static void mb__flex_bytes(const struct mb_build *b, const struct mb_moe *x, double *nv, double *nic)
+static void mb_step__flex_bytes(const struct mb_build *b, const struct mb_moe *x, double *nv, double *nic)
 {
     const struct mb_model *m = b->m;
     struct mb_group g = b->g_ep;
@@ -129,7 +129,7 @@ static void mb__flex_bytes(const struct mb_build *b, const struct mb_moe *x, dou
 }
 
 /* Router, its softmax/top-k, and the permute of the routed copies. */
-static void mb__router(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x, int frozen)
+static void mb_step__router(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x, int frozen)
 {
     int h = b->m->hidden, E = b->m->num_experts;
     b->cur_region = x->g_router;
@@ -157,7 +157,7 @@ static void mb__router(struct mb_build *b, struct mb_oplist *l, const struct mb_
 
 /* The EP dispatch: an all-gather of the tokens (allgather dispatcher) or an
  * all-to-all (alltoall, DeepEP, HybridEP) after a device-to-host sync. */
-static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+static void mb_step__dispatch(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
     const struct mb_scenario *s = b->s;
     b->cur_region = x->g_tail;
@@ -170,8 +170,8 @@ static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct m
     int n0 = l->n;
     if (x->flex) {
         double nv, nic;
-        mb__flex_bytes(b, x, &nv, &nic);
-        mb_net_flex(b, l, "ep dispatch", b->g_ep, nv, nic, mb__flex_kind(b, x, 0));
+        mb_step__flex_bytes(b, x, &nv, &nic);
+        mb_net_flex(b, l, "ep dispatch", b->g_ep, nv, nic, mb_step__flex_kind(b, x, 0));
     } else { /* one copy per routed expert, 1/ep of them to each rank (itself included) */
         mb_net_a2a(b, l, "ep dispatch", MB_CK_EP, b->g_ep, x->copies * x->tokb * b->route_imbalance);
     }
@@ -184,7 +184,7 @@ static void mb__dispatch(struct mb_build *b, struct mb_oplist *l, const struct m
 }
 
 /* ETP all-gather / reduce-scatter of the dispatched tokens over the ETP group. */
-static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_coll_op op,
+static void mb_step__etp(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_coll_op op,
                     const struct mb_moe *x)
 {
     int etp = b->s->etp;
@@ -212,7 +212,7 @@ static void mb__etp(struct mb_build *b, struct mb_oplist *l, const char *name, e
  * (2f + 3f in all). The product is fp32 (probs are fp32), so its backward holds three fp32
  * [tokens, f] tensors: the incoming gradient cast up, the gradient to the activation and
  * the probs gradient before its sum over f. */
-static void mb__eager_act(struct mb_build *b, struct mb_op *o, double up, double n)
+static void mb_step__eager_act(struct mb_build *b, struct mb_op *o, double up, double n)
 {
     int gated = up > 1;
     o->bytes_f = (gated ? 26 : 16) * n;
@@ -232,18 +232,18 @@ static void mb__eager_act(struct mb_build *b, struct mb_op *o, double up, double
  * quantization_padding / quantization_unpadding), except behind HybridEP, which pads in its
  * dispatch. Each copy reads and writes the received tokens once; its backward is the inverse
  * copy of the gradient (the memory side is mb__fwd_ws's moment A). */
-static int mb__fp8_padding(const struct mb_build *b)
+static int mb_step__fp8_padding(const struct mb_build *b)
 {
     return b->s->prec.quantize && !(b->s->ep > 1 && b->s->dispatcher == MB_DISP_HYBRIDEP);
 }
 
 /* The expert MLP: grouped fc1, activation, grouped fc2 (TEGroupedMLP). */
-static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+static void mb_step__experts(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
     int h = b->m->hidden;
-    double fe = (double)b->m->moe_ffn_hidden / b->s->etp, up = mb__up(b->m), tpg = x->recv / x->groups;
-    double pad = mb__fp8_padding(b) ? 2 * x->recv * h * BF16 : 0;
-    mb__etp(b, l, "etp allgather", MB_COLL_ALL_GATHER, x);
+    double fe = (double)b->m->moe_ffn_hidden / b->s->etp, up = mb_step__up(b->m), tpg = x->recv / x->groups;
+    double pad = mb_step__fp8_padding(b) ? 2 * x->recv * h * BF16 : 0;
+    mb_step__etp(b, l, "etp allgather", MB_COLL_ALL_GATHER, x);
     if (pad > 0)
         mb_ops_mem_sym(b, l, "fp8_padding", MB_CAT_EXPERTS, MB_RCM_MOE, x->g_moe, pad, 0);
     mb_ops_grouped(b, l, "expert_fc1", x->g_moe, x->groups, tpg, up * fe, h, x->recv * h * BF16);
@@ -255,17 +255,17 @@ static void mb__experts(struct mb_build *b, struct mb_oplist *l, const struct mb
     l->op[l->n - 1].rc_kept = up * x->recv * fe * BF16;
     l->op[l->n - 1].rc_keeps = MB_RCM_MOE_ACT;
     if (!b->s->bias_act_fusion)
-        mb__eager_act(b, &l->op[l->n - 1], up, x->recv * fe);
+        mb_step__eager_act(b, &l->op[l->n - 1], up, x->recv * fe);
     mb_ops_grouped(b, l, "expert_fc2", x->g_moe, x->groups, tpg, h, fe, x->recv * fe * BF16);
     l->op[l->n - 1].rc_frees = MB_RCM_MOE_ACT;
     if (pad > 0)
         mb_ops_mem_sym(b, l, "fp8_unpadding", MB_CAT_EXPERTS, MB_RCM_MOE, x->g_moe, pad, 0);
-    mb__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
+    mb_step__etp(b, l, "etp reducescatter", MB_COLL_REDUCE_SCATTER, x);
 }
 
 /* The combine mirrors the dispatch, in BF16 (a flex combine at its own
  * measured scale-out rate). */
-static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+static void mb_step__combine(struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
     b->cur_region = x->g_tail;
     if (b->s->ep <= 1)
@@ -283,7 +283,7 @@ static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb
     c.bytes_nv *= tokb_c / x->tokb;
     c.bytes_nic *= tokb_c / x->tokb;
     if (x->flex) {
-        mb_net_flex(b, l, c.name, b->g_ep, c.bytes_nv, c.bytes_nic, mb__flex_kind(b, x, 1));
+        mb_net_flex(b, l, c.name, b->g_ep, c.bytes_nv, c.bytes_nic, mb_step__flex_kind(b, x, 1));
         return;
     }
     mb_ops_push(l, &c);
@@ -313,7 +313,7 @@ static void mb__combine(struct mb_build *b, struct mb_oplist *l, const struct mb
  *  - the shared experts' output, added at the combine.
  * Routed tensors times drop-and-pad's capacity factor.
  */
-static void mb__fwd_ws(const struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
+static void mb_step__fwd_ws(const struct mb_build *b, struct mb_oplist *l, const struct mb_moe *x)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
@@ -340,11 +340,11 @@ static void mb__fwd_ws(const struct mb_build *b, struct mb_oplist *l, const stru
     l->fwd_ws_block = big * pad * hb;
 }
 
-static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
+static void mb_step__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_model *m = b->m;
-    double T = (double)s->micro_batch_size * s->seq_length / s->cp, up = mb__up(m);
+    double T = (double)s->micro_batch_size * s->seq_length / s->cp, up = mb_step__up(m);
     struct mb_moe x = {0};
     /* TE-scoped graphs capture the router and (with moe_preprocess) the
      * dispatcher's preprocessing up to its host sync as one graph per layer;
@@ -378,8 +378,8 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
      * NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py
      * @d98e8a64dd) */
     x.tokb = m->hidden * BF16;
-    mb__router(b, l, &x, frozen);
-    mb__dispatch(b, l, &x);
+    mb_step__router(b, l, &x, frozen);
+    mb_step__dispatch(b, l, &x);
     b->cur_region = x.g_moe;
     /* --moe-shared-expert-overlap: the shared experts run while the dispatch
      * all-to-all is in flight (Megatron-Core MoE shared-expert overlap) */
@@ -387,7 +387,7 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
                        l->op[l->n - 1].type == MB_OP_COMM && l->op[l->n - 1].ck == MB_CK_EP;
     if (shared_early) {
         l->op[l->n - 1].parallel = 1;
-        mb__shared_experts(b, l, T, up, x.g_moe, frozen);
+        mb_step__shared_experts(b, l, T, up, x.g_moe, frozen);
     }
     /* AlltoAll-V delivers each source rank's tokens grouped by that rank, so
      * with several local experts the dispatcher re-sorts the received copies
@@ -399,27 +399,27 @@ static void mb__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
                             ? 2 * x.recv * m->hidden * BF16 : 0;
     if (sort_bytes > 0)
         mb_ops_mem_sym(b, l, "sort_chunks", MB_CAT_DISPATCH, 0, x.g_moe, sort_bytes, 0);
-    mb__experts(b, l, &x);
+    mb_step__experts(b, l, &x);
     if (sort_bytes > 0)
         mb_ops_mem_sym(b, l, "unsort_chunks", MB_CAT_DISPATCH, 0, x.g_moe, sort_bytes, 0);
-    mb__combine(b, l, &x);
+    mb_step__combine(b, l, &x);
     /* unpermute: a scatter-add of the copies back to their tokens (Megatron-Core
      * applies the routing probs inside the expert activation, so nothing of this
      * size is saved here); backward gathers the gradient per copy: same bytes */
     mb_ops_mem_sym(b, l, "unpermute", MB_CAT_DISPATCH, 0, x.g_tail, x.perm_bytes, x.copies * 4.0);
     l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
     if (m->shared_ffn_hidden > 0 && !shared_early)
-        mb__shared_experts(b, l, T, up, x.g_moe, frozen);
+        mb_step__shared_experts(b, l, T, up, x.g_moe, frozen);
     mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, x.g_tail, 3 * x.Tm * m->hidden * BF16,
                mb_ops_dropout_mask(b->s, x.Tm * m->hidden));
     b->cur_region = 0;
-    mb__fwd_ws(b, l, &x);
+    mb_step__fwd_ws(b, l, &x);
 }
 
 void mb_ops_ffn(struct mb_build *b, struct mb_oplist *l, enum mb_ffn ffn, int frozen)
 {
     if (ffn == MB_FFN_DENSE)
-        mb__dense(b, l, frozen);
+        mb_step__dense(b, l, frozen);
     else if (ffn == MB_FFN_MOE)
-        mb__moe(b, l, frozen);
+        mb_step__moe(b, l, frozen);
 }

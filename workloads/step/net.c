@@ -29,7 +29,7 @@
  * nic_cap / (oversubscription * x) per NIC, binding when that product
  * exceeds 1. Rings cross a leaf boundary on a single edge per leaf, so only
  * all-to-alls are capped. 0 = no cap. */
-static double mb__a2a_nic_cap(const struct mb_build *b, struct mb_group g)
+static double mb_step__a2a_nic_cap(const struct mb_build *b, struct mb_group g)
 {
     double os = b->s->system.oversubscription;
     if (!(os > 1) || g.domains <= 1 || g.size <= g.local)
@@ -43,7 +43,7 @@ static double mb__a2a_nic_cap(const struct mb_build *b, struct mb_group g)
 
 /* Stage st's rank as the collective layer sees it (st < 0: placeholder
  * links 0 = NVLink, 1 = NIC, for op lists built before the engine). */
-static struct mb_coll_rank mb__rank(const struct mb_build *b, int st, double nic_bound)
+static struct mb_coll_rank mb_step__rank(const struct mb_build *b, int st, double nic_bound)
 {
     struct mb_coll_rank rk = {st >= 0 ? b->l_nv[st] : 0,
                               st >= 0 ? b->l_nic[st] : 1,
@@ -60,7 +60,7 @@ static struct mb_coll_rank mb__rank(const struct mb_build *b, int st, double nic
 
 /* A request on group g, with the scenario calibration's measured pacing when
  * `measured` and a curve of op on g's size exists. */
-static struct mb_coll_req mb__req(const struct mb_build *b, enum mb_coll_op op, enum mb_coll_algo algo,
+static struct mb_coll_req mb_step__req(const struct mb_build *b, enum mb_coll_op op, enum mb_coll_algo algo,
                                   struct mb_group g, double bytes, int measured)
 {
     struct mb_coll_req q = {op, algo, g.size, NULL, 0, bytes, 0, 0, 0};
@@ -69,7 +69,7 @@ static struct mb_coll_req mb__req(const struct mb_build *b, enum mb_coll_op op, 
     return q;
 }
 
-static struct mb_op mb__comm_op(const char *name, enum mb_commk ck, const struct mb_coll_req *q)
+static struct mb_op mb_step__comm_op(const char *name, enum mb_commk ck, const struct mb_coll_req *q)
 {
     struct mb_op o = {0};
     o.type = MB_OP_COMM;
@@ -83,7 +83,7 @@ _Static_assert((int)MB_CC_COUNT == (int)MB_CK_COUNT, "report classes = comm kind
 
 /* Keep what the costliest call (latency + bandwidth time alone) of kind ck
  * and the one with the longest latency resolved to, for the report. */
-static void mb__note(struct mb_build *b, enum mb_commk ck, const struct mb_coll_req *q, struct mb_group g,
+static void mb_step__note(struct mb_build *b, enum mb_commk ck, const struct mb_coll_req *q, struct mb_group g,
                      const struct mb_coll_choice *ch)
 {
     struct mb_coll_use x = {1, (int)q->op, (int)ch->algo, (int)ch->proto, g.size, g.domains, q->bytes, ch->lat_s,
@@ -95,16 +95,16 @@ static void mb__note(struct mb_build *b, enum mb_commk ck, const struct mb_coll_
 }
 
 /* The op list entry of request q on group g: its task's latency and flows. */
-static void mb__push_req(struct mb_build *b, struct mb_oplist *l, struct mb_op *o, const struct mb_coll_req *q,
+static void mb_step__push_req(struct mb_build *b, struct mb_oplist *l, struct mb_op *o, const struct mb_coll_req *q,
                          struct mb_group g, double nic_bound)
 {
-    struct mb_coll_rank rk = mb__rank(b, -1, nic_bound);
+    struct mb_coll_rank rk = mb_step__rank(b, -1, nic_bound);
     struct mb_task_desc t;
     struct mb_flow_desc f[3];
     struct mb_coll_choice ch;
     if (mb_coll_rank_plan(&rk, q, g.local, g.domains, &t, f, &ch) <= 0)
         return;
-    mb__note(b, o->ck, q, g, &ch);
+    mb_step__note(b, o->ck, q, g, &ch);
     o->latency = t.duration;
     for (int i = 0; i < t.n_flows; i++) {
         if (f[i].links[0] == rk.nv_link) {
@@ -129,8 +129,8 @@ void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum
 {
     if (g.size <= 1 || total <= 0)
         return;
-    struct mb_coll_req q = mb__req(b, op, MB_COLL_ALGO_AUTO, g, total, ck != MB_CK_CP);
-    struct mb_op o = mb__comm_op(name, ck, &q);
+    struct mb_coll_req q = mb_step__req(b, op, MB_COLL_ALGO_AUTO, g, total, ck != MB_CK_CP);
+    struct mb_op o = mb_step__comm_op(name, ck, &q);
     o.parallel = parallel;
     if (ck == MB_CK_CP) { /* TE's p2p sends: the ring's bytes, one calibrated step per hop, no NCCL tuning */
         struct mb_coll_vol v;
@@ -143,7 +143,7 @@ void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum
         mb_ops_push(l, &o);
         return;
     }
-    mb__push_req(b, l, &o, &q, g, 0);
+    mb_step__push_req(b, l, &o, &q, g, 0);
 }
 
 /* Backward of a column-parallel linear under sequence parallelism: Transformer
@@ -173,11 +173,11 @@ void mb_net_a2a(struct mb_build *b, struct mb_oplist *l, const char *name, enum 
 {
     if (g.size <= 1 || !(bytes > 0))
         return;
-    struct mb_coll_req q = mb__req(b, MB_COLL_ALLTOALL, MB_COLL_ALGO_PAIRWISE, g, bytes, ck == MB_CK_EP);
-    struct mb_op o = mb__comm_op(name, ck, &q);
+    struct mb_coll_req q = mb_step__req(b, MB_COLL_ALLTOALL, MB_COLL_ALGO_PAIRWISE, g, bytes, ck == MB_CK_EP);
+    struct mb_op o = mb_step__comm_op(name, ck, &q);
     if (ck == MB_CK_CP)
         o.kf = o.kb = 1;
-    mb__push_req(b, l, &o, &q, g, mb__a2a_nic_cap(b, g));
+    mb_step__push_req(b, l, &o, &q, g, mb_step__a2a_nic_cap(b, g));
 }
 
 /* DeepEP / HybridEP dispatch or combine: bytes_nv / bytes_nic leave this rank
@@ -195,11 +195,11 @@ void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, stru
     struct mb_coll_vol v;
     mb_coll_volume(MB_COLL_ALLTOALL, MB_COLL_ALGO_PAIRWISE, g.size, g.local, g.domains, 1, &v);
     struct mb_coll_req none = {0};
-    struct mb_op o = mb__comm_op(name, MB_CK_EP, &none);
+    struct mb_op o = mb_step__comm_op(name, MB_CK_EP, &none);
     o.bytes_nv = bytes_nv;
     o.bytes_nic = bytes_nic;
     o.latency = mb_coll_vol_latency(&v, b->nv_lat, b->nic_lat, 0);
-    o.bound_nic = mb__a2a_nic_cap(b, g);
+    o.bound_nic = mb_step__a2a_nic_cap(b, g);
     double eff = kind >= 0 ? mb_calib_flex_nic_eff(b->cal, (enum mb_calib_flex_kind)kind, g.domains) : 0;
     if (eff > 0) {
         double cap = eff * b->s->system.nic_bw;
@@ -212,10 +212,10 @@ void mb_net_flex(struct mb_build *b, struct mb_oplist *l, const char *name, stru
 
 /* Task of request q for stage st on the stream of kind `on`, accounted as
  * kind `ck`, after dep; dep itself when q moves nothing. */
-static int mb__task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, const struct mb_coll_req *q,
+static int mb_step__task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, const struct mb_coll_req *q,
                     struct mb_group g, int dep)
 {
-    struct mb_coll_rank rk = mb__rank(b, st, 0);
+    struct mb_coll_rank rk = mb_step__rank(b, st, 0);
     struct mb_task_desc t;
     struct mb_flow_desc f[3];
     struct mb_coll_choice ch;
@@ -223,7 +223,7 @@ static int mb__task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk 
         b->cur = (struct mb_tinfo){0};
         return dep;
     }
-    mb__note(b, ck, q, g, &ch);
+    mb_step__note(b, ck, q, g, &ch);
     b->cur.bytes = 0;
     for (int i = 0; i < t.n_flows; i++)
         b->cur.bytes += f[i].bytes;
@@ -237,8 +237,8 @@ static int mb__task(struct mb_build *b, int st, enum mb_commk on, enum mb_commk 
 int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep)
 {
     struct mb_group g = {2, b->pp_over_nic ? 1 : 2, b->pp_over_nic ? 2 : 1, 1};
-    struct mb_coll_req q = mb__req(b, MB_COLL_SENDRECV, MB_COLL_ALGO_PAIRWISE, g, bytes, 0);
-    return mb__task(b, st, MB_CK_PP, MB_CK_PP, &q, g, dep);
+    struct mb_coll_req q = mb_step__req(b, MB_COLL_SENDRECV, MB_COLL_ALGO_PAIRWISE, g, bytes, 0);
+    return mb_step__task(b, st, MB_CK_PP, MB_CK_PP, &q, g, dep);
 }
 
 /* Collective op of `bytes` (nccl-tests size) over g on the stream of kind
@@ -246,10 +246,10 @@ int mb_net_p2p(struct mb_build *b, int st, double bytes, int dep)
  * reduce-scatters, and the DDP gradient all-reduce with the scenario's
  * collectives.all_reduce algorithm (auto: NCCL-like, the least estimate of
  * ring, tree and NVLS). Returns the task, or dep when g has one rank. */
-static struct mb_coll_req mb__coll_req(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes)
+static struct mb_coll_req mb_step__coll_req(const struct mb_build *b, enum mb_coll_op op, struct mb_group g, double bytes)
 {
     enum mb_coll_algo algo = op == MB_COLL_ALL_REDUCE ? (enum mb_coll_algo)b->s->allreduce_algo : MB_COLL_ALGO_AUTO;
-    return mb__req(b, op, algo, g, bytes, 1);
+    return mb_step__req(b, op, algo, g, bytes, 1);
 }
 
 int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, enum mb_coll_op op,
@@ -259,8 +259,8 @@ int mb_net_coll(struct mb_build *b, int st, enum mb_commk on, enum mb_commk ck, 
         b->cur = (struct mb_tinfo){0};
         return dep;
     }
-    struct mb_coll_req q = mb__coll_req(b, op, g, bytes);
-    return mb__task(b, st, on, ck, &q, g, dep);
+    struct mb_coll_req q = mb_step__coll_req(b, op, g, bytes);
+    return mb_step__task(b, st, on, ck, &q, g, dep);
 }
 
 /* Seconds the task mb_net_coll would add takes alone on the rank's links (the
@@ -270,8 +270,8 @@ double mb_net_coll_est(const struct mb_build *b, enum mb_coll_op op, struct mb_g
 {
     if (g.size <= 1 || !(bytes > 0))
         return 0;
-    struct mb_coll_rank rk = mb__rank(b, -1, 0);
-    struct mb_coll_req q = mb__coll_req(b, op, g, bytes);
+    struct mb_coll_rank rk = mb_step__rank(b, -1, 0);
+    struct mb_coll_req q = mb_step__coll_req(b, op, g, bytes);
     struct mb_task_desc t;
     struct mb_flow_desc f[3];
     if (mb_coll_rank_task(&rk, &q, g.local, g.domains, &t, f, NULL) <= 0)

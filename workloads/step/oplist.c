@@ -39,7 +39,7 @@ void mb_ops_free(struct mb_oplist *l)
 /* Where the last lookup's answer came from. */
 
 /* Whether compute op o can join the fused op q. */
-static int mb__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc_mask)
+static int mb_step__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc_mask)
 {
     return q->type == MB_OP_COMP && o->type == MB_OP_COMP && q->cat == o->cat &&
            (q->module & rc_mask) == (o->module & rc_mask) && (q->rc_frees & rc_mask) == (o->rc_frees & rc_mask) &&
@@ -48,7 +48,7 @@ static int mb__fusable(const struct mb_op *q, const struct mb_op *o, unsigned rc
 }
 
 /* Fused op q takes in the op o after it: times, saved bytes, kernel counts and work add up. */
-static void mb__fuse_into(struct mb_op *q, const struct mb_op *o)
+static void mb_step__fuse_into(struct mb_op *q, const struct mb_op *o)
 {
     q->module |= o->module;
     q->rc_keeps |= o->rc_keeps;
@@ -70,8 +70,8 @@ static void mb__fuse_into(struct mb_op *q, const struct mb_op *o)
 
 void mb_ops_fuse_push(struct mb_oplist *l, const struct mb_op *o, unsigned rc_mask, int part)
 {
-    if (l->n > 0 && mb__fusable(&l->op[l->n - 1], o, rc_mask)) {
-        mb__fuse_into(&l->op[l->n - 1], o);
+    if (l->n > 0 && mb_step__fusable(&l->op[l->n - 1], o, rc_mask)) {
+        mb_step__fuse_into(&l->op[l->n - 1], o);
         return;
     }
     mb_ops_push(l, o);
@@ -107,8 +107,8 @@ void mb_ops_fuse_parts(struct mb_oplist *l, unsigned rc_mask, int keep_parts)
     int w = 0;
     for (int i = 0; i < l->n; i++) {
         struct mb_op *o = &l->op[i];
-        if (w > 0 && mb__fusable(&l->op[w - 1], o, rc_mask)) {
-            mb__fuse_into(&l->op[w - 1], o);
+        if (w > 0 && mb_step__fusable(&l->op[w - 1], o, rc_mask)) {
+            mb_step__fuse_into(&l->op[w - 1], o);
             continue;
         }
         l->op[w] = *o;

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-static enum mb_src mb__src(const struct mb_build *b)
+static enum mb_src mb_step__src(const struct mb_build *b)
 {
     return mb_calib_last_source(b->cal) == MB_CALIB_SRC_TABLE ? MB_SRC_TABLE : MB_SRC_ROOFLINE;
 }
@@ -28,7 +28,7 @@ int mb_ops_region(struct mb_build *b, int on)
     return ++b->region_seq;
 }
 
-static struct mb_op mb__comp(const char *name, enum mb_cat cat, unsigned mod, int graphed)
+static struct mb_op mb_step__comp(const char *name, enum mb_cat cat, unsigned mod, int graphed)
 {
     struct mb_op o = {0};
     o.type = MB_OP_COMP;
@@ -46,9 +46,9 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
                    int graphed, enum mb_prec p, int quantize, double M, double N, double K, double saved, int frozen)
 {
     double sc = quantize ? b->gemm_scale : 1.0;
-    struct mb_op o = mb__comp(name, cat, mod, graphed);
+    struct mb_op o = mb_step__comp(name, cat, mod, graphed);
     o.fwd = sc * mb_calib_gemm(b->cal, p, M, N, K);
-    o.src = mb__src(b);
+    o.src = mb_step__src(b);
     double dgrad = sc * mb_calib_gemm(b->cal, p, M, K, N);
     double wgrad = sc * mb_calib_gemm(b->cal, p, K, N, M);
     o.bwd = frozen ? dgrad : dgrad + wgrad;
@@ -81,7 +81,7 @@ void mb_ops_gemm_p(struct mb_build *b, struct mb_oplist *l, const char *name, en
 /* A BF16 GEMM of the adapter: the table's time, but no faster than moving its
  * operands and result once at the memory-bound rate (a rank-r GEMM is
  * bandwidth-bound; the GEMM tables hold compute-bound shapes). */
-static double mb__lora_gemm(struct mb_build *b, double M, double N, double K)
+static double mb_step__lora_gemm(struct mb_build *b, double M, double N, double K)
 {
     return fmax(mb_calib_gemm(b->cal, MB_PREC_BF16, M, N, K), mb_calib_membound(b->cal, (M * K + K * N + M * N) * BF16));
 }
@@ -99,16 +99,16 @@ static double mb__lora_gemm(struct mb_build *b, double M, double N, double K)
  * are counted in memory (mb_oplist.lora_params); left out: its [M, r]
  * activation and the TP all-reduce of it a row-parallel layer's adapter needs.
  */
-static void mb__lora(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, int graphed, double M, double N,
+static void mb_step__lora(struct mb_build *b, struct mb_oplist *l, enum mb_cat cat, int graphed, double M, double N,
                      double K)
 {
     double r = b->s->lora_rank;
-    struct mb_op o = mb__comp("lora_adapter", cat, 0, graphed);
-    o.fwd = mb__lora_gemm(b, M, r, K) + mb__lora_gemm(b, M, N, r) + mb_calib_membound(b->cal, 5 * M * N * BF16);
-    o.bwd = mb_calib_membound(b->cal, 2 * M * N * BF16) + mb__lora_gemm(b, M, r, N) + mb__lora_gemm(b, r, N, M) +
-            mb__lora_gemm(b, M, K, r) + mb__lora_gemm(b, K, r, M) + mb_calib_membound(b->cal, 3 * M * K * BF16);
+    struct mb_op o = mb_step__comp("lora_adapter", cat, 0, graphed);
+    o.fwd = mb_step__lora_gemm(b, M, r, K) + mb_step__lora_gemm(b, M, N, r) + mb_calib_membound(b->cal, 5 * M * N * BF16);
+    o.bwd = mb_calib_membound(b->cal, 2 * M * N * BF16) + mb_step__lora_gemm(b, M, r, N) + mb_step__lora_gemm(b, r, N, M) +
+            mb_step__lora_gemm(b, M, K, r) + mb_step__lora_gemm(b, K, r, M) + mb_calib_membound(b->cal, 3 * M * K * BF16);
     o.bwd_dgrad_only = o.bwd;
-    o.src = mb__src(b);
+    o.src = mb_step__src(b);
     o.flop_f = 2.0 * M * r * (K + N);
     o.flop_b = 2.0 * o.flop_f;
     o.peak = b->gpu->peak[MB_PREC_BF16];
@@ -134,7 +134,7 @@ void mb_ops_gemm(struct mb_build *b, struct mb_oplist *l, const char *name, enum
      * reduce-scatters the gradient) */
     if ((bit & (MB_LORA_QKV | MB_LORA_FC1)) && b->s->sequence_parallel)
         mb_net_ring(b, l, "lora sp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, M * K * BF16, 0);
-    mb__lora(b, l, cat, graphed, M, N, K);
+    mb_step__lora(b, l, cat, graphed, M, N, K);
     l->lora_params += b->s->lora_rank * (K + N); /* A [K, r] and B [r, N] as the rank holds them */
 }
 
@@ -143,9 +143,9 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
                     double tpg, double N, double K, double saved)
 {
     enum mb_prec p = b->s->prec.gemm;
-    struct mb_op o = mb__comp(name, MB_CAT_EXPERTS, MB_RCM_MOE, graphed);
+    struct mb_op o = mb_step__comp(name, MB_CAT_EXPERTS, MB_RCM_MOE, graphed);
     o.fwd = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, tpg, N, K);
-    o.src = mb__src(b);
+    o.src = mb_step__src(b);
     double dgrad = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, tpg, K, N);
     double wgrad = b->gemm_scale * mb_calib_grouped_gemm(b->cal, p, groups, K, N, tpg);
     o.bwd = dgrad + wgrad;
@@ -173,7 +173,7 @@ void mb_ops_grouped(struct mb_build *b, struct mb_oplist *l, const char *name, i
  * engine (no kernel of its own). */
 void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd)
 {
-    struct mb_op o = mb__comp(name, cat, 0, 0);
+    struct mb_op o = mb_step__comp(name, cat, 0, 0);
     o.fwd = fwd;
     o.bwd = o.bwd_dgrad_only = bwd;
     o.src = MB_SRC_LINK;
@@ -189,9 +189,9 @@ double mb_ops_dropout_mask(const struct mb_scenario *s, double elems)
 void mb_ops_mem(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                 int graphed, double bytes, double saved)
 {
-    struct mb_op o = mb__comp(name, cat, mod, graphed);
+    struct mb_op o = mb_step__comp(name, cat, mod, graphed);
     o.fwd = mb_calib_membound(b->cal, bytes);
-    o.src = mb__src(b);
+    o.src = mb_step__src(b);
     o.bwd = mb_calib_membound(b->cal, 2 * bytes);
     o.bwd_dgrad_only = o.bwd;
     o.bytes_f = bytes;
@@ -218,9 +218,9 @@ void mb_ops_mem_sym(struct mb_build *b, struct mb_oplist *l, const char *name, e
 void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                  int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved)
 {
-    struct mb_op o = mb__comp(name, cat, mod, graphed);
+    struct mb_op o = mb_step__comp(name, cat, mod, graphed);
     o.fwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, flop, seq, head_dim, bh, causal, 0);
-    o.src = mb__src(b);
+    o.src = mb_step__src(b);
     /* flash backward recomputes QK^T: 2.5x the forward FLOPs (FlashAttention-2/3 papers' convention) */
     o.bwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, bh, causal, 1);
     o.bwd_dgrad_only = o.bwd;

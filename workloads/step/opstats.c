@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* The entry of (name, dir, comm) in r->ops, added when missing. */
-static struct mb_op_stat *mb__entry(struct mb_result *r, size_t *cap, const char *name, int dir, int comm)
+static struct mb_op_stat *mb_step__entry(struct mb_result *r, size_t *cap, const char *name, int dir, int comm)
 {
     for (size_t i = 0; i < r->n_ops; i++) {
         struct mb_op_stat *x = &r->ops[i];
@@ -29,10 +29,10 @@ static struct mb_op_stat *mb__entry(struct mb_result *r, size_t *cap, const char
     return x;
 }
 
-static void mb__add(struct mb_result *r, size_t *cap, const struct mb_op *o, const struct mb_tinfo *ti, double sec)
+static void mb_step__add(struct mb_result *r, size_t *cap, const struct mb_op *o, const struct mb_tinfo *ti, double sec)
 {
     int bwd = ti->dir == 1, comm = o->type == MB_OP_COMM;
-    struct mb_op_stat *x = mb__entry(r, cap, o->name, ti->dir, comm);
+    struct mb_op_stat *x = mb_step__entry(r, cap, o->name, ti->dir, comm);
     x->count += 1;
     x->time_s += sec;
     x->flop += bwd ? o->flop_b : o->flop_f;
@@ -46,16 +46,16 @@ struct mb__acc {
     const struct mb_tinfo *ti;
 };
 
-static void mb__add_part(const struct mb_op *part, double sec, void *ctx)
+static void mb_step__add_part(const struct mb_op *part, double sec, void *ctx)
 {
     struct mb__acc *a = ctx;
-    mb__add(a->r, a->cap, part, a->ti, sec);
+    mb_step__add(a->r, a->cap, part, a->ti, sec);
 }
 
 /* A recorded task without an op (collective, optimizer, stall). */
-static void mb__add_named(struct mb_result *r, size_t *cap, const struct mb_tinfo *ti, int comm, double sec)
+static void mb_step__add_named(struct mb_result *r, size_t *cap, const struct mb_tinfo *ti, int comm, double sec)
 {
-    struct mb_op_stat *x = mb__entry(r, cap, ti->name, ti->dir, comm);
+    struct mb_op_stat *x = mb_step__entry(r, cap, ti->name, ti->dir, comm);
     x->count += 1;
     x->time_s += sec;
     x->flop += ti->flop;
@@ -75,11 +75,11 @@ void mb_opstats_collect(struct mb_build *b, struct mb_result *r)
             continue;
         int comm = sid != b->comp[cs];
         if (!ti->op) {
-            mb__add_named(r, &cap, ti, comm, sec);
+            mb_step__add_named(r, &cap, ti, comm, sec);
             continue;
         }
         struct mb__acc acc = {r, &cap, ti};
-        mb_tinfo_split(ti, sec, mb__add_part, &acc);
+        mb_tinfo_split(ti, sec, mb_step__add_part, &acc);
     }
 }
 

@@ -23,7 +23,7 @@ struct mb_group mb_step_group(int size, int stride, int dom)
 /* Most-loaded EP rank / mean under the routing model. Balanced: 1 (Megatron's
  * force-balanced benchmarks). Skewed: expert popularity ~ Zipf(skew) in a
  * seeded random order; the rank holding the heaviest E/ep experts sets the pace. */
-static double mb__imbalance(const struct mb_scenario *s)
+static double mb_step__imbalance(const struct mb_scenario *s)
 {
     int E = s->model.num_experts, ep = s->ep;
     if (s->routing != MB_ROUTE_SKEWED || E <= 0 || ep <= 1)
@@ -63,7 +63,7 @@ static double mb__imbalance(const struct mb_scenario *s)
  * its fabric (sim/cli/cmd_collective.c, topology/mb_fabric.h): line rate x
  * the calibrated efficiency, and the calibrated per-collective-step latency
  * (calibration `links:`). */
-static void mb__links(struct mb_build *b)
+static void mb_step__links(struct mb_build *b)
 {
     const struct mb_scenario *s = b->s;
     /* nvlink_bw / nic_bw: the slowest GPU's rates from the node XML (its NVLink
@@ -89,7 +89,7 @@ int mb_step_place(struct mb_build *b, struct mb_err *err)
     b->launch = (s->cuda_graph & MB_CG_FULL_ITERATION) ? 0 : b->gpu->launch_s;
     b->gemm_scale = mb_calib_recipe_gemm_scale(b->cal, s->prec.label);
     mb_fw_setup(b);
-    mb__links(b);
+    mb_step__links(b);
     int dom = s->system.nvlink_domain > 0 ? s->system.nvlink_domain : s->system.gpus_per_node;
     b->g_tp = mb_step_group(s->tp, 1, dom);
     b->g_cp = mb_step_group(s->cp, s->tp, dom);
@@ -99,7 +99,7 @@ int mb_step_place(struct mb_build *b, struct mb_err *err)
     b->lay.edp = edp < 1 ? 1 : edp;
     b->g_edp = mb_step_group(b->lay.edp, s->ep * s->etp, dom);
     b->pp_over_nic = (long)s->tp * s->cp * s->dp * 2 > dom;
-    b->route_imbalance = mb__imbalance(s);
+    b->route_imbalance = mb_step__imbalance(s);
     /* with a capacity factor (Megatron --moe-expert-capacity-factor) no expert
      * takes more than cf x its balanced share; the rest is dropped */
     if (s->capacity_factor >= 1 && b->route_imbalance > s->capacity_factor)

@@ -35,7 +35,7 @@ void mb_reduce_param_gather(struct mb_build *b, int *pg_done)
 
 /* DP gradient reduction of `bytes` over g: reduce-scatter with the distributed
  * optimizer, all-reduce without it. */
-static int mb__grad_reduce(struct mb_build *b, int st, struct mb_group g, const char *name, int layer, double bytes,
+static int mb_step__grad_reduce(struct mb_build *b, int st, struct mb_group g, const char *name, int layer, double bytes,
                            int dep)
 {
     mb_emit_describe(b, name, st, layer, -1, 1);
@@ -45,7 +45,7 @@ static int mb__grad_reduce(struct mb_build *b, int st, struct mb_group g, const 
 
 /* Gradient reduction of stage st after its last backward `stage_end`;
  * returns the task the optimizer waits for. */
-static int mb__stage_grads(struct mb_build *b, int st, int stage_end)
+static int mb_step__stage_grads(struct mb_build *b, int st, int stage_end)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_layout *lay = &b->lay;
@@ -59,19 +59,19 @@ static int mb__stage_grads(struct mb_build *b, int st, int stage_end)
         for (int c = v - 1; c >= 0; c--) {
             int vs = c * p + st;
             for (int li = lay->first[vs] + lay->count[vs] - 1; li >= lay->first[vs]; li--) {
-                int t = mb__grad_reduce(b, st, b->g_dp, "dp grad reduce", li, dense_b, b->sched.lastb_layer[li]);
+                int t = mb_step__grad_reduce(b, st, b->g_dp, "dp grad reduce", li, dense_b, b->sched.lastb_layer[li]);
                 rest -= lay->dense_layer_params;
                 if (b->m->layer[li].ffn == MB_FFN_MOE) {
-                    mb__grad_reduce(b, st, b->g_edp, "edp grad reduce", li, exp_b, t);
+                    mb_step__grad_reduce(b, st, b->g_edp, "edp grad reduce", li, exp_b, t);
                     exp_rest -= lay->expert_layer_params;
                 }
             }
         }
     }
     /* what is left (all of it without overlap; embedding/output with it) */
-    int last = mb__grad_reduce(b, st, b->g_dp, "dp grad reduce", -1, fmax(rest, 0) / s->tp * s->grad_bytes,
+    int last = mb_step__grad_reduce(b, st, b->g_dp, "dp grad reduce", -1, fmax(rest, 0) / s->tp * s->grad_bytes,
                                stage_end);
-    return mb__grad_reduce(b, st, b->g_edp, "edp grad reduce", -1,
+    return mb_step__grad_reduce(b, st, b->g_edp, "edp grad reduce", -1,
                            fmax(exp_rest, 0) / (s->ep * s->etp) * s->grad_bytes, last);
 }
 
@@ -104,7 +104,7 @@ void mb_reduce_grads_and_step(struct mb_build *b)
         int stage_end = b->sched.bdone[mb_slot(&b->sched, st, 0, lay->m - 1)]; /* last backward of the stage */
         int last = stage_end;
         if (s->strategy != MB_STRAT_FSDP && !frozen)
-            last = mb__stage_grads(b, st, stage_end);
+            last = mb_step__stage_grads(b, st, stage_end);
         double bytes = mb_reduce_optimizer_bytes(b, st);
         mb_emit_describe(b, "optimizer", st, -1, -1, -1);
         b->cur.bytes = bytes;

@@ -36,7 +36,7 @@ int mb_results_task_cat(const struct mb_engine *e, int t)
 /* The stage whose compute stream is busiest (the engine sums each stream's
  * task times as they complete; the compute stream's other tasks are
  * zero-length joins, which add nothing). */
-static int mb__busiest_stage(const struct mb_build *b)
+static int mb_step__busiest_stage(const struct mb_build *b)
 {
     int cs = 0;
     for (int q = 1; q < b->lay.p; q++)
@@ -54,7 +54,7 @@ struct mb__ivs {
     int n[MB_CK_COUNT + 1], cap[MB_CK_COUNT + 1], ptr[MB_CK_COUNT + 1];
 };
 
-static void mb__ivs_add(struct mb__ivs *iv, int k, double t0, double t1)
+static void mb_step__ivs_add(struct mb__ivs *iv, int k, double t0, double t1)
 {
     if (iv->n[k] == iv->cap[k]) {
         iv->cap[k] = iv->cap[k] ? 2 * iv->cap[k] : 256;
@@ -65,13 +65,13 @@ static void mb__ivs_add(struct mb__ivs *iv, int k, double t0, double t1)
     iv->e[k][iv->n[k]++] = t1;
 }
 
-static void mb__ivs_build(const struct mb_build *b, int cs, struct mb__ivs *iv)
+static void mb_step__ivs_build(const struct mb_build *b, int cs, struct mb__ivs *iv)
 {
     memset(iv, 0, sizeof *iv);
     for (int t = mb_engine_stream_first(b->e, b->host[cs]); t >= 0; t = mb_engine_task_next(b->e, t)) {
         double t0 = mb_engine_task_start(b->e, t), t1 = mb_engine_task_end(b->e, t);
         if (t1 > t0)
-            mb__ivs_add(iv, MB_CK_COUNT, t0, t1);
+            mb_step__ivs_add(iv, MB_CK_COUNT, t0, t1);
     }
     /* the communication streams merged in task id order */
     int cur[MB_CK_COUNT];
@@ -87,11 +87,11 @@ static void mb__ivs_build(const struct mb_build *b, int cs, struct mb__ivs *iv)
         int t = cur[c], kd = mb_engine_task_kind(b->e, t);
         cur[c] = mb_engine_task_next(b->e, t);
         if (kd >= MB_TK_COMM)
-            mb__ivs_add(iv, kd - MB_TK_COMM, mb_engine_task_start(b->e, t), mb_engine_task_end(b->e, t));
+            mb_step__ivs_add(iv, kd - MB_TK_COMM, mb_engine_task_start(b->e, t), mb_engine_task_end(b->e, t));
     }
 }
 
-static void mb__ivs_free(struct mb__ivs *iv)
+static void mb_step__ivs_free(struct mb__ivs *iv)
 {
     for (int c = 0; c <= MB_CK_COUNT; c++) {
         mb_free(iv->s[c]);
@@ -102,7 +102,7 @@ static void mb__ivs_free(struct mb__ivs *iv)
 /* Blame the idle gap [g0, g1) before compute task t: to the communication
  * kind (or, when t's launch ended as it started, the host) overlapping it
  * most; the rest is bubble. */
-static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, double g0, double g1, double *bd)
+static void mb_step__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, double g0, double g1, double *bd)
 {
     double ov[MB_CK_COUNT + 1] = {0}, best = 0;
     int bestk = -1;
@@ -134,10 +134,10 @@ static void mb__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int t, d
  * by category and its idle gaps, blamed by mb__blame_gap; the time after its
  * last task up to min(step, hi) is bubble. Over [0, inf) every task and gap
  * counts whole, with the sums of the unclipped loop. */
-static void mb__breakdown(struct mb_build *b, int cs, double step, double lo, double hi, double *bd)
+static void mb_step__breakdown(struct mb_build *b, int cs, double step, double lo, double hi, double *bd)
 {
     struct mb__ivs iv;
-    mb__ivs_build(b, cs, &iv);
+    mb_step__ivs_build(b, cs, &iv);
     double prev_end = lo;
     for (int t = mb_engine_stream_first(b->e, b->comp[cs]); t >= 0; t = mb_engine_task_next(b->e, t)) {
         int kd = mb_engine_task_kind(b->e, t);
@@ -147,14 +147,14 @@ static void mb__breakdown(struct mb_build *b, int cs, double step, double lo, do
         if (kd < MB_CAT_COUNT && t1 > lo)
             bd[kd] += fmin(t1, hi) - fmax(t0, lo);
         if (t0 > prev_end)
-            mb__blame_gap(b, &iv, t, prev_end, t0, bd);
+            mb_step__blame_gap(b, &iv, t, prev_end, t0, bd);
         if (t1 > prev_end)
             prev_end = t1;
     }
     double end = fmin(step, hi);
     if (end > prev_end)
         bd[MB_CAT_BUBBLE] += end - prev_end;
-    mb__ivs_free(&iv);
+    mb_step__ivs_free(&iv);
 }
 
 /* Reduce the timeline to the breakdown of the stage with the most compute:
@@ -162,16 +162,16 @@ static void mb__breakdown(struct mb_build *b, int cs, double step, double lo, do
  * communication kind with the most overlap in that gap, else to the bubble. */
 void mb_results_breakdown(struct mb_build *b, double step, struct mb_result *r)
 {
-    int cs = mb__busiest_stage(b);
+    int cs = mb_step__busiest_stage(b);
     r->critical_stage = cs;
-    mb__breakdown(b, cs, step, 0, INFINITY, r->breakdown);
+    mb_step__breakdown(b, cs, step, 0, INFINITY, r->breakdown);
 }
 
 void mb_results_breakdown_in(struct mb_build *b, int cs, double lo, double hi, double *bd)
 {
     for (int c = 0; c < MB_CAT_COUNT; c++)
         bd[c] = 0;
-    mb__breakdown(b, cs, INFINITY, lo, hi, bd);
+    mb_step__breakdown(b, cs, INFINITY, lo, hi, bd);
 }
 
 /* Critical path of the step by category (seconds): what to shorten to make

@@ -11,7 +11,7 @@
 
 /* Megatron interleaved 1F1B order (v = 1 gives plain 1F1B): k-th forward or
  * backward of stage s maps to (chunk, microbatch). */
-static void mb__fmap(int k, int p, int v, int *chunk, int *mb)
+static void mb_step__fmap(int k, int p, int v, int *chunk, int *mb)
 {
     if (v == 1) {
         *chunk = 0;
@@ -23,9 +23,9 @@ static void mb__fmap(int k, int p, int v, int *chunk, int *mb)
     *mb = grp * p + in % p;
 }
 
-static void mb__bmap(int k, int p, int v, int *chunk, int *mb)
+static void mb_step__bmap(int k, int p, int v, int *chunk, int *mb)
 {
-    mb__fmap(k, p, v, chunk, mb);
+    mb_step__fmap(k, p, v, chunk, mb);
     *chunk = v - 1 - *chunk;
 }
 
@@ -50,11 +50,11 @@ int mb_sched_forward_done(const struct mb_build *b, int st, int k)
     if (st < 0 || st >= q->p || k < 0 || k >= q->n * q->v)
         return -1;
     int c, i;
-    mb__fmap(k, q->p, q->v, &c, &i);
+    mb_step__fmap(k, q->p, q->v, &c, &i);
     return q->fdone[mb_slot(q, st, c, i)];
 }
 
-static void mb__sched_alloc(struct mb_build *b)
+static void mb_step__sched_alloc(struct mb_build *b)
 {
     struct mb_sched *q = &b->sched;
     int nl = b->m->n_layers;
@@ -86,7 +86,7 @@ void mb_sched_free(struct mb_sched *q)
 }
 
 /* Parameters (elements) of decoder layer li on this rank, for FSDP traffic. */
-static double mb__layer_params(const struct mb_build *b, int li)
+static double mb_step__layer_params(const struct mb_build *b, int li)
 {
     const struct mb_scenario *s = b->s;
     return b->lay.dense_layer_params / s->tp +
@@ -103,7 +103,7 @@ int mb_sched_recompute_here(const struct mb_build *b, int li, int first)
 }
 
 /* Items of the backward of microbatch bi on virtual stage vs. */
-static void mb__fill_backward(struct mb_build *b, struct mb_unit *u, int vs, int bi)
+static void mb_step__fill_backward(struct mb_build *b, struct mb_unit *u, int vs, int bi)
 {
     const struct mb_scenario *s = b->s;
     const struct mb_plan *pl = &b->plan;
@@ -119,12 +119,12 @@ static void mb__fill_backward(struct mb_build *b, struct mb_unit *u, int vs, int
     for (int li = first + b->lay.count[vs] - 1; li >= first; li--) {
         const struct mb_oplist *L = mb_plan_layer(b, li);
         if (is_fsdp)
-            mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li, 1);
+            mb_unit_item(u, MB_IT_FSDP_AG, mb_step__layer_params(b, li) * BF16, li, 1);
         if (mb_sched_recompute_here(b, li, first))
             mb_unit_ops(u, L, li, 0, 1, pl->rc_mask, 0);
         mb_unit_ops(u, L, li, 1, 0, 0, frozen);
         if (is_fsdp && !frozen) /* reduce-scatter of this layer's main grads */
-            mb_unit_item(u, MB_IT_FSDP_RS, mb__layer_params(b, li) * s->grad_bytes, li, 1);
+            mb_unit_item(u, MB_IT_FSDP_RS, mb_step__layer_params(b, li) * s->grad_bytes, li, 1);
         mb_unit_item(u, MB_IT_LASTB, 0, li, 1);
     }
     if (vs == 0) {
@@ -135,7 +135,7 @@ static void mb__fill_backward(struct mb_build *b, struct mb_unit *u, int vs, int
 }
 
 /* Items of the forward of microbatch fi on virtual stage vs. */
-static void mb__fill_forward(struct mb_build *b, struct mb_unit *u, int vs, int fi)
+static void mb_step__fill_forward(struct mb_build *b, struct mb_unit *u, int vs, int fi)
 {
     const struct mb_plan *pl = &b->plan;
     const struct mb_data *d = &b->data;
@@ -147,7 +147,7 @@ static void mb__fill_forward(struct mb_build *b, struct mb_unit *u, int vs, int 
     }
     for (int li = first; li < first + b->lay.count[vs]; li++) {
         if (b->s->strategy == MB_STRAT_FSDP)
-            mb_unit_item(u, MB_IT_FSDP_AG, mb__layer_params(b, li) * BF16, li, 0);
+            mb_unit_item(u, MB_IT_FSDP_AG, mb_step__layer_params(b, li) * BF16, li, 0);
         mb_unit_ops(u, mb_plan_layer(b, li), li, 0, 0, 0, 0);
     }
     if (vs == nv_st - 1) {
@@ -163,7 +163,7 @@ static void mb__fill_forward(struct mb_build *b, struct mb_unit *u, int vs, int 
  * 1F1B): B(j) no longer depends on F(j+1), which the naive pairing F(j)+B(j)
  * on the last stage would break. pg_done: the parameter all-gather the first
  * forward waits for, or -1. */
-static void mb__stage(struct mb_build *b, int st, int pg_done, struct mb_unit *fu, struct mb_unit *bu)
+static void mb_step__stage(struct mb_build *b, int st, int pg_done, struct mb_unit *fu, struct mb_unit *bu)
 {
     const struct mb_scenario *s = b->s;
     struct mb_sched *q = &b->sched;
@@ -179,16 +179,16 @@ static void mb__stage(struct mb_build *b, int st, int pg_done, struct mb_unit *f
         int do_f = is_f || (ep_overlap && !is_f && fk < total), do_b = !is_f;
         int fc = 0, fi = 0, bc = 0, bi = 0;
         if (do_b) { /* the backward's entry first: in a pair it runs first on the stream */
-            mb__bmap(bk++, p, v, &bc, &bi);
+            mb_step__bmap(bk++, p, v, &bc, &bi);
             q->bentry[mb_slot(q, st, bc, bi)] = mb_unit_open(b, st, bu, bi, bc);
-            mb__fill_backward(b, bu, bc * p + st, bi);
+            mb_step__fill_backward(b, bu, bc * p + st, bi);
         }
         if (do_f) {
-            mb__fmap(fk++, p, v, &fc, &fi);
+            mb_step__fmap(fk++, p, v, &fc, &fi);
             q->fentry[mb_slot(q, st, fc, fi)] = mb_unit_open(b, st, fu, fi, fc);
             if (fk == 1 && pg_done >= 0)
                 mb_engine_add_dep(b->e, pg_done, fu->em.last);
-            mb__fill_forward(b, fu, fc * p + st, fi);
+            mb_step__fill_forward(b, fu, fc * p + st, fi);
         }
         if (do_f && do_b)
             mb_unit_run_pair(b, st, bu, fu, sm_frac, &gate);
@@ -215,7 +215,7 @@ static void mb__stage(struct mb_build *b, int st, int pg_done, struct mb_unit *f
 /* Cross-stage edges: forward of virtual stage vs after the send of vs-1,
  * backward of vs after the send of vs+1 (the interleaved wrap-around is
  * vs = c*p + s, so stage p-1 chunk c feeds stage 0 chunk c+1). */
-static void mb__edges(struct mb_build *b)
+static void mb_step__edges(struct mb_build *b)
 {
     const struct mb_sched *q = &b->sched;
     int p = q->p, nv_st = p * q->v;
@@ -237,14 +237,14 @@ static void mb__edges(struct mb_build *b)
 void mb_sched_build(struct mb_build *b, const int *pg_done)
 {
     struct mb_unit fu = {0}, bu = {0};
-    mb__sched_alloc(b);
+    mb_step__sched_alloc(b);
     for (int st = 0; st < b->lay.p; st++) {
         b->host_last[st] = -1;
         b->host_acc[st] = 0;
-        mb__stage(b, st, pg_done[st], &fu, &bu);
+        mb_step__stage(b, st, pg_done[st], &fu, &bu);
         mb_emit_host_flush(b, st);
     }
     mb_free(fu.it);
     mb_free(bu.it);
-    mb__edges(b);
+    mb_step__edges(b);
 }

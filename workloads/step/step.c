@@ -64,7 +64,7 @@ void mb_result_free(struct mb_result *r)
 /* Size hint of the task graph: every layer op runs forward, backward and
  * maybe again in recompute, each with a host launch task and a couple of
  * edges. */
-static size_t mb__tasks_estimate(const struct mb_build *b, int mbs_n)
+static size_t mb_step__tasks_estimate(const struct mb_build *b, int mbs_n)
 {
     size_t per_mb = 64;
     for (int i = 0; i < b->m->n_layers; i++)
@@ -82,7 +82,7 @@ static size_t mb__tasks_estimate(const struct mb_build *b, int mbs_n)
 /* Engine (reserved for `est` tasks), and per stage: compute stream, one stream
  * per communication kind, the NVLink and NIC transmit links and the host
  * launch thread. */
-static void mb__engine(struct mb_build *b, size_t est, int critical)
+static void mb_step__engine(struct mb_build *b, size_t est, int critical)
 {
     b->e = mb_engine_new();
     mb_engine_track_critical(b->e, critical);
@@ -100,19 +100,19 @@ static void mb__engine(struct mb_build *b, size_t est, int critical)
 
 /* Build the step's task graph: op lists, data, schedule, reduction; -1 (err
  * set) when the graph would exceed MB_STEP_MAX_TASKS. */
-static int mb__build(struct mb_build *b, int mbs_n, int critical, struct mb_err *err)
+static int mb_step__build(struct mb_build *b, int mbs_n, int critical, struct mb_err *err)
 {
     const struct mb_scenario *s = b->s;
     mb_layout_build(b, mbs_n);
     mb_plan_build(b);
-    size_t est = mb__tasks_estimate(b, mbs_n);
+    size_t est = mb_step__tasks_estimate(b, mbs_n);
     if (est > MB_STEP_MAX_TASKS)
         return mb_err_set(err, s->file, 0, 0,
                           "a step of %d microbatches per rank would take about %.0f million tasks to simulate one by one, "
                           "above the limit of %.0f million: let the microbatch extension run (without --exact, or a "
                           "smaller mb_cap)",
                           mbs_n, est / 1e6, MB_STEP_MAX_TASKS / 1e6);
-    mb__engine(b, est, critical);
+    mb_step__engine(b, est, critical);
     mb_layout_graphs(b);
     mb_data_draw(b, mbs_n);
     /* packed sequences: attention runs within each sample (THD) */
@@ -128,7 +128,7 @@ static int mb__build(struct mb_build *b, int mbs_n, int critical, struct mb_err 
 }
 
 /* A rank peaking in the optimizer step peaks at the step's end (the optimizer runs last). */
-static void mb__step_peak_times(struct mb_result *r)
+static void mb_step__step_peak_times(struct mb_result *r)
 {
     for (int st = 0; st < r->mem.n_stages; st++)
         if (r->mem.per_stage[st].at_step)
@@ -138,7 +138,7 @@ static void mb__step_peak_times(struct mb_result *r)
 }
 
 /* Run the engine and reduce the timeline to r. */
-static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result *r, struct mb_err *err)
+static int mb_step__run(struct mb_build *b, const struct mb__ask *a, struct mb_result *r, struct mb_err *err)
 {
     if (mb_engine_run(b->e, err))
         return -1;
@@ -163,7 +163,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     r->fw_host_kernel_s = b->fw_host;
     r->fw_kernel_moe_s = b->fw_kernel_moe;
     mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, mb_step_capacity(b), dyn, &r->mem);
-    mb__step_peak_times(r);
+    mb_step__step_peak_times(r);
     {
         const struct mb_memory_stage *ps = &r->mem.per_stage[r->mem.stage];
         double dynb = ps->activations + ps->logits + ps->recompute + ps->bwd_grads;
@@ -178,7 +178,7 @@ static int mb__run(struct mb_build *b, const struct mb__ask *a, struct mb_result
     return rc;
 }
 
-static void mb__free(struct mb_build *b)
+static void mb_step__free(struct mb_build *b)
 {
     mb_plan_free(&b->plan);
     mb_data_free(&b->data);
@@ -192,7 +192,7 @@ static void mb__free(struct mb_build *b)
 }
 
 /* A build of scenario s, empty; -1 when s has more stages than the simulator holds. */
-static int mb__begin(struct mb_build *b, const struct mb_scenario *s, struct mb_err *err)
+static int mb_step__begin(struct mb_build *b, const struct mb_scenario *s, struct mb_err *err)
 {
     memset(b, 0, sizeof *b);
     if (s->pp > MB_MAX_STAGES)
@@ -211,7 +211,7 @@ static int mb__begin(struct mb_build *b, const struct mb_scenario *s, struct mb_
  * on test_window_extension's pipeline the forwards' spacing repeats every pp
  * (windows of 8 and 12 chunk-forwards give the full step, 10, 11 and 14 miss
  * it by up to 1e-4). */
-static void mb__window(struct mb_build *b, const struct mb_result *r, int m, struct mb__win *w)
+static void mb_step__window(struct mb_build *b, const struct mb_result *r, int m, struct mb__win *w)
 {
     int p = b->lay.p, v = b->lay.v, cs = r->critical_stage;
     int total = b->lay.m * v, per = p * v;
@@ -230,7 +230,7 @@ static void mb__window(struct mb_build *b, const struct mb_result *r, int m, str
 }
 
 /* Simulate the step with `mbs_n` microbatches per DP rank. */
-static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb__ask *a, struct mb_result *r,
+static int mb_step__simulate(const struct mb_scenario *s, int mbs_n, const struct mb__ask *a, struct mb_result *r,
                         struct mb_err *err)
 {
     struct timespec t0, t1;
@@ -238,7 +238,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     memset(r, 0, sizeof *r);
     r->microbatches = mbs_n;
     struct mb_build b;
-    if (mb__begin(&b, s, err))
+    if (mb_step__begin(&b, s, err))
         return -1;
     b.record = a->trace || a->ops;
     b.host_fold = !b.record; /* a trace and the op table show every launch */
@@ -251,15 +251,15 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     mb_calib_set_roofline(b.cal, s->roofline);
     int rc = mb_step_place(&b, err);
     if (rc == 0) {
-        rc = mb__build(&b, mbs_n, a->critical, err);
+        rc = mb_step__build(&b, mbs_n, a->critical, err);
         if (rc == 0)
-            rc = mb__run(&b, a, r, err);
+            rc = mb_step__run(&b, a, r, err);
         if (rc == 0)
             mb_bound_stages(&b, r->floor_s);
         if (rc == 0 && a->win)
-            mb__window(&b, r, a->win_m, a->win);
+            mb_step__window(&b, r, a->win_m, a->win);
     }
-    mb__free(&b);
+    mb_step__free(&b);
     if (rc)
         mb_result_free(r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -267,7 +267,7 @@ static int mb__simulate(const struct mb_scenario *s, int mbs_n, const struct mb_
     return rc;
 }
 
-static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
+static double mb_step__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1); }
 
 /* Relative rounding allowed between a step and its compute floor (sums of the
  * same durations in another order, a linear extension of them). */
@@ -277,7 +277,7 @@ static double mb__lin(double a2, double a1, double k) { return a2 + k * (a2 - a1
  * (r->floor_s, extended with it): impossible for a simulated step, so the
  * extension is wrong there (the idle time of the shortened runs did not grow
  * linearly) and the caller simulates without it. */
-static int mb__below_floor(const struct mb_scenario *s, const struct mb_result *r)
+static int mb_step__below_floor(const struct mb_scenario *s, const struct mb_result *r)
 {
     double f = 0;
     for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
@@ -285,34 +285,34 @@ static int mb__below_floor(const struct mb_scenario *s, const struct mb_result *
     return r->step_time_s < f * (1 - MB_FLOOR_TOL);
 }
 
-static void mb__extend_memory(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k)
+static void mb_step__extend_memory(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k)
 {
     struct mb_memory *M = &r->mem;
     for (int i = 0; i < M->n_stages && i < r1->mem.n_stages; i++) {
         struct mb_memory_stage *a = &M->per_stage[i];
         const struct mb_memory_stage *b1 = &r1->mem.per_stage[i];
-        a->weights = mb__lin(a->weights, b1->weights, k);
-        a->grads = mb__lin(a->grads, b1->grads, k);
-        a->optimizer = mb__lin(a->optimizer, b1->optimizer, k);
-        a->activations = mb__lin(a->activations, b1->activations, k);
-        a->deferred_wgrad = mb__lin(a->deferred_wgrad, b1->deferred_wgrad, k);
-        a->buffers = mb__lin(a->buffers, b1->buffers, k);
-        a->graphs = mb__lin(a->graphs, b1->graphs, k);
-        a->peak_allocated = mb__lin(a->peak_allocated, b1->peak_allocated, k);
-        a->reserved = mb__lin(a->reserved, b1->reserved, k);
-        a->logits = mb__lin(a->logits, b1->logits, k);
-        a->dispatch = mb__lin(a->dispatch, b1->dispatch, k);
-        a->workspace = mb__lin(a->workspace, b1->workspace, k);
-        a->recompute = mb__lin(a->recompute, b1->recompute, k);
-        a->bwd_grads = mb__lin(a->bwd_grads, b1->bwd_grads, k);
-        a->fragmentation = mb__lin(a->fragmentation, b1->fragmentation, k);
-        a->comm_buffers = mb__lin(a->comm_buffers, b1->comm_buffers, k);
-        a->context = mb__lin(a->context, b1->context, k);
-        a->device = mb__lin(a->device, b1->device, k);
+        a->weights = mb_step__lin(a->weights, b1->weights, k);
+        a->grads = mb_step__lin(a->grads, b1->grads, k);
+        a->optimizer = mb_step__lin(a->optimizer, b1->optimizer, k);
+        a->activations = mb_step__lin(a->activations, b1->activations, k);
+        a->deferred_wgrad = mb_step__lin(a->deferred_wgrad, b1->deferred_wgrad, k);
+        a->buffers = mb_step__lin(a->buffers, b1->buffers, k);
+        a->graphs = mb_step__lin(a->graphs, b1->graphs, k);
+        a->peak_allocated = mb_step__lin(a->peak_allocated, b1->peak_allocated, k);
+        a->reserved = mb_step__lin(a->reserved, b1->reserved, k);
+        a->logits = mb_step__lin(a->logits, b1->logits, k);
+        a->dispatch = mb_step__lin(a->dispatch, b1->dispatch, k);
+        a->workspace = mb_step__lin(a->workspace, b1->workspace, k);
+        a->recompute = mb_step__lin(a->recompute, b1->recompute, k);
+        a->bwd_grads = mb_step__lin(a->bwd_grads, b1->bwd_grads, k);
+        a->fragmentation = mb_step__lin(a->fragmentation, b1->fragmentation, k);
+        a->comm_buffers = mb_step__lin(a->comm_buffers, b1->comm_buffers, k);
+        a->context = mb_step__lin(a->context, b1->context, k);
+        a->device = mb_step__lin(a->device, b1->device, k);
         mb_memory_settle_step(s, a); /* the passes' terms extended: does the step overtake them? */
     }
     mb_memory_summarize(M);
-    mb__step_peak_times(r);
+    mb_step__step_peak_times(r);
     M->tl.n = 0; /* the timeline of the shortened model does not extend */
     r->oom = M->verdict == MB_MEM_OOM;
 }
@@ -323,7 +323,7 @@ static void mb__extend_memory(const struct mb_scenario *s, struct mb_result *r, 
  * peak, with the input of the m2 run's last call, which its peak (in that call's backward) may not
  * hold yet. Exact when the limit stops the deferral before the last microbatch, at most one call's
  * input high otherwise (test_deferred_wgrad); the timeline is dropped. */
-static int mb__extend_deferred(const struct mb_scenario *s, int m2, int m, struct mb_result *r)
+static int mb_step__extend_deferred(const struct mb_scenario *s, int m2, int m, struct mb_result *r)
 {
     double din, call = mb_memory_deferred_call_bytes(s, &din);
     int more = mb_memory_deferred_calls(s, m) - mb_memory_deferred_calls(s, m2);
@@ -349,7 +349,7 @@ static int mb__extend_deferred(const struct mb_scenario *s, int m2, int m, struc
 
 /* Rates of r from its (extended) step and model FLOPs, keeping the useful
  * share of the tokens and the MFU per TFLOP/s of the simulated run. */
-static void mb__rates(const struct mb_scenario *s, struct mb_result *r, double mfu_per_tflops, double useful_ratio)
+static void mb_step__rates(const struct mb_scenario *s, struct mb_result *r, double mfu_per_tflops, double useful_ratio)
 {
     r->tokens_per_s_per_gpu = (double)s->global_batch_size * s->seq_length / (r->step_time_s * s->gpus);
     r->useful_tokens_per_s_per_gpu = r->tokens_per_s_per_gpu * useful_ratio;
@@ -357,12 +357,12 @@ static void mb__rates(const struct mb_scenario *s, struct mb_result *r, double m
     r->mfu = r->model_tflops_per_gpu * mfu_per_tflops;
 }
 
-static double mb__mfu_per_tflops(const struct mb_result *r)
+static double mb_step__mfu_per_tflops(const struct mb_result *r)
 {
     return r->model_tflops_per_gpu > 0 ? r->mfu / r->model_tflops_per_gpu : 0;
 }
 
-static double mb__useful_ratio(const struct mb_result *r)
+static double mb_step__useful_ratio(const struct mb_result *r)
 {
     return r->tokens_per_s_per_gpu > 0 ? r->useful_tokens_per_s_per_gpu / r->tokens_per_s_per_gpu : 1;
 }
@@ -374,22 +374,22 @@ static double mb__useful_ratio(const struct mb_result *r)
  * steady). `flops` > 0 replaces the extended model FLOPs (microbatches: the
  * m2 run's per-microbatch mean, which averages more image draws). Rates are
  * recomputed from the step. */
-static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k,
+static void mb_step__extend(const struct mb_scenario *s, struct mb_result *r, const struct mb_result *r1, double k,
                        int mem, double flops)
 {
-    double mfu_per_tflops = mb__mfu_per_tflops(r), useful_ratio = mb__useful_ratio(r);
-    r->step_time_s = mb__lin(r->step_time_s, r1->step_time_s, k);
-    r->model_flops = flops > 0 ? flops : mb__lin(r->model_flops, r1->model_flops, k);
+    double mfu_per_tflops = mb_step__mfu_per_tflops(r), useful_ratio = mb_step__useful_ratio(r);
+    r->step_time_s = mb_step__lin(r->step_time_s, r1->step_time_s, k);
+    r->model_flops = flops > 0 ? flops : mb_step__lin(r->model_flops, r1->model_flops, k);
     for (int c = 0; c < MB_CAT_COUNT; c++) {
-        r->breakdown[c] = fmax(0, mb__lin(r->breakdown[c], r1->breakdown[c], k));
-        r->critical[c] = fmax(0, mb__lin(r->critical[c], r1->critical[c], k));
+        r->breakdown[c] = fmax(0, mb_step__lin(r->breakdown[c], r1->breakdown[c], k));
+        r->critical[c] = fmax(0, mb_step__lin(r->critical[c], r1->critical[c], k));
     }
     for (int st = 0; st < s->pp && st < MB_MAX_STAGES; st++)
-        r->floor_s[st] = mb__lin(r->floor_s[st], r1->floor_s[st], k);
+        r->floor_s[st] = mb_step__lin(r->floor_s[st], r1->floor_s[st], k);
     if (mem)
-        mb__extend_memory(s, r, r1, k);
+        mb_step__extend_memory(s, r, r1, k);
     mb_opstats_extend(r, r1, k);
-    mb__rates(s, r, mfu_per_tflops, useful_ratio);
+    mb_step__rates(s, r, mfu_per_tflops, useful_ratio);
     r->sim_wall_s += r1->sim_wall_s;
     r->events += r1->events;
 }
@@ -397,17 +397,17 @@ static void mb__extend(const struct mb_scenario *s, struct mb_result *r, const s
 /* Extend r, simulated at m2 microbatches, to m from its own steady state w
  * (mb__window): each further microbatch adds w's time and breakdown per
  * microbatch; the floors are w's, at m. */
-static void mb__extend_window(const struct mb_scenario *s, struct mb_result *r, const struct mb__win *w, int m,
+static void mb_step__extend_window(const struct mb_scenario *s, struct mb_result *r, const struct mb__win *w, int m,
                               int m2)
 {
-    double mfu_per_tflops = mb__mfu_per_tflops(r), useful_ratio = mb__useful_ratio(r);
+    double mfu_per_tflops = mb_step__mfu_per_tflops(r), useful_ratio = mb_step__useful_ratio(r);
     double k = (m - m2) / w->mbs;
     r->step_time_s += k * w->step;
     r->model_flops = r->model_flops * m / m2;
     for (int c = 0; c < MB_CAT_COUNT; c++)
         r->breakdown[c] += k * w->bd[c];
     memcpy(r->floor_s, w->floor, sizeof r->floor_s);
-    mb__rates(s, r, mfu_per_tflops, useful_ratio);
+    mb_step__rates(s, r, mfu_per_tflops, useful_ratio);
 }
 
 /* Steady-state 1F1B is periodic: past the warm-up, every extra microbatch adds
@@ -440,36 +440,36 @@ static void mb__extend_window(const struct mb_scenario *s, struct mb_result *r, 
  * steps, by at most 4.5e-5. Interleaving (a deeper warm-up) and drawn data
  * (microbatches differ, so short runs sample them poorly: up to 27 % on the
  * VLM grid) keep 4. */
-static int mb__drawn(const struct mb_scenario *s)
+static int mb_step__drawn(const struct mb_scenario *s)
 {
     return s->packed || (!s->mock && s->images.dist != MB_IMG_NONE && s->model.vision.depth > 0);
 }
 
-static int mb__mb_floor(const struct mb_scenario *s)
+static int mb_step__mb_floor(const struct mb_scenario *s)
 {
-    return (s->vpp > 1 || mb__drawn(s)) ? 4 : 2;
+    return (s->vpp > 1 || mb_step__drawn(s)) ? 4 : 2;
 }
 
 /* After r, simulated at m2 microbatches, was extended to m: the deferred
  * wgrad buffers, and the full simulation where the extension fell below the
  * compute floor. */
-static int mb__finish_mb(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r,
+static int mb_step__finish_mb(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r,
                          struct mb_err *err)
 {
-    int whole = mb__extend_deferred(s, m2, m, r);
+    int whole = mb_step__extend_deferred(s, m2, m, r);
     r->microbatches = m;
-    if (whole || mb__below_floor(s, r)) {
+    if (whole || mb_step__below_floor(s, r)) {
         mb_result_free(r);
-        return mb__simulate(s, m, a, r, err);
+        return mb_step__simulate(s, m, a, r, err);
     }
-    mb__step_peak_times(r); /* the extended step's end */
+    mb_step__step_peak_times(r); /* the extended step's end */
     return 0;
 }
 
 /* The two-run extension from r1 (m1 microbatches, freed here) and r (m2):
  * the full simulation instead when the exposed DP/FSDP communication still
  * differs between them. */
-static int mb__finish_two(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r1,
+static int mb_step__finish_two(const struct mb_scenario *s, int m2, int m, const struct mb__ask *a, struct mb_result *r1,
                           struct mb_result *r, struct mb_err *err)
 {
     double fixed1 = r1->breakdown[MB_CAT_COMM_DP] + r1->breakdown[MB_CAT_COMM_FSDP];
@@ -477,27 +477,27 @@ static int mb__finish_two(const struct mb_scenario *s, int m2, int m, const stru
     if (fabs(fixed2 - fixed1) > 1e-3 * r->step_time_s) {
         mb_result_free(r1);
         mb_result_free(r);
-        return mb__simulate(s, m, a, r, err);
+        return mb_step__simulate(s, m, a, r, err);
     }
-    mb__extend(s, r, r1, (double)(m - m2) / (m2 - r1->microbatches), 0, r->model_flops * m / m2);
+    mb_step__extend(s, r, r1, (double)(m - m2) / (m2 - r1->microbatches), 0, r->model_flops * m / m2);
     mb_result_free(r1);
-    return mb__finish_mb(s, m2, m, a, r, err);
+    return mb_step__finish_mb(s, m2, m, a, r, err);
 }
 
-static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
+static int mb_step__simulate_mb(const struct mb_scenario *s, int cap, const struct mb__ask *a, struct mb_result *r,
                            struct mb_err *err)
 {
     int m = s->global_batch_size / (s->micro_batch_size * s->dp);
     int p = s->pp > 0 ? s->pp : 1;
     if (cap < 0)
-        return mb__simulate(s, m, a, r, err);
+        return mb_step__simulate(s, m, a, r, err);
     if (cap == 0)
-        cap = mb__drawn(s) ? MB_STEP_MB_CAP_DRAWN : MB_STEP_MB_CAP;
-    if (cap < mb__mb_floor(s) * p)
-        cap = mb__mb_floor(s) * p;
+        cap = mb_step__drawn(s) ? MB_STEP_MB_CAP_DRAWN : MB_STEP_MB_CAP;
+    if (cap < mb_step__mb_floor(s) * p)
+        cap = mb_step__mb_floor(s) * p;
     cap -= cap % p;
     if (m <= cap)
-        return mb__simulate(s, m, a, r, err);
+        return mb_step__simulate(s, m, a, r, err);
     int m2 = cap, m1 = cap / 2 - (cap / 2) % p;
     struct mb_result r1;
     struct mb__ask a1 = *a;
@@ -507,26 +507,26 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
         struct mb__ask aw = *a;
         aw.win = &w;
         aw.win_m = m;
-        if (mb__simulate(s, m2, &aw, r, err))
+        if (mb_step__simulate(s, m2, &aw, r, err))
             return -1;
         if (w.ok) {
-            mb__extend_window(s, r, &w, m, m2);
-            return mb__finish_mb(s, m2, m, a, r, err);
+            mb_step__extend_window(s, r, &w, m, m2);
+            return mb_step__finish_mb(s, m2, m, a, r, err);
         }
         /* too short for a whole period after the warm-up: the second run */
-        if (mb__simulate(s, m1, &a1, &r1, err)) {
+        if (mb_step__simulate(s, m1, &a1, &r1, err)) {
             mb_result_free(r);
             return -1;
         }
     } else {
-        if (mb__simulate(s, m1, &a1, &r1, err))
+        if (mb_step__simulate(s, m1, &a1, &r1, err))
             return -1;
-        if (mb__simulate(s, m2, a, r, err)) {
+        if (mb_step__simulate(s, m2, a, r, err)) {
             mb_result_free(&r1);
             return -1;
         }
     }
-    return mb__finish_two(s, m2, m, a, &r1, r, err);
+    return mb_step__finish_two(s, m2, m, a, &r1, r, err);
 }
 
 /* Linear extension in the number of decoder layers (`layer_cap`, used by
@@ -536,7 +536,7 @@ static int mb__simulate_mb(const struct mb_scenario *s, int cap, const struct mb
  * FLOPs -- changes by the same amount each time, so the step is simulated with
  * about 2 and 4 layers per virtual stage (mb__layers_kept) and extended to the
  * real count, as the microbatch extension does for microbatches. */
-static int mb__uniform_layers(const struct mb_model *m)
+static int mb_step__uniform_layers(const struct mb_model *m)
 {
     for (int i = 1; i < m->n_layers; i++)
         if (m->layer[i].mixer != m->layer[0].mixer || m->layer[i].ffn != m->layer[0].ffn)
@@ -552,11 +552,11 @@ static int mb__uniform_layers(const struct mb_model *m)
  * repeats (on tests/data/sweep/moe256.yaml's PP 4 and PP 8 rows the steps
  * stay within 0.2 % of --exact, against 0.15 % with 2); else 2 (shallower
  * pipelines, interleaving and drawn data: at 1 up to 1.2 % and 29 % off). */
-static int mb__layers_kept(const struct mb_scenario *s)
+static int mb_step__layers_kept(const struct mb_scenario *s)
 {
     if (s->strategy == MB_STRAT_FSDP)
         return s->fsdp_prefetch > 0 ? s->fsdp_prefetch + 2 : 2;
-    return s->pp >= 4 && s->vpp <= 1 && mb__mb_floor(s) == 2 ? 1 : 2;
+    return s->pp >= 4 && s->vpp <= 1 && mb_step__mb_floor(s) == 2 ? 1 : 2;
 }
 
 /* The vision encoder's load on the first stage makes the step non-linear in
@@ -570,14 +570,14 @@ static int mb__layers_kept(const struct mb_scenario *s)
  * (each short run carries the whole encoder, and 405 of the 480 PP2 / VPP1
  * configurations failed the check and were simulated again), so with an
  * encoder every decoder layer is simulated. */
-static int mb__layers_extend(const struct mb_scenario *s)
+static int mb_step__layers_extend(const struct mb_scenario *s)
 {
-    return mb__uniform_layers(&s->model) && s->model.vision.depth <= 0 &&
+    return mb_step__uniform_layers(&s->model) && s->model.vision.depth <= 0 &&
            s->model.num_layers == s->model.n_layers && !s->pipeline_layout[0] &&
            !(s->recompute == MB_RC_FULL && s->recompute_num_layers > 0);
 }
 
-static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
+static int mb_step__simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                              struct mb_err *err)
 {
     struct mb__ask a = {o ? o->critical_path : 1, o ? o->trace : NULL, o ? o->ops : 0, o ? o->cal : NULL,
@@ -588,18 +588,18 @@ static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_o
     /* remove the same number of layers from every virtual stage, so an uneven
      * split keeps its shape: about k and 2k layers per virtual stage remain
      * (worth it only while the two runs hold fewer layers than one full run) */
-    int k = mb__layers_kept(s);
+    int k = mb_step__layers_kept(s);
     int base = L / nv, q1 = base - k, q2 = base - 2 * k;
     int L1 = L - nv * q1, L2 = L - nv * q2;
-    if (!o || o->layer_cap <= 0 || a.trace || a.ops || q2 < 1 || L1 + L2 >= L || !mb__layers_extend(s))
-        return mb__simulate_mb(s, cap, &a, r, err);
+    if (!o || o->layer_cap <= 0 || a.trace || a.ops || q2 < 1 || L1 + L2 >= L || !mb_step__layers_extend(s))
+        return mb_step__simulate_mb(s, cap, &a, r, err);
     struct mb_scenario s1 = *s, s2 = *s;
     s1.model.n_layers = s1.model.num_layers = L1;
     s2.model.n_layers = s2.model.num_layers = L2;
     struct mb_result r1;
-    if (mb__simulate_mb(&s1, cap, &a, &r1, err))
+    if (mb_step__simulate_mb(&s1, cap, &a, &r1, err))
         return -1;
-    if (mb__simulate_mb(&s2, cap, &a, r, err)) {
+    if (mb_step__simulate_mb(&s2, cap, &a, r, err)) {
         mb_result_free(&r1);
         return -1;
     }
@@ -611,12 +611,12 @@ static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_o
     if (at_step) {
         mb_result_free(&r1);
         mb_result_free(r);
-        return mb__simulate_mb(s, cap, &a, r, err);
+        return mb_step__simulate_mb(s, cap, &a, r, err);
     }
-    mb__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
-    if (mb__below_floor(s, r)) {
+    mb_step__extend(s, r, &r1, (double)(L - L2) / (L2 - L1), 1, 0);
+    if (mb_step__below_floor(s, r)) {
         mb_result_free(r);
-        return mb__simulate_mb(s, cap, &a, r, err);
+        return mb_step__simulate_mb(s, cap, &a, r, err);
     }
     return 0;
 }
@@ -625,7 +625,7 @@ static int mb__simulate_opts(const struct mb_scenario *s, const struct mb_step_o
  * an infinite or non-positive step or an MFU above 100 % is a bug in the model
  * (or a calibration table it trusted), reported as an internal error naming the
  * scenario rather than printed as a prediction. */
-static const char *mb__implausible(const struct mb_result *r, double *v)
+static const char *mb_step__implausible(const struct mb_result *r, double *v)
 {
     const struct {
         const char *name;
@@ -646,7 +646,7 @@ static const char *mb__implausible(const struct mb_result *r, double *v)
 int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, struct mb_err *err)
 {
     double v = 0;
-    const char *what = mb__implausible(r, &v);
+    const char *what = mb_step__implausible(r, &v);
     if (!what)
         return 0;
     return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
@@ -660,7 +660,7 @@ int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, stru
 int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
                           struct mb_err *err)
 {
-    if (mb__simulate_opts(s, o, r, err))
+    if (mb_step__simulate_opts(s, o, r, err))
         return -1;
     if (!mb_result_check(s, r, err))
         return 0;
@@ -671,7 +671,7 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
 /* The bounds from one build of the whole step's op lists (no data drawn, no
  * task graph): every stage's compute floor, and the memory estimate with
  * every timeline term 0. */
-static void mb__bound_build(struct mb_build *b, struct mb_step_bound *out)
+static void mb_step__bound_build(struct mb_build *b, struct mb_step_bound *out)
 {
     const struct mb_scenario *s = b->s;
     double floor_s[MB_MAX_STAGES];
@@ -696,7 +696,7 @@ int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, str
 {
     memset(out, 0, sizeof *out);
     struct mb_build b;
-    if (mb__begin(&b, s, err))
+    if (mb_step__begin(&b, s, err))
         return -1;
     if (o && o->cal)
         b.cal = mb_calib_view(o->cal);
@@ -705,8 +705,8 @@ int mb_step_bound(const struct mb_scenario *s, const struct mb_step_opts *o, str
     mb_calib_set_roofline(b.cal, s->roofline);
     int rc = mb_step_place(&b, err);
     if (rc == 0)
-        mb__bound_build(&b, out);
-    mb__free(&b);
+        mb_step__bound_build(&b, out);
+    mb_step__free(&b);
     return rc;
 }
 

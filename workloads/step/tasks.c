@@ -6,7 +6,7 @@
 #include "step_int.h"
 
 /* Keep what task t ran (b->cur) when a trace or the op table is asked for. */
-static void mb__record(struct mb_build *b, int t)
+static void mb_step__record(struct mb_build *b, int t)
 {
     if (!b->record)
         return;
@@ -26,7 +26,7 @@ int mb_emit_task(struct mb_build *b, int stream, int kind, double dur, const str
     if (dep >= 0)
         mb_engine_add_dep(b->e, dep, t);
     if (b->record) {
-        mb__record(b, t);
+        mb_step__record(b, t);
         b->cur = (struct mb_tinfo){0};
     }
     return t;
@@ -54,7 +54,7 @@ int mb_emit_join(struct mb_build *b, int st, int a, int c)
 }
 
 /* Seconds part q of a fused op takes in the direction task ti ran. */
-static double mb__part_time(const struct mb_op *q, const struct mb_tinfo *ti)
+static double mb_step__part_time(const struct mb_op *q, const struct mb_tinfo *ti)
 {
     return ti->dir == 1 ? (ti->skip_bwd ? q->bwd_dgrad_only : q->bwd) : q->fwd;
 }
@@ -68,7 +68,7 @@ void mb_tinfo_split(const struct mb_tinfo *ti, double sec,
     int n = fused ? o->nparts : 1;
     double sum = 0;
     for (int i = 0; i < n; i++)
-        sum += mb__part_time(&parts[i], ti);
+        sum += mb_step__part_time(&parts[i], ti);
     for (int i = 0; i < n; i++)
-        fn(&parts[i], sum > 0 ? sec * mb__part_time(&parts[i], ti) / sum : sec / n, ctx);
+        fn(&parts[i], sum > 0 ? sec * mb_step__part_time(&parts[i], ti) / sum : sec / n, ctx);
 }

@@ -21,34 +21,34 @@ static const char *const mb__ck_track[MB_CK_COUNT] = {"TP comm", "CP comm", "EP 
                                                       "FSDP comm"};
 static const char *const mb__dir_name[] = {"fwd", "bwd", "recompute"};
 
-static const char *mb__src_name(enum mb_src s)
+static const char *mb_step__src_name(enum mb_src s)
 {
     static const char *const n[] = {"none", "table", "roofline", "link model", "measured collective"};
     return s <= MB_SRC_MEASURED ? n[s] : "?";
 }
 
-static void mb__meta(json_t *ev, int pid, int tid, const char *what, const char *name)
+static void mb_step__meta(json_t *ev, int pid, int tid, const char *what, const char *name)
 {
     json_array_append_new(ev, json_pack("{s:s,s:s,s:i,s:i,s:{s:s}}", "ph", "M", "name", what, "pid", pid, "tid", tid,
                                         "args", "name", name));
 }
 
 /* Process and thread names of every stage. */
-static void mb__tracks(const struct mb_build *b, json_t *ev)
+static void mb_step__tracks(const struct mb_build *b, json_t *ev)
 {
     for (int st = 0; st < b->lay.p; st++) {
         char name[64];
         snprintf(name, sizeof name, "pipeline stage %d (representative rank)", st);
-        mb__meta(ev, st, 0, "process_name", name);
-        mb__meta(ev, st, 0, "thread_name", "compute");
+        mb_step__meta(ev, st, 0, "process_name", name);
+        mb_step__meta(ev, st, 0, "thread_name", "compute");
         for (int c = 0; c < MB_CK_COUNT; c++)
-            mb__meta(ev, st, c + 1, "thread_name", mb__ck_track[c]);
-        mb__meta(ev, st, MB_CK_COUNT + 1, "thread_name", "host (kernel launches)");
+            mb_step__meta(ev, st, c + 1, "thread_name", mb__ck_track[c]);
+        mb_step__meta(ev, st, MB_CK_COUNT + 1, "thread_name", "host (kernel launches)");
     }
 }
 
 /* "L12 linear_fc1 fwd mb3" (decoder layer 12), "V3 vit_qkv fwd mb0" (ViT block 3) */
-static void mb__slice_name(const struct mb_tinfo *ti, const struct mb_op *o, const char *op, char *out, size_t n)
+static void mb_step__slice_name(const struct mb_tinfo *ti, const struct mb_op *o, const char *op, char *out, size_t n)
 {
     char layer[16] = "", mb[16] = "";
     const char *dir = ti->dir >= 0 && ti->dir <= 2 ? mb__dir_name[ti->dir] : "";
@@ -62,11 +62,11 @@ static void mb__slice_name(const struct mb_tinfo *ti, const struct mb_op *o, con
 }
 
 /* One slice with the op's arguments. */
-static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op *o, const char *cat, int bcat,
+static void mb_step__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op *o, const char *cat, int bcat,
                       double t0, double dur, int pid, int tid)
 {
     char name[128];
-    mb__slice_name(ti, o, o ? o->name : ti->name ? ti->name : "task", name, sizeof name);
+    mb_step__slice_name(ti, o, o ? o->name : ti->name ? ti->name : "task", name, sizeof name);
     json_t *args = json_object();
     json_object_set_new(args, "category", json_string(mb_cat_name((enum mb_cat)bcat)));
     json_object_set_new(args, "layer", json_integer(ti->layer));
@@ -88,12 +88,12 @@ static void mb__slice(json_t *ev, const struct mb_tinfo *ti, const struct mb_op 
             snprintf(shape, sizeof shape, "%.0fx%.0fx%.0f", o->gm, o->gn, o->gk);
             json_object_set_new(args, "gemm_mnk", json_string(shape));
         }
-        json_object_set_new(args, "time_from", json_string(mb__src_name(o->src)));
+        json_object_set_new(args, "time_from", json_string(mb_step__src_name(o->src)));
     } else if (ti->bytes > 0) {
         json_object_set_new(args, "bytes", json_real(ti->bytes));
     }
     if (!o && ti->src != MB_SRC_NONE)
-        json_object_set_new(args, "time_from", json_string(mb__src_name(ti->src)));
+        json_object_set_new(args, "time_from", json_string(mb_step__src_name(ti->src)));
     json_array_append_new(ev, json_pack("{s:s,s:s,s:s,s:f,s:f,s:i,s:i,s:o}", "ph", "X", "name", name, "cat", cat,
                                         "ts", t0 * 1e6, "dur", dur * 1e6, "pid", pid, "tid", tid, "args", args));
 }
@@ -105,20 +105,20 @@ struct mb__slices {
     double at; /* where the next op's slice starts */
 };
 
-static void mb__part_slice(const struct mb_op *part, double sec, void *ctx)
+static void mb_step__part_slice(const struct mb_op *part, double sec, void *ctx)
 {
     struct mb__slices *c = ctx;
     if (sec > 0)
-        mb__slice(c->ev, c->ti, part, "compute", c->bcat, c->at, sec, c->pid, 0);
+        mb_step__slice(c->ev, c->ti, part, "compute", c->bcat, c->at, sec, c->pid, 0);
     c->at += sec;
 }
 
 /* A compute task: its ops (the parts it was fused from) one after the other,
  * each its share of the task's time. */
-static void mb__compute_slices(json_t *ev, const struct mb_tinfo *ti, int bcat, double t0, double t1, int pid)
+static void mb_step__compute_slices(json_t *ev, const struct mb_tinfo *ti, int bcat, double t0, double t1, int pid)
 {
     struct mb__slices c = {ev, ti, bcat, pid, t0};
-    mb_tinfo_split(ti, t1 - t0, mb__part_slice, &c);
+    mb_tinfo_split(ti, t1 - t0, mb_step__part_slice, &c);
 }
 
 /* Stream id -> (process, thread). */
@@ -126,7 +126,7 @@ struct mb__map {
     int *pid, *tid;
 };
 
-static void mb__map_build(const struct mb_build *b, struct mb__map *mp)
+static void mb_step__map_build(const struct mb_build *b, struct mb__map *mp)
 {
     int nstream = 0;
     for (int st = 0; st < b->lay.p; st++) {
@@ -152,7 +152,7 @@ static void mb__map_build(const struct mb_build *b, struct mb__map *mp)
     }
 }
 
-static void mb__slices(const struct mb_build *b, const struct mb__map *mp, json_t *ev)
+static void mb_step__slices(const struct mb_build *b, const struct mb__map *mp, json_t *ev)
 {
     size_t nt = mb_engine_n_tasks(b->e);
     for (size_t t = 0; t < nt; t++) {
@@ -166,16 +166,16 @@ static void mb__slices(const struct mb_build *b, const struct mb__map *mp, json_
             ti = &none;
         int pid = mp->pid[sid], tid = mp->tid[sid];
         if (tid == 0 && ti->op)
-            mb__compute_slices(ev, ti, c, t0, t1, pid);
+            mb_step__compute_slices(ev, ti, c, t0, t1, pid);
         else
-            mb__slice(ev, ti, ti->op, tid == MB_CK_COUNT + 1 ? "host" : tid ? "comm" : "compute", c, t0, t1 - t0,
+            mb_step__slice(ev, ti, ti->op, tid == MB_CK_COUNT + 1 ? "host" : tid ? "comm" : "compute", c, t0, t1 - t0,
                       pid, tid);
     }
 }
 
 /* Dependencies between pipeline stages (activations and gradients handed
  * over) as flow arrows: from the end of the producer to the consumer. */
-static void mb__flows(const struct mb_build *b, const struct mb__map *mp, json_t *ev)
+static void mb_step__flows(const struct mb_build *b, const struct mb__map *mp, json_t *ev)
 {
     size_t nd = mb_engine_n_deps(b->e);
     int flow_id = 0;
@@ -199,7 +199,7 @@ static void mb__flows(const struct mb_build *b, const struct mb__map *mp, json_t
 }
 
 /* Activation memory of each stage's rank as a counter track. */
-static void mb__counters(const struct mb_build *b, json_t *ev)
+static void mb_step__counters(const struct mb_build *b, json_t *ev)
 {
     for (int st = 0; st < b->lay.p; st++)
         for (int i = 0; i < b->mem_n[st]; i++)
@@ -209,7 +209,7 @@ static void mb__counters(const struct mb_build *b, json_t *ev)
 }
 
 /* Write root to path: "-" stdout, "*.gz" gzip, else a plain file. */
-static int mb__dump(json_t *root, const char *path)
+static int mb_step__dump(json_t *root, const char *path)
 {
     size_t n = strlen(path);
     if (strcmp(path, "-") == 0) {
@@ -235,16 +235,16 @@ int mb_trace_write(struct mb_build *b, const char *path, struct mb_err *err)
 {
     json_t *ev = json_array();
     struct mb__map mp;
-    mb__tracks(b, ev);
-    mb__map_build(b, &mp);
-    mb__slices(b, &mp, ev);
-    mb__flows(b, &mp, ev);
+    mb_step__tracks(b, ev);
+    mb_step__map_build(b, &mp);
+    mb_step__slices(b, &mp, ev);
+    mb_step__flows(b, &mp, ev);
     mb_free(mp.pid);
     mb_free(mp.tid);
-    mb__counters(b, ev);
+    mb_step__counters(b, ev);
     json_t *root = json_pack("{s:o,s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
     errno = 0;
-    int rc = mb__dump(root, path);
+    int rc = mb_step__dump(root, path);
     json_decref(root);
     if (rc)
         return mb_err_set(err, path, 0, 0, "cannot write the trace: %s", errno ? strerror(errno) : "write error");

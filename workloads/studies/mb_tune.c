@@ -14,7 +14,7 @@
 
 /* ---- scenario copies ------------------------------------------------------ */
 
-static void mb__copy(struct mb_scenario *dst, const struct mb_scenario *src)
+static void mb_tune__copy(struct mb_scenario *dst, const struct mb_scenario *src)
 {
     *dst = *src;
     if (src->model.n_layers > 0 && src->model.layer) {
@@ -41,7 +41,7 @@ struct mb_tuner {
     struct mb_tune_result *out;
 };
 
-static struct mb_eval mb__eval(struct mb_tuner *t, struct mb_scenario *s)
+static struct mb_eval mb_tune__eval(struct mb_tuner *t, struct mb_scenario *s)
 {
     struct mb_eval ev;
     struct mb_err e;
@@ -60,7 +60,7 @@ static struct mb_eval mb__eval(struct mb_tuner *t, struct mb_scenario *s)
     return ev;
 }
 
-static void mb__say(struct mb_tuner *t, const char *what, const struct mb_eval *ev)
+static void mb_tune__say(struct mb_tuner *t, const char *what, const struct mb_eval *ev)
 {
     if (!ev->valid)
         fprintf(t->log, "      %-34s invalid: %s\n", what, ev->why);
@@ -70,7 +70,7 @@ static void mb__say(struct mb_tuner *t, const char *what, const struct mb_eval *
 }
 
 /* b is better than a: fits beats OOM, then throughput. */
-static int mb__better(const struct mb_eval *b, const struct mb_eval *a)
+static int mb_tune__better(const struct mb_eval *b, const struct mb_eval *a)
 {
     if (!b->valid)
         return 0;
@@ -84,24 +84,24 @@ static int mb__better(const struct mb_eval *b, const struct mb_eval *a)
 /* ---- candidate spellings ---------------------------------------------------- */
 
 /* Names come from the scenario key table (mb_keys.h). */
-static void mb__flags(const char *key, unsigned flags, const char *sep, char *buf, size_t len)
+static void mb_tune__flags(const char *key, unsigned flags, const char *sep, char *buf, size_t len)
 {
     mb_key_flag_names(key, flags, sep, buf, len);
 }
 
-static const char *mb__disp_name(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
+static const char *mb_tune__disp_name(enum mb_dispatcher d) { return mb_key_value_name("moe.dispatcher", d); }
 
-static void mb__rc_name(unsigned gran, unsigned mods, char *buf, size_t len)
+static void mb_tune__rc_name(unsigned gran, unsigned mods, char *buf, size_t len)
 {
     char list[160];
-    mb__flags("recompute.modules", mods, ",", list, sizeof list);
+    mb_tune__flags("recompute.modules", mods, ",", list, sizeof list);
     if (gran == MB_RC_SELECTIVE)
         snprintf(buf, len, "selective[%.80s]", list);
     else
         snprintf(buf, len, "%s", gran == MB_RC_FULL ? "full" : "none");
 }
 
-static int mb__has(const struct mb_model *m, enum mb_mixer x, enum mb_ffn f)
+static int mb_tune__has(const struct mb_model *m, enum mb_mixer x, enum mb_ffn f)
 {
     for (int i = 0; i < m->n_layers; i++)
         if ((x != MB_MIX_NONE && m->layer[i].mixer == x) || (f != MB_FFN_NONE && m->layer[i].ffn == f))
@@ -112,7 +112,7 @@ static int mb__has(const struct mb_model *m, enum mb_mixer x, enum mb_ffn f)
 /* ---- the steps ------------------------------------------------------------ */
 
 /* Step 2 helper: smallest TP (and PP for 3D) that fits with full recompute. */
-static int mb__fit_layout(struct mb_tuner *t, struct mb_scenario *cur, int allow_pp)
+static int mb_tune__fit_layout(struct mb_tuner *t, struct mb_scenario *cur, int allow_pp)
 {
     static const int tps[] = {1, 2, 4, 8};
     static const int pps[] = {1, 2, 4, 8, 16};
@@ -120,7 +120,7 @@ static int mb__fit_layout(struct mb_tuner *t, struct mb_scenario *cur, int allow
     for (int pi = 0; pi < npp; pi++) {
         for (int ti = 0; ti < 4; ti++) {
             struct mb_scenario c;
-            mb__copy(&c, cur);
+            mb_tune__copy(&c, cur);
             c.tp = tps[ti];
             c.pp = pps[pi];
             c.vpp = 1;
@@ -131,8 +131,8 @@ static int mb__fit_layout(struct mb_tuner *t, struct mb_scenario *cur, int allow
                 c.overlap_ep_comm = 0;
             char what[64];
             snprintf(what, sizeof what, "TP%d PP%d, full recompute", c.tp, c.pp);
-            struct mb_eval ev = mb__eval(t, &c);
-            mb__say(t, what, &ev);
+            struct mb_eval ev = mb_tune__eval(t, &c);
+            mb_tune__say(t, what, &ev);
             if (ev.valid && ev.fits) {
                 fprintf(t->log, "    keep TP%d PP%d: the smallest that fits (full recompute only as the fit "
                                 "diagnostic)\n", c.tp, c.pp);
@@ -151,7 +151,7 @@ static int mb__fit_layout(struct mb_tuner *t, struct mb_scenario *cur, int allow
 }
 
 /* Step 3 (and 5): the fastest recompute policy that fits; full only if nothing else does. */
-static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario *cur)
+static struct mb_eval mb_tune__pick_recompute(struct mb_tuner *t, struct mb_scenario *cur)
 {
     const struct mb_model *m = &cur->model;
     unsigned cand[16][2];
@@ -159,7 +159,7 @@ static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario 
     cand[n][0] = MB_RC_NONE, cand[n++][1] = 0;
     cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_CORE_ATTN;
     cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_LAYERNORM;
-    int moe = m->num_experts > 0, mla = mb__has(m, MB_MIX_MLA, MB_FFN_NONE);
+    int moe = m->num_experts > 0, mla = mb_tune__has(m, MB_MIX_MLA, MB_FFN_NONE);
     if (moe) {
         cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MOE_ACT;
         cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MOE_ACT | MB_RCM_LAYERNORM;
@@ -169,7 +169,7 @@ static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario 
         cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLA_UP_PROJ;
         cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLA_UP_PROJ | (moe ? MB_RCM_MOE_ACT : MB_RCM_MLP);
     }
-    if (mb__has(m, MB_MIX_NONE, MB_FFN_DENSE)) {
+    if (mb_tune__has(m, MB_MIX_NONE, MB_FFN_DENSE)) {
         cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLP;
         cand[n][0] = MB_RC_SELECTIVE, cand[n++][1] = MB_RCM_MLP | MB_RCM_LAYERNORM;
     }
@@ -178,19 +178,19 @@ static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario 
     unsigned bg = 0, bm = 0;
     for (int i = 0; i < n; i++) {
         struct mb_scenario c;
-        mb__copy(&c, cur);
+        mb_tune__copy(&c, cur);
         c.recompute = (enum mb_rc_gran)cand[i][0];
         c.recompute_modules = cand[i][1];
         c.recompute_num_layers = 0;
         char what[96];
-        mb__rc_name(cand[i][0], cand[i][1], what, sizeof what);
-        struct mb_eval ev = mb__eval(t, &c);
-        mb__say(t, what, &ev);
+        mb_tune__rc_name(cand[i][0], cand[i][1], what, sizeof what);
+        struct mb_eval ev = mb_tune__eval(t, &c);
+        mb_tune__say(t, what, &ev);
         mb_scenario_free(&c);
         /* full recompute is kept only when nothing lighter fits */
         if (cand[i][0] == MB_RC_FULL && best.valid && best.fits)
             continue;
-        if (mb__better(&ev, &best)) {
+        if (mb_tune__better(&ev, &best)) {
             best = ev;
             bg = cand[i][0];
             bm = cand[i][1];
@@ -198,7 +198,7 @@ static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario 
     }
     if (best.valid) {
         char what[96];
-        mb__rc_name(bg, bm, what, sizeof what);
+        mb_tune__rc_name(bg, bm, what, sizeof what);
         fprintf(t->log, "    keep recompute %s: %s\n", what,
                 best.fits ? (bg == MB_RC_FULL ? "nothing lighter fits" : "fastest that fits")
                           : "nothing fits; least bad");
@@ -210,11 +210,11 @@ static struct mb_eval mb__pick_recompute(struct mb_tuner *t, struct mb_scenario 
 }
 
 /* Try one change; keep it if it fits and is faster. */
-static int mb__try(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *cur_ev, struct mb_scenario *cand,
+static int mb_tune__try(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *cur_ev, struct mb_scenario *cand,
                    const char *what)
 {
-    struct mb_eval ev = mb__eval(t, cand);
-    mb__say(t, what, &ev);
+    struct mb_eval ev = mb_tune__eval(t, cand);
+    mb_tune__say(t, what, &ev);
     /* a change that costs memory must pay at least MB_TUNE_MIN_GAIN: a gain below
      * run-to-run noise is not worth the headroom (guide: "fits and pays") */
     double need = ev.mem_gib > cur_ev->mem_gib ? 1 + MB_TUNE_MIN_GAIN : 1 + 1e-9;
@@ -230,7 +230,7 @@ static int mb__try(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *
 }
 
 /* Keep the n best fitting configurations seen (runners-up). */
-static void mb__remember(struct mb_tuner *t, const struct mb_scenario *s, const struct mb_eval *ev)
+static void mb_tune__remember(struct mb_tuner *t, const struct mb_scenario *s, const struct mb_eval *ev)
 {
     struct mb_tune_result *o = t->out;
     if (!ev->valid || !ev->fits)
@@ -249,13 +249,13 @@ static void mb__remember(struct mb_tuner *t, const struct mb_scenario *s, const 
         o->runner[i] = o->runner[i - 1];
         o->runner_r[i] = o->runner_r[i - 1];
     }
-    mb__copy(&o->runner[at], s);
+    mb_tune__copy(&o->runner[at], s);
     o->runner_r[at] = ev->r;
     o->n_runners++;
 }
 
 /* One path (FSDP or 3D) through the tuning order; *cur holds the result. */
-static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *ev)
+static int mb_tune__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_eval *ev)
 {
     const struct mb_model *m = &cur->model;
     int fsdp = cur->strategy == MB_STRAT_FSDP;
@@ -267,7 +267,7 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
             if (m->num_experts % ep)
                 continue;
             struct mb_scenario c;
-            mb__copy(&c, cur);
+            mb_tune__copy(&c, cur);
             c.ep = ep;
             c.etp = 1;
             c.tp = c.pp = c.vpp = 1;
@@ -291,41 +291,41 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
     }
     /* (2) smallest TP / PP that fits */
     fprintf(t->log, "  [2] %s: the smallest that fits the non-expert weights\n", fsdp ? "TP" : "TP and PP");
-    if (mb__fit_layout(t, cur, !fsdp)) {
+    if (mb_tune__fit_layout(t, cur, !fsdp)) {
         fprintf(t->log, "    nothing fits, even with full recompute at TP8%s\n", fsdp ? "" : " PP16");
         return -1;
     }
     /* (3) recompute */
     fprintf(t->log, "  [3] recompute: none or cheap selective boundaries; full only if nothing else fits\n");
-    *ev = mb__pick_recompute(t, cur);
-    mb__remember(t, cur, ev);
+    *ev = mb_tune__pick_recompute(t, cur);
+    mb_tune__remember(t, cur, ev);
     /* (4) MBS */
     fprintf(t->log, "  [4] MBS: up while it fits and pays\n");
     for (;;) {
         struct mb_scenario c;
-        mb__copy(&c, cur);
+        mb_tune__copy(&c, cur);
         c.micro_batch_size *= 2;
         char what[64];
         snprintf(what, sizeof what, "MBS %d", c.micro_batch_size);
-        if (!mb__try(t, cur, ev, &c, what))
+        if (!mb_tune__try(t, cur, ev, &c, what))
             break;
-        mb__remember(t, cur, ev);
+        mb_tune__remember(t, cur, ev);
     }
     /* (5) TP down where activations were the reason */
     fprintf(t->log, "  [5] TP down (activations were the reason for TP): re-pick recompute at the lower TP\n");
     while (cur->tp > 1) {
         struct mb_scenario c;
-        mb__copy(&c, cur);
+        mb_tune__copy(&c, cur);
         c.tp /= 2;
         c.sequence_parallel = -1;
         fprintf(t->log, "    TP%d:\n", c.tp);
-        struct mb_eval cev = mb__pick_recompute(t, &c);
+        struct mb_eval cev = mb_tune__pick_recompute(t, &c);
         if (cev.valid && cev.fits && cev.tput > ev->tput) {
             mb_scenario_free(cur);
             *cur = c;
             *ev = cev;
             fprintf(t->log, "    keep TP%d\n", cur->tp);
-            mb__remember(t, cur, ev);
+            mb_tune__remember(t, cur, ev);
         } else {
             mb_scenario_free(&c);
             fprintf(t->log, "    keep TP%d: lower TP does not fit or pay\n", cur->tp);
@@ -340,36 +340,36 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
             if (ds[i] == cur->dispatcher)
                 continue;
             struct mb_scenario c;
-            mb__copy(&c, cur);
+            mb_tune__copy(&c, cur);
             c.dispatcher = ds[i];
             char what[64];
-            snprintf(what, sizeof what, "dispatcher %s", mb__disp_name(ds[i]));
-            if (mb__try(t, cur, ev, &c, what))
-                mb__remember(t, cur, ev);
+            snprintf(what, sizeof what, "dispatcher %s", mb_tune__disp_name(ds[i]));
+            if (mb_tune__try(t, cur, ev, &c, what))
+                mb_tune__remember(t, cur, ev);
         }
     }
     /* (7) overlap and CUDA graphs last */
     fprintf(t->log, "  [7] communication overlap and CUDA graphs\n");
     if (m->num_experts > 0 && cur->ep > 1 && (cur->pp == 1 || cur->vpp > 1) && !cur->overlap_ep_comm) {
         struct mb_scenario c;
-        mb__copy(&c, cur);
+        mb_tune__copy(&c, cur);
         c.overlap_ep_comm = 1;
-        if (mb__try(t, cur, ev, &c, "overlap.ep_comm on"))
-            mb__remember(t, cur, ev);
+        if (mb_tune__try(t, cur, ev, &c, "overlap.ep_comm on"))
+            mb_tune__remember(t, cur, ev);
     }
     if (cur->tp > 1 && !cur->overlap_tp_comm) {
         struct mb_scenario c;
-        mb__copy(&c, cur);
+        mb_tune__copy(&c, cur);
         c.overlap_tp_comm = 1;
-        if (mb__try(t, cur, ev, &c, "overlap.tp_comm on"))
-            mb__remember(t, cur, ev);
+        if (mb_tune__try(t, cur, ev, &c, "overlap.tp_comm on"))
+            mb_tune__remember(t, cur, ev);
     }
     if (cur->strategy == MB_STRAT_FSDP && cur->fsdp_prefetch < 2) {
         struct mb_scenario c;
-        mb__copy(&c, cur);
+        mb_tune__copy(&c, cur);
         c.fsdp_prefetch = 2; /* one more layer gathered ahead: costs one layer of bf16 weights */
-        if (mb__try(t, cur, ev, &c, "overlap.fsdp_prefetch 2"))
-            mb__remember(t, cur, ev);
+        if (mb_tune__try(t, cur, ev, &c, "overlap.fsdp_prefetch 2"))
+            mb_tune__remember(t, cur, ev);
     }
     {
         unsigned safe = MB_CG_ATTN | (m->num_experts > 0 ? MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS : MB_CG_MLP);
@@ -381,10 +381,10 @@ static int mb__tune_path(struct mb_tuner *t, struct mb_scenario *cur, struct mb_
             if (cur->cuda_graph == opts[i])
                 continue;
             struct mb_scenario c;
-            mb__copy(&c, cur);
+            mb_tune__copy(&c, cur);
             c.cuda_graph = opts[i];
-            if (mb__try(t, cur, ev, &c, names[i]))
-                mb__remember(t, cur, ev);
+            if (mb_tune__try(t, cur, ev, &c, names[i]))
+                mb_tune__remember(t, cur, ev);
         }
     }
     return 0;
@@ -395,20 +395,20 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
     struct mb_tuner t = {log, 0, out};
     memset(out, 0, sizeof *out);
     struct mb_scenario s0;
-    mb__copy(&s0, start);
-    struct mb_eval e0 = mb__eval(&t, &s0);
+    mb_tune__copy(&s0, start);
+    struct mb_eval e0 = mb_tune__eval(&t, &s0);
     mb_scenario_free(&s0);
     out->start_ok = e0.valid;
     out->start_r = e0.r;
     fprintf(log, "mbsim tune: %s (%s on %d x %s; GBS %d, seq %d, %s fixed)\n", start->name, start->model.name,
             start->gpus, start->system.gpu, start->global_batch_size, start->seq_length, start->prec.label);
-    mb__say(&t, "starting scenario", &e0);
+    mb_tune__say(&t, "starting scenario", &e0);
 
     struct mb_scenario path[2];
     struct mb_eval pev[2];
     int ok[2];
     for (int k = 0; k < 2; k++) {
-        mb__copy(&path[k], start);
+        mb_tune__copy(&path[k], start);
         path[k].strategy = k == 0 ? MB_STRAT_FSDP : MB_STRAT_3D;
         path[k].meas_tokens_per_s_per_gpu = path[k].meas_model_tflops_per_gpu = path[k].meas_step_time_s = 0;
         path[k].meas_peak_memory_gib = 0;
@@ -427,7 +427,7 @@ int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *o
             fprintf(log, "  distributed optimizer on (DDP kept the optimizer state whole on every rank)\n");
         }
         memset(&pev[k], 0, sizeof pev[k]);
-        ok[k] = mb__tune_path(&t, &path[k], &pev[k]) == 0 && pev[k].valid && pev[k].fits;
+        ok[k] = mb_tune__tune_path(&t, &path[k], &pev[k]) == 0 && pev[k].valid && pev[k].fits;
         if (ok[k])
             fprintf(log, "  => %s: %.1f tok/s/GPU, %.1f GiB\n", k == 0 ? "FSDP" : "3D", pev[k].tput, pev[k].mem_gib);
     }

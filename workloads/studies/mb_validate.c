@@ -41,7 +41,7 @@
 /* statistics                                                         */
 /* ------------------------------------------------------------------ */
 
-static int cmp_dbl(const void *a, const void *b)
+static int mb_validate__cmp_dbl(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -67,7 +67,7 @@ int mb_validate_stats(const double *err_pct, size_t n, double *mape, double *med
         if (a[i] > mx)
             mx = a[i];
     }
-    qsort(a, n, sizeof *a, cmp_dbl);
+    qsort(a, n, sizeof *a, mb_validate__cmp_dbl);
     med = (n % 2) ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
     mb_free(a);
     if (mape)
@@ -139,7 +139,7 @@ struct name_val {
     double v;
 };
 
-static int cmp_name_val(const void *a, const void *b)
+static int mb_validate__cmp_name_val(const void *a, const void *b)
 {
     return strcmp(((const struct name_val *)a)->name, ((const struct name_val *)b)->name);
 }
@@ -151,7 +151,7 @@ int mb_validate__time_row(const struct mb_val_row *r)
 }
 
 /* Group (name, |err|) pairs by name: sorted by name, MAPE per group. */
-static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t field_off, int skip_empty, size_t *n_out)
+static struct mb_val_group *mb_validate__group_by(const struct mb_val_summary *s, size_t field_off, int skip_empty, size_t *n_out)
 {
     struct name_val *nv = mb_malloc((s->n_predicted ? s->n_predicted : 1) * sizeof *nv);
     struct mb_val_group *g = mb_malloc((s->n_predicted ? s->n_predicted : 1) * sizeof *g);
@@ -164,7 +164,7 @@ static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t fiel
         nv[n].v = fabs(r->err_pct);
         n++;
     }
-    qsort(nv, n, sizeof *nv, cmp_name_val);
+    qsort(nv, n, sizeof *nv, mb_validate__cmp_name_val);
     for (i = 0; i < n;) {
         size_t j = i;
         double sum = 0.0;
@@ -181,12 +181,12 @@ static struct mb_val_group *group_by(const struct mb_val_summary *s, size_t fiel
     return g;
 }
 
-static int cmp_str_ptr(const void *a, const void *b)
+static int mb_validate__cmp_str_ptr(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int cmp_reason(const void *a, const void *b)
+static int mb_validate__cmp_reason(const void *a, const void *b)
 {
     const struct mb_val_reason *x = a, *y = b;
     if (x->count != y->count)
@@ -244,10 +244,10 @@ void mb_validate_finish(struct mb_val_summary *out)
     mb_validate_stats(e, n, &out->mape_pct, &out->median_ape_pct, &out->max_ape_pct);
     mb_free(e);
 
-    out->by_system = group_by(out, offsetof(struct mb_val_row, system), 0, &out->n_by_system);
-    out->by_model = group_by(out, offsetof(struct mb_val_row, model), 0, &out->n_by_model);
-    out->by_metric = group_by(out, offsetof(struct mb_val_row, metric), 0, &out->n_by_metric);
-    out->by_flops_conv = group_by(out, offsetof(struct mb_val_row, flops_conv), 1, &out->n_by_flops_conv);
+    out->by_system = mb_validate__group_by(out, offsetof(struct mb_val_row, system), 0, &out->n_by_system);
+    out->by_model = mb_validate__group_by(out, offsetof(struct mb_val_row, model), 0, &out->n_by_model);
+    out->by_metric = mb_validate__group_by(out, offsetof(struct mb_val_row, metric), 0, &out->n_by_metric);
+    out->by_flops_conv = mb_validate__group_by(out, offsetof(struct mb_val_row, flops_conv), 1, &out->n_by_flops_conv);
 
     /* signed median; LAYOUT-MISMATCH rows apart from the rest */
     {
@@ -269,7 +269,7 @@ void mb_validate_finish(struct mb_val_summary *out)
             out->n_recipe_bad += r->recipe_bad > 0;
             out->n_recipe_files += r->recipe_file[0] != '\0';
         }
-        qsort(sg, ns2, sizeof *sg, cmp_dbl);
+        qsort(sg, ns2, sizeof *sg, mb_validate__cmp_dbl);
         out->median_err_pct = ns2 == 0 ? NAN : (ns2 % 2) ? sg[ns2 / 2] : 0.5 * (sg[ns2 / 2 - 1] + sg[ns2 / 2]);
         out->n_layout_mismatch = nm;
         mb_validate_stats(mm, nm, &out->mape_layout_mismatch_pct, NULL, NULL);
@@ -307,12 +307,12 @@ void mb_validate_finish(struct mb_val_summary *out)
         }
         out->n_mem = nme;
         mb_validate_stats(me, nme, &out->mape_mem_pct, NULL, NULL);
-        qsort(me, nme, sizeof *me, cmp_dbl);
+        qsort(me, nme, sizeof *me, mb_validate__cmp_dbl);
         out->median_mem_err_pct = nme == 0 ? NAN : (nme % 2) ? me[nme / 2] : 0.5 * (me[nme / 2 - 1] + me[nme / 2]);
         mb_free(me);
     }
 
-    qsort(why, ns, sizeof *why, cmp_str_ptr);
+    qsort(why, ns, sizeof *why, mb_validate__cmp_str_ptr);
     out->reasons = mb_malloc((ns ? ns : 1) * sizeof *out->reasons);
     out->n_reasons = 0;
     for (i = 0; i < ns;) {
@@ -324,7 +324,7 @@ void mb_validate_finish(struct mb_val_summary *out)
         out->n_reasons++;
         i = j;
     }
-    qsort(out->reasons, out->n_reasons, sizeof *out->reasons, cmp_reason);
+    qsort(out->reasons, out->n_reasons, sizeof *out->reasons, mb_validate__cmp_reason);
     mb_free(why);
 }
 

@@ -18,7 +18,7 @@
 /* ------------------------------------------------------------------ */
 
 /* Drop the entries after the first n_models / n_systems. */
-static void cache_trim(struct mb_val__cache *c, size_t n_models, size_t n_systems)
+static void mb_validate__cache_trim(struct mb_val__cache *c, size_t n_models, size_t n_systems)
 {
     size_t i;
     for (i = n_models; i < c->n_models; i++)
@@ -30,11 +30,11 @@ static void cache_trim(struct mb_val__cache *c, size_t n_models, size_t n_system
         c->n_systems = n_systems;
 }
 
-static void cache_free(struct mb_val__cache *c)
+static void mb_validate__cache_free(struct mb_val__cache *c)
 {
     if (!c)
         return;
-    cache_trim(c, 0, 0);
+    mb_validate__cache_trim(c, 0, 0);
     mb_free(c->models);
     mb_free(c->systems);
     mb_free(c);
@@ -53,16 +53,16 @@ void mb_validate_cache_keep(struct mb_val__cache *c)
 
 void mb_validate_cache_free(struct mb_val__cache *c)
 {
-    cache_free(c);
+    mb_validate__cache_free(c);
 }
 
 /* A summary is done with its cache: its own is freed; a shared one loses what the summary added. */
 void mb_validate__release_cache(struct mb_val_summary *out)
 {
     if (out->shared_cache)
-        cache_trim(out->shared_cache, out->shared_cache->keep_models, out->shared_cache->keep_systems);
+        mb_validate__cache_trim(out->shared_cache, out->shared_cache->keep_models, out->shared_cache->keep_systems);
     else
-        cache_free(out->cache);
+        mb_validate__cache_free(out->cache);
     out->cache = NULL;
 }
 

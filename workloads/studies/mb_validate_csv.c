@@ -139,7 +139,7 @@ int mb_validate__cell_int(struct mb_val__csv *c, int k, int *v, int *present)
 }
 
 /* Number cell of field `fi` (header name `name`): 0 when empty/null. */
-static int cell_num_at(struct mb_val__csv *c, int fi, const char *name, double *v)
+static int mb_validate__cell_num_at(struct mb_val__csv *c, int fi, const char *name, double *v)
 {
     struct mb_val__field *f = &c->f[fi];
     char *s = mb_validate__trim(f->text), *end;
@@ -159,7 +159,7 @@ static int cell_num_at(struct mb_val__csv *c, int fi, const char *name, double *
 /* Number cell of a required column: 0 when empty/null. */
 int mb_validate__cell_num(struct mb_val__csv *c, int k, double *v)
 {
-    return cell_num_at(c, c->idx[k], mb_val__colname[k], v);
+    return mb_validate__cell_num_at(c, c->idx[k], mb_val__colname[k], v);
 }
 
 /* The optional measured-memory cells: peak_memory_gib (positive when given)
@@ -171,7 +171,7 @@ int mb_validate__cell_memory(struct mb_val__csv *c, double *gib, const char **ki
     *kind = kinds[0];
     if (c->mem_idx >= 0) {
         struct mb_val__field *f = &c->f[c->mem_idx];
-        if (cell_num_at(c, c->mem_idx, "peak_memory_gib", gib) != 0)
+        if (mb_validate__cell_num_at(c, c->mem_idx, "peak_memory_gib", gib) != 0)
             return -1;
         if (!mb_validate__is_absent(mb_validate__trim(f->text)) && !(*gib > 0))
             return mb_err_set(c->err, c->path, f->line, f->col,

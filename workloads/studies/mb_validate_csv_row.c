@@ -23,15 +23,15 @@
  * other_recipe attention_backend, applied after this, overrides it. */
 #define MB_VAL__FLASH_ERA "2023-01-01"
 /* The record's source_date is before FlashAttention reached Megatron-LM. */
-static int csv_before_flash(struct mb_val__csv *c)
+static int mb_validate__csv_before_flash(struct mb_val__csv *c)
 {
     const char *d = c->date_idx >= 0 ? mb_validate__trim(c->f[c->date_idx].text) : "";
     return strlen(d) >= 10 && isdigit((unsigned char)d[0]) && strncmp(d, MB_VAL__FLASH_ERA, 10) < 0;
 }
 
-static void csv_attention_era(struct mb_val__csv *c, struct mb_scenario *s, char *head, size_t hn)
+static void mb_validate__csv_attention_era(struct mb_val__csv *c, struct mb_scenario *s, char *head, size_t hn)
 {
-    if (!csv_before_flash(c))
+    if (!mb_validate__csv_before_flash(c))
         return;
     s->attn_backend = MB_ATTN_LOCAL;
     s->attn_dropout = 0.1;
@@ -47,7 +47,7 @@ static void csv_attention_era(struct mb_val__csv *c, struct mb_scenario *s, char
  * as Bridge's FP8 presets do, NVIDIA/NeMo nemo/collections/llm/recipes/precision/mixed_precision.py).
  * Other sources keep Megatron's default (off). Not for FSDP, where mbsim does not model the quantized
  * weights, nor without the distributed optimizer Megatron requires for it. */
-static void csv_fp8pg(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
+static void mb_validate__csv_fp8pg(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
 {
     const char *src = c->source_idx >= 0 ? c->f[c->source_idx].text : "";
     const char *l = s->prec.label;
@@ -84,7 +84,7 @@ static void csv_fp8pg(struct mb_val__csv *c, struct mb_scenario *s, struct mb_va
 /* Apply every recipe column of the record to s, one column at a time; a
  * column whose result does not pass mb_scenario_check is taken back and
  * listed as not applied, with the check's message. */
-static void csv_apply_recipe(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
+static void mb_validate__csv_apply_recipe(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
 {
     mb_validate_recipe_init(rec);
     for (int k = 0; k < MB_VAL_RC_COUNT; k++) {
@@ -106,12 +106,12 @@ static void csv_apply_recipe(struct mb_val__csv *c, struct mb_scenario *s, struc
                    mb_validate__rc_shown(mb_validate__trim(c->f[c->ridx[k]].text), sh, sizeof sh), e.msg);
         }
     }
-    csv_fp8pg(c, s, rec);
+    mb_validate__csv_fp8pg(c, s, rec);
 }
 
 /* The row's note from what the recipe did: head (applied, not applied,
  * unparseable, LAYOUT-MISMATCH, not determinable), tail (not modelled). */
-static void csv_recipe_note(struct mb_val__csv *c, struct mb_val_row *r, const struct mb_val_recipe *rec, char *head,
+static void mb_validate__csv_recipe_note(struct mb_val__csv *c, struct mb_val_row *r, const struct mb_val_recipe *rec, char *head,
                             size_t hn, char *tail, size_t tn)
 {
     size_t l = strlen(head);
@@ -148,7 +148,7 @@ static void csv_recipe_note(struct mb_val__csv *c, struct mb_val_row *r, const s
 /* A TFLOP/s-only row: convert the published TFLOP/s/GPU to tokens/s/GPU with
  * the source's FLOP convention and compare that; with no known convention the
  * row stays compared in mbsim's own FLOP count, and the note says so. */
-static void csv_tflops_in_time(struct mb_val__csv *c, struct mb_val_row *r, const struct mb_scenario *s, char *head,
+static void mb_validate__csv_tflops_in_time(struct mb_val__csv *c, struct mb_val_row *r, const struct mb_scenario *s, char *head,
                                size_t hn)
 {
     enum mb_val_flops conv =
@@ -180,7 +180,7 @@ static void csv_tflops_in_time(struct mb_val__csv *c, struct mb_val_row *r, cons
  * not state (Megatron-Core refuses such a split without one): the row keeps
  * mbsim's spread of num_layers + 2 units (step/layout.c) instead of being
  * refused, and says so. 1 when that applies. */
-static int csv_split_unstated(struct mb_scenario *x)
+static int mb_validate__csv_split_unstated(struct mb_scenario *x)
 {
     int nv = x->pp * x->vpp, L = x->model.num_layers;
     x->pipeline_split_unstated = !x->pipeline_layout[0] && nv > 1 && L % nv && (L + 2) % nv;
@@ -197,7 +197,7 @@ static int csv_split_unstated(struct mb_scenario *x)
  *    llama3_llm_finetune.py: "Override target_modules to only apply LoRA to QKV"), as NeMo
  *    1.0's default does (NVIDIA/NeMo megatron_gpt_finetuning_config.yaml lora_tuning
  *    target_modules ['attention_qkv'], adapter_dim 32), at LoRA's default dim 32. */
-static void csv_lora(const char *source, struct mb_scenario *s)
+static void mb_validate__csv_lora(const char *source, struct mb_scenario *s)
 {
     if (strstr(source, "NVIDIA-NeMo/Automodel")) {
         s->lora_rank = 16;
@@ -209,7 +209,7 @@ static void csv_lora(const char *source, struct mb_scenario *s)
 }
 
 /* Take a model's layer array as its own copy (the source keeps its own). */
-static void own_layers(struct mb_model *m)
+static void mb_validate__own_layers(struct mb_model *m)
 {
     const struct mb_layer *src = m->layer;
     m->layer = NULL;
@@ -221,7 +221,7 @@ static void own_layers(struct mb_model *m)
 
 /* Simulate the row from its recipe file `f` (mb_validate_add_recipes): check it describes the row's
  * layout (an error naming the CSV line if not), keep the row's measured values, and say so in head. */
-static int csv_file_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s,
+static int mb_validate__csv_file_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s,
                            const struct mb_scenario *f, const char *path, char *head, size_t hn)
 {
     char why[300];
@@ -233,7 +233,7 @@ static int csv_file_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct m
         return mb_err_set(c->err, c->path, c->rec_line, 1, "row '%s': recipe file %s (measured.csv_row) states "
                           "%s: a recipe file must describe the row's run", r->id, path, why);
     struct mb_scenario t = *f;
-    own_layers(&t.model);
+    mb_validate__own_layers(&t.model);
     mb_validate__copy_str(t.name, sizeof t.name, s->name);
     t.meas_tokens_per_s_per_gpu = s->meas_tokens_per_s_per_gpu;
     t.meas_model_tflops_per_gpu = s->meas_model_tflops_per_gpu;
@@ -246,7 +246,7 @@ static int csv_file_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct m
     mb_validate__copy_str(r->recipe_file, sizeof r->recipe_file, path);
     snprintf(head, hn, "recipe from %s", path);
     /* the CSV reader's pre-FlashAttention rule is not the file's choice: said, not applied */
-    if (s->cp == 1 && s->attn_backend != MB_ATTN_LOCAL && s->attn_backend != MB_ATTN_UNFUSED && csv_before_flash(c))
+    if (s->cp == 1 && s->attn_backend != MB_ATTN_LOCAL && s->attn_backend != MB_ATTN_UNFUSED && mb_validate__csv_before_flash(c))
         snprintf(head + strlen(head), hn - strlen(head), "; published before FlashAttention reached Megatron-LM, "
                  "but the recipe file's attention backend is used (training.attention_backend: local and "
                  "attention_dropout 0.1 would be Megatron's own CoreAttention of then)");
@@ -255,25 +255,25 @@ static int csv_file_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct m
 
 /* The recipe of a row without a recipe file: the pre-FlashAttention rule, then the recipe columns
  * (csv_apply_recipe) or, in a CSV without them, what the notes state (mb_validate_apply_notes). */
-static void csv_row_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s, char *head, size_t hn,
+static void mb_validate__csv_row_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s, char *head, size_t hn,
                            char *tail, size_t tn)
 {
     if (s->cp == 1)
-        csv_attention_era(c, s, head, hn);
+        mb_validate__csv_attention_era(c, s, head, hn);
     if (c->have_recipe) {
         struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
-        csv_apply_recipe(c, s, rec);
+        mb_validate__csv_apply_recipe(c, s, rec);
         r->recipe_bad = rec->n_bad;
         if (!strcmp(r->metric, MB_VAL_TFLOPS)) /* after the recipe: SC21 counts its recompute */
-            csv_tflops_in_time(c, r, s, head, hn);
-        csv_recipe_note(c, r, rec, head, hn, tail, tn);
+            mb_validate__csv_tflops_in_time(c, r, s, head, hn);
+        mb_validate__csv_recipe_note(c, r, rec, head, hn, tail, tn);
         mb_free(rec);
     } else {
         char applied[200] = "";
         if (c->notes_idx >= 0)
             mb_validate_apply_notes(s, c->f[c->notes_idx].text, applied, sizeof applied);
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
-            csv_tflops_in_time(c, r, s, head, hn);
+            mb_validate__csv_tflops_in_time(c, r, s, head, hn);
         if (applied[0]) {
             size_t l = strlen(head);
             snprintf(head + l, hn - l, "%sfrom notes: %s", l ? "; " : "", applied);
@@ -281,7 +281,7 @@ static void csv_row_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct m
     }
 }
 
-static int csv_record(struct mb_val__csv *c)
+static int mb_validate__csv_record(struct mb_val__csv *c)
 {
     enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
     static const int icol[I_N] = {C_GPUS, C_GBS, C_MBS, C_SEQ, C_TP, C_PP, C_CP, C_VP, C_EP, C_ETP, C_FSDP};
@@ -423,7 +423,7 @@ static int csv_record(struct mb_val__csv *c)
     mb_validate__copy_str(s.name, sizeof s.name, r->id);
     s.file[0] = '\0';
     s.model = me->m;
-    own_layers(&s.model);
+    mb_validate__own_layers(&s.model);
     s.system = se->sys;
     s.gpus = iv[I_GPUS];
     s.prec = prec;
@@ -444,7 +444,7 @@ static int csv_record(struct mb_val__csv *c)
      * (ops.c mb__lora) as the publisher's recipe sets them (no column states them) */
     if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora")) {
         s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
-        csv_lora(c->source_idx >= 0 ? c->f[c->source_idx].text : "", &s);
+        mb_validate__csv_lora(c->source_idx >= 0 ? c->f[c->source_idx].text : "", &s);
     }
     s.meas_tokens_per_s_per_gpu = tokens;
     s.meas_model_tflops_per_gpu = tflops;
@@ -453,7 +453,7 @@ static int csv_record(struct mb_val__csv *c)
 
     /* the layout columns alone must make a valid scenario (else the row is
      * skipped with the layout's own message); the recipe then refines it */
-    int unstated = csv_split_unstated(&s);
+    int unstated = mb_validate__csv_split_unstated(&s);
     struct mb_scenario t = s;
     mb_err_clear(&cerr);
     if (mb_scenario_check(&t, &cerr) != 0) {
@@ -470,7 +470,7 @@ static int csv_record(struct mb_val__csv *c)
     const struct mb_scenario *rfile = *mb_validate__cell(c, C_ID) ? mb_validate_recipe_file(c->out, r->id, &rpath) : NULL;
     if (rfile) { /* the file is the recipe: the columns and notes are not read for it (an id-less row, "line N",
                   * takes none) */
-        if (csv_file_recipe(c, r, &s, rfile, rpath, head, 2048) != 0) {
+        if (mb_validate__csv_file_recipe(c, r, &s, rfile, rpath, head, 2048) != 0) {
             mb_free(head);
             mb_free(tail);
             mb_scenario_free(&s);
@@ -478,9 +478,9 @@ static int csv_record(struct mb_val__csv *c)
         }
         unstated = 0; /* the file states the split, or takes mbsim's spread as its own */
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
-            csv_tflops_in_time(c, r, &s, head, 2048);
+            mb_validate__csv_tflops_in_time(c, r, &s, head, 2048);
     } else {
-        csv_row_recipe(c, r, &s, head, 2048, tail, 1100);
+        mb_validate__csv_row_recipe(c, r, &s, head, 2048, tail, 1100);
     }
 
     if (unstated && !s.pipeline_layout[0]) { /* the recipe stated no layout either */
@@ -506,7 +506,7 @@ static int csv_record(struct mb_val__csv *c)
     return 0;
 }
 
-static void csv_on_record(int term, void *vctx)
+static void mb_validate__csv_on_record(int term, void *vctx)
 {
     struct mb_val__csv *c = vctx;
     size_t i;
@@ -514,7 +514,7 @@ static void csv_on_record(int term, void *vctx)
     /* a line holding only blanks is one empty field: not a record */
     int blank = c->nf == 1 && !*mb_validate__trim(c->f[0].text);
     if (!c->failed && !blank) {
-        int rc = c->have_header ? csv_record(c) : mb_validate__csv_header(c);
+        int rc = c->have_header ? mb_validate__csv_record(c) : mb_validate__csv_header(c);
         if (rc != 0)
             c->failed = 1;
         else if (c->have_header && c->out->n_rows > c->out->n_pending)
@@ -526,7 +526,7 @@ static void csv_on_record(int term, void *vctx)
     c->rec_pending = 1;
 }
 
-static char *read_file(const char *path, size_t *len, struct mb_err *err)
+static char *mb_validate__read_file(const char *path, size_t *len, struct mb_err *err)
 {
     char *buf;
     if (mb_input_read(path, "a CSV file", 0, &buf, len, err))
@@ -542,7 +542,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
     char *buf;
     int rc = 0;
 
-    buf = read_file(path, &len, err);
+    buf = mb_validate__read_file(path, &len, err);
     if (!buf)
         return -1;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
@@ -571,7 +571,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
             c.rec_line = c.fline = c.line;
             c.fcol = c.col;
         }
-        if (csv_parse(&p, &buf[i], 1, mb_validate__csv_on_field, csv_on_record, &c) != 1) {
+        if (csv_parse(&p, &buf[i], 1, mb_validate__csv_on_field, mb_validate__csv_on_record, &c) != 1) {
             if (csv_error(&p) == CSV_EPARSE)
                 rc = mb_err_set(err, path, c.line, c.col,
                                 "malformed quoted field (a quote inside an unquoted field, or text after a "
@@ -588,7 +588,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
             c.col++;
         }
     }
-    if (!c.failed && csv_fini(&p, mb_validate__csv_on_field, csv_on_record, &c) != 0)
+    if (!c.failed && csv_fini(&p, mb_validate__csv_on_field, mb_validate__csv_on_record, &c) != 0)
         rc = mb_err_set(err, path, c.fline, c.fcol, "unterminated quoted field at end of file");
     if (c.failed)
         rc = -1;

@@ -32,7 +32,7 @@ struct side {
     int paired;
 };
 
-static const char *kind_name(enum mb_val_drift_kind k)
+static const char *mb_validate__kind_name(enum mb_val_drift_kind k)
 {
     static const char *const n[] = {"unchanged", "changed", "metric changed", "now skipped", "now predicted",
                                     "added", "removed"};
@@ -40,7 +40,7 @@ static const char *kind_name(enum mb_val_drift_kind k)
 }
 
 /* Occurrence numbers: the k-th row with the same id gets k. O(n^2), fine for thousands of rows. */
-static void number(struct side *v, size_t n)
+static void mb_validate__number(struct side *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         v[i].occ = 1;
@@ -49,7 +49,7 @@ static void number(struct side *v, size_t n)
     }
 }
 
-static int num_field(json_t *o, const char *key, double *out)
+static int mb_validate__num_field(json_t *o, const char *key, double *out)
 {
     json_t *x = json_object_get(o, key);
     if (!x || json_is_null(x)) {
@@ -64,7 +64,7 @@ static int num_field(json_t *o, const char *key, double *out)
 
 /* A row's predicted memory and verdict, both or neither (a baseline from before mbsim predicted memory
  * has neither). NULL, or what is wrong with them. */
-static const char *read_memory(json_t *o, struct side *v)
+static const char *mb_validate__read_memory(json_t *o, struct side *v)
 {
     json_t *gib = json_object_get(o, "device_memory_gib"), *verdict = json_object_get(o, "memory_verdict");
     v->verdict = "";
@@ -85,14 +85,14 @@ static const char *read_memory(json_t *o, struct side *v)
 }
 
 /* Free v after the error (which may quote its strings) is set. */
-static int fail(struct side *v, int rc)
+static int mb_validate__fail(struct side *v, int rc)
 {
     mb_free(v);
     return rc;
 }
 
 /* The baseline's rows; -1 with err set when the file is not a validate --json output. */
-static int read_baseline(json_t *root, const char *path, struct side **out, size_t *n, double *mape,
+static int mb_validate__read_baseline(json_t *root, const char *path, struct side **out, size_t *n, double *mape,
                          struct mb_err *err)
 {
     json_t *rows = json_is_object(root) ? json_object_get(root, "rows") : NULL;
@@ -105,12 +105,12 @@ static int read_baseline(json_t *root, const char *path, struct side **out, size
     for (size_t i = 0; i < *n; i++) {
         json_t *o = json_array_get(rows, i), *id = json_object_get(o, "id"), *met = json_object_get(o, "metric");
         if (!json_is_object(o))
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu]: expected an object", i));
+            return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu]: expected an object", i));
         if (!json_is_string(id))
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu]: 'id' is not a string", i));
+            return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu]: 'id' is not a string", i));
         v[i].id = json_string_value(id);
         if (met && !json_is_string(met))
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'metric' is not a string", i,
+            return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'metric' is not a string", i,
                                       v[i].id));
         v[i].metric = met ? json_string_value(met) : "";
         /* a memory-only row has no time to drift: compared as skipped */
@@ -120,76 +120,76 @@ static int read_baseline(json_t *root, const char *path, struct side **out, size
         static const char *const keys[] = {"measured", "predicted", "err_pct"};
         double *dst[] = {&v[i].measured, &v[i].predicted, &v[i].err_pct};
         for (int k = 0; k < 3; k++)
-            if (num_field(o, keys[k], dst[k]))
-                return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): '%s' is not a number", i,
+            if (mb_validate__num_field(o, keys[k], dst[k]))
+                return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): '%s' is not a number", i,
                                           v[i].id, keys[k]));
         if (!v[i].skipped && !json_is_number(json_object_get(o, "predicted")))
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): a row not skipped needs 'predicted'",
+            return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): a row not skipped needs 'predicted'",
                                       i, v[i].id));
         if (!v[i].skipped && !(v[i].predicted > 0))
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'predicted' must be positive, got %g",
+            return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): 'predicted' must be positive, got %g",
                                       i, v[i].id, v[i].predicted));
-        const char *bad = read_memory(o, &v[i]);
+        const char *bad = mb_validate__read_memory(o, &v[i]);
         if (bad)
-            return fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): %s", i, v[i].id, bad));
+            return mb_validate__fail(v, mb_err_set(err, path, 0, 0, "rows[%zu] (id '%s'): %s", i, v[i].id, bad));
     }
-    number(v, *n);
+    mb_validate__number(v, *n);
     *out = v;
     return 0;
 }
 
-static double absd(double x)
+static double mb_validate__absd(double x)
 {
     return x < 0 ? -x : x;
 }
 
-static int cmp_rows(const void *a, const void *b)
+static int mb_validate__cmp_rows(const void *a, const void *b)
 {
     const struct mb_val_drift_row *x = a, *y = b;
     if (x->over != y->over)
         return y->over - x->over;
-    if (absd(x->drift_pct) != absd(y->drift_pct))
-        return absd(x->drift_pct) < absd(y->drift_pct) ? 1 : -1;
+    if (mb_validate__absd(x->drift_pct) != mb_validate__absd(y->drift_pct))
+        return mb_validate__absd(x->drift_pct) < mb_validate__absd(y->drift_pct) ? 1 : -1;
     if (x->kind != y->kind)
         return (int)x->kind - (int)y->kind;
     int c = strcmp(x->id, y->id);
     return c ? c : x->occurrence - y->occurrence;
 }
 
-static void set_str(char *dst, size_t n, const char *src)
+static void mb_validate__set_str(char *dst, size_t n, const char *src)
 {
     snprintf(dst, n, "%s", src ? src : "");
 }
 
-static int cmp_mem_rows(const void *a, const void *b)
+static int mb_validate__cmp_mem_rows(const void *a, const void *b)
 {
     const struct mb_val_mem_drift_row *x = a, *y = b;
     if (x->over != y->over)
         return y->over - x->over;
-    if (absd(x->drift_pct) != absd(y->drift_pct))
-        return absd(x->drift_pct) < absd(y->drift_pct) ? 1 : -1;
+    if (mb_validate__absd(x->drift_pct) != mb_validate__absd(y->drift_pct))
+        return mb_validate__absd(x->drift_pct) < mb_validate__absd(y->drift_pct) ? 1 : -1;
     int c = strcmp(x->id, y->id);
     return c ? c : x->occurrence - y->occurrence;
 }
 
 /* A paired row's memory: a new mem_rows entry when its device memory or verdict moved. */
-static void compare_memory(const struct side *a, const struct side *b, struct mb_val_drift *out)
+static void mb_validate__compare_memory(const struct side *a, const struct side *b, struct mb_val_drift *out)
 {
     if (!a->has_mem || !b->has_mem)
         return;
     out->n_mem_compared++;
     int flip = strcmp(a->verdict, b->verdict) != 0;
-    if (!flip && absd(b->mem_gib - a->mem_gib) <= SAME_REL * absd(a->mem_gib))
+    if (!flip && mb_validate__absd(b->mem_gib - a->mem_gib) <= SAME_REL * mb_validate__absd(a->mem_gib))
         return;
     struct mb_val_mem_drift_row m = {.occurrence = b->occ, .old_gib = a->mem_gib, .new_gib = b->mem_gib,
                                      .verdict_changed = flip};
-    set_str(m.id, sizeof m.id, b->id);
-    set_str(m.old_verdict, sizeof m.old_verdict, a->verdict);
-    set_str(m.new_verdict, sizeof m.new_verdict, b->verdict);
+    mb_validate__set_str(m.id, sizeof m.id, b->id);
+    mb_validate__set_str(m.old_verdict, sizeof m.old_verdict, a->verdict);
+    mb_validate__set_str(m.new_verdict, sizeof m.new_verdict, b->verdict);
     m.drift_pct = (b->mem_gib - a->mem_gib) / a->mem_gib * 100; /* a->mem_gib > 0 (read_memory) */
-    m.over = flip || absd(m.drift_pct) > out->threshold_pct;
-    if (absd(m.drift_pct) > out->max_abs_mem_drift_pct)
-        out->max_abs_mem_drift_pct = absd(m.drift_pct);
+    m.over = flip || mb_validate__absd(m.drift_pct) > out->threshold_pct;
+    if (mb_validate__absd(m.drift_pct) > out->max_abs_mem_drift_pct)
+        out->max_abs_mem_drift_pct = mb_validate__absd(m.drift_pct);
     out->n_verdict_changed += (size_t)flip;
     out->n_mem_over += (size_t)m.over;
     out->mem_rows[out->n_mem++] = m;
@@ -212,7 +212,7 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
                           "invalid JSON: %s", je.text);
     struct side *old = NULL;
     size_t n_old = 0;
-    if (read_baseline(root, baseline_path, &old, &n_old, &out->old_mape_pct, err)) {
+    if (mb_validate__read_baseline(root, baseline_path, &old, &n_old, &out->old_mape_pct, err)) {
         json_decref(root);
         return -1;
     }
@@ -225,7 +225,7 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
                               why, !r->skipped, r->device_gib,
                               r->skipped ? "" : mb_memory_verdict_name((enum mb_mem_verdict)r->verdict), 0};
     }
-    number(nw, n_new);
+    mb_validate__number(nw, n_new);
     out->n_old = n_old;
     out->n_new = n_new;
     out->new_mape_pct = now->n_predicted ? now->mape_pct : NAN;
@@ -239,8 +239,8 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
                 a = &old[j];
         struct mb_val_drift_row d = {.occurrence = b->occ, .new_pred = b->skipped ? 0 : b->predicted,
                                      .new_err_pct = b->skipped ? 0 : b->err_pct};
-        set_str(d.id, sizeof d.id, b->id);
-        set_str(d.metric, sizeof d.metric, b->metric);
+        mb_validate__set_str(d.id, sizeof d.id, b->id);
+        mb_validate__set_str(d.metric, sizeof d.metric, b->metric);
         if (!a) {
             d.kind = MB_DRIFT_ADDED;
         } else {
@@ -252,24 +252,24 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
             } else if (b->skipped) {
                 d.kind = MB_DRIFT_NOW_SKIPPED;
                 d.over = 1;
-                set_str(d.metric, sizeof d.metric, a->metric); /* the metric it was predicted on */
-                set_str(d.reason, sizeof d.reason, b->reason);
+                mb_validate__set_str(d.metric, sizeof d.metric, a->metric); /* the metric it was predicted on */
+                mb_validate__set_str(d.reason, sizeof d.reason, b->reason);
             } else if (a->skipped) {
                 d.kind = MB_DRIFT_NOW_PREDICTED;
             } else if (strcmp(a->metric, b->metric)) {
                 d.kind = MB_DRIFT_METRIC;
-            } else if (absd(b->predicted - a->predicted) <= SAME_REL * absd(a->predicted)) {
+            } else if (mb_validate__absd(b->predicted - a->predicted) <= SAME_REL * mb_validate__absd(a->predicted)) {
                 d.kind = MB_DRIFT_SAME;
             } else {
                 d.kind = MB_DRIFT_CHANGED;
                 d.drift_pct = (b->predicted - a->predicted) / a->predicted * 100; /* > 0 (read_baseline) */
-                d.over = absd(d.drift_pct) > threshold_pct;
-                if (absd(d.drift_pct) > out->max_abs_drift_pct)
-                    out->max_abs_drift_pct = absd(d.drift_pct);
+                d.over = mb_validate__absd(d.drift_pct) > threshold_pct;
+                if (mb_validate__absd(d.drift_pct) > out->max_abs_drift_pct)
+                    out->max_abs_drift_pct = mb_validate__absd(d.drift_pct);
             }
         }
         if (a)
-            compare_memory(a, b, out);
+            mb_validate__compare_memory(a, b, out);
         out->n_kind[d.kind]++;
         out->n_over += (size_t)d.over;
         if (d.kind != MB_DRIFT_SAME)
@@ -280,20 +280,20 @@ int mb_validate_drift(const struct mb_val_summary *now, const char *baseline_pat
             struct mb_val_drift_row d = {.occurrence = old[j].occ, .kind = MB_DRIFT_REMOVED,
                                          .old_pred = old[j].skipped ? 0 : old[j].predicted,
                                          .old_err_pct = old[j].skipped ? 0 : old[j].err_pct};
-            set_str(d.id, sizeof d.id, old[j].id);
-            set_str(d.metric, sizeof d.metric, old[j].metric);
+            mb_validate__set_str(d.id, sizeof d.id, old[j].id);
+            mb_validate__set_str(d.metric, sizeof d.metric, old[j].metric);
             out->n_kind[MB_DRIFT_REMOVED]++;
             out->rows[out->n++] = d;
         }
-    qsort(out->rows, out->n, sizeof *out->rows, cmp_rows);
-    qsort(out->mem_rows, out->n_mem, sizeof *out->mem_rows, cmp_mem_rows);
+    qsort(out->rows, out->n, sizeof *out->rows, mb_validate__cmp_rows);
+    qsort(out->mem_rows, out->n_mem, sizeof *out->mem_rows, mb_validate__cmp_mem_rows);
     mb_free(nw);
     mb_free(old);
     json_decref(root);
     return 0;
 }
 
-static void print_id(const char *row_id, int occurrence, FILE *fp)
+static void mb_validate__print_id(const char *row_id, int occurrence, FILE *fp)
 {
     char id[200];
     if (occurrence > 1)
@@ -304,7 +304,7 @@ static void print_id(const char *row_id, int occurrence, FILE *fp)
 }
 
 /* The rows whose predicted memory moved: those past the threshold or with another verdict, then up to `top`. */
-static void print_memory(const struct mb_val_drift *d, size_t top, FILE *fp)
+static void mb_validate__print_memory(const struct mb_val_drift *d, size_t top, FILE *fp)
 {
     if (!d->n_mem_compared)
         return;
@@ -319,7 +319,7 @@ static void print_memory(const struct mb_val_drift *d, size_t top, FILE *fp)
             fprintf(fp, "largest drifts of the predicted device memory (past %.2f %% or another verdict first):\n"
                         "  %-40s %12s %12s %9s  %s\n",
                     d->threshold_pct, "id", "baseline GiB", "now GiB", "drift %", "verdict then -> now");
-        print_id(m->id, m->occurrence, fp);
+        mb_validate__print_id(m->id, m->occurrence, fp);
         fprintf(fp, " %12.2f %12.2f %+9.2f  %s -> %s%s\n", m->old_gib, m->new_gib, m->drift_pct, m->old_verdict,
                 m->new_verdict, m->over ? "  PAST THRESHOLD" : "");
     }
@@ -330,7 +330,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
     fprintf(fp, "\ndrift against %s (%zu %s then, %zu now):", baseline_path, d->n_old,
             mb_plural((long long)d->n_old, "row", "rows"), d->n_new);
     for (int k = MB_DRIFT_SAME; k <= MB_DRIFT_REMOVED; k++)
-        fprintf(fp, "%s %zu %s", k ? "," : "", d->n_kind[k], kind_name((enum mb_val_drift_kind)k));
+        fprintf(fp, "%s %zu %s", k ? "," : "", d->n_kind[k], mb_validate__kind_name((enum mb_val_drift_kind)k));
     fputc('\n', fp);
     if (isfinite(d->old_mape_pct) || isfinite(d->new_mape_pct)) {
         char then[32] = "n/a", now[32] = "n/a"; /* the baseline may have no summary, or nothing predicted */
@@ -348,7 +348,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
         if (!shown++)
             fprintf(fp, "largest drifts of the predictions (past %.2f %% first):\n  %-40s %-22s %12s %12s %9s %17s\n",
                     d->threshold_pct, "id", "metric", "baseline", "now", "drift %", "err % then -> now");
-        print_id(r->id, r->occurrence, fp);
+        mb_validate__print_id(r->id, r->occurrence, fp);
         fprintf(fp, " %-22s %12.4g %12.4g %+9.2f %+8.1f -> %+6.1f%s\n", r->metric, r->old_pred, r->new_pred,
                 r->drift_pct, r->old_err_pct, r->new_err_pct, r->over ? "  PAST THRESHOLD" : "");
     }
@@ -357,7 +357,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
     for (size_t k = 0; k < sizeof listed / sizeof listed[0]; k++) {
         if (!d->n_kind[listed[k]])
             continue;
-        fprintf(fp, "%s:\n", kind_name(listed[k]));
+        fprintf(fp, "%s:\n", mb_validate__kind_name(listed[k]));
         size_t m = 0;
         for (size_t i = 0; i < d->n; i++) {
             const struct mb_val_drift_row *r = &d->rows[i];
@@ -367,7 +367,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
                 fprintf(fp, "  ... and %zu more\n", d->n_kind[listed[k]] - top);
                 break;
             }
-            print_id(r->id, r->occurrence, fp);
+            mb_validate__print_id(r->id, r->occurrence, fp);
             if (r->kind == MB_DRIFT_NOW_SKIPPED)
                 fprintf(fp, " was %.4g (%s), now skipped: %s\n", r->old_pred, r->metric, r->reason);
             else if (r->kind == MB_DRIFT_REMOVED || r->kind == MB_DRIFT_ADDED)
@@ -376,7 +376,7 @@ void mb_validate_drift_print(const struct mb_val_drift *d, const char *baseline_
                 fprintf(fp, " %s: %.4g, err %+.1f %%\n", r->metric, r->new_pred, r->new_err_pct);
         }
     }
-    print_memory(d, top, fp);
+    mb_validate__print_memory(d, top, fp);
     if (d->n_over)
     {
         size_t moved = d->n_over - d->n_kind[MB_DRIFT_NOW_SKIPPED], now_skipped = d->n_kind[MB_DRIFT_NOW_SKIPPED];

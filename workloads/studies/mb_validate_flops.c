@@ -54,7 +54,7 @@ const char *mb_validate_flop_convention_name(enum mb_val_flops conv)
 }
 
 /* Every decoder layer has the same FFN kind (all dense or all MoE). */
-static int uniform_ffn(const struct mb_model *m)
+static int mb_validate__uniform_ffn(const struct mb_model *m)
 {
     for (int i = 1; i < m->n_layers; i++)
         if (m->layer[i].ffn != m->layer[0].ffn)
@@ -98,7 +98,7 @@ double mb_validate_publisher_flops(enum mb_val_flops conv, const struct mb_model
          * + (f/h) k c + (f_sh/h) c + V/(2lh) ], c = 3/2 with SwiGLU; f = ffn_hidden_size,
          * the expert width in MCore v0.8; attention not halved for the causal mask.
          * Recomputation is not counted. */
-        if (special || !uniform_ffn(m) || m->first_dense > 0 || m->mtp_layers > 0) {
+        if (special || !mb_validate__uniform_ffn(m) || m->first_dense > 0 || m->mtp_layers > 0) {
             if (why && why_len)
                 snprintf(why, why_len, "the 2024 Megatron-LM formula covers uniform dense or MoE GPT layers only");
             return 0;

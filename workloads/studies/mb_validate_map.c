@@ -54,7 +54,7 @@ int mb_validate__starts_with_ci(const char *s, const char *pre)
     return 1;
 }
 
-static int contains_ci(const char *s, const char *needle)
+static int mb_validate__contains_ci(const char *s, const char *needle)
 {
     for (; *s; s++)
         if (mb_validate__starts_with_ci(s, needle))
@@ -63,7 +63,7 @@ static int contains_ci(const char *s, const char *needle)
 }
 
 /* Remove every "(...)" group (nesting aware) from s in place. */
-static void strip_parens(char *s)
+static void mb_validate__strip_parens(char *s)
 {
     char *w = s;
     int depth = 0;
@@ -96,7 +96,7 @@ const char *const mb_val__rcolname[MB_VAL_RC_COUNT] = {
     "cpu_offload", "fp8_recipe", "ce_fusion", "mtp_layers",       "pp_layout",  "other_recipe",
 };
 
-static int ends_with(const char *s, const char *suf)
+static int mb_validate__ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && !strcmp(s + a - b, suf);
@@ -121,13 +121,13 @@ const char *mb_validate_system_key(const char *csv_system)
         return NULL;
     if (mb_topo_is_preset(csv_system))
         return csv_system;
-    return strchr(csv_system, '/') && (ends_with(csv_system, ".yaml") || ends_with(csv_system, ".yml")) &&
+    return strchr(csv_system, '/') && (mb_validate__ends_with(csv_system, ".yaml") || mb_validate__ends_with(csv_system, ".yml")) &&
                    mb_file_exists(csv_system)
                ? csv_system
                : NULL;
 }
 
-static int is_blackwell(const char *key)
+static int mb_validate__is_blackwell(const char *key)
 {
     if (!key)
         return 0;
@@ -155,7 +155,7 @@ void mb_validate_precision_key(const char *label, char *out, size_t n)
             *p = '_';
 }
 
-static int parse_prec_base(const char *base, struct mb_precision *out)
+static int mb_validate__parse_prec_base(const char *base, struct mb_precision *out)
 {
     char alt[64];
     if (mb_precision_parse(base, out) == 0)
@@ -178,17 +178,17 @@ int mb_validate_precision(const char *label, const char *system_key, struct mb_p
         snprintf(why, why_len, "precision not stated");
         return -1;
     }
-    fp8_attn = contains_ci(t, "FP8 attention") || contains_ci(t, "FP8_DPA=True");
+    fp8_attn = mb_validate__contains_ci(t, "FP8 attention") || mb_validate__contains_ci(t, "FP8_DPA=True");
     if (mb_validate__starts_with_ci(t, "FP8-finer-granularity")) {
         /* The publisher's footnote: MXFP8 on GB200/B200, 128x128 blockwise on H100. */
-        base = is_blackwell(system_key) ? "MXFP8" : "FP8-blockwise";
-    } else if (mb_validate__starts_with_ci(t, "FP8") && contains_ci(t, "tensorwise current scaling")) {
+        base = mb_validate__is_blackwell(system_key) ? "MXFP8" : "FP8-blockwise";
+    } else if (mb_validate__starts_with_ci(t, "FP8") && mb_validate__contains_ci(t, "tensorwise current scaling")) {
         base = "FP8-CS";
     } else {
-        strip_parens(t);
+        mb_validate__strip_parens(t);
         base = mb_validate__trim(t);
     }
-    if (!*base || parse_prec_base(base, out) != 0) {
+    if (!*base || mb_validate__parse_prec_base(base, out) != 0) {
         char shown[80];
         mb_validate__copy_str(shown, sizeof shown, label);
         snprintf(why, why_len, "precision '%s' not recognised", shown);
@@ -218,7 +218,7 @@ int mb_validate_recompute(const char *cell, enum mb_rc_gran *gran, unsigned *mod
     *modules = 0;
     mb_validate__copy_str(buf, sizeof buf, cell ? cell : "");
     mb_validate__lower(buf);
-    strip_parens(buf);
+    mb_validate__strip_parens(buf);
     t = mb_validate__trim(buf);
 
     if (!*t || !strncmp(t, "none", 4))

@@ -22,7 +22,7 @@ void mb_validate__note_add(char *buf, size_t n, const char *what)
 
 /* A note item that says "off": a word off, no, without, disabled or false
  * ("offload" is not "off"). */
-static int note_negated(const char *t)
+static int mb_validate__note_negated(const char *t)
 {
     static const char *const neg[] = {"off", "no", "without", "disabled", "false", NULL};
     for (const char *p = t; *p;) {
@@ -47,7 +47,7 @@ static const struct {
 /* The module list after "CUDA graph(s)" in a note ("attn+moe_router+moe_preprocess",
  * "for attention and Mamba"), as MB_CG_* flags; 0 when the list is absent, holds a
  * name this does not know, or names a module the model lacks (never guessed). */
-static unsigned note_graph_modules(const char *p, const struct mb_model *m)
+static unsigned mb_validate__note_graph_modules(const char *p, const struct mb_model *m)
 {
     unsigned cg = 0;
     if (*p == 's')
@@ -78,7 +78,7 @@ static unsigned note_graph_modules(const char *p, const struct mb_model *m)
 }
 
 /* The word before position `at` of `text`, lower case, in w (size n); "" at the start. */
-static void word_before(const char *text, const char *at, char *w, size_t n)
+static void mb_validate__word_before(const char *text, const char *at, char *w, size_t n)
 {
     const char *e = at, *b;
     size_t k = 0;
@@ -106,7 +106,7 @@ int mb_validate_notes_oom(const char *notes)
             continue;
         char w[16];
         int negated = 0;
-        word_before(p, q, w, sizeof w);
+        mb_validate__word_before(p, q, w, sizeof w);
         for (int i = 0; neg[i]; i++)
             negated |= !strcmp(w, neg[i]);
         if (!negated)
@@ -180,7 +180,7 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
             s->dispatcher = MB_DISP_DEEPEP;
             snprintf(what, sizeof what, "dispatcher deepep");
         } else if (strstr(t, "ep overlap") || strstr(t, "ep comm overlap")) {
-            int on = !note_negated(t), ok = moe_ep && (s->pp == 1 || s->vpp > 1);
+            int on = !mb_validate__note_negated(t), ok = moe_ep && (s->pp == 1 || s->vpp > 1);
             if (!on || ok) {
                 s->overlap_ep_comm = on;
                 snprintf(what, sizeof what, "EP overlap %s", on ? "on" : "off");
@@ -195,7 +195,7 @@ int mb_validate_apply_notes(struct mb_scenario *s, const char *notes, char *appl
             s->cuda_graph = 0;
             snprintf(what, sizeof what, "no CUDA graphs");
         } else if (strstr(t, "cuda graph") && !strstr(t, "a/b")) {
-            unsigned cg = note_graph_modules(strstr(t, "cuda graph") + 10, &s->model);
+            unsigned cg = mb_validate__note_graph_modules(strstr(t, "cuda graph") + 10, &s->model);
             if (cg) {
                 char list[80] = "";
                 unsigned said = 0;

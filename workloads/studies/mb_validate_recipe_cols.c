@@ -57,7 +57,7 @@ const char *mb_validate__rc_shown(const char *cell, char *buf, size_t n)
 }
 
 /* Record an unparseable cell: "column 'cell': why". Returns -1. */
-static int MB_VAL__FMT(4, 5) rc_bad(struct mb_val_recipe *r, enum mb_val_rcol col, const char *cell,
+static int MB_VAL__FMT(4, 5) mb_validate__rc_bad(struct mb_val_recipe *r, enum mb_val_rcol col, const char *cell,
                                     const char *fmt, ...)
 {
     char why[200], sh[64];
@@ -71,7 +71,7 @@ static int MB_VAL__FMT(4, 5) rc_bad(struct mb_val_recipe *r, enum mb_val_rcol co
 }
 
 /* Lower-cased, trimmed copy. */
-static char *rc_lower(char *dst, size_t n, const char *src)
+static char *mb_validate__rc_lower(char *dst, size_t n, const char *src)
 {
     mb_validate__copy_str(dst, n, src);
     mb_validate__lower(dst);
@@ -79,7 +79,7 @@ static char *rc_lower(char *dst, size_t n, const char *src)
 }
 
 /* The text before the first '(' or '[' (trimmed), into dst. */
-static char *rc_head(char *dst, size_t n, const char *t)
+static char *mb_validate__rc_head(char *dst, size_t n, const char *t)
 {
     mb_validate__copy_str(dst, n, t);
     dst[strcspn(dst, "([")] = '\0';
@@ -87,19 +87,19 @@ static char *rc_head(char *dst, size_t n, const char *t)
 }
 
 /* Characters of an item shown in a list: its length, at most 60. */
-static int rc_len60(const char *item)
+static int mb_validate__rc_len60(const char *item)
 {
     size_t n = strlen(item);
     return n < 60 ? (int)n : 60;
 }
 
-static int rc_is_na(const char *t)
+static int mb_validate__rc_is_na(const char *t)
 {
     return !strncmp(t, "n/a", 3);
 }
 
 /* "true" / "false" at the start of v (up to a space, ',' or '('): 1 / 0, else -1. */
-static int rc_bool(const char *v)
+static int mb_validate__rc_bool(const char *v)
 {
     size_t n = strcspn(v, " ,(");
     if (n == 4 && !strncmp(v, "true", 4))
@@ -110,7 +110,7 @@ static int rc_bool(const char *v)
 }
 
 /* A non-negative integer at *p (leading blanks skipped); -1 if none. */
-static long rc_int(const char **p)
+static long mb_validate__rc_int(const char **p)
 {
     const char *s = *p + strspn(*p, " ");
     char *end;
@@ -126,10 +126,10 @@ static long rc_int(const char **p)
 
 /* dispatcher: alltoall, allgather, flex:deepep, flex:hybridep (moe_hybridep_num_sms=N);
  * "(card)" and other remarks ignored; an SM count also as "[--moe-deepep-num-sms N]". */
-static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     char head[64];
-    const char *name = rc_head(head, sizeof head, t), *p;
+    const char *name = mb_validate__rc_head(head, sizeof head, t), *p;
     enum mb_dispatcher d;
     long sms = 0;
     if (!strncmp(name, "flex:", 5))
@@ -143,12 +143,12 @@ static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t,
     else if (!strcmp(name, "hybridep"))
         d = MB_DISP_HYBRIDEP;
     else
-        return rc_bad(r, MB_VAL_RC_DISPATCHER, cell, "expected alltoall, allgather, flex:deepep or flex:hybridep");
+        return mb_validate__rc_bad(r, MB_VAL_RC_DISPATCHER, cell, "expected alltoall, allgather, flex:deepep or flex:hybridep");
     if ((p = strstr(t, "num_sms=")) != NULL || (p = strstr(t, "num-sms")) != NULL) {
         p += p[7] == '=' ? 8 : 7;
-        sms = rc_int(&p);
+        sms = mb_validate__rc_int(&p);
         if (sms < 1 || sms > 1024)
-            return rc_bad(r, MB_VAL_RC_DISPATCHER, cell, "SM count is not an integer in 1..1024");
+            return mb_validate__rc_bad(r, MB_VAL_RC_DISPATCHER, cell, "SM count is not an integer in 1..1024");
     }
     if (s->model.num_experts <= 0 || s->ep <= 1) {
         if (d != MB_DISP_ALLTOALL)
@@ -171,7 +171,7 @@ static int rc_dispatcher(struct mb_scenario *s, const char *cell, const char *t,
 }
 
 /* ep_overlap: on (overlap_moe_expert_parallel_comm[, delay_wgrad_compute | , no delay_wgrad]) / off (...) */
-static int rc_ep_overlap(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_ep_overlap(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     int on;
     if (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2]))
@@ -179,7 +179,7 @@ static int rc_ep_overlap(struct mb_scenario *s, const char *cell, const char *t,
     else if (!strncmp(t, "off", 3) && !isalnum((unsigned char)t[3]))
         on = 0;
     else
-        return rc_bad(r, MB_VAL_RC_EP_OVERLAP, cell, "expected on (...) or off");
+        return mb_validate__rc_bad(r, MB_VAL_RC_EP_OVERLAP, cell, "expected on (...) or off");
     int delay = on && strstr(t, "delay_wgrad") && !strstr(t, "no delay_wgrad") &&
                 !strstr(t, "delay_wgrad_compute=false");
     int moe_ep = s->model.num_experts > 0 && s->ep > 1;
@@ -198,7 +198,7 @@ static int rc_ep_overlap(struct mb_scenario *s, const char *cell, const char *t,
 
 /* cuda_graph: none, full_iteration, te:<scopes>, local:<scopes>, local:full_layer (...);
  * "enabled (scope not stated)" is not determinable. */
-static int rc_cuda_graph(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_cuda_graph(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     unsigned cg = 0;
     char scopes[128] = "";
@@ -214,20 +214,20 @@ static int rc_cuda_graph(struct mb_scenario *s, const char *cell, const char *t,
         mb_validate__copy_str(scopes, sizeof scopes, t);
         scopes[strcspn(scopes, " ([")] = '\0';
         if (!list[0])
-            return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "no scope after '%.8s'", t);
+            return mb_validate__rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "no scope after '%.8s'", t);
         for (char *it = strtok_r(list, "+", &save); it; it = strtok_r(NULL, "+", &save)) {
             unsigned f = !strcmp(it, "full_layer") ? MB_CG_LAYER : mb_cuda_graph_module(it);
             if (!f)
-                return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "unknown scope '%.40s'", it);
+                return mb_validate__rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "unknown scope '%.40s'", it);
             cg |= f;
         }
         if ((cg & MB_CG_FULL_ITERATION) && cg != MB_CG_FULL_ITERATION)
-            return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "full_iteration goes alone");
+            return mb_validate__rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "full_iteration goes alone");
     } else if (!strncmp(t, "enabled", 7) || (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2]))) {
         mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "cuda_graph (scope not stated)");
         return 0;
     } else {
-        return rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "expected none, full_iteration, te:<scopes> or local:<scopes>");
+        return mb_validate__rc_bad(r, MB_VAL_RC_CUDA_GRAPH, cell, "expected none, full_iteration, te:<scopes> or local:<scopes>");
     }
     if (cg != s->cuda_graph)
         mb_validate__rl_add(r->applied, sizeof r->applied, "CUDA graphs %s", cg ? scopes : "none");
@@ -235,7 +235,7 @@ static int rc_cuda_graph(struct mb_scenario *s, const char *cell, const char *t,
     return 0;
 }
 
-static void rc_describe(char *buf, size_t n, enum mb_rc_gran g, unsigned mods, enum mb_rc_method meth, int layers)
+static void mb_validate__rc_describe(char *buf, size_t n, enum mb_rc_gran g, unsigned mods, enum mb_rc_method meth, int layers)
 {
     if (g == MB_RC_NONE) {
         snprintf(buf, n, "none");
@@ -254,7 +254,7 @@ static void rc_describe(char *buf, size_t n, enum mb_rc_gran g, unsigned mods, e
 
 /* recompute_detail: none; selective:<a+b> (also "[] (nothing)", "core_attn (MCore default modules)");
  * full:<uniform|block>:<N> layer[s]; full (...) = all layers. Overrides the recompute column. */
-static int rc_recompute(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_recompute(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     enum mb_rc_gran g;
     unsigned mods = 0;
@@ -267,14 +267,14 @@ static int rc_recompute(struct mb_scenario *s, const char *cell, const char *t, 
         mb_validate__copy_str(list, sizeof list, t + 9);
         l = mb_validate__trim(list);
         if (*l != ':' && *l && *l != '(')
-            return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected 'selective:<modules>'");
+            return mb_validate__rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected 'selective:<modules>'");
         g = MB_RC_SELECTIVE;
         if (*l == ':') {
             l = mb_validate__trim(l + 1);
             if (*l == '[') {
                 char *e = strchr(l, ']');
                 if (!e)
-                    return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "unclosed '['");
+                    return mb_validate__rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "unclosed '['");
                 *e = '\0';
                 l++;
             } else {
@@ -287,7 +287,7 @@ static int rc_recompute(struct mb_scenario *s, const char *cell, const char *t, 
                     continue;
                 f = mb_validate__rc_module(name);
                 if (!f)
-                    return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "recompute module '%.40s' not known", name);
+                    return mb_validate__rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "recompute module '%.40s' not known", name);
                 mods |= f;
             }
             if (!mods)
@@ -305,21 +305,21 @@ static int rc_recompute(struct mb_scenario *s, const char *cell, const char *t, 
                 meth = MB_RC_BLOCK;
                 p += 6;
             } else {
-                return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected full:<uniform|block>:<N> layers");
+                return mb_validate__rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected full:<uniform|block>:<N> layers");
             }
-            layers = rc_int(&p);
+            layers = mb_validate__rc_int(&p);
             p += strspn(p, " ");
             if (layers < 0 || (strncmp(p, "layer", 5) != 0))
-                return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected full:<uniform|block>:<N> layers");
+                return mb_validate__rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected full:<uniform|block>:<N> layers");
         }
     } else {
-        return rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected none, selective:<modules> or full[:<method>:<N> layers]");
+        return mb_validate__rc_bad(r, MB_VAL_RC_RECOMPUTE_DETAIL, cell, "expected none, selective:<modules> or full[:<method>:<N> layers]");
     }
     if (g != s->recompute || (g == MB_RC_SELECTIVE && mods != s->recompute_modules) ||
         (g == MB_RC_FULL && (layers != s->recompute_num_layers || meth != s->recompute_method))) {
         char now[160], was[160];
-        rc_describe(now, sizeof now, g, mods, meth, (int)layers);
-        rc_describe(was, sizeof was, s->recompute, s->recompute_modules, s->recompute_method, s->recompute_num_layers);
+        mb_validate__rc_describe(now, sizeof now, g, mods, meth, (int)layers);
+        mb_validate__rc_describe(was, sizeof was, s->recompute, s->recompute_modules, s->recompute_method, s->recompute_num_layers);
         mb_validate__rl_add(r->applied, sizeof r->applied, "recompute %s (recompute column: %s)", now, was);
     }
     s->recompute = g;
@@ -330,7 +330,7 @@ static int rc_recompute(struct mb_scenario *s, const char *cell, const char *t, 
 }
 
 /* tp_overlap: on (<ub cfg>), off, none (...), async TP (enable_async_tensor_parallel=True). */
-static int rc_tp_overlap(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_tp_overlap(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     int on, async = 0;
     if (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2]))
@@ -340,7 +340,7 @@ static int rc_tp_overlap(struct mb_scenario *s, const char *cell, const char *t,
     else if (!strncmp(t, "off", 3) || !strncmp(t, "none", 4))
         on = 0;
     else
-        return rc_bad(r, MB_VAL_RC_TP_OVERLAP, cell, "expected on (...), off, none or async TP");
+        return mb_validate__rc_bad(r, MB_VAL_RC_TP_OVERLAP, cell, "expected on (...), off, none or async TP");
     if (s->tp <= 1) {
         if (on)
             mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "TP overlap (tp = 1)");
@@ -355,7 +355,7 @@ static int rc_tp_overlap(struct mb_scenario *s, const char *cell, const char *t,
 
 /* fsdp_impl: none (DDP + distributed optimizer), none (DDP), none (... no distributed optimizer ...),
  * megatron_fsdp[:<sharding>] (...), torch_fsdp2 (...). The fsdp column decides the strategy. */
-static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     if (!strncmp(t, "none", 4)) {
         int dist = strstr(t, "distributed optimizer") && !strstr(t, "no distributed optimizer");
@@ -377,7 +377,7 @@ static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, 
     }
     int mfsdp = !strncmp(t, "megatron_fsdp", 13);
     if (!mfsdp && strncmp(t, "torch_fsdp2", 11) != 0)
-        return rc_bad(r, MB_VAL_RC_FSDP_IMPL, cell, "expected none (...), megatron_fsdp[:<sharding>] or torch_fsdp2");
+        return mb_validate__rc_bad(r, MB_VAL_RC_FSDP_IMPL, cell, "expected none (...), megatron_fsdp[:<sharding>] or torch_fsdp2");
     if (s->strategy != MB_STRAT_FSDP) {
         mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "fsdp_impl %s (the fsdp column says 3D: kept)",
                mfsdp ? "megatron_fsdp" : "torch_fsdp2");
@@ -402,15 +402,15 @@ static int rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, 
 /* cpu_offload: none; activations: N layers (weights=...) -> memory.cpu_offloading_num_layers N
  * (weight offloading, weights=True, is listed as not modelled); fine_grained_activation_offloading ...
  * and optimizer(_)cpu offload ... are not modelled. */
-static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     if (!strncmp(t, "none", 4))
         return 0;
     if (!strncmp(t, "activations:", 12)) {
         const char *p = t + 12;
-        long n = rc_int(&p);
+        long n = mb_validate__rc_int(&p);
         if (n < 0 || n > 100000)
-            return rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected 'activations: N layers'");
+            return mb_validate__rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected 'activations: N layers'");
         s->cpu_offload_layers = (int)n;
         if (n > 0)
             mb_validate__rl_add(r->applied, sizeof r->applied, "CPU activation offload %ld layers", n);
@@ -426,7 +426,7 @@ static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t
         mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "optimizer CPU offload");
         return 0;
     }
-    return rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected none, activations: N layers, "
+    return mb_validate__rc_bad(r, MB_VAL_RC_CPU_OFFLOAD, cell, "expected none, activations: N layers, "
                                                   "fine_grained_activation_offloading or optimizer_cpu_offload");
 }
 
@@ -434,9 +434,9 @@ static int rc_cpu_offload(struct mb_scenario *s, const char *cell, const char *t
  * nvfp4, none (bf16) / none (fp16 ...); "[flags; ...]": fp8_dot_product_attention switches
  * attention to FP8, the rest are listed as not modelled. "... not determinable ..." keeps the
  * precision column. */
-static int rc_kv_bool(const char *x, const char *key, int *b);
+static int mb_validate__rc_kv_bool(const char *x, const char *key, int *b);
 
-static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     const char *label;
     if (strstr(t, "not determinable")) {
@@ -458,11 +458,11 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
     else if (!strncmp(t, "none", 4) && strstr(t, "bf16"))
         label = "bf16";
     else
-        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell,
+        return mb_validate__rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell,
                       "expected tensorwise, delayed scaling, mxfp8, blockwise, nvfp4 or none (bf16|fp16)");
     struct mb_precision rp;
     if (mb_precision_parse(label, &rp) != 0)
-        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "precision '%s' not known to mbsim", label);
+        return mb_validate__rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "precision '%s' not known to mbsim", label);
     /* bracketed flags */
     int dpa = 0, fp8pg = -2; /* -2 not said, -1 neither True nor False */
     const char *br = strchr(t, '[');
@@ -471,7 +471,7 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
         mb_validate__copy_str(flags, sizeof flags, br + 1);
         char *e = strchr(flags, ']');
         if (!e)
-            return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "unclosed '['");
+            return mb_validate__rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "unclosed '['");
         *e = '\0';
         if (!strncmp(mb_validate__trim(flags), "inferred", 8))
             flags[0] = '\0'; /* "[inferred: why]" is a remark, not flags */
@@ -482,18 +482,18 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
             int pg = -1;
             if (!strncmp(f, "fp8_dot_product_attention", 25))
                 dpa = 1;
-            else if (rc_kv_bool(f, "fp8_param_gather", &pg) || rc_kv_bool(f, "fp4_param_gather", &pg) ||
-                     rc_kv_bool(f, "fp8_param_gather/params", &pg)) /* MLPerf: NeMo's fp8_params too */
+            else if (mb_validate__rc_kv_bool(f, "fp8_param_gather", &pg) || mb_validate__rc_kv_bool(f, "fp4_param_gather", &pg) ||
+                     mb_validate__rc_kv_bool(f, "fp8_param_gather/params", &pg)) /* MLPerf: NeMo's fp8_params too */
                 fp8pg = pg;
             else if (!strcmp(f, "reuse_grad_buf_for_mxfp8_param_ag"))
                 ; /* the BF16 gather through the gradient buffer: mb_memory_qweight_gather_bytes */
             else /* in the cell's own spelling */
-                mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(f), cell + (br + 1 - t) + (f - flags),
+                mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", mb_validate__rc_len60(f), cell + (br + 1 - t) + (f - flags),
                        strlen(f) > 60 ? "..." : "");
         }
     }
     if (fp8pg == -1)
-        return rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "fp8_param_gather: expected =True or =False");
+        return mb_validate__rc_bad(r, MB_VAL_RC_FP8_RECIPE, cell, "fp8_param_gather: expected =True or =False");
     if (fp8pg >= 0) {
         r->fp8pg_stated = 1;
         r->fp8pg = fp8pg;
@@ -521,7 +521,7 @@ static int rc_fp8_recipe(struct mb_scenario *s, const char *cell, const char *t,
 }
 
 /* ce_fusion: on (impl=te|native) / off; mbsim runs the unfused vocab-parallel cross-entropy. */
-static int rc_ce_fusion(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_ce_fusion(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     (void)s;
     if (!strncmp(t, "on", 2) && !isalnum((unsigned char)t[2])) {
@@ -541,17 +541,17 @@ static int rc_ce_fusion(struct mb_scenario *s, const char *cell, const char *t, 
         mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "ce_fusion (on/off not stated)");
         return 0;
     }
-    return rc_bad(r, MB_VAL_RC_CE_FUSION, cell, "expected on (impl=...) or off");
+    return mb_validate__rc_bad(r, MB_VAL_RC_CE_FUSION, cell, "expected on (impl=...) or off");
 }
 
 /* mtp_layers: an integer; replaces the model file's MTP depth. */
-static int rc_mtp(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_mtp(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     const char *p = t;
-    long n = rc_int(&p);
+    long n = mb_validate__rc_int(&p);
     p += strspn(p, " ");
     if (n < 0 || *p || n > 1000)
-        return rc_bad(r, MB_VAL_RC_MTP_LAYERS, cell, "expected an integer 0..1000");
+        return mb_validate__rc_bad(r, MB_VAL_RC_MTP_LAYERS, cell, "expected an integer 0..1000");
     if (n == s->model.mtp_layers)
         return 0;
     if (n > 0 && (s->model.pattern[0] || s->model.n_layers <= 0)) {
@@ -569,7 +569,7 @@ static int rc_mtp(struct mb_scenario *s, const char *cell, const char *t, struct
  * virtual stage, the first one e fewer decoder layers, the last one l fewer
  * (MTP layers sit with the loss). Written as an expanded layout. 0, or -1
  * when the split is not whole (why in msg). */
-static int rc_account_layout(const struct mb_scenario *s, int e, int l, char *out, size_t n, char *msg, size_t mlen)
+static int mb_validate__rc_account_layout(const struct mb_scenario *s, int e, int l, char *out, size_t n, char *msg, size_t mlen)
 {
     int nv = s->pp * s->vpp, L = s->model.num_layers, tot = L + e + l;
     if (nv < 2) {
@@ -608,14 +608,14 @@ static int rc_account_layout(const struct mb_scenario *s, int e, int l, char *ou
 /* pp_layout: n/a (PP=1); an explicit MCore layout ("Et*4|(t*4|)*14tmL"); uniform split
  * (account_for_embedding=X, account_for_loss=Y); uniform split (non-interleaved 1F1B);
  * interleaved 1F1B via --num-layers-per-virtual-pipeline-stage (an even split). */
-static int rc_pp_layout(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_pp_layout(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
 {
     char buf[sizeof s->pipeline_layout], msg[160];
     if (!strncmp(t, "uniform split", 13) || !strncmp(t, "interleaved 1f1b", 16)) {
         int e = strstr(t, "account_for_embedding=true") != NULL, l = strstr(t, "account_for_loss=true") != NULL;
         if (!e && !l)
             return 0; /* an even split: mbsim's default */
-        if (rc_account_layout(s, e, l, buf, sizeof buf, msg, sizeof msg) != 0) {
+        if (mb_validate__rc_account_layout(s, e, l, buf, sizeof buf, msg, sizeof msg) != 0) {
             mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "pp_layout uniform split with embedding/loss as layers (%s)",
                    msg);
             return 0;
@@ -631,10 +631,10 @@ static int rc_pp_layout(struct mb_scenario *s, const char *cell, const char *t, 
     mb_validate__copy_str(raw, sizeof raw, cell);
     char *lay = mb_validate__trim(raw);
     if (strspn(lay, "EtmL|()*0123456789") != strlen(lay))
-        return rc_bad(r, MB_VAL_RC_PP_LAYOUT, cell,
+        return mb_validate__rc_bad(r, MB_VAL_RC_PP_LAYOUT, cell,
                       "expected n/a, uniform split (...) or a layout of E, t, m, L, |, (...)*N");
     if (mb_pipeline_layout_expand(lay, buf, sizeof buf, &bad, msg, sizeof msg) != 0)
-        return rc_bad(r, MB_VAL_RC_PP_LAYOUT, cell, "%s (at character %zu)", msg, bad + 1);
+        return mb_validate__rc_bad(r, MB_VAL_RC_PP_LAYOUT, cell, "%s (at character %zu)", msg, bad + 1);
     if (strcmp(buf, s->pipeline_layout) != 0)
         mb_validate__rl_add(r->applied, sizeof r->applied, "pipeline layout %s", lay);
     mb_validate__copy_str(s->pipeline_layout, sizeof s->pipeline_layout, buf);
@@ -642,7 +642,7 @@ static int rc_pp_layout(struct mb_scenario *s, const char *cell, const char *t, 
 }
 
 /* One dtype word of precision_aware_opt: bytes per element (2 or 4), 0 if unknown. */
-static int rc_dtype_bytes(const char *t, const char *key)
+static int mb_validate__rc_dtype_bytes(const char *t, const char *key)
 {
     const char *p = strstr(t, key);
     if (!p)
@@ -664,18 +664,18 @@ static const char *const rc_info_items[] = {
 
 /* An other_recipe item "key=True|False": 1 when the item has that key (*b = 1 / 0,
  * or -1 when the value is neither), 0 otherwise. */
-static int rc_kv_bool(const char *x, const char *key, int *b)
+static int mb_validate__rc_kv_bool(const char *x, const char *key, int *b)
 {
     size_t n = strlen(key);
     if (strncmp(x, key, n) != 0 || x[n] != '=')
         return 0;
-    *b = rc_bool(x + n + 1);
+    *b = mb_validate__rc_bool(x + n + 1);
     return 1;
 }
 
 /* An overlap switch from other_recipe: b = 1 / 0 sets *field (said when it
  * changes), -1 (neither True nor False) is refused. */
-static int rc_overlap(int *field, int b, const char *what, struct mb_val_recipe *r)
+static int mb_validate__rc_overlap(int *field, int b, const char *what, struct mb_val_recipe *r)
 {
     if (b < 0)
         return -1;
@@ -686,7 +686,7 @@ static int rc_overlap(int *field, int b, const char *what, struct mb_val_recipe 
 }
 
 /* other_recipe "attention_backend=NAME" (Megatron-Core --attention-backend). */
-static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_val_recipe *r)
+static int mb_validate__rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_val_recipe *r)
 {
     int was_scores = s->attn_backend >= MB_ATTN_UNFUSED;
     struct mb_err e;
@@ -706,7 +706,7 @@ static int rc_attn_backend(struct mb_scenario *s, const char *name, struct mb_va
  * dist_opt, TOKEN-DROP capacity_factor, force-balanced routing, grouped GEMM, HybridEP/DeepEP SM
  * counts. Provenance items (rc_info_items) are skipped; every other item is listed as not
  * modelled, in the cell's own spelling (o is the cell as written, aligned with t). */
-static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct mb_val_recipe *r)
+static int mb_validate__rc_other(struct mb_scenario *s, const char *o, const char *t, struct mb_val_recipe *r)
 {
     char all[2048], *save = NULL;
     int grf = -1, pao_grads = 0, pao_states = 0, rc = 0, b = -1, dlim = -1;
@@ -724,32 +724,32 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
         }
         if (info)
             continue;
-        if (rc_kv_bool(x, "precision_aware_opt", &b)) {
+        if (mb_validate__rc_kv_bool(x, "precision_aware_opt", &b)) {
             if (b < 0) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "precision_aware_opt: expected =True or =False");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "precision_aware_opt: expected =True or =False");
             } else if (!b) {
                 pao_states = 4; /* fp32 moments, Megatron's default */
-            } else if (!(pao_states = rc_dtype_bytes(x, "exp_avg"))) {
+            } else if (!(pao_states = mb_validate__rc_dtype_bytes(x, "exp_avg"))) {
                 mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "precision_aware_opt dtypes (not stated)");
             } else {
-                pao_grads = rc_dtype_bytes(x, "grads");
-                if (rc_dtype_bytes(x, "params") == 2)
+                pao_grads = mb_validate__rc_dtype_bytes(x, "grads");
+                if (mb_validate__rc_dtype_bytes(x, "params") == 2)
                     mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "bf16 master params");
             }
-        } else if (rc_kv_bool(x, "grad_reduce_in_fp32", &b)) {
+        } else if (mb_validate__rc_kv_bool(x, "grad_reduce_in_fp32", &b)) {
             if (b < 0)
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "grad_reduce_in_fp32: expected =True or =False");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "grad_reduce_in_fp32: expected =True or =False");
             else
                 grf = b;
-        } else if (rc_kv_bool(x, "overlap_grad_reduce", &b) || rc_kv_bool(x, "co.overlap_grad_reduce", &b)) {
-            if (rc_overlap(&s->overlap_grad_reduce, b, "grad-reduce", r) < 0)
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_grad_reduce: expected =True or =False");
-        } else if (rc_kv_bool(x, "overlap_param_gather", &b) || rc_kv_bool(x, "co.overlap_param_gather", &b)) {
-            if (rc_overlap(&s->overlap_param_gather, b, "param-gather", r) < 0)
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_param_gather: expected =True or =False");
-        } else if (rc_kv_bool(x, "shared_expert_overlap", &b)) {
+        } else if (mb_validate__rc_kv_bool(x, "overlap_grad_reduce", &b) || mb_validate__rc_kv_bool(x, "co.overlap_grad_reduce", &b)) {
+            if (mb_validate__rc_overlap(&s->overlap_grad_reduce, b, "grad-reduce", r) < 0)
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_grad_reduce: expected =True or =False");
+        } else if (mb_validate__rc_kv_bool(x, "overlap_param_gather", &b) || mb_validate__rc_kv_bool(x, "co.overlap_param_gather", &b)) {
+            if (mb_validate__rc_overlap(&s->overlap_param_gather, b, "param-gather", r) < 0)
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_param_gather: expected =True or =False");
+        } else if (mb_validate__rc_kv_bool(x, "shared_expert_overlap", &b)) {
             if (b < 0) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "shared_expert_overlap: expected =True or =False");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "shared_expert_overlap: expected =True or =False");
             } else if (s->model.shared_ffn_hidden <= 0) {
                 if (b)
                     mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "shared_expert_overlap (no shared experts)");
@@ -758,9 +758,9 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
                     mb_validate__rl_add(r->applied, sizeof r->applied, "shared-expert overlap %s", b ? "on" : "off");
                 s->shared_expert_overlap = b;
             }
-        } else if (rc_kv_bool(x, "seq_parallel", &b) || (!strncmp(x, "no sequence parallel", 20) && (b = 0) == 0)) {
+        } else if (mb_validate__rc_kv_bool(x, "seq_parallel", &b) || (!strncmp(x, "no sequence parallel", 20) && (b = 0) == 0)) {
             if (b < 0) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "seq_parallel: expected =True or =False");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "seq_parallel: expected =True or =False");
             } else if (s->tp > 1) {
                 int was = s->sequence_parallel < 0 ? 1 : s->sequence_parallel;
                 if (b != was)
@@ -771,9 +771,9 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
                     mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "TP comm overlap (needs sequence parallelism)");
                 }
             }
-        } else if (rc_kv_bool(x, "dist_opt", &b)) {
+        } else if (mb_validate__rc_kv_bool(x, "dist_opt", &b)) {
             if (b < 0) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "dist_opt: expected =True or =False");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "dist_opt: expected =True or =False");
             } else if (!b && s->strategy == MB_STRAT_FSDP) {
                 mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "dist_opt=False (FSDP)");
             } else {
@@ -782,9 +782,9 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
                            b ? "distributed optimizer" : "DDP, no distributed optimizer");
                 s->dist_opt = b;
             }
-        } else if (rc_kv_bool(x, "defer_embedding_wgrad", &b)) {
+        } else if (mb_validate__rc_kv_bool(x, "defer_embedding_wgrad", &b)) {
             if (b < 0) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "defer_embedding_wgrad: expected =True or =False");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "defer_embedding_wgrad: expected =True or =False");
             } else if (b && (s->pp <= 1 || s->strategy == MB_STRAT_FSDP)) {
                 mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "defer_embedding_wgrad (needs pp > 1, 3d)");
             } else {
@@ -794,16 +794,16 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
             }
         } else if (!strncmp(x, "wgrad_deferral_limit=", 21)) {
             const char *p = x + 21;
-            long n = rc_int(&p);
+            long n = mb_validate__rc_int(&p);
             if (n < 0 || n > 1000000 || *p)
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "wgrad_deferral_limit: expected an integer >= 0");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "wgrad_deferral_limit: expected an integer >= 0");
             else
                 dlim = (int)n;
         } else if (!strncmp(x, "token-drop capacity_factor=", 27)) {
             char *end;
             double cf = strtod(x + 27, &end);
             if (end == x + 27 || !isfinite(cf) || (cf != 0 && cf < 1) || cf > 1000) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "capacity_factor: expected 0 or a number >= 1");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "capacity_factor: expected 0 or a number >= 1");
             } else if (s->model.num_experts <= 0) {
                 mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "capacity_factor (dense model)");
             } else {
@@ -820,16 +820,16 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
             mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled,
                    "force_balance=False (the routing imbalance is not stated: simulated balanced)");
         } else if (!strncmp(x, "attention_backend=", 18)) {
-            if (rc_attn_backend(s, x + 18, r) < 0)
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "attention_backend: expected auto, flash, fused, unfused or local");
+            if (mb_validate__rc_attn_backend(s, x + 18, r) < 0)
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "attention_backend: expected auto, flash, fused, unfused or local");
         } else if (!strcmp(x, "grouped_gemm=true") || !strcmp(x, "grouped gemm") || !strcmp(x, "experts=gmm")) {
             /* mbsim runs the routed experts as grouped GEMMs */
         } else if (!strncmp(x, "hybridep_num_sms=", 17) || !strncmp(x, "--moe-deepep-num-sms", 20)) {
             int hy = x[0] == 'h';
             const char *p = x + (hy ? 17 : 20);
-            long n = rc_int(&p);
+            long n = mb_validate__rc_int(&p);
             if (n < 1 || n > 1024) {
-                rc = rc_bad(r, MB_VAL_RC_OTHER, o, "SM count is not an integer in 1..1024");
+                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "SM count is not an integer in 1..1024");
                 continue;
             }
             if (s->dispatcher == (hy ? MB_DISP_HYBRIDEP : MB_DISP_DEEPEP) && n != s->dispatcher_sms) {
@@ -839,7 +839,7 @@ static int rc_other(struct mb_scenario *s, const char *o, const char *t, struct 
             if (hy && strstr(x, "combine chunk"))
                 mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "HybridEP combine chunk size");
         } else {
-            mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", rc_len60(x), xo, strlen(x) > 60 ? "..." : "");
+            mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", mb_validate__rc_len60(x), xo, strlen(x) > 60 ? "..." : "");
         }
     }
     /* the deferral limit with the deferral only; unstated: Megatron's 0 (every microbatch) */
@@ -873,38 +873,38 @@ int mb_validate_recipe_cell(struct mb_scenario *s, enum mb_val_rcol col, const c
     /* the cell as written (trimmed) and its lower-case twin, aligned character by character */
     mb_validate__copy_str(orig, sizeof orig, cell ? cell : "");
     cell = mb_validate__trim(orig);
-    t = rc_lower(low, sizeof low, cell);
+    t = mb_validate__rc_lower(low, sizeof low, cell);
     if (!*t) {
         mb_validate__note_add(r->defaulted, sizeof r->defaulted, mb_val__rcolname[col]);
         return 1;
     }
-    if (rc_is_na(t))
+    if (mb_validate__rc_is_na(t))
         return 0;
     switch (col) {
     case MB_VAL_RC_DISPATCHER:
-        return rc_dispatcher(s, cell, t, r);
+        return mb_validate__rc_dispatcher(s, cell, t, r);
     case MB_VAL_RC_EP_OVERLAP:
-        return rc_ep_overlap(s, cell, t, r);
+        return mb_validate__rc_ep_overlap(s, cell, t, r);
     case MB_VAL_RC_CUDA_GRAPH:
-        return rc_cuda_graph(s, cell, t, r);
+        return mb_validate__rc_cuda_graph(s, cell, t, r);
     case MB_VAL_RC_RECOMPUTE_DETAIL:
-        return rc_recompute(s, cell, t, r);
+        return mb_validate__rc_recompute(s, cell, t, r);
     case MB_VAL_RC_TP_OVERLAP:
-        return rc_tp_overlap(s, cell, t, r);
+        return mb_validate__rc_tp_overlap(s, cell, t, r);
     case MB_VAL_RC_FSDP_IMPL:
-        return rc_fsdp_impl(s, cell, t, r);
+        return mb_validate__rc_fsdp_impl(s, cell, t, r);
     case MB_VAL_RC_CPU_OFFLOAD:
-        return rc_cpu_offload(s, cell, t, r);
+        return mb_validate__rc_cpu_offload(s, cell, t, r);
     case MB_VAL_RC_FP8_RECIPE:
-        return rc_fp8_recipe(s, cell, t, r);
+        return mb_validate__rc_fp8_recipe(s, cell, t, r);
     case MB_VAL_RC_CE_FUSION:
-        return rc_ce_fusion(s, cell, t, r);
+        return mb_validate__rc_ce_fusion(s, cell, t, r);
     case MB_VAL_RC_MTP_LAYERS:
-        return rc_mtp(s, cell, t, r);
+        return mb_validate__rc_mtp(s, cell, t, r);
     case MB_VAL_RC_PP_LAYOUT:
-        return rc_pp_layout(s, cell, t, r);
+        return mb_validate__rc_pp_layout(s, cell, t, r);
     case MB_VAL_RC_OTHER:
-        return rc_other(s, cell, t, r);
+        return mb_validate__rc_other(s, cell, t, r);
     default:
         return -1;
     }

@@ -34,14 +34,14 @@ struct mb_val__recipes {
     size_t n, cap;
 };
 
-static int cmp_str(const void *a, const void *b)
+static int mb_validate__cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Register one file: 1 when it is a recipe file (newly or already registered), 0 when it has no
  * measured.csv_row (an error when named alone: `required`), -1 on error. */
-static int add_file(struct mb_val__recipes *rs, const char *path, int required, struct mb_err *err)
+static int mb_validate__add_file(struct mb_val__recipes *rs, const char *path, int required, struct mb_err *err)
 {
     struct mb_scenario s;
     struct stat st;
@@ -82,7 +82,7 @@ static int add_file(struct mb_val__recipes *rs, const char *path, int required, 
     return 1;
 }
 
-static int is_yaml_name(const char *name)
+static int mb_validate__is_yaml_name(const char *name)
 {
     size_t l = strlen(name);
     return name[0] != '.' && ((l > 5 && !strcmp(name + l - 5, ".yaml")) || (l > 4 && !strcmp(name + l - 4, ".yml")));
@@ -90,7 +90,7 @@ static int is_yaml_name(const char *name)
 
 /* Every regular *.yaml / *.yml file of a folder, in name order (the same errors on every machine):
  * how many are recipe files, or -1 on error. */
-static int add_dir(struct mb_val__recipes *rs, const char *dir_arg, struct mb_err *err)
+static int mb_validate__add_dir(struct mb_val__recipes *rs, const char *dir_arg, struct mb_err *err)
 {
     char *dir = mb_strdup(dir_arg);
     for (size_t l = strlen(dir); l > 1 && dir[l - 1] == '/'; l--) /* "d/" names its files "d/x.yaml" */
@@ -106,7 +106,7 @@ static int add_dir(struct mb_val__recipes *rs, const char *dir_arg, struct mb_er
     }
     while ((de = readdir(d)) != NULL) {
         struct stat st;
-        if (!is_yaml_name(de->d_name))
+        if (!mb_validate__is_yaml_name(de->d_name))
             continue;
         char *full = mb_malloc(strlen(dir) + strlen(de->d_name) + 2);
         sprintf(full, "%s/%s", dir, de->d_name);
@@ -122,10 +122,10 @@ static int add_dir(struct mb_val__recipes *rs, const char *dir_arg, struct mb_er
     }
     closedir(d);
     if (n > 1)
-        qsort(names, n, sizeof *names, cmp_str);
+        qsort(names, n, sizeof *names, mb_validate__cmp_str);
     for (size_t i = 0; i < n; i++) {
         if (rc >= 0) {
-            rc = add_file(rs, names[i], 0, err);
+            rc = mb_validate__add_file(rs, names[i], 0, err);
             found += rc > 0;
         }
         mb_free(names[i]);
@@ -146,7 +146,7 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
     if (stat(path, &st) != 0)
         return mb_err_set(err, path, 0, 0, "cannot open (expected a scenario file or a folder of them)");
     if (S_ISDIR(st.st_mode)) {
-        int found = add_dir(out->recipes, path, err);
+        int found = mb_validate__add_dir(out->recipes, path, err);
         if (found < 0)
             return -1;
         if (found == 0)
@@ -154,7 +154,7 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
                               "measured.csv_row");
         return 0;
     }
-    return add_file(out->recipes, path, 1, err) < 0 ? -1 : 0;
+    return mb_validate__add_file(out->recipes, path, 1, err) < 0 ? -1 : 0;
 }
 
 const struct mb_scenario *mb_validate_recipe_file(struct mb_val_summary *s, const char *id, const char **path)
@@ -219,7 +219,7 @@ void mb_validate_recipes_free(struct mb_val_summary *s)
 }
 
 /* selective with no module recomputes nothing: the same as none */
-static unsigned rc_mods(const struct mb_scenario *s, int *gran)
+static unsigned mb_validate__rc_mods(const struct mb_scenario *s, int *gran)
 {
     *gran = s->recompute;
     if (s->recompute == MB_RC_SELECTIVE && !s->recompute_modules)
@@ -227,7 +227,7 @@ static unsigned rc_mods(const struct mb_scenario *s, int *gran)
     return s->recompute == MB_RC_SELECTIVE ? s->recompute_modules : 0;
 }
 
-static const char *rc_name(int gran, unsigned mods, char *buf, size_t n)
+static const char *mb_validate__rc_name(int gran, unsigned mods, char *buf, size_t n)
 {
     if (gran != MB_RC_SELECTIVE) {
         snprintf(buf, n, "%s", gran == MB_RC_FULL ? "full" : "none");
@@ -241,7 +241,7 @@ static const char *rc_name(int gran, unsigned mods, char *buf, size_t n)
 
 /* Two models of one name that are not the same model (a model file edited, an inline model):
  * their layer count, widths, experts and parameter count. */
-static int model_differs(const struct mb_model *a, const struct mb_model *b, char *why, size_t n)
+static int mb_validate__model_differs(const struct mb_model *a, const struct mb_model *b, char *why, size_t n)
 {
     struct mb_params pa, pb;
     mb_model_params(a, &pa);
@@ -258,18 +258,18 @@ static int model_differs(const struct mb_model *a, const struct mb_model *b, cha
     return 0;
 }
 
-static int near(double a, double b)
+static int mb_validate__near(double a, double b)
 {
     return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
 }
 
 /* Two systems of one name that are not the same cluster (a system file beside the preset it copies). */
-static int system_differs(const struct mb_system *a, const struct mb_system *b, char *why, size_t n)
+static int mb_validate__system_differs(const struct mb_system *a, const struct mb_system *b, char *why, size_t n)
 {
     if (strcmp(a->gpu, b->gpu) || a->gpus_per_node != b->gpus_per_node || a->nvlink_domain != b->nvlink_domain ||
-        !near(a->nvlink_bw, b->nvlink_bw) || !near(a->nic_bw, b->nic_bw) || !near(a->nic_latency, b->nic_latency) ||
-        a->switch_tiers != b->switch_tiers || !near(a->oversubscription, b->oversubscription) ||
-        !near(a->power_cap, b->power_cap)) {
+        !mb_validate__near(a->nvlink_bw, b->nvlink_bw) || !mb_validate__near(a->nic_bw, b->nic_bw) || !mb_validate__near(a->nic_latency, b->nic_latency) ||
+        a->switch_tiers != b->switch_tiers || !mb_validate__near(a->oversubscription, b->oversubscription) ||
+        !mb_validate__near(a->power_cap, b->power_cap)) {
         snprintf(why, n, "system %s of %s GPUs, %d per node, NIC %.4g GB/s per GPU; the row's %s: %s, %d per node, "
                  "%.4g GB/s (the same name, another cluster)", b->name, b->gpu, b->gpus_per_node, b->nic_bw / 1e9,
                  a->name, a->gpu, a->gpus_per_node, a->nic_bw / 1e9);
@@ -278,7 +278,7 @@ static int system_differs(const struct mb_system *a, const struct mb_system *b, 
     return 0;
 }
 
-static const char *lora_name(const struct mb_scenario *s, char *buf, size_t n)
+static const char *mb_validate__lora_name(const struct mb_scenario *s, char *buf, size_t n)
 {
     if (s->lora_rank <= 0) {
         snprintf(buf, n, "none");
@@ -303,18 +303,18 @@ int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_sce
 #undef F
     };
     int g_row, g_file;
-    unsigned m_row = rc_mods(row, &g_row), m_file = rc_mods(file, &g_file);
+    unsigned m_row = mb_validate__rc_mods(row, &g_row), m_file = mb_validate__rc_mods(file, &g_file);
     if (strcmp(row->model.name, file->model.name)) {
         snprintf(why, n, "model %s, the row %s", file->model.name, row->model.name);
         return 1;
     }
-    if (model_differs(&row->model, &file->model, why, n))
+    if (mb_validate__model_differs(&row->model, &file->model, why, n))
         return 1;
     if (strcmp(row->system.name, file->system.name)) {
         snprintf(why, n, "system %s, the row %s", file->system.name, row->system.name);
         return 1;
     }
-    if (system_differs(&row->system, &file->system, why, n))
+    if (mb_validate__system_differs(&row->system, &file->system, why, n))
         return 1;
     char pa[sizeof row->prec.label], pb[sizeof row->prec.label];
     mb_validate_precision_key(row->prec.label, pa, sizeof pa);
@@ -344,13 +344,13 @@ int mb_validate_recipe_layout(const struct mb_scenario *row, const struct mb_sce
     }
     if (row->lora_rank != file->lora_rank || (row->lora_rank > 0 && row->lora_targets != file->lora_targets)) {
         char a[160], b[160];
-        snprintf(why, n, "LoRA %s, the row %s", lora_name(file, a, sizeof a), lora_name(row, b, sizeof b));
+        snprintf(why, n, "LoRA %s, the row %s", mb_validate__lora_name(file, a, sizeof a), mb_validate__lora_name(row, b, sizeof b));
         return 1;
     }
     if (g_row != g_file || m_row != m_file) {
         char a[160], b[160];
-        snprintf(why, n, "recompute %s, the row %s", rc_name(g_file, m_file, a, sizeof a),
-                 rc_name(g_row, m_row, b, sizeof b));
+        snprintf(why, n, "recompute %s, the row %s", mb_validate__rc_name(g_file, m_file, a, sizeof a),
+                 mb_validate__rc_name(g_row, m_row, b, sizeof b));
         return 1;
     }
     return 0;

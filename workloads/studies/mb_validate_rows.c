@@ -80,7 +80,7 @@ int mb_validate__pick_metric(struct mb_val_row *r, double tokens, double step, d
 /* The predicted peak of a kind ("allocated", "reserved", "device") on the rank of one pipeline stage;
  * first_iter: through the first iteration only, whose allocation is lower by (peak_allocated -
  * first_iter_allocated) at the same reserve and outside terms. */
-static double stage_mem(const struct mb_memory_stage *st, const char *kind, int first_iter)
+static double mb_validate__stage_mem(const struct mb_memory_stage *st, const char *kind, int first_iter)
 {
     double less = first_iter ? st->peak_allocated - st->first_iter_allocated : 0;
     if (!strcmp(kind, "reserved"))
@@ -93,7 +93,7 @@ static double stage_mem(const struct mb_memory_stage *st, const char *kind, int 
 /* Memory of a predicted row: the verdict, the peak rank's largest terms at its
  * peak, and the comparison with a measured peak (largest over the stages'
  * ranks, as a published peak is the worst rank's). */
-static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
+static void mb_validate__row_memory(struct mb_val_row *r, const struct mb_memory *m)
 {
     const struct {
         const char *name;
@@ -129,14 +129,14 @@ static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
         double best = 0.0;
         if (m->n_stages > 0 && !strcmp(r->mem_from, "notes")) {
             /* a logged peak: the last pipeline stage's rank (mb_val_row.mem_from) */
-            best = stage_mem(&m->per_stage[m->n_stages - 1], r->mem_kind, r->mem_first_iter);
+            best = mb_validate__stage_mem(&m->per_stage[m->n_stages - 1], r->mem_kind, r->mem_first_iter);
         } else if (m->n_stages > 0) {
             for (int st = 0; st < m->n_stages; st++)
-                best = fmax(best, stage_mem(&m->per_stage[st], r->mem_kind, r->mem_first_iter));
+                best = fmax(best, mb_validate__stage_mem(&m->per_stage[st], r->mem_kind, r->mem_first_iter));
         } else {
             struct mb_memory_stage one = {.peak_allocated = m->peak_allocated, .reserved = m->reserved,
                                           .device = m->device, .first_iter_allocated = m->first_iter_allocated};
-            best = stage_mem(&one, r->mem_kind, r->mem_first_iter);
+            best = mb_validate__stage_mem(&one, r->mem_kind, r->mem_first_iter);
         }
         r->pred_mem_gib = best / GIB;
         r->mem_err_pct = (r->pred_mem_gib - r->meas_mem_gib) / r->meas_mem_gib * 100.0;
@@ -148,7 +148,7 @@ static void row_memory(struct mb_val_row *r, const struct mb_memory *m)
  * CSV's sharding group, noted when it differs from DP; `head` and `tail`: what
  * the recipe columns or the notes set and state (built by the CSV reader),
  * noted before and after the predicted-OOM remark when not empty. */
-static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int fsdp_group, const char *head,
+static void mb_validate__predict_row(struct mb_val_row *r, const struct mb_scenario *s, int fsdp_group, const char *head,
                         const char *tail)
 {
     struct mb_result res;
@@ -180,7 +180,7 @@ static void predict_row(struct mb_val_row *r, const struct mb_scenario *s, int f
         r->predicted = pred;
         r->err_pct = (pred - r->measured) / r->measured * 100.0;
     }
-    row_memory(r, &res.mem);
+    mb_validate__row_memory(r, &res.mem);
     if (fsdp_group > 0 && s->strategy == MB_STRAT_FSDP && fsdp_group != s->dp)
         snprintf(r->note, sizeof r->note, "FSDP sharding group %d differs from DP %d (simulated over DP)",
                  fsdp_group, s->dp);
@@ -219,7 +219,7 @@ void mb_validate__report_progress(struct mb_val_summary *out, size_t done)
 
 /* Claim and simulate jobs until none is left; the calling thread
  * (is_main) reports progress after each of its jobs. */
-static void run_jobs(struct mb_val__pool *p, int is_main)
+static void mb_validate__run_jobs(struct mb_val__pool *p, int is_main)
 {
     struct mb_val_summary *out = p->out;
     for (;;) {
@@ -232,16 +232,16 @@ static void run_jobs(struct mb_val__pool *p, int is_main)
         if (k == out->n_pending)
             return;
         struct mb_val__job *j = &out->pending[k];
-        predict_row(&out->rows[j->row], &j->s, j->fsdp_group, j->head, j->tail);
+        mb_validate__predict_row(&out->rows[j->row], &j->s, j->fsdp_group, j->head, j->tail);
         pthread_mutex_lock(&p->mu);
         p->done++;
         pthread_mutex_unlock(&p->mu);
     }
 }
 
-static void *job_worker(void *arg)
+static void *mb_validate__job_worker(void *arg)
 {
-    run_jobs(arg, 0);
+    mb_validate__run_jobs(arg, 0);
     return NULL;
 }
 
@@ -258,9 +258,9 @@ void mb_validate__flush_jobs(struct mb_val_summary *out)
     pthread_t *th = mb_calloc((size_t)nt, sizeof *th);
     int started = 0;
     for (int t = 1; t < nt; t++) /* the calling thread is worker 0 */
-        if (pthread_create(&th[started], NULL, job_worker, &p) == 0)
+        if (pthread_create(&th[started], NULL, mb_validate__job_worker, &p) == 0)
             started++;
-    run_jobs(&p, 1);
+    mb_validate__run_jobs(&p, 1);
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
     mb_free(th);
@@ -283,7 +283,7 @@ void mb_validate__submit_row(struct mb_val_summary *out, struct mb_val_row *r, s
                        char *head, char *tail)
 {
     if (out->jobs <= 1) {
-        predict_row(r, s, fsdp_group, head, tail);
+        mb_validate__predict_row(r, s, fsdp_group, head, tail);
         if (!r->skipped && out->on_row)
             out->on_row(out->on_row_ctx, r, s);
         mb_scenario_free(s);
