@@ -496,6 +496,188 @@ static void mb_kin__gpu(json_t *root, char *out, size_t len)
         }
 }
 
+/* One trace being imported (mb_prof_kineto). */
+struct mb_kin__scan {
+    json_t *evs;                          /* $.traceEvents */
+    const struct mb_kin__ref *ops, *rts;  /* cpu_op events by External id; runtime/driver calls by correlation */
+    size_t nops, nrts;
+    struct mb_prof *p;
+    struct mb_kin__inst *inst;            /* the shaped kernel events */
+    size_t ninst;
+    const char *path;
+    struct mb_err *err;
+};
+
+/* Indexes the cpu_op events by External id (ops) and the runtime/driver calls by correlation (rts), sorted. */
+static void mb_kin__index(json_t *evs, struct mb_kin__ref *ops, size_t *nops, struct mb_kin__ref *rts,
+                          size_t *nrts)
+{
+    size_t nev = json_array_size(evs);
+    for (size_t i = 0; i < nev; i++) {
+        json_t *e = json_array_get(evs, i);
+        const char *cat = mb_kin__str(e, "cat");
+        json_t *args = json_object_get(e, "args");
+        long long key;
+        if (!cat || !json_is_object(args))
+            continue;
+        if (strcmp(cat, "cpu_op") == 0 && mb_kin__int_arg(args, "External id", &key))
+            ops[(*nops)++] = (struct mb_kin__ref){key, i};
+        else if ((strcmp(cat, "cuda_runtime") == 0 || strcmp(cat, "cuda_driver") == 0) &&
+                 mb_kin__int_arg(args, "correlation", &key))
+            rts[(*nrts)++] = (struct mb_kin__ref){key, i};
+    }
+    qsort(ops, *nops, sizeof *ops, mb_kin__ref_cmp);
+    qsort(rts, *nrts, sizeof *rts, mb_kin__ref_cmp);
+}
+
+/* Counts GPU event i (dur_s, class cls) under its kernel name and in the class totals; @return its kernel. */
+static struct mb_prof_kernel *mb_kin__tally(struct mb_prof *p, const char *name, enum mb_kclass cls, size_t i,
+                                            double dur_s)
+{
+    struct mb_prof_kernel *k = NULL;
+    for (size_t j = 0; j < p->n_kernels; j++)
+        if (strcmp(p->kernels[j].name, name) == 0)
+            k = &p->kernels[j];
+    if (!k) {
+        p->kernels = mb_realloc(p->kernels, (p->n_kernels + 1) * sizeof *p->kernels);
+        k = &p->kernels[p->n_kernels++];
+        memset(k, 0, sizeof *k);
+        k->name = mb_strdup(name);
+        k->cls = cls;
+        k->line = (int)i;
+        p->cls_kernels[cls]++;
+    }
+    k->instances++;
+    k->total_s += dur_s;
+    k->avg_s = k->med_s = k->total_s / (double)k->instances;
+    p->cls_instances[cls]++;
+    p->cls_time_s[cls] += dur_s;
+    p->total_s += dur_s;
+    return k;
+}
+
+/* The CPU op that launched a kernel (its args): External id, else correlation -> runtime call ->
+ * External id. *ext gets the id, *opr the op's index entry (NULL: none); @return the op, or NULL. */
+static json_t *mb_kin__launcher(const struct mb_kin__scan *S, json_t *args, long long *ext,
+                                const struct mb_kin__ref **opr)
+{
+    long long corr = 0;
+    int have_ext = mb_kin__int_arg(args, "External id", ext);
+    if (!have_ext && mb_kin__int_arg(args, "correlation", &corr)) {
+        const struct mb_kin__ref *r = mb_kin__find(S->rts, S->nrts, corr);
+        if (r)
+            have_ext = mb_kin__int_arg(json_object_get(json_array_get(S->evs, r->ev), "args"), "External id", ext);
+    }
+    *opr = have_ext ? mb_kin__find(S->ops, S->nops, *ext) : NULL;
+    return *opr ? json_array_get(S->evs, (*opr)->ev) : NULL;
+}
+
+/* Kernel event e (index i, class cls): a collective, or a GEMM / attention instance with its op's shape.
+ * @return 0, or -1 with err set. */
+static int mb_kin__kernel(struct mb_kin__scan *S, json_t *e, size_t i, enum mb_kclass cls, double dur_s,
+                          const char *kname)
+{
+    struct mb_prof *p = S->p;
+    json_t *args = json_object_get(e, "args");
+    long long ext = 0;
+    const struct mb_kin__ref *opr;
+    json_t *op = mb_kin__launcher(S, args, &ext, &opr);
+
+    if (cls == MB_KC_NCCL) {
+        struct mb_prof_coll c;
+        int got = mb_kin__coll(args, dur_s, &c, S->path, i, S->err);
+        if (!got && op)
+            got = mb_kin__coll(json_object_get(op, "args"), dur_s, &c, S->path, opr->ev, S->err);
+        if (got < 0)
+            return -1;
+        if (got)
+            mb_kin__add_coll(p, &c);
+        else
+            p->n_noshape++;
+        return 0;
+    }
+    if (cls != MB_KC_GEMM && cls != MB_KC_GROUPED_GEMM && cls != MB_KC_ATTN_FWD && cls != MB_KC_ATTN_BWD)
+        return 0;
+    struct mb_prof_shape s;
+    if (!op || !mb_kin__op_shape(mb_kin__str(op, "name"), json_object_get(op, "args"), &s)) {
+        p->n_noshape++;
+        return 0;
+    }
+    S->inst = mb_realloc(S->inst, (S->ninst + 1) * sizeof *S->inst);
+    S->inst[S->ninst++] = (struct mb_kin__inst){ext, s, dur_s, kname};
+    return 0;
+}
+
+/* Event i of the trace: a GPU kernel, memcpy or memset is counted (a kernel also
+ * read by mb_kin__kernel), anything else skipped. @return 0, or -1 with err set. */
+static int mb_kin__event(struct mb_kin__scan *S, size_t i)
+{
+    json_t *e = json_array_get(S->evs, i);
+    if (!json_is_object(e))
+        return mb_err_set(S->err, S->path, 0, 0, "$.traceEvents[%zu]: expected an object", i);
+    const char *cat = mb_kin__str(e, "cat"), *ph = mb_kin__str(e, "ph");
+    if (!cat || !ph || strcmp(ph, "X") != 0)
+        return 0;
+    int is_kernel = strcmp(cat, "kernel") == 0;
+    if (!is_kernel && strcmp(cat, "gpu_memcpy") != 0 && strcmp(cat, "gpu_memset") != 0)
+        return 0;
+    const char *name = mb_kin__str(e, "name");
+    json_t *dur = json_object_get(e, "dur");
+    if (!name)
+        return mb_err_set(S->err, S->path, 0, 0, "$.traceEvents[%zu].name: missing or not a string (%s event)", i,
+                          cat);
+    if (!json_is_number(dur) || json_number_value(dur) < 0)
+        return mb_err_set(S->err, S->path, 0, 0,
+                          "$.traceEvents[%zu].dur: missing or not a non-negative number (%s '%.60s')", i, cat, name);
+    double dur_s = json_number_value(dur) * 1e-6;
+    enum mb_kclass cls = is_kernel ? mb_prof_classify(name) : MB_KC_MEMORY;
+    struct mb_prof_kernel *k = mb_kin__tally(S->p, name, cls, i, dur_s);
+    if (!is_kernel)
+        return 0;
+    return mb_kin__kernel(S, e, i, cls, dur_s, k->name);
+}
+
+/* Sums the kernels of one op instance, then averages instances of equal shape into p->points. */
+static void mb_kin__points(struct mb_prof *p, struct mb_kin__inst *inst, size_t ninst)
+{
+    if (ninst)
+        qsort(inst, ninst, sizeof *inst, mb_kin__inst_ext_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < ninst;) {
+        size_t j = i + 1;
+        double sum = inst[i].dur_s;
+        while (j < ninst && inst[j].ext == inst[i].ext)
+            sum += inst[j++].dur_s;
+        inst[u] = inst[i];
+        inst[u++].dur_s = sum;
+        i = j;
+    }
+    for (size_t i = 0; i < u; i++) {
+        struct mb_prof_point *pt = NULL;
+        for (size_t j = 0; j < p->n_points; j++)
+            if (mb_kin__shape_eq(&p->points[j].shape, &inst[i].shape))
+                pt = &p->points[j];
+        if (!pt) {
+            p->points = mb_realloc(p->points, (p->n_points + 1) * sizeof *p->points);
+            pt = &p->points[p->n_points++];
+            memset(pt, 0, sizeof *pt);
+            pt->shape = inst[i].shape;
+            char cut[100];
+            snprintf(cut, sizeof cut, "%.80s", inst[i].kernel);
+            int l = snprintf(NULL, 0, "kineto: %s", cut);
+            pt->source = mb_malloc((size_t)l + 1);
+            snprintf(pt->source, (size_t)l + 1, "kineto: %s", cut);
+        }
+        pt->time_s += inst[i].dur_s; /* total for now */
+        pt->instances++;
+    }
+    for (size_t j = 0; j < p->n_points; j++) {
+        struct mb_prof_point *pt = &p->points[j];
+        pt->time_s /= (double)pt->instances;
+        pt->achieved = pt->time_s > 0 ? mb_prof_shape_flop(&pt->shape) / pt->time_s : 0;
+    }
+}
+
 int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
 {
     *out = NULL;
@@ -516,156 +698,26 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
     }
     size_t nev = json_array_size(evs);
     struct mb_kin__ref *ops = mb_calloc(nev ? nev : 1, sizeof *ops), *rts = mb_calloc(nev ? nev : 1, sizeof *rts);
-    size_t nops = 0, nrts = 0;
-    for (size_t i = 0; i < nev; i++) {
-        json_t *e = json_array_get(evs, i);
-        const char *cat = mb_kin__str(e, "cat");
-        json_t *args = json_object_get(e, "args");
-        long long key;
-        if (!cat || !json_is_object(args))
-            continue;
-        if (strcmp(cat, "cpu_op") == 0 && mb_kin__int_arg(args, "External id", &key))
-            ops[nops++] = (struct mb_kin__ref){key, i};
-        else if ((strcmp(cat, "cuda_runtime") == 0 || strcmp(cat, "cuda_driver") == 0) &&
-                 mb_kin__int_arg(args, "correlation", &key))
-            rts[nrts++] = (struct mb_kin__ref){key, i};
-    }
-    qsort(ops, nops, sizeof *ops, mb_kin__ref_cmp);
-    qsort(rts, nrts, sizeof *rts, mb_kin__ref_cmp);
+    struct mb_kin__scan S;
+    memset(&S, 0, sizeof S);
+    S.evs = evs;
+    S.path = path;
+    S.err = err;
+    mb_kin__index(evs, ops, &S.nops, rts, &S.nrts);
+    S.ops = ops;
+    S.rts = rts;
 
-    struct mb_prof *p = mb_calloc(1, sizeof *p);
+    struct mb_prof *p = S.p = mb_calloc(1, sizeof *p);
     p->file = mb_strdup(path);
     mb_kin__gpu(root, p->gpu, sizeof p->gpu);
-    struct mb_kin__inst *inst = NULL;
-    size_t ninst = 0;
     int rc = 0;
-    for (size_t i = 0; i < nev && !rc; i++) {
-        json_t *e = json_array_get(evs, i);
-        if (!json_is_object(e)) {
-            rc = mb_err_set(err, path, 0, 0, "$.traceEvents[%zu]: expected an object", i);
-            break;
-        }
-        const char *cat = mb_kin__str(e, "cat"), *ph = mb_kin__str(e, "ph");
-        if (!cat || !ph || strcmp(ph, "X") != 0)
-            continue;
-        int is_kernel = strcmp(cat, "kernel") == 0;
-        if (!is_kernel && strcmp(cat, "gpu_memcpy") != 0 && strcmp(cat, "gpu_memset") != 0)
-            continue;
-        const char *name = mb_kin__str(e, "name");
-        json_t *dur = json_object_get(e, "dur");
-        if (!name) {
-            rc = mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].name: missing or not a string (%s event)", i, cat);
-            break;
-        }
-        if (!json_is_number(dur) || json_number_value(dur) < 0) {
-            rc = mb_err_set(err, path, 0, 0, "$.traceEvents[%zu].dur: missing or not a non-negative number (%s '%.60s')",
-                            i, cat, name);
-            break;
-        }
-        double dur_s = json_number_value(dur) * 1e-6;
-        enum mb_kclass cls = is_kernel ? mb_prof_classify(name) : MB_KC_MEMORY;
-        struct mb_prof_kernel *k = NULL;
-        for (size_t j = 0; j < p->n_kernels; j++)
-            if (strcmp(p->kernels[j].name, name) == 0)
-                k = &p->kernels[j];
-        if (!k) {
-            p->kernels = mb_realloc(p->kernels, (p->n_kernels + 1) * sizeof *p->kernels);
-            k = &p->kernels[p->n_kernels++];
-            memset(k, 0, sizeof *k);
-            k->name = mb_strdup(name);
-            k->cls = cls;
-            k->line = (int)i;
-            p->cls_kernels[cls]++;
-        }
-        k->instances++;
-        k->total_s += dur_s;
-        k->avg_s = k->med_s = k->total_s / (double)k->instances;
-        p->cls_instances[cls]++;
-        p->cls_time_s[cls] += dur_s;
-        p->total_s += dur_s;
-        if (!is_kernel)
-            continue;
-
-        /* the launching CPU op: External id, else correlation -> runtime call -> External id */
-        json_t *args = json_object_get(e, "args");
-        long long ext = 0, corr = 0;
-        int have_ext = mb_kin__int_arg(args, "External id", &ext);
-        if (!have_ext && mb_kin__int_arg(args, "correlation", &corr)) {
-            const struct mb_kin__ref *r = mb_kin__find(rts, nrts, corr);
-            if (r)
-                have_ext = mb_kin__int_arg(json_object_get(json_array_get(evs, r->ev), "args"), "External id", &ext);
-        }
-        const struct mb_kin__ref *opr = have_ext ? mb_kin__find(ops, nops, ext) : NULL;
-        json_t *op = opr ? json_array_get(evs, opr->ev) : NULL;
-
-        if (cls == MB_KC_NCCL) {
-            struct mb_prof_coll c;
-            int got = mb_kin__coll(args, dur_s, &c, path, i, err);
-            if (!got && op)
-                got = mb_kin__coll(json_object_get(op, "args"), dur_s, &c, path, opr->ev, err);
-            if (got < 0) {
-                rc = -1;
-                break;
-            }
-            if (got)
-                mb_kin__add_coll(p, &c);
-            else
-                p->n_noshape++;
-            continue;
-        }
-        if (cls != MB_KC_GEMM && cls != MB_KC_GROUPED_GEMM && cls != MB_KC_ATTN_FWD && cls != MB_KC_ATTN_BWD)
-            continue;
-        struct mb_prof_shape s;
-        if (!op || !mb_kin__op_shape(mb_kin__str(op, "name"), json_object_get(op, "args"), &s)) {
-            p->n_noshape++;
-            continue;
-        }
-        inst = mb_realloc(inst, (ninst + 1) * sizeof *inst);
-        inst[ninst++] = (struct mb_kin__inst){ext, s, dur_s, k->name};
-    }
-
-    if (!rc) {
-        /* sum the kernels of one op instance, then average instances of equal shape */
-        if (ninst)
-            qsort(inst, ninst, sizeof *inst, mb_kin__inst_ext_cmp);
-        size_t u = 0;
-        for (size_t i = 0; i < ninst;) {
-            size_t j = i + 1;
-            double sum = inst[i].dur_s;
-            while (j < ninst && inst[j].ext == inst[i].ext)
-                sum += inst[j++].dur_s;
-            inst[u] = inst[i];
-            inst[u++].dur_s = sum;
-            i = j;
-        }
-        for (size_t i = 0; i < u; i++) {
-            struct mb_prof_point *pt = NULL;
-            for (size_t j = 0; j < p->n_points; j++)
-                if (mb_kin__shape_eq(&p->points[j].shape, &inst[i].shape))
-                    pt = &p->points[j];
-            if (!pt) {
-                p->points = mb_realloc(p->points, (p->n_points + 1) * sizeof *p->points);
-                pt = &p->points[p->n_points++];
-                memset(pt, 0, sizeof *pt);
-                pt->shape = inst[i].shape;
-                char cut[100];
-                snprintf(cut, sizeof cut, "%.80s", inst[i].kernel);
-                int l = snprintf(NULL, 0, "kineto: %s", cut);
-                pt->source = mb_malloc((size_t)l + 1);
-                snprintf(pt->source, (size_t)l + 1, "kineto: %s", cut);
-            }
-            pt->time_s += inst[i].dur_s; /* total for now */
-            pt->instances++;
-        }
-        for (size_t j = 0; j < p->n_points; j++) {
-            struct mb_prof_point *pt = &p->points[j];
-            pt->time_s /= (double)pt->instances;
-            pt->achieved = pt->time_s > 0 ? mb_prof_shape_flop(&pt->shape) / pt->time_s : 0;
-        }
-    }
+    for (size_t i = 0; i < nev && !rc; i++)
+        rc = mb_kin__event(&S, i);
+    if (!rc)
+        mb_kin__points(p, S.inst, S.ninst);
     if (!rc)
         rc = mb_kin__host(evs, p, path, err);
-    mb_free(inst);
+    mb_free(S.inst);
     mb_free(ops);
     mb_free(rts);
     json_decref(root);

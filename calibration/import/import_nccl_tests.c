@@ -204,193 +204,239 @@ static void mb_nccl__infer_op(struct mb_nccl_run *r, const char *path)
     snprintf(r->op, sizeof r->op, "%s", op);
 }
 
+/* One log being read (mb_import_nccl_tests). */
+struct mb_nccl__parse {
+    const char *path;
+    struct mb_err *err;
+    struct mb_nccl_log add;   /* the runs read so far */
+    struct pstate ps;
+    struct layout L;          /* the current column header */
+    struct mb_nccl_run *cur;  /* the run whose rows are being read, or NULL */
+    char *row;                /* the row being tokenized (tokens point into it) */
+    size_t rowcap;
+    int lineno;
+};
+
+/* Starts a run at the column header line (its layout already in P->L). */
+static void mb_nccl__begin_run(struct mb_nccl__parse *P)
+{
+    struct mb_nccl_run *cur;
+    P->add.runs = mb_realloc(P->add.runs, (size_t)(P->add.n_runs + 1) * sizeof *P->add.runs);
+    cur = P->cur = &P->add.runs[P->add.n_runs++];
+    memset(cur, 0, sizeof *cur);
+    snprintf(cur->file, sizeof cur->file, "%s", P->path);
+    cur->line = P->lineno;
+    cur->root = -1;
+    cur->avg_busbw = -1;
+    cur->truncated = 1; /* until a footer is seen */
+    cur->n_ranks = P->ps.n_ranks;
+    cur->n_hosts = P->ps.n_hosts;
+    snprintf(cur->gpu_name, sizeof cur->gpu_name, "%s", P->ps.gpu);
+    snprintf(cur->gpu_other, sizeof cur->gpu_other, "%s", P->ps.gpu_other);
+    if (P->ps.pending_op[0]) {
+        snprintf(cur->op, sizeof cur->op, "%s", P->ps.pending_op);
+        snprintf(cur->op_from, sizeof cur->op_from, "header");
+    }
+}
+
+/* A '#' line at s: test name, thread line, rank line, footer or column header. @return 0, or -1 on an error. */
+static int mb_nccl__comment(struct mb_nccl__parse *P, const char *s)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", s + 1);
+    char *start = strstr(copy, "Collective test starting:");
+    if (start) {
+        char name[64] = "";
+        if (sscanf(start + 25, "%63s", name) == 1) {
+            char *suf = strstr(name, "_perf");
+            if (suf)
+                *suf = '\0';
+            /* a longer name is cut to fit, as before, without a -Wformat-truncation */
+            snprintf(P->ps.pending_op, sizeof P->ps.pending_op, "%.*s", (int)sizeof P->ps.pending_op - 1, name);
+        }
+        return 0;
+    }
+    if (strstr(copy, "nThread")) {
+        mb_nccl__pstate_reset(&P->ps);
+        P->cur = NULL;
+        return 0;
+    }
+    char *rk = copy;
+    while (*rk == ' ')
+        rk++;
+    if (!strncmp(rk, "Rank ", 5)) {
+        mb_nccl__parse_rank_line(&P->ps, rk);
+        return 0;
+    }
+    if (strstr(copy, "Avg bus bandwidth") && P->cur) {
+        char *c = strchr(copy, ':');
+        double v;
+        char tmp[64];
+        if (c && sscanf(c + 1, "%63s", tmp) == 1 && !mb_nccl__num(tmp, &v))
+            P->cur->avg_busbw = v;
+        P->cur->truncated = 0;
+        P->cur = NULL;
+        return 0;
+    }
+    char *tok[NCCL_MAX_TOK];
+    int nt = mb_nccl__tokenize(copy, tok, NCCL_MAX_TOK);
+    int has_size = 0, has_time = 0;
+    for (int i = 0; i < nt && i < NCCL_MAX_TOK; i++) {
+        has_size |= !strcmp(tok[i], "size");
+        has_time |= !strcmp(tok[i], "time");
+    }
+    if (has_size && has_time) {
+        if (nt > NCCL_MAX_TOK || mb_nccl__parse_header(tok, nt, &P->L))
+            return mb_err_set(P->err, P->path, P->lineno, 1,
+                              "unrecognized nccl-tests column header (need size, count, type, time, algbw, busbw)");
+        mb_nccl__begin_run(P);
+    }
+    return 0;
+}
+
+/* Reads the numeric fields of a result row into *pt. @return the name of the first bad field (its token index
+ * in *badi, what it should be in *want), or NULL. */
+static const char *mb_nccl__row_fields(const struct layout *L, char **tok, struct mb_nccl_point *pt, int *badi,
+                                       const char **want)
+{
+    const char *bad = NULL;
+    if (mb_nccl__num(tok[L->size], &pt->size) || !mb_dbl_is_whole(pt->size, 0, NCCL_MAX_COUNT))
+        bad = "size", *badi = L->size, *want = "a whole number of bytes";
+    else if (mb_nccl__num(tok[L->count], &pt->count) || !mb_dbl_is_whole(pt->count, 0, 1e18))
+        bad = "count", *badi = L->count;
+    for (int b = 0; b < L->nb && !bad; b++) {
+        if (mb_nccl__num(tok[L->time[b]], &pt->time_us[b]) || !(pt->time_us[b] > 0))
+            bad = "time", *badi = L->time[b], *want = "a positive number of microseconds";
+        else if (mb_nccl__num(tok[L->algbw[b]], &pt->algbw[b]) || pt->algbw[b] < 0)
+            bad = "algbw", *badi = L->algbw[b];
+        else if (mb_nccl__num(tok[L->busbw[b]], &pt->busbw[b]) || pt->busbw[b] < 0)
+            bad = "busbw", *badi = L->busbw[b];
+        pt->wrong[b] = -1;
+        if (!bad && L->wrong[b] >= 0 && strcmp(tok[L->wrong[b]], "N/A")) {
+            double w;
+            if (mb_nccl__num(tok[L->wrong[b]], &w) || !mb_dbl_is_whole(ceil(w), 0, NCCL_MAX_COUNT))
+                bad = "#wrong", *badi = L->wrong[b], *want = "a non-negative count or N/A";
+            else
+                pt->wrong[b] = (long)ceil(w);
+        }
+    }
+    return bad;
+}
+
+/* A non-'#' line at s (inside buf, of file f): a result row of the current run, or noise.
+ * @return 0 to read on, 1 to stop (a truncated file's cut last row), -1 on an error. */
+static int mb_nccl__row(struct mb_nccl__parse *P, FILE *f, const char *buf, const char *s, int complete)
+{
+    struct mb_nccl_run *cur = P->cur;
+    const struct layout *L = &P->L;
+    size_t sl = strlen(s) + 1;
+    if (sl > P->rowcap)
+        P->row = mb_realloc(P->row, P->rowcap = sl);
+    char *row = P->row;
+    memcpy(row, s, sl); /* tokens point into row: token - row is the column */
+    char *tok[NCCL_MAX_TOK];
+    int nt = mb_nccl__tokenize(row, tok, NCCL_MAX_TOK);
+    if (nt == 0 || strstr(s, "NCCL INFO") || strstr(s, "NCCL WARN") || !cur)
+        return 0; /* blank, NCCL debug output, or launcher noise outside a table */
+    if (!isdigit((unsigned char)tok[0][0])) {
+        if (!complete && feof(f))
+            return 1;
+        return mb_err_set(P->err, P->path, P->lineno, (int)(tok[0] - row) + (int)(s - buf) + 1,
+                          "expected an nccl-tests result row (size first), got '%.40s'", tok[0]);
+    }
+    struct mb_nccl_point pt;
+    memset(&pt, 0, sizeof pt);
+    pt.line = P->lineno;
+    pt.n_blocks = L->nb;
+    const char *bad = NULL, *want = "a non-negative number";
+    int badi = -1; /* token index of the bad field */
+    if (nt != L->n) {
+        if (!complete) { /* cut last row of a truncated file */
+            cur->truncated = 1;
+            return 1;
+        }
+        return mb_err_set(P->err, P->path, P->lineno, 1, "expected %d fields like the column header, got %d", L->n,
+                          nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
+    }
+    bad = mb_nccl__row_fields(L, tok, &pt, &badi, &want);
+    if (bad) {
+        if (!complete) {
+            cur->truncated = 1;
+            return 1;
+        }
+        return mb_err_set(P->err, P->path, P->lineno, (int)(tok[badi] - row) + (int)(s - buf) + 1,
+                          "%s (field %d): '%.40s' is not %s", bad, badi + 1, tok[badi], want);
+    }
+    if (cur->n_points && pt.size < cur->points[cur->n_points - 1].size)
+        return mb_err_set(P->err, P->path, P->lineno, 1, "size %.0f after %.0f: rows must not decrease in size",
+                          pt.size, cur->points[cur->n_points - 1].size);
+    if (cur->n_points == 0) {
+        snprintf(cur->dtype, sizeof cur->dtype, "%s", tok[L->type]);
+        snprintf(cur->redop, sizeof cur->redop, "%s", L->redop >= 0 ? tok[L->redop] : "");
+        double root;
+        if (L->root >= 0 && !mb_nccl__num(tok[L->root], &root) && mb_dbl_is_whole(root, -1, NCCL_MAX_COUNT))
+            cur->root = (int)root;
+    }
+    mb_nccl__run_push_point(cur, &pt);
+    return 0;
+}
+
+/* Appends the runs with rows to log (their op inferred where no header named it), frees the rest. */
+static void mb_nccl__keep_runs(struct mb_nccl_log *add, struct mb_nccl_log *log, const char *path)
+{
+    for (int i = 0; i < add->n_runs; i++) {
+        if (add->runs[i].n_points == 0) {
+            mb_free(add->runs[i].points);
+            continue;
+        }
+        mb_nccl__infer_op(&add->runs[i], path);
+        log->runs = mb_realloc(log->runs, (size_t)(log->n_runs + 1) * sizeof *log->runs);
+        log->runs[log->n_runs++] = add->runs[i];
+    }
+    mb_free(add->runs);
+}
+
 int mb_import_nccl_tests(const char *path, struct mb_nccl_log *log, struct mb_err *err)
 {
     FILE *f = mb_input_open(path, "an nccl-tests log file", 0, err);
     if (!f)
         return -1;
-    struct mb_nccl_log add = {0};
-    struct pstate ps;
-    memset(&ps, 0, sizeof ps);
-    struct layout L;
-    struct mb_nccl_run *cur = NULL;
-    char *buf = NULL, *row = NULL;
-    size_t cap = 0, rowcap = 0;
+    struct mb_nccl__parse P;
+    memset(&P, 0, sizeof P);
+    P.path = path;
+    P.err = err;
+    char *buf = NULL;
+    size_t cap = 0;
     ssize_t len;
-    int lineno = 0, rc = 0;
+    int rc = 0;
     while ((len = getline(&buf, &cap, f)) >= 0) {
-        lineno++;
+        P.lineno++;
         int complete = len > 0 && buf[len - 1] == '\n';
         char *s = mb_nccl__strip_prefix(buf);
         while (*s == ' ' || *s == '\t')
             s++;
-        if (*s == '#') {
-            char copy[1024];
-            snprintf(copy, sizeof copy, "%s", s + 1);
-            char *start = strstr(copy, "Collective test starting:");
-            if (start) {
-                char name[64] = "";
-                if (sscanf(start + 25, "%63s", name) == 1) {
-                    char *suf = strstr(name, "_perf");
-                    if (suf)
-                        *suf = '\0';
-                    /* a longer name is cut to fit, as before, without a -Wformat-truncation */
-                    snprintf(ps.pending_op, sizeof ps.pending_op, "%.*s", (int)sizeof ps.pending_op - 1, name);
-                }
-                continue;
-            }
-            if (strstr(copy, "nThread")) {
-                mb_nccl__pstate_reset(&ps);
-                cur = NULL;
-                continue;
-            }
-            char *rk = copy;
-            while (*rk == ' ')
-                rk++;
-            if (!strncmp(rk, "Rank ", 5)) {
-                mb_nccl__parse_rank_line(&ps, rk);
-                continue;
-            }
-            if (strstr(copy, "Avg bus bandwidth") && cur) {
-                char *c = strchr(copy, ':');
-                double v;
-                char tmp[64];
-                if (c && sscanf(c + 1, "%63s", tmp) == 1 && !mb_nccl__num(tmp, &v))
-                    cur->avg_busbw = v;
-                cur->truncated = 0;
-                cur = NULL;
-                continue;
-            }
-            char *tok[NCCL_MAX_TOK];
-            int nt = mb_nccl__tokenize(copy, tok, NCCL_MAX_TOK);
-            int has_size = 0, has_time = 0;
-            for (int i = 0; i < nt && i < NCCL_MAX_TOK; i++) {
-                has_size |= !strcmp(tok[i], "size");
-                has_time |= !strcmp(tok[i], "time");
-            }
-            if (has_size && has_time) {
-                if (nt > NCCL_MAX_TOK || mb_nccl__parse_header(tok, nt, &L)) {
-                    rc = mb_err_set(err, path, lineno, 1,
-                                    "unrecognized nccl-tests column header (need size, count, type, time, algbw, busbw)");
-                    break;
-                }
-                add.runs = mb_realloc(add.runs, (size_t)(add.n_runs + 1) * sizeof *add.runs);
-                cur = &add.runs[add.n_runs++];
-                memset(cur, 0, sizeof *cur);
-                snprintf(cur->file, sizeof cur->file, "%s", path);
-                cur->line = lineno;
-                cur->root = -1;
-                cur->avg_busbw = -1;
-                cur->truncated = 1; /* until a footer is seen */
-                cur->n_ranks = ps.n_ranks;
-                cur->n_hosts = ps.n_hosts;
-                snprintf(cur->gpu_name, sizeof cur->gpu_name, "%s", ps.gpu);
-                snprintf(cur->gpu_other, sizeof cur->gpu_other, "%s", ps.gpu_other);
-                if (ps.pending_op[0]) {
-                    snprintf(cur->op, sizeof cur->op, "%s", ps.pending_op);
-                    snprintf(cur->op_from, sizeof cur->op_from, "header");
-                }
-            }
-            continue;
-        }
-        size_t sl = strlen(s) + 1;
-        if (sl > rowcap)
-            row = mb_realloc(row, rowcap = sl);
-        memcpy(row, s, sl); /* tokens point into row: token - row is the column */
-        char *tok[NCCL_MAX_TOK];
-        int nt = mb_nccl__tokenize(row, tok, NCCL_MAX_TOK);
-        if (nt == 0 || strstr(s, "NCCL INFO") || strstr(s, "NCCL WARN") || !cur)
-            continue; /* blank, NCCL debug output, or launcher noise outside a table */
-        if (!isdigit((unsigned char)tok[0][0])) {
-            if (!complete && feof(f))
-                break;
-            rc = mb_err_set(err, path, lineno, (int)(tok[0] - row) + (int)(s - buf) + 1,
-                            "expected an nccl-tests result row (size first), got '%.40s'", tok[0]);
+        int r = *s == '#' ? mb_nccl__comment(&P, s) : mb_nccl__row(&P, f, buf, s, complete);
+        if (r < 0)
+            rc = r;
+        if (r)
             break;
-        }
-        struct mb_nccl_point pt;
-        memset(&pt, 0, sizeof pt);
-        pt.line = lineno;
-        pt.n_blocks = L.nb;
-        const char *bad = NULL, *want = "a non-negative number";
-        int badi = -1; /* token index of the bad field */
-        if (nt != L.n) {
-            if (!complete) { /* cut last row of a truncated file */
-                cur->truncated = 1;
-                break;
-            }
-            rc = mb_err_set(err, path, lineno, 1, "expected %d fields like the column header, got %d", L.n,
-                            nt > NCCL_MAX_TOK ? NCCL_MAX_TOK + 1 : nt);
-            break;
-        }
-        if (mb_nccl__num(tok[L.size], &pt.size) || !mb_dbl_is_whole(pt.size, 0, NCCL_MAX_COUNT))
-            bad = "size", badi = L.size, want = "a whole number of bytes";
-        else if (mb_nccl__num(tok[L.count], &pt.count) || !mb_dbl_is_whole(pt.count, 0, 1e18))
-            bad = "count", badi = L.count;
-        for (int b = 0; b < L.nb && !bad; b++) {
-            if (mb_nccl__num(tok[L.time[b]], &pt.time_us[b]) || !(pt.time_us[b] > 0))
-                bad = "time", badi = L.time[b], want = "a positive number of microseconds";
-            else if (mb_nccl__num(tok[L.algbw[b]], &pt.algbw[b]) || pt.algbw[b] < 0)
-                bad = "algbw", badi = L.algbw[b];
-            else if (mb_nccl__num(tok[L.busbw[b]], &pt.busbw[b]) || pt.busbw[b] < 0)
-                bad = "busbw", badi = L.busbw[b];
-            pt.wrong[b] = -1;
-            if (!bad && L.wrong[b] >= 0 && strcmp(tok[L.wrong[b]], "N/A")) {
-                double w;
-                if (mb_nccl__num(tok[L.wrong[b]], &w) || !mb_dbl_is_whole(ceil(w), 0, NCCL_MAX_COUNT))
-                    bad = "#wrong", badi = L.wrong[b], want = "a non-negative count or N/A";
-                else
-                    pt.wrong[b] = (long)ceil(w);
-            }
-        }
-        if (bad) {
-            if (!complete) {
-                cur->truncated = 1;
-                break;
-            }
-            rc = mb_err_set(err, path, lineno, (int)(tok[badi] - row) + (int)(s - buf) + 1,
-                            "%s (field %d): '%.40s' is not %s", bad, badi + 1, tok[badi], want);
-            break;
-        }
-        if (cur->n_points && pt.size < cur->points[cur->n_points - 1].size) {
-            rc = mb_err_set(err, path, lineno, 1, "size %.0f after %.0f: rows must not decrease in size", pt.size,
-                            cur->points[cur->n_points - 1].size);
-            break;
-        }
-        if (cur->n_points == 0) {
-            snprintf(cur->dtype, sizeof cur->dtype, "%s", tok[L.type]);
-            snprintf(cur->redop, sizeof cur->redop, "%s", L.redop >= 0 ? tok[L.redop] : "");
-            double root;
-            if (L.root >= 0 && !mb_nccl__num(tok[L.root], &root) && mb_dbl_is_whole(root, -1, NCCL_MAX_COUNT))
-                cur->root = (int)root;
-        }
-        mb_nccl__run_push_point(cur, &pt);
     }
     free(buf);
-    mb_free(row);
+    mb_free(P.row);
     fclose(f);
-    mb_nccl__pstate_reset(&ps);
+    mb_nccl__pstate_reset(&P.ps);
     if (!rc) {
         int pts = 0;
-        for (int i = 0; i < add.n_runs; i++)
-            pts += add.runs[i].n_points;
+        for (int i = 0; i < P.add.n_runs; i++)
+            pts += P.add.runs[i].n_points;
         if (pts == 0)
-            rc = mb_err_set(err, path, lineno, 1, "no nccl-tests result rows found");
+            rc = mb_err_set(err, path, P.lineno, 1, "no nccl-tests result rows found");
     }
     if (rc) {
-        mb_nccl_log_free(&add);
+        mb_nccl_log_free(&P.add);
         return -1;
     }
-    for (int i = 0; i < add.n_runs; i++) {
-        if (add.runs[i].n_points == 0) {
-            mb_free(add.runs[i].points);
-            continue;
-        }
-        mb_nccl__infer_op(&add.runs[i], path);
-        log->runs = mb_realloc(log->runs, (size_t)(log->n_runs + 1) * sizeof *log->runs);
-        log->runs[log->n_runs++] = add.runs[i];
-    }
-    mb_free(add.runs);
+    mb_nccl__keep_runs(&P.add, log, path);
     return 0;
 }
 
