@@ -460,9 +460,9 @@ static void check_fails(struct mb_scenario *s, const char *want)
     assert_string_equal(buf, want);
 }
 
-static void test_check_hand_built(void **state)
+/* The valid layout, and the pipeline splits of the 8 layers (an explicit layout may split unevenly). */
+static void check_hand_splits(void)
 {
-    (void)state;
     struct mb_scenario s;
     struct mb_err e;
 
@@ -510,6 +510,12 @@ static void test_check_hand_built(void **state)
     mb_err_clear(&e);
     if (mb_scenario_check(&s, &e) != 0)
         fail_msg("explicit layout: %s", e.msg);
+}
+
+/* Divisibility of the layout: tp, ep, batch, heads, vpp, EP overlap, CP, an MoE model for ep. */
+static void check_hand_layout(void)
+{
+    struct mb_scenario s;
 
     hand(&s);
     s.tp = 3;
@@ -560,6 +566,14 @@ static void test_check_hand_built(void **state)
     s.model.num_experts = 0;
     s.ep = 2;
     check_fails(&s, "ep = 2 needs an MoE model; toy has no experts");
+}
+
+/* Recompute modules the model lacks; cuda_graph.modules that Megatron-Core refuses. */
+static void check_hand_modules(void)
+{
+    struct mb_scenario s;
+    struct mb_err e;
+
     hand(&s);
     s.recompute = MB_RC_SELECTIVE;
     s.recompute_modules = MB_RCM_MLA_UP_PROJ;
@@ -606,6 +620,13 @@ static void test_check_hand_built(void **state)
     s.model.first_dense = 1; /* DeepSeek-style leading dense layers: their MLP can be graphed */
     mb_err_clear(&e);
     assert_int_equal(mb_scenario_check(&s, &e), 0);
+}
+
+/* Images against the vision encoder, max_gpus of the system, and the "file: message" form. */
+static void check_hand_inputs(void)
+{
+    struct mb_scenario s;
+
     hand(&s);
     s.model.vision.depth = 2;
     check_fails(&s, "model toy has a vision encoder: give data.images or data.mock: true");
@@ -621,6 +642,16 @@ static void test_check_hand_built(void **state)
     snprintf(s.file, sizeof s.file, "row.csv");
     s.tp = 3;
     check_fails(&s, "row.csv: tp*pp*cp = 3 does not divide gpus = 16");
+}
+
+/* The parts above, in order, as one test case. */
+static void test_check_hand_built(void **state)
+{
+    (void)state;
+    static void (*const parts[])(void) = {check_hand_splits, check_hand_layout, check_hand_modules,
+                                          check_hand_inputs};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        parts[i]();
 }
 
 int main(void)
