@@ -281,43 +281,46 @@ static void mb_validate__csv_row_recipe(struct mb_val__csv *c, struct mb_val_row
     }
 }
 
-static int mb_validate__csv_record(struct mb_val__csv *c)
-{
-    enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
-    static const int icol[I_N] = {C_GPUS, C_GBS, C_MBS, C_SEQ, C_TP, C_PP, C_CP, C_VP, C_EP, C_ETP, C_FSDP};
-    int iv[I_N], ip[I_N], i;
+/* The numeric cells of a record: the layout's integers and the measured values. */
+enum { I_GPUS, I_GBS, I_MBS, I_SEQ, I_TP, I_PP, I_CP, I_VP, I_EP, I_ETP, I_FSDP, I_N };
+static const int mb_validate__icol[I_N] = {C_GPUS, C_GBS, C_MBS, C_SEQ, C_TP, C_PP, C_CP, C_VP, C_EP, C_ETP, C_FSDP};
+
+struct mb_val__cells {
+    int iv[I_N], ip[I_N]; /* value, and whether the cell states one */
     double tokens, tflops, step, mem_gib;
     const char *mem_kind;
-    struct mb_val_row *r;
-    const char *key, *model_key;
-    struct mb_precision prec;
-    enum mb_rc_gran gran;
-    unsigned mods;
-    char why[200];
-    struct mb_val__cache *cache = mb_validate__get_cache(c->out);
-    const struct mb_val__model_ent *me;
-    const struct mb_val__sys_ent *se;
-    struct mb_scenario s;
-    struct mb_err cerr;
+};
 
+/* Numbers first: a malformed cell is an error even in a row that would be skipped. 0, or -1 (c->err). */
+static int mb_validate__csv_numbers(struct mb_val__csv *c, struct mb_val__cells *v)
+{
     if (c->nf != c->n_header)
         return mb_err_set(c->err, c->path, c->rec_line, 1, "record has %zu fields, the header has %zu", c->nf,
                           c->n_header);
-    /* numbers first: a malformed cell is an error even in a row that would be skipped */
-    for (i = 0; i < I_N; i++)
-        if (mb_validate__cell_int(c, icol[i], &iv[i], &ip[i]) != 0)
+    for (int i = 0; i < I_N; i++)
+        if (mb_validate__cell_int(c, mb_validate__icol[i], &v->iv[i], &v->ip[i]) != 0)
             return -1;
-    if (mb_validate__cell_num(c, C_TOKENS, &tokens) || mb_validate__cell_num(c, C_TFLOPS, &tflops) || mb_validate__cell_num(c, C_STEP, &step) ||
-        mb_validate__measured_positive(c, C_TOKENS, tokens) || mb_validate__measured_positive(c, C_TFLOPS, tflops) ||
-        mb_validate__measured_positive(c, C_STEP, step) || mb_validate__cell_memory(c, &mem_gib, &mem_kind))
+    if (mb_validate__cell_num(c, C_TOKENS, &v->tokens) || mb_validate__cell_num(c, C_TFLOPS, &v->tflops) ||
+        mb_validate__cell_num(c, C_STEP, &v->step) || mb_validate__measured_positive(c, C_TOKENS, v->tokens) ||
+        mb_validate__measured_positive(c, C_TFLOPS, v->tflops) || mb_validate__measured_positive(c, C_STEP, v->step) ||
+        mb_validate__cell_memory(c, &v->mem_gib, &v->mem_kind))
         return -1;
-    if (strlen(mb_validate__cell(c, C_ID)) >= sizeof r->id) { /* cut, two runs could pair as one in --baseline */
+    size_t id_len = strlen(mb_validate__cell(c, C_ID));
+    if (id_len >= sizeof ((struct mb_val_row *)0)->id) { /* cut, two runs could pair as one in --baseline */
         const struct mb_val__field *f = &c->f[c->idx[C_ID]];
         return mb_err_set(c->err, c->path, f->line, f->col, "column 'id': %zu characters, expected at most %zu",
-                          strlen(mb_validate__cell(c, C_ID)), sizeof r->id - 1);
+                          id_len, sizeof ((struct mb_val_row *)0)->id - 1);
     }
+    return 0;
+}
 
-    r = mb_validate__new_row(c->out);
+/* A new row with what the record says of itself: id, model, system (*key: mbsim's system key, NULL if
+ * unknown) and the measured peak memory (the column, else a "peak N GB" the notes state: allocated, the
+ * last pipeline stage's rank; docs/validation.md). */
+static struct mb_val_row *mb_validate__csv_new_row(struct mb_val__csv *c, const struct mb_val__cells *v,
+                                                   const char **key)
+{
+    struct mb_val_row *r = mb_validate__new_row(c->out);
     r->line = c->rec_line;
     mb_validate__copy_str(r->source, sizeof r->source, c->path);
     mb_validate__copy_str(r->id, sizeof r->id, mb_validate__cell(c, C_ID));
@@ -326,184 +329,245 @@ static int mb_validate__csv_record(struct mb_val__csv *c)
             *q = ' ';
     if (!r->id[0])
         snprintf(r->id, sizeof r->id, "line %d", c->rec_line);
-    model_key = mb_validate__cell(c, C_MODEL);
-    mb_validate__copy_str(r->model, sizeof r->model, model_key);
-    key = mb_validate_system_key(mb_validate__cell(c, C_SYSTEM));
-    mb_validate__copy_str(r->system, sizeof r->system, key ? key : mb_validate__cell(c, C_SYSTEM));
-    if (key && strchr(key, '/')) { /* a system file: its stem names the row's system */
-        const char *base = strrchr(key, '/') + 1, *dot = strrchr(base, '.');
+    mb_validate__copy_str(r->model, sizeof r->model, mb_validate__cell(c, C_MODEL));
+    *key = mb_validate_system_key(mb_validate__cell(c, C_SYSTEM));
+    mb_validate__copy_str(r->system, sizeof r->system, *key ? *key : mb_validate__cell(c, C_SYSTEM));
+    if (*key && strchr(*key, '/')) { /* a system file: its stem names the row's system */
+        const char *base = strrchr(*key, '/') + 1, *dot = strrchr(base, '.');
         snprintf(r->system, sizeof r->system, "%.*s", (int)(dot ? dot - base : (long)strlen(base)), base);
     }
-    /* memory: the column, else a "peak N GB" the notes state (allocated, the last pipeline stage's
-     * rank: see docs/validation.md) */
-    {
-        const char *notes = c->notes_idx >= 0 ? c->f[c->notes_idx].text : NULL;
-        r->reported_oom = mb_validate_notes_oom(notes);
-        mb_validate__copy_str(r->mem_kind, sizeof r->mem_kind, mem_kind);
-        if (mem_gib > 0) {
-            r->meas_mem_gib = mem_gib;
-            mb_validate__copy_str(r->mem_from, sizeof r->mem_from, "column");
-        } else if (mb_validate_notes_peak_memory(notes, &r->meas_mem_gib)) {
-            mb_validate__copy_str(r->mem_kind, sizeof r->mem_kind, "allocated");
-            mb_validate__copy_str(r->mem_from, sizeof r->mem_from, "notes");
-            r->mem_first_iter = 1;
-        }
+    const char *notes = c->notes_idx >= 0 ? c->f[c->notes_idx].text : NULL;
+    r->reported_oom = mb_validate_notes_oom(notes);
+    mb_validate__copy_str(r->mem_kind, sizeof r->mem_kind, v->mem_kind);
+    if (v->mem_gib > 0) {
+        r->meas_mem_gib = v->mem_gib;
+        mb_validate__copy_str(r->mem_from, sizeof r->mem_from, "column");
+    } else if (mb_validate_notes_peak_memory(notes, &r->meas_mem_gib)) {
+        mb_validate__copy_str(r->mem_kind, sizeof r->mem_kind, "allocated");
+        mb_validate__copy_str(r->mem_from, sizeof r->mem_from, "notes");
+        r->mem_first_iter = 1;
     }
+    return r;
+}
 
-    if (mb_validate__pick_metric(r, tokens, step, tflops) != 0)
-        return 0;
-    if (!*model_key) {
-        mb_validate__skip_row(r, "model not stated");
-        return 0;
-    }
-    if (!key) { /* a name mbsim does not know is a typo in the CSV, not a row to skip */
-        const struct mb_val__field *f = &c->f[c->idx[C_SYSTEM]];
-        const char *v = mb_validate__cell(c, C_SYSTEM);
-        if (strchr(v, '/'))
-            return mb_err_set(c->err, c->path, f->line, f->col,
-                              "column 'system': system file '%.200s' not found (a path is read relative to the "
-                              "working directory and must end in .yaml)", v);
+/* What the row's system cell names: an error for a name mbsim does not know (a typo in the CSV, not a row
+ * to skip) or a system file not found. Always -1 (c->err). */
+static int mb_validate__csv_unknown_system(struct mb_val__csv *c)
+{
+    const struct mb_val__field *f = &c->f[c->idx[C_SYSTEM]];
+    const char *v = mb_validate__cell(c, C_SYSTEM);
+    if (strchr(v, '/'))
         return mb_err_set(c->err, c->path, f->line, f->col,
-                          "column 'system': '%.60s' is no known system (a DGX/HGX/NVL name of the public CSV, an "
-                          "mbsim preset from `mbsim systems`, or a path to a system file DIR/NAME.yaml)", v);
-    }
-    if (mb_validate_precision(mb_validate__cell(c, C_PRECISION), key, &prec, why, sizeof why) != 0 ||
-        mb_validate_recompute(mb_validate__cell(c, C_RECOMPUTE), &gran, &mods, why, sizeof why) != 0) {
-        mb_validate__skip_row(r, why);
-        return 0;
-    }
-    if (!ip[I_GPUS] || !ip[I_GBS] || !ip[I_MBS] || !ip[I_SEQ]) {
-        static const int need[] = {I_GPUS, I_GBS, I_MBS, I_SEQ};
-        size_t k, l;
-        int n = 0;
-        why[0] = '\0';
-        for (k = 0; k < sizeof need / sizeof need[0]; k++) {
-            if (ip[need[k]])
-                continue;
-            l = strlen(why);
-            snprintf(why + l, sizeof why - l, "%s%s", n++ ? ", " : "", mb_val__colname[icol[need[k]]]);
-        }
-        l = strlen(why);
-        snprintf(why + l, sizeof why - l, " not stated");
-        mb_validate__skip_row(r, why);
-        return 0;
-    }
-    me = mb_validate__cache_model(cache, model_key);
-    if (!me->ok && me->unknown) {
+                          "column 'system': system file '%.200s' not found (a path is read relative to the "
+                          "working directory and must end in .yaml)", v);
+    return mb_err_set(c->err, c->path, f->line, f->col,
+                      "column 'system': '%.60s' is no known system (a DGX/HGX/NVL name of the public CSV, an "
+                      "mbsim preset from `mbsim systems`, or a path to a system file DIR/NAME.yaml)", v);
+}
+
+/* The row's model and system from the cache: 0 with *me and *se loaded, 1 when the row is skipped (the
+ * reason set), -1 on an error the user must fix (an unknown model, a model or system file that does not
+ * load). */
+static int mb_validate__csv_model_system(struct mb_val__csv *c, struct mb_val_row *r, const char *key,
+                                         const struct mb_val__model_ent **me, const struct mb_val__sys_ent **se)
+{
+    struct mb_val__cache *cache = mb_validate__get_cache(c->out);
+    const char *model_key = mb_validate__cell(c, C_MODEL);
+    *me = mb_validate__cache_model(cache, model_key);
+    if (!(*me)->ok && (*me)->unknown) {
         const struct mb_val__field *f = &c->f[c->idx[C_MODEL]];
         return mb_err_set(c->err, c->path, f->line, f->col,
                           "column 'model': %s (`mbsim models` lists the shipped ones; a path names a model file)",
-                          me->why);
+                          (*me)->why);
     }
-    if (!me->ok && mb_validate__is_file_ref(model_key)) { /* the user's own model file is broken: CI must not pass over it */
+    if (!(*me)->ok && mb_validate__is_file_ref(model_key)) { /* the user's own model file is broken: CI must not pass over it */
         const struct mb_val__field *f = &c->f[c->idx[C_MODEL]];
         return mb_err_set(c->err, c->path, f->line, f->col, "column 'model': model file does not load: %s",
-                          mb_validate__load_error(me->why));
+                          mb_validate__load_error((*me)->why));
     }
-    if (!me->ok) {
-        mb_validate__skip_row(r, me->why);
-        return 0;
+    if (!(*me)->ok) {
+        mb_validate__skip_row(r, (*me)->why);
+        return 1;
     }
-    if (me->m.vision.depth > 0) {
+    if ((*me)->m.vision.depth > 0) {
         mb_validate__skip_row(r, "VLM row without image data");
-        return 0;
+        return 1;
     }
-    se = mb_validate__cache_system(cache, key);
-    if (!se->ok && mb_validate__is_file_ref(key)) {
+    *se = mb_validate__cache_system(cache, key);
+    if (!(*se)->ok && mb_validate__is_file_ref(key)) {
         const struct mb_val__field *f = &c->f[c->idx[C_SYSTEM]];
         return mb_err_set(c->err, c->path, f->line, f->col, "column 'system': system file does not load: %s",
-                          mb_validate__load_error(se->why));
+                          mb_validate__load_error((*se)->why));
     }
-    if (!se->ok) {
-        mb_validate__skip_row(r, se->why);
-        return 0;
+    if (!(*se)->ok) {
+        mb_validate__skip_row(r, (*se)->why);
+        return 1;
     }
+    return 0;
+}
 
-    mb_scenario_defaults(&s);
-    mb_validate__copy_str(s.name, sizeof s.name, r->id);
-    s.file[0] = '\0';
-    s.model = me->m;
-    mb_validate__own_layers(&s.model);
-    s.system = se->sys;
-    s.gpus = iv[I_GPUS];
-    s.prec = prec;
-    s.seq_length = iv[I_SEQ];
-    s.global_batch_size = iv[I_GBS];
-    s.micro_batch_size = iv[I_MBS];
-    s.tp = ip[I_TP] ? iv[I_TP] : 1;
-    s.pp = ip[I_PP] ? iv[I_PP] : 1;
-    s.cp = ip[I_CP] ? iv[I_CP] : 1;
-    s.vpp = ip[I_VP] ? iv[I_VP] : 1;
-    s.ep = ip[I_EP] ? iv[I_EP] : 1;
-    s.etp = ip[I_ETP] ? iv[I_ETP] : 1;
-    s.strategy = (ip[I_FSDP] && iv[I_FSDP] > 0) ? MB_STRAT_FSDP : MB_STRAT_3D;
-    s.recompute = gran;
-    s.recompute_modules = mods;
-    s.recompute_num_layers = 0;
+/* Skip the row when gpus, gbs, mbs or seq_len is not stated ("gbs, mbs not stated"); returns 1 then, else 0. */
+static int mb_validate__csv_unstated(struct mb_val_row *r, const struct mb_val__cells *v)
+{
+    static const int need[] = {I_GPUS, I_GBS, I_MBS, I_SEQ};
+    char why[200];
+    size_t k, l;
+    int n = 0;
+    if (v->ip[I_GPUS] && v->ip[I_GBS] && v->ip[I_MBS] && v->ip[I_SEQ])
+        return 0;
+    why[0] = '\0';
+    for (k = 0; k < sizeof need / sizeof need[0]; k++) {
+        if (v->ip[need[k]])
+            continue;
+        l = strlen(why);
+        snprintf(why + l, sizeof why - l, "%s%s", n++ ? ", " : "", mb_val__colname[mb_validate__icol[need[k]]]);
+    }
+    l = strlen(why);
+    snprintf(why + l, sizeof why - l, " not stated");
+    mb_validate__skip_row(r, why);
+    return 1;
+}
+
+/* The row's scenario from its layout columns (the recipe refines it later). */
+static void mb_validate__csv_scenario(struct mb_val__csv *c, const struct mb_val_row *r, const struct mb_val__cells *v,
+                                      const struct mb_model *m, const struct mb_system *sys,
+                                      const struct mb_precision *prec, enum mb_rc_gran gran, unsigned mods,
+                                      struct mb_scenario *s)
+{
+    const int *iv = v->iv, *ip = v->ip;
+    mb_scenario_defaults(s);
+    mb_validate__copy_str(s->name, sizeof s->name, r->id);
+    s->file[0] = '\0';
+    s->model = *m;
+    mb_validate__own_layers(&s->model);
+    s->system = *sys;
+    s->gpus = iv[I_GPUS];
+    s->prec = *prec;
+    s->seq_length = iv[I_SEQ];
+    s->global_batch_size = iv[I_GBS];
+    s->micro_batch_size = iv[I_MBS];
+    s->tp = ip[I_TP] ? iv[I_TP] : 1;
+    s->pp = ip[I_PP] ? iv[I_PP] : 1;
+    s->cp = ip[I_CP] ? iv[I_CP] : 1;
+    s->vpp = ip[I_VP] ? iv[I_VP] : 1;
+    s->ep = ip[I_EP] ? iv[I_EP] : 1;
+    s->etp = ip[I_ETP] ? iv[I_ETP] : 1;
+    s->strategy = (ip[I_FSDP] && iv[I_FSDP] > 0) ? MB_STRAT_FSDP : MB_STRAT_3D;
+    s->recompute = gran;
+    s->recompute_modules = mods;
+    s->recompute_num_layers = 0;
     /* LoRA fine-tuning (notes "task=lora"): the base model is frozen and carries adapters
      * (ops.c mb__lora) as the publisher's recipe sets them (no column states them) */
     if (c->notes_idx >= 0 && strstr(c->f[c->notes_idx].text, "task=lora")) {
-        s.freeze = MB_FREEZE_LANGUAGE | (s.model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
-        mb_validate__csv_lora(c->source_idx >= 0 ? c->f[c->source_idx].text : "", &s);
+        s->freeze = MB_FREEZE_LANGUAGE | (s->model.vision.depth > 0 ? MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ : 0);
+        mb_validate__csv_lora(c->source_idx >= 0 ? c->f[c->source_idx].text : "", s);
     }
-    s.meas_tokens_per_s_per_gpu = tokens;
-    s.meas_model_tflops_per_gpu = tflops;
-    s.meas_step_time_s = step;
-    s.roofline = c->out->roofline;
+    s->meas_tokens_per_s_per_gpu = v->tokens;
+    s->meas_model_tflops_per_gpu = v->tflops;
+    s->meas_step_time_s = v->step;
+    s->roofline = c->out->roofline;
+}
 
-    /* the layout columns alone must make a valid scenario (else the row is
-     * skipped with the layout's own message); the recipe then refines it */
-    int unstated = mb_validate__csv_split_unstated(&s);
-    struct mb_scenario t = s;
+/* Skip r with the message of a scenario check that fails; 1 then, else 0. */
+static int mb_validate__csv_check(struct mb_val_row *r, struct mb_scenario *s)
+{
+    struct mb_err cerr;
     mb_err_clear(&cerr);
-    if (mb_scenario_check(&t, &cerr) != 0) {
-        char msg[600];
-        mb_err_format(&cerr, msg, sizeof msg);
-        mb_validate__copy_str(why, sizeof why, msg);
-        mb_validate__skip_row(r, why);
-        mb_scenario_free(&s);
+    if (mb_scenario_check(s, &cerr) == 0)
         return 0;
-    }
+    char msg[600], why[200];
+    mb_err_format(&cerr, msg, sizeof msg);
+    mb_validate__copy_str(why, sizeof why, msg);
+    mb_validate__skip_row(r, why);
+    return 1;
+}
+
+/* The recipe (a recipe file, else the row's columns or notes) applied to s, checked, and the row
+ * submitted (s taken) or skipped. 0, or -1 when the recipe file does not fit the row (c->err). */
+static int mb_validate__csv_recipe_submit(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s,
+                                          int unstated, int fsdp_group)
+{
     char *head = mb_malloc(2048), *tail = mb_malloc(1100);
     head[0] = tail[0] = '\0';
     const char *rpath = NULL;
     const struct mb_scenario *rfile = *mb_validate__cell(c, C_ID) ? mb_validate_recipe_file(c->out, r->id, &rpath) : NULL;
     if (rfile) { /* the file is the recipe: the columns and notes are not read for it (an id-less row, "line N",
                   * takes none) */
-        if (mb_validate__csv_file_recipe(c, r, &s, rfile, rpath, head, 2048) != 0) {
+        if (mb_validate__csv_file_recipe(c, r, s, rfile, rpath, head, 2048) != 0) {
             mb_free(head);
             mb_free(tail);
-            mb_scenario_free(&s);
             return -1;
         }
         unstated = 0; /* the file states the split, or takes mbsim's spread as its own */
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
-            mb_validate__csv_tflops_in_time(c, r, &s, head, 2048);
+            mb_validate__csv_tflops_in_time(c, r, s, head, 2048);
     } else {
-        mb_validate__csv_row_recipe(c, r, &s, head, 2048, tail, 1100);
+        mb_validate__csv_row_recipe(c, r, s, head, 2048, tail, 1100);
     }
-
-    if (unstated && !s.pipeline_layout[0]) { /* the recipe stated no layout either */
+    if (unstated && !s->pipeline_layout[0]) { /* the recipe stated no layout either */
         size_t l = strlen(head);
         snprintf(head + l, 2048 - l, "%spipeline split not stated: %d layers do not split evenly over pp*vpp = %d, "
-                 "mbsim's spread assumed", l ? "; " : "", s.model.num_layers, s.pp * s.vpp);
+                 "mbsim's spread assumed", l ? "; " : "", s->model.num_layers, s->pp * s->vpp);
     }
-    mb_err_clear(&cerr);
-    if (mb_scenario_check(&s, &cerr) != 0) { /* cannot happen: every recipe cell was checked */
-        char msg[600];
-        mb_err_format(&cerr, msg, sizeof msg);
-        mb_validate__copy_str(why, sizeof why, msg);
-        mb_validate__skip_row(r, why);
+    if (mb_validate__csv_check(r, s)) { /* cannot happen: every recipe cell was checked */
     } else if (c->out->parse_only) {
         mb_validate__skip_row(r, "parse only");
     } else {
-        mb_validate__submit_row(c->out, r, &s, s.strategy == MB_STRAT_FSDP ? iv[I_FSDP] : 0, head, tail);
+        mb_validate__submit_row(c->out, r, s, fsdp_group, head, tail);
         head = tail = NULL; /* taken */
     }
     mb_free(head);
     mb_free(tail);
-    mb_scenario_free(&s);
     return 0;
+}
+
+/* One CSV record: a row predicted, skipped with its reason, or an error (-1, c->err) for input the user
+ * must fix. */
+static int mb_validate__csv_record(struct mb_val__csv *c)
+{
+    struct mb_val__cells v;
+    const char *key;
+    struct mb_precision prec;
+    enum mb_rc_gran gran;
+    unsigned mods;
+    char why[200];
+    const struct mb_val__model_ent *me;
+    const struct mb_val__sys_ent *se;
+    struct mb_scenario s;
+
+    if (mb_validate__csv_numbers(c, &v) != 0)
+        return -1;
+    struct mb_val_row *r = mb_validate__csv_new_row(c, &v, &key);
+    if (mb_validate__pick_metric(r, v.tokens, v.step, v.tflops) != 0)
+        return 0;
+    if (!*mb_validate__cell(c, C_MODEL)) {
+        mb_validate__skip_row(r, "model not stated");
+        return 0;
+    }
+    if (!key)
+        return mb_validate__csv_unknown_system(c);
+    if (mb_validate_precision(mb_validate__cell(c, C_PRECISION), key, &prec, why, sizeof why) != 0 ||
+        mb_validate_recompute(mb_validate__cell(c, C_RECOMPUTE), &gran, &mods, why, sizeof why) != 0) {
+        mb_validate__skip_row(r, why);
+        return 0;
+    }
+    if (mb_validate__csv_unstated(r, &v))
+        return 0;
+    int rc = mb_validate__csv_model_system(c, r, key, &me, &se);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    mb_validate__csv_scenario(c, r, &v, &me->m, &se->sys, &prec, gran, mods, &s);
+    /* the layout columns alone must make a valid scenario (else the row is
+     * skipped with the layout's own message); the recipe then refines it */
+    int unstated = mb_validate__csv_split_unstated(&s);
+    struct mb_scenario t = s;
+    if (mb_validate__csv_check(r, &t)) {
+        mb_scenario_free(&s);
+        return 0;
+    }
+    rc = mb_validate__csv_recipe_submit(c, r, &s, unstated, s.strategy == MB_STRAT_FSDP ? v.iv[I_FSDP] : 0);
+    mb_scenario_free(&s);
+    return rc;
 }
 
 static void mb_validate__csv_on_record(int term, void *vctx)

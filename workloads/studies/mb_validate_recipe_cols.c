@@ -700,6 +700,195 @@ static int mb_validate__rc_attn_backend(struct mb_scenario *s, const char *name,
     return 0;
 }
 
+/* What the items of other_recipe say that takes effect only after all are read. */
+struct mb_val__other {
+    int grf;                  /* grad_reduce_in_fp32: 1, 0, or -1 when not stated */
+    int pao_grads, pao_states; /* precision_aware_opt dtypes: bytes per element, 0 when not stated */
+    int dlim;                 /* wgrad_deferral_limit, -1 when not stated */
+};
+
+/* Whether x is a provenance item (rc_info_items): not a setting. */
+static int mb_validate__rc_info_item(const char *x)
+{
+    for (int i = 0; rc_info_items[i]; i++) {
+        size_t n = strlen(rc_info_items[i]);
+        if (!strncmp(x, rc_info_items[i], n) && (rc_info_items[i][n - 1] == ' ' || !isalpha((unsigned char)x[n])))
+            return 1;
+    }
+    return 0;
+}
+
+/* The optimizer's and the gradients' items. 1 when x is one of them (*rc: -1 when its value is bad), else 0. */
+static int mb_validate__rc_other_optim(struct mb_scenario *s, const char *o, const char *x, struct mb_val_recipe *r,
+                                       struct mb_val__other *st, int *rc)
+{
+    int b;
+    if (mb_validate__rc_kv_bool(x, "precision_aware_opt", &b)) {
+        if (b < 0) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "precision_aware_opt: expected =True or =False");
+        } else if (!b) {
+            st->pao_states = 4; /* fp32 moments, Megatron's default */
+        } else if (!(st->pao_states = mb_validate__rc_dtype_bytes(x, "exp_avg"))) {
+            mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "precision_aware_opt dtypes (not stated)");
+        } else {
+            st->pao_grads = mb_validate__rc_dtype_bytes(x, "grads");
+            if (mb_validate__rc_dtype_bytes(x, "params") == 2)
+                mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "bf16 master params");
+        }
+    } else if (mb_validate__rc_kv_bool(x, "grad_reduce_in_fp32", &b)) {
+        if (b < 0)
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "grad_reduce_in_fp32: expected =True or =False");
+        else
+            st->grf = b;
+    } else if (mb_validate__rc_kv_bool(x, "overlap_grad_reduce", &b) || mb_validate__rc_kv_bool(x, "co.overlap_grad_reduce", &b)) {
+        if (mb_validate__rc_overlap(&s->overlap_grad_reduce, b, "grad-reduce", r) < 0)
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_grad_reduce: expected =True or =False");
+    } else if (mb_validate__rc_kv_bool(x, "overlap_param_gather", &b) || mb_validate__rc_kv_bool(x, "co.overlap_param_gather", &b)) {
+        if (mb_validate__rc_overlap(&s->overlap_param_gather, b, "param-gather", r) < 0)
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_param_gather: expected =True or =False");
+    } else if (mb_validate__rc_kv_bool(x, "dist_opt", &b)) {
+        if (b < 0) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "dist_opt: expected =True or =False");
+        } else if (!b && s->strategy == MB_STRAT_FSDP) {
+            mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "dist_opt=False (FSDP)");
+        } else {
+            if (b != s->dist_opt)
+                mb_validate__rl_add(r->applied, sizeof r->applied, "%s",
+                       b ? "distributed optimizer" : "DDP, no distributed optimizer");
+            s->dist_opt = b;
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The parallel layout's items: shared-expert overlap, sequence parallelism, the deferred output-layer
+ * wgrad. 1 when x is one of them (*rc: -1 when its value is bad), else 0. */
+static int mb_validate__rc_other_layout(struct mb_scenario *s, const char *o, const char *x, struct mb_val_recipe *r,
+                                        struct mb_val__other *st, int *rc)
+{
+    int b;
+    if (mb_validate__rc_kv_bool(x, "shared_expert_overlap", &b)) {
+        if (b < 0) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "shared_expert_overlap: expected =True or =False");
+        } else if (s->model.shared_ffn_hidden <= 0) {
+            if (b)
+                mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "shared_expert_overlap (no shared experts)");
+        } else {
+            if (b != s->shared_expert_overlap)
+                mb_validate__rl_add(r->applied, sizeof r->applied, "shared-expert overlap %s", b ? "on" : "off");
+            s->shared_expert_overlap = b;
+        }
+    } else if (mb_validate__rc_kv_bool(x, "seq_parallel", &b) || (!strncmp(x, "no sequence parallel", 20) && (b = 0) == 0)) {
+        if (b < 0) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "seq_parallel: expected =True or =False");
+        } else if (s->tp > 1) {
+            int was = s->sequence_parallel < 0 ? 1 : s->sequence_parallel;
+            if (b != was)
+                mb_validate__rl_add(r->applied, sizeof r->applied, "sequence parallel %s", b ? "on" : "off");
+            s->sequence_parallel = b;
+            if (!b && s->overlap_tp_comm) { /* Megatron overlaps TP comm only under SP */
+                s->overlap_tp_comm = 0;
+                mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "TP comm overlap (needs sequence parallelism)");
+            }
+        }
+    } else if (mb_validate__rc_kv_bool(x, "defer_embedding_wgrad", &b)) {
+        if (b < 0) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "defer_embedding_wgrad: expected =True or =False");
+        } else if (b && (s->pp <= 1 || s->strategy == MB_STRAT_FSDP)) {
+            mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "defer_embedding_wgrad (needs pp > 1, 3d)");
+        } else {
+            if (b != s->defer_wgrad)
+                mb_validate__rl_add(r->applied, sizeof r->applied, "deferred output-layer wgrad%s", b ? "" : " off");
+            s->defer_wgrad = b;
+        }
+    } else if (!strncmp(x, "wgrad_deferral_limit=", 21)) {
+        const char *p = x + 21;
+        long n = mb_validate__rc_int(&p);
+        if (n < 0 || n > 1000000 || *p)
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "wgrad_deferral_limit: expected an integer >= 0");
+        else
+            st->dlim = (int)n;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The MoE items: token drop, balanced routing, grouped GEMM, HybridEP/DeepEP SM counts. 1 when x is one
+ * of them (*rc: -1 when its value is bad), else 0. */
+static int mb_validate__rc_other_moe(struct mb_scenario *s, const char *o, const char *x, struct mb_val_recipe *r,
+                                     int *rc)
+{
+    if (!strncmp(x, "token-drop capacity_factor=", 27)) {
+        char *end;
+        double cf = strtod(x + 27, &end);
+        if (end == x + 27 || !isfinite(cf) || (cf != 0 && cf < 1) || cf > 1000) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "capacity_factor: expected 0 or a number >= 1");
+        } else if (s->model.num_experts <= 0) {
+            mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "capacity_factor (dense model)");
+        } else {
+            if (!mb_dbl_eq(cf, s->capacity_factor))
+                mb_validate__rl_add(r->applied, sizeof r->applied, "capacity factor %g (token drop)", cf);
+            s->capacity_factor = cf;
+        }
+    } else if (!strcmp(x, "force_balance=true") || !strcmp(x, "routing=force_balance") ||
+               !strcmp(x, "force_balance routing") || !strcmp(x, "fake_balanced_gate")) {
+        if (s->routing != MB_ROUTE_BALANCED)
+            mb_validate__rl_add(r->applied, sizeof r->applied, "balanced routing");
+        s->routing = MB_ROUTE_BALANCED;
+    } else if (!strcmp(x, "force_balance=false")) {
+        mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled,
+               "force_balance=False (the routing imbalance is not stated: simulated balanced)");
+    } else if (!strcmp(x, "grouped_gemm=true") || !strcmp(x, "grouped gemm") || !strcmp(x, "experts=gmm")) {
+        /* mbsim runs the routed experts as grouped GEMMs */
+    } else if (!strncmp(x, "hybridep_num_sms=", 17) || !strncmp(x, "--moe-deepep-num-sms", 20)) {
+        int hy = x[0] == 'h';
+        const char *p = x + (hy ? 17 : 20);
+        long n = mb_validate__rc_int(&p);
+        if (n < 1 || n > 1024) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "SM count is not an integer in 1..1024");
+            return 1;
+        }
+        if (s->dispatcher == (hy ? MB_DISP_HYBRIDEP : MB_DISP_DEEPEP) && n != s->dispatcher_sms) {
+            mb_validate__rl_add(r->applied, sizeof r->applied, "%s SMs %ld", hy ? "HybridEP" : "DeepEP", n);
+            s->dispatcher_sms = (int)n;
+        }
+        if (hy && strstr(x, "combine chunk"))
+            mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "HybridEP combine chunk size");
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* What the items said that takes effect only after all are read: the deferral limit, the main grads'
+ * and Adam states' dtypes. */
+static void mb_validate__rc_other_finish(struct mb_scenario *s, const struct mb_val__other *st,
+                                         struct mb_val_recipe *r)
+{
+    /* the deferral limit with the deferral only; unstated: Megatron's 0 (every microbatch) */
+    if (s->defer_wgrad && st->dlim >= 0)
+        s->wgrad_deferral_limit = st->dlim;
+    else if (s->defer_wgrad)
+        mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "wgrad_deferral_limit (Megatron's 0: every microbatch)");
+    else if (st->dlim >= 0)
+        mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "wgrad_deferral_limit (no deferral)");
+    /* main grads: grad_reduce_in_fp32 (the DDP buffer and its reduction) when stated, else
+     * the precision-aware optimizer's grads dtype */
+    int gb = st->grf >= 0 ? (st->grf ? 4 : 2) : st->pao_grads;
+    if (gb && gb != s->grad_bytes) {
+        mb_validate__rl_add(r->applied, sizeof r->applied, "main grads %s", gb == 2 ? "bf16" : "fp32");
+        s->grad_bytes = gb;
+    }
+    int sb = 2 * st->pao_states;
+    if (sb && sb != s->state_bytes) {
+        mb_validate__rl_add(r->applied, sizeof r->applied, "Adam states %s", sb == 4 ? "bf16" : "fp32");
+        s->state_bytes = sb;
+    }
+}
+
 /* other_recipe: ';'-separated settings. Modelled: precision_aware_opt (dtypes), grad_reduce_in_fp32,
  * defer_embedding_wgrad (with wgrad_deferral_limit),
  * overlap_grad_reduce / overlap_param_gather (also co.*), shared_expert_overlap, seq_parallel,
@@ -709,158 +898,25 @@ static int mb_validate__rc_attn_backend(struct mb_scenario *s, const char *name,
 static int mb_validate__rc_other(struct mb_scenario *s, const char *o, const char *t, struct mb_val_recipe *r)
 {
     char all[2048], *save = NULL;
-    int grf = -1, pao_grads = 0, pao_states = 0, rc = 0, b = -1, dlim = -1;
+    struct mb_val__other st = {.grf = -1, .pao_grads = 0, .pao_states = 0, .dlim = -1};
+    int rc = 0;
     mb_validate__copy_str(all, sizeof all, t);
     for (char *it = strtok_r(all, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
         char *x = mb_validate__trim(it);
         const char *xo = o + (x - all); /* the item as written */
-        int info = 0;
-        if (!*x)
+        if (!*x || mb_validate__rc_info_item(x))
             continue;
-        for (int i = 0; rc_info_items[i]; i++) {
-            size_t n = strlen(rc_info_items[i]);
-            if (!strncmp(x, rc_info_items[i], n) && (rc_info_items[i][n - 1] == ' ' || !isalpha((unsigned char)x[n])))
-                info = 1;
-        }
-        if (info)
+        if (mb_validate__rc_other_optim(s, o, x, r, &st, &rc) || mb_validate__rc_other_layout(s, o, x, r, &st, &rc) ||
+            mb_validate__rc_other_moe(s, o, x, r, &rc))
             continue;
-        if (mb_validate__rc_kv_bool(x, "precision_aware_opt", &b)) {
-            if (b < 0) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "precision_aware_opt: expected =True or =False");
-            } else if (!b) {
-                pao_states = 4; /* fp32 moments, Megatron's default */
-            } else if (!(pao_states = mb_validate__rc_dtype_bytes(x, "exp_avg"))) {
-                mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "precision_aware_opt dtypes (not stated)");
-            } else {
-                pao_grads = mb_validate__rc_dtype_bytes(x, "grads");
-                if (mb_validate__rc_dtype_bytes(x, "params") == 2)
-                    mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "bf16 master params");
-            }
-        } else if (mb_validate__rc_kv_bool(x, "grad_reduce_in_fp32", &b)) {
-            if (b < 0)
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "grad_reduce_in_fp32: expected =True or =False");
-            else
-                grf = b;
-        } else if (mb_validate__rc_kv_bool(x, "overlap_grad_reduce", &b) || mb_validate__rc_kv_bool(x, "co.overlap_grad_reduce", &b)) {
-            if (mb_validate__rc_overlap(&s->overlap_grad_reduce, b, "grad-reduce", r) < 0)
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_grad_reduce: expected =True or =False");
-        } else if (mb_validate__rc_kv_bool(x, "overlap_param_gather", &b) || mb_validate__rc_kv_bool(x, "co.overlap_param_gather", &b)) {
-            if (mb_validate__rc_overlap(&s->overlap_param_gather, b, "param-gather", r) < 0)
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "overlap_param_gather: expected =True or =False");
-        } else if (mb_validate__rc_kv_bool(x, "shared_expert_overlap", &b)) {
-            if (b < 0) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "shared_expert_overlap: expected =True or =False");
-            } else if (s->model.shared_ffn_hidden <= 0) {
-                if (b)
-                    mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "shared_expert_overlap (no shared experts)");
-            } else {
-                if (b != s->shared_expert_overlap)
-                    mb_validate__rl_add(r->applied, sizeof r->applied, "shared-expert overlap %s", b ? "on" : "off");
-                s->shared_expert_overlap = b;
-            }
-        } else if (mb_validate__rc_kv_bool(x, "seq_parallel", &b) || (!strncmp(x, "no sequence parallel", 20) && (b = 0) == 0)) {
-            if (b < 0) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "seq_parallel: expected =True or =False");
-            } else if (s->tp > 1) {
-                int was = s->sequence_parallel < 0 ? 1 : s->sequence_parallel;
-                if (b != was)
-                    mb_validate__rl_add(r->applied, sizeof r->applied, "sequence parallel %s", b ? "on" : "off");
-                s->sequence_parallel = b;
-                if (!b && s->overlap_tp_comm) { /* Megatron overlaps TP comm only under SP */
-                    s->overlap_tp_comm = 0;
-                    mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "TP comm overlap (needs sequence parallelism)");
-                }
-            }
-        } else if (mb_validate__rc_kv_bool(x, "dist_opt", &b)) {
-            if (b < 0) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "dist_opt: expected =True or =False");
-            } else if (!b && s->strategy == MB_STRAT_FSDP) {
-                mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "dist_opt=False (FSDP)");
-            } else {
-                if (b != s->dist_opt)
-                    mb_validate__rl_add(r->applied, sizeof r->applied, "%s",
-                           b ? "distributed optimizer" : "DDP, no distributed optimizer");
-                s->dist_opt = b;
-            }
-        } else if (mb_validate__rc_kv_bool(x, "defer_embedding_wgrad", &b)) {
-            if (b < 0) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "defer_embedding_wgrad: expected =True or =False");
-            } else if (b && (s->pp <= 1 || s->strategy == MB_STRAT_FSDP)) {
-                mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "defer_embedding_wgrad (needs pp > 1, 3d)");
-            } else {
-                if (b != s->defer_wgrad)
-                    mb_validate__rl_add(r->applied, sizeof r->applied, "deferred output-layer wgrad%s", b ? "" : " off");
-                s->defer_wgrad = b;
-            }
-        } else if (!strncmp(x, "wgrad_deferral_limit=", 21)) {
-            const char *p = x + 21;
-            long n = mb_validate__rc_int(&p);
-            if (n < 0 || n > 1000000 || *p)
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "wgrad_deferral_limit: expected an integer >= 0");
-            else
-                dlim = (int)n;
-        } else if (!strncmp(x, "token-drop capacity_factor=", 27)) {
-            char *end;
-            double cf = strtod(x + 27, &end);
-            if (end == x + 27 || !isfinite(cf) || (cf != 0 && cf < 1) || cf > 1000) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "capacity_factor: expected 0 or a number >= 1");
-            } else if (s->model.num_experts <= 0) {
-                mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "capacity_factor (dense model)");
-            } else {
-                if (!mb_dbl_eq(cf, s->capacity_factor))
-                    mb_validate__rl_add(r->applied, sizeof r->applied, "capacity factor %g (token drop)", cf);
-                s->capacity_factor = cf;
-            }
-        } else if (!strcmp(x, "force_balance=true") || !strcmp(x, "routing=force_balance") ||
-                   !strcmp(x, "force_balance routing") || !strcmp(x, "fake_balanced_gate")) {
-            if (s->routing != MB_ROUTE_BALANCED)
-                mb_validate__rl_add(r->applied, sizeof r->applied, "balanced routing");
-            s->routing = MB_ROUTE_BALANCED;
-        } else if (!strcmp(x, "force_balance=false")) {
-            mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled,
-                   "force_balance=False (the routing imbalance is not stated: simulated balanced)");
-        } else if (!strncmp(x, "attention_backend=", 18)) {
+        if (!strncmp(x, "attention_backend=", 18)) {
             if (mb_validate__rc_attn_backend(s, x + 18, r) < 0)
                 rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "attention_backend: expected auto, flash, fused, unfused or local");
-        } else if (!strcmp(x, "grouped_gemm=true") || !strcmp(x, "grouped gemm") || !strcmp(x, "experts=gmm")) {
-            /* mbsim runs the routed experts as grouped GEMMs */
-        } else if (!strncmp(x, "hybridep_num_sms=", 17) || !strncmp(x, "--moe-deepep-num-sms", 20)) {
-            int hy = x[0] == 'h';
-            const char *p = x + (hy ? 17 : 20);
-            long n = mb_validate__rc_int(&p);
-            if (n < 1 || n > 1024) {
-                rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, "SM count is not an integer in 1..1024");
-                continue;
-            }
-            if (s->dispatcher == (hy ? MB_DISP_HYBRIDEP : MB_DISP_DEEPEP) && n != s->dispatcher_sms) {
-                mb_validate__rl_add(r->applied, sizeof r->applied, "%s SMs %ld", hy ? "HybridEP" : "DeepEP", n);
-                s->dispatcher_sms = (int)n;
-            }
-            if (hy && strstr(x, "combine chunk"))
-                mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "HybridEP combine chunk size");
         } else {
             mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "%.*s%s", mb_validate__rc_len60(x), xo, strlen(x) > 60 ? "..." : "");
         }
     }
-    /* the deferral limit with the deferral only; unstated: Megatron's 0 (every microbatch) */
-    if (s->defer_wgrad && dlim >= 0)
-        s->wgrad_deferral_limit = dlim;
-    else if (s->defer_wgrad)
-        mb_validate__rl_add(r->defaulted, sizeof r->defaulted, "wgrad_deferral_limit (Megatron's 0: every microbatch)");
-    else if (dlim >= 0)
-        mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "wgrad_deferral_limit (no deferral)");
-    /* main grads: grad_reduce_in_fp32 (the DDP buffer and its reduction) when stated, else
-     * the precision-aware optimizer's grads dtype */
-    int gb = grf >= 0 ? (grf ? 4 : 2) : pao_grads;
-    if (gb && gb != s->grad_bytes) {
-        mb_validate__rl_add(r->applied, sizeof r->applied, "main grads %s", gb == 2 ? "bf16" : "fp32");
-        s->grad_bytes = gb;
-    }
-    int sb = 2 * pao_states;
-    if (sb && sb != s->state_bytes) {
-        mb_validate__rl_add(r->applied, sizeof r->applied, "Adam states %s", sb == 4 ? "bf16" : "fp32");
-        s->state_bytes = sb;
-    }
+    mb_validate__rc_other_finish(s, &st, r);
     return rc;
 }
 
