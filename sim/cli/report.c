@@ -1,6 +1,6 @@
 /*
- * report.c -- text and JSON reports of one simulated step. JSON is written
- * with jansson so escaping and number formatting are a library's business.
+ * report.c -- the text report of one simulated step (`mbsim run`); the JSON
+ * report is report_json.c.
  */
 #include "report.h"
 #include "report_ops.h"
@@ -8,7 +8,6 @@
 #include "mb_keys.h"
 #include "mb_publish.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <string.h>
 
@@ -61,37 +60,8 @@ static void mb_cli__coll_text(const struct mb_result *r, FILE *fp)
                     "the overlap with compute lasts (exposed_dp_comm above)\n", dp->ranks, dp->lat_s * 1e3);
 }
 
-static json_t *mb_cli__coll_json(const struct mb_result *r)
-{
-    json_t *o = json_object();
-    for (int c = 0; c < MB_CC_COUNT; c++) {
-        const struct mb_coll_use *u = &r->coll[c];
-        if (!u->used)
-            continue;
-        json_object_set_new(o, mb__cc_names[c],
-                            json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:b}", "op",
-                                      mb_coll_op_name((enum mb_coll_op)u->op), "algorithm",
-                                      mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains), "protocol",
-                                      mb_coll_proto_name((enum mb_coll_proto)u->proto), "ranks", u->ranks, "domains",
-                                      u->domains, "bytes", u->bytes, "latency_s", u->lat_s, "bandwidth_s", u->bw_s,
-                                      "latency_bound", u->lat_s >= u->bw_s));
-    }
-    json_t *lat = json_object();
-    for (int c = 0; c < MB_CC_COUNT; c++) {
-        const struct mb_coll_use *u = &r->coll_lat[c];
-        if (u->used)
-            json_object_set_new(lat, mb__cc_names[c], json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:b}", "op",
-                                mb_coll_op_name((enum mb_coll_op)u->op), "algorithm",
-                                mb_coll_algo_label((enum mb_coll_algo)u->algo, u->domains), "protocol",
-                                mb_coll_proto_name((enum mb_coll_proto)u->proto), "ranks", u->ranks, "domains",
-                                u->domains, "bytes", u->bytes,
-                                "latency_s", u->lat_s, "bandwidth_s", u->bw_s, "latency_bound", u->lat_s >= u->bw_s));
-    }
-    json_object_set_new(o, "longest_latency", lat);
-    return o;
-}
-
-void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int memory_detail, FILE *fp)
+/* The scenario's name, model, layout and data. */
+static void mb_cli__text_head(const struct mb_scenario *s, const struct mb_result *r, FILE *fp)
 {
     fprintf(fp, "mbsim: %s\n", s->name);
     fprintf(fp, "  model %s on %d x %s (%s), %s, seq %d, GBS %d, MBS %d, %d %s/rank\n", s->model.name,
@@ -110,6 +80,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "  data: %s, %.0f vision tokens per sample on average%s\n", s->mock ? "mock (no images)" : "real images",
                 r->vision_tokens_per_sample, s->packed ? ", packed sequences" : "");
     fprintf(fp, "\n");
+}
+
+/* The headline metrics, the publication check and the memory verdict. */
+static void mb_cli__text_metrics(const struct mb_scenario *s, const struct mb_result *r, FILE *fp)
+{
     fprintf(fp, "  step time            %10.4f s\n", r->step_time_s);
     fprintf(fp, "  tokens/s/GPU         %10.1f\n", r->tokens_per_s_per_gpu);
     if (r->useful_tokens_per_s_per_gpu < 0.999 * r->tokens_per_s_per_gpu)
@@ -125,77 +100,93 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
             "(%.0f %%) -> %s; largest term: %s\n",
             M->peak_allocated / GIB, M->reserved / GIB, M->device / GIB, M->capacity / GIB,
             M->capacity > 0 ? 100 * M->device / M->capacity : 0, mb_memory_verdict_name(M->verdict), M->dominant);
-    if (memory_detail) {
-        if (M->at_step)
-            fprintf(fp, "    rank of pipeline stage %d, at its peak (in the optimizer step, no activation alive):\n",
-                    M->stage);
-        else
-            fprintf(fp, "    rank of pipeline stage %d, at its peak (%.4f s into the step):\n", M->stage,
-                    M->peak_time_s);
-        fprintf(fp, "      weights        %8.2f GiB\n", M->weights / GIB);
-        fprintf(fp, "      gradients      %8.2f GiB\n", M->grads / GIB);
-        fprintf(fp, "      optimizer      %8.2f GiB\n", M->optimizer / GIB);
-        if (M->deferred_wgrad > 0)
-            fprintf(fp, "      activations    %8.2f GiB  (%.2f of them deferred output-layer wgrad buffers)\n",
-                    M->activations / GIB, M->deferred_wgrad / GIB);
-        else
-            fprintf(fp, "      activations    %8.2f GiB\n", M->activations / GIB);
-        fprintf(fp, "      recompute      %8.2f GiB  (re-forwarded activations of the layer in backward)\n",
-                M->recompute / GIB);
-        fprintf(fp, "      bwd gradients  %8.2f GiB  (output and input gradients of the op in backward)\n",
-                M->bwd_grads / GIB);
-        fprintf(fp, "      buffers        %8.2f GiB  (loss %.2f, dispatch %.2f, GEMM workspaces %.2f)\n",
-                M->buffers / GIB, M->logits / GIB, M->dispatch / GIB, M->workspace / GIB);
-        fprintf(fp, "      cuda graphs    %8.2f GiB\n", M->graphs / GIB);
-        if (M->at_step)
-            fprintf(fp, "      step grads     %8.2f GiB  (the optimizer step's fp32 copy of the BF16 main grads)\n",
-                    M->step_grads / GIB);
-        fprintf(fp, "      = allocated    %8.2f GiB\n", M->peak_allocated / GIB);
-        fprintf(fp, "      (first iteration %.2f GiB: its passes run before the optimizer creates Adam's moments)\n",
-                M->first_iter_allocated / GIB);
-        fprintf(fp, "      fragmentation  %8.2f GiB  (%s)\n", M->fragmentation / GIB,
-                s->expandable_segments ? "expandable segments" : "no expandable segments");
-        fprintf(fp, "      = reserved     %8.2f GiB\n", M->reserved / GIB);
-        fprintf(fp, "      comm buffers   %8.2f GiB  (NCCL%s, outside PyTorch)\n", M->comm_buffers / GIB,
-                s->model.num_experts > 0 && s->ep > 1 &&
-                        (s->dispatcher == MB_DISP_DEEPEP || s->dispatcher == MB_DISP_HYBRIDEP)
-                    ? ", dispatcher buffers"
-                    : "");
-        fprintf(fp, "      CUDA context   %8.2f GiB\n", M->context / GIB);
-        fprintf(fp, "      = device       %8.2f GiB of %.2f GiB -> %s (at risk above %.0f %%)\n", M->device / GIB,
-                M->capacity / GIB, mb_memory_verdict_name(M->verdict), 100 * MB_MEM_AT_RISK_FRACTION);
-        fprintf(fp, "    every stage (GiB): stage  weights  grads  optim  activ  recomp  buffers  graphs  alloc  "
-                    "reserved  device\n");
-        for (int st = 0; st < M->n_stages; st++) {
-            const struct mb_memory_stage *m = &M->per_stage[st];
-            fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %7.2f %8.2f %7.2f %6.1f %9.1f %7.1f  %s%s\n",
-                    st, m->weights / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
-                    m->recompute / GIB, m->buffers / GIB, m->graphs / GIB, m->peak_allocated / GIB,
-                    m->reserved / GIB, m->device / GIB,
-                    mb_memory_verdict_name(mb_memory_verdict_of(m->device, M->capacity)),
-                    m->at_step ? "  (peak in the optimizer step)" : "");
-        }
-        const struct mb_memory_stage *ls = &M->per_stage[M->n_stages > 0 ? M->n_stages - 1 : 0];
-        if (M->n_stages > 0 && ls->deferred_wgrad > 0)
-            fprintf(fp, "      (stage %d's activ holds %.2f GiB of deferred output-layer wgrad buffers)\n",
-                    M->n_stages - 1, ls->deferred_wgrad / GIB);
-        if (M->tl.n > 0) {
-            fprintf(fp, "    timeline of stage %d (allocated; each row the highest point of its interval, GiB):\n",
-                    M->tl.stage);
-            fprintf(fp, "         time_s  allocated  activations  loss  recompute  bwd_grads\n");
-            int passes = M->tl.n - 1; /* the last point is the optimizer step's */
-            int step = passes > 40 ? (passes + 39) / 40 : 1;
-            for (int i = 0; i < M->tl.n; i = i < passes && i + step > passes ? passes : i + step) {
-                int k = i; /* the highest of the rows this one stands for */
-                for (int j = i; j < i + step && j < passes; j++)
-                    if (M->tl.allocated[j] > M->tl.allocated[k])
-                        k = j;
-                fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f %10.2f%s\n", M->tl.t[k], M->tl.allocated[k] / GIB,
-                        M->tl.activations[k] / GIB, M->tl.logits[k] / GIB, M->tl.recompute[k] / GIB,
-                        M->tl.bwd_grads[k] / GIB, k == passes ? "  optimizer step" : "");
-            }
-        }
+}
+
+/* --memory: every term of the reported rank at its peak. */
+static void mb_cli__text_memory_terms(const struct mb_scenario *s, const struct mb_memory *M, FILE *fp)
+{
+    if (M->at_step)
+        fprintf(fp, "    rank of pipeline stage %d, at its peak (in the optimizer step, no activation alive):\n",
+                M->stage);
+    else
+        fprintf(fp, "    rank of pipeline stage %d, at its peak (%.4f s into the step):\n", M->stage,
+                M->peak_time_s);
+    fprintf(fp, "      weights        %8.2f GiB\n", M->weights / GIB);
+    fprintf(fp, "      gradients      %8.2f GiB\n", M->grads / GIB);
+    fprintf(fp, "      optimizer      %8.2f GiB\n", M->optimizer / GIB);
+    if (M->deferred_wgrad > 0)
+        fprintf(fp, "      activations    %8.2f GiB  (%.2f of them deferred output-layer wgrad buffers)\n",
+                M->activations / GIB, M->deferred_wgrad / GIB);
+    else
+        fprintf(fp, "      activations    %8.2f GiB\n", M->activations / GIB);
+    fprintf(fp, "      recompute      %8.2f GiB  (re-forwarded activations of the layer in backward)\n",
+            M->recompute / GIB);
+    fprintf(fp, "      bwd gradients  %8.2f GiB  (output and input gradients of the op in backward)\n",
+            M->bwd_grads / GIB);
+    fprintf(fp, "      buffers        %8.2f GiB  (loss %.2f, dispatch %.2f, GEMM workspaces %.2f)\n",
+            M->buffers / GIB, M->logits / GIB, M->dispatch / GIB, M->workspace / GIB);
+    fprintf(fp, "      cuda graphs    %8.2f GiB\n", M->graphs / GIB);
+    if (M->at_step)
+        fprintf(fp, "      step grads     %8.2f GiB  (the optimizer step's fp32 copy of the BF16 main grads)\n",
+                M->step_grads / GIB);
+    fprintf(fp, "      = allocated    %8.2f GiB\n", M->peak_allocated / GIB);
+    fprintf(fp, "      (first iteration %.2f GiB: its passes run before the optimizer creates Adam's moments)\n",
+            M->first_iter_allocated / GIB);
+    fprintf(fp, "      fragmentation  %8.2f GiB  (%s)\n", M->fragmentation / GIB,
+            s->expandable_segments ? "expandable segments" : "no expandable segments");
+    fprintf(fp, "      = reserved     %8.2f GiB\n", M->reserved / GIB);
+    fprintf(fp, "      comm buffers   %8.2f GiB  (NCCL%s, outside PyTorch)\n", M->comm_buffers / GIB,
+            s->model.num_experts > 0 && s->ep > 1 &&
+                    (s->dispatcher == MB_DISP_DEEPEP || s->dispatcher == MB_DISP_HYBRIDEP)
+                ? ", dispatcher buffers"
+                : "");
+    fprintf(fp, "      CUDA context   %8.2f GiB\n", M->context / GIB);
+    fprintf(fp, "      = device       %8.2f GiB of %.2f GiB -> %s (at risk above %.0f %%)\n", M->device / GIB,
+            M->capacity / GIB, mb_memory_verdict_name(M->verdict), 100 * MB_MEM_AT_RISK_FRACTION);
+}
+
+/* --memory: every stage's terms. */
+static void mb_cli__text_memory_stages(const struct mb_memory *M, FILE *fp)
+{
+    fprintf(fp, "    every stage (GiB): stage  weights  grads  optim  activ  recomp  buffers  graphs  alloc  "
+                "reserved  device\n");
+    for (int st = 0; st < M->n_stages; st++) {
+        const struct mb_memory_stage *m = &M->per_stage[st];
+        fprintf(fp, "                       %5d %8.2f %6.2f %6.2f %6.2f %7.2f %8.2f %7.2f %6.1f %9.1f %7.1f  %s%s\n",
+                st, m->weights / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
+                m->recompute / GIB, m->buffers / GIB, m->graphs / GIB, m->peak_allocated / GIB,
+                m->reserved / GIB, m->device / GIB,
+                mb_memory_verdict_name(mb_memory_verdict_of(m->device, M->capacity)),
+                m->at_step ? "  (peak in the optimizer step)" : "");
     }
+    const struct mb_memory_stage *ls = &M->per_stage[M->n_stages > 0 ? M->n_stages - 1 : 0];
+    if (M->n_stages > 0 && ls->deferred_wgrad > 0)
+        fprintf(fp, "      (stage %d's activ holds %.2f GiB of deferred output-layer wgrad buffers)\n",
+                M->n_stages - 1, ls->deferred_wgrad / GIB);
+}
+
+/* --memory: the reported rank's timeline, at most 40 rows, each the highest point of its interval. */
+static void mb_cli__text_memory_timeline(const struct mb_memory *M, FILE *fp)
+{
+    fprintf(fp, "    timeline of stage %d (allocated; each row the highest point of its interval, GiB):\n",
+            M->tl.stage);
+    fprintf(fp, "         time_s  allocated  activations  loss  recompute  bwd_grads\n");
+    int passes = M->tl.n - 1; /* the last point is the optimizer step's */
+    int step = passes > 40 ? (passes + 39) / 40 : 1;
+    for (int i = 0; i < M->tl.n; i = i < passes && i + step > passes ? passes : i + step) {
+        int k = i; /* the highest of the rows this one stands for */
+        for (int j = i; j < i + step && j < passes; j++)
+            if (M->tl.allocated[j] > M->tl.allocated[k])
+                k = j;
+        fprintf(fp, "      %9.4f %10.2f %12.2f %5.2f %10.2f %10.2f%s\n", M->tl.t[k], M->tl.allocated[k] / GIB,
+                M->tl.activations[k] / GIB, M->tl.logits[k] / GIB, M->tl.recompute[k] / GIB,
+                M->tl.bwd_grads[k] / GIB, k == passes ? "  optimizer step" : "");
+    }
+}
+
+/* The time breakdown of the reported stage. */
+static void mb_cli__text_breakdown(const struct mb_result *r, FILE *fp)
+{
     fprintf(fp, "\n  time breakdown (pipeline stage %d, seconds per step):\n", r->critical_stage);
     double total = 0;
     for (int c = 0; c < MB_CAT_COUNT; c++)
@@ -206,7 +197,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
         fprintf(fp, "    %-26s %9.4f  %5.1f %%\n", mb_cat_name((enum mb_cat)c), r->breakdown[c],
                 total > 0 ? 100 * r->breakdown[c] / total : 0);
     }
-    mb_cli__coll_text(r, fp);
+}
+
+/* The three largest categories of the critical path. */
+static void mb_cli__text_critical(const struct mb_result *r, FILE *fp)
+{
     /* top contributors of the critical path */
     double ctot = 0;
     int top[3] = {-1, -1, -1};
@@ -229,7 +224,11 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                         100 * r->critical[top[k]] / ctot);
         fprintf(fp, "\n");
     }
-    mb_report_ops_text(r, fp);
+}
+
+/* The calibration table and the framework-time model the step used. */
+static void mb_cli__text_calib(const struct mb_scenario *s, const struct mb_result *r, FILE *fp)
+{
     fprintf(fp, "\n  calibration: %s (%ld lookups, %ld roofline fallbacks)%s\n", r->calib_path, r->calib_lookups,
             r->calib_fallbacks, s->roofline ? " [roofline-only mode]" : "");
     if (r->fw_on)
@@ -244,207 +243,56 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
                 s->system.power_cap, s->system.power_tdp, s->system.power_clock_scale);
     if (!r->fw_on)
         fprintf(fp, "  framework: off (roofline-only mode)\n");
-    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-        s->meas_oom || s->meas_peak_memory_gib > 0) {
-        fprintf(fp, "  measured:");
-        if (s->meas_peak_memory_gib > 0 && s->meas_peak_iteration == 1) {
-            double first = 0; /* the largest over the stages' ranks, as validate compares */
-            for (int st = 0; st < r->mem.n_stages; st++)
-                first = fmax(first, r->mem.per_stage[st].first_iter_allocated);
-            fprintf(fp, " peak after iteration 1 %.2f GiB (predicted %.2f GiB allocated through iteration 1, "
-                        "the largest over the stages' ranks)",
-                    s->meas_peak_memory_gib, first / (1024.0 * 1024 * 1024));
-        } else if (s->meas_peak_memory_gib > 0) {
-            fprintf(fp, " peak %.2f GiB (predicted %.2f GiB allocated)", s->meas_peak_memory_gib,
-                    r->mem.peak_allocated / (1024.0 * 1024 * 1024));
-        }
-        if (s->meas_oom)
-            fprintf(fp, " out of memory (predicted: %s)", mb_memory_verdict_name(r->mem.verdict));
-        if (s->meas_tokens_per_s_per_gpu > 0)
-            fprintf(fp, " %.1f tokens/s/GPU (%+.1f %%)", s->meas_tokens_per_s_per_gpu,
-                    100 * (r->tokens_per_s_per_gpu - s->meas_tokens_per_s_per_gpu) / s->meas_tokens_per_s_per_gpu);
-        if (s->meas_model_tflops_per_gpu > 0)
-            fprintf(fp, " %.1f TFLOP/s/GPU (%+.1f %%)", s->meas_model_tflops_per_gpu,
-                    100 * (r->model_tflops_per_gpu - s->meas_model_tflops_per_gpu) / s->meas_model_tflops_per_gpu);
-        if (s->meas_step_time_s > 0)
-            fprintf(fp, " %.3f s/step (%+.1f %%)", s->meas_step_time_s,
-                    100 * (r->step_time_s - s->meas_step_time_s) / s->meas_step_time_s);
-        if (s->meas_source[0])
-            fprintf(fp, " [%s]", s->meas_source);
-        fprintf(fp, "\n");
-    }
-    fprintf(fp, "  simulated %zu tasks, %llu events in %.3f s\n", r->tasks, r->events, r->sim_wall_s);
 }
 
-int mb_report_json(const struct mb_scenario *s, const struct mb_result *r, FILE *fp)
+/* The scenario's measured block, each value with the prediction's error. */
+static void mb_cli__text_measured(const struct mb_scenario *s, const struct mb_result *r, FILE *fp)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "scenario", json_string(s->name));
-    json_object_set_new(o, "model", json_string(s->model.name));
-    json_object_set_new(o, "system", json_string(s->system.name));
-    json_object_set_new(o, "gpu", json_string(s->system.gpu));
-    json_object_set_new(o, "gpus", json_integer(s->gpus));
-    json_object_set_new(o, "precision", json_string(s->prec.label));
-    json_t *lay = json_object();
-    json_object_set_new(lay, "strategy", json_string(mb_cli__strategy(s)));
-    json_object_set_new(lay, "tp", json_integer(s->tp));
-    json_object_set_new(lay, "pp", json_integer(s->pp));
-    json_object_set_new(lay, "vpp", json_integer(s->vpp));
-    json_object_set_new(lay, "cp", json_integer(s->cp));
-    json_object_set_new(lay, "dp", json_integer(s->dp));
-    json_object_set_new(lay, "ep", json_integer(s->ep));
-    json_object_set_new(lay, "etp", json_integer(s->etp));
-    json_object_set_new(lay, "microbatches", json_integer(r->microbatches));
-    json_object_set_new(lay, "distributed_optimizer", json_boolean(s->dist_opt));
-    json_object_set_new(lay, "all_reduce_algorithm", json_string(mb_coll_algo_name((enum mb_coll_algo)s->allreduce_algo)));
-    json_object_set_new(o, "layout", lay);
-    json_object_set_new(o, "step_time_s", json_real(r->step_time_s));
-    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s_per_gpu));
-    json_object_set_new(o, "useful_tokens_per_s_per_gpu", json_real(r->useful_tokens_per_s_per_gpu));
-    json_object_set_new(o, "model_tflops_per_gpu", json_real(r->model_tflops_per_gpu));
-    json_object_set_new(o, "mfu", json_real(r->mfu));
-    struct mb_publish_check pc;
-    mb_publish_check(s, r->model_tflops_per_gpu, &pc);
-    json_t *pub = json_object();
-    json_object_set_new(pub, "verdict", json_string(mb_publish_verdict_name(pc.verdict)));
-    json_object_set_new(pub, "target_model_tflops_per_gpu", pc.target_tflops > 0 ? json_real(pc.target_tflops) : json_null());
-    json_object_set_new(pub, "fraction_of_target", pc.target_tflops > 0 ? json_real(pc.fraction) : json_null());
-    json_object_set_new(pub, "text", json_string(pc.text));
-    json_object_set_new(o, "publication_check", pub);
-    json_object_set_new(o, "peak_memory_gib", json_real(r->mem.peak_allocated / GIB));
-    json_object_set_new(o, "reserved_memory_gib", json_real(r->mem.reserved / GIB));
-    json_object_set_new(o, "memory_capacity_gib", json_real(r->mem.capacity / GIB));
-    json_object_set_new(o, "oom", json_boolean(r->oom));
-    json_object_set_new(o, "device_memory_gib", json_real(r->mem.device / GIB));
-    json_object_set_new(o, "memory_verdict", json_string(mb_memory_verdict_name(r->mem.verdict)));
-    json_t *mem = json_object();
-    json_object_set_new(mem, "stage", json_integer(r->mem.stage));
-    json_object_set_new(mem, "weights_gib", json_real(r->mem.weights / GIB));
-    json_object_set_new(mem, "gradients_gib", json_real(r->mem.grads / GIB));
-    json_object_set_new(mem, "optimizer_gib", json_real(r->mem.optimizer / GIB));
-    json_object_set_new(mem, "activations_gib", json_real(r->mem.activations / GIB));
-    json_object_set_new(mem, "buffers_gib", json_real(r->mem.buffers / GIB));
-    json_object_set_new(mem, "cuda_graphs_gib", json_real(r->mem.graphs / GIB));
-    json_object_set_new(mem, "dominant", json_string(r->mem.dominant));
-    json_object_set_new(mem, "peak_time_s", json_real(r->mem.peak_time_s));
-    json_object_set_new(mem, "peak_in_optimizer_step", json_boolean(r->mem.at_step));
-    json_object_set_new(mem, "first_iteration_allocated_gib", json_real(r->mem.first_iter_allocated / GIB));
-    json_object_set_new(mem, "optimizer_step_gradients_gib", json_real(r->mem.at_step ? r->mem.step_grads / GIB : 0));
-    json_object_set_new(mem, "deferred_wgrad_gib", json_real(r->mem.deferred_wgrad / GIB));
-    json_object_set_new(mem, "recompute_gib", json_real(r->mem.recompute / GIB));
-    json_object_set_new(mem, "loss_gib", json_real(r->mem.logits / GIB));
-    json_object_set_new(mem, "backward_gradients_gib", json_real(r->mem.bwd_grads / GIB));
-    json_object_set_new(mem, "dispatch_gib", json_real(r->mem.dispatch / GIB));
-    json_object_set_new(mem, "workspace_gib", json_real(r->mem.workspace / GIB));
-    json_object_set_new(mem, "allocated_gib", json_real(r->mem.peak_allocated / GIB));
-    json_object_set_new(mem, "fragmentation_gib", json_real(r->mem.fragmentation / GIB));
-    json_object_set_new(mem, "reserved_gib", json_real(r->mem.reserved / GIB));
-    json_object_set_new(mem, "comm_buffers_gib", json_real(r->mem.comm_buffers / GIB));
-    json_object_set_new(mem, "cuda_context_gib", json_real(r->mem.context / GIB));
-    json_object_set_new(mem, "device_gib", json_real(r->mem.device / GIB));
-    json_object_set_new(mem, "capacity_gib", json_real(r->mem.capacity / GIB));
-    json_object_set_new(mem, "at_risk_fraction", json_real(MB_MEM_AT_RISK_FRACTION));
-    json_object_set_new(mem, "verdict", json_string(mb_memory_verdict_name(r->mem.verdict)));
-    json_t *stages = json_array();
-    for (int st = 0; st < r->mem.n_stages; st++) {
-        const struct mb_memory_stage *m = &r->mem.per_stage[st];
-        json_t *e = json_pack("{s:i,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "stage", st, "weights_gib", m->weights / GIB,
-                              "gradients_gib", m->grads / GIB, "optimizer_gib", m->optimizer / GIB,
-                              "activations_gib", m->activations / GIB, "buffers_gib", m->buffers / GIB,
-                              "cuda_graphs_gib", m->graphs / GIB, "peak_gib", m->peak_allocated / GIB,
-                              "reserved_gib", m->reserved / GIB);
-        json_object_set_new(e, "deferred_wgrad_gib", json_real(m->deferred_wgrad / GIB));
-        json_object_set_new(e, "peak_in_optimizer_step", json_boolean(m->at_step));
-        json_object_set_new(e, "first_iteration_allocated_gib", json_real(m->first_iter_allocated / GIB));
-        json_object_set_new(e, "optimizer_step_gradients_gib", json_real(m->at_step ? m->step_grads / GIB : 0));
-        json_object_set_new(e, "recompute_gib", json_real(m->recompute / GIB));
-        json_object_set_new(e, "loss_gib", json_real(m->logits / GIB));
-        json_object_set_new(e, "backward_gradients_gib", json_real(m->bwd_grads / GIB));
-        json_object_set_new(e, "dispatch_gib", json_real(m->dispatch / GIB));
-        json_object_set_new(e, "workspace_gib", json_real(m->workspace / GIB));
-        json_object_set_new(e, "fragmentation_gib", json_real(m->fragmentation / GIB));
-        json_object_set_new(e, "comm_buffers_gib", json_real(m->comm_buffers / GIB));
-        json_object_set_new(e, "cuda_context_gib", json_real(m->context / GIB));
-        json_object_set_new(e, "device_gib", json_real(m->device / GIB));
-        json_object_set_new(e, "peak_time_s", json_real(m->peak_time_s));
-        json_object_set_new(e, "verdict",
-                            json_string(mb_memory_verdict_name(mb_memory_verdict_of(m->device, r->mem.capacity))));
-        json_array_append_new(stages, e);
+    fprintf(fp, "  measured:");
+    if (s->meas_peak_memory_gib > 0 && s->meas_peak_iteration == 1) {
+        double first = 0; /* the largest over the stages' ranks, as validate compares */
+        for (int st = 0; st < r->mem.n_stages; st++)
+            first = fmax(first, r->mem.per_stage[st].first_iter_allocated);
+        fprintf(fp, " peak after iteration 1 %.2f GiB (predicted %.2f GiB allocated through iteration 1, "
+                    "the largest over the stages' ranks)",
+                s->meas_peak_memory_gib, first / (1024.0 * 1024 * 1024));
+    } else if (s->meas_peak_memory_gib > 0) {
+        fprintf(fp, " peak %.2f GiB (predicted %.2f GiB allocated)", s->meas_peak_memory_gib,
+                r->mem.peak_allocated / (1024.0 * 1024 * 1024));
     }
-    if (r->mem.tl.n > 0) {
-        const struct mb_memtl *tl = &r->mem.tl;
-        json_t *t = json_object(), *a[6];
-        const double *src[6] = {tl->t, tl->allocated, tl->activations, tl->logits, tl->recompute, tl->bwd_grads};
-        static const char *const key[6] = {"t_s",      "allocated_gib", "activations_gib",
-                                           "loss_gib", "recompute_gib", "backward_gradients_gib"};
-        json_object_set_new(t, "stage", json_integer(tl->stage));
-        for (int k = 0; k < 6; k++) {
-            a[k] = json_array();
-            for (int i = 0; i < tl->n; i++)
-                json_array_append_new(a[k], json_real(k ? src[k][i] / GIB : src[k][i]));
-            json_object_set_new(t, key[k], a[k]);
-        }
-        json_object_set_new(mem, "timeline", t);
+    if (s->meas_oom)
+        fprintf(fp, " out of memory (predicted: %s)", mb_memory_verdict_name(r->mem.verdict));
+    if (s->meas_tokens_per_s_per_gpu > 0)
+        fprintf(fp, " %.1f tokens/s/GPU (%+.1f %%)", s->meas_tokens_per_s_per_gpu,
+                100 * (r->tokens_per_s_per_gpu - s->meas_tokens_per_s_per_gpu) / s->meas_tokens_per_s_per_gpu);
+    if (s->meas_model_tflops_per_gpu > 0)
+        fprintf(fp, " %.1f TFLOP/s/GPU (%+.1f %%)", s->meas_model_tflops_per_gpu,
+                100 * (r->model_tflops_per_gpu - s->meas_model_tflops_per_gpu) / s->meas_model_tflops_per_gpu);
+    if (s->meas_step_time_s > 0)
+        fprintf(fp, " %.3f s/step (%+.1f %%)", s->meas_step_time_s,
+                100 * (r->step_time_s - s->meas_step_time_s) / s->meas_step_time_s);
+    if (s->meas_source[0])
+        fprintf(fp, " [%s]", s->meas_source);
+    fprintf(fp, "\n");
+}
+
+void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int memory_detail, FILE *fp)
+{
+    mb_cli__text_head(s, r, fp);
+    mb_cli__text_metrics(s, r, fp);
+    if (memory_detail) {
+        mb_cli__text_memory_terms(s, &r->mem, fp);
+        mb_cli__text_memory_stages(&r->mem, fp);
+        if (r->mem.tl.n > 0)
+            mb_cli__text_memory_timeline(&r->mem, fp);
     }
-    json_object_set_new(mem, "per_stage", stages);
-    json_object_set_new(o, "memory", mem);
-    json_t *bd = json_object();
-    for (int c = 0; c < MB_CAT_COUNT; c++)
-        json_object_set_new(bd, mb_cat_name((enum mb_cat)c), json_real(r->breakdown[c]));
-    json_object_set_new(o, "breakdown_s", bd);
-    json_object_set_new(o, "collectives", mb_cli__coll_json(r));
-    json_t *cp = json_object();
-    for (int c = 0; c < MB_CAT_COUNT; c++)
-        json_object_set_new(cp, mb_cat_name((enum mb_cat)c), json_real(r->critical[c]));
-    json_object_set_new(o, "critical_path_s", cp);
-    json_object_set_new(o, "critical_stage", json_integer(r->critical_stage));
-    json_object_set_new(o, "vision_tokens_per_sample", json_real(r->vision_tokens_per_sample));
-    json_t *cal = json_object();
-    json_object_set_new(cal, "table", json_string(r->calib_path));
-    json_object_set_new(cal, "roofline_only", json_boolean(s->roofline));
-    json_object_set_new(cal, "lookups", json_integer(r->calib_lookups));
-    json_object_set_new(cal, "roofline_fallbacks", json_integer(r->calib_fallbacks));
-    json_object_set_new(o, "calibration", cal);
-    json_t *fw = json_object();
-    json_object_set_new(fw, "applied", json_boolean(r->fw_on));
-    json_object_set_new(fw, "tensor_fraction", json_real(r->fw_tensor_fraction));
-    json_object_set_new(fw, "membound_eff", json_real(r->fw_membound_eff));
-    json_object_set_new(fw, "kernel_eager_s", json_real(r->fw_kernel_eager_s));
-    json_object_set_new(fw, "kernel_graph_s", json_real(r->fw_kernel_graph_s));
-    json_object_set_new(fw, "overlap_slowdown", json_real(r->fw_overlap_slowdown));
-    json_object_set_new(fw, "step_overhead_s", json_real(r->fw_step_overhead_s));
-    json_object_set_new(fw, "host_kernel_s", json_real(r->fw_host_kernel_s));
-    json_object_set_new(fw, "kernel_moe_s", json_real(r->fw_kernel_moe_s));
-    json_object_set_new(fw, "power_cap_w", s->system.power_cap > 0 ? json_real(s->system.power_cap) : json_null());
-    json_object_set_new(fw, "power_clock_scale", json_real(r->fw_on ? s->system.power_clock_scale : 1));
-    json_object_set_new(o, "framework", fw);
+    mb_cli__text_breakdown(r, fp);
+    mb_cli__coll_text(r, fp);
+    mb_cli__text_critical(r, fp);
+    mb_report_ops_text(r, fp);
+    mb_cli__text_calib(s, r, fp);
     if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-        s->meas_oom || s->meas_peak_memory_gib > 0) {
-        json_t *me = json_object();
-        if (s->meas_peak_memory_gib > 0)
-            json_object_set_new(me, "peak_memory_gib", json_real(s->meas_peak_memory_gib));
-        if (s->meas_peak_memory_gib > 0 && s->meas_peak_iteration == 1)
-            json_object_set_new(me, "peak_memory_after_iteration", json_integer(1));
-        if (s->meas_oom)
-            json_object_set_new(me, "oom", json_true());
-        if (s->meas_tokens_per_s_per_gpu > 0)
-            json_object_set_new(me, "tokens_per_s_per_gpu", json_real(s->meas_tokens_per_s_per_gpu));
-        if (s->meas_model_tflops_per_gpu > 0)
-            json_object_set_new(me, "model_tflops_per_gpu", json_real(s->meas_model_tflops_per_gpu));
-        if (s->meas_step_time_s > 0)
-            json_object_set_new(me, "step_time_s", json_real(s->meas_step_time_s));
-        if (s->meas_source[0])
-            json_object_set_new(me, "source", json_string(s->meas_source));
-        json_object_set_new(o, "measured", me);
-    }
-    if (r->ops)
-        json_object_set_new(o, "ops", mb_report_ops_json(r));
-    json_t *sim = json_object();
-    json_object_set_new(sim, "tasks", json_integer((json_int_t)r->tasks));
-    json_object_set_new(sim, "events", json_integer((json_int_t)r->events));
-    json_object_set_new(o, "simulation", sim);
-    int rc = json_dumpf(o, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
-    fputc('\n', fp);
-    json_decref(o);
-    return rc ? -1 : 0;
+        s->meas_oom || s->meas_peak_memory_gib > 0)
+        mb_cli__text_measured(s, r, fp);
+    fprintf(fp, "  simulated %zu tasks, %llu events in %.3f s\n", r->tasks, r->events, r->sim_wall_s);
 }
