@@ -249,14 +249,16 @@ static int mb_cli__load_table(const char *name, struct mb_calib **cal, struct mb
     return mb_calib_load(shipped ? name : NULL, shipped ? NULL : name, cal, err);
 }
 
-int mb_cmd_calibrate_runs(int argc, char **argv)
+/* What `mbsim calibrate runs` was asked for. */
+struct mb_cli__runs_opts {
+    const char *csv, *gpu, *base, *out, *recipes[16];
+    int n_recipes, jobs;
+    unsigned params;
+};
+
+/* The options and the CSV: -1 to go on, else the exit code (0 for --help). */
+static int mb_cli__runs_parse(int argc, char **argv, struct mb_cli__runs_opts *o)
 {
-    const char *csv = NULL, *gpu = NULL, *base = NULL, *out = NULL, *recipes[16];
-    int n_recipes = 0;
-    unsigned params = MB_FIT_DEFAULT_PARAMS;
-    int jobs = 0;
-    char cmd[2048];
-    mb_cli__command_line(cmd, sizeof cmd, "runs", argc, argv);
     enum { O_GPU = 256, O_BASE, O_PARAMS, O_RECIPES };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},          {"output", required_argument, NULL, 'o'},
                                        {"gpu", required_argument, NULL, O_GPU},     {"base", required_argument, NULL, O_BASE},
@@ -271,29 +273,29 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
             mb_cli__usage(stdout);
             rc = 0;
         } else if (c == 'o') {
-            out = v;
+            o->out = v;
         } else if (c == O_GPU) {
-            gpu = v;
+            o->gpu = v;
         } else if (c == O_BASE) {
-            base = v;
+            o->base = v;
         } else if (c == O_RECIPES) {
-            if (n_recipes == (int)(sizeof recipes / sizeof recipes[0])) {
+            if (o->n_recipes == (int)(sizeof o->recipes / sizeof o->recipes[0])) {
                 fprintf(stderr, "mbsim calibrate runs: at most 16 --recipes (a folder holds many files)\n");
                 rc = 2;
             } else {
-                recipes[n_recipes++] = v;
+                o->recipes[o->n_recipes++] = v;
             }
         } else if (c == O_PARAMS) {
-            if (mb_cli__parse_params(v, &params))
+            if (mb_cli__parse_params(v, &o->params))
                 rc = 2;
         } else if (c == 'j') {
-            if (cli_parse_jobs("mbsim calibrate runs", cli_opts_name(&g), v, &jobs))
+            if (cli_parse_jobs("mbsim calibrate runs", cli_opts_name(&g), v, &o->jobs))
                 rc = 2;
         } else if (c != CLI_OPERAND) {
             mb_cli__usage(stderr);
             rc = 2;
-        } else if (!csv) {
-            csv = v;
+        } else if (!o->csv) {
+            o->csv = v;
         } else {
             fprintf(stderr, "mbsim calibrate runs: one measured-runs CSV expected, got '%s' too\n", v);
             rc = 2;
@@ -302,72 +304,101 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
     cli_opts_free(&g);
     if (rc >= 0)
         return rc;
-    if (!csv) {
+    if (!o->csv) {
         mb_cli__usage(stderr);
         return 2;
     }
-    if (out && !mb_cli__writable_dir(out)) {
-        fprintf(stderr, "mbsim calibrate runs: cannot write %s (%s)\n", out, strerror(errno));
+    if (o->out && !mb_cli__writable_dir(o->out)) {
+        fprintf(stderr, "mbsim calibrate runs: cannot write %s (%s)\n", o->out, strerror(errno));
         return 1;
     }
-    struct mb_fit_set set;
+    return -1;
+}
+
+/* The recipe files, then the CSV's rows predicted into set: 0, or -1 after the message. */
+static int mb_cli__runs_read(const struct mb_cli__runs_opts *o, struct mb_fit_set *set)
+{
     struct mb_err err;
-    mb_err_clear(&err);
-    mb_fit_set_init(&set);
-    set.jobs = jobs;
     char msg[1024];
-    for (int i = 0; i < n_recipes; i++)
-        if (mb_validate_add_recipes(&set.sum, recipes[i], &err)) {
+    mb_err_clear(&err);
+    for (int i = 0; i < o->n_recipes; i++)
+        if (mb_validate_add_recipes(&set->sum, o->recipes[i], &err)) {
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "%s\n", msg);
-            mb_fit_set_free(&set);
-            return 1;
+            return -1;
         }
-    if (mb_fit_add_csv(&set, csv, &err)) {
+    if (mb_fit_add_csv(set, o->csv, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);
-        mb_fit_set_free(&set);
-        return 1;
+        return -1;
     }
-    mb_fit_set_finish(&set);
-    mb_validate_warn_unused_recipes(&set.sum, "mbsim calibrate runs", stderr);
-    /* the GPU: named, or the only one in the CSV */
-    if (!gpu) {
-        for (size_t i = 0; i < set.n; i++)
-            if (!gpu)
-                gpu = set.rows[i].gpu;
-            else if (strcasecmp(gpu, set.rows[i].gpu)) {
-                fprintf(stderr, "mbsim calibrate runs: %s has rows of several GPU types (%s, %s, ...): name one with "
-                                "--gpu\n",
-                        csv, gpu, set.rows[i].gpu);
-                mb_fit_set_free(&set);
-                return 2;
-            }
+    mb_fit_set_finish(set);
+    mb_validate_warn_unused_recipes(&set->sum, "mbsim calibrate runs", stderr);
+    return 0;
+}
+
+/* The GPU fitted: --gpu, or the only one in the CSV; -1 after the message (exit 2) when there are several. */
+static int mb_cli__runs_gpu(const struct mb_cli__runs_opts *o, const struct mb_fit_set *set, const char **gpu)
+{
+    *gpu = o->gpu;
+    if (*gpu)
+        return 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (!*gpu) {
+            *gpu = set->rows[i].gpu;
+        } else if (strcasecmp(*gpu, set->rows[i].gpu)) {
+            fprintf(stderr, "mbsim calibrate runs: %s has rows of several GPU types (%s, %s, ...): name one with "
+                            "--gpu\n",
+                    o->csv, *gpu, set->rows[i].gpu);
+            return -1;
+        }
+    return 0;
+}
+
+/* What the fit did, on stderr: rows, iterations, rows not predicted, each parameter prior -> fitted, MAPE. */
+static void mb_cli__runs_summary(const struct mb_cli__runs_opts *o, const struct mb_fit_set *set, const char *gpu,
+                                 const struct mb_fit_result *r)
+{
+    fprintf(stderr, "mbsim calibrate runs: %zu %s %s, %d %s, %d %s in %.1f s\n", r->n_rows, gpu,
+            mb_plural((long long)r->n_rows, "row", "rows"), r->iterations,
+            mb_plural(r->iterations, "iteration", "iterations"), r->sims,
+            mb_plural(r->sims, "simulation", "simulations"), r->wall_s);
+    if (set->sum.n_skipped) { /* rows of any GPU the validate reader could not predict, and why */
+        fprintf(stderr, "  %zu %s of %s %s not predicted (all GPUs; mbsim validate lists them):",
+                set->sum.n_skipped, mb_plural((long long)set->sum.n_skipped, "row", "rows"), o->csv,
+                mb_plural((long long)set->sum.n_skipped, "was", "were"));
+        for (size_t k = 0; k < set->sum.n_reasons && k < 3; k++)
+            fprintf(stderr, "%s %zu x %s", k ? ";" : "", set->sum.reasons[k].count, set->sum.reasons[k].reason);
+        fprintf(stderr, "%s\n", set->sum.n_reasons > 3 ? "; ..." : "");
     }
-    size_t *idx = malloc((set.n + 1) * sizeof *idx), n = 0;
-    for (size_t i = 0; gpu && i < set.n; i++)
-        if (!strcasecmp(set.rows[i].gpu, gpu))
-            idx[n++] = i;
-    if (n == 0) {
-        if (gpu)
-            fprintf(stderr, "mbsim calibrate runs: no predicted row of GPU '%s' in %s\n", gpu, csv);
-        else
-            fprintf(stderr, "mbsim calibrate runs: no predicted row in %s (mbsim validate %s says why)\n", csv, csv);
-        free(idx);
-        mb_fit_set_free(&set);
-        return 1;
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+        fprintf(stderr, "  %-17s ", in->name);
+        mb_cli__write_value(stderr, (enum mb_fw_param)p, r->prior.v[p]);
+        fprintf(stderr, " -> ");
+        mb_cli__write_value(stderr, (enum mb_fw_param)p, r->fit.v[p]);
+        fprintf(stderr, "%s\n", o->params & MB_FIT_PARAM(p) ? "" : "  (not fitted)");
     }
+    fprintf(stderr, "  MAPE %.2f %% -> %.2f %%, signed median %+.1f %% -> %+.1f %%\n", r->mape_prior, r->mape_fit,
+            r->median_prior, r->median_fit);
+}
+
+/* Fit the rows idx[0..n) of set against the base table, report, and write the table: the exit code. */
+static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set *set, const char *gpu, size_t *idx,
+                            size_t n, const char *cmd)
+{
+    struct mb_err err;
+    char msg[1024];
+    mb_err_clear(&err);
     struct mb_calib *cal = NULL;
-    if (mb_cli__load_table(base ? base : gpu, &cal, &err)) {
+    if (mb_cli__load_table(o->base ? o->base : gpu, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);
-        free(idx);
-        mb_fit_set_free(&set);
         return 1;
     }
     struct mb_fit_result r;
-    struct mb_fit_opts fo = {.params = params};
-    rc = mb_fit_framework(&set, idx, n, cal, &fo, &r, &err);
+    struct mb_fit_opts fo = {.params = o->params};
+    int rc = mb_fit_framework(set, idx, n, cal, &fo, &r, &err);
     if (rc) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "%s\n", msg);
@@ -375,42 +406,58 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         /* idx of the rows the fit used (rows that do not simulate are left out) */
         size_t m = 0;
         for (size_t a = 0; a < n; a++)
-            if (set.rows[idx[a]].lin_ok > 0)
+            if (set->rows[idx[a]].lin_ok > 0)
                 idx[m++] = idx[a];
-        fprintf(stderr, "mbsim calibrate runs: %zu %s %s, %d %s, %d %s in %.1f s\n", r.n_rows, gpu,
-                mb_plural((long long)r.n_rows, "row", "rows"), r.iterations,
-                mb_plural(r.iterations, "iteration", "iterations"), r.sims,
-                mb_plural(r.sims, "simulation", "simulations"), r.wall_s);
-        if (set.sum.n_skipped) { /* rows of any GPU the validate reader could not predict, and why */
-            fprintf(stderr, "  %zu %s of %s %s not predicted (all GPUs; mbsim validate lists them):",
-                    set.sum.n_skipped, mb_plural((long long)set.sum.n_skipped, "row", "rows"), csv,
-                    mb_plural((long long)set.sum.n_skipped, "was", "were"));
-            for (size_t k = 0; k < set.sum.n_reasons && k < 3; k++)
-                fprintf(stderr, "%s %zu x %s", k ? ";" : "", set.sum.reasons[k].count, set.sum.reasons[k].reason);
-            fprintf(stderr, "%s\n", set.sum.n_reasons > 3 ? "; ..." : "");
-        }
-        for (int p = 0; p < MB_FW_COUNT; p++) {
-            const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
-            fprintf(stderr, "  %-17s ", in->name);
-            mb_cli__write_value(stderr, (enum mb_fw_param)p, r.prior.v[p]);
-            fprintf(stderr, " -> ");
-            mb_cli__write_value(stderr, (enum mb_fw_param)p, r.fit.v[p]);
-            fprintf(stderr, "%s\n", params & MB_FIT_PARAM(p) ? "" : "  (not fitted)");
-        }
-        fprintf(stderr, "  MAPE %.2f %% -> %.2f %%, signed median %+.1f %% -> %+.1f %%\n", r.mape_prior, r.mape_fit,
-                r.median_prior, r.median_fit);
-        FILE *fp = mb_cli__begin_table(cal, out, "mbsim calibrate runs");
+        mb_cli__runs_summary(o, set, gpu, &r);
+        FILE *fp = mb_cli__begin_table(cal, o->out, "mbsim calibrate runs");
         if (!fp) {
             rc = -1;
         } else {
-            mb_cli__write_framework(fp, &set, idx, &r, params, csv, gpu, cmd);
-            rc = mb_cli__end_table(fp, out, "mbsim calibrate runs");
+            mb_cli__write_framework(fp, set, idx, &r, o->params, o->csv, gpu, cmd);
+            rc = mb_cli__end_table(fp, o->out, "mbsim calibrate runs");
         }
     }
     mb_calib_free(cal);
+    return rc ? 1 : 0;
+}
+
+int mb_cmd_calibrate_runs(int argc, char **argv)
+{
+    struct mb_cli__runs_opts o = {.params = MB_FIT_DEFAULT_PARAMS};
+    char cmd[2048];
+    mb_cli__command_line(cmd, sizeof cmd, "runs", argc, argv);
+    int rc = mb_cli__runs_parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    struct mb_fit_set set;
+    mb_fit_set_init(&set);
+    set.jobs = o.jobs;
+    const char *gpu;
+    if (mb_cli__runs_read(&o, &set)) {
+        mb_fit_set_free(&set);
+        return 1;
+    }
+    if (mb_cli__runs_gpu(&o, &set, &gpu)) {
+        mb_fit_set_free(&set);
+        return 2;
+    }
+    size_t *idx = malloc((set.n + 1) * sizeof *idx), n = 0;
+    for (size_t i = 0; gpu && i < set.n; i++)
+        if (!strcasecmp(set.rows[i].gpu, gpu))
+            idx[n++] = i;
+    if (n == 0) {
+        if (gpu)
+            fprintf(stderr, "mbsim calibrate runs: no predicted row of GPU '%s' in %s\n", gpu, o.csv);
+        else
+            fprintf(stderr, "mbsim calibrate runs: no predicted row in %s (mbsim validate %s says why)\n", o.csv,
+                    o.csv);
+        rc = 1;
+    } else {
+        rc = mb_cli__runs_fit(&o, &set, gpu, idx, n, cmd);
+    }
     free(idx);
     mb_fit_set_free(&set);
-    return rc ? 1 : 0;
+    return rc;
 }
 
 static void mb_cli__write_transfer(FILE *fp, const struct mb_calib_framework *fw, unsigned params, const char **from, int n,
