@@ -84,7 +84,9 @@ double mb_reduce_optimizer_bytes(const struct mb_build *b, int st)
     const struct mb_scenario *s = b->s;
     const struct mb_layout *lay = &b->lay;
     int frozen = (s->freeze & MB_FREEZE_LANGUAGE) != 0, frozen_v = (s->freeze & MB_FREEZE_VISION) != 0;
-    double dpd = s->dist_opt ? s->dp : 1, edpd = s->dist_opt ? lay->edp : 1; /* DDP: no sharding */
+    /* the distributed optimizer shards the dense state over DP x CP, as memory.c counts it
+     * (Megatron-Core's data-parallel group with context parallelism); DDP: no sharding */
+    double dpd = s->dist_opt ? (double)s->dp * s->cp : 1, edpd = s->dist_opt ? lay->edp : 1;
     double shard = frozen ? 0
                           : lay->params_dense_stage[st] / s->tp / dpd +
                                 lay->params_expert_stage[st] / (s->ep * s->etp) / edpd;
