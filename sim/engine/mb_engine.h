@@ -139,4 +139,24 @@ size_t mb_engine_n_deps(const struct mb_engine *e);
 /** @brief Dependency i < mb_engine_n_deps(e): task `after` waited for task `before`. */
 void mb_engine_dep(const struct mb_engine *e, size_t i, int *before, int *after);
 
+/* ---- invariants (mb_engine_check.c) ------------------------------------ */
+
+/**
+ * @brief The task graph before a run: every dependency names two distinct tasks that exist, and the
+ * dependencies with each stream's program order form no cycle (a cycle deadlocks the run). O(tasks +
+ * dependencies) time and memory. The step model runs it after each phase that adds tasks in debug and
+ * sanitizer builds (MBSIM_CHECK_INVARIANTS; SimGrid's check_concurrency() pattern).
+ * @param[out] why  the first violation, for a message
+ * @return 0, or -1 with why set.
+ */
+int mb_engine_check_graph(const struct mb_engine *e, char *why, size_t len);
+
+/**
+ * @brief The last run: every task started and ended with 0 <= start <= end <= makespan, each stream's
+ * tasks one after the other in program order, and every dependency resolved (a task starts no earlier
+ * than the tasks it waits for end); times compared within 1e-9 of the makespan (at least 1 ns).
+ * @return 0, or -1 with why set.
+ */
+int mb_engine_check_run(const struct mb_engine *e, char *why, size_t len);
+
 #endif /* MB_ENGINE_H */

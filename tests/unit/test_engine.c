@@ -594,6 +594,54 @@ static void test_critical_path(void **state)
     mb_engine_free(e);
 }
 
+/* The invariant pass (mb_engine_check.c). The graphs of test_deadlock: a cycle through two
+ * dependencies, and one through stream order (X then Y on stream 0, X after Z, Z after Y), found before
+ * any run with the tasks that never become ready; the chain of test_chain_one_stream and a two-stream
+ * dependency pass, before and after their run. A run's times are checked against what was run: a
+ * dependency added after the run (task 0 waiting for task 2, which ended later) is "not resolved". */
+static void test_invariants(void **state)
+{
+    (void)state;
+    char why[512];
+    struct mb_err err;
+    struct mb_engine *e = mb_engine_new();
+    int s0 = mb_engine_add_stream(e), s1 = mb_engine_add_stream(e);
+    int a = add_compute(e, s0, 1), b = add_compute(e, s1, 1);
+    mb_engine_add_dep(e, b, a);
+    mb_engine_add_dep(e, a, b);
+    assert_int_equal(mb_engine_check_graph(e, why, sizeof why), -1);
+    assert_string_equal(why, "the dependencies and stream order have a cycle: 2 of 2 tasks never become ready "
+                             "(first: task 0 on stream 0)");
+    mb_engine_free(e);
+
+    e = mb_engine_new();
+    s0 = mb_engine_add_stream(e);
+    s1 = mb_engine_add_stream(e);
+    int s2 = mb_engine_add_stream(e);
+    add_compute(e, s2, 5);
+    int x = add_compute(e, s0, 1), y = add_compute(e, s0, 1), z = add_compute(e, s1, 1);
+    mb_engine_add_dep(e, z, x);
+    mb_engine_add_dep(e, y, z);
+    assert_int_equal(mb_engine_check_graph(e, why, sizeof why), -1);
+    assert_string_equal(why, "the dependencies and stream order have a cycle: 3 of 4 tasks never become ready "
+                             "(first: task 1 on stream 0)");
+    mb_engine_free(e);
+
+    e = mb_engine_new();
+    s0 = mb_engine_add_stream(e);
+    s1 = mb_engine_add_stream(e);
+    int t0 = add_compute(e, s0, 1), t1 = add_compute(e, s0, 2), t2 = add_compute(e, s1, 3.5);
+    mb_engine_add_dep(e, t1, t2); /* t2 runs [3, 6.5] */
+    assert_int_equal(mb_engine_check_graph(e, why, sizeof why), 0);
+    mb_err_clear(&err);
+    assert_int_equal(mb_engine_run(e, &err), 0);
+    assert_int_equal(mb_engine_check_run(e, why, sizeof why), 0);
+    mb_engine_add_dep(e, t2, t0); /* t0 ran at [0, 1], before t2 ended */
+    assert_int_equal(mb_engine_check_run(e, why, sizeof why), -1);
+    assert_string_equal(why, "task 0 starts at 0 s, before task 2 it waits for ends (6.5 s)");
+    mb_engine_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -613,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_critical_path),
+        cmocka_unit_test(test_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

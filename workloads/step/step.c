@@ -123,7 +123,9 @@ static int mb_step__build(struct mb_build *b, int mbs_n, int critical, struct mb
     mb_reduce_param_gather(b, pg_done);
     mb_data_vision_ops(b);
     mb_sched_build(b, pg_done);
+    mb_step_check_graph(b, "schedule");
     mb_reduce_grads_and_step(b);
+    mb_step_check_graph(b, "reduce");
     return 0;
 }
 
@@ -142,6 +144,7 @@ static int mb_step__run(struct mb_build *b, const struct mb__ask *a, struct mb_r
 {
     if (mb_engine_run(b->e, err))
         return -1;
+    mb_step_check_run(b);
     double step = mb_engine_makespan(b->e);
     struct mb_memdyn dyn[MB_MAX_STAGES];
     r->step_time_s = step;
@@ -173,6 +176,7 @@ static int mb_step__run(struct mb_build *b, const struct mb__ask *a, struct mb_r
         mb_memtl_add_step(&r->mem.tl, r->step_time_s, mb_memory_step_allocated(ps));
     }
     r->oom = r->mem.verdict == MB_MEM_OOM;
+    mb_step_check_memory(b->s, &r->mem, "memory");
     if (a->ops)
         mb_opstats_collect(b, r);
     return rc;
@@ -662,6 +666,7 @@ int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts
 {
     if (mb_step__simulate_opts(s, o, r, err))
         return -1;
+    mb_step_check_memory(s, &r->mem, "results"); /* also what the microbatch and layer extensions made */
     if (!mb_result_check(s, r, err))
         return 0;
     mb_result_free(r);

@@ -489,4 +489,19 @@ int mb_trace_write(struct mb_build *b, const char *path, struct mb_err *err);
 void mb_opstats_collect(struct mb_build *b, struct mb_result *r);
 void mb_opstats_extend(struct mb_result *r, const struct mb_result *r1, double k);
 
+/* ---- check.c: the invariant pass after each phase (compiled in with MBSIM_CHECK_INVARIANTS: debug
+ * and sanitizer builds; no-ops otherwise). A violation aborts naming the phase and the scenario. */
+#ifdef MBSIM_CHECK_INVARIANTS
+void mb_step_check_graph(const struct mb_build *b, const char *phase);
+void mb_step_check_run(const struct mb_build *b);
+void mb_step_check_memory(const struct mb_scenario *s, const struct mb_memory *m, const char *phase);
+#else
+static inline void mb_step_check_graph(const struct mb_build *b, const char *phase) { (void)b, (void)phase; }
+static inline void mb_step_check_run(const struct mb_build *b) { (void)b; }
+static inline void mb_step_check_memory(const struct mb_scenario *s, const struct mb_memory *m, const char *phase)
+{
+    (void)s, (void)m, (void)phase;
+}
+#endif
+
 #endif /* MB_STEP_INT_H */
