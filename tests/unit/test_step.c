@@ -970,6 +970,46 @@ static void test_ddp_allreduce(void **state)
     mb_scenario_free(&s);
 }
 
+/* The distributed optimizer's shard is over DP x CP (Megatron-Core: the data-parallel group with
+ * context parallelism), in its step's time as in its memory: 4 dense layers of 12 h^2 (h = 4096) on
+ * 2 GPUs as DP 2 and as CP 2 hold and update the same half of the parameters. The Adam step's HBM
+ * bytes by hand: P / 2 x 30 B (fp32 grads and moments: read master, grad, m, v, write master, m, v
+ * and the bf16 copy; hardware.md D.2), P = 4 x 12 h^2 plus the embedding, output layer and norms
+ * (under 0.5 %). Before the fix the CP 2 step read twice that. */
+static void test_optimizer_shard_dp_cp(void **state)
+{
+    (void)state;
+    struct mb_scenario dp2, cp2;
+    struct mb_result a, b;
+    struct mb_err e;
+    struct mb_step_opts o = {.ops = 1};
+    load("tests/data/step/opt_dp2.yaml", &dp2);
+    load("tests/data/step/opt_cp2.yaml", &cp2);
+    assert_int_equal(dp2.dp * dp2.cp, 2);
+    assert_int_equal(cp2.cp, 2);
+    assert_int_equal(cp2.dp, 1);
+    mb_err_clear(&e);
+    assert_int_equal(mb_step_simulate_opts(&dp2, &o, &a, &e), 0);
+    assert_int_equal(mb_step_simulate_opts(&cp2, &o, &b, &e), 0);
+    if (fabs(b.breakdown[MB_CAT_OPTIMIZER] / a.breakdown[MB_CAT_OPTIMIZER] - 1) > 1e-9)
+        fail_msg("optimizer step CP 2 %.6g s, DP 2 %.6g s: expected equal", b.breakdown[MB_CAT_OPTIMIZER],
+                 a.breakdown[MB_CAT_OPTIMIZER]);
+    const double P = 4 * 12.0 * 4096 * 4096, want = P / 2 * 30;
+    const struct mb_result *rs[2] = {&a, &b};
+    for (int k = 0; k < 2; k++) {
+        double bytes = 0;
+        for (size_t i = 0; i < rs[k]->n_ops; i++)
+            if (!strcmp(rs[k]->ops[i].name, "optimizer"))
+                bytes += rs[k]->ops[i].bytes;
+        if (fabs(bytes / want - 1) > 0.005)
+            fail_msg("%s: optimizer %.4g B, expected P/2 x 30 = %.4g B", k ? "CP 2" : "DP 2", bytes, want);
+    }
+    mb_result_free(&a);
+    mb_result_free(&b);
+    mb_scenario_free(&dp2);
+    mb_scenario_free(&cp2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -986,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_cp_a2a),
         cmocka_unit_test(test_layer_extension),
         cmocka_unit_test(test_ddp_allreduce),
+        cmocka_unit_test(test_optimizer_shard_dp_cp),
         cmocka_unit_test(test_mock_real_ratio),
         cmocka_unit_test(test_launch_bound),
         cmocka_unit_test(test_framework_kernels),
