@@ -11,6 +11,10 @@
  * full prior it must move from the defaults most of the way to the truth and cut the
  * objective. Then the same on 3 rows: the prior keeps the parameters inside their bounds
  * and nearer the defaults than with six.
+ *
+ * Optimality (test_optimum_*): the fit must land on the minimum of its documented objective,
+ * prior included -- a closed-form one-parameter optimum, and first-order optimality of a
+ * four-parameter fit ("optimality of the fit" below).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,8 +39,8 @@ static struct mb_calib *load_fixture(void)
     return c;
 }
 
-/* Rows of the synthetic CSV with "measured" = the prediction at tensor 0.85, kernel_eager 15 us. */
-static void synthetic(struct mb_fit_set *set, struct mb_calib *cal, struct mb_calib_framework *truth)
+/* The six rows of the synthetic CSV (their "measured" values still the placeholders). */
+static void load_rows(struct mb_fit_set *set)
 {
     struct mb_err e;
     mb_err_clear(&e);
@@ -45,6 +49,12 @@ static void synthetic(struct mb_fit_set *set, struct mb_calib *cal, struct mb_ca
     assert_int_equal(mb_fit_add_csv(set, CSV, &e), 0);
     mb_fit_set_finish(set);
     assert_int_equal(set->n, 6);
+}
+
+/* Rows of the synthetic CSV with "measured" = the prediction at tensor 0.85, kernel_eager 15 us. */
+static void synthetic(struct mb_fit_set *set, struct mb_calib *cal, struct mb_calib_framework *truth)
+{
+    load_rows(set);
     mb_calib_framework_get(cal, truth);
     memcpy(truth->v, truth->def, sizeof truth->v);
     truth->v[MB_FW_TENSOR_FRACTION] = 0.85;
@@ -210,6 +220,201 @@ static void test_cv_family(void **state)
     mb_calib_free(cal);
 }
 
+/* ------------------------------------------------------------------ optimality of the fit
+ *
+ * The tests above check that a fit moves toward the truth; the two below check that it
+ * lands on the minimum of the objective it documents, prior included, so that a prior
+ * term of the wrong sign (pushing away from the defaults instead of toward them) or a fit
+ * stopping short of the minimum fails. The objective, as docs/calibration.md "Fitting the
+ * framework-time model: mbsim calibrate runs" and mb_fit.h state it:
+ *
+ *     F(theta) = sum_rows H(ln(pred_i / meas_i)) / 0.15^2 + weight * sum_fitted ((theta_j - default_j) / sigma_j)^2
+ *
+ * H(r) = r^2 for |r| <= 0.3, 2 * 0.3 |r| - 0.3^2 beyond (MB_FIT_SIGMA_OBS, MB_FIT_HUBER);
+ * default_j the table's default of parameter j (mb_calib_framework def: where a fit starts,
+ * mb_fit_result.prior), sigma_j its prior width (mb_calib_fw_info: docs/calibration.md's
+ * parameter table), weight = mb_fit_opts.prior_weight (0: 1). objective() computes F here
+ * from mb_fit_predict's predictions alone; nothing of the fitter's arithmetic is reused.
+ * mb_fit_result's obj_prior and obj_fit are F in the fitter's own scale (a constant
+ * factor): obj_prior / F(defaults) gives it, the prior term being 0 there. */
+
+/* H of the objective. */
+static double huber(double r)
+{
+    double a = fabs(r), d = MB_FIT_HUBER;
+    return a <= d ? r * r : 2 * d * a - d * d;
+}
+
+/* dH/dr. */
+static double huber_d(double r)
+{
+    return fabs(r) <= MB_FIT_HUBER ? 2 * r : (r > 0 ? 2 : -2) * MB_FIT_HUBER;
+}
+
+/* F(th) over rows idx[0..n) of set priced with cal, the prior on the `params` bits. */
+static double objective(const struct mb_fit_set *set, const size_t *idx, size_t n, const struct mb_calib *cal,
+                        const struct mb_calib_framework *th, unsigned params, double weight)
+{
+    struct mb_calib_framework tab;
+    mb_calib_framework_get(cal, &tab);
+    double f = 0;
+    for (size_t a = 0; a < n; a++) {
+        double p = mb_fit_predict(set, idx[a], cal, th);
+        assert_true(isfinite(p) && p > 0);
+        f += huber(log(p / set->rows[idx[a]].measured)) / (MB_FIT_SIGMA_OBS * MB_FIT_SIGMA_OBS);
+    }
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if (params & MB_FIT_PARAM(p)) {
+            double z = (th->v[p] - tab.def[p]) / mb_calib_fw_info((enum mb_fw_param)p)->sigma;
+            f += weight * z * z;
+        }
+    return f;
+}
+
+/* A one-parameter fit whose optimum is known in closed form: step_overhead alone (default
+ * 0, sigma 50 ms; the other parameters at the fixture table's values), the six rows
+ * measured at 0.25 s. step_overhead is a task of that many seconds after the optimizer step
+ * (docs/calibration.md), so a row's step time is T0_i + theta and its tokens/s K_i / (T0_i +
+ * theta): T0_i is solved here from the predictions at 0 and at the truth, and the form
+ * checked at the upper bound 0.5 s to 1e-9. The residual is then exactly
+ * r_i(theta) = ln((T0_i + 0.25) / (T0_i + theta)), and
+ *     dF/dtheta = -sum_i H'(r_i) / ((T0_i + theta) 0.15^2) + 2 weight theta / sigma^2
+ * rises on [0, 0.25] (H'(r_i) and 1 / (T0_i + theta) both fall), negative at 0 and positive
+ * at the truth: its root, found by bisection, is the optimum. The rows know step_overhead
+ * only weakly (T0_i 1.8-5.5 s: one sigma moves them 1-3 %, below the 15 % one row is trusted
+ * to), so the full prior holds the optimum near the default (~21 ms, far short of the truth)
+ * while a weak prior (weight 1e-3) lets it reach ~247 ms. The fit must land within 0.01
+ * sigma of the optimum (the fitter's stopping tolerance, MB_FIT__TOL) and report F there.
+ * With the prior's sign flipped the data's curvature (~0.1 per sigma^2) is below the
+ * prior's (1) and F is concave in theta: such a fit ends at a bound (0.5 s) instead. */
+static void test_optimum_step_overhead(void **state)
+{
+    (void)state;
+    const double truth = 0.25, sigma = mb_calib_fw_info(MB_FW_STEP_OVERHEAD)->sigma;
+    const double s2 = MB_FIT_SIGMA_OBS * MB_FIT_SIGMA_OBS;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    load_rows(&set);
+    struct mb_calib_framework fw;
+    mb_calib_framework_get(cal, &fw);
+    assert_true(fw.def[MB_FW_STEP_OVERHEAD] == 0 && fw.v[MB_FW_STEP_OVERHEAD] == 0);
+    double T0[6];
+    size_t idx[6] = {0, 1, 2, 3, 4, 5};
+    for (size_t i = 0; i < set.n; i++) {
+        fw.v[MB_FW_STEP_OVERHEAD] = 0;
+        double p0 = mb_fit_predict(&set, i, cal, &fw);
+        fw.v[MB_FW_STEP_OVERHEAD] = truth;
+        double pt = mb_fit_predict(&set, i, cal, &fw);
+        fw.v[MB_FW_STEP_OVERHEAD] = 0.5;
+        double ph = mb_fit_predict(&set, i, cal, &fw);
+        T0[i] = truth * pt / (p0 - pt);
+        assert_true(T0[i] > 1 && T0[i] < 10);
+        assert_true(fabs(ph / (p0 * T0[i] / (T0[i] + 0.5)) - 1) < 1e-9);
+        set.rows[i].measured = pt;
+    }
+    const double weights[2] = {1, 1e-3};
+    for (int wi = 0; wi < 2; wi++) {
+        double lo = 0, hi = truth;
+        for (int it = 0; it < 100; it++) {
+            double th = 0.5 * (lo + hi), g = 2 * weights[wi] * th / (sigma * sigma);
+            for (size_t i = 0; i < set.n; i++)
+                g -= huber_d(log((T0[i] + truth) / (T0[i] + th))) / ((T0[i] + th) * s2);
+            *(g > 0 ? &hi : &lo) = th;
+        }
+        double expect = 0.5 * (lo + hi);
+        /* the prior matters: the full one holds the optimum near the default, the weak one does not */
+        assert_true(wi == 0 ? expect > 0.2 * sigma && expect < 0.2 * truth : expect > 0.9 * truth);
+        struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_STEP_OVERHEAD),
+                                .prior_weight = wi == 0 ? 0 : weights[wi]}; /* 0: the full prior */
+        struct mb_fit_result r;
+        struct mb_err e;
+        mb_err_clear(&e);
+        assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &r, &e), 0);
+        fw.v[MB_FW_STEP_OVERHEAD] = 0;
+        double f_def = objective(&set, idx, 6, cal, &fw, o.params, weights[wi]);
+        double f_fit = objective(&set, idx, 6, cal, &r.fit, o.params, weights[wi]);
+        print_message("step_overhead, prior weight %g: fit %.3f ms, optimum %.3f ms (truth %.0f ms); F %.6f at the "
+                      "fit, reported %.6f; %d iterations\n",
+                      weights[wi], r.fit.v[MB_FW_STEP_OVERHEAD] * 1e3, expect * 1e3, truth * 1e3, f_fit,
+                      r.obj_fit * f_def / r.obj_prior, r.iterations);
+        assert_true(fabs(r.fit.v[MB_FW_STEP_OVERHEAD] - expect) < 0.01 * sigma);
+        assert_true(fabs(r.obj_fit - r.obj_prior / f_def * f_fit) <= 1e-9 * fabs(r.obj_fit));
+    }
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
+/* First-order optimality where no closed form exists: tensor_fraction, kernel_eager,
+ * step_overhead and kernel_graph fitted with the full prior (the default 8 iterations) to
+ * the six rows measured at tensor 0.85, kernel_eager 15 us, step_overhead 0.1 s (1.5, 1.1
+ * and 2 sigma from the defaults 1, 4 us, 0), the rest at the fixture's values. At the
+ * returned point F must not fall when any fitted parameter is nudged by +-0.05 sigma within
+ * its bounds (at a bound only inward): F is smooth here, so a point further than ~0.025
+ * sigma from the minimum along a parameter fails (the fitter stops within 0.01). F there
+ * must be below F at the defaults and at the truth (the prior charges the truth
+ * 1.5^2 + 1.1^2 + 2^2 = 7.46, which a compromise beats), and the reported obj_fit must be
+ * F at the fit in obj_prior's scale. kernel_graph prices graphed kernels only, and these
+ * eager rows have none: the data cannot identify it, so the prior must hold it at its
+ * default 2 us exactly (its column is 0 and it starts at its default, so this holds
+ * whatever the prior's sign; test_optimum_step_overhead's weakly identified parameter is
+ * the one a flipped prior drives to a bound). */
+static void test_optimum_first_order(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    struct mb_calib_framework truth, def;
+    load_rows(&set);
+    unsigned params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER) |
+                      MB_FIT_PARAM(MB_FW_STEP_OVERHEAD) | MB_FIT_PARAM(MB_FW_KERNEL_GRAPH);
+    mb_calib_framework_get(cal, &def);
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        if (params & MB_FIT_PARAM(p))
+            def.v[p] = def.def[p];
+    assert_true(mb_dbl_eq(def.v[MB_FW_TENSOR_FRACTION], 1) && mb_dbl_eq(def.v[MB_FW_KERNEL_EAGER], 4e-6) &&
+                def.v[MB_FW_STEP_OVERHEAD] == 0 && mb_dbl_eq(def.v[MB_FW_KERNEL_GRAPH], 2e-6));
+    truth = def;
+    truth.v[MB_FW_TENSOR_FRACTION] = 0.85;
+    truth.v[MB_FW_KERNEL_EAGER] = 15e-6;
+    truth.v[MB_FW_STEP_OVERHEAD] = 0.1;
+    for (size_t i = 0; i < set.n; i++)
+        set.rows[i].measured = mb_fit_predict(&set, i, cal, &truth);
+    size_t idx[6] = {0, 1, 2, 3, 4, 5};
+    struct mb_fit_opts o = {.params = params};
+    struct mb_fit_result r;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &r, &e), 0);
+    double f_fit = objective(&set, idx, 6, cal, &r.fit, params, 1);
+    double f_def = objective(&set, idx, 6, cal, &def, params, 1);
+    double f_truth = objective(&set, idx, 6, cal, &truth, params, 1);
+    print_message("first order: tensor %.4f kernel_eager %.2f us step_overhead %.2f ms kernel_graph %.3f us; F %.5f "
+                  "(defaults %.5f, truth %.5f), reported %.5f; %d iterations\n",
+                  r.fit.v[MB_FW_TENSOR_FRACTION], r.fit.v[MB_FW_KERNEL_EAGER] * 1e6,
+                  r.fit.v[MB_FW_STEP_OVERHEAD] * 1e3, r.fit.v[MB_FW_KERNEL_GRAPH] * 1e6, f_fit, f_def, f_truth,
+                  r.obj_fit * f_def / r.obj_prior, r.iterations);
+    assert_true(f_fit < f_def && f_fit < f_truth);
+    assert_true(fabs(r.obj_fit - r.obj_prior / f_def * f_fit) <= 1e-9 * fabs(r.obj_fit));
+    assert_true(r.fit.v[MB_FW_KERNEL_GRAPH] == def.v[MB_FW_KERNEL_GRAPH]);
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        if (!(params & MB_FIT_PARAM(p)))
+            continue;
+        const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
+        for (int s = -1; s <= 1; s += 2) {
+            struct mb_calib_framework th = r.fit;
+            double v = th.v[p] + s * 0.05 * in->sigma;
+            th.v[p] = v < in->lo ? in->lo : v > in->hi ? in->hi : v;
+            if (th.v[p] == r.fit.v[p])
+                continue; /* at a bound: only the inward nudge counts */
+            double f = objective(&set, idx, 6, cal, &th, params, 1);
+            print_message("  %-16s %+.2f sigma: F %+.3e\n", in->name, s * 0.05, f - f_fit);
+            assert_true(f >= f_fit);
+        }
+    }
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
 /* The transfer prior (mb_fit_transfer): per parameter, the median over the fits
  * that moved it, by hand: tensor_fraction of three fits 0.80, 1.00, 0.90 ->
  * 0.90; host_kernel moved by two of them (10 and 30 us) -> their mean 20 us
@@ -292,6 +497,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_family), cmocka_unit_test(test_bad_input),
                                        cmocka_unit_test(test_recover), cmocka_unit_test(test_recover_host),
-                                       cmocka_unit_test(test_cv_family), cmocka_unit_test(test_transfer)};
+                                       cmocka_unit_test(test_cv_family), cmocka_unit_test(test_transfer),
+                                       cmocka_unit_test(test_optimum_step_overhead),
+                                       cmocka_unit_test(test_optimum_first_order)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
