@@ -942,6 +942,53 @@ static void test_oom_reserve(void **state)
     }
 }
 
+/*
+ * The caching allocator's 2 MiB rounding (PyTorch c10/cuda/CUDACachingAllocator.cpp
+ * get_allocation_size: a request of kMinLargeAlloc = 10 MiB or more takes a segment rounded up to a
+ * multiple of kRoundLarge = 2 MiB = 2,097,152 B; docs/modeling.md "The allocator") on sizes that are
+ * not multiples of it, both above 10 MiB (tests/data/step/alloc_round.yaml: pipe_1f1b.yaml with vocab
+ * 50304 and s = 2080, b = 1, tp = cp = 1; the fixture H100 table, 80 GiB). By hand:
+ *  - Loss working set of the last stage (TE fused cross-entropy, the default: 2 T V/tp bytes):
+ *    2 x 2080 x 50304 = 209,264,640 B = 99 x 2,097,152 + 1,646,592, i.e. 99.785 blocks. Without
+ *    expandable segments one block of the largest transient request stays reserved:
+ *    ceil(99.785) = 100 blocks = 209,715,200 B (unrounded it would be 450,560 B less).
+ *    Stages 0-2 hold no loss (nor an MoE tensor): no reserve.
+ *  - CUDA-graph static buffers [s/tp, b, h] bf16 = 2080 x 4096 x 2 = 17,039,360 B =
+ *    8 x 2,097,152 + 262,144 (8.125 blocks), each its own allocation of the graphs' private pool:
+ *    9 blocks = 18,874,368 B each. test_graph_memory's hand count of buffers per stage for this
+ *    layout (4 stages of 4 layers, 16 microbatches) holds: 17, 16, 11, 5 with whole-layer graphs.
+ */
+static void test_allocator_rounding(void **state)
+{
+    (void)state;
+    const double loss = 2.0 * 2080 * 50304, loss_rounded = 100 * 2097152.0;
+    const double buf_rounded = 9 * 2097152.0;
+    const double layer_bufs[4] = {17, 16, 11, 5};
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/step/alloc_round.yaml", &s);
+    sim(&s, &r);
+    assert_int_equal(r.mem.n_stages, 4);
+    const struct mb_memory_stage *last = &r.mem.per_stage[3];
+    if (fabs(last->logits - loss) > 0.5)
+        fail_msg("last stage: loss working set %.0f B, expected 2 x 2080 x 50304 = %.0f", last->logits, loss);
+    if (fabs(last->fragmentation - loss_rounded) > 0.5)
+        fail_msg("last stage: allocator reserve %.0f B, expected 100 x 2 MiB = %.0f", last->fragmentation,
+                 loss_rounded);
+    assert_true(fabs(last->reserved - last->peak_allocated - loss_rounded) < 1);
+    for (int st = 0; st < 3; st++)
+        assert_true(r.mem.per_stage[st].fragmentation == 0);
+    mb_result_free(&r);
+    s.cuda_graph = MB_CG_LAYER;
+    sim(&s, &r);
+    for (int st = 0; st < 4; st++)
+        if (fabs(r.mem.per_stage[st].graphs - layer_bufs[st] * buf_rounded) > 0.5)
+            fail_msg("stage %d graphs %.0f B, expected %.0f x 9 x 2 MiB = %.0f", st, r.mem.per_stage[st].graphs,
+                     layer_bufs[st], layer_bufs[st] * buf_rounded);
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* A system's gpu_memory replaces the table's capacity in the verdict, and
  * nothing else: oom_edge.yaml at T 8192 on a part with half its device
  * memory is OOM with the same step time and allocation; the dgx_a100_40gb
@@ -981,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_memory_timeline),
         cmocka_unit_test(test_oom_reserve),
         cmocka_unit_test(test_gpu_memory),
+        cmocka_unit_test(test_allocator_rounding),
         cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_recompute_working_set),
         cmocka_unit_test(test_recompute_boundaries),
