@@ -363,6 +363,72 @@ static void test_pcie_node(void **state)
     assert_true(mb_nccl_latency(MB_COLL_ALL_REDUCE, MB_NCCL_NVLS, MB_COLL_PROTO_SIMPLE, &pc, S) < 0);
 }
 
+/* nccl-tests' busBW factors, as literal numbers (nccl-tests src/<op>.cc, its GetBw functions, and
+ * doc/PERFORMANCE.md "Bus bandwidth"): busBw = algBw x factor with
+ *   all_reduce                   2(n-1)/n   (AllReduceGetBw)
+ *   all_gather, reduce_scatter   (n-1)/n    (AllGatherGetBw, ReduceScatterGetBw)
+ *   alltoall                     (n-1)/n    (AlltoAllGetBw)
+ *   broadcast, sendrecv          1          (BroadcastGetBw, SendRecvGetBw)
+ * by hand: n = 2: 2/2 = 1, 1/2 = 0.5; n = 8: 14/8 = 1.75, 7/8 = 0.875; n = 16: 30/16 = 1.875,
+ * 15/16 = 0.9375. */
+static void test_bus_factor(void **state)
+{
+    (void)state;
+    static const int ns[3] = {2, 8, 16};
+    static const struct {
+        enum mb_coll_op op;
+        double f[3];
+    } c[] = {
+        {MB_COLL_ALL_REDUCE, {1.0, 1.75, 1.875}},    {MB_COLL_ALL_GATHER, {0.5, 0.875, 0.9375}},
+        {MB_COLL_REDUCE_SCATTER, {0.5, 0.875, 0.9375}}, {MB_COLL_ALLTOALL, {0.5, 0.875, 0.9375}},
+        {MB_COLL_BROADCAST, {1.0, 1.0, 1.0}},        {MB_COLL_SENDRECV, {1.0, 1.0, 1.0}},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++)
+        for (int i = 0; i < 3; i++) {
+            double got = mb_coll_bus_factor(c[k].op, ns[i]);
+            if (!(fabs(got - c[k].f[i]) < 1e-15))
+                fail_msg("%s n %d: busBW factor %.6f, nccl-tests %.6f", mb_coll_op_name(c[k].op), ns[i], got,
+                         c[k].f[i]);
+        }
+}
+
+/* All-to-all busBW end to end (fixture links), nccl-tests' AlltoAllGetBw: algBw = S / t,
+ * busBw = algBw x (n-1)/n, with the factor written as a literal (test_bus_factor's source).
+ * Times by hand (pairwise: S/n from each rank to every other rank, one step of the slowest hop's
+ * latency):
+ *  - 8 GPUs of one h100_sxm node, S = 1 GiB: each rank puts 7/8 S on its NVLink port at
+ *    450e9 x 0.8 = 360 GB/s, + 1 us: t = 1e-6 + 0.875 x 2^30 / 360e9 = 2.610789 ms;
+ *    algBw = 411.271 GB/s, busBw = 0.875 x algBw = 359.862 GB/s.
+ *  - 16 GPUs of two dgx_h100 nodes, S = 1 GiB: each rank sends 8/16 S to the other node over its
+ *    NIC at 50e9 x 0.9 = 45 GB/s (binding: 7/16 S on NVLink takes 1.30 ms), + 5 us:
+ *    t = 5e-6 + 0.5 x 2^30 / 45e9 = 11.935465 ms; algBw = 89.962 GB/s, busBw = 0.9375 x algBw =
+ *    84.340 GB/s. */
+static void test_alltoall_busbw(void **state)
+{
+    (void)state;
+    const double S = 1073741824.0;
+    static const struct {
+        const char *system;
+        int n;
+        double t, factor, busbw;
+    } c[] = {
+        {"h100_sxm", 8, 1e-6 + 0.875 * 1073741824.0 / 360e9, 0.875, 359.862},
+        {"dgx_h100", 16, 5e-6 + 0.5 * 1073741824.0 / 45e9, 0.9375, 84.340},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        double t;
+        enum mb_coll_algo a;
+        double b = busbw_fix(c[k].system, c[k].n, MB_COLL_ALLTOALL, MB_COLL_ALGO_AUTO, c[k].n, NULL, S, &t, &a);
+        assert_int_equal(a, MB_COLL_ALGO_PAIRWISE);
+        if (!(fabs(t / c[k].t - 1) < 1e-9))
+            fail_msg("%s alltoall n %d: %.9f ms, by hand %.9f ms", c[k].system, c[k].n, t * 1e3, c[k].t * 1e3);
+        double want = S / c[k].t / 1e9 * c[k].factor;
+        if (!(fabs(b / want - 1) < 1e-9) || !(fabs(b - c[k].busbw) < 5e-4))
+            fail_msg("%s alltoall n %d: busBW %.4f GB/s, nccl-tests' (n-1)/n gives %.4f (%.3f)", c[k].system, c[k].n,
+                     b, want, c[k].busbw);
+    }
+}
+
 /* Bad requests. */
 static void test_bad(void **state)
 {
@@ -396,6 +462,8 @@ int main(void)
         cmocka_unit_test(test_nccl_latency),
         cmocka_unit_test(test_pcie_node),
         cmocka_unit_test(test_auto_at_scale),
+        cmocka_unit_test(test_bus_factor),
+        cmocka_unit_test(test_alltoall_busbw),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
