@@ -333,10 +333,11 @@ static int mb_calib__measured_attn(struct mb_calib *c, const struct mb_node *pts
         add[i].y = g.achieved / peak;
         key[i] = ((g.causal != 0) * 2 + (g.bwd != 0)) * 2048L + g.head_dim;
         if (add[i].y > 1 + 1e-9) {
+            double frac = add[i].y; /* read before add is freed */
             mb_free(add);
             mb_free(key);
             return mb_yaml_err(err, mb_yaml_get(pn, "achieved"),
-                               "measured attention point achieves %.4g of the peak (more than 1)", add[i].y);
+                               "measured attention point achieves %.4g of the peak (more than 1)", frac);
         }
         add[i].y /= mb_calib__attn_wave(c, g.batch_heads, g.seq, g.seq, (double)g.head_dim);
     }

@@ -770,6 +770,22 @@ static void test_bad_tables(void **state)
                "increasing domains (4 after 8)");
 }
 
+/*
+ * A measured attention point above the GPU's peak (tests/data/calib/bad_attn_over_peak.yaml, an
+ * overlay of fixture_H100.yaml): 1200 TFLOP/s against the fixture's bf16 peak of 1000 TFLOP/s is
+ * 1200 / 1000 = 1.2 of it ("%.4g": "1.2"), reported at the point's `achieved` value, line 10,
+ * column 70 of the file (counted by hand: the value starts after the 69 characters
+ * `    - {causal: true, bwd: false, head_dim: 128, seq: 4096, achieved: `). The message used to be
+ * formatted from the already freed point array (heap-use-after-free under ASan).
+ */
+static void test_attention_over_peak(void **state)
+{
+    (void)state;
+    expect_bad("tests/data/calib/bad_attn_over_peak.yaml",
+               "tests/data/calib/bad_attn_over_peak.yaml:10:70: measured attention point achieves 1.2 of the peak "
+               "(more than 1)");
+}
+
 /* links.hybridep_nic (mb_calib_flex_nic_eff): the fixture's points are 0.5 / 0.4 / 0.6 (dispatch,
  * FP8 dispatch, combine) at 2 domains and 0.8 / 0.7 / 0.9 at 8. Between them linear in ln(domains):
  * 4 domains lie halfway (ln 4 = (ln 2 + ln 8) / 2), 0.65 / 0.55 / 0.75; 3 domains at
@@ -1192,7 +1208,8 @@ int main(void)
         cmocka_unit_test(test_attention_table_curves), cmocka_unit_test(test_attention_measured),
         cmocka_unit_test(test_grouped_monotone),  cmocka_unit_test(test_roofline_mode),
         cmocka_unit_test(test_membound_links),    cmocka_unit_test(test_membound_cudnn_norms),
-        cmocka_unit_test(test_bad_tables), cmocka_unit_test(test_recipes),
+        cmocka_unit_test(test_bad_tables), cmocka_unit_test(test_attention_over_peak),
+        cmocka_unit_test(test_recipes),
         cmocka_unit_test(test_recipes_te_layer), cmocka_unit_test(test_framework), cmocka_unit_test(test_shared_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
