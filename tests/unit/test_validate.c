@@ -791,14 +791,14 @@ static void test_jobs_scenarios(void **state)
         int csv = strstr(files[i], ".csv") != NULL;
         assert_int_equal(csv ? mb_validate_add_csv(&a, files[i], &e) : mb_validate_add_scenario(&a, files[i], &e), 0);
         assert_int_equal(csv ? mb_validate_add_csv(&b, files[i], &e) : mb_validate_add_scenario(&b, files[i], &e), 0);
-        assert_int_equal(a.n_pending, 0);
+        assert_int_equal(mb_validate_pending(&a), 0);
         /* b: the two scenarios with a measured block wait (gb200_ep32 has none: skipped at once),
          * the CSV's batch takes them, the last scenario waits for finish */
-        assert_int_equal(b.n_pending, i < 1 ? 1 : i < 3 ? 2 : i == 3 ? 0 : 1);
+        assert_int_equal(mb_validate_pending(&b), i < 1 ? 1 : i < 3 ? 2 : i == 3 ? 0 : 1);
     }
     mb_validate_finish(&a);
     mb_validate_finish(&b);
-    assert_int_equal(b.n_pending, 0);
+    assert_int_equal(mb_validate_pending(&b), 0);
     assert_int_equal(a.n_rows, 3 + 11 + 1);
     assert_same_rows(&a, &b);
     assert_int_equal(lb.n_rows_seen, la.n_rows_seen);
@@ -812,7 +812,7 @@ static void test_jobs_scenarios(void **state)
     mb_validate_init(&b);
     b.jobs = 3;
     assert_int_equal(mb_validate_add_scenario(&b, files[0], &e), 0);
-    assert_int_equal(b.n_pending, 1);
+    assert_int_equal(mb_validate_pending(&b), 1);
     assert_int_equal(mb_validate_add_scenario(&b, "tests/data/scenario/bad_enum.yaml", &e), -1);
     mb_validate_free(&b);
 }

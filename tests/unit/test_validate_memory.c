@@ -494,7 +494,7 @@ static void test_memory_counts(void **state)
     struct mb_val_summary s;
     mb_validate_init(&s);
     s.rows = mb_calloc(n, sizeof *s.rows);
-    s.n_rows = s.cap_rows = n;
+    s.n_rows = n;
     for (size_t i = 0; i < n; i++) {
         struct mb_val_row *r = &s.rows[i];
         snprintf(r->id, sizeof r->id, "%s", t[i].id);

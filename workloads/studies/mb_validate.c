@@ -121,12 +121,12 @@ int mb_validate_add_scenario(struct mb_val_summary *out, const char *path, struc
             /* with jobs > 1 the row waits for a batch: scenario files given one after the
              * other run side by side (flushed by a full batch, the next CSV or finish) */
             mb_validate__submit_row(out, r, &s, 0, NULL, NULL);
-            mb_validate__report_progress(out, out->n_rows - out->n_pending);
+            mb_validate__report_progress(out, out->n_rows - mb_validate_pending(out));
             return 0;
         }
     }
     mb_scenario_free(&s);
-    mb_validate__report_progress(out, out->n_rows - out->n_pending);
+    mb_validate__report_progress(out, out->n_rows - mb_validate_pending(out));
     return 0;
 }
 
@@ -355,12 +355,15 @@ void mb_validate_free(struct mb_val_summary *s)
         return;
     mb_validate__release_cache(s);
     mb_validate_recipes_free(s);
-    for (size_t k = 0; k < s->n_pending; k++) { /* scenario rows never simulated (an error came first) */
-        mb_scenario_free(&s->pending[k].s);
-        mb_free(s->pending[k].head);
-        mb_free(s->pending[k].tail);
+    struct mb_val__state *st = s->state;
+    for (size_t k = 0; st && k < st->n_pending; k++) { /* scenario rows never simulated (an error came first) */
+        mb_scenario_free(&st->pending[k].s);
+        mb_free(st->pending[k].head);
+        mb_free(st->pending[k].tail);
     }
-    mb_free(s->pending);
+    if (st)
+        mb_free(st->pending);
+    mb_free(st);
     mb_free(s->by_system);
     mb_free(s->by_model);
     mb_free(s->by_metric);

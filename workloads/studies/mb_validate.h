@@ -106,8 +106,8 @@ struct mb_val_reason {
     size_t count;
 };
 
-struct mb_val__cache; /* private: models and systems loaded once per name */
-struct mb_val__recipes; /* private: the recipe files of CSV rows (mb_validate_add_recipes) */
+struct mb_val__cache; /* opaque: models and systems loaded once per name */
+struct mb_val__state; /* opaque: the rows' allocation, cache, recipe files and pending simulations */
 
 /** Result of a validation run. Every array is owned; free with mb_validate_free(). */
 struct mb_val_summary {
@@ -165,11 +165,8 @@ struct mb_val_summary {
      * (they drop only the entries this summary added after mb_validate_cache_keep), e.g. to
      * load the shipped models and systems once for many summaries (the fuzz harness) */
     struct mb_val__cache *shared_cache;
-    size_t cap_rows;                 /* private: allocated rows */
-    struct mb_val__cache *cache;     /* private: released by mb_validate_finish() */
-    struct mb_val__recipes *recipes; /* private: from mb_validate_add_recipes(), freed by mb_validate_free() */
-    struct mb_val__job *pending;     /* private: rows waiting for their simulation (jobs > 1) */
-    size_t n_pending;                /* private */
+    struct mb_val__state *state;     /* what the reading keeps between calls (opaque; made on first use,
+                                      * freed by mb_validate_free()) */
 };
 
 /** Rows simulated together when mb_val_summary.jobs > 1 (each holds a scenario, ~50 kB). */
@@ -190,6 +187,9 @@ void mb_validate_cache_free(struct mb_val__cache *c);
 
 /** @brief Start an empty summary (all counts 0, statistics NaN). */
 void mb_validate_init(struct mb_val_summary *out);
+
+/** @brief Rows read but not simulated yet (jobs > 1: they wait for their batch of MB_VAL_BATCH). */
+size_t mb_validate_pending(const struct mb_val_summary *s);
 
 /**
  * @brief Read a measured-runs CSV and append one row per record to `out`.

@@ -61,9 +61,11 @@ void mb_validate__release_cache(struct mb_val_summary *out)
 {
     if (out->shared_cache)
         mb_validate__cache_trim(out->shared_cache, out->shared_cache->keep_models, out->shared_cache->keep_systems);
-    else
-        mb_validate__cache_free(out->cache);
-    out->cache = NULL;
+    if (out->state) {
+        if (!out->shared_cache)
+            mb_validate__cache_free(out->state->cache);
+        out->state->cache = NULL;
+    }
 }
 
 /* The loader's own message in a cache entry's "... does not load: MSG". */

@@ -581,8 +581,8 @@ static void mb_validate__csv_on_record(int term, void *vctx)
         int rc = c->have_header ? mb_validate__csv_record(c) : mb_validate__csv_header(c);
         if (rc != 0)
             c->failed = 1;
-        else if (c->have_header && c->out->n_rows > c->out->n_pending)
-            mb_validate__report_progress(c->out, c->out->n_rows - c->out->n_pending);
+        else if (c->have_header && c->out->n_rows > mb_validate_pending(c->out))
+            mb_validate__report_progress(c->out, c->out->n_rows - mb_validate_pending(c->out));
     }
     for (i = 0; i < c->nf; i++)
         mb_free(c->f[i].text);

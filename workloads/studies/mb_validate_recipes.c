@@ -7,7 +7,7 @@
  * --recipes FILE|DIR` then simulates that row from the file, with the row's measured values,
  * after checking that the file's layout is the row's (docs/validation.md, "Recipe files").
  */
-#include "mb_validate.h"
+#include "validate_int.h"
 #include "mb_keys.h"
 #include "mb_scenario.h"
 #include "mb_util.h"
@@ -138,15 +138,15 @@ static int mb_validate__add_dir(struct mb_val__recipes *rs, const char *dir_arg,
 int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct mb_err *err)
 {
     struct stat st;
-    if (!out->recipes)
-        out->recipes = mb_calloc(1, sizeof *out->recipes);
+    if (!mb_validate__st(out)->recipes)
+        mb_validate__st(out)->recipes = mb_calloc(1, sizeof *mb_validate__st(out)->recipes);
     if (!path || !*path)
         return mb_err_set(err, NULL, 0, 0, "--recipes: expected a scenario file or a folder of them, got an empty "
                           "path");
     if (stat(path, &st) != 0)
         return mb_err_set(err, path, 0, 0, "cannot open (expected a scenario file or a folder of them)");
     if (S_ISDIR(st.st_mode)) {
-        int found = mb_validate__add_dir(out->recipes, path, err);
+        int found = mb_validate__add_dir(mb_validate__st(out)->recipes, path, err);
         if (found < 0)
             return -1;
         if (found == 0)
@@ -154,30 +154,36 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
                               "measured.csv_row");
         return 0;
     }
-    return mb_validate__add_file(out->recipes, path, 1, err) < 0 ? -1 : 0;
+    return mb_validate__add_file(mb_validate__st(out)->recipes, path, 1, err) < 0 ? -1 : 0;
+}
+
+/* The summary's recipe files, or NULL when none was added. */
+static struct mb_val__recipes *mb_validate__recipes_of(const struct mb_val_summary *s)
+{
+    return s->state ? s->state->recipes : NULL;
 }
 
 const struct mb_scenario *mb_validate_recipe_file(struct mb_val_summary *s, const char *id, const char **path)
 {
-    if (!s->recipes)
-        return NULL;
-    for (size_t i = 0; i < s->recipes->n; i++)
-        if (!strcmp(s->recipes->e[i].id, id)) {
-            s->recipes->e[i].used = 1;
-            *path = s->recipes->e[i].path;
-            return &s->recipes->e[i].s;
+    struct mb_val__recipes *rs = mb_validate__recipes_of(s);
+    for (size_t i = 0; rs && i < rs->n; i++)
+        if (!strcmp(rs->e[i].id, id)) {
+            rs->e[i].used = 1;
+            *path = rs->e[i].path;
+            return &rs->e[i].s;
         }
     return NULL;
 }
 
 size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **paths, const char **ids, size_t max)
 {
+    const struct mb_val__recipes *rs = mb_validate__recipes_of(s);
     size_t n = 0;
-    for (size_t i = 0; s->recipes && i < s->recipes->n; i++)
-        if (!s->recipes->e[i].used) {
+    for (size_t i = 0; rs && i < rs->n; i++)
+        if (!rs->e[i].used) {
             if (n < max) {
-                paths[n] = s->recipes->e[i].path;
-                ids[n] = s->recipes->e[i].id;
+                paths[n] = rs->e[i].path;
+                ids[n] = rs->e[i].id;
             }
             n++;
         }
@@ -207,15 +213,16 @@ size_t mb_validate_warn_unused_recipes(const struct mb_val_summary *s, const cha
 
 void mb_validate_recipes_free(struct mb_val_summary *s)
 {
-    if (!s->recipes)
+    struct mb_val__recipes *rs = mb_validate__recipes_of(s);
+    if (!rs)
         return;
-    for (size_t i = 0; i < s->recipes->n; i++) {
-        mb_free(s->recipes->e[i].path);
-        mb_scenario_free(&s->recipes->e[i].s);
+    for (size_t i = 0; i < rs->n; i++) {
+        mb_free(rs->e[i].path);
+        mb_scenario_free(&rs->e[i].s);
     }
-    mb_free(s->recipes->e);
-    mb_free(s->recipes);
-    s->recipes = NULL;
+    mb_free(rs->e);
+    mb_free(rs);
+    s->state->recipes = NULL;
 }
 
 /* selective with no module recomputes nothing: the same as none */

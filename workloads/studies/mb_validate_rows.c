@@ -27,21 +27,33 @@ void mb_validate_init(struct mb_val_summary *out)
     out->max_ape_row = (size_t)-1;
 }
 
+struct mb_val__state *mb_validate__st(struct mb_val_summary *out)
+{
+    if (!out->state)
+        out->state = mb_calloc(1, sizeof *out->state);
+    return out->state;
+}
+
+size_t mb_validate_pending(const struct mb_val_summary *s)
+{
+    return s->state ? s->state->n_pending : 0;
+}
+
 struct mb_val__cache *mb_validate__get_cache(struct mb_val_summary *out)
 {
     if (out->shared_cache)
         return out->shared_cache;
-    if (!out->cache)
-        out->cache = mb_calloc(1, sizeof *out->cache);
-    return out->cache;
+    if (!mb_validate__st(out)->cache)
+        mb_validate__st(out)->cache = mb_calloc(1, sizeof *mb_validate__st(out)->cache);
+    return mb_validate__st(out)->cache;
 }
 
 struct mb_val_row *mb_validate__new_row(struct mb_val_summary *out)
 {
     struct mb_val_row *r;
-    if (out->n_rows == out->cap_rows) {
-        out->cap_rows = out->cap_rows ? 2 * out->cap_rows : 64;
-        out->rows = mb_realloc(out->rows, out->cap_rows * sizeof *out->rows);
+    if (out->n_rows == mb_validate__st(out)->cap_rows) {
+        mb_validate__st(out)->cap_rows = mb_validate__st(out)->cap_rows ? 2 * mb_validate__st(out)->cap_rows : 64;
+        out->rows = mb_realloc(out->rows, mb_validate__st(out)->cap_rows * sizeof *out->rows);
     }
     r = &out->rows[out->n_rows++];
     memset(r, 0, sizeof *r);
@@ -224,14 +236,14 @@ static void mb_validate__run_jobs(struct mb_val__pool *p, int is_main)
     struct mb_val_summary *out = p->out;
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        size_t k = p->next < out->n_pending ? p->next++ : out->n_pending;
+        size_t k = p->next < mb_validate_pending(out) ? p->next++ : mb_validate_pending(out);
         size_t done = p->done;
         pthread_mutex_unlock(&p->mu);
         if (is_main && done)
-            mb_validate__report_progress(out, out->n_rows - out->n_pending + done);
-        if (k == out->n_pending)
+            mb_validate__report_progress(out, out->n_rows - mb_validate_pending(out) + done);
+        if (k == mb_validate_pending(out))
             return;
-        struct mb_val__job *j = &out->pending[k];
+        struct mb_val__job *j = &mb_validate__st(out)->pending[k];
         mb_validate__predict_row(&out->rows[j->row], &j->s, j->fsdp_group, j->head, j->tail);
         pthread_mutex_lock(&p->mu);
         p->done++;
@@ -249,12 +261,12 @@ static void *mb_validate__job_worker(void *arg)
  * on_row and free the jobs. */
 void mb_validate__flush_jobs(struct mb_val_summary *out)
 {
-    if (!out->n_pending)
+    if (!mb_validate_pending(out))
         return;
     struct mb_val__pool p = {out, 0, 0, PTHREAD_MUTEX_INITIALIZER};
     int nt = out->jobs < 1 ? 1 : out->jobs;
-    if ((size_t)nt > out->n_pending)
-        nt = (int)out->n_pending;
+    if ((size_t)nt > mb_validate_pending(out))
+        nt = (int)mb_validate_pending(out);
     pthread_t *th = mb_calloc((size_t)nt, sizeof *th);
     int started = 0;
     for (int t = 1; t < nt; t++) /* the calling thread is worker 0 */
@@ -265,15 +277,15 @@ void mb_validate__flush_jobs(struct mb_val_summary *out)
         pthread_join(th[t], NULL);
     mb_free(th);
     pthread_mutex_destroy(&p.mu);
-    for (size_t k = 0; k < out->n_pending; k++) {
-        struct mb_val__job *j = &out->pending[k];
+    for (size_t k = 0; k < mb_validate_pending(out); k++) {
+        struct mb_val__job *j = &mb_validate__st(out)->pending[k];
         if (!out->rows[j->row].skipped && out->on_row)
             out->on_row(out->on_row_ctx, &out->rows[j->row], &j->s);
         mb_scenario_free(&j->s);
         mb_free(j->head);
         mb_free(j->tail);
     }
-    out->n_pending = 0;
+    mb_validate__st(out)->n_pending = 0;
     mb_validate__report_progress(out, out->n_rows);
 }
 
@@ -291,15 +303,15 @@ void mb_validate__submit_row(struct mb_val_summary *out, struct mb_val_row *r, s
         mb_free(tail);
         return;
     }
-    if (!out->pending)
-        out->pending = mb_calloc(MB_VAL_BATCH, sizeof *out->pending);
-    struct mb_val__job *j = &out->pending[out->n_pending++];
+    if (!mb_validate__st(out)->pending)
+        mb_validate__st(out)->pending = mb_calloc(MB_VAL_BATCH, sizeof *mb_validate__st(out)->pending);
+    struct mb_val__job *j = &mb_validate__st(out)->pending[mb_validate__st(out)->n_pending++];
     j->row = (size_t)(r - out->rows);
     j->s = *s;
     memset(s, 0, sizeof *s);
     j->fsdp_group = fsdp_group;
     j->head = head;
     j->tail = tail;
-    if (out->n_pending == MB_VAL_BATCH)
+    if (mb_validate_pending(out) == MB_VAL_BATCH)
         mb_validate__flush_jobs(out);
 }

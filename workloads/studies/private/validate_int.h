@@ -14,6 +14,8 @@
 
 #include <stdio.h>
 
+struct mb_val__recipes; /* mb_validate_recipes.c */
+
 #if defined(__GNUC__)
 #define MB_VAL__FMT(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -115,6 +117,18 @@ int mb_validate__is_file_ref(const char *key);
 const char *mb_validate__load_error(const char *why);
 
 /* ---- mb_validate_rows.c: a summary's rows and their simulation ---- */
+
+/* What a summary keeps while rows are added (mb_val_summary.state). */
+struct mb_val__state {
+    size_t cap_rows;                 /* allocated rows */
+    struct mb_val__cache *cache;     /* its own cache, released by mb_validate_finish() */
+    struct mb_val__recipes *recipes; /* from mb_validate_add_recipes(), freed by mb_validate_free() */
+    struct mb_val__job *pending;     /* rows waiting for their simulation (jobs > 1) */
+    size_t n_pending;
+};
+
+/* The summary's state, made on first use. */
+struct mb_val__state *mb_validate__st(struct mb_val_summary *out);
 
 /* The summary's model/system cache: the shared one when set, else its own (made on first use). */
 struct mb_val__cache *mb_validate__get_cache(struct mb_val_summary *out);
