@@ -27,7 +27,7 @@ struct mb_gpu_spec {
     double hbm_bw;                 /* HBM bandwidth, bytes/s (datasheet) */
     int sms;                       /* streaming multiprocessors */
     double launch_s;               /* host launch overhead per kernel, s */
-    char source[1024];
+    char source[MB_SOURCE_LEN];
 };
 
 /** Link classes whose achieved fraction of line rate is calibrated. */

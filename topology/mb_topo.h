@@ -72,7 +72,7 @@ struct mb_system {
     char gpu[32];             /* GPU type key for calibration: A100, H100, H100_96GB, H200, B200, B300,
                                  GB200, GB300; or L40S, a part without a calibration table
                                  (mb_topo_gpu_calibrated() = 0: simulations need the user's table) */
-    char node_xml[512];       /* resolved path of the node hwloc XML */
+    char node_xml[MB_PATH_LEN];       /* resolved path of the node hwloc XML */
     struct mb_node_topo node; /* loaded from node_xml */
     int gpus_per_node;        /* GPUs per node / compute tray (from the XML, checked against the YAML) */
     int nvlink_domain;        /* GPUs in one NVLink domain (8 HGX, 72 NVL72) */
@@ -114,7 +114,7 @@ struct mb_system {
     double gpu_memory;        /* bytes, the YAML's gpu_memory: the usable device memory per GPU
                                  where the part differs from its calibration table's (a 40 GB A100
                                  on the 80 GB table); 0 = the table's spec.hbm */
-    char source[1024];        /* where the numbers come from */
+    char source[MB_SOURCE_LEN]; /* where the numbers come from */
 };
 
 /**

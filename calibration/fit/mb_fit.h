@@ -46,7 +46,7 @@
 /** One measured row kept for fitting. */
 struct mb_fit_row {
     struct mb_scenario s;    /* owned copy of the checked scenario validate simulated */
-    char id[160], model[64];
+    char id[MB_MEASURED_ID_LEN], model[64];
     char family[32];         /* mb_fit_family(model) */
     char gpu[32];            /* s.system.gpu */
     char metric[32];         /* MB_VAL_TOKENS / MB_VAL_STEP / MB_VAL_TFLOPS */

@@ -25,7 +25,7 @@ struct mb_nccl_point {
 
 /** One run: the rows after one column header (a file may hold several). */
 struct mb_nccl_run {
-    char file[512];     /**< path of the log */
+    char file[MB_PATH_LEN]; /**< path of the log */
     int line;           /**< line of the column header */
     char op[32];        /**< all_reduce, all_gather, ... or "unknown" */
     char op_from[16];   /**< how op was found: "header", "file name", "columns" */

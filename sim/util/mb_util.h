@@ -26,10 +26,16 @@ char *mb_strdup(const char *s);
 /** @brief free; accepts NULL. */
 void mb_free(void *p);
 
+/* Named limits shared by every module's structs (bytes, with the terminating NUL). */
+#define MB_PATH_LEN 512    /* a file path: scenario, table, log, node XML */
+#define MB_SOURCE_LEN 1024 /* a "source:" citation of a model, system or calibration table */
+#define MB_ERR_MSG_LEN 512 /* an error message */
+#define MB_ERR_FILE_LEN 256
+
 /** Error context filled by library code, printed only by the CLI. */
 struct mb_err {
-    char msg[512];  /* first error message ("" when none) */
-    char file[256]; /* file the error refers to ("" when none) */
+    char msg[MB_ERR_MSG_LEN];   /* first error message ("" when none) */
+    char file[MB_ERR_FILE_LEN]; /* file the error refers to ("" when none) */
     int line, col;  /* 1-based position, 0 when unknown */
     int count;      /* number of errors reported (first one kept) */
 };

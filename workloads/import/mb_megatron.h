@@ -45,7 +45,7 @@ struct mb_megatron_arg {
 struct mb_megatron_args {
     enum mb_megatron_dialect dialect;
     int log_block;     /* 1: read from a training log's arguments block */
-    char file[512];
+    char file[MB_PATH_LEN];
     struct mb_megatron_arg *a;
     int n, cap;
 };

@@ -91,7 +91,7 @@ struct mb_model {
     char pattern[256];        /* hybrid pattern (M, E, *, -) or "" */
     /* vision */
     struct mb_vision vision;
-    char source[1024];
+    char source[MB_SOURCE_LEN];
 
     /* expanded */
     int n_layers;             /* entries in layer[] */

@@ -17,6 +17,10 @@
 #include "mb_topo.h"
 #include "mb_util.h"
 
+/** The id of a measured run (a measured-runs CSV row, measured.csv_row), with its NUL: longer ids are an
+ * error, never cut (two cut ids could pair as one in `validate --baseline`). */
+#define MB_MEASURED_ID_LEN 160
+
 struct mb_node; /* mb_yaml.h */
 
 enum mb_strategy { MB_STRAT_3D, MB_STRAT_FSDP };
@@ -108,13 +112,13 @@ struct mb_images {
 
 struct mb_scenario {
     char name[128];
-    char file[512];                    /* source file ("" for CSV rows) */
+    char file[MB_PATH_LEN];            /* source file ("" for CSV rows) */
     struct mb_model model;             /* owned */
-    char model_ref[512];               /* how `model` was named: a shipped name or an absolute path;
+    char model_ref[MB_PATH_LEN];               /* how `model` was named: a shipped name or an absolute path;
                                           "" = inline mapping or built by hand (then model.name) */
     int model_inline;                  /* 1: `model` was an inline mapping in `file` */
     struct mb_system system;
-    char system_ref[512];              /* system.preset: a preset name or an absolute path
+    char system_ref[MB_PATH_LEN];              /* system.preset: a preset name or an absolute path
                                           ("" = built by hand: system.name) */
     int gpus;
     struct mb_precision prec;
@@ -199,14 +203,14 @@ struct mb_scenario {
     int allreduce_algo;                /* collectives.all_reduce: enum mb_coll_algo (sim/engine/mb_coll.h) AUTO,
                                           RING, TREE or NVLS -- NCCL_ALGO for the DP gradient all-reduce */
     /* calibration */
-    char calib_path[512];              /* "" = shipped table for the system's GPU */
+    char calib_path[MB_PATH_LEN];      /* "" = shipped table for the system's GPU */
     int roofline;                      /* ignore tables (roofline-only mode) */
     /* measured (optional) */
     double meas_tokens_per_s_per_gpu, meas_model_tflops_per_gpu, meas_step_time_s, meas_peak_memory_gib;
     int meas_oom; /* measured.oom: the run was reported out of memory */
     int meas_peak_iteration; /* measured.peak_memory_after_iteration: 1 = logged after iteration 1, 0 = steady */
     char meas_source[256];
-    char meas_csv_row[160]; /* measured.csv_row: id of the measured-runs CSV row whose recipe this file
+    char meas_csv_row[MB_MEASURED_ID_LEN]; /* measured.csv_row: id of the measured-runs CSV row whose recipe this file
                                states ("" = none; `mbsim validate --recipes`, mb_validate.h) */
     /* set by the loader: settings the file writes that are valid but change nothing in this
      * simulation, one "file:line:col: warning: key ...: why" line each ("" = none); the CLI

@@ -11,6 +11,9 @@
 
 #include "mb_scenario.h"
 
+/** Pipeline stages a step simulates at most (mb_step_simulate refuses a larger pp). */
+#define MB_STEP_MAX_STAGES 64
+
 /* Time breakdown categories (seconds on the critical rank's timeline). */
 enum mb_cat {
     MB_CAT_VISION,        /* vision encoder compute */
@@ -109,7 +112,7 @@ struct mb_memory {
     int stage;                          /* pipeline stage holding the peak (largest device memory) */
     const char *dominant;               /* name of the largest term */
     int n_stages;                       /* entries of per_stage */
-    struct mb_memory_stage per_stage[64]; /* every stage's rank (index = stage) */
+    struct mb_memory_stage per_stage[MB_STEP_MAX_STAGES]; /* every stage's rank (index = stage) */
     struct mb_memtl tl;                 /* the peak stage's timeline (n = 0: not recorded) */
 };
 
@@ -174,13 +177,13 @@ struct mb_result {
     double vision_tokens_per_sample;    /* mean LLM positions taken by images */
     struct mb_memory mem;
     int oom;
-    double floor_s[64];                 /* per pipeline stage: seconds its compute stream runs at least
+    double floor_s[MB_STEP_MAX_STAGES];                 /* per pipeline stage: seconds its compute stream runs at least
                                            (mb_step_bound), extended with the step */
     unsigned long long events;          /* engine events processed */
     size_t tasks;
     double sim_wall_s;                  /* wall time of the simulation itself */
     /* calibration usage */
-    char calib_path[512];
+    char calib_path[MB_PATH_LEN];
     long calib_lookups, calib_fallbacks;
     /* the framework-time model the step used (calibration `framework:`, docs/calibration.md);
      * fw_on 0: off (roofline mode), the values are then not applied */

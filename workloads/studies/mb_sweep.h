@@ -48,7 +48,7 @@ struct mb_sweep__model;
 
 struct mb_sweep {
     struct mb_scenario base;        /* the scenario without its sweep block (owns the model) */
-    char dir[512];                  /* folder of the scenario file (relative references) */
+    char dir[MB_PATH_LEN];                  /* folder of the scenario file (relative references) */
     int sp_given;                   /* parallel.sequence_parallel was written in the file */
     int n_axes;
     struct mb_sweep_axis axis[MB_SWEEP_MAX_AXES];

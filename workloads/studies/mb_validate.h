@@ -45,7 +45,7 @@
 
 /** One measured run and its prediction (or the reason it was skipped). */
 struct mb_val_row {
-    char id[160];        /* CSV id, or the scenario name / file for YAML input */
+    char id[MB_MEASURED_ID_LEN]; /* CSV id, or the scenario name / file for YAML input */
     char model[64];      /* model key as written */
     char system[32];     /* mbsim system preset (dgx_h100, ...), a system file's stem, or the name as
                             written if unmapped */
@@ -359,7 +359,7 @@ enum mb_val_drift_kind {
 
 /** One row of a drift report. */
 struct mb_val_drift_row {
-    char id[160];
+    char id[MB_MEASURED_ID_LEN];
     int occurrence;          /* 1 for the first row with this id, 2 for the second, ... (rows pair by both) */
     enum mb_val_drift_kind kind;
     char metric[32];         /* the metric now (the baseline's for REMOVED rows) */
@@ -376,7 +376,7 @@ struct mb_val_drift_row {
  * different value or verdict.
  */
 struct mb_val_mem_drift_row {
-    char id[160];
+    char id[MB_MEASURED_ID_LEN];
     int occurrence;               /* as in mb_val_drift_row */
     double old_gib, new_gib;      /* predicted device memory of the peak rank (`device_memory_gib`), GiB */
     double drift_pct;             /* (new_gib - old_gib) / old_gib * 100 */

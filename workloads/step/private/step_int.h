@@ -24,7 +24,7 @@
 
 struct mb_calib;
 
-#define MB_MAX_STAGES 64
+#define MB_MAX_STAGES MB_STEP_MAX_STAGES
 #define MB_VISION_RANKS 256 /* data-parallel ranks whose images are drawn */
 #define BF16 2.0            /* bytes per bf16 element */
 
