@@ -72,7 +72,8 @@ static void test_table_is_a_tree(void **state)
             if (!strcmp(j->path, k->path))
                 fail_msg("%s is in the table twice", k->path);
         char parent[160];
-        snprintf(parent, sizeof parent, "%s", k->path);
+        if (snprintf(parent, sizeof parent, "%s", k->path) >= (int)sizeof parent)
+            fail_msg("key path %s is longer than %zu characters", k->path, sizeof parent - 1);
         char *dot = strrchr(parent, '.'), *br = strstr(parent, "[]");
         char *cut = dot && (!br || dot > br) ? dot : br;
         if (!cut)
@@ -99,8 +100,9 @@ static void walk_keys(json_t *o, const char *prefix, int *seen)
     json_t *c;
     json_object_foreach(o, key, c) {
         char p[256], star[256];
-        snprintf(p, sizeof p, "%s%s%s", prefix, prefix[0] ? "." : "", key);
-        snprintf(star, sizeof star, "%s.*", prefix);
+        if (snprintf(p, sizeof p, "%s%s%s", prefix, prefix[0] ? "." : "", key) >= (int)sizeof p ||
+            snprintf(star, sizeof star, "%s.*", prefix) >= (int)sizeof star)
+            fail_msg("key path %s.%s is longer than %zu characters", prefix, key, sizeof p - 1);
         walk(c, mb_report_key_find(p) || !mb_report_key_find(star) ? p : star, seen);
     }
 }
@@ -118,7 +120,8 @@ static void walk(json_t *v, const char *path, int *seen)
         size_t i;
         json_t *c;
         char p[256];
-        snprintf(p, sizeof p, "%s[]", path);
+        if (snprintf(p, sizeof p, "%s[]", path) >= (int)sizeof p)
+            fail_msg("key path %s[] is longer than %zu characters", path, sizeof p - 1);
         json_array_foreach(v, i, c) {
             if (json_is_object(c))
                 walk_keys(c, p, seen);
