@@ -45,6 +45,46 @@ const char *mb_prec_name(enum mb_prec p)
     return (p >= 0 && p < MB_PREC_COUNT) ? mb_calib__prec_names[p] : "?";
 }
 
+
+/* ---- the table's structures, shared by the loader (mb_calib_load.c) and the measured: merge ---- */
+
+int mb_calib__prec_parse(const struct mb_node *n, int *out, struct mb_err *err)
+{
+    if (mb_yaml_expect(n, MB_NODE_SCALAR, "prec", err))
+        return -1;
+    for (int i = 0; i < MB_PREC_COUNT; i++)
+        if (strcmp(n->str, mb_calib__prec_names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return mb_yaml_err(err, n, "unknown precision '%s'; expected one of: fp32, bf16, fp16, fp8, fp4", n->str);
+}
+
+/* The curve of kind k at exactly head dim d, or NULL. */
+struct mb_calib__acurve *mb_calib__acurve_find(struct mb_calib__akind *k, int d)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (k->cv[i].head_dim == d)
+            return &k->cv[i];
+    return NULL;
+}
+
+/* Inserts an empty curve at head dim d (not yet present) keeping k sorted by head dim. */
+struct mb_calib__acurve *mb_calib__acurve_insert(struct mb_calib__akind *k, int d)
+{
+    assert(!mb_calib__acurve_find(k, d));
+    k->cv = mb_realloc(k->cv, (k->n + 1) * sizeof *k->cv);
+    size_t i = k->n;
+    while (i > 0 && k->cv[i - 1].head_dim > d) {
+        k->cv[i] = k->cv[i - 1];
+        i--;
+    }
+    k->n++;
+    memset(&k->cv[i], 0, sizeof k->cv[i]);
+    k->cv[i].head_dim = d;
+    return &k->cv[i];
+}
+
 /* Bytes per element of each precision (fp4 packs two per byte). */
 static double mb_calib__elem_bytes(enum mb_prec p)
 {

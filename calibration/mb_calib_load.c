@@ -20,18 +20,6 @@
 static const char *const mb_calib__known[] = {"A100", "B200", "B300", "GB200", "GB300", "H100", "H100_96GB", "H200", NULL};
 static const char *const mb_calib__link_names[MB_LINK_COUNT] = {"nvlink", "nic", "pcie", "nvls"};
 
-int mb_calib__prec_parse(const struct mb_node *n, int *out, struct mb_err *err)
-{
-    if (mb_yaml_expect(n, MB_NODE_SCALAR, "prec", err))
-        return -1;
-    for (int i = 0; i < MB_PREC_COUNT; i++)
-        if (strcmp(n->str, mb_calib__prec_names[i]) == 0) {
-            *out = i;
-            return 0;
-        }
-    return mb_yaml_err(err, n, "unknown precision '%s'; expected one of: fp32, bf16, fp16, fp8, fp4", n->str);
-}
-
 /* ------------------------------------------------------------------ loading */
 
 struct mb_calib__spec_in {
@@ -268,31 +256,6 @@ struct mb_calib__acurve_in {
 struct mb_calib__apt_in {
     double seq, achieved;
 };
-
-/* The curve of kind k at exactly head dim d, or NULL. */
-struct mb_calib__acurve *mb_calib__acurve_find(struct mb_calib__akind *k, int d)
-{
-    for (size_t i = 0; i < k->n; i++)
-        if (k->cv[i].head_dim == d)
-            return &k->cv[i];
-    return NULL;
-}
-
-/* Inserts an empty curve at head dim d (not yet present) keeping k sorted by head dim. */
-struct mb_calib__acurve *mb_calib__acurve_insert(struct mb_calib__akind *k, int d)
-{
-    assert(!mb_calib__acurve_find(k, d));
-    k->cv = mb_realloc(k->cv, (k->n + 1) * sizeof *k->cv);
-    size_t i = k->n;
-    while (i > 0 && k->cv[i - 1].head_dim > d) {
-        k->cv[i] = k->cv[i - 1];
-        i--;
-    }
-    k->n++;
-    memset(&k->cv[i], 0, sizeof k->cv[i]);
-    k->cv[i].head_dim = d;
-    return &k->cv[i];
-}
 
 /*
  * attention: curves keyed by (causal, bwd, head_dim); several head dims per

@@ -89,11 +89,11 @@ struct mb_calib__mem_in {
     double eff, floor;
 };
 
-/* Parses a precision name into *out (mb_calib_load.c). */
+/* Parses a precision name into *out (mb_calib.c). */
 int mb_calib__prec_parse(const struct mb_node *n, int *out, struct mb_err *err);
-/* The curve of kind k at exactly head dim d, or NULL (mb_calib_load.c). */
+/* The curve of kind k at exactly head dim d, or NULL (mb_calib.c). */
 struct mb_calib__acurve *mb_calib__acurve_find(struct mb_calib__akind *k, int d);
-/* Inserts an empty curve at head dim d (not yet present), keeping k sorted (mb_calib_load.c). */
+/* Inserts an empty curve at head dim d (not yet present), keeping k sorted (mb_calib.c). */
 struct mb_calib__acurve *mb_calib__acurve_insert(struct mb_calib__akind *k, int d);
 /* Merges a `measured:` section into c (mb_calib_measured.c). */
 int mb_calib__apply_measured(struct mb_calib *c, const struct mb_node *sec, struct mb_err *err);

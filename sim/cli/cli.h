@@ -62,11 +62,11 @@ int mb_cmd_calibrate_transfer(int argc, char **argv);
 int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
 /** @brief Print scenario s as Megatron-LM flags or Bridge overrides on stdout (notes on stderr); exit code. */
 int mb_cmd_emit(const struct mb_scenario *s, int dialect);
-/** @brief Print "mbsim: file:line:col: message" on stderr (main.c). */
+/** @brief Print "mbsim: file:line:col: message" on stderr (cli_opts.c). */
 void mb_cli_print_err(const struct mb_err *e);
 /**
  * @brief Whether the shipped data (models, systems, calibration) is where
- * mb_data_dir() says (main.c).
+ * mb_data_dir() says (cli_opts.c).
  * @return 0, or -1 after printing where it looked and how to set MBSIM_DATA_DIR.
  */
 int mb_cli_check_data_dir(void);

@@ -2,7 +2,7 @@
  * cli_opts.c -- getopt_long for the subcommands (cli_opts.h).
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include "cli_opts.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -165,4 +165,25 @@ void cli_print_warnings(const char *warnings)
         fprintf(stderr, "mbsim: %.*s\n", n, p);
         p += n + (nl != NULL);
     }
+}
+
+void mb_cli_print_err(const struct mb_err *e)
+{
+    char buf[1024];
+    mb_err_format(e, buf, sizeof buf);
+    fprintf(stderr, "mbsim: %s\n", buf);
+}
+
+/* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
+int mb_cli_check_data_dir(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/workloads/models/llama3_8b.yaml", mb_data_dir());
+    if (mb_file_exists(path))
+        return 0;
+    fprintf(stderr,
+            "mbsim: data directory '%s' (%s) has no workloads/models/; set MBSIM_DATA_DIR to an mbsim "
+            "source tree or to the share/mbsim of an install (cmake --install build --prefix P)\n",
+            mb_data_dir(), mb_data_dir_origin());
+    return -1;
 }

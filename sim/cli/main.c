@@ -59,27 +59,6 @@ static void mb_cli__usage_main(FILE *fp)
             "documentation: README.md, docs/scenario-format.md, docs/validation.md\n");
 }
 
-void mb_cli_print_err(const struct mb_err *e)
-{
-    char buf[1024];
-    mb_err_format(e, buf, sizeof buf);
-    fprintf(stderr, "mbsim: %s\n", buf);
-}
-
-/* The shipped data (models, systems, calibration) must be where mb_data_dir() says. */
-int mb_cli_check_data_dir(void)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/workloads/models/llama3_8b.yaml", mb_data_dir());
-    if (mb_file_exists(path))
-        return 0;
-    fprintf(stderr,
-            "mbsim: data directory '%s' (%s) has no workloads/models/; set MBSIM_DATA_DIR to an mbsim "
-            "source tree or to the share/mbsim of an install (cmake --install build --prefix P)\n",
-            mb_data_dir(), mb_data_dir_origin());
-    return -1;
-}
-
 /* A ", "-separated name list as a JSON array of strings (names are file stems: no quotes). */
 static void mb_cli__print_json_list(const char *list)
 {
