@@ -116,7 +116,8 @@ struct mb_fit_result {
     struct mb_calib_framework prior; /* the defaults the fit starts from and is pulled toward */
     struct mb_calib_framework fit;   /* fitted parameters (unfitted ones = prior) */
     size_t n_rows;
-    double obj_prior, obj_fit;       /* objective at the defaults and at the fit */
+    double obj_prior, obj_fit;       /* objective at the defaults and at the fit, in the units the fit works in:
+                                      * the objective above times MB_FIT_SIGMA_OBS^2 */
     double mape_prior, mape_fit;     /* MAPE (%) of the fitted rows at the defaults / the fit */
     double median_prior, median_fit; /* signed median error (%) */
     int iterations, sims;            /* accepted steps; simulations run */
