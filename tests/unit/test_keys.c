@@ -25,6 +25,7 @@
 
 #include "mb_coll.h"
 #include "mb_keys.h"
+#include "test_doc_util.h"
 #include "mb_scenario.h"
 #include "mb_step.h"
 #include "mb_sweep.h"
@@ -487,29 +488,9 @@ static void test_bad_text_values(void **state)
 
 /* ---------------------------------------------------------------- docs */
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = 0;
-    fclose(f);
-    return buf;
-}
-
 static char *generated_reference(void)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    mb_keys_write_markdown(m);
-    fclose(m);
-    return text;
+    return doc_render(mb_keys_write_markdown);
 }
 
 static const char BEGIN[] = "<!-- keys:begin (generated from workloads/scenario/mb_keys.c; test_keys --regen-doc) -->\n";
@@ -520,17 +501,17 @@ static const char END[] = "<!-- keys:end -->";
 static void test_docs_key_reference(void **state)
 {
     (void)state;
-    char *doc = read_all(DOC), *gen = generated_reference();
+    char *doc = doc_read_all(DOC), *gen = generated_reference();
     assert_non_null(doc);
-    const char *b = strstr(doc, BEGIN), *e = b ? strstr(b, END) : NULL;
-    if (!b || !e)
-        fail_msg("%s lacks the key reference markers", DOC);
-    b += strlen(BEGIN);
-    if ((size_t)(e - b) != strlen(gen) || strncmp(b, gen, strlen(gen)))
-        fail_msg("the key reference in %s is stale; run: build/tests/test_keys --regen-doc", DOC);
     size_t n;
-    const struct mb_key *t = mb_keys(&n);
-    for (size_t i = 0; i < n; i++) {
+    const char *b = doc_section(doc, BEGIN, END, &n);
+    if (!b)
+        fail_msg("%s lacks the key reference markers", DOC);
+    if (n != strlen(gen) || strncmp(b, gen, n))
+        fail_msg("the key reference in %s is stale; run: build/tests/test_keys --regen-doc", DOC);
+    size_t nk;
+    const struct mb_key *t = mb_keys(&nk);
+    for (size_t i = 0; i < nk; i++) {
         char cell[96];
         snprintf(cell, sizeof cell, "| `%s` |", t[i].key);
         if (!strstr(b, cell))
@@ -542,23 +523,10 @@ static void test_docs_key_reference(void **state)
 
 static int regen_doc(void)
 {
-    char *doc = read_all(DOC), *gen = generated_reference();
-    char *b = doc ? strstr(doc, BEGIN) : NULL, *e = b ? strstr(b, END) : NULL;
-    if (!b || !e) {
-        fprintf(stderr, "%s: no key reference markers\n", DOC);
-        return 1;
-    }
-    FILE *f = fopen(DOC, "wb");
-    if (!f)
-        return 1;
-    fwrite(doc, 1, (size_t)(b - doc) + strlen(BEGIN), f);
-    fputs(gen, f);
-    fputs(e, f);
-    fclose(f);
-    free(doc);
+    char *gen = generated_reference();
+    int rc = doc_regen(DOC, BEGIN, END, gen);
     free(gen);
-    printf("rewrote the key reference in %s\n", DOC);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -16,47 +16,28 @@
 #include <jansson.h>
 
 #include "report_keys.h"
+#include "test_doc_util.h"
 
 #define DOC "docs/cli.md"
 static const char BEGIN[] = "<!-- report-keys:begin (generated from sim/cli/report_keys.c; test_report_keys --regen-doc) -->\n";
 static const char END[] = "<!-- report-keys:end -->";
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = 0;
-    fclose(f);
-    return buf;
-}
-
 static char *generated(void)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    mb_report_keys_doc(m);
-    fclose(m);
-    return text;
+    return doc_render(mb_report_keys_doc);
 }
 
 /* docs/cli.md carries the table as generated. */
 static void test_doc_is_the_table(void **state)
 {
     (void)state;
-    char *doc = read_all(DOC), *gen = generated();
+    char *doc = doc_read_all(DOC), *gen = generated();
     assert_non_null(doc);
-    const char *b = strstr(doc, BEGIN), *e = b ? strstr(b, END) : NULL;
-    if (!b || !e)
+    size_t n;
+    const char *b = doc_section(doc, BEGIN, END, &n);
+    if (!b)
         fail_msg("%s lacks the report-keys markers", DOC);
-    b += strlen(BEGIN);
-    if ((size_t)(e - b) != strlen(gen) || strncmp(b, gen, strlen(gen)))
+    if (n != strlen(gen) || strncmp(b, gen, n))
         fail_msg("the report's key list in %s is stale; run: build/tests/test_report_keys --regen-doc", DOC);
     free(doc);
     free(gen);
@@ -169,23 +150,10 @@ static void test_emitted_keys_are_the_table(void **state)
 
 static int regen_doc(void)
 {
-    char *doc = read_all(DOC), *gen = generated();
-    char *b = doc ? strstr(doc, BEGIN) : NULL, *e = b ? strstr(b, END) : NULL;
-    if (!b || !e) {
-        fprintf(stderr, "%s: no report-keys markers\n", DOC);
-        return 1;
-    }
-    FILE *f = fopen(DOC, "wb");
-    if (!f)
-        return 1;
-    fwrite(doc, 1, (size_t)(b - doc) + strlen(BEGIN), f);
-    fputs(gen, f);
-    fputs(e, f);
-    fclose(f);
-    free(doc);
+    char *gen = generated();
+    int rc = doc_regen(DOC, BEGIN, END, gen);
     free(gen);
-    printf("rewrote the report's key list in %s\n", DOC);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)

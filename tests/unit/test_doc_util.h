@@ -1,0 +1,73 @@
+/*
+ * test_doc_util.h -- a generated section of a doc between two marker lines: the tests whose tables
+ * generate documentation (test_keys: docs/scenario-format.md; test_report_keys: docs/cli.md) check
+ * that the section is what the table renders, and rewrite it with --regen-doc.
+ */
+#ifndef MB_TEST_DOC_UTIL_H
+#define MB_TEST_DOC_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The whole file, NUL-terminated (malloc'd), or NULL. */
+static inline char *doc_read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* What write(fp) renders, as a malloc'd string. */
+static inline char *doc_render(void (*write)(FILE *))
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    write(m);
+    fclose(m);
+    return text;
+}
+
+/* The section of doc between the line begin (with its newline) and end: a pointer into doc, its
+ * length in *n; NULL when a marker is missing. */
+static inline const char *doc_section(const char *doc, const char *begin, const char *end, size_t *n)
+{
+    const char *b = doc ? strstr(doc, begin) : NULL, *e = b ? strstr(b, end) : NULL;
+    if (!e)
+        return NULL;
+    b += strlen(begin);
+    *n = (size_t)(e - b);
+    return b;
+}
+
+/* Rewrite path's section between the markers with gen: 0, or 1 after a message. */
+static inline int doc_regen(const char *path, const char *begin, const char *end, const char *gen)
+{
+    char *doc = doc_read_all(path);
+    size_t n;
+    const char *b = doc_section(doc, begin, end, &n);
+    FILE *f = b ? fopen(path, "wb") : NULL;
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", path, b ? "cannot write" : "no markers");
+        free(doc);
+        return 1;
+    }
+    fwrite(doc, 1, (size_t)(b - doc), f);
+    fputs(gen, f);
+    fputs(b + n, f);
+    fclose(f);
+    free(doc);
+    printf("rewrote the generated section of %s\n", path);
+    return 0;
+}
+
+#endif
