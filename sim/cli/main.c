@@ -37,7 +37,7 @@ static void mb_cli__usage_main(FILE *fp)
             "                                      a scenario from Megatron-LM arguments / Bridge overrides\n"
             "  import hf CONFIG.json [--name NAME] [-o OUT.yaml]\n"
             "                                      a model file from a Hugging Face config.json\n"
-            "  plot validate|sweep|breakdown|gantt INPUT [-o OUT.png|.svg]\n"
+            "  plot validate|sweep|breakdown|gantt|memory INPUT [-o OUT.png|.svg]\n"
             "                                      gnuplot charts (needs gnuplot)\n"
             "  collective --system NAME --gpus N --op OP --sizes 8:8G\n"
             "                                      nccl-tests style table for one collective\n"

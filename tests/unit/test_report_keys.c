@@ -18,7 +18,7 @@
 #include "report_keys.h"
 #include "test_doc_util.h"
 
-#define DOC "docs/cli.md"
+#define DOC MBSIM_SOURCE_DIR "/docs/cli.md"
 static const char BEGIN[] = "<!-- report-keys:begin (generated from sim/cli/report_keys.c; test_report_keys --regen-doc) -->\n";
 static const char END[] = "<!-- report-keys:end -->";
 
@@ -113,7 +113,10 @@ static void walk(json_t *v, const char *path, int *seen)
 static json_t *run_json(const char *scenario)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s run %s --json", getenv("MBSIM_BIN"), scenario);
+    const char *bin = getenv("MBSIM_BIN");
+    if (!bin)
+        fail_msg("MBSIM_BIN is not set: run this test through ctest, or set it to the mbsim binary");
+    snprintf(cmd, sizeof cmd, "%s run %s/%s --json", bin, MBSIM_SOURCE_DIR, scenario);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     json_error_t e;

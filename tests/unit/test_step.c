@@ -393,7 +393,7 @@ static void test_mamba_mixer(void **state)
  * the launch cost L (the H100 fixture's spec.launch, 10 us; its kernels take about 1 us:
  * the membound floor and GEMMs of ~0.1 GFLOP at 500 TFLOP/s), so the GPU waits for the host and
  * the step is the host's launch time. Kernels launched per microbatch (see the
- * counts in mb_step.c): per dense layer forward 12 (norm, QKV, RoPE q and k,
+ * kf/kb counts of workloads/step/ops.c and mixer.c): per dense layer forward 12 (norm, QKV, RoPE q and k,
  * attention, projection, residual, norm, FC1, GeLU, FC2, residual), backward 20
  * (norms 2 each, GEMMs 2 each, RoPE 2, attention 3, elementwise 1 each);
  * embedding 1 + 1; head 12 forward (norm, GEMM, cross-entropy 10) and 8

@@ -1,5 +1,5 @@
 /*
- * memtl.c -- the dynamic memory timeline of each stage's rank. Three kinds of
+ * memtl.c -- the dynamic memory timeline of each stage's rank. Four kinds of
  * allocation, each counted whole over its lifetime:
  *  - a microbatch's activations on a chunk, from the end of its forward's
  *    first task (they are allocated while the forward runs: counting them whole
