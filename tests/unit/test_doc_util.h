@@ -49,25 +49,41 @@ static inline const char *doc_section(const char *doc, const char *begin, const 
     return b;
 }
 
-/* Rewrite path's section between the markers with gen: 0, or 1 after a message. */
-static inline int doc_regen(const char *path, const char *begin, const char *end, const char *gen)
+/* Whether doc's section between the markers is exactly what write renders: the section, or NULL
+ * (*why says "no markers" or "stale"). */
+static inline const char *doc_section_current(const char *doc, const char *begin, const char *end,
+                                              void (*write)(FILE *), const char **why)
 {
-    char *doc = doc_read_all(path);
+    size_t n;
+    const char *b = doc_section(doc, begin, end, &n);
+    char *gen = doc_render(write);
+    int same = b && n == strlen(gen) && !strncmp(b, gen, n);
+    free(gen);
+    *why = !b ? "lacks the markers" : "is stale";
+    return same ? b : NULL;
+}
+
+/* Rewrite path's section between the markers with what write renders: 0, or 1 after a message. */
+static inline int doc_regen(const char *path, const char *begin, const char *end, void (*write)(FILE *))
+{
+    char *doc = doc_read_all(path), *gen = doc_render(write);
     size_t n;
     const char *b = doc_section(doc, begin, end, &n);
     FILE *f = b ? fopen(path, "wb") : NULL;
+    int rc = 1;
     if (!f) {
         fprintf(stderr, "%s: %s\n", path, b ? "cannot write" : "no markers");
-        free(doc);
-        return 1;
+    } else {
+        fwrite(doc, 1, (size_t)(b - doc), f);
+        fputs(gen, f);
+        fputs(b + n, f);
+        fclose(f);
+        printf("wrote the generated section of %s\n", path);
+        rc = 0;
     }
-    fwrite(doc, 1, (size_t)(b - doc), f);
-    fputs(gen, f);
-    fputs(b + n, f);
-    fclose(f);
     free(doc);
-    printf("rewrote the generated section of %s\n", path);
-    return 0;
+    free(gen);
+    return rc;
 }
 
 #endif
