@@ -138,15 +138,16 @@ static int mb_validate__add_dir(struct mb_val__recipes *rs, const char *dir_arg,
 int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct mb_err *err)
 {
     struct stat st;
-    if (!mb_validate__st(out)->recipes)
-        mb_validate__st(out)->recipes = mb_calloc(1, sizeof *mb_validate__st(out)->recipes);
+    struct mb_val__state *vs = mb_validate__st(out);
+    if (!vs->recipes)
+        vs->recipes = mb_calloc(1, sizeof *vs->recipes);
     if (!path || !*path)
         return mb_err_set(err, NULL, 0, 0, "--recipes: expected a scenario file or a folder of them, got an empty "
                           "path");
     if (stat(path, &st) != 0)
         return mb_err_set(err, path, 0, 0, "cannot open (expected a scenario file or a folder of them)");
     if (S_ISDIR(st.st_mode)) {
-        int found = mb_validate__add_dir(mb_validate__st(out)->recipes, path, err);
+        int found = mb_validate__add_dir(vs->recipes, path, err);
         if (found < 0)
             return -1;
         if (found == 0)
@@ -154,7 +155,7 @@ int mb_validate_add_recipes(struct mb_val_summary *out, const char *path, struct
                               "measured.csv_row");
         return 0;
     }
-    return mb_validate__add_file(mb_validate__st(out)->recipes, path, 1, err) < 0 ? -1 : 0;
+    return mb_validate__add_file(vs->recipes, path, 1, err) < 0 ? -1 : 0;
 }
 
 /* The summary's recipe files, or NULL when none was added. */

@@ -43,17 +43,19 @@ struct mb_val__cache *mb_validate__get_cache(struct mb_val_summary *out)
 {
     if (out->shared_cache)
         return out->shared_cache;
-    if (!mb_validate__st(out)->cache)
-        mb_validate__st(out)->cache = mb_calloc(1, sizeof *mb_validate__st(out)->cache);
-    return mb_validate__st(out)->cache;
+    struct mb_val__state *st = mb_validate__st(out);
+    if (!st->cache)
+        st->cache = mb_calloc(1, sizeof *st->cache);
+    return st->cache;
 }
 
 struct mb_val_row *mb_validate__new_row(struct mb_val_summary *out)
 {
+    struct mb_val__state *st = mb_validate__st(out);
     struct mb_val_row *r;
-    if (out->n_rows == mb_validate__st(out)->cap_rows) {
-        mb_validate__st(out)->cap_rows = mb_validate__st(out)->cap_rows ? 2 * mb_validate__st(out)->cap_rows : 64;
-        out->rows = mb_realloc(out->rows, mb_validate__st(out)->cap_rows * sizeof *out->rows);
+    if (out->n_rows == st->cap_rows) {
+        st->cap_rows = st->cap_rows ? 2 * st->cap_rows : 64;
+        out->rows = mb_realloc(out->rows, st->cap_rows * sizeof *out->rows);
     }
     r = &out->rows[out->n_rows++];
     memset(r, 0, sizeof *r);
@@ -234,16 +236,17 @@ void mb_validate__report_progress(struct mb_val_summary *out, size_t done)
 static void mb_validate__run_jobs(struct mb_val__pool *p, int is_main)
 {
     struct mb_val_summary *out = p->out;
+    const struct mb_val__state *st = out->state; /* made by the rows being flushed */
     for (;;) {
         pthread_mutex_lock(&p->mu);
-        size_t k = p->next < mb_validate_pending(out) ? p->next++ : mb_validate_pending(out);
+        size_t k = p->next < st->n_pending ? p->next++ : st->n_pending;
         size_t done = p->done;
         pthread_mutex_unlock(&p->mu);
         if (is_main && done)
-            mb_validate__report_progress(out, out->n_rows - mb_validate_pending(out) + done);
-        if (k == mb_validate_pending(out))
+            mb_validate__report_progress(out, out->n_rows - st->n_pending + done);
+        if (k == st->n_pending)
             return;
-        struct mb_val__job *j = &mb_validate__st(out)->pending[k];
+        struct mb_val__job *j = &st->pending[k];
         mb_validate__predict_row(&out->rows[j->row], &j->s, j->fsdp_group, j->head, j->tail);
         pthread_mutex_lock(&p->mu);
         p->done++;
@@ -263,10 +266,11 @@ void mb_validate__flush_jobs(struct mb_val_summary *out)
 {
     if (!mb_validate_pending(out))
         return;
+    struct mb_val__state *st = out->state;
     struct mb_val__pool p = {out, 0, 0, PTHREAD_MUTEX_INITIALIZER};
     int nt = out->jobs < 1 ? 1 : out->jobs;
-    if ((size_t)nt > mb_validate_pending(out))
-        nt = (int)mb_validate_pending(out);
+    if ((size_t)nt > st->n_pending)
+        nt = (int)st->n_pending;
     pthread_t *th = mb_calloc((size_t)nt, sizeof *th);
     int started = 0;
     for (int t = 1; t < nt; t++) /* the calling thread is worker 0 */
@@ -277,15 +281,15 @@ void mb_validate__flush_jobs(struct mb_val_summary *out)
         pthread_join(th[t], NULL);
     mb_free(th);
     pthread_mutex_destroy(&p.mu);
-    for (size_t k = 0; k < mb_validate_pending(out); k++) {
-        struct mb_val__job *j = &mb_validate__st(out)->pending[k];
+    for (size_t k = 0; k < st->n_pending; k++) {
+        struct mb_val__job *j = &st->pending[k];
         if (!out->rows[j->row].skipped && out->on_row)
             out->on_row(out->on_row_ctx, &out->rows[j->row], &j->s);
         mb_scenario_free(&j->s);
         mb_free(j->head);
         mb_free(j->tail);
     }
-    mb_validate__st(out)->n_pending = 0;
+    st->n_pending = 0;
     mb_validate__report_progress(out, out->n_rows);
 }
 
@@ -303,15 +307,16 @@ void mb_validate__submit_row(struct mb_val_summary *out, struct mb_val_row *r, s
         mb_free(tail);
         return;
     }
-    if (!mb_validate__st(out)->pending)
-        mb_validate__st(out)->pending = mb_calloc(MB_VAL_BATCH, sizeof *mb_validate__st(out)->pending);
-    struct mb_val__job *j = &mb_validate__st(out)->pending[mb_validate__st(out)->n_pending++];
+    struct mb_val__state *st = mb_validate__st(out);
+    if (!st->pending)
+        st->pending = mb_calloc(MB_VAL_BATCH, sizeof *st->pending);
+    struct mb_val__job *j = &st->pending[st->n_pending++];
     j->row = (size_t)(r - out->rows);
     j->s = *s;
     memset(s, 0, sizeof *s);
     j->fsdp_group = fsdp_group;
     j->head = head;
     j->tail = tail;
-    if (mb_validate_pending(out) == MB_VAL_BATCH)
+    if (st->n_pending == MB_VAL_BATCH)
         mb_validate__flush_jobs(out);
 }
