@@ -8,8 +8,8 @@
 #   1. no room (a folder's own .c/.h files) holds more than a third of the product's lines;
 #   2. no .c/.h file over 1500 lines, no C function over 150 lines (tests included);
 #   3. no circle between files (A calls into B and B, directly or not, back into A);
-#   4. every arrow between rooms is one the layering below allows: nothing runs back up, and the
-#      engine calls into no model, topology, calibration or CLI code.
+#   4. every arrow between rooms is one docs/architecture.md's table of rooms allows: nothing runs back
+#      up, and the engine calls into no model, topology, calibration or CLI code.
 # Exit 0 when all hold, 1 with each violation on stderr. Needs sh, awk, find, nm (binutils).
 set -u
 build=${1:?usage: $0 BUILD_DIR}
@@ -18,22 +18,14 @@ cd "$here" || exit 2
 fail=0
 bad() { echo "check_architecture: $*" >&2; fail=1; }
 
-# The layering: a room may call into the rooms after its name (and into itself).
-layers='
-sim/util:
-sim/yaml: sim/util
-sim/engine: sim/util
-topology: sim/util sim/yaml sim/engine
-calibration: sim/util sim/yaml
-calibration/import: calibration sim/util sim/yaml
-workloads/scenario: topology calibration sim/engine sim/yaml sim/util
-workloads/step: workloads/scenario topology calibration sim/engine sim/util
-workloads/studies: workloads/step workloads/scenario topology calibration sim/engine sim/yaml sim/util
-workloads/import: workloads/scenario topology calibration sim/engine sim/yaml sim/util
-calibration/fit: workloads/studies workloads/step workloads/scenario topology calibration sim/engine sim/yaml sim/util
-sim/cli: calibration/fit workloads/studies workloads/import workloads/step workloads/scenario calibration/import topology calibration sim/engine sim/yaml sim/util
-bench: workloads/step workloads/scenario topology calibration sim/engine sim/util
-'
+# The layering is docs/architecture.md's table of rooms: its first column the room, its last the rooms
+# that room may call into (it may always call into itself). One source for the docs and this check.
+layers=$(awk -F'|' '/^## The rooms/ { on = 1; next } /^## / { on = 0 }
+    on && $2 ~ /^ `[a-z\/]+\/` $/ {
+        r = $2; gsub(/[ `]/, "", r); sub(/\/$/, "", r); printf "%s:", r
+        n = split($(NF - 1), d, ","); for (i = 1; i <= n; i++) { x = d[i]; gsub(/[ `—]/, "", x); if (x != "") printf " %s", x }
+        printf "\n" }' docs/architecture.md)
+[ -n "$layers" ] || { echo "check_architecture: no table of rooms in docs/architecture.md" >&2; exit 2; }
 
 product=$(find sim topology workloads calibration bench -name '*.[ch]' -not -path '*/tests/*' | sort)
 # 1. rooms
