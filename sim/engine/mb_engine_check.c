@@ -19,9 +19,9 @@ struct mb_engine__csr {
 static void mb_engine__csr_build(const struct mb_engine *e, size_t n, struct mb_engine__csr *g)
 {
     size_t nd = mb_engine_n_deps(e);
-    g->off = calloc(n + 1, sizeof *g->off);
-    g->indeg = calloc(n ? n : 1, sizeof *g->indeg);
-    g->to = malloc((nd + n + 1) * sizeof *g->to);
+    g->off = mb_calloc(n + 1, sizeof *g->off);
+    g->indeg = mb_calloc(n ? n : 1, sizeof *g->indeg);
+    g->to = mb_malloc((nd + n + 1) * sizeof *g->to);
     for (size_t i = 0; i < nd; i++) {
         int a, b;
         mb_engine_dep(e, i, &a, &b);
@@ -32,7 +32,7 @@ static void mb_engine__csr_build(const struct mb_engine *e, size_t n, struct mb_
             g->off[t + 1]++;
     for (size_t t = 0; t < n; t++)
         g->off[t + 1] += g->off[t];
-    size_t *fill = malloc((n + 1) * sizeof *fill);
+    size_t *fill = mb_malloc((n + 1) * sizeof *fill);
     for (size_t t = 0; t <= n; t++)
         fill[t] = g->off[t];
     for (size_t i = 0; i < nd; i++) {
@@ -48,7 +48,7 @@ static void mb_engine__csr_build(const struct mb_engine *e, size_t n, struct mb_
             g->indeg[nx]++;
         }
     }
-    free(fill);
+    mb_free(fill);
 }
 
 int mb_engine_check_graph(const struct mb_engine *e, char *why, size_t len)
@@ -65,7 +65,7 @@ int mb_engine_check_graph(const struct mb_engine *e, char *why, size_t len)
     struct mb_engine__csr g;
     mb_engine__csr_build(e, n, &g);
     /* Kahn: a task is ready once every predecessor is; what never gets ready lies on a cycle */
-    int *ready = malloc((n ? n : 1) * sizeof *ready);
+    int *ready = mb_malloc((n ? n : 1) * sizeof *ready);
     size_t head = 0, tail = 0, done = 0;
     for (size_t t = 0; t < n; t++)
         if (!g.indeg[t])
@@ -86,10 +86,10 @@ int mb_engine_check_graph(const struct mb_engine *e, char *why, size_t len)
                            "(first: task %zu on stream %d)", n - done, n, t, mb_engine_task_stream(e, (int)t));
         rc = -1;
     }
-    free(ready);
-    free(g.off);
-    free(g.to);
-    free(g.indeg);
+    mb_free(ready);
+    mb_free(g.off);
+    mb_free(g.to);
+    mb_free(g.indeg);
     return rc;
 }
 
