@@ -14,6 +14,7 @@
 #include "mb_calib.h"
 #include "mb_fit.h"
 #include "mb_validate.h"
+#include "mb_validate_pairs.h"
 
 #define EXIT_DRIFT 3 /* validate --baseline: predictions or memory moved past the threshold */
 
@@ -29,6 +30,12 @@ struct validate_drift_opts {
 struct validate_recipes {
     const char **paths;
     int n;
+};
+
+/* validate --pairs [FILE] */
+struct validate_pairs_opt {
+    int on;           /* --pairs given */
+    const char *file; /* its explicit pairs file, NULL: find the pairs */
 };
 
 /* Register the recipe files before the CSVs are read. */
@@ -49,6 +56,7 @@ static void mb_cli__usage_validate(FILE *fp)
     fprintf(fp,
             "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
             "                      [--recipes FILE|DIR]... [--baseline OLD.json [--drift-threshold PCT]]\n"
+            "                      [--pairs [PAIRS_FILE]]\n"
             "       mbsim validate FILE.csv... --cv family|family-all [--recipes FILE|DIR]... [--json] [-j N]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
@@ -56,7 +64,11 @@ static void mb_cli__usage_validate(FILE *fp)
             "predicted and error per run, then MAPE, median and max absolute error, MAPE per\n"
             "system and per model, and skipped rows grouped by reason (docs/validation.md).\n"
             "\n"
-            "  --json       print the summary as one JSON object\n"
+            "  --json       print the summary as one JSON object (with --pairs: the pairs report)\n"
+            "  --pairs [F]  A/B validation: every two CSV rows that differ only in layout or recipe\n"
+            "               columns (same model, system, GPUs, GBS, sequence), their measured and\n"
+            "               predicted effect, the sign and the effect error in points, per knob;\n"
+            "               F (not a .csv/.yaml; or --pairs=F) lists pairs as A_ID,B_ID[,LABEL]\n"
             "  --roofline   predict without the measured kernel tables (to compare)\n"
             "  --recipes FILE|DIR\n"
             "               scenario files whose measured.csv_row names a CSV row: that row is\n"
@@ -199,13 +211,39 @@ static void mb_cli__on_validate_progress(void *ctx, size_t rows_done)
     fflush(stderr);
 }
 
+/* The A/B report of a finished summary (after its rows' text report unless json): found pairs, or
+ * those the file names. 0, or EXIT_BAD_INPUT for a pairs file in error. */
+static int mb_cli__validate_pairs(const struct mb_val_summary *sum, const char *file, int json)
+{
+    struct mb_val_pairs p;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (file ? mb_validate_pairs_read(sum, file, &p, &err) : (mb_validate_pairs_find(sum, &p), 0)) {
+        mb_cli_print_err(&err);
+        mb_validate_pairs_free(&p);
+        return EXIT_BAD_INPUT;
+    }
+    if (json) {
+        mb_validate_pairs_print_json(sum, &p, stdout);
+    } else {
+        mb_validate_print_text(sum, stdout);
+        mb_validate_pairs_print_text(sum, &p, stdout);
+    }
+    mb_validate_pairs_free(&p);
+    return 0;
+}
+
 /* Validate the files once the options are read. */
 static int mb_cli__validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
                           double progress_every, const struct validate_drift_opts *drift,
-                          const struct validate_recipes *rp)
+                          const struct validate_recipes *rp, const struct validate_pairs_opt *pairs)
 {
     if (!nfiles) {
         mb_cli__usage_validate(stderr);
+        return EXIT_USAGE;
+    }
+    if (pairs->on && (cv || drift->baseline)) {
+        fprintf(stderr, "mbsim validate: --pairs compares the rows' effects: no --cv or --baseline\n");
         return EXIT_USAGE;
     }
     if (drift->threshold_given && !drift->baseline) {
@@ -272,12 +310,14 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
         mb_validate_free(&sum);
         return EXIT_BAD_INPUT;
     }
-    if (json)
+    int rc = 0;
+    if (pairs->on)
+        rc = mb_cli__validate_pairs(&sum, pairs->file, json);
+    else if (json)
         mb_validate_print_json(&sum, stdout);
     else
         mb_validate_print_text(&sum, stdout);
-    int rc = 0;
-    if (sum.n_predicted == 0) { /* a MAPE of nothing is not a result: the reasons are printed above */
+    if (!rc && sum.n_predicted == 0) { /* a MAPE of nothing is not a result: the reasons are printed above */
         fprintf(stderr, "mbsim validate: no row could be predicted in %s%s (%zu %s read, %zu skipped)\n", files[0],
                 nfiles > 1 ? " and the other files" : "", sum.n_rows, mb_plural((long long)sum.n_rows, "row", "rows"),
                 sum.n_skipped);
@@ -302,7 +342,9 @@ int mb_cmd_validate(int argc, char **argv)
     struct validate_drift_opts drift = {NULL, DRIFT_DEFAULT_PCT, 0};
     const char *v, **files = mb_calloc((size_t)argc + 1, sizeof *files);
     struct validate_recipes recipes = {mb_calloc((size_t)argc + 1, sizeof *recipes.paths), 0};
-    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS, O_RECIPES };
+    struct validate_pairs_opt pairs = {0, NULL};
+    int pairs_file_next = 0; /* "--pairs F": the operand after a bare --pairs may be its file */
+    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS, O_RECIPES, O_PAIRS };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
                                        {"cv", required_argument, NULL, O_CV},
                                        {"jobs", required_argument, NULL, 'j'},
@@ -312,11 +354,19 @@ int mb_cmd_validate(int argc, char **argv)
                                        {"baseline", required_argument, NULL, O_BASELINE},
                                        {"drift-threshold", required_argument, NULL, O_THRESHOLD},
                                        {"recipes", required_argument, NULL, O_RECIPES},
+                                       {"pairs", optional_argument, NULL, O_PAIRS},
                                        {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim validate", "hj:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
+        int after_pairs = pairs_file_next;
+        pairs_file_next = 0;
         switch (c) {
+        case O_PAIRS:
+            pairs.on = 1;
+            pairs.file = v;
+            pairs_file_next = !v;
+            break;
         case 'h':
             mb_cli__usage_validate(stdout);
             rc = 0;
@@ -365,7 +415,11 @@ int mb_cmd_validate(int argc, char **argv)
             break;
         }
         case CLI_OPERAND:
-            files[nfiles++] = v;
+            if (after_pairs && !mb_cli__has_suffix(v, ".csv") && !mb_cli__has_suffix(v, ".yaml") &&
+                !mb_cli__has_suffix(v, ".yml"))
+                pairs.file = v; /* measured runs are .csv or .yaml: anything else is the pairs file */
+            else
+                files[nfiles++] = v;
             break;
         default:
             mb_cli__usage_validate(stderr);
@@ -374,7 +428,7 @@ int mb_cmd_validate(int argc, char **argv)
     }
     cli_opts_free(&g);
     if (rc < 0)
-        rc = mb_cli__validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes);
+        rc = mb_cli__validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes, &pairs);
     mb_free(files);
     mb_free(recipes.paths);
     return rc;

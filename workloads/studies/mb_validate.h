@@ -43,6 +43,13 @@
 #define MB_VAL_STEP "step_time_s"
 #define MB_VAL_TFLOPS "model_tflops_per_gpu"
 
+/** Knob columns two rows of an A/B pair may differ in (mb_validate_ab_knob_name): precision, the
+ * layout's mbs, tp, pp, cp, vp, ep, etp, fsdp, recompute, then the 12 recipe columns. */
+#define MB_VAL_AB_NKNOB 22
+
+/** @brief Column name of knob k (0 <= k < MB_VAL_AB_NKNOB), e.g. "tp", "cuda_graph". */
+const char *mb_validate_ab_knob_name(int k);
+
 /** One measured run and its prediction (or the reason it was skipped). */
 struct mb_val_row {
     char id[MB_MEASURED_ID_LEN]; /* CSV id, or the scenario name / file for YAML input */
@@ -91,6 +98,13 @@ struct mb_val_row {
     double mem_err_pct;     /* (pred_mem_gib - meas_mem_gib) / meas_mem_gib * 100 */
     char recipe_file[256];  /* a CSV row simulated from the scenario file whose measured.csv_row names it
                                (mb_validate_add_recipes), "" otherwise */
+    /* A/B identity of a CSV row (mb_validate_pairs.h): 64-bit FNV-1a hashes of what must match for two
+     * rows to pair (model, system, GPUs, GBS, sequence length) and of each knob cell (layout columns,
+     * precision, recompute, recipe columns; trimmed, lower case, integers as read); ab_keyed 0 for
+     * scenario-file rows */
+    int ab_keyed;
+    unsigned long long ab_same;
+    unsigned long long ab_knob[MB_VAL_AB_NKNOB];
 };
 
 /** MAPE of one group of predicted rows (one system, model or metric). */

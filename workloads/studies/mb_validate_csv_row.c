@@ -540,6 +540,7 @@ static int mb_validate__csv_record(struct mb_val__csv *c)
     struct mb_val_row *r = mb_validate__csv_new_row(c, &v, &key);
     if (mb_validate__pick_metric(r, v.tokens, v.step, v.tflops) != 0)
         return 0;
+    mb_validate__csv_ab_key(c, r);
     if (!*mb_validate__cell(c, C_MODEL)) {
         mb_validate__skip_row(r, "model not stated");
         return 0;

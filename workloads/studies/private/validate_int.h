@@ -170,6 +170,11 @@ int mb_validate__cell_memory(struct mb_val__csv *c, double *gib, const char **ki
  * 1e8 tokens/s per GPU, 1e5 model TFLOP/s per GPU (100 PFLOP/s), a step of 1e7 s (116 days). */
 int mb_validate__measured_positive(struct mb_val__csv *c, int k, double v);
 
+/* ---- mb_validate_pairs.c: A/B pairs ---- */
+
+/* Set r's A/B identity (mb_val_row.ab_*) from the current record; r's metric must be chosen. */
+void mb_validate__csv_ab_key(struct mb_val__csv *c, struct mb_val_row *r);
+
 /* ---- mb_validate_notes.c: the notes column ---- */
 
 /* Append ", what" (or "what" first) to buf of size n. */
