@@ -7,7 +7,7 @@ _mbsim()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     cmd=${COMP_WORDS[1]}
-    local commands="run validate sweep merge tune import plot collective calibrate topo systems models help --help --version"
+    local commands="run compare validate sweep merge tune import plot collective calibrate topo systems models help --help --version"
 
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands" -- "$cur"))
@@ -32,7 +32,8 @@ _mbsim()
     local words="" opts=""
     case $cmd in
         run) opts="--json --memory --ops --roofline --trace --emit --help" ;;
-        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --recipes --help" ;;
+        compare) opts="--roofline --help" ;;
+        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --recipes --pairs --help" ;;
         sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
         merge) opts="--tsv --json --help" ;;
         tune) opts="-o --emit --help" ;;

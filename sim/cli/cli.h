@@ -19,6 +19,8 @@ struct mb_scenario;
 
 /** @brief `mbsim run FILE.yaml`: one training step's report, op table, trace or --emit (cmd_run.c). */
 int mb_cmd_run(int argc, char **argv);
+/** @brief `mbsim compare A.yaml B.yaml`: two scenarios side by side, term by term (cmd_compare.c). */
+int mb_cmd_compare(int argc, char **argv);
 /** @brief `mbsim validate FILE...`: predicted against measured runs, --cv, --baseline (cmd_validate.c). */
 int mb_cmd_validate(int argc, char **argv);
 /** @brief `mbsim sweep FILE.yaml --set ...`: many configurations, ranked (cmd_sweep.c). */

@@ -25,8 +25,10 @@ static void mb_cli__usage_main(FILE *fp)
             "                                      simulate one steady-state training step\n"
             "  run FILE.yaml --emit megatron|bridge\n"
             "                                      the scenario as Megatron-LM flags / Bridge overrides\n"
+            "  compare A.yaml B.yaml [--roofline]  two scenarios side by side: where the difference comes from\n"
             "  validate FILE.csv|FILE.yaml... [--json] [--cv family] [-j N] [--baseline OLD.json]\n"
-            "                                      predict published/measured runs and report errors\n"
+            "           [--pairs [FILE]]           predict published/measured runs and report errors;\n"
+            "                                      --pairs: measured against predicted A/B effects\n"
             "  sweep FILE.yaml [--set key=v1,v2]... [-j N] [--tsv F] [--json F] [--shard i/N]\n"
             "                                      many configurations at once: ranked, Pareto front\n"
             "  merge FILE.yaml SHARD.tsv... [--tsv F] [--json F]\n"
@@ -139,6 +141,7 @@ static const struct mb_cli_cmd {
     int data;
 } mb_cli__cmds[] = {
     {"run", mb_cmd_run, 0},               /* checks the data itself, after its options */
+    {"compare", mb_cmd_compare, 0},       /* likewise */
     {"validate", mb_cmd_validate, 0},     /* likewise */
     {"sweep", mb_cmd_sweep, 1},
     {"merge", mb_cmd_merge, 1},
