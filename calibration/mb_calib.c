@@ -35,6 +35,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const mb_calib__table_names[T_COUNT] = {"spec", "gemm", "grouped_gemm", "attention",
                                                             "membound", "links"};
@@ -699,6 +700,27 @@ struct mb_calib_table_info mb_calib_table(const struct mb_calib *c, size_t i)
     struct mb_calib_table_info t = {mb_calib__table_names[i], c->source[i] ? c->source[i] : "",
                                     c->lookups[i], c->fallbacks[i]};
     return t;
+}
+
+/* Sibling groups (mb_calib_sibling_group): the first name of each is the group's. */
+static const char *const mb_calib__siblings[][4] = {
+    {"B200", "GB200", NULL},
+    {"B300", "GB300", NULL},
+    {"H100", "H200", "H100_96GB", NULL},
+};
+
+const char *mb_calib_sibling_group(const char *gpu)
+{
+    for (size_t g = 0; g < sizeof mb_calib__siblings / sizeof mb_calib__siblings[0]; g++)
+        for (int k = 0; mb_calib__siblings[g][k]; k++)
+            if (!strcasecmp(gpu, mb_calib__siblings[g][k]))
+                return mb_calib__siblings[g][0];
+    return gpu;
+}
+
+int mb_calib_siblings(const char *a, const char *b)
+{
+    return !strcasecmp(mb_calib_sibling_group(a), mb_calib_sibling_group(b));
 }
 
 const char *mb_calib_path(const struct mb_calib *c)

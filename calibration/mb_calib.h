@@ -348,6 +348,22 @@ void mb_calib_framework_get(const struct mb_calib *c, struct mb_calib_framework 
 void mb_calib_framework_set(struct mb_calib *c, const struct mb_calib_framework *fw);
 
 /**
+ * @brief The sibling group of a GPU type: GPUs of one die and software stack whose framework-time
+ * parameters `mbsim calibrate runs` fits on their rows together, so a few rows with an unusual
+ * recipe cannot move one sibling away from the other (docs/calibration.md "Sibling GPUs"): B200 and
+ * GB200 (one Blackwell die; GB200 pairs it with a Grace CPU at 1200 W), B300 and GB300 (Blackwell
+ * Ultra), H100, H200 and H100_96GB (GH100; H200 and H100_96GB change only the HBM). What differs
+ * between siblings -- clocks and power, HBM, NVLink domain, network -- is in their kernel tables and
+ * system files, not in fitted constants. Sources: ../shared/docs/reference/hardware.md (NVIDIA
+ * datasheets). Case-insensitive.
+ * @return the group's first member ("B200", "B300", "H100"), or gpu itself when it has no sibling.
+ */
+const char *mb_calib_sibling_group(const char *gpu);
+
+/** @brief Whether GPU types a and b are one sibling group (a GPU is its own sibling). */
+int mb_calib_siblings(const char *a, const char *b);
+
+/**
  * @brief Apply tensor_fraction and membound_eff in the lookups of c
  * (mb_calib_gemm, _grouped_gemm, _attn_bh: FLOP term / tensor_fraction;
  * mb_calib_membound: membound_eff instead of membound.eff). Off by default

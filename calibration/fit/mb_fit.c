@@ -115,11 +115,31 @@ struct mb_fit__job {
     struct mb_calib_framework fw;
     int own;                 /* 1: use fw; 0: base's own parameters */
     double pred;             /* out: predicted metric, NAN on failure */
+    const char *sib_path;    /* mb_fit_set.sibling_table */
 };
+
+/* The table row w is priced with: a view of base, or for a sibling GPU's row that GPU's own table
+ * (sib_path, else shipped) with base's framework section, NULL if it does not load. */
+static struct mb_calib *mb_fit__table(const struct mb_fit_row *w, const struct mb_calib *base, const char *sib_path)
+{
+    if (!strcasecmp(w->gpu, mb_calib_spec(base)->name))
+        return mb_calib_view(base);
+    struct mb_calib *v;
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (mb_calib_shared(w->gpu, sib_path, &v, &e))
+        return NULL;
+    struct mb_calib_framework fw;
+    mb_calib_framework_get(base, &fw);
+    mb_calib_framework_set(v, &fw);
+    return v;
+}
 
 static double mb_fit__run(const struct mb_fit__job *j)
 {
-    struct mb_calib *v = mb_calib_view(j->base);
+    struct mb_calib *v = mb_fit__table(j->row, j->base, j->sib_path);
+    if (!v)
+        return NAN;
     if (j->own)
         mb_calib_framework_set(v, &j->fw);
     struct mb_step_opts o = {.critical_path = 0, .cal = v}; /* validate's options */
@@ -191,6 +211,7 @@ double mb_fit_predict(const struct mb_fit_set *set, size_t i, const struct mb_ca
     memset(&j, 0, sizeof j);
     j.row = &set->rows[i];
     j.base = base;
+    j.sib_path = set->sibling_table;
     j.own = fw != NULL;
     if (fw)
         j.fw = *fw;
@@ -361,6 +382,7 @@ static void mb_fit__linearize(struct mb_fit_set *set, const size_t *idx, size_t 
             struct mb_fit__job *j = &jobs[nj++];
             j->row = w;
             j->base = base;
+            j->sib_path = set->sibling_table;
             j->own = 1;
             j->fw = *prior;
             if (p >= 0) {
@@ -393,7 +415,7 @@ static void mb_fit__eval(struct mb_fit_set *set, const size_t *idx, size_t m, co
 {
     struct mb_fit__job *jobs = mb_calloc(m + 1, sizeof *jobs);
     for (size_t a = 0; a < m; a++)
-        jobs[a] = (struct mb_fit__job){&set->rows[idx[a]], base, *th, 1, NAN};
+        jobs[a] = (struct mb_fit__job){&set->rows[idx[a]], base, *th, 1, NAN, set->sibling_table};
     mb_fit__run_all(jobs, m, set->jobs);
     *sims += (int)m;
     for (size_t a = 0; a < m; a++)
@@ -444,6 +466,52 @@ static double mb_fit__err(const struct mb_fit_row *w, double pred)
     return (pred - w->measured) / w->measured * 100;
 }
 
+/* Linearized leave-one-out at the fit (prior-unit point z, residuals r, Jacobian J of rows idx[0..m)):
+ * without row i the gradient of the objective is -c_i J_i^T r_i, so one Newton step moves z by
+ * (H - c_i J_i^T J_i)^-1 c_i J_i^T r_i, H = sum_k c_k J_k^T J_k + w I (c: Huber's IRLS weights). */
+static void mb_fit__loo(const size_t *idx, size_t m, const double *r, const double (*J)[MB_FW_COUNT], const int *pi,
+                        int np, const double *z, const double *lo, const double *hi, double w,
+                        struct mb_fit_result *res)
+{
+    double H[MB_FW_COUNT][MB_FW_COUNT] = {{0}};
+    for (int a = 0; a < np; a++)
+        H[a][a] = w;
+    for (size_t i = 0; i < m; i++)
+        for (int a = 0; a < np; a++)
+            for (int b = 0; b < np; b++)
+                H[a][b] += mb_fit__irls(r[i]) * J[i][a] * J[i][b];
+    for (int p = 0; p < MB_FW_COUNT; p++)
+        res->loo_lo[p] = res->loo_hi[p] = res->fit.v[p];
+    for (size_t i = 0; i < m; i++) {
+        double c = mb_fit__irls(r[i]), Hi[MB_FW_COUNT][MB_FW_COUNT], g[MB_FW_COUNT], d[MB_FW_COUNT], zi[MB_FW_COUNT];
+        for (int a = 0; a < np; a++) {
+            g[a] = c * J[i][a] * r[i];
+            for (int b = 0; b < np; b++)
+                Hi[a][b] = H[a][b] - c * J[i][a] * J[i][b];
+        }
+        if (mb_fit__solve(np, Hi, g, d))
+            continue;
+        for (int k = 0; k < np; k++)
+            zi[k] = fmin(hi[k], fmax(lo[k], z[k] + d[k]));
+        struct mb_calib_framework th;
+        mb_fit__theta(&res->prior, pi, np, zi, &th);
+        for (int k = 0; k < np; k++) {
+            int p = pi[k];
+            double v = th.v[p], shift = v - res->fit.v[p];
+            res->loo_lo[p] = fmin(res->loo_lo[p], v);
+            res->loo_hi[p] = fmax(res->loo_hi[p], v);
+            for (int q = 0; q < MB_FIT_PINS; q++) /* keep the MB_FIT_PINS largest |shift| */
+                if (fabs(shift) > fabs(res->pin_shift[p][q])) {
+                    memmove(&res->pin_shift[p][q + 1], &res->pin_shift[p][q], (MB_FIT_PINS - 1 - q) * sizeof(double));
+                    memmove(&res->pin_row[p][q + 1], &res->pin_row[p][q], (MB_FIT_PINS - 1 - q) * sizeof(size_t));
+                    res->pin_shift[p][q] = shift;
+                    res->pin_row[p][q] = idx[i];
+                    break;
+                }
+        }
+    }
+}
+
 int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, const struct mb_calib *base,
                      const struct mb_fit_opts *o, struct mb_fit_result *res, struct mb_err *err)
 {
@@ -454,9 +522,9 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
     res->fit = res->prior;
     const char *gpu = mb_calib_spec(base)->name;
     for (size_t a = 0; a < n_in; a++)
-        if (strcasecmp(set->rows[idx_in[a]].gpu, gpu))
-            return mb_err_set(err, NULL, 0, 0, "row '%s' runs on %s, the table is for %s", set->rows[idx_in[a]].id,
-                              set->rows[idx_in[a]].gpu, gpu);
+        if (!mb_calib_siblings(set->rows[idx_in[a]].gpu, gpu))
+            return mb_err_set(err, NULL, 0, 0, "row '%s' runs on %s, the table is for %s (not a sibling GPU)",
+                              set->rows[idx_in[a]].id, set->rows[idx_in[a]].gpu, gpu);
     if (n_in == 0)
         return 0;
     int max_iter = o && o->max_iter > 0 ? o->max_iter : 8;
@@ -553,6 +621,7 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
     }
     mb_fit__theta(&res->prior, pi, np, z, &res->fit);
     res->obj_fit = f;
+    mb_fit__loo(idx, m, r, (const double(*)[MB_FW_COUNT])J, pi, np, z, lo, hi, w, res);
     /* signed medians and MAPEs in validate's convention (step-time rows flip sign) */
     double *e0 = mb_malloc(m * sizeof *e0), *e1 = mb_malloc(m * sizeof *e1), s0 = 0, s1 = 0;
     for (size_t i = 0; i < m; i++) {
@@ -658,8 +727,8 @@ static size_t mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, c
     struct mb_fit__job *jobs = mb_calloc(set->n + 1, sizeof *jobs);
     size_t n = 0;
     for (size_t i = 0; i < set->n; i++)
-        if (!strcmp(set->rows[i].gpu, gpu) && !strcmp(set->rows[i].family, fam))
-            jobs[n++] = (struct mb_fit__job){&set->rows[i], base, *fw, 1, NAN};
+        if (mb_calib_siblings(set->rows[i].gpu, gpu) && !strcmp(set->rows[i].family, fam))
+            jobs[n++] = (struct mb_fit__job){&set->rows[i], base, *fw, 1, NAN, set->sibling_table};
     mb_fit__run_all(jobs, n, set->jobs);
     cv->sims += (int)n;
     for (size_t a = 0; a < n; a++) {
@@ -682,7 +751,7 @@ static int mb_fit__cv_gpu(struct mb_fit_set *set, const struct mb_fit_opts *o, s
     size_t *train = mb_malloc((set->n + 1) * sizeof *train);
     size_t nall = 0;
     for (size_t i = 0; i < set->n; i++)
-        if (!strcmp(set->rows[i].gpu, gpu))
+        if (mb_calib_siblings(set->rows[i].gpu, gpu))
             train[nall++] = i;
     /* cross-validate as shipped: refit what the shipped table's fit moved
      * (fit.params); a GPU whose table keeps the defaults predicts its rows
@@ -716,7 +785,7 @@ static int mb_fit__cv_gpu(struct mb_fit_set *set, const struct mb_fit_opts *o, s
         size_t ntr = 0, nte = 0;
         for (size_t i = 0; i < set->n; i++) {
             const struct mb_fit_row *w = &set->rows[i];
-            if (strcmp(w->gpu, gpu))
+            if (!mb_calib_siblings(w->gpu, gpu))
                 continue;
             if (strcmp(w->family, fams[fi]))
                 train[ntr++] = i;
@@ -780,9 +849,16 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
     unsigned *params = mb_calloc(ng + 1, sizeof *params);
     struct mb_fit__fold *folds = mb_calloc(ng * nf + 1, sizeof *folds);
     int rc = 0;
-    for (size_t gi = 0; gi < ng && !rc; gi++)
-        rc = mb_calib_load(gpus[gi], o ? o->table : NULL, &bases[gi], err) ||
-             mb_fit__cv_gpu(set, o, cv, gpus[gi], fams, nf, bases[gi], &params[gi], &folds[gi * nf], err) ? -1 : 0;
+    const char *sib = set->sibling_table;
+    set->sibling_table = o ? o->table : NULL;
+    for (size_t gi = 0; gi < ng && !rc; gi++) {
+        rc = mb_calib_load(gpus[gi], o ? o->table : NULL, &bases[gi], err) ? -1 : 0;
+        size_t gj = 0;
+        while (gj < gi && !mb_calib_siblings(gpus[gj], gpus[gi]))
+            gj++;
+        if (!rc && gj == gi) /* the group's first GPU fits and predicts every sibling's rows */
+            rc = mb_fit__cv_gpu(set, o, cv, gpus[gi], fams, nf, bases[gi], &params[gi], &folds[gi * nf], err);
+    }
     for (size_t gi = 0; gi < ng && !rc; gi++)
         for (size_t fi = 0; fi < nf; fi++)
             if (folds[gi * nf + fi].state == 2)
@@ -799,6 +875,7 @@ int mb_fit_cv(struct mb_fit_set *set, const struct mb_fit_opts *o, struct mb_fit
         cv->n_gpu = ng;
         cv->n_family = nf;
     }
+    set->sibling_table = sib;
     for (size_t gi = 0; gi < ng; gi++)
         mb_calib_free(bases[gi]);
     mb_free(bases);

@@ -63,6 +63,9 @@ struct mb_fit_set {
     size_t n, cap;
     struct mb_val_summary sum; /* the zero-shot validation of every row (skipped ones included) */
     int jobs;                  /* threads for simulations (0: online CPUs) */
+    const char *sibling_table; /* the table file a row of a sibling GPU (mb_calib_siblings) of the fit's
+                                  base is priced with, its framework section replaced; NULL: that GPU's
+                                  shipped table (mb_fit_cv sets it to mb_fit_opts.table) */
 };
 
 /** @brief Empty set. */
@@ -112,6 +115,9 @@ struct mb_fit_opts {
                                 (NULL: shipped; tests use a fixture) */
 };
 
+/** Rows reported per parameter as the ones that pin it (mb_fit_result.pin_row). */
+#define MB_FIT_PINS 3
+
 struct mb_fit_result {
     struct mb_calib_framework prior; /* the defaults the fit starts from and is pulled toward */
     struct mb_calib_framework fit;   /* fitted parameters (unfitted ones = prior) */
@@ -122,13 +128,22 @@ struct mb_fit_result {
     double median_prior, median_fit; /* signed median error (%) */
     int iterations, sims;            /* accepted steps; simulations run */
     double wall_s;
+    /* which rows pin each fitted parameter: leave-one-out, linearized at the fit (one Gauss-Newton step
+     * of the objective without the row, from the fit, with the Jacobian the fit ended with; bounds
+     * enforced): no simulation, so a first-order figure */
+    double loo_lo[MB_FW_COUNT], loo_hi[MB_FW_COUNT]; /* fitted value's range over the left-out rows */
+    size_t pin_row[MB_FW_COUNT][MB_FIT_PINS];        /* indices in set->rows: the rows whose removal moves the
+                                                        parameter most, largest first */
+    double pin_shift[MB_FW_COUNT][MB_FIT_PINS];      /* the move (parameter units; 0: fewer rows) */
 };
 
 /**
- * @brief Fit the parameters to rows idx[0..n) of set, all of one GPU type,
- * priced with table `base` (that GPU's). n = 0: the defaults, nothing run.
+ * @brief Fit the parameters to rows idx[0..n) of set, all of base's GPU type or its siblings
+ * (mb_calib_siblings: one parameter set for the group), each row priced with its own GPU's kernel
+ * tables -- base for base's GPU, set->sibling_table or the shipped table for a sibling -- and the
+ * candidate framework section. n = 0: the defaults, nothing run.
  * The reported MAPEs come from the normal simulation (validate's options).
- * @return 0, or -1 when a row's GPU differs from base's, or no row simulates.
+ * @return 0, or -1 when a row's GPU is not base's nor a sibling, or no row simulates.
  */
 int mb_fit_framework(struct mb_fit_set *set, const size_t *idx, size_t n, const struct mb_calib *base,
                      const struct mb_fit_opts *o, struct mb_fit_result *res, struct mb_err *err);

@@ -199,6 +199,25 @@ static int mb_cli__end_table(FILE *fp, const char *out, const char *who)
     return 0;
 }
 
+/* The GPU types of the fitted rows idx[0..n), "GB200" or "B200 and GB200" (siblings fitted together). */
+static void mb_cli__fit_gpus(const struct mb_fit_set *set, const size_t *idx, size_t n, char *out, size_t len)
+{
+    const char *seen[8];
+    int k = 0;
+    for (size_t a = 0; a < n; a++) {
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= !strcasecmp(seen[j], set->rows[idx[a]].gpu);
+        if (!dup && k < 8)
+            seen[k++] = set->rows[idx[a]].gpu;
+    }
+    out[0] = 0;
+    for (int j = 0; j < k; j++) {
+        size_t l = strlen(out);
+        snprintf(out + l, len - l, "%s%s", j == 0 ? "" : j == k - 1 ? " and " : ", ", seen[j]);
+    }
+}
+
 static void mb_cli__write_framework(FILE *fp, const struct mb_fit_set *set, const size_t *idx, const struct mb_fit_result *r,
                             unsigned params, const char *csv, const char *gpu, const char *cmd)
 {
@@ -206,11 +225,12 @@ static void mb_cli__write_framework(FILE *fp, const struct mb_fit_set *set, cons
     mb_cli__today(date, sizeof date);
     fprintf(fp, "framework:   # fitted by `mbsim calibrate runs` (docs/calibration.md); bounds and defaults there\n");
     mb_cli__write_params(fp, r->fit.v, params, "not fitted: the default");
-    char src[512];
+    char src[512], gpus[128];
+    mb_cli__fit_gpus(set, idx, r->n_rows, gpus, sizeof gpus);
     snprintf(src, sizeof src,
              "fitted to %zu measured %s runs (%s) on %s by mbsim calibrate runs: MAPE %.1f %% -> %.1f %%; "
              "defaults, bounds and evidence: docs/calibration.md, Framework-time model",
-             r->n_rows, gpu, csv, date, r->mape_prior, r->mape_fit);
+             r->n_rows, gpus, csv, date, r->mape_prior, r->mape_fit);
     fprintf(fp, "  source: ");
     mb_yaml_write_quoted(fp, src);
     fprintf(fp, "\n  fit:\n    command: ");
@@ -234,7 +254,24 @@ static void mb_cli__write_framework(FILE *fp, const struct mb_fit_set *set, cons
     fprintf(fp, "    signed_median_before_pct: %.2f\n    signed_median_after_pct: %.2f\n", r->median_prior,
             r->median_fit);
     fprintf(fp, "    objective_before: %.6g\n    objective_after: %.6g\n", r->obj_prior, r->obj_fit);
-    fprintf(fp, "    iterations: %d\n    simulations: %d\n    row_ids:\n", r->iterations, r->sims);
+    fprintf(fp, "    iterations: %d\n    simulations: %d\n", r->iterations, r->sims);
+    fprintf(fp, "    leave_one_out:   # each parameter's range with one row left out (linearized at the fit), "
+                "and the rows that pin it\n");
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        if (!(params & MB_FIT_PARAM(p)))
+            continue;
+        fprintf(fp, "      %s: {range: [", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        mb_cli__write_value(fp, (enum mb_fw_param)p, r->loo_lo[p]);
+        fprintf(fp, ", ");
+        mb_cli__write_value(fp, (enum mb_fw_param)p, r->loo_hi[p]);
+        fprintf(fp, "], pinned_by: [");
+        for (int q = 0; q < MB_FIT_PINS && r->pin_shift[p][q] != 0; q++) {
+            fprintf(fp, "%s", q ? ", " : "");
+            mb_yaml_write_quoted(fp, set->rows[r->pin_row[p][q]].id);
+        }
+        fprintf(fp, "]}\n");
+    }
+    fprintf(fp, "    row_ids:\n");
     for (size_t a = 0; a < r->n_rows; a++) {
         fprintf(fp, "      - ");
         mb_yaml_write_quoted(fp, set->rows[idx[a]].id);
@@ -346,7 +383,7 @@ static int mb_cli__runs_gpu(const struct mb_cli__runs_opts *o, const struct mb_f
     for (size_t i = 0; i < set->n; i++)
         if (!*gpu) {
             *gpu = set->rows[i].gpu;
-        } else if (strcasecmp(*gpu, set->rows[i].gpu)) {
+        } else if (!mb_calib_siblings(*gpu, set->rows[i].gpu)) {
             fprintf(stderr, "mbsim calibrate runs: %s has rows of several GPU types (%s, %s, ...): name one with "
                             "--gpu\n",
                     o->csv, *gpu, set->rows[i].gpu);
@@ -356,10 +393,12 @@ static int mb_cli__runs_gpu(const struct mb_cli__runs_opts *o, const struct mb_f
 }
 
 /* What the fit did, on stderr: rows, iterations, rows not predicted, each parameter prior -> fitted, MAPE. */
-static void mb_cli__runs_summary(const struct mb_cli__runs_opts *o, const struct mb_fit_set *set, const char *gpu,
+static void mb_cli__runs_summary(const struct mb_cli__runs_opts *o, const struct mb_fit_set *set, const size_t *idx,
                                  const struct mb_fit_result *r)
 {
-    fprintf(stderr, "mbsim calibrate runs: %zu %s %s, %d %s, %d %s in %.1f s\n", r->n_rows, gpu,
+    char gpus[128];
+    mb_cli__fit_gpus(set, idx, r->n_rows, gpus, sizeof gpus);
+    fprintf(stderr, "mbsim calibrate runs: %zu %s %s, %d %s, %d %s in %.1f s\n", r->n_rows, gpus,
             mb_plural((long long)r->n_rows, "row", "rows"), r->iterations,
             mb_plural(r->iterations, "iteration", "iterations"), r->sims,
             mb_plural(r->sims, "simulation", "simulations"), r->wall_s);
@@ -381,6 +420,22 @@ static void mb_cli__runs_summary(const struct mb_cli__runs_opts *o, const struct
     }
     fprintf(stderr, "  MAPE %.2f %% -> %.2f %%, signed median %+.1f %% -> %+.1f %%\n", r->mape_prior, r->mape_fit,
             r->median_prior, r->median_fit);
+    fprintf(stderr, "  which rows pin each parameter (leave one row out, linearized at the fit): range, then the rows "
+                    "whose removal moves it most\n");
+    for (int p = 0; p < MB_FW_COUNT; p++) {
+        if (!(o->params & MB_FIT_PARAM(p)))
+            continue;
+        fprintf(stderr, "  %-17s ", mb_calib_fw_info((enum mb_fw_param)p)->name);
+        mb_cli__write_value(stderr, (enum mb_fw_param)p, r->loo_lo[p]);
+        fprintf(stderr, " .. ");
+        mb_cli__write_value(stderr, (enum mb_fw_param)p, r->loo_hi[p]);
+        for (int q = 0; q < MB_FIT_PINS && r->pin_shift[p][q] != 0; q++) {
+            fprintf(stderr, "%s %s (", q ? "," : ";", set->rows[r->pin_row[p][q]].id);
+            mb_cli__write_value(stderr, (enum mb_fw_param)p, r->fit.v[p] + r->pin_shift[p][q]);
+            fprintf(stderr, ")");
+        }
+        fprintf(stderr, "\n");
+    }
 }
 
 /* Fit the rows idx[0..n) of set against the base table, report, and write the table: the exit code. */
@@ -408,7 +463,7 @@ static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set
         for (size_t a = 0; a < n; a++)
             if (set->rows[idx[a]].lin_ok > 0)
                 idx[m++] = idx[a];
-        mb_cli__runs_summary(o, set, gpu, &r);
+        mb_cli__runs_summary(o, set, idx, &r);
         FILE *fp = mb_cli__begin_table(cal, o->out, "mbsim calibrate runs");
         if (!fp) {
             rc = -1;
@@ -442,8 +497,8 @@ int mb_cmd_calibrate_runs(int argc, char **argv)
         return 2;
     }
     size_t *idx = malloc((set.n + 1) * sizeof *idx), n = 0;
-    for (size_t i = 0; gpu && i < set.n; i++)
-        if (!strcasecmp(set.rows[i].gpu, gpu))
+    for (size_t i = 0; gpu && i < set.n; i++) /* the GPU's rows and its siblings' (mb_calib_siblings) */
+        if (mb_calib_siblings(set.rows[i].gpu, gpu))
             idx[n++] = i;
     if (n == 0) {
         if (gpu)

@@ -4,7 +4,7 @@
 #   - A against a copy with global_batch_size doubled: exactly that setting is listed, and the step
 #     times and tokens/s/GPU printed are those `mbsim run --json` gives for each file (the same
 #     simulation read through another command), to the 6 digits compare prints;
-#   - A against the same recipe on H200 (another calibration table): the fitted framework terms
+#   - A against the same recipe on B200 (another calibration table): the fitted framework terms
 #     that differ are listed with B's step under A's value of each;
 #   - one file, a missing file and a third file are usage or input errors.
 #
@@ -12,7 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 a=scenarios/h100_qwen3_30b_a3b_ep8.yaml
 sed 's/global_batch_size: 1024/global_batch_size: 2048/' "$a" > "$tmp/b.yaml"
-sed 's/preset: dgx_h100/preset: hgx_h200/' "$a" > "$tmp/h200.yaml"
+sed "s/preset: dgx_h100/preset: dgx_b200/" "$a" > "$tmp/b200.yaml"
 
 "$bin" compare "$a" "$a" > "$tmp/same.txt" 2> "$tmp/err" || fail "compare A A: exit $?: $(cat "$tmp/err")"
 grep -q "^  none$" "$tmp/same.txt" || fail "compare A A lists settings: $(cat "$tmp/same.txt")"
@@ -38,8 +38,8 @@ for key in step_time_s tokens_per_s_per_gpu; do
     [ "$1" = "$va" ] && [ "$2" = "$vb" ] || fail "$label: compare says $1 / $2, run --json $va / $vb"
 done
 
-"$bin" compare "$a" "$tmp/h200.yaml" > "$tmp/gpu.txt" 2> "$tmp/err" || fail "compare H100 H200: exit $?"
-grep -q "^fitted framework terms that differ" "$tmp/gpu.txt" || fail "compare H100 H200: no fitted terms listed"
+"$bin" compare "$a" "$tmp/b200.yaml" > "$tmp/gpu.txt" 2> "$tmp/err" || fail "compare H100 B200: exit $?"
+grep -q "^fitted framework terms that differ" "$tmp/gpu.txt" || fail "compare H100 B200: no fitted terms listed"
 
 "$bin" compare "$a" > /dev/null 2>&1; [ $? = 2 ] || fail "compare with one file: not a usage error"
 "$bin" compare "$a" "$a" "$a" > /dev/null 2>&1; [ $? = 2 ] || fail "compare with three files: not a usage error"

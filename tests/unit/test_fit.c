@@ -467,10 +467,76 @@ static void test_bad_input(void **state)
     assert_int_equal(mb_fit_framework(&set, idx, 1, cal, NULL, &r, &e), -1);
     char buf[512];
     mb_err_format(&e, buf, sizeof buf);
-    assert_string_equal(buf, "row 'syn_llama8b_mbs1' runs on H100, the table is for GB200");
+    assert_string_equal(buf, "row 'syn_llama8b_mbs1' runs on H100, the table is for GB200 (not a sibling GPU)");
     mb_err_clear(&e);
     assert_int_equal(mb_fit_framework(&set, idx, 0, cal, NULL, &r, &e), 0);
     assert_true(mb_dbl_eq(r.fit.v[MB_FW_KERNEL_EAGER], 4e-6) && r.n_rows == 0);
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
+/* Sibling GPUs (mb_calib_siblings) share one fit: the six H100 rows fitted against an H200 base
+ * (tests/data/calib/fixture_H200.yaml: the H100 fixture under H200's name), each H100 row priced with
+ * its own table (set.sibling_table = the H100 fixture) and the candidate framework section, recover
+ * the truth the rows were made with, as test_recover does on H100 itself. */
+static void test_siblings(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture(), *h200 = NULL;
+    struct mb_fit_set set;
+    struct mb_calib_framework truth;
+    struct mb_err e;
+    mb_err_clear(&e);
+    synthetic(&set, cal, &truth);
+    set.sibling_table = FIXTURE;
+    assert_int_equal(mb_calib_load("H200", "tests/data/calib/fixture_H200.yaml", &h200, &e), 0);
+    assert_true(mb_calib_siblings("h100", "H200") && mb_calib_siblings("GB200", "B200") &&
+                mb_calib_siblings("B300", "GB300") && mb_calib_siblings("H100_96GB", "H200"));
+    assert_false(mb_calib_siblings("B200", "B300") || mb_calib_siblings("H100", "GB200"));
+    assert_string_equal(mb_calib_sibling_group("gb300"), "B300");
+    size_t idx[6] = {0, 1, 2, 3, 4, 5};
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER),
+                            .max_iter = 12, .prior_weight = 1e-4};
+    struct mb_fit_result r;
+    assert_int_equal(mb_fit_framework(&set, idx, 6, h200, &o, &r, &e), 0);
+    assert_int_equal(r.n_rows, 6);
+    assert_true(fabs(r.fit.v[MB_FW_TENSOR_FRACTION] - 0.85) < 0.01);
+    assert_true(fabs(r.fit.v[MB_FW_KERNEL_EAGER] - 15e-6) < 1e-6);
+    mb_fit_set_free(&set);
+    mb_calib_free(h200);
+    mb_calib_free(cal);
+}
+
+/* Which rows pin a parameter (linearized leave-one-out): the six synthetic rows at the truth, one of
+ * them (row 2) made 20 % faster than the truth predicts. Five rows then agree on tensor_fraction
+ * 0.85 and one pulls it up; the row whose removal moves the fit most must be that one, and without it
+ * the fit is the five rows' exact answer, 0.85 (within 0.01: one Gauss-Newton step). */
+static void test_leave_one_out(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    struct mb_calib_framework truth;
+    synthetic(&set, cal, &truth);
+    /* the truth: tensor_fraction 0.85, every other parameter at the value the fit holds it at (the
+     * base table's: only tensor_fraction is fitted) */
+    mb_calib_framework_get(cal, &truth);
+    truth.v[MB_FW_TENSOR_FRACTION] = 0.85;
+    for (size_t i = 0; i < set.n; i++)
+        set.rows[i].measured = mb_fit_predict(&set, i, cal, &truth) * (i == 2 ? 1.2 : 1.0);
+    size_t idx[6] = {0, 1, 2, 3, 4, 5};
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION), .max_iter = 12, .prior_weight = 1e-4};
+    struct mb_fit_result r;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_framework(&set, idx, 6, cal, &o, &r, &e), 0);
+    const int p = MB_FW_TENSOR_FRACTION;
+    print_message("tensor %.4f, leave-one-out %.4f .. %.4f, pinned by %s (%+.4f)\n", r.fit.v[p], r.loo_lo[p],
+                  r.loo_hi[p], set.rows[r.pin_row[p][0]].id, r.pin_shift[p][0]);
+    assert_int_equal(r.pin_row[p][0], 2);
+    assert_true(fabs(r.fit.v[p] + r.pin_shift[p][0] - 0.85) < 0.01);
+    assert_true(r.loo_lo[p] <= r.fit.v[p] && r.fit.v[p] <= r.loo_hi[p]);
+    assert_true(fabs(r.pin_shift[p][1]) < fabs(r.pin_shift[p][0]));
     mb_fit_set_free(&set);
     mb_calib_free(cal);
 }
@@ -499,6 +565,7 @@ int main(void)
                                        cmocka_unit_test(test_recover), cmocka_unit_test(test_recover_host),
                                        cmocka_unit_test(test_cv_family), cmocka_unit_test(test_transfer),
                                        cmocka_unit_test(test_optimum_step_overhead),
-                                       cmocka_unit_test(test_optimum_first_order)};
+                                       cmocka_unit_test(test_optimum_first_order), cmocka_unit_test(test_siblings),
+                                       cmocka_unit_test(test_leave_one_out)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
