@@ -129,6 +129,8 @@ static const struct kcase cases[] = {
     {"moe.capacity_factor", "", "1.25", O(capacity_factor), V_DBL, 0, 0, 1.25, NULL, NULL},
     {"moe.shared_expert_overlap", "", "true", O(shared_expert_overlap), V_INT, 1, 0, 0, NULL, NULL},
     {"moe.hybridep_permute_fusion", "", "false", O(hybridep_permute_fusion), V_INT, 0, 0, 0, NULL, NULL},
+    {"moe.permute_fusion", "", "false", O(permute_fusion), V_INT, 0, 0, 0, NULL, NULL},
+    {"moe.router_fusion", "", "true", O(router_fusion), V_INT, 1, 0, 0, NULL, NULL},
     {"moe.pad_expert_input_to_capacity", "moe.capacity_factor=1.25", "true", O(pad_to_capacity), V_INT, 1, 0, 0, NULL, NULL},
     {"recompute.granularity", "", "full", O(recompute), V_INT, MB_RC_FULL, 0, 0, NULL, NULL},
     {"recompute.modules", "recompute.granularity=selective", "layernorm+mlp", O(recompute_modules), V_UNS,

@@ -301,7 +301,7 @@ static void test_log_and_bridge(void **state)
     check_qwen_layout(&s);
     assert_int_equal(s.recompute, MB_RC_SELECTIVE);
     assert_int_equal(s.recompute_modules, MB_RCM_CORE_ATTN | MB_RCM_MOE_ACT);
-    assert_non_null(strstr(notes, "model.moe_router_fusion: true: not imported"));
+    assert_int_equal(s.router_fusion, 1); /* model.moe_router_fusion=true */
     assert_non_null(strstr(notes, "without effect on a simulated step (training schedule, data, checkpoints, "
                                   "logging): logger.log_interval"));
     char *out = emit(&s, MB_MEGATRON_BRIDGE);
@@ -377,8 +377,9 @@ static void test_typo(void **state)
     fclose(fp);
     if (import("test_megatron_typo.sh", MB_MEGATRON_LM, &o, &s, &notes, &err))
         fail_msg("%s", err.msg);
-    static const char *const kept[] = {"--moe-router-fusion", "--moe-router-dtype: fp32", "--moe-permute-fusion",
-                                       "--moe-token-drop-policy: probs", "--moe-router-padding-for-fp8",
+    assert_int_equal(s.router_fusion, 1); /* --moe-router-fusion and --moe-permute-fusion are read */
+    assert_int_equal(s.permute_fusion, 1);
+    static const char *const kept[] = {"--moe-router-dtype: fp32", "--moe-token-drop-policy: probs", "--moe-router-padding-for-fp8",
                                        "--decoder-seq-length: 4096", "--frobnicate-experts: 3"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
         char want[128];

@@ -599,6 +599,65 @@ static void test_dispatcher_buffers(void **state)
     mb_scenario_free(&s);
 }
 
+/*
+ * --moe-router-fusion and --moe-permute-fusion (moe.router_fusion, moe.permute_fusion; moe.c), on the
+ * DeepSeek proxy layer (alltoall, EP8, one microbatch of 4,096 tokens per rank, top-8, h = 7168):
+ *  - router fusion: TE's three fused kernels and their backwards instead of ~12 forward and ~8 backward
+ *    PyTorch kernels, over the same bytes, so with kernel_eager 10 us and kernel_moe 5 us per eager
+ *    MoE-block kernel the router is 9 x 15 = 135 us shorter forward and 5 x 15 = 75 us backward;
+ *  - permute fusion off (roofline: bytes at the fixture's 4 TB/s, no framework time): index_select
+ *    reads a token row per copy it writes, 2 x 32,768 copies x 7168 x 2 B, against the fused kernel's
+ *    tokens read once and copies written once, (4,096 + 32,768) x 7168 x 2 B; the unpermute adds the
+ *    zeroed output, 4,096 x 7168 x 2 B.
+ */
+static void test_moe_fusions(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result on, off;
+    struct mb_calib *cal = NULL;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_calib_load("H100", FIXTURE_H100, &cal, &e), 0);
+    struct mb_calib_framework f;
+    mb_calib_framework_get(cal, &f);
+    mb_calib_free(cal);
+    f.v[MB_FW_KERNEL_EAGER] = 10e-6;
+    f.v[MB_FW_KERNEL_MOE] = 5e-6;
+    f.v[MB_FW_OVERLAP_SLOWDOWN] = 0;
+    f.v[MB_FW_HOST_KERNEL] = 0;
+    load("tests/data/step/moe_perf/deepseek_alltoall.yaml", &s);
+    assert_int_equal(s.router_fusion, 0); /* Megatron-LM's default */
+    assert_int_equal(s.permute_fusion, 1); /* mbsim's default: the published recipes' */
+    sim_fw(&s, FIXTURE_H100, f.v, 1, &off);
+    s.router_fusion = 1;
+    sim_fw(&s, FIXTURE_H100, f.v, 1, &on);
+    /* one layer, one microbatch, every op on the one stage's compute stream in turn: the step is
+     * shorter by the kernels' framework time, 135 + 75 = 210 us */
+    double d = off.step_time_s - on.step_time_s;
+    print_message("router fusion saves %.2f us of the step\n", d * 1e6);
+    assert_true(fabs(d - 210e-6) < 1e-9);
+    mb_result_free(&on);
+    mb_result_free(&off);
+
+    s.router_fusion = 0;
+    s.roofline = 1;
+    sim_fw(&s, FIXTURE_H100, NULL, 1, &on);
+    s.permute_fusion = 0;
+    sim_fw(&s, FIXTURE_H100, NULL, 1, &off);
+    const double row = 7168 * 2.0, T = 4096, copies = 4096 * 8;
+    double fused = (T + copies) * row / 4e12, unfused = 2 * copies * row / 4e12;
+    print_message("permute %.2f / %.2f us (fused / unfused), expected %.2f / %.2f\n",
+                  op_time_s(&on, "permute", 0) * 1e6, op_time_s(&off, "permute", 0) * 1e6, fused * 1e6, unfused * 1e6);
+    assert_true(fabs(op_time_s(&on, "permute", 0) / fused - 1) < 1e-6);
+    assert_true(fabs(op_time_s(&off, "permute", 0) / unfused - 1) < 1e-6);
+    assert_true(fabs(op_time_s(&off, "unpermute", 0) / (unfused + T * row / 4e12) - 1) < 1e-6);
+    assert_true(off.step_time_s > on.step_time_s);
+    mb_result_free(&on);
+    mb_result_free(&off);
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -613,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_dispatcher_buffers),
         cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),
+        cmocka_unit_test(test_moe_fusions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

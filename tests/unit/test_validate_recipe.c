@@ -457,8 +457,18 @@ static void cells_other_recipe(struct mb_scenario *s, struct mb_val_recipe *r)
     assert_int_equal(s->grad_bytes, 2); /* grad_reduce_in_fp32=False wins over the optimizer's grads dtype */
     assert_int_equal(s->state_bytes, 4);
     assert_true(mb_dbl_eq(s->capacity_factor, 1.0));
-    assert_string_equal(r->unmodelled, "permute_fusion=True, env: CUDA_DEVICE_MAX_CONNECTIONS=32");
+    assert_string_equal(r->unmodelled, "env: CUDA_DEVICE_MAX_CONNECTIONS=32");
     assert_string_equal(r->not_applied, "shared_expert_overlap (no shared experts)");
+    assert_int_equal(s->permute_fusion, 1); /* permute_fusion=True: mbsim's default already */
+    /* the two fusion knobs (moe.router_fusion, moe.permute_fusion) */
+    mb_validate_recipe_init(r);
+    assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_OTHER, "router_fusion=True; permute_fusion=False", r), 0);
+    assert_int_equal(s->router_fusion, 1);
+    assert_int_equal(s->permute_fusion, 0);
+    assert_string_equal(r->applied, "router fusion on, permute fusion off");
+    assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_OTHER, "router_fusion=maybe", r), -1);
+    s->router_fusion = 0;
+    s->permute_fusion = 1;
     mb_validate_recipe_init(r);
     assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_OTHER, "overlap_grad_reduce=maybe; seq_parallel=yes; "
                                                                  "TOKEN-DROP capacity_factor=0.5",
@@ -832,7 +842,8 @@ static void test_recipe_csv(void **state)
     assert_non_null(strstr(r->note, "recipe: dispatcher hybridep (32 SMs), EP overlap on"));
     assert_non_null(strstr(r->note, "recipe not applied: shared_expert_overlap (no shared experts)"));
     assert_non_null(strstr(r->note, "not modelled: delay_wgrad_compute, cross-entropy fusion (impl=te), "
-                                    "router_fusion=True, env: CUDA_DEVICE_MAX_CONNECTIONS=32, NVLINK_DOMAIN_SIZE=8"));
+                                    "env: CUDA_DEVICE_MAX_CONNECTIONS=32, NVLINK_DOMAIN_SIZE=8"));
+    assert_non_null(strstr(r->note, "router fusion on"));
     assert_null(strstr(r->note, "from notes"));
     assert_false(r->layout_mismatch);
 

@@ -388,6 +388,7 @@ static const char *const mb_mgi__lm_defaults[][2] = {
     {"overlap.param_gather", "false"},        {"training.cross_entropy_fusion", "false"},
     {"training.cross_entropy_fusion_impl", "native"}, {"parallel.sequence_parallel", "false"},
     {"moe.dispatcher", "allgather"},          {"moe.hybridep_permute_fusion", "false"},
+    {"moe.permute_fusion", "false"},
     {"training.attention_dropout", "0.1"},    {"training.hidden_dropout", "0.1"},
     {NULL, NULL}};
 

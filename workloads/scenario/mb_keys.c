@@ -380,6 +380,18 @@ static const struct mb_key mb_key__table[] = {
     {.key = "moe.hybridep_permute_fusion", .type = MB_KEY_BOOL, F_(hybridep_permute_fusion), .flags = SW,
      .def = 1, .doc = "Megatron `--moe-permute-fusion-into-hybridep`: no separate permute/unpermute pass",
      .megatron = "moe_permute_fusion_into_hybridep", .bridge = "model.moe_permute_fusion_into_hybridep"},
+    /* --moe-permute-fusion / --moe-router-fusion (Megatron-LM's defaults: both off). mbsim's
+     * permute default is on, as it priced the permute before the key existed and as Megatron-Bridge's
+     * MoE performance recipes run (public_measured.csv: every Bridge MoE row that states it says
+     * permute_fusion=True); import megatron reads an absent flag as off (mb_megatron_lm_default) */
+    {.key = "moe.permute_fusion", .type = MB_KEY_BOOL, F_(permute_fusion), .flags = SW, .def = 1,
+     .doc = "Megatron `--moe-permute-fusion`: TE's fused permute and unpermute (off: Megatron-Core's PyTorch "
+            "ops, more kernels and a gather per routed copy)",
+     .megatron = "moe_permute_fusion", .bridge = "model.moe_permute_fusion"},
+    {.key = "moe.router_fusion", .type = MB_KEY_BOOL, F_(router_fusion), .flags = SW, .def = 0,
+     .doc = "Megatron `--moe-router-fusion`: TE's fused top-k/score and aux-loss kernels (3 forward, 3 "
+            "backward) instead of the PyTorch op sequence (about 12 and 8)",
+     .megatron = "moe_router_fusion", .bridge = "model.moe_router_fusion"},
     {.key = "moe.pad_expert_input_to_capacity", .type = MB_KEY_BOOL, F_(pad_to_capacity), .flags = SW, .def = 0,
      .doc = "Megatron `--moe-pad-expert-input-to-capacity` (drop-and-pad, needs `capacity_factor`): "
             "all-to-all buffers padded to the capacity (memory only)",

@@ -159,6 +159,10 @@ struct mb_scenario {
     int shared_expert_overlap;         /* moe.shared_expert_overlap: shared experts beside the dispatch */
     int hybridep_permute_fusion;       /* moe.hybridep_permute_fusion: HybridEP dispatch/combine write
                                           tokens in expert order (no separate permute/unpermute pass) */
+    int permute_fusion;                /* moe.permute_fusion: TE's fused permute/unpermute (moe_permute*) instead
+                                          of Megatron-Core's PyTorch ops (moe_utils.permute, fused=False) */
+    int router_fusion;                 /* moe.router_fusion: TE's fused router kernels (top-k with score function,
+                                          the aux-loss scores and loss) instead of the PyTorch op sequence */
     int pad_to_capacity;               /* moe.pad_expert_input_to_capacity: drop-and-pad, the expert input
                                           buffers are padded to capacity_factor x the balanced load */
     /* training options */

@@ -140,9 +140,12 @@ static void mb_step__router(struct mb_build *b, struct mb_oplist *l, const struc
      * switch_load_balancing_loss_func), unfused: softmax, topk, two zeros+scatter
      * for the routing map and probs, tokens-per-expert sum and the aux-loss
      * products/sums: ~12 kernels forward, ~8 backward (an estimate from the
-     * op sequence; TE's fused router would be ~3) */
-    l->op[l->n - 1].kf = 12;
-    l->op[l->n - 1].kb = 8;
+     * op sequence). --moe-router-fusion runs TE's three fused kernels instead,
+     * each with its backward (transformer_engine/pytorch/router.py:
+     * fused_topk_with_score_function, fused_compute_score_for_moe_aux_loss,
+     * fused_moe_aux_loss), over the same fp32 scores: 3 and 3 */
+    l->op[l->n - 1].kf = b->s->router_fusion ? 3 : 12;
+    l->op[l->n - 1].kb = b->s->router_fusion ? 3 : 8;
     b->cur_region = x->g_pre;
     /* permute (perm_bytes, mb__moe): the routed copies written from the tokens
      * read once; its backward is the inverse gather of the gradients, the same
@@ -150,9 +153,13 @@ static void mb_step__router(struct mb_build *b, struct mb_oplist *l, const struc
     mb_ops_mem_sym(b, l, "permute", MB_CAT_DISPATCH, 0, x->g_pre, x->perm_bytes, 0);
     /* dispatcher preprocess (token counts per expert, their all-gather over EP)
      * + fused permute (TE moe_permute: row-id map and the gather): ~5 forward,
-     * 1 backward (the unpermute of the gradient) */
-    l->op[l->n - 1].kf = 5;
-    l->op[l->n - 1].kb = 1;
+     * 1 backward (the unpermute of the gradient). Unfused (moe_utils.permute,
+     * fused=False): the routing map transposed, an arange, masked_select of the
+     * token indices and of the probs (a scan, a nonzero and a gather each), the
+     * probs transposed and index_select: ~10 kernels beside the ~3 of the
+     * preprocess; backward index_select's zeros + index_add: 2 */
+    l->op[l->n - 1].kf = x->perm_bytes > 0 && !b->s->permute_fusion ? 13 : 5;
+    l->op[l->n - 1].kb = x->perm_bytes > 0 && !b->s->permute_fusion ? 2 : 1;
 }
 
 /* The EP dispatch: an all-gather of the tokens (allgather dispatcher) or an
@@ -370,6 +377,11 @@ static void mb_step__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
                         x.recv) * m->hidden * BF16;
     else /* TE's fused permute (moe_permute_fusion) reads each token once and writes its copies */
         x.perm_bytes = (x.Tm + x.copies) * m->hidden * BF16;
+    /* unfused (moe_utils.permute / unpermute, fused=False): index_select reads a token row for every copy
+     * it writes, and the unpermute's scatter_add_ adds every copy into a zeroed output; the fused
+     * kernels' bytes above are the tokens read once and the copies written once */
+    if (x.perm_bytes > 0 && !s->permute_fusion)
+        x.perm_bytes = 2 * (x.flex ? x.recv : x.copies) * m->hidden * BF16;
     /* dispatch and combine: BF16 tokens under every recipe. DeepEP and HybridEP
      * can dispatch FP8 (hardware.md B.4), but Megatron-Core hands them the BF16
      * hidden states and quantizes in the expert GEMM (_DeepepManager.dispatch and
@@ -406,8 +418,11 @@ static void mb_step__moe(struct mb_build *b, struct mb_oplist *l, int frozen)
     /* unpermute: a scatter-add of the copies back to their tokens (Megatron-Core
      * applies the routing probs inside the expert activation, so nothing of this
      * size is saved here); backward gathers the gradient per copy: same bytes */
-    mb_ops_mem_sym(b, l, "unpermute", MB_CAT_DISPATCH, 0, x.g_tail, x.perm_bytes, x.copies * 4.0);
+    double unperm_bytes = x.perm_bytes + (x.perm_bytes > 0 && !s->permute_fusion ? x.Tm * m->hidden * BF16 : 0);
+    mb_ops_mem_sym(b, l, "unpermute", MB_CAT_DISPATCH, 0, x.g_tail, unperm_bytes, x.copies * 4.0);
     l->op[l->n - 1].kb = 2; /* fused unpermute backward: gradient gather + probs gradient */
+    if (x.perm_bytes > 0 && !s->permute_fusion)
+        l->op[l->n - 1].kf = 2; /* unfused: zeros + scatter_add_ (the zeros' T x h write counted above) */
     if (m->shared_ffn_hidden > 0 && !shared_early)
         mb_step__shared_experts(b, l, T, up, x.g_moe, frozen);
     mb_ops_mem(b, l, "bias_dropout_add", MB_CAT_DENSE, 0, x.g_tail, 3 * x.Tm * m->hidden * BF16,

@@ -821,6 +821,7 @@ static int mb_validate__rc_other_layout(struct mb_scenario *s, const char *o, co
 static int mb_validate__rc_other_moe(struct mb_scenario *s, const char *o, const char *x, struct mb_val_recipe *r,
                                      int *rc)
 {
+    int b;
     if (!strncmp(x, "token-drop capacity_factor=", 27)) {
         char *end;
         double cf = strtod(x + 27, &end);
@@ -841,6 +842,19 @@ static int mb_validate__rc_other_moe(struct mb_scenario *s, const char *o, const
     } else if (!strcmp(x, "force_balance=false")) {
         mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled,
                "force_balance=False (the routing imbalance is not stated: simulated balanced)");
+    } else if (mb_validate__rc_kv_bool(x, "permute_fusion", &b) || mb_validate__rc_kv_bool(x, "router_fusion", &b)) {
+        int router = x[0] == 'r';
+        if (b < 0) {
+            *rc = mb_validate__rc_bad(r, MB_VAL_RC_OTHER, o, router ? "router_fusion: expected =True or =False"
+                                                                    : "permute_fusion: expected =True or =False");
+        } else if (s->model.num_experts <= 0) {
+            mb_validate__rl_add(r->not_applied, sizeof r->not_applied, "%s (dense model)", router ? "router_fusion" : "permute_fusion");
+        } else {
+            int *f = router ? &s->router_fusion : &s->permute_fusion;
+            if (b != *f)
+                mb_validate__rl_add(r->applied, sizeof r->applied, "%s fusion %s", router ? "router" : "permute", b ? "on" : "off");
+            *f = b;
+        }
     } else if (!strcmp(x, "grouped_gemm=true") || !strcmp(x, "grouped gemm") || !strcmp(x, "experts=gmm")) {
         /* mbsim runs the routed experts as grouped GEMMs */
     } else if (!strncmp(x, "hybridep_num_sms=", 17) || !strncmp(x, "--moe-deepep-num-sms", 20)) {
@@ -892,8 +906,8 @@ static void mb_validate__rc_other_finish(struct mb_scenario *s, const struct mb_
 /* other_recipe: ';'-separated settings. Modelled: precision_aware_opt (dtypes), grad_reduce_in_fp32,
  * defer_embedding_wgrad (with wgrad_deferral_limit),
  * overlap_grad_reduce / overlap_param_gather (also co.*), shared_expert_overlap, seq_parallel,
- * dist_opt, TOKEN-DROP capacity_factor, force-balanced routing, grouped GEMM, HybridEP/DeepEP SM
- * counts. Provenance items (rc_info_items) are skipped; every other item is listed as not
+ * dist_opt, TOKEN-DROP capacity_factor, force-balanced routing, grouped GEMM, permute and router
+ * fusion, HybridEP/DeepEP SM counts. Provenance items (rc_info_items) are skipped; every other item is listed as not
  * modelled, in the cell's own spelling (o is the cell as written, aligned with t). */
 static int mb_validate__rc_other(struct mb_scenario *s, const char *o, const char *t, struct mb_val_recipe *r)
 {
