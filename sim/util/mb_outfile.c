@@ -391,8 +391,10 @@ int mb_outlock_take(struct mb_outlock *l, const char *path, struct mb_err *err)
     char dir[PATH_MAX], name[PATH_MAX];
     const char *base;
     mb_outfile__split(target, dir, sizeof dir, &base);
-    int w = snprintf(name, sizeof name, "%s/.%.200s.lock", strcmp(dir, "/") ? dir : "", base);
+    char stem[256]; /* base lives in target */
+    snprintf(stem, sizeof stem, "%.200s", base);
     mb_free(target);
+    int w = snprintf(name, sizeof name, "%s/.%s.lock", strcmp(dir, "/") ? dir : "", stem);
     if (w < 0 || (size_t)w >= sizeof name)
         return mb_err_set(err, path, 0, 0, "cannot lock it: the path is too long");
     /* the file may be removed by its holder between our open and our lock:
@@ -423,7 +425,7 @@ int mb_outlock_take(struct mb_outlock *l, const char *path, struct mb_err *err)
         if (fstat(fd, &a) == 0 && stat(name, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
             l->fd = fd;
             l->path = mb_strdup(name);
-            mb_outfile__remove_stale(dir, base);
+            mb_outfile__remove_stale(dir, stem);
             return 0;
         }
         close(fd); /* removed by the holder that just finished: take the new one */
