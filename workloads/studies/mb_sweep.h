@@ -219,6 +219,8 @@ struct mb_sweep_read_opts {
                                        absent; else the file must start with one, and every one must
                                        equal *want (options "" = any) */
     struct mb_sweep_prov *found;    /* NULL, or the file's first provenance line (zeros: none) */
+    int no_resimulation;            /* 1: the first finished row is not simulated again (the fuzz
+                                       harness's parse-only mode; resume and merge never set it) */
 };
 
 /**

@@ -426,7 +426,7 @@ int mb_sweep_read_tsv_opts(const struct mb_sweep *sw, const char *path, const st
         mb_swt__split(buf, &l);
         struct mb_sweep_row r;
         rc = mb_swt__row(sw, &l, &r, err);
-        if (!rc && !checked && r.status == MB_SWEEP_OK) {
+        if (!rc && !checked && r.status == MB_SWEEP_OK && !o->no_resimulation) {
             checked = 1;
             rc = mb_swt__same_base(sw, &r, path, l.line, err);
         }
