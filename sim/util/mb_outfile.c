@@ -274,7 +274,8 @@ int mb_outfile_open(struct mb_outfile *o, const char *path, const char *may_repl
             close(fd);
         if (o->tmp)
             unlink(o->tmp);
-        mb_err_set(err, path, 0, 0, "cannot write: %s", strerror(e));
+        mb_err_set(err, path, 0, 0, "cannot write: %s%s", strerror(e),
+                   in_place ? "" : " (creating a temporary file in its folder)");
         mb_outfile__free(o);
         return -1;
     }

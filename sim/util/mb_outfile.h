@@ -47,7 +47,9 @@ struct mb_outfile {
 
 /**
  * @brief Open an output: stdout for "-", the target itself for a device or
- * FIFO, else a new temporary file beside the target.
+ * FIFO, else a new temporary file beside the target. o must not move until it
+ * is committed or aborted (the module keeps its address, to refuse a second
+ * output to the same target).
  * @param[out] o            the output; o->fp is where to write
  * @param[in]  path         the output path as the user gave it
  * @param[in]  may_replace  NULL, or the one input this output may replace
