@@ -728,6 +728,11 @@ const char *mb_calib_path(const struct mb_calib *c)
     return c->path;
 }
 
+unsigned long long mb_calib_files_hash(const struct mb_calib *c)
+{
+    return c->files_hash;
+}
+
 void mb_calib_reset_usage(struct mb_calib *c)
 {
     memset(c->lookups, 0, sizeof c->lookups);

@@ -207,6 +207,12 @@ size_t mb_calib_n_tables(const struct mb_calib *c);
 struct mb_calib_table_info mb_calib_table(const struct mb_calib *c, size_t i);
 /** @brief Path of the table file that was loaded. */
 const char *mb_calib_path(const struct mb_calib *c);
+/**
+ * @brief A content hash (mb_hash64) of every file the table was read from:
+ * its own bytes, then its `base:` chain's. Two loads give the same hash when
+ * no file changed; a sweep's TSV records it (docs/sweep.md, provenance).
+ */
+unsigned long long mb_calib_files_hash(const struct mb_calib *c);
 void mb_calib_reset_usage(struct mb_calib *c);
 /**
  * @brief Count `lookups` more lookups of table i < mb_calib_n_tables(c), `fallbacks`

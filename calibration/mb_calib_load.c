@@ -8,6 +8,7 @@
  */
 #include "mb_calib.h"
 #include "calib_int.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 #include <assert.h>
@@ -518,7 +519,14 @@ static int mb_calib__load_overlay(struct mb_calib *c, const struct mb_node *root
 
 static int mb_calib__load_file(struct mb_calib *c, const char *file, int depth, struct mb_err *err)
 {
-    struct mb_node *root = mb_yaml_load_file(file, err);
+    /* mb_yaml_load_file, with the bytes hashed on the way (mb_calib_files_hash) */
+    char *text;
+    size_t len;
+    if (mb_input_read(file, "a YAML file", 0, &text, &len, err))
+        return -1;
+    c->files_hash = mb_hash64(text, len, depth ? c->files_hash : MB_HASH64_INIT);
+    struct mb_node *root = mb_yaml_load_string(text, len, file, err);
+    mb_free(text);
     if (!root)
         return -1;
     int rc = mb_calib__load_tree(c, root, depth, err);

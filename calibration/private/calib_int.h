@@ -52,6 +52,7 @@ struct mb_calib {
     double roofline_eff;                  /* spec-level default efficiency (roofline mode) */
     double triton_frac;                   /* gemm.triton_frac: Triton kernels' share of the GEMM rate */
     char *path;
+    unsigned long long files_hash;        /* mb_hash64 of the bytes of every file read: this one, then its base chain */
     char *source[T_COUNT];
     long lookups[T_COUNT], fallbacks[T_COUNT];
     int last_fb;                          /* the last lookup was a fallback (mb_calib_last_source) */

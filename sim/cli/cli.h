@@ -10,6 +10,8 @@
 #ifndef MB_CLI_H
 #define MB_CLI_H
 
+#include <stdio.h>
+
 #include "cli_opts.h"
 #include "mb_util.h"
 
@@ -64,6 +66,18 @@ int mb_cmd_calibrate_transfer(int argc, char **argv);
 int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect);
 /** @brief Print scenario s as Megatron-LM flags or Bridge overrides on stdout (notes on stderr); exit code. */
 int mb_cmd_emit(const struct mb_scenario *s, int dialect);
+/**
+ * @brief Write a calibration table to out (NULL: stdout) only if it loads
+ * (cli_table.c): make() writes the table's text into a memory stream; it goes
+ * to the output's temporary file (mb_outfile.h), is loaded back from there
+ * with mb_calib_load and renamed over out only when it loads (stdout and
+ * devices: a temporary copy is loaded first).
+ * @param[in] who   the command, for messages ("mbsim calibrate transfer")
+ * @param[in] make  writes the table to fp; 0, or -1 with err set (or already printed, err empty)
+ * @return exit code: 0, or 1 after printing why (nothing was written).
+ */
+int mb_cli_write_table(const char *who, const char *out, int (*make)(FILE *fp, void *ctx, struct mb_err *err),
+                       void *ctx);
 /** @brief Print "mbsim: file:line:col: message" on stderr (cli_opts.c). */
 void mb_cli_print_err(const struct mb_err *e);
 /**

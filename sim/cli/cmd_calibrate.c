@@ -35,6 +35,19 @@ static void mb_cli__usage(FILE *fp)
                 "exit codes: 0 ok, 1 bad input (file:line: message), 2 usage error\n");
 }
 
+/* What mb_nccl_log_write_table takes, for mb_cli_write_table. */
+struct mb_cli__nccl_table {
+    const struct mb_nccl_log *log;
+    const char *gpu, *base;
+    int ranks;
+};
+
+static int mb_cli__make_nccl_table(FILE *fp, void *ctx, struct mb_err *err)
+{
+    const struct mb_cli__nccl_table *t = ctx;
+    return mb_nccl_log_write_table(t->log, t->gpu, t->base, t->ranks, fp, err);
+}
+
 /* `mbsim calibrate nccl-tests LOG...` (argv[0] is "nccl-tests"), and the usage of every kind. */
 static int mb_cli__calibrate_nccl_tests(int argc, char **argv)
 {
@@ -141,28 +154,16 @@ static int mb_cli__calibrate_nccl_tests(int argc, char **argv)
         mb_nccl_log_free(&log);
         return 2;
     }
-    if (mb_nccl_log_write_table(&log, gpu, base ? base : gpu, ranks, NULL, &err)) { /* check before -o truncates */
+    if (mb_nccl_log_write_table(&log, gpu, base ? base : gpu, ranks, NULL, &err)) { /* check before writing */
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim calibrate: %s\n", msg);
         mb_nccl_log_free(&log);
         return 1;
     }
-    FILE *o = out ? fopen(out, "w") : stdout;
-    if (!o) {
-        fprintf(stderr, "mbsim calibrate: cannot write '%s': %s\n", out, strerror(errno));
-        mb_nccl_log_free(&log);
-        return 1;
-    }
-    int rc = mb_nccl_log_write_table(&log, gpu, base ? base : gpu, ranks, o, &err);
-    if (out && fclose(o) && !rc)
-        rc = mb_err_set(&err, out, 0, 0, "write error");
+    struct mb_cli__nccl_table t = {&log, gpu, base ? base : gpu, ranks};
+    int rc = mb_cli_write_table("mbsim calibrate", out, mb_cli__make_nccl_table, &t);
     mb_nccl_log_free(&log);
-    if (rc) {
-        mb_err_format(&err, msg, sizeof msg);
-        fprintf(stderr, "mbsim calibrate: %s\n", msg);
-        return 1;
-    }
-    return 0;
+    return rc;
 }
 
 /* The kinds of `mbsim calibrate KIND ...` with a command of their own; any other

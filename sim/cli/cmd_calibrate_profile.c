@@ -37,6 +37,18 @@ static int mb_cp__fail(const char *kind, const struct mb_err *e)
     return 1;
 }
 
+/* What mb_prof_write_table takes, for mb_cli_write_table. */
+struct mb_cp__table {
+    const struct mb_prof *p;
+    const char *base, *source;
+};
+
+static int mb_cp__make_table(FILE *fp, void *ctx, struct mb_err *err)
+{
+    const struct mb_cp__table *t = ctx;
+    return mb_prof_write_table(t->p, t->base, t->source, fp, err);
+}
+
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
 {
     int nsys = kind && strcmp(kind, "nsys") == 0;
@@ -106,19 +118,13 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
         return mb_cp__usage(kind, msg);
     }
 
-    FILE *out = stdout;
-    if (outp && !(out = fopen(outp, "w"))) {
-        fprintf(stderr, "%s: cannot write\n", outp);
-        mb_prof_free(p);
-        return 1;
-    }
     char source[1024];
     snprintf(source, sizeof source, "mbsim calibrate %s %s%s%s", kind, in, shapes_path ? " --shapes " : "",
              shapes_path ? shapes_path : "");
-    rc = mb_prof_write_table(p, base, source, out, &e);
-    if (outp && fclose(out) != 0 && !rc)
-        rc = mb_err_set(&e, outp, 0, 0, "write error");
-    mb_prof_write_summary(p, outp ? stdout : stderr);
+    struct mb_cp__table t = {p, base, source};
+    rc = mb_cli_write_table(cmd, outp, mb_cp__make_table, &t);
+    if (!rc)
+        mb_prof_write_summary(p, outp ? stdout : stderr);
     mb_prof_free(p);
-    return rc ? mb_cp__fail(kind, &e) : 0;
+    return rc;
 }

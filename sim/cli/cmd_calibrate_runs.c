@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "mb_calib.h"
 #include "mb_fit.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 static void mb_cli__usage(FILE *fp)
@@ -92,32 +93,6 @@ static int mb_cli__writable_dir(const char *path)
     return access(dir, W_OK) == 0;
 }
 
-/* The whole file, or NULL. */
-static char *mb_cli__slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 65536, n = 0, got;
-    char *b = malloc(cap);
-    while (b && (got = fread(b + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n < 4096) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-            } else {
-                b = nb;
-            }
-        }
-    }
-    fclose(f);
-    if (b)
-        b[n] = '\0';
-    return b;
-}
-
 /* Write `text` without its top-level `framework:` block (from that line to the
  * next line starting in column 0 with anything but a blank). */
 static void mb_cli__write_without_framework(FILE *fp, const char *text)
@@ -174,28 +149,14 @@ static void mb_cli__write_params(FILE *fp, const double *v, unsigned params, con
     }
 }
 
-/* Open `out` (stdout without it) and write cal's table file without its
- * `framework:` section; NULL with the reason on stderr (`who` the command). */
-static FILE *mb_cli__begin_table(const struct mb_calib *cal, const char *out, const char *who)
+/* Write cal's table file without its `framework:` section to fp; 0, or -1 with err set. */
+static int mb_cli__copy_table(const struct mb_calib *cal, FILE *fp, struct mb_err *err)
 {
-    char *text = mb_cli__slurp(mb_calib_path(cal));
-    FILE *fp = !text ? NULL : out ? fopen(out, "w") : stdout;
-    if (!fp)
-        fprintf(stderr, "%s: cannot %s %s (%s)\n", who, text ? "write" : "read",
-                text ? (out ? out : "stdout") : mb_calib_path(cal), strerror(errno));
-    else
-        mb_cli__write_without_framework(fp, text);
-    free(text);
-    return fp;
-}
-
-/* Close what begin_table opened: 0, or -1 when the file could not be written. */
-static int mb_cli__end_table(FILE *fp, const char *out, const char *who)
-{
-    if (out && fclose(fp)) {
-        fprintf(stderr, "%s: cannot write %s\n", who, out);
+    char *text;
+    if (mb_input_read(mb_calib_path(cal), "a calibration table", 0, &text, NULL, err))
         return -1;
-    }
+    mb_cli__write_without_framework(fp, text);
+    mb_free(text);
     return 0;
 }
 
@@ -438,6 +399,25 @@ static void mb_cli__runs_summary(const struct mb_cli__runs_opts *o, const struct
     }
 }
 
+/* What the fitted table is made of, for mb_cli_write_table. */
+struct mb_cli__runs_table {
+    const struct mb_calib *cal;
+    const struct mb_fit_set *set;
+    const size_t *idx;
+    const struct mb_fit_result *r;
+    const struct mb_cli__runs_opts *o;
+    const char *gpu, *cmd;
+};
+
+static int mb_cli__make_runs_table(FILE *fp, void *ctx, struct mb_err *err)
+{
+    const struct mb_cli__runs_table *t = ctx;
+    if (mb_cli__copy_table(t->cal, fp, err))
+        return -1;
+    mb_cli__write_framework(fp, t->set, t->idx, t->r, t->o->params, t->o->csv, t->gpu, t->cmd);
+    return 0;
+}
+
 /* Fit the rows idx[0..n) of set against the base table, report, and write the table: the exit code. */
 static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set *set, const char *gpu, size_t *idx,
                             size_t n, const char *cmd)
@@ -464,13 +444,8 @@ static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set
             if (set->rows[idx[a]].lin_ok > 0)
                 idx[m++] = idx[a];
         mb_cli__runs_summary(o, set, idx, &r);
-        FILE *fp = mb_cli__begin_table(cal, o->out, "mbsim calibrate runs");
-        if (!fp) {
-            rc = -1;
-        } else {
-            mb_cli__write_framework(fp, set, idx, &r, o->params, o->csv, gpu, cmd);
-            rc = mb_cli__end_table(fp, o->out, "mbsim calibrate runs");
-        }
+        struct mb_cli__runs_table t = {cal, set, idx, &r, o, gpu, cmd};
+        rc = mb_cli_write_table("mbsim calibrate runs", o->out, mb_cli__make_runs_table, &t);
     }
     mb_calib_free(cal);
     return rc ? 1 : 0;
@@ -542,6 +517,25 @@ static void mb_cli__write_transfer(FILE *fp, const struct mb_calib_framework *fw
         mb_yaml_write_quoted(fp, from[i]);
     }
     fprintf(fp, "]\n    rows: 0\n");
+}
+
+/* What the transferred table is made of, for mb_cli_write_table. */
+struct mb_cli__transfer_table {
+    const struct mb_calib *cal;
+    const struct mb_calib_framework *fw;
+    unsigned params;
+    const char **from;
+    int n;
+    const char *cmd;
+};
+
+static int mb_cli__make_transfer_table(FILE *fp, void *ctx, struct mb_err *err)
+{
+    const struct mb_cli__transfer_table *t = ctx;
+    if (mb_cli__copy_table(t->cal, fp, err))
+        return -1;
+    mb_cli__write_transfer(fp, t->fw, t->params, t->from, t->n, t->cmd);
+    return 0;
 }
 
 static int mb_cli__transfer_usage(FILE *fp, int rc)
@@ -650,12 +644,8 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         mb_cli__write_value(stderr, (enum mb_fw_param)p, fw.v[p]);
         fprintf(stderr, "%s\n", want & MB_FIT_PARAM(p) ? "" : "  (the base's)");
     }
-    FILE *fp = mb_cli__begin_table(cal, out, "mbsim calibrate transfer");
-    rc = 1;
-    if (fp) {
-        mb_cli__write_transfer(fp, &fw, want, from, n, cmd);
-        rc = mb_cli__end_table(fp, out, "mbsim calibrate transfer") ? 1 : 0;
-    }
+    struct mb_cli__transfer_table t = {cal, &fw, want, from, n, cmd};
+    rc = mb_cli_write_table("mbsim calibrate transfer", out, mb_cli__make_transfer_table, &t);
     mb_calib_free(cal);
     return rc;
 }

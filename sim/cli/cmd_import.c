@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "mb_hf.h"
 #include "mb_megatron.h"
+#include "mb_outfile.h"
 
 static void mb_cli__usage(FILE *fp)
 {
@@ -124,15 +125,43 @@ static int mb_cli__parse(int argc, char **argv, const char **file, const char **
     return rc;
 }
 
+/* Write len bytes of text to out (NULL: stdout) through a temporary file
+ * renamed at the end (mb_outfile.h); "wrote" only once it is whole. 0 or 1. */
+static int mb_cli__write_out(const char *text, size_t len, const char *out, const char *what)
+{
+    struct mb_outfile o;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_outfile_open(&o, out ? out : "-", NULL, &err)) {
+        mb_cli_print_err(&err);
+        return 1;
+    }
+    if (fwrite(text, 1, len, o.fp) != len) {
+        fprintf(stderr, "mbsim import: %s: cannot write the %s\n", out ? out : "stdout", what);
+        mb_outfile_abort(&o);
+        return 1;
+    }
+    if (mb_outfile_commit(&o, &err)) {
+        mb_cli_print_err(&err);
+        return 1;
+    }
+    return 0;
+}
+
 static int mb_cli__write_scenario(const struct mb_scenario *s, const char *out)
 {
-    FILE *fp = out ? fopen(out, "w") : stdout;
-    int bad = !fp || mb_scenario_write_yaml(s, fp);
-    if (fp && fp != stdout)
-        bad |= fclose(fp) != 0;
+    char *yaml = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&yaml, &len);
+    int bad = !mem || mb_scenario_write_yaml(s, mem);
+    if (mem)
+        bad |= fclose(mem) != 0;
     if (bad)
         fprintf(stderr, "mbsim import: %s: cannot write the scenario\n", out ? out : "stdout");
-    else if (out)
+    else
+        bad = mb_cli__write_out(yaml, len, out, "scenario");
+    free(yaml);
+    if (!bad && out)
         fprintf(stderr, "mbsim import: wrote %s\n", out);
     return bad;
 }
@@ -190,14 +219,9 @@ static int mb_cli__import_hf(const char *file, const char *out, const char *name
         free(yaml);
         return 1;
     }
-    FILE *fp = out ? fopen(out, "w") : stdout;
-    int bad = !fp || fwrite(yaml, 1, len, fp) != len;
-    if (fp && fp != stdout)
-        bad |= fclose(fp) != 0;
+    int bad = mb_cli__write_out(yaml, len, out, "model");
     free(yaml);
-    if (bad)
-        fprintf(stderr, "mbsim import: %s: cannot write the model\n", out ? out : "stdout");
-    else if (out)
+    if (!bad && out)
         fprintf(stderr, "mbsim import: wrote %s (model %s)\n", out, name);
     return bad;
 }

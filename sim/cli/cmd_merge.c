@@ -170,19 +170,32 @@ static int mb_cli__load_sweep(const char *yaml, const char **sets, int n_sets, s
     return 0;
 }
 
-static int mb_cli__read_all(struct merge *m, const char **files, int n_files)
+/* Every file's rows; each must come from this scenario file and these calibration
+ * tables, and all with the options of the first (which *prov gets). 0, or -1 (printed). */
+static int mb_cli__read_all(struct merge *m, const char **files, int n_files, struct mb_sweep_prov *prov)
 {
     struct mb_err err;
+    const char *first = NULL; /* the file whose options the others must have */
     for (int f = 0; f < n_files; f++) {
         mb_err_clear(&err);
         m->path = files[f];
-        if (mb_sweep_read_tsv(m->sw, files[f], 0, mb_cli__merge_row, m, NULL, &err)) {
+        struct mb_sweep_prov found;
+        struct mb_sweep_read_opts o = {.want = prov, .found = &found};
+        if (mb_sweep_read_tsv_opts(m->sw, files[f], &o, mb_cli__merge_row, m, &err)) {
             char buf[1024];
             mb_err_format(&err, buf, sizeof buf);
-            fprintf(stderr, "mbsim: %s\n", buf);
+            int opts = first && strstr(err.msg, "written with options"); /* name where they came from */
+            fprintf(stderr, "mbsim: %s%s%s%s\n", buf, opts ? " (the options of " : "", opts ? first : "",
+                    opts ? ", the first file)" : "");
             return -1;
         }
+        if (!first && found.options[0]) { /* an empty file has no provenance line */
+            first = files[f];
+            snprintf(prov->options, sizeof prov->options, "%s", found.options);
+        }
     }
+    if (!prov->options[0]) /* only empty files: nothing but missing configurations to report */
+        snprintf(prov->options, sizeof prov->options, "mb-cap:16");
     return 0;
 }
 
@@ -201,9 +214,19 @@ int mb_cmd_merge(int argc, char **argv)
     size_t total = mb_sweep_size(&sw);
     struct merge m = {&sw, NULL, mb_calloc(total, sizeof *m.rows), mb_calloc(total, sizeof *m.file),
                       mb_calloc(total, sizeof *m.line)};
-    rc = mb_cli__read_all(&m, files, n_files) || mb_cli__check_complete(&m, total) ? EXIT_BAD_INPUT : 0;
+    struct mb_sweep_prov prov;
+    struct mb_err err;
+    mb_err_clear(&err);
+    /* options "" until the first file says which; scenario and tables: this run's */
+    if (mb_sweep_provenance(&sw, "any", &prov, &err)) {
+        mb_cli_print_err(&err);
+        rc = EXIT_BAD_INPUT;
+    }
+    prov.options[0] = 0;
+    rc = rc || mb_cli__read_all(&m, files, n_files, &prov) || mb_cli__check_complete(&m, total) ? EXIT_BAD_INPUT : 0;
     struct mb_swout out;
-    if (!rc && mb_swout_open(&out, &sw, tsv, json, 1, 0, 1))
+    struct mb_swout_paths paths = {tsv, json, NULL};
+    if (!rc && mb_swout_open(&out, &sw, &prov, &paths, 1, 0, 1))
         rc = EXIT_BAD_INPUT;
     if (!rc) {
         for (size_t i = 0; i < total; i++)

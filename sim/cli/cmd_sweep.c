@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mb_outfile.h"
 #include "mb_sweep.h"
 #include "sweep_out.h"
 
@@ -344,6 +345,7 @@ struct resume {
     struct mb_sweep_row *rows;
     unsigned char *have;
     int *line;
+    const struct mb_sweep_prov *prov; /* this run's: FILE must have been written with the same */
 };
 
 static int mb_cli__resume_row(const struct mb_sweep_row *r, int line, void *ctx, struct mb_err *err)
@@ -373,7 +375,8 @@ static int mb_cli__resume_load(struct resume *rs, const struct mb_sweep *sw)
     struct mb_err err;
     mb_err_clear(&err);
     int partial = 0;
-    if (mb_sweep_read_tsv(sw, rs->path, 1, mb_cli__resume_row, rs, &partial, &err)) {
+    struct mb_sweep_read_opts o = {.allow_partial = 1, .partial_p = &partial, .want = rs->prov};
+    if (mb_sweep_read_tsv_opts(sw, rs->path, &o, mb_cli__resume_row, rs, &err)) {
         mb_cli_print_err(&err);
         return -1;
     }
@@ -388,16 +391,25 @@ static int mb_cli__resume_load(struct resume *rs, const struct mb_sweep *sw)
 
 static volatile sig_atomic_t stop_signal;
 
-static void mb_cli__on_signal(int sig) { stop_signal = sig; }
+/* SIGINT/SIGTERM ask the run to stop; a second one ends it at once, after
+ * removing the temporary files not yet renamed (a TSV that does not yet hold
+ * every resumed row: the file it was to replace is still whole). */
+static void mb_cli__on_signal(int sig)
+{
+    if (!stop_signal) {
+        stop_signal = sig;
+        return;
+    }
+    mb_outfile_signal_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
-/* SIGINT/SIGTERM ask the run to stop; a second one kills at once
- * (SA_RESETHAND: the default action is back). */
 static void mb_cli__install_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = mb_cli__on_signal;
-    sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -454,13 +466,22 @@ static void mb_cli__print_resume_hint(int argc, char **argv, const struct sweep_
 struct stream {
     struct mb_swout out;
     size_t written;
+    const struct resume *rs;        /* the rows resumed from FILE */
+    size_t resumed;                 /* of them, written again */
 };
 
+/* Each row goes out as it comes; once every row resumed from FILE is written
+ * again, the new TSV replaces FILE (before, FILE stays whole: a kill loses
+ * none of its rows). */
 static void mb_cli__on_row(const struct mb_sweep_row *r, void *ctx)
 {
     struct stream *st = ctx;
+    const struct resume *rs = st->rs;
     mb_swout_row(&st->out, r);
     st->written++;
+    st->resumed += rs->have[(r->index - rs->shard) / rs->nshards];
+    if (st->resumed == rs->kept)
+        mb_swout_publish(&st->out);
 }
 
 struct run_ctx {
@@ -482,24 +503,71 @@ static size_t mb_cli__compact(struct mb_sweep_row *rows, const unsigned char *do
     return m;
 }
 
+/* What changes a row besides the grid: the fidelity and --screen (mb_sweep_prov.options). */
+static void mb_cli__options(const struct sweep_args *a, char *buf, size_t len)
+{
+    if (a->exact)
+        snprintf(buf, len, "exact");
+    else
+        snprintf(buf, len, "mb-cap:%ld", a->mb_cap);
+    if (a->screen) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, ",screen:%ld", a->screen);
+    }
+}
+
+/* The outputs' locks (two runs writing one path are refused), taken before
+ * FILE is read; 0, or -1 (printed). */
+static int mb_cli__lock_outputs(const struct sweep_args *a, struct mb_outlock lk[2])
+{
+    struct mb_err err;
+    mb_err_clear(&err);
+    lk[0].fd = lk[1].fd = -1;
+    lk[0].path = lk[1].path = NULL;
+    if ((a->tsv && mb_outlock_take(&lk[0], a->tsv, &err)) || (a->json && mb_outlock_take(&lk[1], a->json, &err))) {
+        mb_cli_print_err(&err);
+        mb_outlock_release(&lk[0]);
+        return -1;
+    }
+    return 0;
+}
+
 static int mb_cli__run_sweep(int argc, char **argv, const struct sweep_args *a, struct mb_sweep *sw)
 {
     size_t count = mb_sweep_shard_count(sw, (size_t)a->shard, (size_t)a->nshards);
-    struct resume rs = {a->resume, (size_t)a->shard, (size_t)a->nshards, count, 0, NULL, NULL, NULL};
+    struct mb_sweep_prov prov;
+    struct resume rs = {a->resume, (size_t)a->shard, (size_t)a->nshards, count, 0, NULL, NULL, NULL, &prov};
     rs.rows = mb_calloc(count ? count : 1, sizeof *rs.rows);
     rs.have = mb_calloc(count ? count : 1, 1);
     rs.line = mb_calloc(count ? count : 1, sizeof *rs.line);
     unsigned char *done = mb_calloc(count ? count : 1, 1);
     struct run_ctx rc = {.pr = {.t0 = mb_cli__now_s(), .last = mb_cli__now_s(), .every = a->progress_every, .tty = isatty(2)}};
+    rc.st.rs = &rs;
     int status = 0;
-    if (a->resume && mb_cli__resume_load(&rs, sw)) {
+    char options[MB_SWEEP_OPTIONS_LEN];
+    struct mb_err err;
+    struct mb_outlock lk[2];
+    mb_err_clear(&err);
+    mb_cli__options(a, options, sizeof options);
+    /* the calibration tables are loaded here, before any output is opened (an output that
+     * names one is refused as an input) */
+    if (mb_sweep_provenance(sw, options, &prov, &err)) {
+        mb_cli_print_err(&err);
         status = EXIT_BAD_INPUT;
         goto out;
     }
-    if (mb_swout_open(&rc.st.out, sw, a->tsv, a->json, a->header, rs.shard, rs.nshards)) {
+    if (mb_cli__lock_outputs(a, lk)) {
         status = EXIT_BAD_INPUT;
         goto out;
     }
+    struct mb_swout_paths paths = {a->tsv, a->json, a->resume};
+    if ((a->resume && mb_cli__resume_load(&rs, sw)) ||
+        mb_swout_open(&rc.st.out, sw, &prov, &paths, a->header, rs.shard, rs.nshards)) {
+        status = EXIT_BAD_INPUT;
+        goto unlock;
+    }
+    if (!rs.kept)
+        mb_swout_publish(&rc.st.out); /* nothing to keep: the TSV shows its rows at once */
     mb_cli__install_signals();
     struct mb_sweep_run_opts o = {.shard = rs.shard, .nshards = rs.nshards, .jobs = (int)a->jobs, .skip = rs.have,
                                   .stop = &stop_signal, .on_row = mb_cli__on_row_ctx, .progress = mb_cli__on_progress_ctx, .ctx = &rc};
@@ -546,6 +614,9 @@ static int mb_cli__run_sweep(int argc, char **argv, const struct sweep_args *a, 
             "per simulated configuration)\n",
             ran, mb_plural((long long)ran, "configuration", "configurations"), wall, rate < 10 ? 2 : 0, rate, a->jobs,
             mb_plural(a->jobs, "thread", "threads"), simulated ? (double)events / simulated : 0.0);
+unlock:
+    mb_outlock_release(&lk[1]);
+    mb_outlock_release(&lk[0]);
 out:
     mb_free(done);
     mb_free(rs.line);

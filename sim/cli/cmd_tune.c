@@ -10,6 +10,7 @@
 #include "cli.h"
 
 #include "mb_keys.h"
+#include "mb_outfile.h"
 #include "mb_publish.h"
 #include "mb_tune.h"
 
@@ -40,17 +41,24 @@ static int mb_cli__write_best(const struct mb_scenario *best, const char *outp, 
                 *c = '_';
         outp = def;
     }
-    FILE *fp = fopen(outp, "w");
-    int rc = 0;
-    if (!fp || mb_scenario_write_yaml(best, fp)) {
-        fprintf(stderr, "mbsim: %s: cannot write the recommended scenario\n", outp);
-        rc = 1;
+    struct mb_outfile o;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_outfile_open(&o, outp, NULL, &err)) {
+        mb_cli_print_err(&err);
+        return 1;
     }
-    if (fp)
-        fclose(fp);
-    if (!rc)
-        fprintf(log, "wrote %s\n", outp);
-    return rc;
+    if (mb_scenario_write_yaml(best, o.fp)) {
+        mb_outfile_abort(&o);
+        fprintf(stderr, "mbsim: %s: cannot write the recommended scenario\n", outp);
+        return 1;
+    }
+    if (mb_outfile_commit(&o, &err)) { /* "wrote" only once the file is whole */
+        mb_cli_print_err(&err);
+        return 1;
+    }
+    fprintf(log, "wrote %s\n", outp);
+    return 0;
 }
 
 static void mb_cli__print_runners(const struct mb_tune_result *t, FILE *log)

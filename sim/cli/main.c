@@ -4,12 +4,15 @@
  * 3 validate --baseline drift). Each command is a file cmd_<name>.c (cli.h).
  */
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "mb_input.h"
 #include "mb_model.h"
+#include "mb_outfile.h"
 #include "mb_topo.h"
 
 static void mb_cli__usage_main(FILE *fp)
@@ -160,9 +163,32 @@ static int mb_cli__is_help(const char *a)
     return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
-int main(int argc, char **argv)
+/* SIGINT, SIGTERM, SIGHUP, SIGPIPE: remove the temporary files of outputs
+ * not yet renamed (mb_outfile.h), then end as the signal would have. */
+static void mb_cli__on_fatal_signal(int sig)
 {
-    mb_cli__tune_malloc();
+    mb_outfile_signal_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void mb_cli__install_cleanup(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = mb_cli__on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal the caller ignores (nohup, a shell's background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+static int mb_cli__dispatch(int argc, char **argv)
+{
     if (argc < 2) {
         mb_cli__usage_main(stderr);
         return EXIT_USAGE;
@@ -187,4 +213,24 @@ int main(int argc, char **argv)
     fprintf(stderr, "mbsim: unknown command '%s'\n", cmd);
     mb_cli__usage_main(stderr);
     return EXIT_USAGE;
+}
+
+/* Every command's output is checked here once more: standard output flushed
+ * and closed, a write that failed on the way (a full disk, a closed pipe
+ * reader's EPIPE once SIGPIPE is ignored) turns exit 0 into exit 1. Outputs
+ * never replace a file the command read (mb_input_track, mb_outfile.h). */
+int main(int argc, char **argv)
+{
+    mb_cli__tune_malloc();
+    mb_outfile_watch_stdout();
+    mb_input_track(1);
+    mb_cli__install_cleanup();
+    int rc = mb_cli__dispatch(argc, argv);
+    char msg[256];
+    if (mb_outfile_close_stdout(msg, sizeof msg)) {
+        fprintf(stderr, "mbsim: %s\n", msg);
+        if (!rc)
+            rc = EXIT_BAD_INPUT;
+    }
+    return rc;
 }

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
+
 #define MB_SWOUT_JSON_FLAGS (JSON_INDENT(2) | JSON_REAL_PRECISION(6))
 
 static void mb_cli__print_values(const struct mb_sweep *sw, size_t idx, FILE *fp)
@@ -163,15 +165,6 @@ static json_t *mb_cli__row_json(const struct mb_sweep *sw, const struct mb_sweep
 }
 
 
-static FILE *mb_cli__open_out(const char *path, int *owned)
-{
-    *owned = strcmp(path, "-") != 0;
-    FILE *fp = *owned ? fopen(path, "w") : stdout;
-    if (!fp)
-        fprintf(stderr, "mbsim: cannot write '%s'\n", path);
-    return fp;
-}
-
 /* s without its last `cut` characters. */
 static void mb_cli__put_cut(FILE *fp, const char *s, size_t cut)
 {
@@ -205,29 +198,60 @@ static void mb_cli__json_head(const struct mb_sweep *sw, size_t shard, size_t ns
     json_decref(o);
 }
 
-int mb_swout_open(struct mb_swout *o, const struct mb_sweep *sw, const char *tsv, const char *json, int header,
-                  size_t shard, size_t nshards)
+int mb_swout_open(struct mb_swout *o, const struct mb_sweep *sw, const struct mb_sweep_prov *prov,
+                  const struct mb_swout_paths *paths, int header, size_t shard, size_t nshards)
 {
+    struct mb_err err;
     memset(o, 0, sizeof *o);
     o->sw = sw;
     o->header = header;
-    if (tsv && !(o->tsv = mb_cli__open_out(tsv, &o->tsv_owned)))
-        return -1;
-    if (json && !(o->json = mb_cli__open_out(json, &o->json_owned))) {
-        if (o->tsv_owned)
-            fclose(o->tsv);
-        o->tsv = NULL;
+    mb_err_clear(&err);
+    if (paths->tsv && mb_outfile_open(&o->tsv_out, paths->tsv, paths->tsv_may_replace, &err)) {
+        mb_cli_print_err(&err);
         return -1;
     }
+    if (paths->json && mb_outfile_open(&o->json_out, paths->json, NULL, &err)) {
+        mb_cli_print_err(&err);
+        if (paths->tsv)
+            mb_outfile_abort(&o->tsv_out);
+        return -1;
+    }
+    o->tsv = paths->tsv ? o->tsv_out.fp : NULL;
+    o->json = paths->json ? o->json_out.fp : NULL;
     if (o->tsv) {
+        mb_sweep_write_prov(prov, o->tsv);
         mb_sweep_write_tsv(sw, NULL, 0, header, o->tsv);
-        fflush(o->tsv);
+        o->failed |= fflush(o->tsv) != 0;
     }
     if (o->json) {
         mb_cli__json_head(sw, shard, nshards, o->json);
-        fflush(o->json);
+        o->failed |= fflush(o->json) != 0;
     }
     return 0;
+}
+
+int mb_swout_publish(struct mb_swout *o)
+{
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (!o->tsv || o->published)
+        return 0;
+    o->published = 1;
+    if (mb_outfile_publish(&o->tsv_out, &err)) {
+        mb_cli_print_err(&err);
+        o->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+void mb_swout_abort(struct mb_swout *o)
+{
+    if (o->tsv)
+        mb_outfile_abort(&o->tsv_out);
+    if (o->json)
+        mb_outfile_abort(&o->json_out);
+    o->tsv = o->json = NULL;
 }
 
 void mb_swout_row(struct mb_swout *o, const struct mb_sweep_row *r)
@@ -275,27 +299,27 @@ static void mb_cli__json_tail(const struct mb_sweep_row *rows, size_t n, int top
 
 int mb_swout_close(struct mb_swout *o, const struct mb_sweep_row *rows, size_t n, int top, int complete)
 {
-    int bad = o->failed;
+    struct mb_err err;
+    int bad = 0;
     if (o->tsv) {
-        bad |= ferror(o->tsv) != 0;
-        if (o->tsv_owned)
-            bad |= fclose(o->tsv) != 0;
-        else
-            fflush(o->tsv);
+        mb_err_clear(&err);
+        /* renamed over its file unless a write failed (the old file then stays as it was) */
+        if (mb_outfile_commit(&o->tsv_out, &err)) {
+            mb_cli_print_err(&err);
+            bad = 1;
+        }
     }
     if (o->json) {
         fputs(o->json_rows ? "\n  ]" : "[]", o->json);
         mb_cli__json_tail(rows, n, top, complete, o->json);
-        if (!o->json_owned)
+        if (o->json == stdout)
             fputc('\n', o->json);
-        bad |= ferror(o->json) != 0;
-        if (o->json_owned)
-            bad |= fclose(o->json) != 0;
-        else
-            fflush(o->json);
+        mb_err_clear(&err);
+        if (mb_outfile_commit(&o->json_out, &err)) {
+            mb_cli_print_err(&err);
+            bad = 1;
+        }
     }
     o->tsv = o->json = NULL;
-    if (bad)
-        fprintf(stderr, "mbsim: writing the sweep output failed\n");
     return bad ? -1 : 0;
 }

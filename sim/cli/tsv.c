@@ -6,11 +6,11 @@
 #include "tsv.h"
 
 #include <csv.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_input.h"
 #include "mb_util.h"
 
 struct mb_tsv__rec {
@@ -65,9 +65,12 @@ static void mb_tsv__add(struct mb_tsv *t, struct mb_tsv__rec *r, int line, size_
 int mb_tsv_read(const char *path, struct mb_tsv *t, char *msg, size_t len)
 {
     memset(t, 0, sizeof *t);
-    FILE *fp = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    struct mb_err err;
+    mb_err_clear(&err);
+    /* a regular file of bounded size, recorded as an input (mb_input.h) */
+    FILE *fp = mb_input_open(path, "a tab-separated table", 1, &err);
     if (!fp) {
-        snprintf(msg, len, "%s: cannot open: %s", path, strerror(errno));
+        mb_err_format(&err, msg, len);
         return -1;
     }
     struct csv_parser p;
@@ -82,7 +85,7 @@ int mb_tsv_read(const char *path, struct mb_tsv *t, char *msg, size_t len)
         line++;
         while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
             buf[--got] = 0;
-        if (!got)
+        if (!got || buf[0] == '#') /* a sweep TSV's provenance line (mb_sweep.h) */
             continue;
         if (mb_tsv__line(&p, buf, (size_t)got, &r)) {
             snprintf(msg, len, "%s:%d: not a tab-separated row (%s)", path, line, csv_strerror(csv_error(&p)));

@@ -3,8 +3,9 @@
  * only; `mbsim plot` reads sweep and point tables with it, docs/plots.md).
  *
  * Every row must have as many fields as the header: a row that does not is an
- * error naming its line, never skipped. Blank lines and a trailing '\r' are
- * ignored. Fields may be quoted as in CSV (mbsim writes none).
+ * error naming its line, never skipped. Blank lines, lines starting with '#'
+ * (the provenance line of a sweep's TSV) and a trailing '\r' are ignored.
+ * Fields may be quoted as in CSV (mbsim writes none).
  */
 #ifndef MB_TSV_H
 #define MB_TSV_H
@@ -20,8 +21,8 @@ struct mb_tsv {
 };
 
 /**
- * @brief Read path ("-" = stdin).
- * @param[out] msg  on error: "FILE:LINE: what was expected" (or "FILE: cannot open")
+ * @brief Read path ("-" = stdin): a regular file (mb_input_open).
+ * @param[out] msg  on error: "FILE:LINE: what was expected" (or "FILE: cannot open: ...")
  * @return 0, or -1 with msg set and t empty.
  */
 int mb_tsv_read(const char *path, struct mb_tsv *t, char *msg, size_t len);

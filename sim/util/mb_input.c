@@ -8,11 +8,61 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+/* The files read while tracking is on (mb_input_track): device and inode. */
+static pthread_mutex_t mb_input__lock = PTHREAD_MUTEX_INITIALIZER;
+static int mb_input__tracking;
+static struct mb_input__id {
+    unsigned long long dev, ino;
+} *mb_input__read;
+static size_t mb_input__n_read, mb_input__cap_read;
+
+void mb_input_track(int on)
+{
+    pthread_mutex_lock(&mb_input__lock);
+    mb_input__tracking = on != 0;
+    if (!on) {
+        mb_free(mb_input__read);
+        mb_input__read = NULL;
+        mb_input__n_read = mb_input__cap_read = 0;
+    }
+    pthread_mutex_unlock(&mb_input__lock);
+}
+
+static void mb_input__record(const struct stat *st)
+{
+    pthread_mutex_lock(&mb_input__lock);
+    size_t i = 0;
+    while (mb_input__tracking && i < mb_input__n_read &&
+           !(mb_input__read[i].dev == (unsigned long long)st->st_dev &&
+             mb_input__read[i].ino == (unsigned long long)st->st_ino))
+        i++;
+    if (mb_input__tracking && i == mb_input__n_read) {
+        if (mb_input__n_read == mb_input__cap_read) {
+            mb_input__cap_read = mb_input__cap_read ? 2 * mb_input__cap_read : 64;
+            mb_input__read = mb_realloc(mb_input__read, mb_input__cap_read * sizeof *mb_input__read);
+        }
+        mb_input__read[mb_input__n_read++] =
+            (struct mb_input__id){(unsigned long long)st->st_dev, (unsigned long long)st->st_ino};
+    }
+    pthread_mutex_unlock(&mb_input__lock);
+}
+
+int mb_input_was_read(unsigned long long dev, unsigned long long ino)
+{
+    int found = 0;
+    pthread_mutex_lock(&mb_input__lock);
+    for (size_t i = 0; i < mb_input__n_read && !found; i++)
+        found = mb_input__read[i].dev == dev && mb_input__read[i].ino == ino;
+    pthread_mutex_unlock(&mb_input__lock);
+    return found;
+}
 
 /* Open and check; returns a descriptor (blocking again) or -1 with err set. */
 static int mb_input__fd(const char *path, const char *what, struct mb_err *err)
@@ -39,6 +89,7 @@ static int mb_input__fd(const char *path, const char *what, struct mb_err *err)
         return mb_err_set(err, path, 0, 0, "%lld bytes, larger than the %zu bytes mbsim reads as %s",
                           (long long)st.st_size, MB_INPUT_MAX_BYTES, what);
     }
+    mb_input__record(&st);
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0)
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);

@@ -64,4 +64,19 @@ int mb_input_read_gz(const char *path, const char *what, int allow_stdin, char *
  */
 int mb_input_check(const char *path, const char *what, struct mb_err *err);
 
+/**
+ * @brief Start (on != 0) or stop recording the files mb_input_* open (their
+ * device and inode), so that an output about to replace a file can ask whether
+ * it was read (mb_input_was_read; mb_outfile.h refuses such an output). The
+ * mbsim executable turns it on first thing; libraries, tests and fuzzers that
+ * never write outputs leave it off (the record then stays empty). Thread-safe.
+ */
+void mb_input_track(int on);
+
+/**
+ * @brief 1 when a regular file with this device and inode was opened through
+ * mb_input_* while tracking was on, else 0.
+ */
+int mb_input_was_read(unsigned long long dev, unsigned long long ino);
+
 #endif /* MB_INPUT_H */

@@ -239,3 +239,13 @@ const char *mb_plural(long long n, const char *one, const char *many)
 {
     return n == 1 ? one : many;
 }
+
+unsigned long long mb_hash64(const void *p, size_t n, unsigned long long h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}

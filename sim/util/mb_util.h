@@ -117,6 +117,12 @@ const char *mb_data_dir_origin(void);
  */
 const char *mb_plural(long long n, const char *one, const char *many);
 
+/* FNV-1a, 64 bits: a content hash for provenance (which tables a sweep's rows
+ * came from), not for security. Chain calls by passing the last result. */
+#define MB_HASH64_INIT 0xcbf29ce484222325ULL
+/** @brief FNV-1a of n bytes at p, continuing from h (MB_HASH64_INIT to start). */
+unsigned long long mb_hash64(const void *p, size_t n, unsigned long long h);
+
 /* A small deterministic PRNG (splitmix64) for seeded draws: image sizes,
  * routing skew. Same seed, same sequence on every platform. */
 struct mb_rng { unsigned long long s; };

@@ -58,7 +58,7 @@ grep -q "configuration 1: parallel.tp=1 data.micro_batch_size=1 parallel.ep=4 re
     "$tmp/miss.err" || fail "missing configuration not named: $(cat "$tmp/miss.err")"
 "$bin" merge $sweep "$tmp"/a/shard_*.tsv "$tmp/a/shard_1.tsv" > /dev/null 2> "$tmp/dup.err"
 [ $? -eq 1 ] || fail "duplicate shard: expected exit 1"
-grep -q "shard_1.tsv:1:1: configuration 1 (parallel.tp=1 .*) is also in .*shard_1.tsv:1" "$tmp/dup.err" ||
+grep -q "shard_1.tsv:2:1: configuration 1 (parallel.tp=1 .*) is also in .*shard_1.tsv:2" "$tmp/dup.err" ||
     fail "duplicate not named: $(cat "$tmp/dup.err")"
 SLURM_ARRAY_TASK_ID=4 SLURM_ARRAY_TASK_COUNT=3 "$bin" sweep $sweep > /dev/null 2> "$tmp/bad.err"
 [ $? -eq 2 ] || fail "SLURM_ARRAY_TASK_ID outside the array: expected exit 2"

@@ -20,7 +20,7 @@ sweep="tests/data/sweep/moe256.yaml --progress 0"
 $bin sweep $sweep -j 2 --tsv "$tmp/ref.tsv" --json "$tmp/ref.json" > "$tmp/ref.out" || fail "reference run"
 $bin sweep $sweep -j 1 --tsv "$tmp/j1.tsv" --json "$tmp/j1.json" > "$tmp/j1.out" || fail "-j 1 run"
 for f in tsv json out; do cmp -s "$tmp/ref.$f" "$tmp/j1.$f" || fail "-j 1 and -j 2 differ in .$f"; done
-total=$(($(wc -l < "$tmp/ref.tsv") - 1))
+total=$(($(wc -l < "$tmp/ref.tsv") - 2)) # the provenance line and the header
 [ "$total" -eq 2304 ] || fail "expected 2304 rows, got $total"
 
 rows() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
@@ -41,20 +41,20 @@ interrupt() {
     wait $pid
 }
 
-interrupt INT 3 --tsv "$tmp/part.tsv" --json "$tmp/part.json"
+interrupt INT 4 --tsv "$tmp/part.tsv" --json "$tmp/part.json"
 rc=$?
 [ $rc -eq 130 ] || fail "SIGINT: exit $rc, expected 130 (128 + SIGINT)"
 grep -q "resume with:" "$tmp/part.err" || fail "no resume hint on stderr: $(cat "$tmp/part.err")"
 grep -q -- "--resume $tmp/part.tsv" "$tmp/part.err" || fail "the hint does not name the TSV"
-kept=$(($(rows "$tmp/part.tsv") - 1))
+kept=$(($(rows "$tmp/part.tsv") - 2))
 [ "$kept" -ge 3 ] && [ "$kept" -lt "$total" ] || fail "kept $kept rows of $total"
 [ -z "$(grep -vxFf "$tmp/ref.tsv" "$tmp/part.tsv")" ] || fail "a kept row differs from the reference"
 grep -q '"interrupted": true' "$tmp/part.json" || fail "the JSON does not say it was interrupted"
 
-interrupt TERM $((kept + 3)) --resume "$tmp/part.tsv"
+interrupt TERM $((kept + 4)) --resume "$tmp/part.tsv"
 rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM: exit $rc, expected 143 (128 + SIGTERM)"
-kept2=$(($(rows "$tmp/part.tsv") - 1))
+kept2=$(($(rows "$tmp/part.tsv") - 2))
 [ "$kept2" -gt "$kept" ] && [ "$kept2" -lt "$total" ] || fail "second run kept $kept2 rows (first: $kept)"
 [ -z "$(grep -vxFf "$tmp/ref.tsv" "$tmp/part.tsv")" ] || fail "a row kept by the resumed run differs"
 
@@ -63,9 +63,11 @@ $bin sweep $sweep -j 2 --resume "$tmp/part.tsv" --json "$tmp/part.json" > "$tmp/
 grep -q "$kept2 of $total configurations done" "$tmp/part.err" || fail "resume did not report the kept rows"
 for f in tsv json out; do cmp -s "$tmp/ref.$f" "$tmp/part.$f" || { diff "$tmp/ref.$f" "$tmp/part.$f" | head -20; fail "resumed .$f differs from the uninterrupted run"; }; done
 
-# a resume file of another sweep is refused with its line and column
+# a resume file of another sweep is refused with its line and column (its provenance line
+# names another scenario file)
 $bin sweep tests/data/sweep/small.yaml --progress 0 --resume "$tmp/part.tsv" > /dev/null 2> "$tmp/bad.err"
 rc=$?
 [ $rc -eq 1 ] || fail "another sweep's file: exit $rc, expected 1"
-grep -q "part.tsv:1:1: header differs" "$tmp/bad.err" || fail "no file:line:col: $(cat "$tmp/bad.err")"
+grep -q "part.tsv:1:1: the file was written from another scenario file" "$tmp/bad.err" ||
+    fail "no file:line:col: $(cat "$tmp/bad.err")"
 echo "ok: interrupted after $kept and $kept2 rows, resumed to the uninterrupted output"

@@ -689,6 +689,102 @@ static void test_read_tsv(void **state)
     mb_sweep_free(&sw);
 }
 
+/* The provenance line (mb_sweep.h): the scenario hash is FNV-1a 64 of the file's bytes,
+ * computed here on its own (offset basis 0xcbf29ce484222325, prime 0x100000001b3); a file
+ * read with a wanted provenance must start with the line, and each line must equal it. */
+static unsigned long long fnv1a_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    for (int c; (c = fgetc(f)) != EOF;)
+        h = (h ^ (unsigned char)c) * 0x100000001b3ULL;
+    fclose(f);
+    return h;
+}
+
+static void test_provenance(void **state)
+{
+    (void)state;
+    struct mb_sweep sw;
+    load_small(&sw);
+    assert_true(sw.scenario_hash == fnv1a_file(SMALL));
+    struct mb_sweep_prov want;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_provenance(&sw, "mb-cap:16", &want, &err), 0);
+    assert_true(want.scenario == sw.scenario_hash);
+    assert_string_equal(want.options, "mb-cap:16");
+    assert_int_equal(mb_sweep_provenance(&sw, "mb cap", &want, &err), -1); /* a space: not an option string */
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_provenance(&sw, "mb-cap:16", &want, &err), 0);
+
+    /* the line as mb_sweep_write_prov writes it, by hand */
+    char line[256], other[256], exact[256];
+    snprintf(line, sizeof line, "# mbsim sweep: scenario=%016llx calibration=%016llx options=mb-cap:16\n",
+             want.scenario, want.calibration);
+    snprintf(other, sizeof other, "# mbsim sweep: scenario=%016llx calibration=%016llx options=mb-cap:16\n",
+             want.scenario, want.calibration ^ 1);
+    snprintf(exact, sizeof exact, "# mbsim sweep: scenario=%016llx calibration=%016llx options=exact\n",
+             want.scenario, want.calibration);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    mb_sweep_write_prov(&want, mem);
+    fclose(mem);
+    assert_string_equal(buf, line);
+    free(buf);
+
+    /* invalid rows only (no simulation): configurations 4 (tp 1, mbs 1, ep 16, none) and 5 (ep 16, full):
+     * ep 16 does not divide the 8 GPUs */
+    const char *rows2 = "4\t1\t1\t16\tnone\tinvalid\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA"
+                        "\tNA\tbad\n";
+    const char *rows5 = "5\t1\t1\t16\tfull\tinvalid\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA"
+                        "\tNA\tbad\n";
+    char path[] = "/tmp/mbsim_test_prov_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    static struct back b;
+    struct mb_sweep_prov found;
+    struct mb_sweep_read_opts o = {.want = &want, .found = &found};
+    char text[2048], msg[1024];
+    const struct {
+        const char *a, *b, *c, *d; /* the file: four pieces */
+        const char *err;           /* expected in the message, NULL: read */
+    } cases[] = {
+        {line, rows2, line, rows5, NULL}, /* two shards concatenated: one line each */
+        {rows2, "", "", "", ":1:1: no provenance line"},
+        {other, rows2, "", "", ":1:1: the file was written with other calibration tables"},
+        {line, rows2, other, rows5, ":3:1: the file was written with other calibration tables"},
+        {exact, rows2, "", "", ":1:1: the file was written with options 'exact', not 'mb-cap:16'"},
+        {"# mbsim sweep: scenario=xyz\n", rows2, "", "", ":1:1: expected the provenance line"},
+        {"# a comment\n", rows2, "", "", ":1:1: expected the provenance line"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(text, sizeof text, "%s%s%s%s", cases[i].a, cases[i].b, cases[i].c, cases[i].d);
+        write_file(path, text);
+        b.n = 0;
+        mb_err_clear(&err);
+        int rc = mb_sweep_read_tsv_opts(&sw, path, &o, keep, &b, &err);
+        mb_err_format(&err, msg, sizeof msg);
+        if (!cases[i].err) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(b.n, 2);
+            assert_true(found.calibration == want.calibration);
+            assert_string_equal(found.options, "mb-cap:16");
+        } else if (rc != -1 || !strstr(msg, cases[i].err)) {
+            fail_msg("case %zu: rc %d, '%s', expected '%s'", i, rc, msg, cases[i].err);
+        }
+    }
+    /* without a wanted provenance (the library's plain reader) a file without the line reads */
+    write_file(path, rows2);
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_read_tsv(&sw, path, 0, keep, &b, NULL, &err), 0);
+    unlink(path);
+    mb_sweep_free(&sw);
+}
+
 /* --screen on a grid with pipelines, images, recompute, packing and OOM rows:
  * every bound is below what the full simulation gives (step time, and OOM
  * only where the simulation says OOM), the K best of the screened run are the
@@ -792,6 +888,7 @@ int main(void)
         cmocka_unit_test(test_pareto_and_rank),
         cmocka_unit_test(test_stream_skip_stop),
         cmocka_unit_test(test_read_tsv),
+        cmocka_unit_test(test_provenance),
         cmocka_unit_test(test_screen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,10 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include "mb_outfile.h"
 
 static const char *const mb__ck_track[MB_CK_COUNT] = {"TP comm", "CP comm", "EP comm", "PP p2p", "DP comm",
                                                       "FSDP comm"};
@@ -208,27 +211,41 @@ static void mb_step__counters(const struct mb_build *b, json_t *ev)
                                                 b->mem_v[st][i] / (1024.0 * 1024.0 * 1024.0)));
 }
 
-/* Write root to path: "-" stdout, "*.gz" gzip, else a plain file. */
-static int mb_step__dump(json_t *root, const char *path)
+/* Write root to path: "-" stdout (with a newline), "*.gz" gzip, else a plain
+ * file; through a temporary file renamed at the end (mb_outfile.h), so a
+ * failed write leaves no cut trace and never replaces an input. */
+static int mb_step__dump(json_t *root, const char *path, struct mb_err *err)
 {
+    struct mb_outfile o;
+    if (mb_outfile_open(&o, path, NULL, err))
+        return -1;
     size_t n = strlen(path);
+    int rc = 0;
     if (strcmp(path, "-") == 0) {
-        int rc = json_dumpf(root, stdout, JSON_COMPACT);
-        return rc || fputc('\n', stdout) == EOF || fflush(stdout) ? -1 : 0;
+        rc = json_dumpf(root, o.fp, JSON_COMPACT) || fputc('\n', o.fp) == EOF ? -1 : 0;
+    } else if (n < 3 || strcmp(path + n - 3, ".gz") != 0) {
+        rc = json_dumpf(root, o.fp, JSON_COMPACT);
+    } else {
+        char *txt = json_dumps(root, JSON_COMPACT);
+        int fd = txt ? dup(o.fd) : -1; /* gzclose closes it; o's stream has written nothing */
+        gzFile gz = fd >= 0 ? gzdopen(fd, "wb") : NULL;
+        rc = -1;
+        if (gz) {
+            size_t len = strlen(txt);
+            rc = gzwrite(gz, txt, (unsigned)len) == (int)len ? 0 : -1;
+            if (gzclose(gz) != Z_OK)
+                rc = -1;
+        } else if (fd >= 0) {
+            close(fd);
+        }
+        free(txt);
     }
-    if (n < 3 || strcmp(path + n - 3, ".gz") != 0)
-        return json_dump_file(root, path, JSON_COMPACT);
-    char *txt = json_dumps(root, JSON_COMPACT);
-    gzFile gz = txt ? gzopen(path, "wb") : NULL;
-    int rc = -1;
-    if (gz) {
-        size_t len = strlen(txt);
-        rc = gzwrite(gz, txt, (unsigned)len) == (int)len ? 0 : -1;
-        if (gzclose(gz) != Z_OK)
-            rc = -1;
+    if (rc) {
+        int e = errno;
+        mb_outfile_abort(&o);
+        return mb_err_set(err, path, 0, 0, "cannot write the trace: %s", e ? strerror(e) : "write error");
     }
-    free(txt);
-    return rc;
+    return mb_outfile_commit(&o, err);
 }
 
 int mb_trace_write(struct mb_build *b, const char *path, struct mb_err *err)
@@ -244,9 +261,7 @@ int mb_trace_write(struct mb_build *b, const char *path, struct mb_err *err)
     mb_step__counters(b, ev);
     json_t *root = json_pack("{s:o,s:s}", "traceEvents", ev, "displayTimeUnit", "ms");
     errno = 0;
-    int rc = mb_step__dump(root, path);
+    int rc = mb_step__dump(root, path, err);
     json_decref(root);
-    if (rc)
-        return mb_err_set(err, path, 0, 0, "cannot write the trace: %s", errno ? strerror(errno) : "write error");
-    return 0;
+    return rc;
 }

@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "mb_input.h"
 #include "mb_keys.h"
 #include "mb_yaml.h"
 
@@ -82,6 +83,11 @@ static const struct mb_sweep__sys *mb_sw__find_sys(const struct mb_sweep *sw, co
         if (!strcmp(sw->sys[i].key, key))
             return &sw->sys[i];
     return NULL;
+}
+
+const char *mb_sweep_sys_gpu(const struct mb_sweep *sw, int i)
+{
+    return i >= 0 && i < sw->n_sys ? sw->sys[i].sys.gpu : "";
 }
 
 static const struct mb_sweep__model *mb_sw__find_model(const struct mb_sweep *sw, const char *key)
@@ -350,9 +356,17 @@ int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err)
     memset(sw, 0, sizeof *sw);
     if (!path)
         return mb_err_set(err, NULL, 0, 0, "no scenario file given");
-    struct mb_node *root = mb_yaml_load_file(path, err);
+    /* mb_yaml_load_file, with the bytes hashed on the way (the TSV's provenance line) */
+    char *text;
+    size_t len;
+    if (mb_input_read(path, "a YAML file", 0, &text, &len, err))
+        return -1;
+    unsigned long long hash = mb_hash64(text, len, MB_HASH64_INIT);
+    struct mb_node *root = mb_yaml_load_string(text, len, path, err);
+    mb_free(text);
     if (!root)
         return -1;
+    sw->scenario_hash = hash;
     /* take the sweep pair out of the tree (moved last, hidden from the loader) */
     const struct mb_node *blk = NULL;
     size_t n_saved = root->n;

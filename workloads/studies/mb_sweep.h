@@ -59,6 +59,7 @@ struct mb_sweep {
     int mb_cap;                     /* > 0: simulate at most this many microbatches per DP rank
                                        (at least 2*pp or 4*pp, mb_step.h) and extrapolate; 0:
                                        mb_step_simulate (cap 64) */
+    unsigned long long scenario_hash; /* mb_hash64 of the scenario file's bytes (mb_sweep_load) */
 };
 
 /** Status of one configuration. SCREENED: not simulated by mb_sweep_screen,
@@ -105,6 +106,9 @@ int mb_sweep_set(struct mb_sweep *sw, const char *spec, struct mb_err *err);
  * @param[in] val  n strings (lists joined with '+')
  */
 int mb_sweep_add_axis(struct mb_sweep *sw, const char *key, int n, const char *const *val, struct mb_err *err);
+
+/** @brief The GPU type of system i < n_sys that a system.preset axis loaded ("" outside). */
+const char *mb_sweep_sys_gpu(const struct mb_sweep *sw, int i);
 
 /** @brief Number of configurations: product of the axis sizes (1 with no axes). */
 size_t mb_sweep_size(const struct mb_sweep *sw);
@@ -172,6 +176,62 @@ size_t mb_sweep_shard_count(const struct mb_sweep *sw, size_t shard, size_t nsha
  */
 int mb_sweep_run_opts(const struct mb_sweep *sw, const struct mb_sweep_run_opts *o, struct mb_sweep_row *rows,
                       unsigned char *done);
+
+/*
+ * Provenance: what a TSV's rows were computed from, beyond the axes and values
+ * every row names. The TSV's first line (and each shard's, so a `cat` of
+ * shards keeps them) is
+ *   # mbsim sweep: scenario=HEX16 calibration=HEX16 options=OPTIONS
+ * scenario: mb_hash64 of the scenario file's bytes; calibration: of the
+ * calibration tables the grid's configurations use (each table file and its
+ * `base:` chain, mb_calib_files_hash); options: what else changes a row
+ * ("mb-cap:16", "exact", ",screen:K" added for --screen). Resume and merge
+ * refuse a file whose provenance differs from theirs (docs/sweep.md).
+ */
+#define MB_SWEEP_OPTIONS_LEN 64
+
+struct mb_sweep_prov {
+    unsigned long long scenario;    /* mb_sweep.scenario_hash */
+    unsigned long long calibration; /* mb_sweep_provenance */
+    char options[MB_SWEEP_OPTIONS_LEN]; /* [a-z0-9:,-], e.g. "mb-cap:16,screen:10"; "" = any (reading) */
+};
+
+/**
+ * @brief The provenance of this sweep's rows: the scenario file's hash, the
+ * hash of the calibration tables of the base scenario's GPU and of every
+ * system an axis names (or of the scenario's calibration.table: the same for
+ * all), loaded through mb_calib_shared (so the simulations use those very
+ * tables), and options as given.
+ * @param[in] options  the row-changing options, as mb_sweep_prov.options
+ * @return 0, or -1 with err set (options not of [a-z0-9:,-], too long).
+ */
+int mb_sweep_provenance(const struct mb_sweep *sw, const char *options, struct mb_sweep_prov *p, struct mb_err *err);
+
+/** @brief Write the provenance line ("# mbsim sweep: ...\n") that precedes a TSV's rows. */
+void mb_sweep_write_prov(const struct mb_sweep_prov *p, FILE *fp);
+
+/** How mb_sweep_read_tsv_opts reads. */
+struct mb_sweep_read_opts {
+    int allow_partial;              /* 1: a last line without its newline (a write cut short) is
+                                       skipped and *partial_p set; 0: it is an error */
+    int *partial_p;                 /* NULL, or 1 when such a last line was skipped */
+    const struct mb_sweep_prov *want; /* NULL: provenance lines are checked for form only and may be
+                                       absent; else the file must start with one, and every one must
+                                       equal *want (options "" = any) */
+    struct mb_sweep_prov *found;    /* NULL, or the file's first provenance line (zeros: none) */
+    int no_resimulation;            /* 1: the first finished row is not simulated again (the fuzz
+                                       harness's parse-only mode; resume and merge never set it) */
+};
+
+/**
+ * @brief mb_sweep_read_tsv with provenance checks (mb_sweep_read_opts): a file
+ * without the provenance line before its rows (written by an older mbsim, or
+ * edited) or with another one is an error at that line ("written with other
+ * calibration tables ...").
+ */
+int mb_sweep_read_tsv_opts(const struct mb_sweep *sw, const char *path, const struct mb_sweep_read_opts *o,
+                           int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err),
+                           void *ctx, struct mb_err *err);
 
 /**
  * @brief Read rows back from a TSV that mb_sweep_write_tsv wrote for this

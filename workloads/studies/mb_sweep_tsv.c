@@ -10,8 +10,11 @@
  * values, another order) is an error at its first differing cell rather than
  * rows silently attached to the wrong configurations. Numbers come back with
  * the 6 significant digits the writer printed; writing them again gives the
- * same bytes.
+ * same bytes. What the axes cannot say (the base scenario, the calibration
+ * tables, the fidelity and screening options) is the provenance line each
+ * file starts with (mb_sweep.h), compared by resume and merge.
  */
+#include "mb_calib.h"
 #include "mb_input.h"
 #include "mb_sweep.h"
 
@@ -22,6 +25,124 @@
 #include <string.h>
 
 #define MB_SWT_METRICS 10 /* step_time_s .. microbatches */
+#define MB_SWT_PROV "# mbsim sweep: "
+
+/* ------------------------------------------------------------ provenance */
+
+static int mb_swt__options_ok(const char *o)
+{
+    return strlen(o) < MB_SWEEP_OPTIONS_LEN && strspn(o, "abcdefghijklmnopqrstuvwxyz0123456789:,-") == strlen(o);
+}
+
+static int mb_swt__cmp_u64(const void *a, const void *b)
+{
+    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+int mb_sweep_provenance(const struct mb_sweep *sw, const char *options, struct mb_sweep_prov *p, struct mb_err *err)
+{
+    memset(p, 0, sizeof *p);
+    if (!options || !*options || !mb_swt__options_ok(options))
+        return mb_err_set(err, NULL, 0, 0, "sweep options '%s': expected [a-z0-9:,-], at most %d characters",
+                          options ? options : "", MB_SWEEP_OPTIONS_LEN - 1);
+    snprintf(p->options, sizeof p->options, "%s", options);
+    p->scenario = sw->scenario_hash;
+    /* the tables: the scenario's calibration.table for every configuration, else the
+     * shipped table of each GPU the base and the system axis name */
+    const char *path = sw->base.calib_path[0] ? sw->base.calib_path : NULL;
+    int n = path ? 1 : 1 + sw->n_sys;
+    unsigned long long *h = mb_calloc((size_t)n, sizeof *h);
+    for (int i = 0; i < n; i++) {
+        const char *gpu = i == 0 ? sw->base.system.gpu : mb_sweep_sys_gpu(sw, i - 1);
+        struct mb_calib *c = NULL;
+        struct mb_err e;
+        mb_err_clear(&e);
+        if (!mb_calib_shared(gpu, path, &c, &e)) {
+            h[i] = mb_calib_files_hash(c);
+            mb_calib_free(c);
+        } else { /* its configurations fail with the loader's error: record which GPU has none */
+            h[i] = mb_hash64(gpu, strlen(gpu), mb_hash64("no table:", 9, MB_HASH64_INIT));
+        }
+    }
+    qsort(h, (size_t)n, sizeof *h, mb_swt__cmp_u64);
+    unsigned long long all = MB_HASH64_INIT;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || h[i] != h[i - 1]) {
+            char hex[24];
+            snprintf(hex, sizeof hex, "%016llx;", h[i]);
+            all = mb_hash64(hex, strlen(hex), all);
+        }
+    mb_free(h);
+    p->calibration = all;
+    return 0;
+}
+
+void mb_sweep_write_prov(const struct mb_sweep_prov *p, FILE *fp)
+{
+    fprintf(fp, MB_SWT_PROV "scenario=%016llx calibration=%016llx options=%s\n", p->scenario, p->calibration,
+            p->options);
+}
+
+/* 16 lower-case hex digits at s into *v; the characters read, or 0. */
+static int mb_swt__hex16(const char *s, unsigned long long *v)
+{
+    *v = 0;
+    for (int i = 0; i < 16; i++) {
+        int d = s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10 : -1;
+        if (d < 0)
+            return 0;
+        *v = *v << 4 | (unsigned long long)d;
+    }
+    return 16;
+}
+
+/* A provenance line (without its newline) into p; 0, or -1 when it is not one. */
+static int mb_swt__prov_parse(const char *line, struct mb_sweep_prov *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t k = strlen(MB_SWT_PROV);
+    if (strncmp(line, MB_SWT_PROV, k) || strncmp(line + k, "scenario=", 9))
+        return -1;
+    const char *q = line + k + 9;
+    if (!mb_swt__hex16(q, &p->scenario) || strncmp(q + 16, " calibration=", 13))
+        return -1;
+    q += 16 + 13;
+    if (!mb_swt__hex16(q, &p->calibration) || strncmp(q + 16, " options=", 9))
+        return -1;
+    q += 16 + 9;
+    if (!*q || !mb_swt__options_ok(q))
+        return -1;
+    snprintf(p->options, sizeof p->options, "%s", q);
+    return 0;
+}
+
+/* The provenance line got (at path:line) against the one wanted; 0 or -1 with err set. */
+static int mb_swt__prov_check(const struct mb_sweep_prov *got, const struct mb_sweep_prov *want, const char *path,
+                              int line, struct mb_err *err)
+{
+    if (got->scenario != want->scenario)
+        return mb_err_set(err, path, line, 1,
+                          "the file was written from another scenario file (content hash %016llx; this sweep's "
+                          "scenario file hashes to %016llx): its rows would be mixed with rows of another base "
+                          "scenario; run it again",
+                          got->scenario, want->scenario);
+    if (got->calibration != want->calibration)
+        return mb_err_set(err, path, line, 1,
+                          "the file was written with other calibration tables (content hash %016llx; this sweep's "
+                          "tables hash to %016llx): a table changed since, and rows of both would be ranked "
+                          "together; run it again",
+                          got->calibration, want->calibration);
+    if (want->options[0] && strcmp(got->options, want->options)) {
+        int sg = strstr(got->options, "screen:") != NULL, sw = strstr(want->options, "screen:") != NULL;
+        return mb_err_set(err, path, line, 1, "the file was written with options '%s', not '%s'%s", got->options,
+                          want->options,
+                          sg != sw ? " (a --screen sweep's rows are not a full sweep's: screened rows were never "
+                                     "simulated)"
+                                   : " (--mb-cap/--exact change the rows)");
+    }
+    return 0;
+}
 
 struct mb_swt__line {
     const char *path;
@@ -240,14 +361,16 @@ static int mb_swt__same_base(const struct mb_sweep *sw, const struct mb_sweep_ro
                       100 * fabs(now.step_time_s - r->step_time_s) / now.step_time_s);
 }
 
-int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_partial,
-                      int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err), void *ctx,
-                      int *partial_p,
-                      struct mb_err *err)
+int mb_sweep_read_tsv_opts(const struct mb_sweep *sw, const char *path, const struct mb_sweep_read_opts *o,
+                           int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err),
+                           void *ctx, struct mb_err *err)
 {
     int checked = 0; /* the first finished row was re-simulated (mb_swt__same_base) */
-    if (partial_p)
-        *partial_p = 0;
+    int seen = 0;    /* a provenance line was read */
+    if (o->partial_p)
+        *o->partial_p = 0;
+    if (o->found)
+        memset(o->found, 0, sizeof *o->found);
     /* a regular file of bounded size: a directory, FIFO or /dev/zero is refused (mb_input.h) */
     FILE *fp = mb_input_open(path, "a sweep TSV (mbsim sweep --tsv)", 0, err);
     if (!fp)
@@ -264,14 +387,34 @@ int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_par
         int terminated = buf[got - 1] == '\n';
         if (terminated)
             buf[--got] = 0;
-        if (!terminated && allow_partial) {
-            if (partial_p)
-                *partial_p = 1;
+        if (!terminated && o->allow_partial) {
+            if (o->partial_p)
+                *o->partial_p = 1;
             break;
         }
         if (!terminated) {
             rc = mb_err_set(err, path, l.line, (int)got + 1,
                             "expected a newline: the file ends in the middle of a row (was its run killed?)");
+            break;
+        }
+        if (buf[0] == '#') {
+            struct mb_sweep_prov p;
+            if (mb_swt__prov_parse(buf, &p))
+                rc = mb_err_set(err, path, l.line, 1,
+                                "expected the provenance line '" MB_SWT_PROV
+                                "scenario=HEX16 calibration=HEX16 options=...' (mbsim writes no other comment)");
+            else if (o->want)
+                rc = mb_swt__prov_check(&p, o->want, path, l.line, err);
+            if (!rc && !seen && o->found)
+                *o->found = p;
+            seen = 1;
+            continue;
+        }
+        if (o->want && !seen) {
+            rc = mb_err_set(err, path, l.line, 1,
+                            "no provenance line ('" MB_SWT_PROV "scenario=... calibration=... options=...') "
+                            "before the rows: the file was written by an older mbsim or edited, so its scenario, "
+                            "calibration tables and options cannot be checked; run it again");
             break;
         }
         if (!strncmp(buf, "config\t", 7)) {
@@ -283,7 +426,7 @@ int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_par
         mb_swt__split(buf, &l);
         struct mb_sweep_row r;
         rc = mb_swt__row(sw, &l, &r, err);
-        if (!rc && !checked && r.status == MB_SWEEP_OK) {
+        if (!rc && !checked && r.status == MB_SWEEP_OK && !o->no_resimulation) {
             checked = 1;
             rc = mb_swt__same_base(sw, &r, path, l.line, err);
         }
@@ -295,4 +438,12 @@ int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_par
     free(buf);
     fclose(fp);
     return rc ? -1 : 0;
+}
+
+int mb_sweep_read_tsv(const struct mb_sweep *sw, const char *path, int allow_partial,
+                      int (*fn)(const struct mb_sweep_row *row, int line, void *ctx, struct mb_err *err), void *ctx,
+                      int *partial_p, struct mb_err *err)
+{
+    struct mb_sweep_read_opts o = {.allow_partial = allow_partial, .partial_p = partial_p};
+    return mb_sweep_read_tsv_opts(sw, path, &o, fn, ctx, err);
 }
