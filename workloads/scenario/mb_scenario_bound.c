@@ -74,7 +74,7 @@ int mb_scenario_measured_check(const struct mb_scenario *s, double tokens, doubl
                                enum mb_meas_kind *which, char *msg, size_t len)
 {
     struct mb_scn_bound b;
-    char pn[8], what[160];
+    char pn[8], what[256];
     if (mb_scenario_bound(s, &b))
         return 0;
     mb_scn__prec_upper(b.prec, pn, sizeof pn);
