@@ -1,9 +1,13 @@
 # breakdown.gp -- step-time breakdown bars from `mbsim run --json` (docs/plots.md).
-# Driven by `mbsim plot breakdown RUN.json -o OUT`, which sets
+# Driven by `mbsim plot breakdown RUN.json -o OUT`, which passes
 #   infile   term, seconds, share_pct: the non-zero breakdown terms of the
 #            critical rank, largest first
 #   outfile  .png (pngcairo) or .svg
 # Columns are read by name.
+# mbsim runs `gnuplot -c KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS`: the paths arrive as the strings
+# ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
+#   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/breakdown.gp
+if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 1000,600 dynamic enhanced font "sans,13" background rgb "white"
 } else {

@@ -1,10 +1,14 @@
 # gantt.gp -- timeline of the simulated ranks from `mbsim run --trace` (docs/plots.md).
-# Driven by `mbsim plot gantt TRACE.json -o OUT`, which sets
+# Driven by `mbsim plot gantt TRACE.json -o OUT`, which passes
 #   infile   track, label, start_ms, end_ms, category: one row per slice; track =
 #            8*stage + (0 compute, 1..6 TP/CP/EP/PP/DP/FSDP communication, 7 host launches)
 #   outfile  .png (pngcairo) or .svg
 # Columns are read by name; colours by category (compute categories blue/green
 # shades, communication orange/red, recompute purple).
+# mbsim runs `gnuplot -c KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS`: the paths arrive as the strings
+# ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
+#   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/gantt.gp
+if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
 set datafile separator "\t"
 set datafile columnheaders
 stats infile using "end_ms" nooutput

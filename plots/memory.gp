@@ -1,5 +1,5 @@
 # memory.gp -- memory of the peak rank over one step from `mbsim run --json` (docs/plots.md).
-# Driven by `mbsim plot memory RUN.json -o OUT`, which sets
+# Driven by `mbsim plot memory RUN.json -o OUT`, which passes
 #   infile   t_ms, static_gib, activations_gib, loss_gib, recompute_gib,
 #            backward_gradients_gib, allocated_gib, reserved_gib, device_gib,
 #            capacity_gib, at_risk_gib: one row per point of the peak rank's timeline
@@ -8,6 +8,10 @@
 # The allocated bytes are drawn as stacked areas (static state, then the
 # dynamic terms), reserved and device memory as lines, capacity and the at-risk
 # margin as dashed lines. Columns are read by name.
+# mbsim runs `gnuplot -c KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS`: the paths arrive as the strings
+# ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
+#   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/memory.gp
+if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 1100,600 dynamic enhanced font "sans,13" background rgb "white"
 } else {

@@ -1,5 +1,5 @@
 # sweep.gp -- two panels from a `mbsim sweep --tsv` table (docs/plots.md).
-# Driven by `mbsim plot sweep SWEEP.tsv -o OUT`, which sets
+# Driven by `mbsim plot sweep SWEEP.tsv -o OUT`, which passes
 #   infile   micro_batch_size, none, selective, full: best tokens/s/GPU among the
 #            configurations that fit, per micro-batch size and recompute granularity
 #   infile2  order, config, reserved_memory_gib, capacity_gib, fits_gib, oom_gib: every
@@ -7,6 +7,11 @@
 #            allocated + allocator reserve: the quantity the OOM verdict compares)
 #   outfile  .png (pngcairo) or .svg
 # Columns are read by name; NA marks a value that does not exist.
+# mbsim runs `gnuplot -c KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS`: the paths arrive as the strings
+# ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
+#   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/sweep.gp
+if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
+if (ARGC >= 4) { mbs_axis = (ARG4 eq "0") ? 0 : 1 }
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 1400,600 dynamic enhanced font "sans,13" background rgb "white"
 } else {

@@ -1,11 +1,15 @@
 # validate.gp -- predicted vs measured scatter with y = x, a +-10% band and the
 # worst rows labelled.
-# Driven by `mbsim plot validate INPUT -o OUT` (docs/plots.md), which sets
+# Driven by `mbsim plot validate INPUT -o OUT` (docs/plots.md), which passes
 #   infile   TSV with a header row; columns read by name:
 #            id, metric (tokens_per_s_per_gpu | model_tflops_per_gpu | step_time_s), measured,
 #            predicted, err_pct, worst (1 on the rows to label: the 5 largest |err_pct|)
 #   outfile  .png (pngcairo) or .svg
 # Both metrics share log-log axes: the y = x line and the band are scale-free.
+# mbsim runs `gnuplot -c KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS`: the paths arrive as the strings
+# ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
+#   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/validate.gp
+if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 900,800 dynamic enhanced font "sans,13" background rgb "white"
 } else {

@@ -2,9 +2,14 @@
  * cmd_plot.c -- `mbsim plot KIND INPUT [-o OUT.png|OUT.svg]` (docs/plots.md).
  *
  * The C side only turns mbsim's JSON/TSV outputs into tidy TSV files (one row
- * per point, a header row) and runs
- *     gnuplot -e "infile='...'; infile2='...'; outfile='...'" plots/KIND.gp
- * The scripts in plots/ choose the terminal from the output's extension and
+ * per point, a header row) and runs, without a shell,
+ *     gnuplot -c plots/KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS
+ * (fork and execv: every path is one argv entry, which gnuplot's -c hands to the
+ * script as the string ARG1..ARG4; nothing is pasted into a gnuplot command, whose
+ * quotes, backquotes and @macros a path could otherwise reach). A relative path is
+ * given as ./PATH: gnuplot reads a file name that starts with '<' as a shell
+ * command to read from, and an output name that starts with '|' as one to write
+ * to. The scripts in plots/ choose the terminal from the output's extension and
  * read every column by name; no gnuplot syntax is generated here.
  */
 #include <errno.h>
@@ -102,19 +107,30 @@ static int mb_cli__find_gnuplot(char *out, size_t len)
     return rc;
 }
 
+/* A temporary TSV file in $TMPDIR (else /tmp); NULL with errno set (ENAMETOOLONG
+ * when the folder's name leaves no room: the name is never cut). */
 static FILE *mb_cli__tmp_tsv(char *path, size_t len)
 {
     const char *dir = getenv("TMPDIR");
-    snprintf(path, len, "%s/mbsim-plot-XXXXXX", dir && *dir ? dir : "/tmp");
+    int n = snprintf(path, len, "%s/mbsim-plot-XXXXXX", dir && *dir ? dir : "/tmp");
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
     int fd = mkstemp(path);
     if (fd < 0)
         return NULL;
     return fdopen(fd, "w");
 }
 
-static int mb_cli__quote_ok(const char *s)
+/* A path as gnuplot is given it: absolute as it is, relative as ./PATH, so that no
+ * name reaches gnuplot starting with '<' or '|' (a shell command to read from or
+ * write to), '~', '$' (a datablock), '-' or '+' (stdin, the pseudo-files). 0, or -1
+ * when it does not fit in out. */
+static int mb_cli__gp_path(const char *p, char *out, size_t len)
 {
-    return !strchr(s, '\'') && !strchr(s, '\n');
+    int n = snprintf(out, len, "%s%s", p[0] == '/' ? "" : "./", p);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 static void mb_cli__clean_field(const char *s, FILE *fp)
@@ -372,7 +388,9 @@ static int mb_cli__conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_a
     qsort(pts, np, sizeof *pts, mb_cli__by_mem);
     fprintf(out2, "order\tconfig\treserved_memory_gib\tcapacity_gib\tfits_gib\toom_gib\n");
     for (size_t i = 0; i < np; i++) {
-        fprintf(out2, "%zu\t%s\t%.6g\t%.6g\t", i, pts[i].config, pts[i].mem, pts[i].cap);
+        fprintf(out2, "%zu\t", i);
+        mb_cli__clean_field(pts[i].config, out2); /* a quoted TSV field may hold a tab or newline */
+        fprintf(out2, "\t%.6g\t%.6g\t", pts[i].mem, pts[i].cap);
         if (pts[i].oom)
             fprintf(out2, "NA\t%.6g\n", pts[i].mem);
         else
@@ -552,24 +570,48 @@ static int mb_cli__conv_gantt(const char *in, FILE *out)
 
 /* ------------------------------------------------------------- command */
 
-static int mb_cli__run_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
-                       const char *extra)
+/* The arguments gnuplot runs with: gnuplot -c SCRIPT INFILE INFILE2 OUTFILE MBS_AXIS
+ * (the scripts take ARG1..ARG4 as infile, infile2, outfile and mbs_axis). */
+struct mb_cli__gp_args {
+    char script[1100], in1[1100], in2[1100], out[1100];
+    char *argv[8];
+};
+
+/* Fill a from the paths; -1 (after a message) when one is too long. */
+static int mb_cli__gp_argv(struct mb_cli__gp_args *a, const char *script, const char *in1, const char *in2,
+                           const char *out, int mbs_axis)
 {
-    char expr[4096];
-    snprintf(expr, sizeof expr, "infile='%s'; infile2='%s'; outfile='%s'%s", in1, in2 ? in2 : "", out, extra);
+    if (mb_cli__gp_path(script, a->script, sizeof a->script) || mb_cli__gp_path(in1, a->in1, sizeof a->in1) ||
+        (in2 && mb_cli__gp_path(in2, a->in2, sizeof a->in2)) || mb_cli__gp_path(out, a->out, sizeof a->out)) {
+        fprintf(stderr, "mbsim plot: a path given to gnuplot is longer than %zu bytes\n", sizeof a->out - 3);
+        return -1;
+    }
+    if (!in2)
+        a->in2[0] = '\0';
+    char *v[] = {"gnuplot", "-c", a->script, a->in1, a->in2, a->out, mbs_axis ? "1" : "0", NULL};
+    memcpy(a->argv, v, sizeof v);
+    return 0;
+}
+
+/* Run gp with argv (no shell, no PATH search: gp is the binary's path) and wait. */
+static int mb_cli__run_gnuplot(const char *gp, char *const argv[])
+{
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "mbsim plot: fork: %s\n", strerror(errno));
         return -1;
     }
     if (pid == 0) {
-        execl(gp, "gnuplot", "-e", expr, script, (char *)NULL);
+        execv(gp, argv);
         fprintf(stderr, "mbsim plot: cannot run %s: %s\n", gp, strerror(errno));
         _exit(127);
     }
     int st;
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-        fprintf(stderr, "mbsim plot: gnuplot failed on %s\n", script);
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+    }
+    if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+        fprintf(stderr, "mbsim plot: gnuplot failed on %s\n", argv[2]);
         return -1;
     }
     return 0;
@@ -577,13 +619,11 @@ static int mb_cli__run_gnuplot(const char *gp, const char *script, const char *i
 
 /* The fuzz harness (tests/fuzz/fuzz_plot.c) compiles this file with
  * MB_PLOT_RUN_HOOK defined: gnuplot is then started through mb_plot_run_hook,
- * which the harness may point at a stand-in that runs no process. mbsim itself
- * always calls mb_cli__run_gnuplot. */
+ * which the harness may point at a stand-in that runs no process (it gets the
+ * argv gnuplot would get). mbsim itself always calls mb_cli__run_gnuplot. */
 #ifdef MB_PLOT_RUN_HOOK
-extern int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2,
-                               const char *out, const char *extra);
-int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
-                        const char *extra) = mb_cli__run_gnuplot;
+extern int (*mb_plot_run_hook)(const char *gp, char *const argv[]);
+int (*mb_plot_run_hook)(const char *gp, char *const argv[]) = mb_cli__run_gnuplot;
 #define MB_RUN_GNUPLOT mb_plot_run_hook
 #else
 #define MB_RUN_GNUPLOT mb_cli__run_gnuplot
@@ -634,10 +674,6 @@ int mb_cmd_plot(int argc, char **argv)
         fprintf(stderr, "mbsim plot: -o %s: the output must end in .png or .svg\n", out);
         return EXIT_USAGE;
     }
-    if (!mb_cli__quote_ok(out)) {
-        fprintf(stderr, "mbsim plot: -o %s: quotes and newlines are not allowed in the output path\n", out);
-        return EXIT_USAGE;
-    }
     char gp[1024];
     if (mb_cli__find_gnuplot(gp, sizeof gp)) {
         fprintf(stderr, "mbsim plot: gnuplot not found (install it: apt-get install gnuplot-nox, or set "
@@ -645,8 +681,8 @@ int mb_cmd_plot(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     char script[1024];
-    snprintf(script, sizeof script, "%s/plots/%s.gp", mb_data_dir(), kind);
-    if (!mb_file_exists(script)) {
+    int sn = snprintf(script, sizeof script, "%s/plots/%s.gp", mb_data_dir(), kind);
+    if (sn < 0 || (size_t)sn >= sizeof script || !mb_file_exists(script)) {
         fprintf(stderr,
                 "mbsim plot: script '%s' not found (data directory from %s; set MBSIM_DATA_DIR to an mbsim "
                 "source tree or to the share/mbsim of an install)\n",
@@ -665,7 +701,8 @@ int mb_cmd_plot(int argc, char **argv)
     char t1[1024], t2[1024];
     FILE *f1 = mb_cli__tmp_tsv(t1, sizeof t1), *f2 = NULL;
     if (!f1) {
-        fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
+        fprintf(stderr, "mbsim plot: cannot create a temporary file in %s ($TMPDIR, else /tmp): %s\n",
+                getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
         return EXIT_BAD_INPUT;
     }
     int mbs_axis = 1;
@@ -673,6 +710,8 @@ int mb_cmd_plot(int argc, char **argv)
         rc = mb_cli__has_suffix(in, ".tsv") ? mb_cli__conv_validate_tsv(in, f1) : mb_cli__conv_validate(in, f1);
     } else if (!strcmp(kind, "sweep")) {
         f2 = mb_cli__tmp_tsv(t2, sizeof t2);
+        if (!f2)
+            fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
         rc = f2 ? mb_cli__conv_sweep(in, f1, f2, &mbs_axis) : -1;
     } else if (!strcmp(kind, "gantt")) {
         rc = mb_cli__conv_gantt(in, f1);
@@ -684,8 +723,11 @@ int mb_cmd_plot(int argc, char **argv)
     fclose(f1);
     if (f2)
         fclose(f2);
+    struct mb_cli__gp_args ga;
+    if (!rc)
+        rc = mb_cli__gp_argv(&ga, script, t1, f2 ? t2 : NULL, out, mbs_axis);
     if (!rc) {
-        rc = MB_RUN_GNUPLOT(gp, script, t1, f2 ? t2 : NULL, out, mbs_axis ? "" : "; mbs_axis=0");
+        rc = MB_RUN_GNUPLOT(gp, ga.argv);
         if (rc)
             unlink(out); /* gnuplot opens the output before it fails: no blank chart left behind */
     }

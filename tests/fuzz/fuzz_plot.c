@@ -1,27 +1,25 @@
 /* `mbsim plot` inputs: the first byte picks the kind (validate JSON or TSV,
  * sweep TSV, breakdown, gantt, memory); mbsim's readers and converters write
  * the tidy TSV files gnuplot would read. gnuplot itself is replaced: by
- * /bin/true, started as mbsim starts gnuplot (fork, exec, wait), or, with
- * MBSIM_FUZZ_PARSE_ONLY set, by a stand-in in this process that builds the
- * same `-e` expression and writes a one-byte chart (no process per input;
- * cmd_plot.c is compiled here with MB_PLOT_RUN_HOOK). Temporary files go to
+ * /bin/true, started as mbsim starts gnuplot (fork, execv, wait), or, with
+ * MBSIM_FUZZ_PARSE_ONLY set, by a stand-in in this process that is handed the
+ * argv gnuplot would get and writes a one-byte chart to its output argument (no
+ * process per input; cmd_plot.c is compiled here with MB_PLOT_RUN_HOOK). Temporary files go to
  * /dev/shm where it exists. Seeds: tests/fuzz/seeds/plot/. */
 #include <string.h>
 
 #include "fuzz_util.h"
 
 int mb_cmd_plot(int argc, char **argv);
-extern int (*mb_plot_run_hook)(const char *gp, const char *script, const char *in1, const char *in2,
-                               const char *out, const char *extra);
+extern int (*mb_plot_run_hook)(const char *gp, char *const argv[]);
 
-static int no_gnuplot(const char *gp, const char *script, const char *in1, const char *in2, const char *out,
-                      const char *extra)
+/* argv: gnuplot -c SCRIPT INFILE INFILE2 OUTFILE MBS_AXIS (cmd_plot.c) */
+static int no_gnuplot(const char *gp, char *const argv[])
 {
-    char expr[4096];
     (void)gp;
-    (void)script;
-    snprintf(expr, sizeof expr, "infile='%s'; infile2='%s'; outfile='%s'%s", in1, in2 ? in2 : "", out, extra);
-    FILE *f = fopen(out, "wb");
+    if (strcmp(argv[1], "-c") || !argv[5] || argv[7])
+        abort();
+    FILE *f = fopen(argv[5], "wb");
     if (!f)
         return -1;
     fputc('x', f);

@@ -220,6 +220,65 @@ static void test_numbers(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* Physically impossible values (issue 37, "Impossible values accepted"): measured throughput above what
+ * the GPUs can compute, SM counts above the GPU's, text longer than its sequence. Errors at the value.
+ *
+ * The numbers, by hand: Llama3-8B (workloads/models/llama3_8b.yaml: h 4096, 32 layers, 32 heads of 128,
+ * 8 KV heads, SwiGLU FFN 14336, vocab 128256) takes per token, forward + backward = 3 x 2 FLOPs per
+ * weight (Megatron's count, attention scores left out):
+ *   attention  6 x (4096 x (4096 + 2 x 1024) + 4096 x 4096) = 251.66 M per layer
+ *   MLP        6 x 3 x 4096 x 14336                          = 1056.96 M per layer
+ *   logits     6 x 4096 x 128256                             = 3.152 G
+ * 32 x (251.66 + 1056.96) M + 3.152 G = 45.03 GFLOP per token. An H100's dense BF16 peak is 989 TFLOP/s
+ * (the datasheet's; calibration/tables/H100.yaml) and it has 132 SMs. So at most
+ * 989e12 / 45.03e9 = 21,963 tokens/s per GPU:
+ *   92,000 tokens/s (8 GPUs' total)   = 4,143 TFLOP/s = 4.19x the peak;
+ *   4,000 TFLOP/s per GPU              = 4.04x the peak;
+ *   a step of 128 x 8192 tokens on 8 GPUs takes at least 128 x 8192 x 45.03e9 / (8 x 989e12) = 5.968 s. */
+static void test_plausibility(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        /* the CSV: row 2, at the cell (tokens_per_s_per_gpu starts at column 62 of the row) */
+        {"validate " R "measured_tokens_node_total.csv", 1,
+         R "measured_tokens_node_total.csv:2:62: column 'tokens_per_s_per_gpu': 92000 tokens/s per GPU is more "
+           "than one H100 can compute: a token takes at least 45.03 GFLOP"},
+        {"validate " R "measured_tokens_node_total.csv", 1, "so 4143 TFLOP/s, 4.19x the dense BF16 peak of 989"},
+        {"calibrate runs " R "measured_tokens_node_total.csv --gpu H100 -o /dev/null", 1,
+         R "measured_tokens_node_total.csv:2:62: column 'tokens_per_s_per_gpu': 92000 tokens/s per GPU"},
+        {"validate " R "measured_tflops_over_peak.csv", 1,
+         R "measured_tflops_over_peak.csv:2:64: column 'model_tflops_per_gpu': 4000 TFLOP/s per GPU is 4.04x the "
+           "dense BF16 peak of one H100, 989 TFLOP/s"},
+        {"validate " R "measured_step_too_fast.csv", 1,
+         R "measured_step_too_fast.csv:2:61: column 'step_time_s': a step of 0.05 s is faster than its FLOPs "
+           "allow: 128 x 8192 tokens, each taking at least 45.03 GFLOP"},
+        {"validate " R "measured_step_too_fast.csv", 1, "need at least 5.968 s on 8 H100 GPUs"},
+        /* a measured: block: at the key's value (line 17, column 25) */
+        {"validate " R "measured_tokens_over_peak.yaml", 1,
+         R "measured_tokens_over_peak.yaml:17:25: measured.tokens_per_s_per_gpu: 92000 tokens/s per GPU is more "
+           "than one H100 can compute"},
+        /* SM counts: the scenario key, the CSV's dispatcher column, the notes */
+        {"run " R "dispatcher_sms_over.yaml", 1,
+         R "dispatcher_sms_over.yaml:19:19: moe.dispatcher_sms = 200 is more than the 132 SMs of one H100"},
+        {"validate " R "csv_dispatcher_sms_over.csv", 1,
+         R "csv_dispatcher_sms_over.csv:2:179: column 'dispatcher': moe.dispatcher_sms = 200 is more than the 132 "
+           "SMs of one H100"},
+        {"validate " R "csv_notes_sms_over.csv", 1,
+         R "csv_notes_sms_over.csv:2:70: column 'notes': moe.dispatcher_sms = 160 is more than the 132 SMs"},
+        /* text_tokens [64, 5000] with seq_length 4096: at the key's value */
+        {"run " R "text_tokens_over_seq.yaml", 1,
+         R "text_tokens_over_seq.yaml:14:16: data.text_tokens: a sample of up to 5000 text tokens does not fit in "
+           "seq_length = 4096"},
+        /* the same rules on a sweep's configurations: the sweep still runs, the configuration is invalid
+         * (GB200: 148 SMs) */
+        {"sweep scenarios/gb200_ep32.yaml --set moe.dispatcher_sms=100,200", 0,
+         "moe.dispatcher_sms = 200 is more than the 148 SMs of one GB200"},
+        {"sweep scenarios/gb200_ep32.yaml --set data.text_tokens=4000,5000", 0,
+         "data.text_tokens: a sample of up to 5000 text tokens does not fit in seq_length = 4096"},
+    };
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
 /* Results a report would print are checked (mb_result_check): a NaN or an MFU
  * above 100 % is an internal error naming the scenario. */
 static void test_implausible_result(void **state)
@@ -325,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_hwloc_content), cmocka_unit_test(test_plot_inputs),
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
+        cmocka_unit_test(test_plausibility),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -310,8 +310,8 @@ static const struct mb_key mb_key__table[] = {
     {.key = "data.text_tokens", .type = MB_KEY_RANGE, .offset = offsetof(struct mb_scenario, text_min),
      .size = 2 * sizeof(int), .flags = SW, .min = 1, .max = 1e8, .def = 0, .def_text = "none",
      .check = mb_key__check_text, .applies = mb_key__if_real,
-     .doc = "text tokens per real sample, uniform in [min, max]; without it each sample fills its sequence. "
-            "Not with `mock: true`"},
+     .doc = "text tokens per real sample, uniform in [min, max], at most `seq_length`; without it each sample "
+            "fills its sequence. Not with `mock: true`"},
     {.key = "parallel.strategy", .alias = "strategy", .type = MB_KEY_ENUM, F_(strategy), .flags = SW | SH,
      .names = mb_key__strategies, .def = MB_STRAT_3D,
      .doc = "distributed-optimizer 3D layout, or FSDP (parameters, grads, optimizer state sharded over DP)"},
@@ -365,7 +365,8 @@ static const struct mb_key mb_key__table[] = {
     /* HybridEP README (shared/docs/reference/hardware.md B.4): GB200 MNNVL runs
      * use 32 SMs, B200/H100 runs 8-16; DeepEP V2 min-SM mode 24. */
     {.key = "moe.dispatcher_sms", .type = MB_KEY_INT, F_(dispatcher_sms), .flags = SW, .min = 1, .max = 1024,
-     .def = 24, .applies = mb_key__if_sm_dispatcher, .doc = "SMs a HybridEP/DeepEP kernel occupies"},
+     .def = 24, .applies = mb_key__if_sm_dispatcher,
+     .doc = "SMs a HybridEP/DeepEP kernel occupies; at most the GPU's SM count (its calibration table's `sms`)"},
     {.key = "moe.capacity_factor", .type = MB_KEY_DOUBLE, F_(capacity_factor), .flags = SW, .min = 0,
      .max = 1000, .def = 0, .def_text = "0 (dropless)", .check = mb_key__check_capacity,
      .doc = "Megatron `--moe-expert-capacity-factor`: no expert takes more than cf x its balanced share; "

@@ -62,7 +62,8 @@ void mb_scenario_free(struct mb_scenario *s)
 /* Nodes that layout errors point at (NULL = no position: hand-built scenario). */
 struct mb_scn__marks {
     const struct mb_node *model, *gpus, *data, *seq, *gbs, *mbs, *images, *mock;
-    const struct mb_node *disp_sms, *seo;       /* moe.dispatcher_sms, moe.shared_expert_overlap */
+    const struct mb_node *disp_sms, *disp, *seo; /* moe.dispatcher_sms, moe.dispatcher, moe.shared_expert_overlap */
+    const struct mb_node *text;                 /* data.text_tokens */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
@@ -446,6 +447,12 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "overlap.ep_comm with pp = %d needs an interleaved schedule (parallel.vpp >= 2), as "
                            "Megatron-Core's combined 1F1B does; set vpp or turn the overlap off", s->pp);
 
+    /* a sample's text beyond its sequence was cut to seq_length without a word (step/data.c) */
+    if (!s->mock && s->text_max > s->seq_length)
+        return mb_scn__err(err, s, mb_scn__at(mk->text, mk->seq, mk->data),
+                           "data.text_tokens: a sample of up to %d text tokens does not fit in seq_length = %d "
+                           "(expected at most seq_length; samples are not cut)", s->text_max, s->seq_length);
+
     int vision = m->vision.depth > 0;
     if ((s->freeze & (MB_FREEZE_VISION | MB_FREEZE_VISION_PROJ)) && !vision)
         return mb_scn__err(err, s, mk->freeze, "freeze: model %s has no vision encoder", mn);
@@ -523,6 +530,11 @@ static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__mark
     if (s->system.max_gpus > 0 && s->gpus > s->system.max_gpus)
         return mb_scn__err(err, s, mk ? mk->gpus : NULL, "gpus = %d exceeds max_gpus = %d of system %s",
                            s->gpus, s->system.max_gpus, s->system.name);
+    /* more SMs than the GPU has: the dispatcher's share of the GPU was clamped to 1 (schedule.c) while
+     * DeepEP's buffers grew with the number (memory.c) */
+    char msg[300];
+    if (mb_scenario_check_sms(s, msg, sizeof msg))
+        return mb_scn__err(err, s, mk ? mb_scn__at(mk->disp_sms, mk->disp, NULL) : NULL, "%s", msg);
     return 0;
 }
 
@@ -726,6 +738,8 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
 {
     mk->model = mb_scn__node(nodes, "model");
     mk->disp_sms = mb_scn__node(nodes, "moe.dispatcher_sms");
+    mk->disp = mb_scn__node(nodes, "moe.dispatcher");
+    mk->text = mb_scn__node(nodes, "data.text_tokens");
     mk->seo = mb_scn__node(nodes, "moe.shared_expert_overlap");
     mk->gpus = mb_scn__node(nodes, "system.gpus");
     mk->prec = mb_scn__node(nodes, "precision");
@@ -902,6 +916,21 @@ static int mb_scn__system(struct mb_scenario *s, const char *dir, const struct m
                     s->system.gpu);
     mb_calib_free(cal);
     return same ? 0 : -1;
+}
+
+/* The measured: block against what the GPU can compute (mb_scenario_measured_check), at the key
+ * of the value refused. */
+static int mb_scn__check_measured(const struct mb_scenario *s, const struct mb_node *const *nodes,
+                                  struct mb_err *err)
+{
+    static const char *const key[] = {"measured.tokens_per_s_per_gpu", "measured.model_tflops_per_gpu",
+                                      "measured.step_time_s"};
+    enum mb_meas_kind which;
+    char msg[MB_ERR_MSG_LEN];
+    if (!mb_scenario_measured_check(s, s->meas_tokens_per_s_per_gpu, s->meas_model_tflops_per_gpu,
+                                    s->meas_step_time_s, &which, msg, sizeof msg))
+        return 0;
+    return mb_scn__err(err, s, mb_scn__node(nodes, key[which]), "%s: %s", key[which], msg);
 }
 
 /* One warning line at node n ("file:line:col: warning: ...") appended to
@@ -1104,7 +1133,8 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
     if (mb_scn__model(s, dir, mb_scn__node(nodes, "model"), err))
         goto out;
     model_loaded = 1;
-    if (mb_scn__check_layout(s, &mk, err) || mb_scn__system(s, dir, nodes, &mk, err))
+    if (mb_scn__check_layout(s, &mk, err) || mb_scn__system(s, dir, nodes, &mk, err) ||
+        mb_scn__check_measured(s, nodes, err))
         goto out;
     mb_scn__warn_inert(s, nodes);
     rc = 0;

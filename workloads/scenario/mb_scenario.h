@@ -259,6 +259,58 @@ int mb_scenario_group_local(int size, int stride, int dom);
  */
 int mb_scenario_check(struct mb_scenario *s, struct mb_err *err);
 
+/* ---- physical bounds (mb_scenario_bound.c) ---- */
+
+/**
+ * @brief The GPU's specification (peaks, SMs) from the scenario's calibration
+ * table: calibration.table when set, else the shipped table of system.gpu.
+ * @param[out] out  the specification (zeroed on failure)
+ * @return 0, or -1 when the GPU has no table (nothing is known of it).
+ */
+int mb_scenario_gpu_spec(const struct mb_scenario *s, struct mb_gpu_spec *out);
+
+/** The most one GPU of a scenario can compute, against which measured values are held. */
+struct mb_scn_bound {
+    char gpu[32];           /* the calibration table's GPU */
+    enum mb_prec prec;      /* the precision whose peak bounds the step: the GEMMs' (a precision the GPU
+                               lacks: the next wider one, as the kernel lookups run it) */
+    double peak;            /* dense tensor-core FLOP/s of one GPU at prec */
+    double flops_per_token; /* training FLOPs of one token at the least: mb_model_flops without the
+                               attention scores, x 2/3 when the language model is frozen */
+    int frozen;             /* the language model is frozen (the 2/3 applies) */
+};
+
+/**
+ * @brief The bound of a scenario (model, system, precision, freeze set).
+ * @return 0, or -1 when the GPU has no table or the model no FLOPs (no bound known).
+ */
+int mb_scenario_bound(const struct mb_scenario *s, struct mb_scn_bound *b);
+
+/** Which measured value mb_scenario_measured_check refused. */
+enum mb_meas_kind { MB_MEAS_TOKENS, MB_MEAS_TFLOPS, MB_MEAS_STEP };
+
+/**
+ * @brief Hold measured values of scenario s (model, system, precision, freeze,
+ * gpus, global_batch_size, seq_length set) against its bound: tokens/s per GPU
+ * x FLOPs per token, or the model TFLOP/s per GPU, above the dense peak, or a
+ * step shorter than gbs x seq x FLOPs per token / (gpus x peak), is physically
+ * impossible. A value of 0 (not measured) is not checked; without a bound
+ * (mb_scenario_bound) nothing is.
+ * @param[in]  tokens, tflops, step  tokens/s per GPU, model TFLOP/s per GPU, step time in s
+ * @param[out] which  the value refused
+ * @param[out] msg    why, starting with the value ("9.2e+06 tokens/s per GPU is more than one H100 ...")
+ * @return 0 when possible, -1 when not.
+ */
+int mb_scenario_measured_check(const struct mb_scenario *s, double tokens, double tflops, double step,
+                               enum mb_meas_kind *which, char *msg, size_t len);
+
+/**
+ * @brief moe.dispatcher_sms against the GPU's SM count (calibration table) for
+ * the dispatchers whose kernels occupy SMs (hybridep, deepep).
+ * @return 0, or -1 with msg ("moe.dispatcher_sms = 200 is more than the 132 SMs of one H100 ...").
+ */
+int mb_scenario_check_sms(const struct mb_scenario *s, char *msg, size_t len);
+
 /**
  * @brief Parse a precision label (BF16, FP8-CS, MXFP8, NVFP4, ... case-insensitive;
  * '-' and spaces count as '_', parenthesized parts are ignored). Labels are

@@ -81,10 +81,23 @@ static void mb_validate__csv_fp8pg(struct mb_val__csv *c, struct mb_scenario *s,
            preset ? "on" : "off");
 }
 
+/* A dispatcher SM count a recipe cell or the notes state (field f) against the GPU's SMs
+ * (mb_scenario_check_sms): more SMs than the GPU has is an error at the cell, not a cell taken
+ * back as not applicable. 0, or -1 (c->err). */
+static int mb_validate__csv_sms(struct mb_val__csv *c, const struct mb_scenario *s, const struct mb_val__field *f,
+                                const char *column)
+{
+    char msg[300];
+    if (!mb_scenario_check_sms(s, msg, sizeof msg))
+        return 0;
+    return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': %s", column, msg);
+}
+
 /* Apply every recipe column of the record to s, one column at a time; a
  * column whose result does not pass mb_scenario_check is taken back and
- * listed as not applied, with the check's message. */
-static void mb_validate__csv_apply_recipe(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
+ * listed as not applied, with the check's message. -1 (c->err) for an SM
+ * count beyond the GPU's. */
+static int mb_validate__csv_apply_recipe(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
 {
     mb_validate_recipe_init(rec);
     for (int k = 0; k < MB_VAL_RC_COUNT; k++) {
@@ -95,6 +108,8 @@ static void mb_validate__csv_apply_recipe(struct mb_val__csv *c, struct mb_scena
         struct mb_val_recipe rb = *rec;
         if (mb_validate_recipe_cell(s, (enum mb_val_rcol)k, cellv, rec) == 1)
             continue;
+        if (mb_validate__csv_sms(c, s, &c->f[c->ridx[k]], mb_val__rcolname[k]))
+            return -1;
         struct mb_scenario t = *s;
         struct mb_err e;
         mb_err_clear(&e);
@@ -107,6 +122,7 @@ static void mb_validate__csv_apply_recipe(struct mb_val__csv *c, struct mb_scena
         }
     }
     mb_validate__csv_fp8pg(c, s, rec);
+    return 0;
 }
 
 /* The row's note from what the recipe did: head (applied, not applied,
@@ -254,15 +270,19 @@ static int mb_validate__csv_file_recipe(struct mb_val__csv *c, struct mb_val_row
 }
 
 /* The recipe of a row without a recipe file: the pre-FlashAttention rule, then the recipe columns
- * (csv_apply_recipe) or, in a CSV without them, what the notes state (mb_validate_apply_notes). */
-static void mb_validate__csv_row_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s, char *head, size_t hn,
+ * (csv_apply_recipe) or, in a CSV without them, what the notes state (mb_validate_apply_notes).
+ * 0, or -1 (c->err) for an SM count beyond the GPU's. */
+static int mb_validate__csv_row_recipe(struct mb_val__csv *c, struct mb_val_row *r, struct mb_scenario *s, char *head, size_t hn,
                            char *tail, size_t tn)
 {
     if (s->cp == 1)
         mb_validate__csv_attention_era(c, s, head, hn);
     if (c->have_recipe) {
         struct mb_val_recipe *rec = mb_malloc(sizeof *rec);
-        mb_validate__csv_apply_recipe(c, s, rec);
+        if (mb_validate__csv_apply_recipe(c, s, rec)) {
+            mb_free(rec);
+            return -1;
+        }
         r->recipe_bad = rec->n_bad;
         if (!strcmp(r->metric, MB_VAL_TFLOPS)) /* after the recipe: SC21 counts its recompute */
             mb_validate__csv_tflops_in_time(c, r, s, head, hn);
@@ -270,8 +290,11 @@ static void mb_validate__csv_row_recipe(struct mb_val__csv *c, struct mb_val_row
         mb_free(rec);
     } else {
         char applied[200] = "";
-        if (c->notes_idx >= 0)
+        if (c->notes_idx >= 0) {
             mb_validate_apply_notes(s, c->f[c->notes_idx].text, applied, sizeof applied);
+            if (mb_validate__csv_sms(c, s, &c->f[c->notes_idx], "notes"))
+                return -1;
+        }
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
             mb_validate__csv_tflops_in_time(c, r, s, head, hn);
         if (applied[0]) {
@@ -279,6 +302,7 @@ static void mb_validate__csv_row_recipe(struct mb_val__csv *c, struct mb_val_row
             snprintf(head + l, hn - l, "%sfrom notes: %s", l ? "; " : "", applied);
         }
     }
+    return 0;
 }
 
 /* The numeric cells of a record: the layout's integers and the measured values. */
@@ -468,6 +492,22 @@ static void mb_validate__csv_scenario(struct mb_val__csv *c, const struct mb_val
     s->roofline = c->out->roofline;
 }
 
+/* The row's measured values against what its GPUs can compute (mb_scenario_measured_check): a
+ * tokens/s per GPU or TFLOP/s per GPU above the dense peak, or a step faster than its FLOPs allow,
+ * is an error at its cell (`calibrate runs` fitted a row holding a cluster's total in the per-GPU
+ * column; issue 37). 0, or -1 (c->err). */
+static int mb_validate__csv_plausible(struct mb_val__csv *c, const struct mb_scenario *s)
+{
+    static const int col[] = {C_TOKENS, C_TFLOPS, C_STEP}; /* enum mb_meas_kind order */
+    enum mb_meas_kind which;
+    char msg[MB_ERR_MSG_LEN];
+    if (!mb_scenario_measured_check(s, s->meas_tokens_per_s_per_gpu, s->meas_model_tflops_per_gpu,
+                                    s->meas_step_time_s, &which, msg, sizeof msg))
+        return 0;
+    const struct mb_val__field *f = &c->f[c->idx[col[which]]];
+    return mb_err_set(c->err, c->path, f->line, f->col, "column '%s': %s", mb_val__colname[col[which]], msg);
+}
+
 /* Skip r with the message of a scenario check that fails; 1 then, else 0. */
 static int mb_validate__csv_check(struct mb_val_row *r, struct mb_scenario *s)
 {
@@ -501,8 +541,10 @@ static int mb_validate__csv_recipe_submit(struct mb_val__csv *c, struct mb_val_r
         unstated = 0; /* the file states the split, or takes mbsim's spread as its own */
         if (!strcmp(r->metric, MB_VAL_TFLOPS))
             mb_validate__csv_tflops_in_time(c, r, s, head, 2048);
-    } else {
-        mb_validate__csv_row_recipe(c, r, s, head, 2048, tail, 1100);
+    } else if (mb_validate__csv_row_recipe(c, r, s, head, 2048, tail, 1100)) {
+        mb_free(head);
+        mb_free(tail);
+        return -1;
     }
     if (unstated && !s->pipeline_layout[0]) { /* the recipe stated no layout either */
         size_t l = strlen(head);
@@ -558,6 +600,10 @@ static int mb_validate__csv_record(struct mb_val__csv *c)
     if (rc)
         return rc < 0 ? -1 : 0;
     mb_validate__csv_scenario(c, r, &v, &me->m, &se->sys, &prec, gran, mods, &s);
+    if (mb_validate__csv_plausible(c, &s)) {
+        mb_scenario_free(&s);
+        return -1;
+    }
     /* the layout columns alone must make a valid scenario (else the row is
      * skipped with the layout's own message); the recipe then refines it */
     int unstated = mb_validate__csv_split_unstated(&s);
