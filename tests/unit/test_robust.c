@@ -280,6 +280,65 @@ static void test_work_limits(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* `mbsim import megatron|bridge` (issue 37): line ends that hung the reader, sizes whose products
+ * wrapped, settings read silently wrong, and what Megatron refuses. Positions by hand from the files
+ * (1-based; a CR-only file's lines are counted at each CR). */
+static void test_import_megatron(void **state)
+{
+    (void)state;
+#define IMP(f, gpus) "import megatron " R f " --system dgx_h100 --model llama3_8b" gpus
+#define BRI(f) "import bridge " R f " --system dgx_h100 --model llama3_8b --gpus 8"
+    static const struct rcase c[] = {
+        /* hangs: CR-only lines (the bad value on the 4th line proves the CRs end lines), a last bare CR */
+        {IMP("import_cr_only.sh", " --gpus 8"), 1,
+         R "import_cr_only.sh:4:1: --tensor-model-parallel-size: parallel.tp: expected an integer, got 'two'"},
+        {IMP("import_cr_last_line.sh", " --gpus 8"), 0, "  tp: 2\n  pp: 2\n"},
+        /* silently wrong: a byte order mark kept TP at 1; one dash dropped the flag and its value */
+        {IMP("import_bom.sh", " --gpus 8"), 0, "  tp: 4\n"},
+        {IMP("import_single_dash.sh", " --gpus 8"), 1,
+         R "import_single_dash.sh:5:5: -tensor-model-parallel-size: a single-dash option is no Megatron-LM argument "
+           "(argparse with allow_abbrev=False exits with \"unrecognized arguments\"); expected "
+           "--tensor-model-parallel-size"},
+        /* refused together by Megatron-LM's validate_args: an error at the second, naming the first */
+        {IMP("import_vpp_two_spellings.sh", " --gpus 8"), 1,
+         R "import_vpp_two_spellings.sh:4:1: --num-layers-per-virtual-pipeline-stage: refused beside "
+           "--num-virtual-stages-per-pipeline-rank (3:34)"},
+        {IMP("import_bf16_fp16.sh", " --gpus 8"), 1,
+         R "import_bf16_fp16.sh:2:84: --fp16: refused beside --bf16 (2:77): validate_args asserts that not both are on"},
+        /* 64-bit products, refused beyond the limit before they wrap: 2^32 x 2^32 = 2^64, 2^62 x 4 */
+        {IMP("import_overflow_nnodes.sh", ""), 1,
+         R "import_overflow_nnodes.sh:3:30: --nproc-per-node: GPUs: --nnodes x --nproc-per-node = 4294967296 x "
+           "4294967296 is more than 1000000"},
+        {IMP("import_overflow_vpp.sh", " --gpus 8"), 1,
+         R "import_overflow_vpp.sh:3:34: --num-layers-per-virtual-pipeline-stage: layers per virtual stage x pp (at "
+           "most the model's layers) = 4611686018427387904 x 4 is more than 32"},
+        {IMP("import_overflow_dp.sh", ""), 1,
+         R "import_overflow_dp.sh:3:1: --data-parallel-size: GPUs: data_parallel_size x TP = 4611686018427387904 x 4 "
+           "is more than 1000000"},
+        /* Bridge: null kept (FP8 off, not the preset's), refused where Megatron-Core has no None */
+        {BRI("bridge_null_fp8.txt"), 0, "precision: bf16\n"},
+        {BRI("bridge_null_tp.txt"), 1,
+         R "bridge_null_tp.txt:4:1: model.tensor_model_parallel_size: null: Megatron-Core has no None for parallel.tp"},
+        {BRI("bridge_peft_dim0.txt"), 1,
+         R "bridge_peft_dim0.txt:3:1: peft.dim: 0: a LoRA of rank 0 on the frozen base trains nothing"},
+        {BRI("bridge_seq_conflict.txt"), 1,
+         R "bridge_seq_conflict.txt:4:1: dataset.sequence_length: 4096, but model.seq_length (3:1) is 8192: one "
+           "setting given two values (Megatron-Bridge requires the model's and the dataset's sequence lengths to "
+           "match)"},
+        /* sections Bridge does not apply: noted at the override (the + is col 1), and not read (TP stays 1) */
+        {BRI("bridge_ignored_sections.txt"), 0,
+         R "bridge_ignored_sections.txt:5:1: train.tensor_model_parallel_size: not imported: Megatron-Bridge does not "
+           "read tensor_model_parallel_size from train."},
+        {BRI("bridge_ignored_sections.txt"), 0,
+         R "bridge_ignored_sections.txt:5:37: ddp.grad_reduce_in_fp32: not imported: Megatron-Bridge's mixed-precision "
+           "setup (MixedPrecisionConfig.setup) writes mixed_precision.grad_reduce_in_fp32 over it"},
+        {BRI("bridge_ignored_sections.txt"), 0, "  tp: 1\n"},
+    };
+#undef IMP
+#undef BRI
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
 /* Non-regular files and the size limit, for each kind of reader (mb_input.c). */
 static void test_files(void **state)
 {
@@ -325,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_hwloc_content), cmocka_unit_test(test_plot_inputs),
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
+        cmocka_unit_test(test_import_megatron),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

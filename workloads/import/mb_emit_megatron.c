@@ -262,7 +262,7 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
     int br = e->d == MB_MEGATRON_BRIDGE;
     if (s->strategy == MB_STRAT_FSDP) {
         if (s->fsdp_impl == MB_FSDP_TORCH2) {
-            mb_mge__switch(e, "use_torch_fsdp2", "ddp.use_torch_fsdp2", 1);
+            mb_mge__switch(e, "use_torch_fsdp2", "dist.use_torch_fsdp2", 1); /* Bridge: DistributedInitConfig */
         } else {
             mb_mge__switch(e, "use_megatron_fsdp", "ddp.use_megatron_fsdp", 1);
             mb_mge__set(e, "data_parallel_sharding_strategy", "ddp.data_parallel_sharding_strategy",
@@ -275,8 +275,8 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
     }
     if (br && s->cpu_offload_layers > 0) /* Megatron-LM's arguments.py sets it from the count; Bridge does not */
         mb_mge__switch(e, "", "model.cpu_offloading", 1);
-    if (br)
-        mb_mge__switch(e, "", "ddp.grad_reduce_in_fp32", s->grad_bytes == 4);
+    if (br) /* not ddp.: MixedPrecisionConfig.setup writes the mixed_precision field over DDP's */
+        mb_mge__switch(e, "", "mixed_precision.grad_reduce_in_fp32", s->grad_bytes == 4);
     else
         mb_mge__switch(e, "grad_reduce_in_bf16", "", s->grad_bytes == 2);
     if (s->state_bytes == 4) {
