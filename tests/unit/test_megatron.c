@@ -668,6 +668,24 @@ static void test_read_as_framework(void **state)
                                   "are not read"));
     free(notes);
     mb_scenario_free(&s);
+    /* Adam moment dtypes are the precision-aware optimizer's: without it they change nothing (a note), and
+     * with it an absent one is Megatron's fp32, so bf16 + (fp32) is not one mbsim setting (a note) */
+    put("mbsim_test_fw.txt", LM_BASE "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.state_bytes, 8);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:1: --exp-avg-dtype: ignored: without "
+                                  "--use-precision-aware-optimizer the Adam moments stay fp32"));
+    free(notes);
+    mb_scenario_free(&s);
+    put("mbsim_test_fw.txt", LM_BASE "--use-precision-aware-optimizer --exp-avg-dtype bf16\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.state_bytes, 8);
+    assert_non_null(strstr(notes, "--exp-avg-dtype: not simulated: mbsim keeps both Adam moments in fp32 or both in "
+                                  "bf16 (optimizer.states); exp_avg bf16, exp_avg_sq fp32"));
+    free(notes);
+    mb_scenario_free(&s);
     remove("mbsim_test_fw.txt");
 }
 

@@ -640,15 +640,24 @@ static int mb_mgi__dtypes(struct mb_mgi *m)
     if (mb_mgi__flag(m, "use_precision_aware_optimizer", &pao))
         return -1;
     struct mb_megatron_arg *e1 = mb_mgi__get(m->a, "exp_avg_dtype"), *e2 = mb_mgi__get(m->a, "exp_avg_sq_dtype");
-    if (!pao || !e1 || !e2 || e1->nval != 1 || e2->nval != 1)
+    if (!e1 && !e2)
         return 0;
-    const char *v1 = strstr(e1->val[0], "bf") ? "bf16" : strstr(e1->val[0], "32") ? "fp32" : NULL;
-    const char *v2 = strstr(e2->val[0], "bf") ? "bf16" : strstr(e2->val[0], "32") ? "fp32" : NULL;
-    if (!v1 || !v2 || strcmp(v1, v2)) {
-        mb_mgi__note(m, e1, "not simulated: mbsim keeps both Adam moments in fp32 or both in bf16 (optimizer.states)");
+    if (!pao) { /* the moments' dtypes are the precision-aware optimizer's (Megatron-Core OptimizerConfig) */
+        if (!m->a->log_block)
+            mb_mgi__note(m, e1 ? e1 : e2, "ignored: without --use-precision-aware-optimizer the Adam moments stay "
+                         "fp32");
         return 0;
     }
-    return mb_mgi__set(m, "optimizer.states", v1, e1);
+    /* an absent one is Megatron's default, fp32 */
+    const char *t1 = e1 && e1->nval == 1 ? e1->val[0] : "fp32", *t2 = e2 && e2->nval == 1 ? e2->val[0] : "fp32";
+    const char *v1 = strstr(t1, "bf") ? "bf16" : strstr(t1, "32") ? "fp32" : NULL;
+    const char *v2 = strstr(t2, "bf") ? "bf16" : strstr(t2, "32") ? "fp32" : NULL;
+    if (!v1 || !v2 || strcmp(v1, v2)) {
+        mb_mgi__note(m, e1 ? e1 : e2, "not simulated: mbsim keeps both Adam moments in fp32 or both in bf16 "
+                     "(optimizer.states); exp_avg %s, exp_avg_sq %s", t1, t2);
+        return 0;
+    }
+    return mb_mgi__set(m, "optimizer.states", v1, e1 ? e1 : e2);
 }
 
 /* Megatron-Core: expert_tensor_parallel_size unset = tensor_model_parallel_size. */
