@@ -339,6 +339,39 @@ static void test_import_megatron(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* `mbsim import hf` (issue 37): what transformers' class for the model_type does, not a guess shared by
+ * all types; configs that cannot be built are errors at the offending value. Positions by hand. */
+static void test_import_hf(void **state)
+{
+    (void)state;
+#define HF(f) "import hf " R f " -o robust_hf.yaml"
+    static const struct rcase c[] = {
+        /* LlamaConfig has no sliding window: listed as unused, not a window on every layer */
+        {HF("hf_llama_sliding_window.json"), 0,
+         R "hf_llama_sliding_window.json:10: sliding_window = 4096: unused: model_type llama has no sliding window in "
+           "transformers"},
+        /* Qwen3Config: head_dim 128 when absent (not 2048 / 32 = 64); checked in the written file below */
+        {HF("hf_qwen3_no_head_dim.json"), 0, "wrote robust_hf.yaml"},
+        /* [8, 16, 27] on a 27-block encoder: the third element, line 12 col 41 */
+        {HF("hf_vl_deepstack_beyond.json"), 1,
+         R "hf_vl_deepstack_beyond.json:12:41: \"deepstack_visual_indexes\"[2] = 27: the encoder has blocks 0 to 26 "
+           "(depth 27)"},
+        {HF("hf_vl_moe_dense_text.json"), 1,
+         R "hf_vl_moe_dense_text.json:5:5: text_config model_type 'qwen3_vl_text' under a qwen3_vl_moe config: "
+           "transformers builds the text model as qwen3_vl_moe_text"},
+        {HF("hf_bom.json"), 1, R "hf_bom.json:1:1: a UTF-8 byte order mark: transformers refuses it"},
+        {HF("hf_cr_only.json"), 1, R "hf_cr_only.json:4:3: \"num_hidden_layers\": expected an integer >= 1"},
+    };
+#undef HF
+    check_cases(c, sizeof c / sizeof c[0]);
+    char *o;
+    assert_int_equal(run("import hf " R "hf_qwen3_no_head_dim.json", &o), 0);
+    assert_non_null(strstr(o, "head_dim: 128\n"));
+    assert_non_null(strstr(o, "num_kv_heads: 32\n"));
+    mb_free(o);
+    remove("robust_hf.yaml");
+}
+
 /* Non-regular files and the size limit, for each kind of reader (mb_input.c). */
 static void test_files(void **state)
 {
@@ -384,7 +417,7 @@ int main(void)
         cmocka_unit_test(test_hwloc_content), cmocka_unit_test(test_plot_inputs),
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
-        cmocka_unit_test(test_import_megatron),
+        cmocka_unit_test(test_import_megatron), cmocka_unit_test(test_import_hf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
