@@ -787,15 +787,8 @@ static int mb_mgi__gpus(struct mb_mgi *m)
             return -1;
         at = dp, have = 1;
     }
-    if (!have && m->o->nodes) {
-        struct mb_system sys;
-        struct mb_err e;
-        mb_err_clear(&e);
-        if (mb_topo_load_system(m->s->system_ref, &sys, &e)) {
-            *m->err = e;
-            return -1;
-        }
-        if (mb_mgi__mul(m, NULL, m->o->nodes, sys.gpus_per_node, max, "GPUs: --nodes x the system's GPUs per node", &v))
+    if (!have && m->o->nodes) { /* the system was loaded once, before the settings were read */
+        if (mb_mgi__mul(m, NULL, m->o->nodes, m->gpus_per_node, max, "GPUs: --nodes x the system's GPUs per node", &v))
             return -1;
         have = 1;
     }
@@ -939,6 +932,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
         struct mb_err e;
         mb_err_clear(&e);
         int bad = mb_topo_load_system(m.s->system_ref, sys, &e);
+        m.gpus_per_node = sys->gpus_per_node;
         mb_free(sys);
         if (bad) { /* a system file's own error keeps its file:line:col */
             if (e.file[0])

@@ -30,6 +30,7 @@ struct mb_mgi {
     struct mb_model model; /* the chosen model (owned) */
     FILE *notes;
     struct mb_err *err;
+    int gpus_per_node;     /* the system's (loaded once, first) */
     const struct mb_megatron_arg *by_key[MB_KEYS_MAX]; /* the setting that gave each key (mb_key_index) */
 };
 
