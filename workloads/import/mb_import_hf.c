@@ -34,7 +34,7 @@ enum mb_hf__swa {
     MB_HF_SWA_ALL,       /* sliding_window on every layer (MistralAttention, MixtralAttention) */
     MB_HF_SWA_QWEN,      /* use_sliding_window: layers from max_window_layers on, or layer_types (Qwen2Config) */
     MB_HF_SWA_QWEN_ALL,  /* use_sliding_window: every layer (Qwen3MoeAttention reads sliding_window alone) */
-    MB_HF_SWA_QWEN2_MOE, /* use_sliding_window: transformers versions disagree on the layers; layer_types only */
+    MB_HF_SWA_QWEN2_MOE, /* use_sliding_window: transformers releases disagree on the layers; layer_types only */
 };
 
 /* Defaults of each model type's configuration class where a config.json leaves the key out
@@ -459,8 +459,8 @@ static int mb_hf__sliding(struct mb_hf *h, struct mb_hf__out *m)
     }
     if (swa == MB_HF_SWA_QWEN2_MOE)
         return mb_hf__err(h, t, "use_sliding_window", "\"use_sliding_window\": true without layer_types: transformers "
-                          "versions disagree on Qwen2-MoE's windowed layers (from max_window_layers on before v5, "
-                          "every other layer below it since); give layer_types");
+                          "releases disagree on Qwen2-MoE's windowed layers (older: from max_window_layers on; "
+                          "current: every other layer below it); give layer_types");
     /* Qwen2Config / Qwen3Config: layer i is windowed when i >= max_window_layers (default 28) */
     if (mb_hf__int(h, t, "max_window_layers", 0, 28, &max_window))
         return -1;
