@@ -678,6 +678,28 @@ static void test_read_as_framework(void **state)
                                   "--use-precision-aware-optimizer the Adam moments stay fp32"));
     free(notes);
     mb_scenario_free(&s);
+    /* bias_activation_fusion: --no-bias-swiglu-fusion under SwiGLU (llama3_8b) turns it off, the GELU
+     * switch does nothing there (Megatron-LM's argument_utils.py); Bridge's field; both emitted back */
+    put("mbsim_test_fw.txt", LM_BASE "--no-bias-swiglu-fusion --no-bias-gelu-fusion\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.bias_act_fusion, 0);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:25: --no-bias-gelu-fusion: ignored: model llama3_8b's "
+                                  "activation is SwiGLU"));
+    assert_null(strstr(notes, "--no-bias-swiglu-fusion:")); /* read, so not listed */
+    char *out = emit(&s, MB_MEGATRON_LM);
+    assert_non_null(strstr(out, "--no-bias-swiglu-fusion"));
+    free(out);
+    free(notes);
+    mb_scenario_free(&s);
+    put("mbsim_test_fw.txt", BR_BASE "model.bias_activation_fusion=false\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_BRIDGE, &o, &s, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.bias_act_fusion, 0);
+    out = emit(&s, MB_MEGATRON_BRIDGE);
+    assert_non_null(strstr(out, "model.bias_activation_fusion=false"));
+    free(out);
+    mb_scenario_free(&s);
     put("mbsim_test_fw.txt", LM_BASE "--use-precision-aware-optimizer --exp-avg-dtype bf16\n");
     if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
         fail_msg("%s", err.msg);

@@ -269,9 +269,10 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
                         "optim_grads_params");
         }
     }
-    if (!s->bias_act_fusion) { /* Megatron-LM: one switch per activation; Bridge: the config field */
-        int glu = s->model.act == MB_ACT_SWIGLU || s->model.act == MB_ACT_GEGLU;
-        mb_mge__switch(e, glu ? "no_bias_swiglu_fusion" : "no_bias_gelu_fusion", "model.bias_activation_fusion", !br);
+    if (!s->bias_act_fusion) { /* Megatron-LM: --no-bias-swiglu-fusion under --swiglu, else the GELU one
+                                  (argument_utils.py); Bridge: the config field */
+        int swiglu = s->model.act == MB_ACT_SWIGLU;
+        mb_mge__switch(e, swiglu ? "no_bias_swiglu_fusion" : "no_bias_gelu_fusion", "model.bias_activation_fusion", !br);
     }
     if (br && s->cpu_offload_layers > 0) /* Megatron-LM's arguments.py sets it from the count; Bridge does not */
         mb_mge__switch(e, "", "model.cpu_offloading", 1);

@@ -708,6 +708,46 @@ static int mb_mgi__peft(struct mb_mgi *m)
     return mb_mgi__set(m, "peft.lora_targets", text, tm);
 }
 
+/* Megatron-Core's bias_activation_fusion (training.bias_activation_fusion): Megatron-LM sets it from
+ * --no-bias-swiglu-fusion under --swiglu, else from --no-bias-gelu-fusion (argument_utils.py; a log
+ * prints their dests, bias_swiglu_fusion / bias_gelu_fusion); Bridge's model.bias_activation_fusion.
+ * The switch of the other activation does nothing: a note. */
+static int mb_mgi__bias_act(struct mb_mgi *m)
+{
+    if (m->a->dialect == MB_MEGATRON_BRIDGE) {
+        struct mb_megatron_arg *g = mb_mgi__find(m->a, "bias_activation_fusion");
+        int b = mb_mgi__bool(g);
+        if (b < 0)
+            return mb_mgi__err(m, g, "expected true or false");
+        return g ? mb_mgi__set(m, "training.bias_activation_fusion", b ? "true" : "false", g) : 0;
+    }
+    int swiglu = m->model.act == MB_ACT_SWIGLU;
+    static const char *const names[2][2] = {{"no_bias_gelu_fusion", "bias_gelu_fusion"},
+                                            {"no_bias_swiglu_fusion", "bias_swiglu_fusion"}};
+    for (int w = 0; w < 2; w++) {
+        struct mb_megatron_arg *no = mb_mgi__find(m->a, names[w][0]), *dest = mb_mgi__find(m->a, names[w][1]);
+        int off = 0;
+        if (no && (off = mb_mgi__bool(no)) < 0)
+            return mb_mgi__err(m, no, "expected a switch");
+        if (dest) { /* a log's dest: False = the fusion off */
+            int b = mb_mgi__bool(dest);
+            if (b < 0)
+                return mb_mgi__err(m, dest, "expected True or False");
+            off = !b;
+        }
+        if (w != swiglu) {
+            if (off && !m->a->log_block)
+                mb_mgi__note(m, no ? no : dest, "ignored: model %s's activation is %s, whose fusion switch is "
+                             "--no-bias-%s-fusion", m->model.name, swiglu ? "SwiGLU" : "not SwiGLU",
+                             swiglu ? "swiglu" : "gelu");
+            continue;
+        }
+        if ((no || dest) && mb_mgi__set(m, "training.bias_activation_fusion", off ? "false" : "true", no ? no : dest))
+            return -1;
+    }
+    return 0;
+}
+
 /* Megatron-Core's deferred output-layer wgrad: TransformerConfig fields that Bridge sets through
  * comm_overlap.defer_embedding_wgrad_compute / comm_overlap.wgrad_deferral_limit (no Megatron-LM flag). */
 static int mb_mgi__defer_wgrad(struct mb_mgi *m)
@@ -912,7 +952,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
                                              mb_mgi__uneven, mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
                                              mb_mgi__gpus, mb_mgi__shared_overlap, mb_mgi__peft,
-                                             mb_mgi__defer_wgrad};
+                                             mb_mgi__defer_wgrad, mb_mgi__bias_act};
     int rc = -1;
     mb_scenario_defaults(m.s);
     mb_mgi__canonical(a);

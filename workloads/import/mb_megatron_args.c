@@ -246,4 +246,5 @@ const char *const mb_mgi__rule_names[] = {
     "moe_router_force_load_balancing", "moe_shared_expert_overlap", "moe_token_dispatcher_type", "nnodes",
     "nproc_per_node", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
     "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "use_megatron_fsdp",
-    "use_precision_aware_optimizer", "use_torch_fsdp2", "wgrad_deferral_limit", "world_size", NULL};
+    "use_precision_aware_optimizer", "use_torch_fsdp2", "wgrad_deferral_limit", "world_size", "bias_activation_fusion",
+    "no_bias_swiglu_fusion", "no_bias_gelu_fusion", "bias_swiglu_fusion", "bias_gelu_fusion", NULL};

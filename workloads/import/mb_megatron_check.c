@@ -356,7 +356,7 @@ static const char *const mb_mgi__no_effect[] = {
     "use_checkpoint_args", "finetune", "no_load_*", "no_save_*", "pretrained_checkpoint",
     "override_opt_param_scheduler", "use_checkpoint_opt_param_scheduler", "rank", "local_rank", "manual_gc*",
     "hidden_dropout", "profile*", "use_pytorch_profiler", "async_save", "rerun_mode",
-    "num_dataset_builder_threads", "use_mcore_models", "transformer_impl", "bias_swiglu_fusion",
+    "num_dataset_builder_threads", "use_mcore_models", "transformer_impl",
     "masked_softmax_fusion", "bias_dropout_fusion", "apply_query_key_layer_scaling", "iteration", "consumed_*",
     "node_rank", "master_addr", "master_port", "rdzv_*", "rdzv-*", "max_restarts", "record_memory_history",
     "memory_snapshot_path", "no_create_attention_mask_in_dataloader", "reset_position_ids", "reset_attention_mask",
