@@ -678,6 +678,19 @@ static void test_read_as_framework(void **state)
                                   "--use-precision-aware-optimizer the Adam moments stay fp32"));
     free(notes);
     mb_scenario_free(&s);
+    /* a setting without effect on the scenario is read and noted (--emit leaves it out): the HybridEP
+     * permute fusion under the deepep backend (flex's default) */
+    o.model = "qwen3_30b_a3b";
+    put("mbsim_test_fw.txt", "--num-layers 48 --seq-length 4096 --global-batch-size 64 --bf16 --num-experts 128\n"
+                             "--moe-token-dispatcher-type flex --moe-permute-fusion-into-hybridep\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.dispatcher, MB_DISP_DEEPEP);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:34: --moe-permute-fusion-into-hybridep: ignored: "
+                                  "moe.hybridep_permute_fusion has no effect on this scenario"));
+    free(notes);
+    mb_scenario_free(&s);
+    o.model = "llama3_8b";
     /* bias_activation_fusion: --no-bias-swiglu-fusion under SwiGLU (llama3_8b) turns it off, the GELU
      * switch does nothing there (Megatron-LM's argument_utils.py); Bridge's field; both emitted back */
     put("mbsim_test_fw.txt", LM_BASE "--no-bias-swiglu-fusion --no-bias-gelu-fusion\n");

@@ -299,6 +299,11 @@ static void test_import_megatron(void **state)
          R "import_single_dash.sh:5:5: -tensor-model-parallel-size: a single-dash option is no Megatron-LM argument "
            "(argparse with allow_abbrev=False exits with \"unrecognized arguments\"); expected "
            "--tensor-model-parallel-size"},
+        /* found by fuzz_import_megatron: an escaped blank after the backend made it a list of two, read
+         * as no backend (deepep); argparse refuses the second word */
+        {"import megatron " R "import_escaped_blank.sh --system dgx_h100 --gpus 8", 1,
+         R "import_escaped_blank.sh:6:5: --moe-flex-dispatcher-backend: 2 values ('hybridep', ''): it takes one "
+           "(argparse exits on the others: \"unrecognized arguments\")"},
         /* refused together by Megatron-LM's validate_args: an error at the second, naming the first */
         {IMP("import_vpp_two_spellings.sh", " --gpus 8"), 1,
          R "import_vpp_two_spellings.sh:4:1: --num-layers-per-virtual-pipeline-stage: refused beside "

@@ -983,7 +983,8 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
         }
     }
     mb_mgi__bridge_sections(&m);
-    if (mb_mgi__typos(&m) || mb_mgi__conflicts(&m) || mb_mgi__rule_nulls(&m) || mb_mgi__model(&m))
+    if (mb_mgi__typos(&m) || mb_mgi__single_values(&m) || mb_mgi__conflicts(&m) || mb_mgi__rule_nulls(&m) ||
+        mb_mgi__model(&m))
         goto out;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (rules[i](&m))
@@ -996,6 +997,15 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
     }
     if (mb_mgi__reload(&m, s))
         goto out;
+    if (!a->log_block) { /* (a log prints every argument, applied or not) */
+        size_t nk;
+        const struct mb_key *k = mb_keys(&nk);
+        for (size_t i = 0; i < nk; i++)
+            if (m.by_key[i] && !m.by_key[i]->env && !mb_megatron_key_applies(s, &k[i]))
+                mb_mgi__note(&m, m.by_key[i], "ignored: %s has no effect on this scenario (model %s, dispatcher "
+                             "%s, precision %s; --emit leaves it out)", k[i].key, s->model.name,
+                             mb_key_value_name("moe.dispatcher", s->dispatcher), s->prec.label);
+    }
     if (notes && a->notes)
         fputs(a->notes, notes);
     mb_mgi__leftovers(&m);

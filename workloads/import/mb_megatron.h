@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 
+#include "mb_keys.h"
 #include "mb_scenario.h"
 
 enum mb_megatron_dialect { MB_MEGATRON_LM, MB_MEGATRON_BRIDGE };
@@ -96,6 +97,14 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
  * they agree. An absent Megatron-LM flag means this value.
  */
 const char *mb_megatron_lm_default(const char *key);
+
+/**
+ * @brief 1 when key k means something for scenario s (its `applies` rule; no
+ * MoE keys on a dense model; the HybridEP permute fusion with HybridEP only),
+ * so --emit writes it and an imported value of it changes the prediction; 0
+ * otherwise (import notes a setting of such a key as without effect).
+ */
+int mb_megatron_key_applies(const struct mb_scenario *s, const struct mb_key *k);
 
 /**
  * @brief Write scenario s as Megatron-LM flags (`--flag value \` lines) or

@@ -316,6 +316,30 @@ int mb_mgi__conflicts(struct mb_mgi *m)
     return 0;
 }
 
+/* A setting that takes one value given several (`--moe-flex-dispatcher-backend hybridep \\ ` makes a
+ * second word of a blank; Bridge `[a,b]` for a number): argparse takes one word for such a flag and exits
+ * on the rest ("unrecognized arguments"); the rules read one value and took the flag for absent (the
+ * deepep default). An error at the setting. Lists are settings whose type is one (recompute_modules,
+ * cuda_graph_modules) and settings the import does not read (listed whole in their note). */
+int mb_mgi__single_values(struct mb_mgi *m)
+{
+    for (int i = 0; i < m->a->n; i++) {
+        struct mb_megatron_arg *g = &m->a->a[i];
+        if (g->env || g->ignored || m->a->log_block || !(g->nval > 1 || (g->is_list && g->nval > 0)))
+            continue;
+        const struct mb_key *k = mb_mgi__key_of(g->name);
+        int one = k ? k->type != MB_KEY_FLAGS
+                    : (mb_mgi__in(mb_mgi__rule_names, g->name) && strcmp(g->name, "cuda_graph_modules")) ||
+                          mb_mgi__in(mb_mgi__arch_names, g->name);
+        if (one)
+            return mb_mgi__err(m, g, "%d values ('%s', '%s'%s): it takes one%s", g->nval, g->val[0],
+                               g->nval > 1 ? g->val[1] : "", g->nval > 2 ? ", ..." : "",
+                               m->a->dialect == MB_MEGATRON_LM ? " (argparse exits on the others: \"unrecognized "
+                               "arguments\")" : ", not a list");
+    }
+    return 0;
+}
+
 /* Bridge `null` on a setting a rule reads: None where Megatron-Core has an
  * unset meaning for it (the rule takes it as absent, a boolean as off), else an
  * error, as for the keys read one to one (mb_mgi__direct_null). */

@@ -65,6 +65,7 @@ int mb_mgi__typos(struct mb_mgi *m);
 void mb_mgi__bridge_sections(struct mb_mgi *m);
 int mb_mgi__conflicts(struct mb_mgi *m);
 int mb_mgi__rule_nulls(struct mb_mgi *m);
+int mb_mgi__single_values(struct mb_mgi *m);
 void mb_mgi__leftovers(struct mb_mgi *m);
 
 #endif /* MB_MEGATRON_INT_H */
