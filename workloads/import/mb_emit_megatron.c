@@ -110,17 +110,6 @@ static void mb_mge__model(struct mb_mge *e, const struct mb_model *m)
 
 /* ------------------------------------------------------ key-table keys */
 
-int mb_megatron_key_applies(const struct mb_scenario *s, const struct mb_key *k)
-{
-    int moe = s->model.num_experts > 0;
-    if (!moe && (!strncmp(k->key, "moe.", 4) || !strcmp(k->key, "parallel.ep") || !strcmp(k->key, "parallel.etp") ||
-                 !strcmp(k->key, "overlap.ep_comm")))
-        return 0;
-    if (!strcmp(k->key, "moe.hybridep_permute_fusion") && s->dispatcher != MB_DISP_HYBRIDEP)
-        return 0;
-    return !k->applies || k->applies(s);
-}
-
 static int mb_mge__skip(const struct mb_scenario *s, const struct mb_key *k)
 {
     if (!strcmp(k->key, "parallel.vpp") && s->vpp <= 1)

@@ -210,6 +210,19 @@ const struct mb_key *mb_mgi__key_of(const char *name)
     return NULL;
 }
 
+/* Whether key k means something for s (mb_megatron.h): here, below both the import (which notes a
+ * setting of a key that does not) and --emit (which leaves such keys out). */
+int mb_megatron_key_applies(const struct mb_scenario *s, const struct mb_key *k)
+{
+    int moe = s->model.num_experts > 0;
+    if (!moe && (!strncmp(k->key, "moe.", 4) || !strcmp(k->key, "parallel.ep") || !strcmp(k->key, "parallel.etp") ||
+                 !strcmp(k->key, "overlap.ep_comm")))
+        return 0;
+    if (!strcmp(k->key, "moe.hybridep_permute_fusion") && s->dispatcher != MB_DISP_HYBRIDEP)
+        return 0;
+    return !k->applies || k->applies(s);
+}
+
 /* ------------------------------------------------------------ names */
 
 /* Architecture settings compared with a model file (mb_import_megatron.c). */
