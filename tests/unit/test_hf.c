@@ -150,12 +150,151 @@ static void test_bad_input(void **state)
     bad("no_such.json", "tests/data/hf/no_such.json: cannot open");
 }
 
+/* Import JSON text written here (fields by hand); the model loaded into *m, or the error in msg. */
+static int import_text(const char *json, struct mb_model *m, char *msg, size_t len, char **notes_p)
+{
+    FILE *fp = fopen("mbsim_test_hf.json", "w");
+    assert_non_null(fp);
+    fputs(json, fp);
+    fclose(fp);
+    char path[64] = "/tmp/mbsim_test_hf_XXXXXX", *notes = NULL;
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *out = fdopen(fd, "w");
+    size_t nlen = 0;
+    FILE *nf = open_memstream(&notes, &nlen);
+    struct mb_err err;
+    mb_err_clear(&err);
+    int rc = mb_hf_import("mbsim_test_hf.json", "t", out, nf, &err);
+    fclose(out);
+    fclose(nf);
+    if (rc)
+        mb_err_format(&err, msg, len);
+    else
+        assert_int_equal(mb_model_load(path, m, &err), 0);
+    if (notes_p)
+        *notes_p = notes;
+    else
+        free(notes);
+    unlink(path);
+    remove("mbsim_test_hf.json");
+    return rc;
+}
+
+#define DENSE(type, extra) "{\"model_type\": \"" type "\", \"hidden_size\": 2048, \"intermediate_size\": 4096,\n" \
+    "\"num_attention_heads\": 16, \"num_hidden_layers\": 4, \"vocab_size\": 1000" extra "}\n"
+#define MOE ", \"num_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 512"
+
+/* What each model type's transformers class gives a key left out (issue 37), from its configuration
+ * file (huggingface/transformers src/transformers/models/<type>/configuration_<type>.py):
+ * head_dim hidden // heads = 2048 // 16 = 128 except Qwen3Config's 128 (same here, so a second
+ * check with hidden 1024 below), num_key_value_heads: Llama the heads (16), Mistral / Mixtral 8,
+ * Qwen2 / Qwen3 32 (more than 16 heads: an error), Qwen2-MoE 16, Qwen3-MoE 4; the window: Mistral
+ * 4096 on every layer when absent, none when null; Llama none whatever sliding_window says;
+ * Qwen3-MoE every layer under use_sliding_window (max_window_layers not read). */
+static void test_type_defaults(void **state)
+{
+    (void)state;
+    struct mb_model m;
+    char msg[512], *notes;
+    assert_int_equal(import_text(DENSE("llama", ", \"sliding_window\": 512"), &m, msg, sizeof msg, &notes), 0);
+    assert_int_equal(m.num_kv_heads, 16);
+    assert_int_equal(m.head_dim, 128);
+    assert_int_equal(m.swa_window, 0);
+    assert_non_null(strstr(notes, "sliding_window = 512: unused: model_type llama has no sliding window"));
+    free(notes);
+    mb_model_free(&m);
+    assert_int_equal(import_text(DENSE("mistral", ""), &m, msg, sizeof msg, NULL), 0);
+    assert_int_equal(m.num_kv_heads, 8);
+    assert_int_equal(m.swa_window, 4096);
+    mb_model_free(&m);
+    assert_int_equal(import_text(DENSE("mistral", ", \"sliding_window\": null"), &m, msg, sizeof msg, NULL), 0);
+    assert_int_equal(m.swa_window, 0);
+    mb_model_free(&m);
+    assert_int_equal(import_text(DENSE("mixtral", ", \"num_local_experts\": 8, \"num_experts_per_tok\": 2"), &m, msg,
+                                 sizeof msg, NULL), 0);
+    assert_int_equal(m.num_kv_heads, 8);
+    assert_int_equal(m.swa_window, 0); /* MixtralConfig: sliding_window None */
+    mb_model_free(&m);
+    /* Qwen3: head_dim 128 although 1024 / 16 = 64 */
+    assert_int_equal(import_text("{\"model_type\": \"qwen3\", \"hidden_size\": 1024, \"intermediate_size\": 4096,\n"
+                                 "\"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"num_hidden_layers\": 4, "
+                                 "\"vocab_size\": 1000}\n", &m, msg, sizeof msg, NULL), 0);
+    assert_int_equal(m.head_dim, 128);
+    mb_model_free(&m);
+    /* Qwen3-MoE: hidden // heads = 64 (no head_dim in Qwen3MoeConfig), 4 kv heads, a window on every layer */
+    assert_int_equal(import_text("{\"model_type\": \"qwen3_moe\", \"hidden_size\": 1024, \"intermediate_size\": 4096,\n"
+                                 "\"num_attention_heads\": 16, \"num_hidden_layers\": 4, \"vocab_size\": 1000" MOE
+                                 ", \"use_sliding_window\": true, \"max_window_layers\": 2}\n", &m, msg, sizeof msg,
+                                 &notes), 0);
+    assert_int_equal(m.head_dim, 64);
+    assert_int_equal(m.num_kv_heads, 4);
+    assert_int_equal(m.swa_window, 4096);
+    assert_int_equal(m.swa_full_every, 0);
+    assert_non_null(strstr(notes, "max_window_layers = 2: unused: transformers' Qwen3-MoE windows every layer"));
+    free(notes);
+    mb_model_free(&m);
+    assert_int_equal(import_text(DENSE("qwen2_moe", MOE), &m, msg, sizeof msg, NULL), 0);
+    assert_int_equal(m.num_kv_heads, 16);
+    mb_model_free(&m);
+    /* Qwen2: 32 kv heads by default, which 16 heads cannot hold */
+    assert_int_equal(import_text(DENSE("qwen2", ""), &m, msg, sizeof msg, NULL), -1);
+    assert_non_null(strstr(msg, "mbsim_test_hf.json:2:1: \"num_key_value_heads\" = 32 (absent: the default of "
+                                "transformers' class for this model_type) does not divide num_attention_heads = 16"));
+    /* Qwen2-MoE with use_sliding_window and no layer_types: versions disagree, an error at the key */
+    assert_int_equal(import_text(DENSE("qwen2_moe", MOE ",\n\"use_sliding_window\": true"), &m, msg, sizeof msg, NULL),
+                     -1);
+    assert_non_null(strstr(msg, "mbsim_test_hf.json:3:1: \"use_sliding_window\": true without layer_types"));
+    /* LlamaConfig.validate_architecture: 2048 is no multiple of 24 heads */
+    assert_int_equal(import_text("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"intermediate_size\": 4096,\n"
+                                 "\"num_attention_heads\": 24, \"num_hidden_layers\": 4, \"vocab_size\": 1000, "
+                                 "\"head_dim\": 64}\n", &m, msg, sizeof msg, NULL), -1);
+    assert_non_null(strstr(msg, "mbsim_test_hf.json:2:1: \"num_attention_heads\" = 24 does not divide hidden_size = "
+                                "2048 (transformers' LlamaConfig refuses it)"));
+}
+
+#define VL(vision) "{\"model_type\": \"qwen3_vl\",\n\"text_config\": {\"hidden_size\": 1024, \"intermediate_size\": " \
+    "4096, \"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"num_hidden_layers\": 2, \"vocab_size\": 1000},\n" \
+    "\"vision_config\": {\"depth\": 4, \"hidden_size\": 256, \"intermediate_size\": 512, \"num_heads\": 4, " \
+    "\"patch_size\": 16,\n" vision "}}\n"
+
+/* Qwen3-VL's deepstack: each index one block of the encoder, once, and no more of them than decoder
+ * layers (the text model adds feature j at layer j); absent: the class's (8, 16, 24). A vision
+ * model_type of the other class contradicts the root. Columns by hand: line 4 starts with the
+ * vision keys after "vision_config": {"depth" ... (line 3, whose "depth" is at column 19). */
+static void test_vision_checks(void **state)
+{
+    (void)state;
+    struct mb_model m;
+    char msg[512];
+    assert_int_equal(import_text(VL("\"deepstack_visual_indexes\": [0, 1]"), &m, msg, sizeof msg, NULL), 0);
+    assert_int_equal(m.vision.deepstack, 2);
+    mb_model_free(&m);
+    assert_int_equal(import_text(VL("\"deepstack_visual_indexes\": [1, 1]"), &m, msg, sizeof msg, NULL), -1);
+    assert_string_equal(msg, "mbsim_test_hf.json:4:33: \"deepstack_visual_indexes\"[1] = 1 repeats [0]: each block "
+                             "feeds one decoder layer");
+    assert_int_equal(import_text(VL("\"deepstack_visual_indexes\": [0, -1]"), &m, msg, sizeof msg, NULL), -1);
+    assert_string_equal(msg, "mbsim_test_hf.json:4:33: \"deepstack_visual_indexes\"[1] = -1: the encoder has blocks 0 "
+                             "to 3 (depth 4)");
+    assert_int_equal(import_text(VL("\"deepstack_visual_indexes\": [0, 1, 2]"), &m, msg, sizeof msg, NULL), -1);
+    assert_non_null(strstr(msg, "\"deepstack_visual_indexes\": 3 indexes, but the text model has 2 layers"));
+    assert_int_equal(import_text(VL("\"model_type\": \"qwen3_vl\""), &m, msg, sizeof msg, NULL), -1);
+    assert_non_null(strstr(msg, "mbsim_test_hf.json:3:19: \"depth\" = 4: transformers' default deepstack_visual_indexes "
+                                "(8, 16, 24) need 25 blocks"));
+    assert_int_equal(import_text(VL("\"model_type\": \"qwen3_vl_moe\", \"deepstack_visual_indexes\": []"), &m, msg,
+                                 sizeof msg, NULL), -1);
+    assert_non_null(strstr(msg, "mbsim_test_hf.json:4:1: vision_config model_type 'qwen3_vl_moe' under a qwen3_vl "
+                                "config"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_equal),
         cmocka_unit_test(test_windows_and_notes),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_type_defaults),
+        cmocka_unit_test(test_vision_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -538,6 +538,223 @@ static void test_uneven_split(void **state)
         fail_msg("%s", buf);
 }
 
+/* Write text to path (a fixture built in the test, so that each line is where the expectation says). */
+static void put(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* The formatted error of importing text (a Megatron-LM command line, or Bridge overrides) as llama3_8b. */
+static const char *refused(const char *text, enum mb_megatron_dialect d)
+{
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    put("mbsim_test_refused.txt", text);
+    const char *msg = import_err("mbsim_test_refused.txt", d, &o);
+    remove("mbsim_test_refused.txt");
+    return msg;
+}
+
+#define LM_BASE "--num-layers 32 --hidden-size 4096 --seq-length 4096 --global-batch-size 64 --bf16\n"
+#define BR_BASE "model.seq_length=4096 train.global_batch_size=64 train.micro_batch_size=1\n"
+
+/* What argparse and Megatron refuse (issue 37): each an error at the word, with the reason. Columns
+ * by hand: line 2 of each text, after the words written before it. */
+static void test_refused(void **state)
+{
+    (void)state;
+    /* argparse: a bare `--` makes every later word positional; a word no flag takes; the string None */
+    assert_string_equal(refused(LM_BASE "python pretrain_gpt.py -- --tensor-model-parallel-size 2\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:24: '--': argparse takes every word after it as a positional "
+                        "argument, and Megatron-LM has none (its parser exits with \"unrecognized arguments\"); "
+                        "remove it");
+    assert_string_equal(refused(LM_BASE "--tensor-model-parallel-size=2 4\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:32: '4' follows no flag that takes a value (Megatron-LM's "
+                        "argparse exits with \"unrecognized arguments\")");
+    assert_string_equal(refused(LM_BASE "--tensor-model-parallel-size None\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:1: --tensor-model-parallel-size: parallel.tp: expected an "
+                        "integer, got 'None'");
+    /* validate_args and TransformerConfig */
+    assert_string_equal(refused(LM_BASE "--fp8-format hybrid --fp4-format e2m1\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:21: --fp4-format: refused beside --fp8-format (2:1): validate_args: "
+                        "\"--fp4-format and --fp8-format cannot be used simultaneously\"");
+    assert_string_equal(refused(LM_BASE "--enable-cuda-graph --cuda-graph-impl local\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:21: --cuda-graph-impl: refused beside --enable-cuda-graph (2:1): "
+                        "validate_args: \"Do not use --enable-cuda-graph or --external-cuda-graph with "
+                        "--cuda-graph-impl\"");
+    assert_string_equal(refused(LM_BASE "--cuda-graph-impl transformer_engine --cuda-graph-scope attn "
+                                "--cuda-graph-modules attn\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:62: --cuda-graph-modules: refused beside --cuda-graph-scope (2:38): "
+                        "validate_args: \"--cuda-graph-scope and --cuda-graph-modules cannot be used together\"");
+    /* Megatron-LM's default dispatcher is allgather: --moe-enable-deepep alone is refused by Megatron-Core */
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "qwen3_30b_a3b", .gpus = 8};
+    put("mbsim_test_refused.txt", "--num-layers 48 --seq-length 4096 --global-batch-size 64 --bf16 --num-experts 128\n"
+                                  "--moe-enable-deepep\n");
+    assert_string_equal(import_err("mbsim_test_refused.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_refused.txt:2:1: --moe-enable-deepep: the DeepEP backend needs "
+                        "--moe-token-dispatcher-type flex (Megatron-Core refuses it with the default allgather)");
+    remove("mbsim_test_refused.txt");
+    /* Bridge: bf16 and fp16 (a preset's and an override's), fp8 over an FP4 preset, FSDP twice */
+    assert_string_equal(refused(BR_BASE "mixed_precision=bf16_mixed mixed_precision.fp16=true\n", MB_MEGATRON_BRIDGE),
+                        "mbsim_test_refused.txt:2:28: mixed_precision.fp16: bf16 and fp16 both on (bf16_mixed): "
+                        "Megatron-Bridge refuses a model config with both");
+    assert_string_equal(refused(BR_BASE "mixed_precision=bf16_with_nvfp4_mixed mixed_precision.fp8=hybrid\n",
+                                MB_MEGATRON_BRIDGE),
+                        "mbsim_test_refused.txt:2:39: mixed_precision.fp8: fp8 (hybrid) and fp4 (e2m1) together: "
+                        "Megatron-Bridge refuses them (\"fp4 and fp8 cannot be used simultaneously\")");
+    assert_string_equal(refused(BR_BASE "dist.use_torch_fsdp2=true ddp.use_megatron_fsdp=true\n", MB_MEGATRON_BRIDGE),
+                        "mbsim_test_refused.txt:2:27: ddp.use_megatron_fsdp: refused beside dist.use_torch_fsdp2 "
+                        "(2:1): ConfigContainer.validate: \"use_megatron_fsdp and use_torch_fsdp2 are mutually "
+                        "exclusive\"");
+    /* a rule of the scenario check is reported at the flag that gave the value: TP 16 x PP 1 does not
+     * divide 8 GPUs (the parallel section's first setting) */
+    assert_string_equal(refused(LM_BASE "--micro-batch-size 1 --tensor-model-parallel-size 16\n", MB_MEGATRON_LM),
+                        "mbsim_test_refused.txt:2:22: --tensor-model-parallel-size: the imported settings do not "
+                        "make a valid scenario: tp*pp*cp = 16 does not divide gpus = 8");
+}
+
+/* What Megatron accepts and means otherwise than a last-wins reading (issue 37): Bridge applies a
+ * preset, then the mixed_precision fields given over it; turns the distributed optimizer on when
+ * either section asks; a log prints fp8_param_gather False beside fp4_param_gather True; a pipe ends
+ * the command and a redirection is skipped. */
+static void test_read_as_framework(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    /* the preset's FP8 format (hybrid) with the override's recipe: tensorwise = fp8_cs, not the
+     * preset's delayed; the preset's fp32 gradient reduction stands */
+    put("mbsim_test_fw.txt", BR_BASE "mixed_precision=bf16_with_fp8_delayed_scaling_mixed "
+                                     "mixed_precision.fp8_recipe=tensorwise\n"
+                                     "ddp.use_distributed_optimizer=false optimizer.use_distributed_optimizer=true\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_BRIDGE, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.prec.label, "fp8_cs");
+    assert_int_equal(s.grad_bytes, 4);
+    assert_int_equal(s.dist_opt, 1);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:3:37: optimizer.use_distributed_optimizer: true beside "
+                                  "ddp.use_distributed_optimizer=false (3:1): Megatron-Bridge turns the distributed "
+                                  "optimizer on for both"));
+    free(notes);
+    mb_scenario_free(&s);
+    /* fp16_mixed reduces gradients in 16 bits (its grad_reduce_in_fp32=False) */
+    put("mbsim_test_fw.txt", BR_BASE "mixed_precision=fp16_mixed\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_BRIDGE, &o, &s, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.prec.label, "fp16");
+    assert_int_equal(s.grad_bytes, 2);
+    mb_scenario_free(&s);
+    /* a log of an NVFP4 run (on GB200: NVFP4 needs Blackwell): the set fp4_param_gather, not the unset
+     * fp8_param_gather printed after it */
+    o.system = "gb200_nvl72";
+    put("mbsim_test_fw.txt", "  bf16 ......... True\n  fp4 .......... e2m1\n  fp4_param_gather ..... True\n"
+                             "  fp8_param_gather ..... False\n  num_layers ..... 32\n  seq_length ..... 4096\n"
+                             "  global_batch_size ..... 64\n  use_distributed_optimizer ..... True\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.prec.label, "nvfp4");
+    assert_int_equal(s.fp8_param_gather, 1);
+    mb_scenario_free(&s);
+    o.system = "dgx_h100";
+    /* the pipe ends the command (a note says where); the redirection is not a value of --bf16 */
+    put("mbsim_test_fw.txt", "torchrun pretrain_gpt.py " LM_BASE "  --tensor-model-parallel-size 2 2>&1 | tee log.txt\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.tp, 2);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:39: the command ends at '|': the words after it (tee ...) "
+                                  "are not read"));
+    free(notes);
+    mb_scenario_free(&s);
+    /* Adam moment dtypes are the precision-aware optimizer's: without it they change nothing (a note), and
+     * with it an absent one is Megatron's fp32, so bf16 + (fp32) is not one mbsim setting (a note) */
+    put("mbsim_test_fw.txt", LM_BASE "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.state_bytes, 8);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:1: --exp-avg-dtype: ignored: without "
+                                  "--use-precision-aware-optimizer the Adam moments stay fp32"));
+    free(notes);
+    mb_scenario_free(&s);
+    /* a setting without effect on the scenario is read and noted (--emit leaves it out): the HybridEP
+     * permute fusion under the deepep backend (flex's default) */
+    o.model = "qwen3_30b_a3b";
+    put("mbsim_test_fw.txt", "--num-layers 48 --seq-length 4096 --global-batch-size 64 --bf16 --num-experts 128\n"
+                             "--moe-token-dispatcher-type flex --moe-permute-fusion-into-hybridep\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.dispatcher, MB_DISP_DEEPEP);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:34: --moe-permute-fusion-into-hybridep: ignored: "
+                                  "moe.hybridep_permute_fusion has no effect on this scenario"));
+    free(notes);
+    mb_scenario_free(&s);
+    o.model = "llama3_8b";
+    /* bias_activation_fusion: --no-bias-swiglu-fusion under SwiGLU (llama3_8b) turns it off, the GELU
+     * switch does nothing there (Megatron-LM's argument_utils.py); Bridge's field; both emitted back */
+    put("mbsim_test_fw.txt", LM_BASE "--no-bias-swiglu-fusion --no-bias-gelu-fusion\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.bias_act_fusion, 0);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:25: --no-bias-gelu-fusion: ignored: model llama3_8b's "
+                                  "activation is SwiGLU"));
+    assert_null(strstr(notes, "--no-bias-swiglu-fusion:")); /* read, so not listed */
+    char *out = emit(&s, MB_MEGATRON_LM);
+    assert_non_null(strstr(out, "--no-bias-swiglu-fusion"));
+    free(out);
+    free(notes);
+    mb_scenario_free(&s);
+    put("mbsim_test_fw.txt", BR_BASE "model.bias_activation_fusion=false\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_BRIDGE, &o, &s, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.bias_act_fusion, 0);
+    out = emit(&s, MB_MEGATRON_BRIDGE);
+    assert_non_null(strstr(out, "model.bias_activation_fusion=false"));
+    free(out);
+    mb_scenario_free(&s);
+    put("mbsim_test_fw.txt", LM_BASE "--use-precision-aware-optimizer --exp-avg-dtype bf16\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.state_bytes, 8);
+    assert_non_null(strstr(notes, "--exp-avg-dtype: not simulated: mbsim keeps both Adam moments in fp32 or both in "
+                                  "bf16 (optimizer.states); exp_avg bf16, exp_avg_sq fp32"));
+    free(notes);
+    mb_scenario_free(&s);
+    remove("mbsim_test_fw.txt");
+}
+
+/* --emit bridge writes what Bridge applies (issue 37): the gradient dtype under mixed_precision (its
+ * setup writes over ddp's), FSDP2 under dist; importing it back gives the same scenario. */
+static void test_emit_bridge_paths(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    struct mb_scenario s, s2;
+    struct mb_err err;
+    put("mbsim_test_emit.txt", BR_BASE "mixed_precision=bf16_mixed mixed_precision.grad_reduce_in_fp32=false\n"
+                                       "dist.use_torch_fsdp2=true\n");
+    if (import("mbsim_test_emit.txt", MB_MEGATRON_BRIDGE, &o, &s, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.grad_bytes, 2);
+    assert_int_equal(s.strategy, MB_STRAT_FSDP);
+    assert_int_equal(s.fsdp_impl, MB_FSDP_TORCH2);
+    char *out = emit(&s, MB_MEGATRON_BRIDGE);
+    assert_non_null(strstr(out, "mixed_precision.grad_reduce_in_fp32=false"));
+    assert_non_null(strstr(out, "dist.use_torch_fsdp2=true"));
+    assert_null(strstr(out, "ddp.grad_reduce_in_fp32"));
+    put("mbsim_test_emit.txt", out);
+    free(out);
+    if (import("mbsim_test_emit.txt", MB_MEGATRON_BRIDGE, &o, &s2, NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s2.grad_bytes, 2);
+    assert_int_equal(s2.fsdp_impl, MB_FSDP_TORCH2);
+    mb_scenario_free(&s2);
+    mb_scenario_free(&s);
+    remove("mbsim_test_emit.txt");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +763,8 @@ int main(void)
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
         cmocka_unit_test(test_key_names),
+        cmocka_unit_test(test_refused), cmocka_unit_test(test_read_as_framework),
+        cmocka_unit_test(test_emit_bridge_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

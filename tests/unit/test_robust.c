@@ -339,6 +339,103 @@ static void test_work_limits(void **state)
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* `mbsim import megatron|bridge` (issue 37): line ends that hung the reader, sizes whose products
+ * wrapped, settings read silently wrong, and what Megatron refuses. Positions by hand from the files
+ * (1-based; a CR-only file's lines are counted at each CR). */
+static void test_import_megatron(void **state)
+{
+    (void)state;
+#define IMP(f, gpus) "import megatron " R f " --system dgx_h100 --model llama3_8b" gpus
+#define BRI(f) "import bridge " R f " --system dgx_h100 --model llama3_8b --gpus 8"
+    static const struct rcase c[] = {
+        /* hangs: CR-only lines (the bad value on the 4th line proves the CRs end lines), a last bare CR */
+        {IMP("import_cr_only.sh", " --gpus 8"), 1,
+         R "import_cr_only.sh:4:1: --tensor-model-parallel-size: parallel.tp: expected an integer, got 'two'"},
+        {IMP("import_cr_last_line.sh", " --gpus 8"), 0, "  tp: 2\n  pp: 2\n"},
+        /* silently wrong: a byte order mark kept TP at 1; one dash dropped the flag and its value */
+        {IMP("import_bom.sh", " --gpus 8"), 0, "  tp: 4\n"},
+        {IMP("import_single_dash.sh", " --gpus 8"), 1,
+         R "import_single_dash.sh:5:5: -tensor-model-parallel-size: a single-dash option is no Megatron-LM argument "
+           "(argparse with allow_abbrev=False exits with \"unrecognized arguments\"); expected "
+           "--tensor-model-parallel-size"},
+        /* found by fuzz_import_megatron: an escaped blank after the backend made it a list of two, read
+         * as no backend (deepep); argparse refuses the second word */
+        {"import megatron " R "import_escaped_blank.sh --system dgx_h100 --gpus 8", 1,
+         R "import_escaped_blank.sh:6:5: --moe-flex-dispatcher-backend: 2 values ('hybridep', ''): it takes one "
+           "(argparse exits on the others: \"unrecognized arguments\")"},
+        /* refused together by Megatron-LM's validate_args: an error at the second, naming the first */
+        {IMP("import_vpp_two_spellings.sh", " --gpus 8"), 1,
+         R "import_vpp_two_spellings.sh:4:1: --num-layers-per-virtual-pipeline-stage: refused beside "
+           "--num-virtual-stages-per-pipeline-rank (3:34)"},
+        {IMP("import_bf16_fp16.sh", " --gpus 8"), 1,
+         R "import_bf16_fp16.sh:2:84: --fp16: refused beside --bf16 (2:77): validate_args asserts that not both are on"},
+        /* 64-bit products, refused beyond the limit before they wrap: 2^32 x 2^32 = 2^64, 2^62 x 4 */
+        {IMP("import_overflow_nnodes.sh", ""), 1,
+         R "import_overflow_nnodes.sh:3:30: --nproc-per-node: GPUs: --nnodes x --nproc-per-node = 4294967296 x "
+           "4294967296 is more than 1000000"},
+        {IMP("import_overflow_vpp.sh", " --gpus 8"), 1,
+         R "import_overflow_vpp.sh:3:34: --num-layers-per-virtual-pipeline-stage: layers per virtual stage x pp (at "
+           "most the model's layers) = 4611686018427387904 x 4 is more than 32"},
+        {IMP("import_overflow_dp.sh", ""), 1,
+         R "import_overflow_dp.sh:3:1: --data-parallel-size: GPUs: data_parallel_size x TP = 4611686018427387904 x 4 "
+           "is more than 1000000"},
+        /* Bridge: null kept (FP8 off, not the preset's), refused where Megatron-Core has no None */
+        {BRI("bridge_null_fp8.txt"), 0, "precision: bf16\n"},
+        {BRI("bridge_null_tp.txt"), 1,
+         R "bridge_null_tp.txt:4:1: model.tensor_model_parallel_size: null: Megatron-Core has no None for parallel.tp"},
+        {BRI("bridge_peft_dim0.txt"), 1,
+         R "bridge_peft_dim0.txt:3:1: peft.dim: 0: a LoRA of rank 0 on the frozen base trains nothing"},
+        {BRI("bridge_seq_conflict.txt"), 1,
+         R "bridge_seq_conflict.txt:4:1: dataset.sequence_length: 4096, but model.seq_length (3:1) is 8192: one "
+           "setting given two values (Megatron-Bridge requires the model's and the dataset's sequence lengths to "
+           "match)"},
+        /* sections Bridge does not apply: noted at the override (the + is col 1), and not read (TP stays 1) */
+        {BRI("bridge_ignored_sections.txt"), 0,
+         R "bridge_ignored_sections.txt:5:1: train.tensor_model_parallel_size: not imported: Megatron-Bridge does not "
+           "read tensor_model_parallel_size from train."},
+        {BRI("bridge_ignored_sections.txt"), 0,
+         R "bridge_ignored_sections.txt:5:37: ddp.grad_reduce_in_fp32: not imported: Megatron-Bridge's mixed-precision "
+           "setup (MixedPrecisionConfig.setup) writes mixed_precision.grad_reduce_in_fp32 over it"},
+        {BRI("bridge_ignored_sections.txt"), 0, "  tp: 1\n"},
+    };
+#undef IMP
+#undef BRI
+    check_cases(c, sizeof c / sizeof c[0]);
+}
+
+/* `mbsim import hf` (issue 37): what transformers' class for the model_type does, not a guess shared by
+ * all types; configs that cannot be built are errors at the offending value. Positions by hand. */
+static void test_import_hf(void **state)
+{
+    (void)state;
+#define HF(f) "import hf " R f " -o robust_hf.yaml"
+    static const struct rcase c[] = {
+        /* LlamaConfig has no sliding window: listed as unused, not a window on every layer */
+        {HF("hf_llama_sliding_window.json"), 0,
+         R "hf_llama_sliding_window.json:10: sliding_window = 4096: unused: model_type llama has no sliding window in "
+           "transformers"},
+        /* Qwen3Config: head_dim 128 when absent (not 2048 / 32 = 64); checked in the written file below */
+        {HF("hf_qwen3_no_head_dim.json"), 0, "wrote robust_hf.yaml"},
+        /* [8, 16, 27] on a 27-block encoder: the third element, line 12 col 41 */
+        {HF("hf_vl_deepstack_beyond.json"), 1,
+         R "hf_vl_deepstack_beyond.json:12:41: \"deepstack_visual_indexes\"[2] = 27: the encoder has blocks 0 to 26 "
+           "(depth 27)"},
+        {HF("hf_vl_moe_dense_text.json"), 1,
+         R "hf_vl_moe_dense_text.json:5:5: text_config model_type 'qwen3_vl_text' under a qwen3_vl_moe config: "
+           "transformers builds the text model as qwen3_vl_moe_text"},
+        {HF("hf_bom.json"), 1, R "hf_bom.json:1:1: a UTF-8 byte order mark: transformers refuses it"},
+        {HF("hf_cr_only.json"), 1, R "hf_cr_only.json:4:3: \"num_hidden_layers\": expected an integer >= 1"},
+    };
+#undef HF
+    check_cases(c, sizeof c / sizeof c[0]);
+    char *o;
+    assert_int_equal(run("import hf " R "hf_qwen3_no_head_dim.json", &o), 0);
+    assert_non_null(strstr(o, "head_dim: 128\n"));
+    assert_non_null(strstr(o, "num_kv_heads: 32\n"));
+    mb_free(o);
+    remove("robust_hf.yaml");
+}
+
 /* Non-regular files and the size limit, for each kind of reader (mb_input.c). */
 static void test_files(void **state)
 {
@@ -385,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
         cmocka_unit_test(test_plausibility),
+        cmocka_unit_test(test_import_megatron), cmocka_unit_test(test_import_hf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,15 +112,9 @@ static void mb_mge__model(struct mb_mge *e, const struct mb_model *m)
 
 static int mb_mge__skip(const struct mb_scenario *s, const struct mb_key *k)
 {
-    int moe = s->model.num_experts > 0;
-    if (!moe && (!strncmp(k->key, "moe.", 4) || !strcmp(k->key, "parallel.ep") || !strcmp(k->key, "parallel.etp") ||
-                 !strcmp(k->key, "overlap.ep_comm")))
-        return 1;
-    if (!strcmp(k->key, "moe.hybridep_permute_fusion") && s->dispatcher != MB_DISP_HYBRIDEP)
-        return 1;
     if (!strcmp(k->key, "parallel.vpp") && s->vpp <= 1)
         return 1;
-    return k->applies && !k->applies(s);
+    return !mb_megatron_key_applies(s, k);
 }
 
 static void mb_mge__key(struct mb_mge *e, const struct mb_scenario *s, const struct mb_key *k)
@@ -262,21 +256,22 @@ static void mb_mge__optimizer(struct mb_mge *e, const struct mb_scenario *s)
     int br = e->d == MB_MEGATRON_BRIDGE;
     if (s->strategy == MB_STRAT_FSDP) {
         if (s->fsdp_impl == MB_FSDP_TORCH2) {
-            mb_mge__switch(e, "use_torch_fsdp2", "ddp.use_torch_fsdp2", 1);
+            mb_mge__switch(e, "use_torch_fsdp2", "dist.use_torch_fsdp2", 1); /* Bridge: DistributedInitConfig */
         } else {
             mb_mge__switch(e, "use_megatron_fsdp", "ddp.use_megatron_fsdp", 1);
             mb_mge__set(e, "data_parallel_sharding_strategy", "ddp.data_parallel_sharding_strategy",
                         "optim_grads_params");
         }
     }
-    if (!s->bias_act_fusion) { /* Megatron-LM: one switch per activation; Bridge: the config field */
-        int glu = s->model.act == MB_ACT_SWIGLU || s->model.act == MB_ACT_GEGLU;
-        mb_mge__switch(e, glu ? "no_bias_swiglu_fusion" : "no_bias_gelu_fusion", "model.bias_activation_fusion", !br);
+    if (!s->bias_act_fusion) { /* Megatron-LM: --no-bias-swiglu-fusion under --swiglu, else the GELU one
+                                  (argument_utils.py); Bridge: the config field */
+        int swiglu = s->model.act == MB_ACT_SWIGLU;
+        mb_mge__switch(e, swiglu ? "no_bias_swiglu_fusion" : "no_bias_gelu_fusion", "model.bias_activation_fusion", !br);
     }
     if (br && s->cpu_offload_layers > 0) /* Megatron-LM's arguments.py sets it from the count; Bridge does not */
         mb_mge__switch(e, "", "model.cpu_offloading", 1);
-    if (br)
-        mb_mge__switch(e, "", "ddp.grad_reduce_in_fp32", s->grad_bytes == 4);
+    if (br) /* not ddp.: MixedPrecisionConfig.setup writes the mixed_precision field over DDP's */
+        mb_mge__switch(e, "", "mixed_precision.grad_reduce_in_fp32", s->grad_bytes == 4);
     else
         mb_mge__switch(e, "grad_reduce_in_bf16", "", s->grad_bytes == 2);
     if (s->state_bytes == 4) {

@@ -28,14 +28,40 @@
 enum mb_hf__family { MB_HF_LLAMA, MB_HF_MISTRAL, MB_HF_QWEN2, MB_HF_QWEN3, MB_HF_QWEN2_MOE, MB_HF_QWEN3_MOE,
                      MB_HF_MIXTRAL, MB_HF_DEEPSEEK_V3 };
 
-static const struct {
+/* How a model type's transformers implementation windows attention. */
+enum mb_hf__swa {
+    MB_HF_SWA_NONE,      /* no sliding window: a sliding_window key is unused (LlamaConfig has none) */
+    MB_HF_SWA_ALL,       /* sliding_window on every layer (MistralAttention, MixtralAttention) */
+    MB_HF_SWA_QWEN,      /* use_sliding_window: layers from max_window_layers on, or layer_types (Qwen2Config) */
+    MB_HF_SWA_QWEN_ALL,  /* use_sliding_window: every layer (Qwen3MoeAttention reads sliding_window alone) */
+    MB_HF_SWA_QWEN2_MOE, /* use_sliding_window: transformers releases disagree on the layers; layer_types only */
+};
+
+/* Defaults of each model type's configuration class where a config.json leaves the key out
+ * (transformers src/transformers/models/<type>/configuration_<type>.py, read at commit 008e574 of
+ * huggingface/transformers, and modeling_qwen3_moe.py for its attention): kv = num_key_value_heads
+ * (0: num_attention_heads, LlamaConfig's None), head_dim (0: hidden_size // num_attention_heads, as
+ * LlamaConfig, MistralConfig and MixtralConfig compute it and Qwen2's / Qwen3-MoE's attention take
+ * it with getattr), window = sliding_window (MistralConfig 4096, MixtralConfig None). */
+static const struct mb_hf__type {
     const char *type;
     enum mb_hf__family fam;
+    long kv, head_dim;
+    enum mb_hf__swa swa;
+    long window;
 } mb_hf__types[] = {
-    {"llama", MB_HF_LLAMA},         {"mistral", MB_HF_MISTRAL},           {"qwen2", MB_HF_QWEN2},
-    {"qwen3", MB_HF_QWEN3},         {"qwen2_moe", MB_HF_QWEN2_MOE},       {"qwen3_moe", MB_HF_QWEN3_MOE},
-    {"mixtral", MB_HF_MIXTRAL},     {"deepseek_v3", MB_HF_DEEPSEEK_V3},   {"qwen3_vl_text", MB_HF_QWEN3},
-    {"qwen3_vl_moe_text", MB_HF_QWEN3_MOE},
+    {"llama", MB_HF_LLAMA, 0, 0, MB_HF_SWA_NONE, 0},
+    {"mistral", MB_HF_MISTRAL, 8, 0, MB_HF_SWA_ALL, 4096},
+    {"qwen2", MB_HF_QWEN2, 32, 0, MB_HF_SWA_QWEN, 4096},
+    {"qwen3", MB_HF_QWEN3, 32, 128, MB_HF_SWA_QWEN, 4096},
+    {"qwen2_moe", MB_HF_QWEN2_MOE, 16, 0, MB_HF_SWA_QWEN2_MOE, 4096},
+    {"qwen3_moe", MB_HF_QWEN3_MOE, 4, 0, MB_HF_SWA_QWEN_ALL, 4096},
+    {"mixtral", MB_HF_MIXTRAL, 8, 0, MB_HF_SWA_ALL, 0},
+    {"deepseek_v3", MB_HF_DEEPSEEK_V3, 0, 0, MB_HF_SWA_NONE, 0}, /* MLA: heads and head sizes of its own */
+    /* Qwen3-VL's text models, built from the root's class (Qwen3VLConfig.sub_configs): no window
+     * (Qwen3VLMoeTextConfig sets sliding_window = None) */
+    {"qwen3_vl_text", MB_HF_QWEN3, 32, 128, MB_HF_SWA_NONE, 0},
+    {"qwen3_vl_moe_text", MB_HF_QWEN3_MOE, 16, 0, MB_HF_SWA_NONE, 0},
 };
 
 /* Keys that are understood and have no effect on a training-step simulation. */
@@ -90,6 +116,8 @@ struct mb_hf {
     struct mb_hf__obj root, tc, vc; /* tc = root for text-only configs; vc.o NULL without vision */
     enum mb_hf__family fam;
     const char *type;
+    const struct mb_hf__type *t; /* the model type's defaults */
+    char why_window[200];         /* the note of the sliding-window keys no layer uses */
     struct mb_err *err;
 };
 
@@ -108,16 +136,91 @@ struct mb_hf__out {
 
 /* ------------------------------------------------------------ positions */
 
-static void mb_hf__pos(const struct mb_hf *h, size_t off, const char *key, int *line, int *col)
+/* JSON text scanning for positions (jansson keeps none): the end of the value
+ * at text[i] (a string, an object or array with their nesting, or a scalar). */
+static size_t mb_hf__skip_value(const char *t, size_t i)
 {
-    char pat[160];
-    snprintf(pat, sizeof pat, "\"%s\"", key);
-    const char *p = strstr(h->text + off, pat);
-    if (!p)
-        p = h->text + off;
+    int depth = 0;
+    for (; t[i]; i++) {
+        char c = t[i];
+        if (c == '"') {
+            for (i++; t[i] && t[i] != '"'; i++)
+                if (t[i] == '\\' && t[i + 1])
+                    i++;
+            if (!t[i])
+                return i;
+            if (!depth)
+                return i + 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (!depth)
+                return i;
+            if (!--depth)
+                return i + 1;
+        } else if (!depth && (c == ',' || c == ' ' || c == '\t' || c == '\n')) {
+            return i;
+        }
+    }
+    return i;
+}
+
+static size_t mb_hf__ws(const char *t, size_t i)
+{
+    while (t[i] == ' ' || t[i] == '\t' || t[i] == '\n')
+        i++;
+    return i;
+}
+
+/* In the object whose '{' is at text[obj]: the offset of member `key`'s name
+ * (*val: of its value); obj itself when there is no such member. The last of
+ * a repeated key, as jansson keeps. */
+static size_t mb_hf__member(const char *t, size_t obj, const char *key, size_t *val)
+{
+    size_t found = obj, klen = strlen(key);
+    *val = obj;
+    if (t[obj] != '{')
+        return obj;
+    size_t i = mb_hf__ws(t, obj + 1);
+    while (t[i] == '"') {
+        size_t k = i, e = mb_hf__skip_value(t, i);
+        int match = e >= k + 2 && e - k - 2 == klen && !memcmp(t + k + 1, key, klen);
+        i = mb_hf__ws(t, e);
+        if (t[i] != ':')
+            break;
+        i = mb_hf__ws(t, i + 1);
+        if (match)
+            found = k, *val = i;
+        i = mb_hf__ws(t, mb_hf__skip_value(t, i));
+        if (t[i] != ',')
+            break;
+        i = mb_hf__ws(t, i + 1);
+    }
+    return found;
+}
+
+/* In the array whose '[' is at text[arr]: the offset of element idx, or arr. */
+static size_t mb_hf__element(const char *t, size_t arr, size_t idx)
+{
+    if (t[arr] != '[')
+        return arr;
+    size_t i = mb_hf__ws(t, arr + 1);
+    for (size_t n = 0; t[i] && t[i] != ']'; n++) {
+        if (n == idx)
+            return i;
+        i = mb_hf__ws(t, mb_hf__skip_value(t, i));
+        if (t[i] != ',')
+            break;
+        i = mb_hf__ws(t, i + 1);
+    }
+    return arr;
+}
+
+static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *col)
+{
     *line = 1;
     *col = 1;
-    for (const char *q = h->text; q < p; q++) {
+    for (const char *q = h->text; q < h->text + off && *q; q++) {
         if (*q == '\n') {
             ++*line;
             *col = 1;
@@ -125,6 +228,13 @@ static void mb_hf__pos(const struct mb_hf *h, size_t off, const char *key, int *
             ++*col;
         }
     }
+}
+
+/* Position of member `key` of object ob ("{": the object itself). */
+static void mb_hf__pos(const struct mb_hf *h, size_t off, const char *key, int *line, int *col)
+{
+    size_t val;
+    mb_hf__linecol(h, strcmp(key, "{") ? mb_hf__member(h->text, off, key, &val) : off, line, col);
 }
 
 static int mb_hf__err(const struct mb_hf *h, const struct mb_hf__obj *ob, const char *key, const char *fmt, ...)
@@ -156,6 +266,13 @@ static json_t *mb_hf__get(struct mb_hf__obj *ob, const char *key)
     if (v)
         mb_hf__use(ob, key);
     return v && !json_is_null(v) ? v : NULL;
+}
+
+/* 1 when key is given as null (None: the class's own fallback, which may differ from its default). */
+static int mb_hf__null(const struct mb_hf__obj *ob, const char *key)
+{
+    json_t *v = json_object_get(ob->o, key);
+    return v && json_is_null(v);
 }
 
 /* Integer key >= lo; def when absent (required: def < 0 makes absence an error). */
@@ -210,8 +327,11 @@ static int mb_hf__attention(struct mb_hf *h, struct mb_hf__out *m)
 {
     struct mb_hf__obj *t = &h->tc;
     int bias = 0, mlp_bias = 0;
-    if (mb_hf__int(h, t, "num_attention_heads", 1, -1, &m->heads) ||
-        mb_hf__int(h, t, "num_key_value_heads", 1, m->heads, &m->kv) ||
+    if (mb_hf__int(h, t, "num_attention_heads", 1, -1, &m->heads))
+        return -1;
+    /* absent: the class's default (mb_hf__types); null: the heads, as every class's None does */
+    long kv = h->t->kv && !mb_hf__null(t, "num_key_value_heads") ? h->t->kv : m->heads;
+    if (mb_hf__int(h, t, "num_key_value_heads", 1, kv, &m->kv) ||
         mb_hf__bool(h, t, "attention_bias", 0, &bias) || mb_hf__bool(h, t, "mlp_bias", 0, &mlp_bias))
         return -1;
     if (mlp_bias)
@@ -219,8 +339,10 @@ static int mb_hf__attention(struct mb_hf *h, struct mb_hf__out *m)
     m->qkv_bias = bias || h->fam == MB_HF_QWEN2 || h->fam == MB_HF_QWEN2_MOE; /* Qwen2: q/k/v biases always */
     m->qk_norm = h->fam == MB_HF_QWEN3 || h->fam == MB_HF_QWEN3_MOE;
     if (m->heads % m->kv)
-        return mb_hf__err(h, t, "num_key_value_heads", "\"num_key_value_heads\" = %ld does not divide "
-                          "num_attention_heads = %ld", m->kv, m->heads);
+        return mb_hf__err(h, t, json_object_get(t->o, "num_key_value_heads") ? "num_key_value_heads" : "num_attention_heads",
+                          "\"num_key_value_heads\" = %ld%s does not divide num_attention_heads = %ld", m->kv,
+                          json_object_get(t->o, "num_key_value_heads") ? "" : " (absent: the default of transformers' "
+                          "class for this model_type)", m->heads);
     if (h->fam == MB_HF_DEEPSEEK_V3) {
         m->mla = 1;
         mb_hf__use(t, "head_dim"); /* newer configs: = qk_rope_head_dim */
@@ -229,7 +351,15 @@ static int mb_hf__attention(struct mb_hf *h, struct mb_hf__out *m)
                mb_hf__int(h, t, "qk_rope_head_dim", 1, -1, &m->qk_rope) || mb_hf__int(h, t, "v_head_dim", 1, -1, &m->v_head)
                    ? -1 : 0;
     }
-    long dflt = m->hidden % m->heads ? -1 : m->hidden / m->heads;
+    /* LlamaConfig.validate_architecture refuses a hidden size the heads do not divide; the other
+     * classes floor-divide (hidden_size // num_attention_heads) when head_dim is absent or null */
+    if (h->fam == MB_HF_LLAMA && m->hidden % m->heads)
+        return mb_hf__err(h, t, "num_attention_heads", "\"num_attention_heads\" = %ld does not divide hidden_size = "
+                          "%ld (transformers' LlamaConfig refuses it)", m->heads, m->hidden);
+    long dflt = h->t->head_dim && !mb_hf__null(t, "head_dim") ? h->t->head_dim : m->hidden / m->heads;
+    if (dflt < 1)
+        return mb_hf__err(h, t, "num_attention_heads", "\"num_attention_heads\" = %ld is more than hidden_size = %ld: "
+                          "the default head_dim (hidden_size // num_attention_heads) is 0", m->heads, m->hidden);
     return mb_hf__int(h, t, "head_dim", 1, dflt, &m->head_dim);
 }
 
@@ -268,24 +398,74 @@ static int mb_hf__layer_types(struct mb_hf *h, json_t *lt, long window, struct m
     return 0;
 }
 
+/* Keys of the sliding window, reported with h->why_window when no layer uses them. */
+static const char *const mb_hf__window_keys[] = {"sliding_window", "max_window_layers", "layer_types",
+                                                 "use_sliding_window", NULL};
+
+static void mb_hf__window_unused(struct mb_hf *h, const char *why)
+{
+    for (int i = 0; mb_hf__window_keys[i]; i++)
+        json_object_del(h->tc.used, mb_hf__window_keys[i]);
+    snprintf(h->why_window, sizeof h->why_window, "%s", why);
+}
+
+/* The sliding window as the model type's transformers attention applies it
+ * (enum mb_hf__swa): a key the implementation does not read is reported as
+ * unused, never applied (a Llama config's sliding_window windowed every layer). */
 static int mb_hf__sliding(struct mb_hf *h, struct mb_hf__out *m)
 {
     struct mb_hf__obj *t = &h->tc;
-    long window = 0, max_window = 0; /* Mistral/Mixtral: every layer */
-    int use = 1;
-    if (mb_hf__int(h, t, "sliding_window", 1, 0, &window))
+    enum mb_hf__swa swa = h->t->swa;
+    long window = 0, max_window = 0;
+    int use = 0;
+    char why[200];
+    if (swa == MB_HF_SWA_NONE) {
+        snprintf(why, sizeof why, "unused: model_type %s has no sliding window in transformers (its attention "
+                 "applies none)", h->t->type);
+        mb_hf__window_unused(h, why);
+        return 0;
+    }
+    /* absent: the class's default (MistralConfig 4096); null: none */
+    if (mb_hf__int(h, t, "sliding_window", 1, mb_hf__null(t, "sliding_window") ? 0 : h->t->window, &window))
         return -1;
-    json_t *lt = mb_hf__get(t, "layer_types");
-    int qwen = h->fam == MB_HF_QWEN2 || h->fam == MB_HF_QWEN3 || h->fam == MB_HF_QWEN2_MOE || h->fam == MB_HF_QWEN3_MOE;
-    /* Qwen: only with use_sliding_window, on layers max_window_layers.. (transformers' default 28) */
-    if (qwen && (mb_hf__bool(h, t, "use_sliding_window", 0, &use) ||
-                 mb_hf__int(h, t, "max_window_layers", 0, 28, &max_window)))
+    if (swa == MB_HF_SWA_ALL) { /* every layer; layer_types is ignored (MistralConfig warns) */
+        m->window = window;
+        snprintf(why, sizeof why, window ? "unused: transformers' %s attention windows every layer and reads no "
+                 "layer_types" : "unused: sliding_window is null (no window)", h->t->type);
+        mb_hf__window_unused(h, why);
+        if (window)
+            mb_hf__use(t, "sliding_window");
+        return 0;
+    }
+    if (mb_hf__bool(h, t, "use_sliding_window", 0, &use))
         return -1;
+    if (!use || !window) { /* Qwen configs: sliding_window = sliding_window if use_sliding_window else None */
+        mb_hf__window_unused(h, !use ? "unused: use_sliding_window is false (no layer has a window)"
+                                     : "unused: sliding_window is null (no layer has a window)");
+        if (json_object_get(t->o, "use_sliding_window"))
+            mb_hf__use(t, "use_sliding_window"); /* read, and what decides */
+        return 0;
+    }
+    json_t *lt = swa == MB_HF_SWA_QWEN_ALL ? NULL : mb_hf__get(t, "layer_types");
     if (lt)
         return mb_hf__layer_types(h, lt, window, m);
-    if (!use || !window || max_window >= m->layers) { /* Qwen: layers from max_window_layers on are windowed */
-        json_object_del(t->used, "sliding_window"); /* reported: set, but no layer uses it */
-        json_object_del(t->used, "max_window_layers");
+    if (swa == MB_HF_SWA_QWEN_ALL) { /* Qwen3MoeAttention: sliding_window on every layer */
+        mb_hf__window_unused(h, "unused: transformers' Qwen3-MoE windows every layer (max_window_layers and "
+                                "layer_types are not read)");
+        mb_hf__use(t, "sliding_window");
+        mb_hf__use(t, "use_sliding_window");
+        m->window = window;
+        return 0;
+    }
+    if (swa == MB_HF_SWA_QWEN2_MOE)
+        return mb_hf__err(h, t, "use_sliding_window", "\"use_sliding_window\": true without layer_types: transformers "
+                          "releases disagree on Qwen2-MoE's windowed layers (older: from max_window_layers on; "
+                          "current: every other layer below it); give layer_types");
+    /* Qwen2Config / Qwen3Config: layer i is windowed when i >= max_window_layers (default 28) */
+    if (mb_hf__int(h, t, "max_window_layers", 0, 28, &max_window))
+        return -1;
+    if (max_window >= m->layers) {
+        mb_hf__window_unused(h, "unused: no layer has a sliding window (max_window_layers >= layers)");
         return 0;
     }
     if (max_window > 0)
@@ -351,24 +531,89 @@ static int mb_hf__moe(struct mb_hf *h, struct mb_hf__out *m)
 }
 
 /* Qwen3-VL's vision_config (Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig). */
+/* Error at element i of array member `key` of object ob. */
+static int mb_hf__err_elem(const struct mb_hf *h, const struct mb_hf__obj *ob, const char *key, size_t i,
+                           const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+static int mb_hf__err_elem(const struct mb_hf *h, const struct mb_hf__obj *ob, const char *key, size_t i,
+                           const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t val;
+    mb_hf__member(h->text, ob->off, key, &val);
+    int line, col;
+    mb_hf__linecol(h, mb_hf__element(h->text, val, i), &line, &col);
+    return mb_err_set(h->err, h->path, line, col, "%s", msg);
+}
+
+/* Deepstack: the encoder blocks whose features Qwen3-VL adds to the first
+ * len(indexes) decoder layers (Qwen3VLVisionModel keeps one merger per index;
+ * the text model adds feature j at layer j). An index that is no block of the
+ * encoder, a repeated one, or more of them than decoder layers cannot be
+ * built as written: an error at the element. Absent: the class's (8, 16, 24). */
+static int mb_hf__deepstack(struct mb_hf *h, struct mb_hf__out *m)
+{
+    struct mb_hf__obj *v = &h->vc;
+    static const long dflt[] = {8, 16, 24};
+    json_t *ds = mb_hf__get(v, "deepstack_visual_indexes");
+    if (!ds && json_object_get(v->o, "deepstack_visual_indexes"))
+        return mb_hf__err(h, v, "deepstack_visual_indexes", "\"deepstack_visual_indexes\": null; expected a list of "
+                          "encoder block indexes ([] for none)");
+    if (ds && !json_is_array(ds))
+        return mb_hf__err(h, v, "deepstack_visual_indexes", "\"deepstack_visual_indexes\": expected a list");
+    size_t n = ds ? json_array_size(ds) : 3;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = ds ? json_array_get(ds, i) : NULL;
+        if (ds && !json_is_integer(e))
+            return mb_hf__err_elem(h, v, "deepstack_visual_indexes", i, "\"deepstack_visual_indexes\"[%zu]: expected "
+                                   "an encoder block index (an integer)", i);
+        long x = ds ? (long)json_integer_value(e) : dflt[i];
+        if (x < 0 || x >= m->v_depth)
+            return ds ? mb_hf__err_elem(h, v, "deepstack_visual_indexes", i, "\"deepstack_visual_indexes\"[%zu] = %ld: "
+                                        "the encoder has blocks 0 to %ld (depth %ld)", i, x, m->v_depth - 1, m->v_depth)
+                      : mb_hf__err(h, v, "depth", "\"depth\" = %ld: transformers' default deepstack_visual_indexes "
+                                   "(8, 16, 24) need 25 blocks; give the indexes", m->v_depth);
+        for (size_t j = 0; ds && j < i; j++)
+            if (json_integer_value(json_array_get(ds, j)) == (json_int_t)x)
+                return mb_hf__err_elem(h, v, "deepstack_visual_indexes", i, "\"deepstack_visual_indexes\"[%zu] = %ld "
+                                       "repeats [%zu]: each block feeds one decoder layer", i, x, j);
+    }
+    if ((long)n > m->layers)
+        return mb_hf__err(h, v, "deepstack_visual_indexes", "\"deepstack_visual_indexes\": %zu indexes, but the text "
+                          "model has %ld layers to add them to", n, m->layers);
+    m->v_deepstack = (long)n;
+    return 0;
+}
+
+/* Qwen3-VL's vision_config (Qwen3VLVisionConfig / Qwen3VLMoeVisionConfig): its
+ * model_type, when given, must be the root's vision class (qwen3_vl, or
+ * qwen3_vl_moe / qwen3_vl_moe_vision under a qwen3_vl_moe root). */
 static int mb_hf__vision(struct mb_hf *h, struct mb_hf__out *m)
 {
     struct mb_hf__obj *v = &h->vc;
+    const char *rt = json_string_value(json_object_get(h->root.o, "model_type"));
     json_t *vt = mb_hf__get(v, "model_type");
-    const char *type = vt ? json_string_value(vt) : NULL;
-    if (!type || (strcmp(type, "qwen3_vl") && strcmp(type, "qwen3_vl_moe")))
-        return mb_hf__err(h, v, vt ? "model_type" : "{", "vision_config model_type '%s': expected qwen3_vl or "
-                          "qwen3_vl_moe (other vision encoders are not supported)", type ? type : "(none)");
+    const char *type = vt ? json_string_value(vt) : rt;
+    char vis[64];
+    snprintf(vis, sizeof vis, "%s_vision", rt);
+    if (!type || (strcmp(type, rt) && strcmp(type, vis)))
+        return mb_hf__err(h, v, "model_type", "vision_config model_type '%s' under a %s config: expected %s or %s "
+                          "(the root's vision class; other vision encoders are not supported)",
+                          type ? type : "(not a string)", rt, rt, vis);
     if (mb_hf__int(h, v, "depth", 1, -1, &m->v_depth) || mb_hf__int(h, v, "hidden_size", 1, -1, &m->v_hidden) ||
         mb_hf__int(h, v, "num_heads", 1, -1, &m->v_heads) || mb_hf__int(h, v, "intermediate_size", 1, -1, &m->v_mlp) ||
         mb_hf__int(h, v, "patch_size", 1, -1, &m->v_patch) || mb_hf__int(h, v, "temporal_patch_size", 1, 2, &m->v_tpatch) ||
         mb_hf__int(h, v, "spatial_merge_size", 1, 2, &m->v_merge) || mb_hf__int(h, v, "out_hidden_size", 1, m->hidden, &m->v_out) ||
-        mb_hf__int(h, v, "in_channels", 1, 3, &m->v_in))
+        mb_hf__int(h, v, "in_channels", 1, 3, &m->v_in) || mb_hf__deepstack(h, m))
         return -1;
-    json_t *ds = mb_hf__get(v, "deepstack_visual_indexes");
-    if (ds && !json_is_array(ds))
-        return mb_hf__err(h, v, "deepstack_visual_indexes", "\"deepstack_visual_indexes\": expected a list");
-    m->v_deepstack = ds ? (long)json_array_size(ds) : 0;
     json_t *act = mb_hf__get(v, "hidden_act");
     const char *a = act ? json_string_value(act) : "gelu_pytorch_tanh";
     if (!a || strncmp(a, "gelu", 4))
@@ -479,8 +724,9 @@ static void mb_hf__report(const struct mb_hf *h, const struct mb_hf__obj *ob, co
         for (size_t i = 0; i < sizeof mb_hf__unmodelled / sizeof mb_hf__unmodelled[0]; i++)
             if (!strcmp(key, mb_hf__unmodelled[i].key))
                 why = mb_hf__unmodelled[i].why;
-        if (!strcmp(key, "sliding_window") || !strcmp(key, "max_window_layers"))
-            why = "unused: no layer has a sliding window (use_sliding_window false or max_window_layers >= layers)";
+        for (int i = 0; mb_hf__window_keys[i] && ob->o == h->tc.o && h->why_window[0]; i++)
+            if (!strcmp(key, mb_hf__window_keys[i]))
+                why = h->why_window;
         char *val = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         int line, col;
         mb_hf__pos(h, ob->off, key, &line, &col);
@@ -492,13 +738,28 @@ static void mb_hf__report(const struct mb_hf *h, const struct mb_hf__obj *ob, co
 
 /* ------------------------------------------------------------ entry */
 
+/* The model type, and with it the defaults (mb_hf__types). A vision-language
+ * config's text model is built from the root's class (Qwen3VLConfig.sub_configs:
+ * Qwen3VLTextConfig under qwen3_vl, Qwen3VLMoeTextConfig under qwen3_vl_moe),
+ * whatever text_config's own model_type says: one that names the other class
+ * (a dense text config under a MoE root) contradicts it and is an error. */
 static int mb_hf__family(struct mb_hf *h)
 {
     json_t *t = mb_hf__get(&h->tc, "model_type");
     h->type = t ? json_string_value(t) : NULL;
+    if (h->tc.o != h->root.o) {
+        const char *rt = json_string_value(json_object_get(h->root.o, "model_type"));
+        const char *want = !strcmp(rt, "qwen3_vl") ? "qwen3_vl_text" : "qwen3_vl_moe_text";
+        if (t && (!h->type || strcmp(h->type, want)))
+            return mb_hf__err(h, &h->tc, "model_type", "text_config model_type '%s' under a %s config: transformers "
+                              "builds the text model as %s (the root's class), so this text config contradicts it; "
+                              "expected '%s' or none", h->type ? h->type : "(not a string)", rt, want, want);
+        h->type = want;
+    }
     for (size_t i = 0; h->type && i < sizeof mb_hf__types / sizeof mb_hf__types[0]; i++)
         if (!strcmp(h->type, mb_hf__types[i].type)) {
             h->fam = mb_hf__types[i].fam;
+            h->t = &mb_hf__types[i];
             return 0;
         }
     return mb_hf__err(h, &h->tc, t ? "model_type" : "{", "model_type '%s': expected one of llama, mistral, qwen2, "
@@ -510,6 +771,7 @@ static int mb_hf__family(struct mb_hf *h)
 static int mb_hf__split(struct mb_hf *h)
 {
     h->root.used = json_object();
+    h->root.off = mb_hf__ws(h->text, 0);
     h->tc = h->root;
     json_t *tc = json_object_get(h->root.o, "text_config"), *vc = json_object_get(h->root.o, "vision_config");
     if (!tc && !vc)
@@ -517,22 +779,48 @@ static int mb_hf__split(struct mb_hf *h)
     const char *rt = json_string_value(json_object_get(h->root.o, "model_type"));
     mb_hf__use(&h->root, "model_type");
     if (!rt || (strcmp(rt, "qwen3_vl") && strcmp(rt, "qwen3_vl_moe")))
-        return mb_hf__err(h, &h->root, "model_type", "model_type '%s' with text_config/vision_config: expected "
-                          "qwen3_vl or qwen3_vl_moe", rt ? rt : "(none)");
+        return mb_hf__err(h, &h->root, json_object_get(h->root.o, "model_type") ? "model_type" : "{",
+                          "model_type '%s' with text_config/vision_config: expected qwen3_vl or qwen3_vl_moe",
+                          rt ? rt : "(none)");
     if (!json_is_object(tc) || !json_is_object(vc))
         return mb_hf__err(h, &h->root, tc ? "vision_config" : "text_config",
                           "expected both text_config and vision_config objects");
-    const char *tp = strstr(h->text, "\"text_config\""), *vp = strstr(h->text, "\"vision_config\"");
-    h->tc = (struct mb_hf__obj){tc, json_object(), tp ? (size_t)(tp - h->text) : 0};
-    h->vc = (struct mb_hf__obj){vc, json_object(), vp ? (size_t)(vp - h->text) : 0};
+    size_t tv, vv;
+    mb_hf__member(h->text, h->root.off, "text_config", &tv);
+    mb_hf__member(h->text, h->root.off, "vision_config", &vv);
+    h->tc = (struct mb_hf__obj){tc, json_object(), tv};
+    h->vc = (struct mb_hf__obj){vc, json_object(), vv};
     return 0;
 }
 
-static char *mb_hf__slurp(const char *path, struct mb_err *err)
+/* The config as text: CRLF and lone CRs made LF (JSON takes both as blanks; positions count them as
+ * line ends). A UTF-8 byte order mark is refused as transformers refuses it: it reads the file as
+ * text and json.loads raises "Unexpected UTF-8 BOM (decode using utf-8-sig)". */
+static char *mb_hf__slurp(const char *path, size_t *len_p, struct mb_err *err)
 {
     char *buf;
     size_t n;
-    return mb_input_read(path, "a Hugging Face config.json", 0, &buf, &n, err) ? NULL : buf;
+    if (mb_input_read(path, "a Hugging Face config.json", 0, &buf, &n, err))
+        return NULL;
+    if (n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) {
+        mb_free(buf);
+        mb_err_set(err, path, 1, 1, "a UTF-8 byte order mark: transformers refuses it (json.loads: \"Unexpected "
+                   "UTF-8 BOM\"); save the file without it");
+        return NULL;
+    }
+    size_t w = 0;
+    for (size_t r = 0; r < n; r++) {
+        if (buf[r] == '\r') {
+            buf[w++] = '\n';
+            if (r + 1 < n && buf[r + 1] == '\n')
+                r++;
+        } else {
+            buf[w++] = buf[r];
+        }
+    }
+    buf[w] = '\0';
+    *len_p = w;
+    return buf;
 }
 
 /* The written model must load; the loader's message otherwise. */
@@ -556,10 +844,11 @@ int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, str
     struct mb_hf h = {.path = path, .err = err};
     if (!name || !*name || strlen(name) >= 64)
         return mb_err_set(err, NULL, 0, 0, "model name '%s': expected 1 to 63 characters", name ? name : "");
-    if (!(h.text = mb_hf__slurp(path, err)))
+    size_t tlen;
+    if (!(h.text = mb_hf__slurp(path, &tlen, err)))
         return -1;
     json_error_t je;
-    h.root.o = json_loads(h.text, 0, &je);
+    h.root.o = json_loadb(h.text, tlen, 0, &je); /* the whole text: a NUL byte is an error, not the end */
     int rc = 0;
     if (!h.root.o)
         rc = mb_err_set(err, path, je.line, je.column, "invalid JSON: %s", je.text);

@@ -19,173 +19,12 @@
 #include "mb_megatron.h"
 #include "mb_yaml.h"
 
-#include <assert.h>
-#include <ctype.h>
-#include <errno.h>
-#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-struct mb_mgi {
-    struct mb_megatron_args *a;
-    const struct mb_megatron_opts *o;
-    struct mb_scenario *s; /* being built: table keys, model_ref, system_ref */
-    struct mb_model model; /* the chosen model (owned) */
-    FILE *notes;
-    struct mb_err *err;
-};
-
-/* ------------------------------------------------------------ settings */
-
-/* Other spellings of the same Megatron setting -> the canonical name. */
-static const char *const mb_mgi__aliases[][2] = {
-    {"virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"},
-    {"fp8_format", "fp8"},
-    {"fp4_format", "fp4"},
-    {"fp4_param_gather", "fp8_param_gather"}, /* NVFP4 weights: one mbsim key, training.fp8_param_gather */
-    {"num_moe_experts", "num_experts"},
-    {"sequence_length", "seq_length"},
-    {"cuda_graph_scope", "cuda_graph_modules"},
-    {"nproc-per-node", "nproc_per_node"},
-    {"decoder_first_pipeline_num_layers", "num_layers_in_first_pipeline_stage"},
-    {"decoder_last_pipeline_num_layers", "num_layers_in_last_pipeline_stage"},
-    {NULL, NULL}};
-
-static void mb_mgi__canonical(struct mb_megatron_args *a)
-{
-    for (int i = 0; i < a->n; i++)
-        for (int k = 0; mb_mgi__aliases[k][0]; k++)
-            if (!a->a[i].env && !strcmp(a->a[i].name, mb_mgi__aliases[k][0]))
-                snprintf(a->a[i].name, sizeof a->a[i].name, "%s", mb_mgi__aliases[k][1]);
-}
-
-/* None / null / ~: the setting left unset (as a log prints Megatron's defaults). */
-static int mb_mgi__is_none(const struct mb_megatron_arg *g)
-{
-    if (g->nval != 1 || g->is_list)
-        return 0;
-    const char *v = g->val[0];
-    return !strcasecmp(v, "none") || !strcasecmp(v, "null") || !strcmp(v, "~") || !*v;
-}
-
-/* The last setting of that name (the one argparse keeps), all of them marked used; NULL if absent. */
-static struct mb_megatron_arg *mb_mgi__find(struct mb_megatron_args *a, const char *name)
-{
-    struct mb_megatron_arg *last = NULL;
-    for (int i = 0; i < a->n; i++)
-        if (!strcmp(a->a[i].name, name)) {
-            a->a[i].used = 1;
-            last = &a->a[i];
-        }
-    return last;
-}
-
-/* As mb_mgi__find, NULL also when it is None. */
-static struct mb_megatron_arg *mb_mgi__get(struct mb_megatron_args *a, const char *name)
-{
-    struct mb_megatron_arg *g = mb_mgi__find(a, name);
-    return g && !mb_mgi__is_none(g) ? g : NULL;
-}
-
-/* Text of a setting as mb_key_set reads it: a switch is "true", lists joined by '+'. */
-static void mb_mgi__text(const struct mb_megatron_arg *g, char *buf, size_t len)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    if (g->nval == 0 && !g->is_list) {
-        snprintf(buf, len, "true");
-        return;
-    }
-    if (g->is_list && g->nval == 0) {
-        snprintf(buf, len, "none");
-        return;
-    }
-    for (int i = 0; i < g->nval && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "+" : "", g->val[i]);
-}
-
-static int mb_mgi__err(struct mb_mgi *m, const struct mb_megatron_arg *g, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int mb_mgi__err(struct mb_mgi *m, const struct mb_megatron_arg *g, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (g)
-        return mb_err_set(m->err, m->a->file, g->line, g->col, "%s: %s", g->written, msg);
-    return mb_err_set(m->err, m->a->file, 0, 0, "%s", msg);
-}
-
-static void mb_mgi__note(struct mb_mgi *m, const struct mb_megatron_arg *g, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void mb_mgi__note(struct mb_mgi *m, const struct mb_megatron_arg *g, const char *fmt, ...)
-{
-    if (!m->notes)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (g)
-        fprintf(m->notes, "%s:%d:%d: %s: ", m->a->file, g->line, g->col, g->written);
-    else
-        fprintf(m->notes, "%s: ", m->a->file);
-    vfprintf(m->notes, fmt, ap);
-    fputc('\n', m->notes);
-    va_end(ap);
-}
-
-/* Set scenario key `key` from text; errors name the setting g. */
-static int mb_mgi__set(struct mb_mgi *m, const char *key, const char *text, const struct mb_megatron_arg *g)
-{
-    const struct mb_key *k = mb_key_find(key);
-    assert(k); /* keys named here exist in the table (test_keys checks the Megatron names) */
-    struct mb_err e;
-    mb_err_clear(&e);
-    if (mb_key_set(m->s, k, text, &e) == 0)
-        return 0;
-    return mb_mgi__err(m, g, "%s", e.msg);
-}
-
-/* Boolean value of a setting: a switch, True/False, true/false, 1/0. -1 when it is not one. */
-static int mb_mgi__bool(const struct mb_megatron_arg *g)
-{
-    if (!g)
-        return 0;
-    if (g->nval == 0)
-        return 1;
-    const char *v = g->val[0];
-    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
-        return 1;
-    if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no") || mb_mgi__is_none(g))
-        return 0;
-    return -1;
-}
-
-static int mb_mgi__flag(struct mb_mgi *m, const char *name, int *out)
-{
-    *out = 0;
-    struct mb_megatron_arg *g = mb_mgi__find(m->a, name);
-    int b = mb_mgi__bool(g);
-    if (b < 0)
-        return mb_mgi__err(m, g, "expected true or false, got '%s'", g->val[0]);
-    *out = b;
-    return 0;
-}
-
-static int mb_mgi__long(struct mb_mgi *m, const struct mb_megatron_arg *g, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = g->nval == 1 ? strtol(g->val[0], &end, 10) : 0;
-    if (g->nval == 0 && !g->is_list)
-        return mb_mgi__err(m, g, "the %s needs a value", m->a->dialect == MB_MEGATRON_BRIDGE ? "setting" : "flag");
-    if (g->nval != 1 || end == g->val[0] || *end || errno || v < 0)
-        return mb_mgi__err(m, g, "expected a non-negative integer, got '%s'", g->nval ? g->val[0] : "");
-    *out = v;
-    return 0;
-}
+#include "megatron_int.h"
 
 /* --------------------------------------------------------------- model */
 
@@ -223,25 +62,6 @@ static int mb_mgi__arch(const struct mb_model *md, const char *name, int gqa, lo
         return 0;
     return 1;
 }
-
-static const char *const mb_mgi__arch_names[] = {
-    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
-    "num_experts", "moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
-    "mtp_num_layers", "q_lora_rank", "kv_lora_rank", NULL};
-
-/* Architecture settings the model file describes and the import does not compare. */
-static const char *const mb_mgi__arch_other[] = {
-    "normalization", "swiglu", "gated_linear_unit", "position_embedding_type", "rotary_base", "rotary_percent",
-    "rotary_interleaved", "rope_scaling_factor", "use_rope_scaling", "qk_layernorm", "untie_embeddings_and_output_weights",
-    "share_embeddings_and_output_weights", "add_bias_linear", "disable_bias_linear", "add_qkv_bias",
-    "max_position_embeddings", "make_vocab_size_divisible_by", "padded_vocab_size", "vocab_size", "norm_epsilon",
-    "layernorm_epsilon", "moe_layer_freq", "multi_latent_attention", "qk_head_dim", "qk_pos_emb_head_dim",
-    "v_head_dim", "group_query_attention", "kv_channels", "ffn_hidden_size", "num_query_groups",
-    "moe_router_num_groups", "moe_router_group_topk", "moe_router_pre_softmax", "moe_router_score_function",
-    "moe_router_enable_expert_bias", "moe_router_topk_scaling_factor", "moe_shared_expert_intermediate_size",
-    "mtp_num_layers", "q_lora_rank", "kv_lora_rank", "moe_router_topk", "moe_ffn_hidden_size", "num_experts",
-    "use_rotary_position_embeddings", "apply_layernorm_1p", "attention_softmax_in_fp32", "hybrid_override_pattern",
-    NULL};
 
 /* A value given for an architecture setting; 0 when absent or None. Num_experts
  * absent from a Megatron-LM list means a dense model. */
@@ -410,26 +230,47 @@ static int mb_mgi__defaults(struct mb_mgi *m)
     return 0;
 }
 
-static const struct mb_key *mb_mgi__key_of(const char *name)
+/* Bridge `null` (None) on a key read one to one, as Megatron-Core takes None
+ * there: the keys below have an Optional field whose None means what mbsim's
+ * default means (no virtual pipeline, expert TP = TP, the even split, p2p ring
+ * attention, dropless experts, no recompute, recompute_modules' own default:
+ * megatron/core/transformer/transformer_config.py, model_parallel_config.py),
+ * so the key keeps its default; a boolean field is tested for truth, so None
+ * is off. Any other key is a number or a name Megatron-Core computes with:
+ * None there is an error, not a silent default. */
+static const char *const mb_mgi__null_unset[] = {
+    "parallel.vpp", "parallel.etp", "parallel.pipeline_layout", "parallel.cp_comm_type", "moe.capacity_factor",
+    "recompute.granularity", "recompute.modules", NULL};
+
+static int mb_mgi__direct_null(struct mb_mgi *m, struct mb_megatron_arg *g, const struct mb_key *k)
 {
-    size_t n;
-    const struct mb_key *k = mb_keys(&n);
-    for (size_t i = 0; i < n; i++)
-        if (k[i].megatron && !strcmp(k[i].megatron, name))
-            return &k[i];
-    return NULL;
+    if (k->type == MB_KEY_BOOL)
+        return mb_mgi__set(m, k->key, "false", g);
+    for (int i = 0; mb_mgi__null_unset[i]; i++)
+        if (!strcmp(k->key, mb_mgi__null_unset[i]))
+            return 0;
+    if (m->a->log_block) /* a log prints None for what Megatron left unset */
+        return 0;
+    return mb_mgi__err(m, g, "null: Megatron-Core has no None for %s (it computes with the value); give a "
+                       "value, or leave the override out to keep the recipe's", k->key);
 }
 
 static int mb_mgi__direct(struct mb_mgi *m)
 {
+    int dist_opt = -1; /* Bridge: ddp. or optimizer.use_distributed_optimizer on turns both on */
     for (int i = 0; i < m->a->n; i++) {
         struct mb_megatron_arg *g = &m->a->a[i];
-        const struct mb_key *k = g->env ? NULL : mb_mgi__key_of(g->name);
+        const struct mb_key *k = g->env || g->ignored ? NULL : mb_mgi__key_of(g->name);
         if (!k)
             continue;
         g->used = 1;
-        if (mb_mgi__is_none(g))
+        if (mb_mgi__shadowed(m->a, i))
             continue;
+        if (mb_mgi__is_none(g)) {
+            if (mb_mgi__direct_null(m, g, k))
+                return -1;
+            continue;
+        }
         if (g->nval == 0 && !g->is_list && k->type != MB_KEY_BOOL) /* not a switch: "true" would be a bad value */
             return mb_mgi__err(m, g, "%s: the %s needs a value", k->key,
                                m->a->dialect == MB_MEGATRON_BRIDGE ? "setting" : "flag");
@@ -437,7 +278,11 @@ static int mb_mgi__direct(struct mb_mgi *m)
         mb_mgi__text(g, text, sizeof text);
         if (mb_mgi__set(m, k->key, text, g))
             return -1;
+        if (m->a->dialect == MB_MEGATRON_BRIDGE && !strcmp(k->key, "optimizer.distributed"))
+            dist_opt = dist_opt == 1 || m->s->dist_opt;
     }
+    if (dist_opt == 1 && !m->s->dist_opt) /* ConfigContainer._sync_distributed_optimizer: either on = both on */
+        return mb_mgi__set(m, "optimizer.distributed", "true", NULL);
     return 0;
 }
 
@@ -457,6 +302,15 @@ static int mb_mgi__dispatcher(struct mb_mgi *m)
     const char *disp = type;
     if (type && strcmp(type, "alltoall") && strcmp(type, "allgather") && strcmp(type, "flex"))
         return mb_mgi__err(m, t, "unknown dispatcher '%s'; expected alltoall, allgather or flex", type);
+    /* Megatron-Core TransformerConfig.__post_init__: --moe-enable-deepep needs the flex dispatcher (Megatron-LM's
+     * default is allgather; a Bridge recipe's is not known here) and is the deepep backend */
+    if (deepep_flag && (type ? strcmp(type, "flex") != 0 : m->a->dialect == MB_MEGATRON_LM))
+        return mb_mgi__err(m, mb_mgi__find(m->a, "moe_enable_deepep"), "the DeepEP backend needs "
+                           "--moe-token-dispatcher-type flex (Megatron-Core refuses it with %s)",
+                           type ? type : "the default allgather");
+    if (deepep_flag && b && b->nval == 1 && strcmp(b->val[0], "deepep"))
+        return mb_mgi__err(m, b, "'%s' beside --moe-enable-deepep: Megatron-Core supports one backend for the flex "
+                           "dispatcher", b->val[0]);
     if ((type && !strcmp(type, "flex")) || deepep_flag) {
         disp = b && b->nval == 1 ? b->val[0] : "deepep"; /* Megatron's default backend */
         if (strcmp(disp, "deepep") && strcmp(disp, "hybridep"))
@@ -483,26 +337,32 @@ static int mb_mgi__dispatcher(struct mb_mgi *m)
     return 0;
 }
 
-/* Megatron-Bridge mixed_precision presets -> precision labels. */
-static const char *const mb_mgi__bridge_prec[][2] = {
-    {"bf16_mixed", "bf16"},
-    {"fp16_mixed", "fp16"},
-    {"bf16_with_fp8_delayed_scaling_mixed", "fp8"},
-    {"bf16_with_fp8_current_scaling_mixed", "fp8_cs"},
-    {"bf16_with_mxfp8_mixed", "mxfp8"},
-    {"bf16_with_fp8_subchannel_scaling_mixed", "fp8_blockwise"},
-    {"bf16_with_nvfp4_mixed", "nvfp4"},
-    {NULL, NULL}};
+/* Megatron-Bridge's mixed_precision presets (src/megatron/bridge/training/mixed_precision.py): the
+ * MixedPrecisionConfig fields mbsim reads. fp8: format and recipe (NULL: none), fp4: likewise; pg: the
+ * quantized weights kept (fp8_param_gather / fp4_param_gather); g32: grad_reduce_in_fp32. */
+static const struct mb_mgi__preset {
+    const char *name, *fp8, *fp8_recipe, *fp4, *fp4_recipe;
+    int fp16, pg, g32;
+} mb_mgi__presets[] = {
+    {"bf16_mixed", NULL, NULL, NULL, NULL, 0, 0, 1},
+    {"fp16_mixed", NULL, NULL, NULL, NULL, 1, 0, 0},
+    {"bf16_with_fp8_delayed_scaling_mixed", "hybrid", "delayed", NULL, NULL, 0, 1, 1},
+    {"bf16_with_fp8_current_scaling_mixed", "hybrid", "tensorwise", NULL, NULL, 0, 1, 1},
+    {"bf16_with_mxfp8_mixed", "e4m3", "mxfp8", NULL, NULL, 0, 1, 1},
+    {"bf16_with_fp8_subchannel_scaling_mixed", "hybrid", "blockwise", NULL, NULL, 0, 0, 1},
+    {"bf16_with_nvfp4_mixed", NULL, NULL, "e2m1", "nvfp4", 0, 1, 1},
+    {NULL, NULL, NULL, NULL, NULL, 0, 0, 0}};
 
 static const char *const mb_mgi__fp8_recipes[][2] = {
     {"delayed", "fp8"}, {"tensorwise", "fp8_cs"}, {"mxfp8", "mxfp8"}, {"blockwise", "fp8_blockwise"}, {NULL, NULL}};
 
-static int mb_mgi__fp8(struct mb_mgi *m, struct mb_megatron_arg *fmt, const char **label)
+/* The precision label of FP8 format `fmt` (at g) with recipe `rec` (at r; NULL: Megatron's default, delayed). */
+static int mb_mgi__fp8(struct mb_mgi *m, const char *fmt, const struct mb_megatron_arg *g, const char *rec,
+                       const struct mb_megatron_arg *r, const char **label)
 {
-    struct mb_megatron_arg *r = mb_mgi__get(m->a, "fp8_recipe");
-    const char *rec = r && r->nval == 1 ? r->val[0] : "delayed"; /* Megatron's default recipe */
-    if (fmt->nval == 1 && strcmp(fmt->val[0], "e4m3") && strcmp(fmt->val[0], "hybrid"))
-        return mb_mgi__err(m, fmt, "unknown FP8 format '%s'; expected e4m3 or hybrid", fmt->val[0]);
+    if (strcmp(fmt, "e4m3") && strcmp(fmt, "hybrid"))
+        return mb_mgi__err(m, g, "unknown FP8 format '%s'; expected e4m3 or hybrid", fmt);
+    rec = rec ? rec : "delayed";
     for (int i = 0; mb_mgi__fp8_recipes[i][0]; i++)
         if (!strcmp(rec, mb_mgi__fp8_recipes[i][0])) {
             *label = mb_mgi__fp8_recipes[i][1];
@@ -511,45 +371,99 @@ static int mb_mgi__fp8(struct mb_mgi *m, struct mb_megatron_arg *fmt, const char
     return mb_mgi__err(m, r, "unknown FP8 recipe '%s'; expected delayed, tensorwise, mxfp8 or blockwise", rec);
 }
 
-static int mb_mgi__precision(struct mb_mgi *m)
+/* A one-word value, or NULL (absent, None, a list). */
+static const char *mb_mgi__word(const struct mb_megatron_arg *g)
+{
+    return g && !mb_mgi__is_none(g) && g->nval == 1 && !g->is_list ? g->val[0] : NULL;
+}
+
+/* Megatron-Bridge: the `mixed_precision` preset, then each mixed_precision.FIELD
+ * given over it, in the order Bridge applies them (the preset's fields, the
+ * override's; `null` turns fp8 / fp4 off). The same fields under model.,
+ * optimizer. or ddp. are written over by MixedPrecisionConfig.setup and were
+ * set aside (mb_mgi__bridge_sections). */
+static int mb_mgi__precision_bridge(struct mb_mgi *m)
 {
     struct mb_megatron_arg *preset = mb_mgi__get(m->a, "mixed_precision");
+    struct mb_megatron_arg *g8 = mb_mgi__find(m->a, "fp8"), *g4 = mb_mgi__find(m->a, "fp4");
+    struct mb_megatron_arg *r8 = mb_mgi__get(m->a, "fp8_recipe"), *r4 = mb_mgi__get(m->a, "fp4_recipe");
+    struct mb_megatron_arg *gb = mb_mgi__find(m->a, "bf16"), *gh = mb_mgi__find(m->a, "fp16"), *at = preset;
+    const struct mb_mgi__preset *p = NULL;
+    if (preset) {
+        for (int i = 0; mb_mgi__presets[i].name && !p; i++)
+            if (!strcmp(mb_mgi__word(preset) ? mb_mgi__word(preset) : "", mb_mgi__presets[i].name))
+                p = &mb_mgi__presets[i];
+        if (!p)
+            return mb_mgi__err(m, preset, "unknown preset '%s'; expected bf16_mixed, fp16_mixed, "
+                               "bf16_with_fp8_delayed_scaling_mixed, bf16_with_fp8_current_scaling_mixed, "
+                               "bf16_with_mxfp8_mixed, bf16_with_fp8_subchannel_scaling_mixed or "
+                               "bf16_with_nvfp4_mixed", preset->nval ? preset->val[0] : "");
+    }
+    const char *fp8 = p ? p->fp8 : NULL, *rec8 = p ? p->fp8_recipe : NULL, *fp4 = p ? p->fp4 : NULL;
+    const char *rec4 = p ? p->fp4_recipe : NULL;
+    int bf16 = p ? !p->fp16 : 1, fp16 = p ? p->fp16 : 0;
+    if (g8) /* null or false: off */
+        fp8 = mb_mgi__bool(g8) == 0 ? NULL : mb_mgi__word(g8), at = g8;
+    if (g4)
+        fp4 = mb_mgi__bool(g4) == 0 ? NULL : mb_mgi__word(g4), at = g4;
+    if (r8)
+        rec8 = mb_mgi__word(r8);
+    if (r4)
+        rec4 = mb_mgi__word(r4);
+    if ((gb && (bf16 = mb_mgi__bool(gb)) < 0) || (gh && (fp16 = mb_mgi__bool(gh)) < 0))
+        return mb_mgi__err(m, gb && mb_mgi__bool(gb) < 0 ? gb : gh, "expected true or false");
+    if (bf16 && fp16) /* ConfigContainer._validate_mixed_precision_consistency */
+        return mb_mgi__err(m, gh ? gh : gb, "bf16 and fp16 both on (%s): Megatron-Bridge refuses a model config "
+                           "with both", p ? p->name : "the overrides");
+    if (fp8 && fp4) /* MixedPrecisionConfig.finalize */
+        return mb_mgi__err(m, g4 ? g4 : g8, "fp8 (%s) and fp4 (%s) together: Megatron-Bridge refuses them "
+                           "(\"fp4 and fp8 cannot be used simultaneously\")", fp8, fp4);
+    const char *label = fp16 ? "fp16" : "bf16";
+    if (fp4) {
+        if (rec4 && strcmp(rec4, "nvfp4"))
+            return mb_mgi__err(m, r4, "FP4 recipe '%s' is not simulated; mbsim has nvfp4", rec4);
+        label = "nvfp4";
+    } else if (fp8 && mb_mgi__fp8(m, fp8, g8 ? g8 : preset, rec8, r8 ? r8 : preset, &label)) {
+        return -1;
+    }
+    if (!bf16 && !fp16)
+        mb_mgi__note(m, gb ? gb : gh, "neither bf16 nor fp16: Megatron-Bridge would keep fp32 parameters, which "
+                     "mbsim does not simulate; the scenario uses bf16");
+    if ((p || g8 || g4 || gb || gh) && mb_mgi__set(m, "precision", label, at))
+        return -1;
+    /* the preset's quantized weights and gradient dtype, unless given (read with the key table / mb_mgi__dtypes) */
+    struct mb_precision pr;
+    if (p && p->pg && (fp8 || fp4) && !mb_mgi__find(m->a, "fp8_param_gather") &&
+        mb_precision_parse(label, &pr) == 0 && mb_precision_preset_param_gather(&pr) &&
+        mb_mgi__set(m, "training.fp8_param_gather", "true", preset))
+        return -1;
+    if (p && !mb_mgi__find(m->a, "grad_reduce_in_fp32") &&
+        mb_mgi__set(m, "optimizer.main_grads", p->g32 ? "fp32" : "bf16", preset))
+        return -1;
+    return 0;
+}
+
+static int mb_mgi__precision(struct mb_mgi *m)
+{
+    if (m->a->dialect == MB_MEGATRON_BRIDGE)
+        return mb_mgi__precision_bridge(m);
     struct mb_megatron_arg *fp8 = mb_mgi__get(m->a, "fp8"), *fp4 = mb_mgi__get(m->a, "fp4");
-    struct mb_megatron_arg *fp4r = mb_mgi__get(m->a, "fp4_recipe"), *at = NULL;
+    struct mb_megatron_arg *fp4r = mb_mgi__get(m->a, "fp4_recipe"), *r8 = mb_mgi__get(m->a, "fp8_recipe"), *at = NULL;
     int bf16, fp16;
     if (mb_mgi__flag(m, "bf16", &bf16) || mb_mgi__flag(m, "fp16", &fp16))
         return -1;
     const char *label = NULL;
-    if (fp8 && mb_mgi__bool(fp8) == 0) /* Bridge: mixed_precision.fp8=null/false */
-        fp8 = NULL;
     if (fp4) {
         if (fp4r && fp4r->nval == 1 && strcmp(fp4r->val[0], "nvfp4"))
             return mb_mgi__err(m, fp4r, "FP4 recipe '%s' is not simulated; mbsim has nvfp4", fp4r->val[0]);
         label = "nvfp4", at = fp4;
     } else if (fp8) {
-        if (mb_mgi__fp8(m, fp8, &label))
+        if (mb_mgi__fp8(m, mb_mgi__word(fp8) ? mb_mgi__word(fp8) : "", fp8, mb_mgi__word(r8), r8, &label))
             return -1;
         at = fp8;
-    } else if (preset) {
-        for (int i = 0; mb_mgi__bridge_prec[i][0] && !label; i++)
-            if (preset->nval == 1 && !strcmp(preset->val[0], mb_mgi__bridge_prec[i][0]))
-                label = mb_mgi__bridge_prec[i][1];
-        if (!label)
-            return mb_mgi__err(m, preset, "unknown preset '%s'; expected bf16_mixed, fp16_mixed, "
-                               "bf16_with_fp8_delayed_scaling_mixed, bf16_with_fp8_current_scaling_mixed, "
-                               "bf16_with_mxfp8_mixed, bf16_with_fp8_subchannel_scaling_mixed or "
-                               "bf16_with_nvfp4_mixed", preset->nval ? preset->val[0] : "");
-        at = preset;
-        /* Bridge's FP8 presets hold the weights quantized (mb_precision_preset_param_gather);
-         * an explicit mixed_precision.fp8_param_gather, read with the key table, wins */
-        struct mb_precision pp;
-        int pg = mb_precision_parse(label, &pp) == 0 && mb_precision_preset_param_gather(&pp);
-        if (pg && !mb_mgi__find(m->a, "fp8_param_gather") &&
-            mb_mgi__set(m, "training.fp8_param_gather", "true", preset))
-            return -1;
     } else if (fp16) {
         label = "fp16";
-    } else if (!bf16 && m->a->dialect == MB_MEGATRON_LM) {
+    } else if (!bf16) {
         mb_mgi__note(m, NULL, "no --bf16 or --fp16: Megatron-LM would train in fp32, which mbsim does not "
                      "simulate; the scenario uses bf16");
     }
@@ -591,14 +505,16 @@ static int mb_mgi__vpp(struct mb_mgi *m)
     if (!g || mb_mgi__get(m->a, "num_virtual_stages_per_pipeline_rank"))
         return 0;
     long per;
-    if (mb_mgi__long(m, g, &per))
+    int64_t stages;
+    if (mb_mgi__long(m, g, &per) ||
+        mb_mgi__mul(m, g, per, m->s->pp, m->model.num_layers, "layers per virtual stage x pp (at most the model's layers)",
+                    &stages))
         return -1;
-    long stages = (long)m->s->pp * per;
     if (per == 0 || m->model.num_layers % stages)
         return mb_mgi__err(m, g, "%ld layers per virtual stage x pp = %d do not divide the %d layers of model %s",
                            per, m->s->pp, m->model.num_layers, m->model.name);
     char text[32];
-    snprintf(text, sizeof text, "%ld", m->model.num_layers / stages);
+    snprintf(text, sizeof text, "%lld", (long long)(m->model.num_layers / stages));
     return mb_mgi__set(m, "parallel.vpp", text, g);
 }
 
@@ -623,7 +539,7 @@ static int mb_mgi__uneven(struct mb_mgi *m)
         return 0;
     struct mb_megatron_arg *at = gf ? gf : gl ? gl : mb_mgi__find(m->a, e ? "account_for_embedding_in_pipeline_split"
                                                                            : "account_for_loss_in_pipeline_split");
-    int pp = m->s->pp, vpp = m->s->vpp, nv = pp * vpp, n = m->model.num_layers, mtp = m->model.mtp_layers;
+    int pp = m->s->pp, vpp = m->s->vpp, n = m->model.num_layers, mtp = m->model.mtp_layers;
     if (m->s->pipeline_layout[0])
         return mb_mgi__err(m, at, "an uneven split and --pipeline-model-parallel-layout together: give one");
     if ((gf || gl) && (e || l))
@@ -632,12 +548,17 @@ static int mb_mgi__uneven(struct mb_mgi *m)
     if (pp < 2)
         return mb_mgi__err(m, at, "an uneven pipeline split needs pipeline_model_parallel_size > 1");
     int cnt[1024];
-    if (nv > (int)(sizeof cnt / sizeof cnt[0]))
-        return mb_mgi__err(m, at, "pp*vpp = %d virtual stages: at most %zu", nv, sizeof cnt / sizeof cnt[0]);
+    int64_t nv64;
+    if (mb_mgi__mul(m, at, pp, vpp, (int64_t)(sizeof cnt / sizeof cnt[0]), "virtual stages pp x vpp", &nv64))
+        return -1;
+    int nv = (int)nv64;
     if (gf || gl) {
         long f = -1, la = -1;
         if ((gf && mb_mgi__long(m, gf, &f)) || (gl && mb_mgi__long(m, gl, &la)))
             return -1;
+        if (f > n || la > n) /* before the sums below, which a count near LONG_MAX would overflow */
+            return mb_mgi__err(m, f > n ? gf : gl, "%ld layers on one stage: model %s has %d", f > n ? f : la,
+                               m->model.name, n);
         long rest = n - (f > 0 ? f : 0) - (la > 0 ? la : 0);
         int ranks = pp - (f >= 0) - (la >= 0);
         if ((f >= 0 && f % vpp) || (la >= 0 && la % vpp) || rest < 0 || (ranks > 0 && rest % ((long)ranks * vpp)) ||
@@ -720,15 +641,24 @@ static int mb_mgi__dtypes(struct mb_mgi *m)
     if (mb_mgi__flag(m, "use_precision_aware_optimizer", &pao))
         return -1;
     struct mb_megatron_arg *e1 = mb_mgi__get(m->a, "exp_avg_dtype"), *e2 = mb_mgi__get(m->a, "exp_avg_sq_dtype");
-    if (!pao || !e1 || !e2 || e1->nval != 1 || e2->nval != 1)
+    if (!e1 && !e2)
         return 0;
-    const char *v1 = strstr(e1->val[0], "bf") ? "bf16" : strstr(e1->val[0], "32") ? "fp32" : NULL;
-    const char *v2 = strstr(e2->val[0], "bf") ? "bf16" : strstr(e2->val[0], "32") ? "fp32" : NULL;
-    if (!v1 || !v2 || strcmp(v1, v2)) {
-        mb_mgi__note(m, e1, "not simulated: mbsim keeps both Adam moments in fp32 or both in bf16 (optimizer.states)");
+    if (!pao) { /* the moments' dtypes are the precision-aware optimizer's (Megatron-Core OptimizerConfig) */
+        if (!m->a->log_block)
+            mb_mgi__note(m, e1 ? e1 : e2, "ignored: without --use-precision-aware-optimizer the Adam moments stay "
+                         "fp32");
         return 0;
     }
-    return mb_mgi__set(m, "optimizer.states", v1, e1);
+    /* an absent one is Megatron's default, fp32 */
+    const char *t1 = e1 && e1->nval == 1 ? e1->val[0] : "fp32", *t2 = e2 && e2->nval == 1 ? e2->val[0] : "fp32";
+    const char *v1 = strstr(t1, "bf") ? "bf16" : strstr(t1, "32") ? "fp32" : NULL;
+    const char *v2 = strstr(t2, "bf") ? "bf16" : strstr(t2, "32") ? "fp32" : NULL;
+    if (!v1 || !v2 || strcmp(v1, v2)) {
+        mb_mgi__note(m, e1 ? e1 : e2, "not simulated: mbsim keeps both Adam moments in fp32 or both in bf16 "
+                     "(optimizer.states); exp_avg %s, exp_avg_sq %s", t1, t2);
+        return 0;
+    }
+    return mb_mgi__set(m, "optimizer.states", v1, e1 ? e1 : e2);
 }
 
 /* Megatron-Core: expert_tensor_parallel_size unset = tensor_model_parallel_size. */
@@ -747,7 +677,7 @@ static int mb_mgi__peft(struct mb_mgi *m)
     struct mb_megatron_arg *dim = NULL, *tm = NULL;
     for (int i = 0; i < m->a->n; i++) {
         struct mb_megatron_arg *g = &m->a->a[i];
-        if (g->env || strncmp(g->written, "peft.", 5))
+        if (g->env || g->ignored || strncmp(g->written, "peft.", 5))
             continue;
         if (!strcmp(g->name, "dim"))
             dim = g;
@@ -763,13 +693,60 @@ static int mb_mgi__peft(struct mb_mgi *m)
     char text[512];
     dim->used = 1;
     mb_mgi__text(dim, text, sizeof text);
-    if (mb_mgi__set(m, "peft.lora_rank", text, dim) || mb_mgi__set(m, "freeze", "language", NULL))
+    if (mb_mgi__set(m, "peft.lora_rank", text, dim))
+        return -1;
+    /* LoRA(dim=0): the base is frozen and the adapters have rank 0, so nothing trains (Bridge builds it
+     * without a word); mbsim's peft.lora_rank 0 would instead mean no LoRA and a trained base */
+    if (m->s->lora_rank == 0)
+        return mb_mgi__err(m, dim, "%s: a LoRA of rank 0 on the frozen base trains nothing; give the rank (>= 1), "
+                           "or leave the peft overrides out for full training", text);
+    if (mb_mgi__set(m, "freeze", "language", NULL))
         return -1;
     if (!tm)
         return 0;
     tm->used = 1;
     mb_mgi__text(tm, text, sizeof text);
     return mb_mgi__set(m, "peft.lora_targets", text, tm);
+}
+
+/* Megatron-Core's bias_activation_fusion (training.bias_activation_fusion): Megatron-LM sets it from
+ * --no-bias-swiglu-fusion under --swiglu, else from --no-bias-gelu-fusion (argument_utils.py; a log
+ * prints their dests, bias_swiglu_fusion / bias_gelu_fusion); Bridge's model.bias_activation_fusion.
+ * The switch of the other activation does nothing: a note. */
+static int mb_mgi__bias_act(struct mb_mgi *m)
+{
+    if (m->a->dialect == MB_MEGATRON_BRIDGE) {
+        struct mb_megatron_arg *g = mb_mgi__find(m->a, "bias_activation_fusion");
+        int b = mb_mgi__bool(g);
+        if (b < 0)
+            return mb_mgi__err(m, g, "expected true or false");
+        return g ? mb_mgi__set(m, "training.bias_activation_fusion", b ? "true" : "false", g) : 0;
+    }
+    int swiglu = m->model.act == MB_ACT_SWIGLU;
+    static const char *const names[2][2] = {{"no_bias_gelu_fusion", "bias_gelu_fusion"},
+                                            {"no_bias_swiglu_fusion", "bias_swiglu_fusion"}};
+    for (int w = 0; w < 2; w++) {
+        struct mb_megatron_arg *no = mb_mgi__find(m->a, names[w][0]), *dest = mb_mgi__find(m->a, names[w][1]);
+        int off = 0;
+        if (no && (off = mb_mgi__bool(no)) < 0)
+            return mb_mgi__err(m, no, "expected a switch");
+        if (dest) { /* a log's dest: False = the fusion off */
+            int b = mb_mgi__bool(dest);
+            if (b < 0)
+                return mb_mgi__err(m, dest, "expected True or False");
+            off = !b;
+        }
+        if (w != swiglu) {
+            if (off && !m->a->log_block)
+                mb_mgi__note(m, no ? no : dest, "ignored: model %s's activation is %s, whose fusion switch is "
+                             "--no-bias-%s-fusion", m->model.name, swiglu ? "SwiGLU" : "not SwiGLU",
+                             swiglu ? "swiglu" : "gelu");
+            continue;
+        }
+        if ((no || dest) && mb_mgi__set(m, "training.bias_activation_fusion", off ? "false" : "true", no ? no : dest))
+            return -1;
+    }
+    return 0;
 }
 
 /* Megatron-Core's deferred output-layer wgrad: TransformerConfig fields that Bridge sets through
@@ -827,240 +804,40 @@ static int mb_mgi__gpus(struct mb_mgi *m)
 {
     struct mb_megatron_arg *ws = mb_mgi__get(m->a, "world_size"), *nn = mb_mgi__get(m->a, "nnodes");
     struct mb_megatron_arg *np = mb_mgi__get(m->a, "nproc_per_node"), *dp = mb_mgi__get(m->a, "data_parallel_size");
-    long v = m->o->gpus, a, b;
-    if (!v && ws && mb_mgi__long(m, ws, &v))
-        return -1;
-    if (!v && nn && np) {
-        if (mb_mgi__long(m, nn, &a) || mb_mgi__long(m, np, &b))
+    struct mb_megatron_arg *at = NULL;
+    const int64_t max = (int64_t)mb_key_find("system.gpus")->max; /* products beyond it are refused before they wrap */
+    int64_t v = m->o->gpus;
+    long a, b;
+    int have = v > 0;
+    if (!have && ws) {
+        if (mb_mgi__long(m, ws, &a))
             return -1;
-        v = a * b;
+        v = a, at = ws, have = 1;
     }
-    if (!v && dp) {
-        if (mb_mgi__long(m, dp, &a))
+    if (!have && nn && np) {
+        if (mb_mgi__long(m, nn, &a) || mb_mgi__long(m, np, &b) ||
+            mb_mgi__mul(m, np, a, b, max, "GPUs: --nnodes x --nproc-per-node", &v))
             return -1;
-        v = a * m->s->tp * m->s->pp * m->s->cp;
+        at = np, have = 1;
     }
-    if (!v && m->o->nodes) {
-        struct mb_system sys;
-        struct mb_err e;
-        mb_err_clear(&e);
-        if (mb_topo_load_system(m->s->system_ref, &sys, &e)) {
-            *m->err = e;
+    if (!have && dp) {
+        int64_t t;
+        if (mb_mgi__long(m, dp, &a) || mb_mgi__mul(m, dp, a, m->s->tp, max, "GPUs: data_parallel_size x TP", &t) ||
+            mb_mgi__mul(m, dp, t, m->s->pp, max, "GPUs: data_parallel_size x TP x PP", &t) ||
+            mb_mgi__mul(m, dp, t, m->s->cp, max, "GPUs: data_parallel_size x TP x PP x CP", &v))
             return -1;
-        }
-        v = (long)m->o->nodes * sys.gpus_per_node;
+        at = dp, have = 1;
     }
-    if (!v)
+    if (!have && m->o->nodes) { /* the system was loaded once, before the settings were read */
+        if (mb_mgi__mul(m, NULL, m->o->nodes, m->gpus_per_node, max, "GPUs: --nodes x the system's GPUs per node", &v))
+            return -1;
+        have = 1;
+    }
+    if (!have)
         return mb_mgi__err(m, NULL, "the settings do not give the GPU count; give --gpus N or --nodes N");
     char text[32];
-    snprintf(text, sizeof text, "%ld", v);
-    return mb_mgi__set(m, "system.gpus", text, ws);
-}
-
-/* --------------------------------------------------------- left-overs */
-
-/* Names the compound rules below read (mb_mgi__dispatcher ... mb_mgi__gpus); with
- * the key table's `megatron` names, the architecture lists and the aliases they
- * are every name the import understands, the candidates of mb_mgi__typos. */
-static const char *const mb_mgi__rule_names[] = {
-    "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
-    "accumulate_allreduce_grads_in_fp32", "bf16", "cuda_graph_impl", "cuda_graph_modules",
-    "data_parallel_sharding_strategy", "data_parallel_size", "defer_embedding_wgrad_compute", "enable_cuda_graph",
-    "exp_avg_dtype",
-    "exp_avg_sq_dtype", "expert_tensor_parallel_size", "external_cuda_graph", "fp16", "fp4", "fp4_recipe", "fp8",
-    "fp8_recipe", "grad_reduce_in_bf16", "grad_reduce_in_fp32", "mixed_precision", "moe_deepep_num_sms",
-    "moe_enable_deepep", "moe_flex_dispatcher_backend", "moe_grouped_gemm", "moe_hybridep_num_sms",
-    "moe_router_force_load_balancing", "moe_shared_expert_overlap", "moe_token_dispatcher_type", "nnodes",
-    "nproc_per_node", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
-    "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "use_megatron_fsdp",
-    "use_precision_aware_optimizer", "use_torch_fsdp2", "wgrad_deferral_limit", "world_size", NULL};
-
-/* Optimal string alignment distance of a and b (edits: insert, delete,
- * substitute, swap two neighbours), or max + 1 once it exceeds max. */
-static int mb_mgi__distance(const char *a, const char *b, int max)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (abs(la - lb) > max || la >= 96 || lb >= 96)
-        return max + 1;
-    int d[3][97]; /* rows i-2, i-1, i (mod 3) */
-    for (int j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (int i = 1; i <= la; i++) {
-        int *r = d[i % 3], *p = d[(i - 1) % 3], *pp = d[(i + 1) % 3], low = i;
-        r[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int v = p[j - 1] + (a[i - 1] != b[j - 1]);
-            if (p[j] + 1 < v)
-                v = p[j] + 1;
-            if (r[j - 1] + 1 < v)
-                v = r[j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
-                v = pp[j - 2] + 1;
-            r[j] = v;
-            if (v < low)
-                low = v;
-        }
-        if (low > max)
-            return max + 1;
-    }
-    return d[la % 3][lb];
-}
-
-/* The understood name nearest to `name` within the distance allowed for it (2
- * for names of 10 characters or more, 1 from 5, none below: a short name is
- * too near too many real ones), or NULL; *exact when `name` is one of them. */
-static const char *mb_mgi__nearest(const char *name, int *exact)
-{
-    const char *best = NULL;
-    int bd = 3;
-    size_t nk;
-    const struct mb_key *k = mb_keys(&nk);
-    const char *const *lists[] = {mb_mgi__rule_names, mb_mgi__arch_names, mb_mgi__arch_other};
-    *exact = 0;
-    for (size_t i = 0; i < nk + 2 * (sizeof mb_mgi__aliases / sizeof mb_mgi__aliases[0]); i++) {
-        const char *c = i < nk ? k[i].megatron : mb_mgi__aliases[(i - nk) / 2][(i - nk) % 2];
-        if (!c)
-            continue;
-        size_t n = strlen(c);
-        int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_mgi__distance(name, c, lim);
-        if (dist == 0) {
-            *exact = 1;
-            return c;
-        }
-        if (dist <= lim && dist < bd) {
-            best = c;
-            bd = dist;
-        }
-    }
-    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
-        for (int i = 0; lists[l][i]; i++) {
-            size_t n = strlen(lists[l][i]);
-            int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_mgi__distance(name, lists[l][i], lim);
-            if (dist == 0) {
-                *exact = 1;
-                return lists[l][i];
-            }
-            if (dist <= lim && dist < bd) {
-                best = lists[l][i];
-                bd = dist;
-            }
-        }
-    return best;
-}
-
-static int mb_mgi__is_no_effect(const struct mb_megatron_arg *g);
-
-/* A setting that is no name the import understands but lies within a small
- * edit distance of one (--tensor-model-paralel-size) is a typo, not a Megatron
- * setting mbsim leaves out: listed as "not imported" it would silently give
- * that setting its default (TP 1). An input error at the setting, naming the
- * setting meant. Megatron-LM's own argument names (arguments.py and the
- * config dataclasses it builds flags from, core v0.14 to v0.16) are not that
- * near any understood name, except vocab_file, which has no effect (so is
- * not checked); a real setting mbsim does not model keeps its note
- * (mb_mgi__leftovers). A training log's arguments block is Megatron's own
- * spelling and is not checked. */
-static int mb_mgi__typos(struct mb_mgi *m)
-{
-    if (m->a->log_block)
-        return 0;
-    for (int i = 0; i < m->a->n; i++) {
-        const struct mb_megatron_arg *g = &m->a->a[i];
-        int exact;
-        if (g->env || mb_mgi__is_no_effect(g))
-            continue;
-        const char *near = mb_mgi__nearest(g->name, &exact);
-        if (!near || exact)
-            continue;
-        char meant[160];
-        if (m->a->dialect == MB_MEGATRON_BRIDGE) { /* the section as written */
-            const char *dot = strrchr(g->written, '.');
-            int sec = dot ? (int)(dot + 1 - g->written) : 0;
-            snprintf(meant, sizeof meant, "%.*s%s", sec, g->written, near);
-            return mb_mgi__err(m, g, "unknown Megatron-Bridge setting (did you mean %s?)", meant);
-        }
-        snprintf(meant, sizeof meant, "--%s", near);
-        for (char *c = meant; *c; c++)
-            if (*c == '_')
-                *c = '-';
-        return mb_mgi__err(m, g, "unknown Megatron-LM flag (did you mean %s?)", meant);
-    }
-    return 0;
-}
-
-/* Settings that change nothing in a simulated step (names; a trailing '*' is a prefix). */
-static const char *const mb_mgi__no_effect[] = {
-    "lr*", "min_lr", "adam_*", "weight_decay*", "start_weight_decay", "end_weight_decay", "clip_grad", "seed",
-    "train_iters", "train_samples", "eval_*", "save*", "load*", "log_*", "logging_level", "tensorboard_*",
-    "wandb_*", "data_path", "data_cache_path", "split", "train_data_path", "valid_data_path", "test_data_path",
-    "mock_data", "tokenizer_*", "vocab_file", "merge_file", "init_method_std", "ckpt_*", "dist_ckpt_*", "exit_*",
-    "timing_log_*", "distributed_backend", "distributed_timeout_minutes", "num_workers", "dataloader_type",
-    "use_checkpoint_args", "finetune", "no_load_*", "no_save_*", "pretrained_checkpoint",
-    "override_opt_param_scheduler", "use_checkpoint_opt_param_scheduler", "rank", "local_rank", "manual_gc*",
-    "hidden_dropout", "profile*", "use_pytorch_profiler", "async_save", "rerun_mode",
-    "num_dataset_builder_threads", "use_mcore_models", "transformer_impl", "bias_swiglu_fusion",
-    "masked_softmax_fusion", "bias_dropout_fusion", "apply_query_key_layer_scaling", "iteration", "consumed_*",
-    "node_rank", "master_addr", "master_port", "rdzv_*", "rdzv-*", "max_restarts", "record_memory_history",
-    "memory_snapshot_path", "no_create_attention_mask_in_dataloader", "reset_position_ids", "reset_attention_mask",
-    "eod_mask_loss", "moe_aux_loss_coeff", "moe_z_loss_coeff", "moe_router_bias_update_rate", "adam_eps", NULL};
-
-/* Bridge config groups with nothing a step depends on. */
-static const char *const mb_mgi__no_effect_sections[] = {
-    "checkpoint.", "logger.", "rng.", "scheduler.", "tokenizer.", "profiling.", "inprocess_restart.", "straggler.",
-    "rerun_state_machine.", NULL};
-
-static int mb_mgi__is_no_effect(const struct mb_megatron_arg *g)
-{
-    for (int i = 0; mb_mgi__no_effect_sections[i]; i++)
-        if (!strncmp(g->written, mb_mgi__no_effect_sections[i], strlen(mb_mgi__no_effect_sections[i])))
-            return 1;
-    for (int i = 0; mb_mgi__no_effect[i]; i++) {
-        const char *p = mb_mgi__no_effect[i];
-        size_t n = strlen(p);
-        if (p[n - 1] == '*' ? !strncmp(g->name, p, n - 1) : !strcmp(g->name, p))
-            return 1;
-    }
-    return 0;
-}
-
-/* In a log, unset settings (None, False, []) are Megatron's defaults, not choices. */
-static int mb_mgi__unset(const struct mb_megatron_args *a, const struct mb_megatron_arg *g)
-{
-    return a->log_block && (mb_mgi__is_none(g) || (g->is_list && g->nval == 0) ||
-                            (g->nval == 1 && !strcmp(g->val[0], "False")));
-}
-
-static void mb_mgi__value_text(const struct mb_megatron_arg *g, char *buf, size_t len)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < g->nval && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? " " : "", g->val[i]);
-}
-
-static void mb_mgi__leftovers(struct mb_mgi *m)
-{
-    char grouped[4096] = "";
-    size_t at = 0;
-    int ng = 0;
-    for (int i = 0; i < m->a->n; i++) {
-        struct mb_megatron_arg *g = &m->a->a[i];
-        if (g->used || mb_mgi__unset(m->a, g))
-            continue;
-        if (!g->env && mb_mgi__is_no_effect(g)) {
-            if (at < sizeof grouped)
-                at += (size_t)snprintf(grouped + at, sizeof grouped - at, "%s%s", ng ? ", " : "", g->written);
-            ng++;
-            continue;
-        }
-        char val[256];
-        mb_mgi__value_text(g, val, sizeof val);
-        mb_mgi__note(m, g, "%s%snot imported (%s)", val, *val ? ": " : "",
-                     g->env ? "environment variable; not simulated" : "mbsim has no equivalent");
-    }
-    if (ng)
-        mb_mgi__note(m, NULL, "%d setting%s without effect on a simulated step (training schedule, data, "
-                     "checkpoints, logging): %s", ng, ng > 1 ? "s" : "", grouped);
+    snprintf(text, sizeof text, "%lld", (long long)v);
+    return mb_mgi__set(m, "system.gpus", text, at);
 }
 
 /* --moe-shared-expert-overlap on a model without shared experts: Megatron
@@ -1078,6 +855,55 @@ static int mb_mgi__shared_overlap(struct mb_mgi *m)
 
 /* ---------------------------------------------------------------- main */
 
+/* The setting behind line `line` of the generated scenario YAML: the key on
+ * that line, so that a rule of the scenario check (tp*pp*cp divides the GPUs,
+ * ...) is reported at the flag that gave the value. A section's node starts
+ * at its first key: on that line a key no setting gave stands for its
+ * section, whose first setting (in the file's order) is named. NULL when no
+ * setting gave it (defaults, --gpus). */
+static const struct mb_megatron_arg *mb_mgi__setting_at(const struct mb_mgi *m, const char *yaml, size_t len, int line)
+{
+    char sec[64] = "", key[128] = "";
+    int at = 1, first_in_sec = 0;
+    for (const char *p = yaml; p < yaml + len && at <= line; at++) {
+        const char *nl = memchr(p, '\n', (size_t)(yaml + len - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(yaml + len - p);
+        size_t ind = strspn(p, " ");
+        const char *colon = memchr(p, ':', n);
+        if (colon && colon > p + ind && p[ind] != '#' && p[ind] != '-') {
+            int w = (int)(colon - p - (ptrdiff_t)ind);
+            if (ind == 0) {
+                snprintf(sec, sizeof sec, "%.*s", w, p);
+                snprintf(key, sizeof key, "%.*s", w, p);
+                first_in_sec = 1;
+            } else {
+                snprintf(key, sizeof key, "%s.%.*s", sec, w, p + ind);
+                first_in_sec = first_in_sec == 1 ? 2 : 0;
+            }
+        }
+        if (at == line)
+            break;
+        p = nl ? nl + 1 : yaml + len;
+    }
+    if (line <= 0 || !key[0])
+        return NULL;
+    const struct mb_key *f = mb_key_find(key);
+    if (f && m->by_key[mb_key_index(f)])
+        return m->by_key[mb_key_index(f)];
+    if (first_in_sec != 2)
+        return NULL;
+    size_t nk, sl = strlen(sec);
+    const struct mb_key *k = mb_keys(&nk);
+    const struct mb_megatron_arg *first = NULL;
+    for (size_t i = 0; i < nk; i++) {
+        const struct mb_megatron_arg *g = m->by_key[i];
+        if (g && !strncmp(k[i].key, sec, sl) && k[i].key[sl] == '.' &&
+            (!first || g->line < first->line || (g->line == first->line && g->col < first->col)))
+            first = g;
+    }
+    return first;
+}
+
 /* Write the built scenario and load it back: the loader's rules and defaults apply. */
 static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
 {
@@ -1093,10 +919,13 @@ static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
     struct mb_node *root = wr ? NULL : mb_yaml_load_string(buf, len, m->a->file, &e);
     int rc = root ? mb_scenario_load_node(root, m->a->file, out, &e) : -1;
     mb_yaml_free(root);
+    if (rc) {
+        const struct mb_megatron_arg *g = wr || strcmp(e.file, m->a->file) ? NULL : mb_mgi__setting_at(m, buf, len, e.line);
+        rc = mb_mgi__err(m, g, "the imported settings do not make a valid scenario: %s", wr ? "cannot write it" : e.msg);
+        free(buf);
+        return rc;
+    }
     free(buf);
-    if (rc)
-        return mb_mgi__err(m, NULL, "the imported settings do not make a valid scenario: %s",
-                           wr ? "cannot write it" : e.msg);
     out->warnings[0] = 0; /* positions in the generated YAML, not in the file read; mbsim run of the
                              written scenario reports them */
     return 0;
@@ -1124,7 +953,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
                                              mb_mgi__uneven, mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
                                              mb_mgi__gpus, mb_mgi__shared_overlap, mb_mgi__peft,
-                                             mb_mgi__defer_wgrad};
+                                             mb_mgi__defer_wgrad, mb_mgi__bias_act};
     int rc = -1;
     mb_scenario_defaults(m.s);
     mb_mgi__canonical(a);
@@ -1144,6 +973,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
         struct mb_err e;
         mb_err_clear(&e);
         int bad = mb_topo_load_system(m.s->system_ref, sys, &e);
+        m.gpus_per_node = sys->gpus_per_node;
         mb_free(sys);
         if (bad) { /* a system file's own error keeps its file:line:col */
             if (e.file[0])
@@ -1153,7 +983,9 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
             goto out;
         }
     }
-    if (mb_mgi__typos(&m) || mb_mgi__model(&m))
+    mb_mgi__bridge_sections(&m);
+    if (mb_mgi__typos(&m) || mb_mgi__single_values(&m) || mb_mgi__conflicts(&m) || mb_mgi__rule_nulls(&m) ||
+        mb_mgi__model(&m))
         goto out;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (rules[i](&m))
@@ -1166,6 +998,17 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
     }
     if (mb_mgi__reload(&m, s))
         goto out;
+    if (!a->log_block) { /* (a log prints every argument, applied or not) */
+        size_t nk;
+        const struct mb_key *k = mb_keys(&nk);
+        for (size_t i = 0; i < nk; i++)
+            if (m.by_key[i] && !m.by_key[i]->env && !mb_megatron_key_applies(s, &k[i]))
+                mb_mgi__note(&m, m.by_key[i], "ignored: %s has no effect on this scenario (model %s, dispatcher "
+                             "%s, precision %s; --emit leaves it out)", k[i].key, s->model.name,
+                             mb_key_value_name("moe.dispatcher", s->dispatcher), s->prec.label);
+    }
+    if (notes && a->notes)
+        fputs(a->notes, notes);
     mb_mgi__leftovers(&m);
     rc = 0;
 out:

@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 
+#include "mb_keys.h"
 #include "mb_scenario.h"
 
 enum mb_megatron_dialect { MB_MEGATRON_LM, MB_MEGATRON_BRIDGE };
@@ -38,8 +39,11 @@ struct mb_megatron_arg {
     int nval;
     int is_list;       /* written as a list ([a, b] or several words) */
     int env;           /* an environment assignment (NAME=value before the command) */
+    int none;          /* the dialect's None: Bridge's (Hydra's) `null`, a log's `None`; a
+                          Megatron-LM command line has none (argparse hands the word to the flag) */
     int line, col;     /* 1-based position of the setting in the file */
     int used;          /* set by the importer */
+    int ignored;       /* set by the importer: a setting the framework does not apply (a note says why) */
 };
 
 struct mb_megatron_args {
@@ -48,12 +52,16 @@ struct mb_megatron_args {
     char file[MB_PATH_LEN];
     struct mb_megatron_arg *a;
     int n, cap;
+    char *notes;       /* the reader's notes (words not read), lines for mb_megatron_import to list; may be NULL */
 };
 
 /**
- * @brief Read settings from a file (see the file comment for the forms).
+ * @brief Read settings from a file (see the file comment for the forms). A
+ * UTF-8 byte order mark is skipped; LF, CRLF and a lone CR all end a line.
  * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
- *         quote, a Bridge word that is not key=value after the overrides began).
+ *         quote, a Bridge word that is not key=value after the overrides began,
+ *         a Megatron-LM argument argparse would refuse: a single-dash option,
+ *         a bare `--`, a word that follows no flag taking a value).
  */
 int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_megatron_args *out,
                      struct mb_err *err);
@@ -89,6 +97,14 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
  * they agree. An absent Megatron-LM flag means this value.
  */
 const char *mb_megatron_lm_default(const char *key);
+
+/**
+ * @brief 1 when key k means something for scenario s (its `applies` rule; no
+ * MoE keys on a dense model; the HybridEP permute fusion with HybridEP only),
+ * so --emit writes it and an imported value of it changes the prediction; 0
+ * otherwise (import notes a setting of such a key as without effect).
+ */
+int mb_megatron_key_applies(const struct mb_scenario *s, const struct mb_key *k);
 
 /**
  * @brief Write scenario s as Megatron-LM flags (`--flag value \` lines) or

@@ -21,11 +21,14 @@
 #include "mb_input.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct mb_mgr__word {
     char *s;
     int line, col;
+    int quoted; /* a quote or a backslash escape in it: never a shell operator */
 };
 
 struct mb_mgr__words {
@@ -33,13 +36,13 @@ struct mb_mgr__words {
     int n, cap;
 };
 
-static void mb_mgr__push_word(struct mb_mgr__words *ws, char *s, int line, int col)
+static void mb_mgr__push_word(struct mb_mgr__words *ws, char *s, int line, int col, int quoted)
 {
     if (ws->n == ws->cap) {
         ws->cap = ws->cap ? 2 * ws->cap : 64;
         ws->w = mb_realloc(ws->w, (size_t)ws->cap * sizeof *ws->w);
     }
-    ws->w[ws->n++] = (struct mb_mgr__word){s, line, col};
+    ws->w[ws->n++] = (struct mb_mgr__word){s, line, col, quoted};
 }
 
 static void mb_mgr__free_words(struct mb_mgr__words *ws)
@@ -49,7 +52,11 @@ static void mb_mgr__free_words(struct mb_mgr__words *ws)
     mb_free(ws->w);
 }
 
-/* The file as text: a regular file within the input limit (mb_input), no NUL byte. */
+/* The file as text: a regular file within the input limit (mb_input), no NUL
+ * byte; a UTF-8 byte order mark (an editor's, not part of the first flag)
+ * removed, and every line end -- LF, CRLF, or a lone CR (classic Mac OS, or a
+ * last line ending in a bare CR) -- made one LF, so that positions, comments,
+ * continuations and the log reader see one kind. */
 static char *mb_mgr__read_file(const char *path, struct mb_err *err)
 {
     char *buf;
@@ -61,6 +68,17 @@ static char *mb_mgr__read_file(const char *path, struct mb_err *err)
         mb_err_set(err, path, 0, 0, "binary file (a NUL byte); expected Megatron arguments as text");
         return NULL;
     }
+    size_t r = n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0, w = 0;
+    for (; r < n; r++) {
+        if (buf[r] == '\r') {
+            buf[w++] = '\n';
+            if (r + 1 < n && buf[r + 1] == '\n')
+                r++;
+        } else {
+            buf[w++] = buf[r];
+        }
+    }
+    buf[w] = '\0';
     return buf;
 }
 
@@ -86,12 +104,10 @@ static void mb_mgr__adv(struct mb_mgr__lex *lx)
 static void mb_mgr__skip(struct mb_mgr__lex *lx)
 {
     for (;;) {
-        if (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n' || *lx->p == '\r') {
+        if (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n') {
             mb_mgr__adv(lx);
-        } else if (lx->p[0] == '\\' && (lx->p[1] == '\n' || (lx->p[1] == '\r' && lx->p[2] == '\n'))) {
+        } else if (lx->p[0] == '\\' && lx->p[1] == '\n') { /* line ends are LF by now (mb_mgr__read_file) */
             mb_mgr__adv(lx);
-            while (*lx->p != '\n')
-                mb_mgr__adv(lx);
             mb_mgr__adv(lx);
         } else if (*lx->p == '#') {
             while (*lx->p && *lx->p != '\n')
@@ -103,14 +119,16 @@ static void mb_mgr__skip(struct mb_mgr__lex *lx)
 }
 
 /* One word at lx->p (not blank); 0, or -1 on an unterminated quote. */
-static int mb_mgr__word(struct mb_mgr__lex *lx, const char *file, char **out, struct mb_err *err)
+static int mb_mgr__word(struct mb_mgr__lex *lx, const char *file, char **out, int *quoted, struct mb_err *err)
 {
     size_t cap = 64, n = 0;
     char *w = mb_malloc(cap);
-    while (*lx->p && !strchr(" \t\r\n", *lx->p)) {
+    *quoted = 0;
+    while (*lx->p && !strchr(" \t\n", *lx->p)) {
         char q = *lx->p;
         if (q == '\'' || q == '"') {
             int ql = lx->line, qc = lx->col;
+            *quoted = 1;
             mb_mgr__adv(lx);
             while (*lx->p && *lx->p != q) {
                 if (q == '"' && *lx->p == '\\' && lx->p[1] && strchr("\"\\$`", lx->p[1]))
@@ -129,8 +147,10 @@ static int mb_mgr__word(struct mb_mgr__lex *lx, const char *file, char **out, st
         }
         if (q == '\\' && lx->p[1] == '\n')
             break; /* continuation ends the word */
-        if (q == '\\' && lx->p[1])
+        if (q == '\\' && lx->p[1]) {
             mb_mgr__adv(lx);
+            *quoted = 1;
+        }
         if (n + 2 >= cap)
             w = mb_realloc(w, cap *= 2);
         w[n++] = *lx->p;
@@ -148,11 +168,11 @@ static int mb_mgr__words(const char *buf, const char *file, struct mb_mgr__words
         mb_mgr__skip(&lx);
         if (!*lx.p)
             return 0;
-        int line = lx.line, col = lx.col;
+        int line = lx.line, col = lx.col, quoted;
         char *w = NULL;
-        if (mb_mgr__word(&lx, file, &w, err))
+        if (mb_mgr__word(&lx, file, &w, &quoted, err))
             return -1;
-        mb_mgr__push_word(ws, w, line, col);
+        mb_mgr__push_word(ws, w, line, col, quoted);
     }
 }
 
@@ -248,13 +268,91 @@ static void mb_mgr__env(struct mb_megatron_args *a, const struct mb_mgr__word *w
     mb_mgr__val(g, eq + 1, strlen(eq + 1));
 }
 
-/* Megatron-LM command line: flags and their values. */
-static void mb_mgr__cmdline(struct mb_mgr__words *ws, struct mb_megatron_args *a)
+/* A shell word that ends the command (a pipe, a list operator); 0 for a quoted one. */
+static int mb_mgr__is_separator(const struct mb_mgr__word *w)
 {
-    int seen_flag = 0;
+    static const char *const ops[] = {"|", "||", "&&", ";", "&", "|&", NULL};
+    for (int i = 0; !w->quoted && ops[i]; i++)
+        if (!strcmp(w->s, ops[i]))
+            return 1;
+    return 0;
+}
+
+/* A redirection (`>`, `2>&1`, `>>log`, `<in`): 2 when its target is the next
+ * word (the operator alone), 1 when it is complete, else 0. */
+static int mb_mgr__redirect(const struct mb_mgr__word *w)
+{
+    const char *p = w->s;
+    if (w->quoted)
+        return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '&' && p == w->s && p[1] == '>')
+        p++;
+    if (*p != '>' && *p != '<')
+        return 0;
+    p += p[1] == *p ? 2 : 1; /* >> << */
+    if (*p == '&')
+        p++;
+    return *p ? 1 : 2;
+}
+
+/* The word a Megatron-LM command line's arguments follow: the first word
+ * ending in .py, else the module of `-m MODULE`; -1 when there is neither (a
+ * file of flags alone: the arguments begin with its first option). */
+static int mb_mgr__script(const struct mb_mgr__words *ws)
+{
+    for (int i = 0; i < ws->n; i++)
+        if (mb_mgr__ends_py(ws->w[i].s))
+            return i;
+    for (int i = 0; i + 1 < ws->n && strncmp(ws->w[i].s, "--", 2); i++)
+        if (!strcmp(ws->w[i].s, "-m"))
+            return i + 1;
+    return -1;
+}
+
+/* Megatron-LM command line: flags and their values, as Megatron-LM's argparse
+ * parser (megatron/training/arguments.py: ArgumentParser(allow_abbrev=False),
+ * parse_args) takes them. After the script, a word that starts with one dash
+ * and is not a negative number is no option of that parser: argparse exits
+ * with "unrecognized arguments", and reading it as a launcher option dropped
+ * its value (-tensor-model-parallel-size 4 gave TP 1); likewise a bare `--`,
+ * after which argparse takes every word as a positional argument, which
+ * Megatron-LM has none of. Both are errors at the word. A pipe or list
+ * operator ends the command (a note names it); redirections are skipped. */
+static int mb_mgr__cmdline(struct mb_mgr__words *ws, struct mb_megatron_args *a, FILE *notes, struct mb_err *err)
+{
+    int seen_flag = 0, script = mb_mgr__script(ws), args_from = script >= 0 ? script + 1 : ws->n;
     struct mb_megatron_arg *cur = NULL;
+    if (script < 0) /* no script: the arguments begin at the first option */
+        for (int i = 0; i < ws->n; i++)
+            if (ws->w[i].s[0] == '-' && !mb_mgr__is_number(ws->w[i].s)) {
+                args_from = i;
+                break;
+            }
     for (int i = 0; i < ws->n; i++) {
         const struct mb_mgr__word *w = &ws->w[i];
+        int redir = mb_mgr__redirect(w);
+        if (redir) {
+            i += redir - 1; /* the operator's target */
+            continue;
+        }
+        if (mb_mgr__is_separator(w)) {
+            if (i < args_from)
+                continue; /* `export A=1;` or `cd dir &&` before the command */
+            if (notes && i + 1 < ws->n)
+                fprintf(notes, "%s:%d:%d: the command ends at '%s': the words after it (%s ...) are not read\n",
+                        a->file, w->line, w->col, w->s, ws->w[i + 1].s);
+            return 0;
+        }
+        if (i >= args_from && !w->quoted && !strcmp(w->s, "--"))
+            return mb_err_set(err, a->file, w->line, w->col, "'--': argparse takes every word after it as a "
+                              "positional argument, and Megatron-LM has none (its parser exits with "
+                              "\"unrecognized arguments\"); remove it");
+        if (i >= args_from && w->s[0] == '-' && w->s[1] != '-' && !mb_mgr__is_number(w->s))
+            return mb_err_set(err, a->file, w->line, w->col, "%s: a single-dash option is no Megatron-LM argument "
+                              "(argparse with allow_abbrev=False exits with \"unrecognized arguments\"); "
+                              "expected -%s", w->s, w->s);
         if (!strncmp(w->s, "--", 2) && w->s[2]) {
             seen_flag = 1;
             const char *eq = strchr(w->s, '=');
@@ -272,18 +370,38 @@ static void mb_mgr__cmdline(struct mb_mgr__words *ws, struct mb_megatron_args *a
         } else if (cur) {
             mb_mgr__val(cur, w->s, strlen(w->s));
             cur->is_list = cur->nval > 1;
+        } else if (i >= args_from) { /* argparse: a positional argument, which Megatron-LM has none of */
+            return mb_err_set(err, a->file, w->line, w->col, "'%s' follows no flag that takes a value "
+                              "(Megatron-LM's argparse exits with \"unrecognized arguments\")", w->s);
         }
         /* else a launcher word before the first flag (torchrun, python, a module) */
     }
+    return 0;
 }
 
-/* Megatron-Bridge overrides: section.name=value words. */
-static int mb_mgr__bridge(struct mb_mgr__words *ws, struct mb_megatron_args *a, struct mb_err *err)
+/* Megatron-Bridge overrides: section.name=value words (Hydra's override
+ * grammar, which Bridge's parse_hydra_overrides applies: `null` is None, the
+ * only spelling of it). Pipes and list operators end the command, as on a
+ * Megatron-LM command line; redirections are skipped. */
+static int mb_mgr__bridge(struct mb_mgr__words *ws, struct mb_megatron_args *a, FILE *notes, struct mb_err *err)
 {
     int seen = 0;
     for (int i = 0; i < ws->n; i++) {
         const struct mb_mgr__word *w = &ws->w[i];
         const char *s = w->s;
+        int redir = mb_mgr__redirect(w);
+        if (redir) {
+            i += redir - 1;
+            continue;
+        }
+        if (mb_mgr__is_separator(w)) {
+            if (!seen)
+                continue;
+            if (notes && i + 1 < ws->n)
+                fprintf(notes, "%s:%d:%d: the command ends at '%s': the words after it (%s ...) are not read\n",
+                        a->file, w->line, w->col, w->s, ws->w[i + 1].s);
+            return 0;
+        }
         while (*s == '+')
             s++;
         const char *eq = strchr(s, '=');
@@ -304,6 +422,7 @@ static int mb_mgr__bridge(struct mb_mgr__words *ws, struct mb_megatron_args *a, 
         const char *dot = strchr(full, '.');
         struct mb_megatron_arg *g = mb_mgr__add(a, dot ? dot + 1 : full, full, w->line, w->col);
         mb_mgr__value(g, eq + 1);
+        g->none = !g->is_list && g->nval == 1 && !strcasecmp(g->val[0], "null");
     }
     return 0;
 }
@@ -359,9 +478,10 @@ static int mb_mgr__log_block(const char *buf, struct mb_megatron_args *a)
                     v[len - va] = '\0';
                     mb_mgr__value(g, v);
                     mb_free(v);
+                    g->none = !g->is_list && g->nval == 1 && !strcmp(g->val[0], "None"); /* Python's repr */
                 }
             }
-            p = nl ? nl + 1 : p + len;
+            p = nl ? nl + 1 : p + strlen(p); /* not p + len: a trimmed '\r' stood still forever */
         }
         if (count < 3)
             return 0;
@@ -379,17 +499,21 @@ int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_meg
     if (!buf)
         return path ? -1 : mb_err_set(err, NULL, 0, 0, "no file given");
     int rc = 0;
+    size_t nlen = 0;
+    FILE *notes = open_memstream(&out->notes, &nlen);
     if (d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out)) {
         out->log_block = 1;
     } else {
         struct mb_mgr__words ws = {0};
         rc = mb_mgr__words(buf, out->file, &ws, err);
         if (!rc && d == MB_MEGATRON_LM)
-            mb_mgr__cmdline(&ws, out);
+            rc = mb_mgr__cmdline(&ws, out, notes, err);
         else if (!rc)
-            rc = mb_mgr__bridge(&ws, out, err);
+            rc = mb_mgr__bridge(&ws, out, notes, err);
         mb_mgr__free_words(&ws);
     }
+    if (notes)
+        fclose(notes);
     mb_free(buf);
     if (!rc && out->n == 0)
         rc = mb_err_set(err, out->file, 0, 0, "no %s found", d == MB_MEGATRON_LM
@@ -409,6 +533,8 @@ void mb_megatron_args_free(struct mb_megatron_args *a)
             mb_free(a->a[i].val[j]);
         mb_free(a->a[i].val);
     }
+    free(a->notes); /* open_memstream's */
+    a->notes = NULL;
     mb_free(a->a);
     a->a = NULL;
     a->n = a->cap = 0;

@@ -1,0 +1,1 @@
+# classic Mac OS line ends (CR only): import megatron spun at 100% CPU forever (issue 37)--num-layers 32 --hidden-size 4096 --seq-length 4096 --bf16--global-batch-size 64 --micro-batch-size 1--tensor-model-parallel-size two

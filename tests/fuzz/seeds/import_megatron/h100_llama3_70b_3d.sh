@@ -1,0 +1,27 @@
+--num-layers 80 \
+--hidden-size 8192 \
+--ffn-hidden-size 28672 \
+--num-attention-heads 64 \
+--group-query-attention \
+--num-query-groups 8 \
+--kv-channels 128 \
+--bf16 \
+--fp8-format hybrid \
+--fp8-recipe tensorwise \
+--seq-length 8192 \
+--global-batch-size 128 \
+--micro-batch-size 1 \
+--tensor-model-parallel-size 4 \
+--pipeline-model-parallel-size 8 \
+--num-virtual-stages-per-pipeline-rank 5 \
+--context-parallel-size 1 \
+--sequence-parallel \
+--overlap-grad-reduce \
+--overlap-param-gather \
+--tp-comm-overlap \
+--use-distributed-optimizer \
+--cross-entropy-loss-fusion \
+--cross-entropy-fusion-impl te \
+--attention-backend auto \
+--hidden-dropout 0 \
+--fp8-param-gather

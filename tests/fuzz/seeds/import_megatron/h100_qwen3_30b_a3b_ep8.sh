@@ -1,0 +1,31 @@
+--num-layers 48 \
+--hidden-size 2048 \
+--ffn-hidden-size 6144 \
+--num-attention-heads 32 \
+--group-query-attention \
+--num-query-groups 4 \
+--kv-channels 128 \
+--num-experts 128 \
+--moe-router-topk 8 \
+--moe-ffn-hidden-size 768 \
+--moe-grouped-gemm \
+--bf16 \
+--fp8-format hybrid \
+--fp8-recipe delayed \
+--seq-length 4096 \
+--global-batch-size 1024 \
+--micro-batch-size 1 \
+--tensor-model-parallel-size 1 \
+--pipeline-model-parallel-size 2 \
+--num-virtual-stages-per-pipeline-rank 12 \
+--context-parallel-size 1 \
+--expert-model-parallel-size 8 \
+--expert-tensor-parallel-size 1 \
+--overlap-grad-reduce \
+--overlap-param-gather \
+--use-distributed-optimizer \
+--cross-entropy-loss-fusion \
+--cross-entropy-fusion-impl te \
+--attention-backend auto \
+--hidden-dropout 0 \
+--moe-token-dispatcher-type alltoall

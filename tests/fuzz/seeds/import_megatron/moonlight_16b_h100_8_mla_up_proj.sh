@@ -1,0 +1,36 @@
+--num-layers 27 \
+--hidden-size 2048 \
+--ffn-hidden-size 11264 \
+--num-attention-heads 16 \
+--multi-latent-attention \
+--kv-lora-rank 512 \
+--num-experts 64 \
+--moe-router-topk 6 \
+--moe-ffn-hidden-size 1408 \
+--moe-shared-expert-intermediate-size 2816 \
+--moe-grouped-gemm \
+--bf16 \
+--seq-length 4096 \
+--global-batch-size 4 \
+--micro-batch-size 1 \
+--tensor-model-parallel-size 2 \
+--pipeline-model-parallel-size 1 \
+--context-parallel-size 1 \
+--expert-model-parallel-size 8 \
+--expert-tensor-parallel-size 1 \
+--sequence-parallel \
+--moe-shared-expert-overlap \
+--recompute-granularity selective \
+--recompute-modules mla_up_proj \
+--overlap-grad-reduce \
+--overlap-param-gather \
+--use-distributed-optimizer \
+--cross-entropy-loss-fusion \
+--cross-entropy-fusion-impl te \
+--attention-backend auto \
+--hidden-dropout 0 \
+--moe-token-dispatcher-type alltoall \
+--grad-reduce-in-bf16 \
+--use-precision-aware-optimizer \
+--exp-avg-dtype bf16 \
+--exp-avg-sq-dtype bf16
