@@ -65,7 +65,8 @@ static void mb_cli__cmp_scalar(const struct mb_node *n, char *out, size_t len)
     else if (n->kind == MB_NODE_SCALAR)
         snprintf(out, len, "%s", n->str);
     else
-        snprintf(out, len, "(%zu %s)", n->n, n->kind == MB_NODE_SEQ ? "items" : "keys");
+        snprintf(out, len, "(%zu %s)", n->n, n->kind == MB_NODE_SEQ ? mb_plural((long long)n->n, "item", "items")
+                                                                     : mb_plural((long long)n->n, "key", "keys"));
 }
 
 static int mb_cli__cmp_same(const struct mb_node *a, const struct mb_node *b)
@@ -87,14 +88,16 @@ static void mb_cli__cmp_diff(const struct mb_node *a, const struct mb_node *b, c
 {
     if (mb_cli__cmp_same(a, b))
         return;
-    if (a && b && a->kind == MB_NODE_MAP && b->kind == MB_NODE_MAP) {
-        for (size_t i = 0; i < a->n; i++) {
+    /* a section one side leaves out (its defaults): compare key by key against nothing */
+    int amap = !a || a->kind == MB_NODE_MAP, bmap = !b || b->kind == MB_NODE_MAP;
+    if (amap && bmap && (a || b)) {
+        for (size_t i = 0; a && i < a->n; i++) {
             char sub[256];
             snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", a->pairs[i].key);
-            mb_cli__cmp_diff(a->pairs[i].val, mb_yaml_get(b, a->pairs[i].key), sub, shown, fp);
+            mb_cli__cmp_diff(a->pairs[i].val, b ? mb_yaml_get(b, a->pairs[i].key) : NULL, sub, shown, fp);
         }
-        for (size_t i = 0; i < b->n; i++)
-            if (!mb_yaml_get(a, b->pairs[i].key)) {
+        for (size_t i = 0; b && i < b->n; i++)
+            if (!a || !mb_yaml_get(a, b->pairs[i].key)) {
                 char sub[256];
                 snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", b->pairs[i].key);
                 mb_cli__cmp_diff(NULL, b->pairs[i].val, sub, shown, fp);
@@ -112,7 +115,7 @@ static void mb_cli__cmp_settings(const struct mb_cmp__side *a, const struct mb_c
 {
     struct mb_node *ta = mb_cli__cmp_tree(&a->s, a->file), *tb = mb_cli__cmp_tree(&b->s, b->file);
     int shown = 0;
-    fprintf(fp, "settings that differ (A -> B, as the scenario writer states them):\n");
+    fprintf(fp, "settings that differ (A -> B, as the scenario writer states them; \"(not set)\": the default):\n");
     if (ta && tb) {
         mb_cli__cmp_diff(ta, tb, "", &shown, fp);
         if (!shown)
@@ -187,7 +190,7 @@ static void mb_cli__cmp_memory(const struct mb_memory *a, const struct mb_memory
         {"gradients", a->grads, b->grads},
         {"optimizer states", a->optimizer, b->optimizer},
         {"activations", a->activations, b->activations},
-        {"buffers (logits, dispatch, ws)", a->buffers, b->buffers},
+        {"buffers", a->buffers, b->buffers},
         {"CUDA graphs", a->graphs, b->graphs},
         {"recompute", a->recompute, b->recompute},
         {"backward gradients", a->bwd_grads, b->bwd_grads},

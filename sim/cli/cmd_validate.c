@@ -15,6 +15,7 @@
 #include "mb_fit.h"
 #include "mb_validate.h"
 #include "mb_validate_pairs.h"
+#include "mb_input.h"
 
 #define EXIT_DRIFT 3 /* validate --baseline: predictions or memory moved past the threshold */
 
@@ -245,6 +246,17 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
     if (pairs->on && (cv || drift->baseline)) {
         fprintf(stderr, "mbsim validate: --pairs compares the rows' effects: no --cv or --baseline\n");
         return EXIT_USAGE;
+    }
+    if (pairs->file) { /* a pairs file that cannot be read fails before the (long) validation */
+        char *buf;
+        size_t len;
+        struct mb_err e;
+        mb_err_clear(&e);
+        if (mb_input_read(pairs->file, "a pairs file", 0, &buf, &len, &e)) {
+            mb_cli_print_err(&e);
+            return EXIT_BAD_INPUT;
+        }
+        mb_free(buf);
     }
     if (drift->threshold_given && !drift->baseline) {
         fprintf(stderr, "mbsim validate: --drift-threshold needs --baseline OLD.json\n");

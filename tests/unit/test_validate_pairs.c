@@ -6,7 +6,7 @@
  * The fixture (llama3_8b on DGX-H100, 8 GPUs, sequence 8192): base (TP 1, 10,000 tokens/s/GPU), tp2
  * (TP 2, 9,000), tp2_other (TP 2 and an other_recipe text, 9,200), repeat (base again, written
  * "bf16" and TP "01": the same configuration, 10,100), fp8 (FP8-CS, 12,000), gbs256 (another GBS:
- * pairs with nothing), step_a / step_b (base and TP 2 measured as step times 5.0 / 4.0 s: a metric of
+ * pairs with nothing), step_a / step_b (base and TP 2 measured as step times 50 / 40 s: a metric of
  * their own), no_precision (skipped: precision not stated).
  */
 #include "test_validate_util.h"
@@ -67,7 +67,7 @@ static void test_pairs_found(void **state)
     mb_validate_free(&s);
 }
 
-/* The effects by hand: 9,000 / 10,000 - 1 = -10 %; step times 5.0 -> 4.0 s = +25 % throughput; the
+/* The effects by hand: 9,000 / 10,000 - 1 = -10 %; step times 50 -> 40 s = +25 % throughput; the
  * predicted effect is the ratio of the two rows' predictions, and step_a/step_b are the base/tp2
  * scenarios again, so their predicted effects agree. */
 static void test_pairs_effects(void **state)

@@ -290,7 +290,7 @@ static int mb_pairs__line(const struct mb_val_summary *s, char *p, const char *p
         if (*q == ',' || !*q) {
             int last = !*q;
             if (nf == 3)
-                return mb_err_set(err, path, line, (int)(q - start) + 1, "expected 'A_ID,B_ID[,LABEL]': a fourth field");
+                return mb_err_set(err, path, line, (int)(p - start) + 1, "expected 'A_ID,B_ID[,LABEL]': a fourth field");
             *q = 0;
             col[nf] = (int)(p - start) + 1;
             f[nf++] = mb_validate__trim(p);
