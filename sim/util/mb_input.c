@@ -111,6 +111,18 @@ FILE *mb_input_open(const char *path, const char *what, int allow_stdin, struct 
     return f;
 }
 
+size_t mb_input_unify_line_ends(char *buf, size_t n)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < n; r++) {
+        buf[w++] = buf[r] == '\r' ? '\n' : buf[r];
+        if (buf[r] == '\r' && r + 1 < n && buf[r + 1] == '\n')
+            r++;
+    }
+    buf[w] = '\0';
+    return w;
+}
+
 int mb_input_check(const char *path, const char *what, struct mb_err *err)
 {
     int fd = mb_input__fd(path, what, err);

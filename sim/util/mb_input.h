@@ -58,6 +58,14 @@ int mb_input_read_gz(const char *path, const char *what, int allow_stdin, char *
                      struct mb_err *err);
 
 /**
+ * @brief Make LF the only line end of text buf[0..n): CRLF and a lone CR (classic Mac files, a
+ * script's last line) become one '\n', in place; the result is NUL-terminated (buf must have room
+ * for buf[n], as mb_input_read's buffers do).
+ * @return the new length (<= n).
+ */
+size_t mb_input_unify_line_ends(char *buf, size_t n);
+
+/**
  * @brief Check path as mb_input_open does, without keeping it open (for the
  * libraries that open files themselves: zlib).
  * @return 0, or -1 with err set.

@@ -808,18 +808,7 @@ static char *mb_hf__slurp(const char *path, size_t *len_p, struct mb_err *err)
                    "UTF-8 BOM\"); save the file without it");
         return NULL;
     }
-    size_t w = 0;
-    for (size_t r = 0; r < n; r++) {
-        if (buf[r] == '\r') {
-            buf[w++] = '\n';
-            if (r + 1 < n && buf[r + 1] == '\n')
-                r++;
-        } else {
-            buf[w++] = buf[r];
-        }
-    }
-    buf[w] = '\0';
-    *len_p = w;
+    *len_p = mb_input_unify_line_ends(buf, n);
     return buf;
 }
 

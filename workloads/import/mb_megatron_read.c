@@ -68,17 +68,9 @@ static char *mb_mgr__read_file(const char *path, struct mb_err *err)
         mb_err_set(err, path, 0, 0, "binary file (a NUL byte); expected Megatron arguments as text");
         return NULL;
     }
-    size_t r = n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0, w = 0;
-    for (; r < n; r++) {
-        if (buf[r] == '\r') {
-            buf[w++] = '\n';
-            if (r + 1 < n && buf[r + 1] == '\n')
-                r++;
-        } else {
-            buf[w++] = buf[r];
-        }
-    }
-    buf[w] = '\0';
+    size_t bom = n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0; /* a UTF-8 byte order mark is skipped */
+    memmove(buf, buf + bom, n - bom + 1);
+    mb_input_unify_line_ends(buf, n - bom);
     return buf;
 }
 

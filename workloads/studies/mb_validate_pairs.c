@@ -329,14 +329,14 @@ int mb_validate_pairs_read(const struct mb_val_summary *s, const char *path, str
     if (mb_input_read(path, "a pairs file", 0, &buf, &len, err))
         return -1;
     int rc = 0, line = 1;
+    len = mb_input_unify_line_ends(buf, len);
     for (char *p = buf; rc == 0 && p < buf + len; line++) {
-        char *e = p + strcspn(p, "\r\n");
-        int crlf = e[0] == '\r' && e[1] == '\n';
+        char *e = p + strcspn(p, "\n");
         *e = 0;
         char *t = mb_validate__trim(p);
         if (*t && *t != '#')
             rc = mb_pairs__line(s, p, path, line, out, &cap, err);
-        p = e + 1 + crlf;
+        p = e + 1;
     }
     mb_free(buf);
     if (rc == 0)
