@@ -142,12 +142,42 @@ static void test_pairs_file(void **state)
     mb_validate_free(&s);
 }
 
+/* The recompute knob is compared as the row runs it (tests/data/validate/pairs_recompute.csv): rc_a
+ * and rc_b write one setting two ways (the column "selective: core_attn" vs "selective", which
+ * Megatron reads as core_attn; recompute_detail "selective:core_attn" with and without a space) and
+ * differ in other_recipe alone, so they are kept apart; rc_c ("none [v0.6.0 recipe]") and rc_d
+ * ("none") are one configuration (no pair); rc_e adds mlp in recompute_detail. Of the 10
+ * combinations that leaves 8 named pairs; recompute_detail is compared as part of the recompute knob. */
+static void test_pairs_recompute(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_val_pairs p;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_validate_csv(FIX "pairs_recompute.csv", &s, &err))
+        fail_msg("%s", err.msg);
+    mb_validate_pairs_find(&s, &p);
+    assert_int_equal(p.n, 8);
+    assert_int_equal(p.unnamed.n, 1);
+    assert_string_equal(find_pair(&s, &p, "rc_a", "rc_e")->knobs, "recompute");
+    assert_string_equal(find_pair(&s, &p, "rc_b", "rc_c")->knobs, "recompute,other_recipe");
+    for (size_t i = 0; i < p.n; i++) { /* rc_c / rc_d and rc_a / rc_b are not named pairs */
+        const char *a = s.rows[p.p[i].a].id, *b = s.rows[p.p[i].b].id;
+        assert_false(!strcmp(a, "rc_c") && !strcmp(b, "rc_d"));
+        assert_false(!strcmp(a, "rc_a") && !strcmp(b, "rc_b"));
+    }
+    mb_validate_pairs_free(&p);
+    mb_validate_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pairs_found),
         cmocka_unit_test(test_pairs_effects),
         cmocka_unit_test(test_pairs_file),
+        cmocka_unit_test(test_pairs_recompute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,31 @@ static unsigned long long mb_pairs__hash(unsigned long long h, const char *cell)
 
 #define MB_PAIRS__FNV0 14695981039346656037ULL
 
+/* The recompute knob's text as the row runs it (the recompute_detail knob folds into it): recompute_detail
+ * when the row states it (it refines the column: "" and "selective: mla_up_proj" beside "selective:mla_up_proj" are one setting), else the
+ * column read as mb_validate_recompute reads it ("none [v0.6.0 ...]" is none); the cell itself if it
+ * cannot be read (the row is skipped then anyway). */
+static const char *mb_pairs__recompute(struct mb_val__csv *c, char *buf, size_t n)
+{
+    int d = c->ridx[MB_VAL_RC_RECOMPUTE_DETAIL];
+    if (d >= 0 && !mb_validate__is_absent(c->f[d].text)) {
+        size_t w = 0;
+        for (const char *p = c->f[d].text; *p && w + 1 < n; p++)
+            if (!isspace((unsigned char)*p))
+                buf[w++] = *p;
+        buf[w] = 0;
+        return buf;
+    }
+    const char *cell = mb_validate__cell(c, C_RECOMPUTE);
+    enum mb_rc_gran gran;
+    unsigned mods;
+    char why[8];
+    if (mb_validate__is_absent(cell) || mb_validate_recompute(cell, &gran, &mods, why, sizeof why) != 0)
+        return cell;
+    snprintf(buf, n, "%d:%x", (int)gran, mods);
+    return buf;
+}
+
 void mb_validate__csv_ab_key(struct mb_val__csv *c, struct mb_val_row *r)
 {
     static const int same[] = {C_MODEL, C_GPUS, C_GBS, C_SEQ};
@@ -71,8 +96,13 @@ void mb_validate__csv_ab_key(struct mb_val__csv *c, struct mb_val_row *r)
     r->ab_same = mb_pairs__hash(h, r->metric);
     for (int k = 0; k < MB_VAL_AB_NKNOB; k++) {
         const char *cell = "";
-        if (k < 10)
+        char buf[128];
+        if (k < 10 && mb_pairs__layout_col[k] == C_RECOMPUTE)
+            cell = mb_pairs__recompute(c, buf, sizeof buf);
+        else if (k < 10)
             cell = mb_validate__cell(c, mb_pairs__layout_col[k]);
+        else if (k - 10 == MB_VAL_RC_RECOMPUTE_DETAIL)
+            cell = ""; /* compared in the recompute knob */
         else if (c->ridx[k - 10] >= 0)
             cell = c->f[c->ridx[k - 10]].text;
         r->ab_knob[k] = mb_pairs__hash(MB_PAIRS__FNV0, cell);
