@@ -116,7 +116,9 @@ static void mb_cli__write_without_framework(FILE *fp, const char *text)
 static void mb_cli__write_value(FILE *fp, enum mb_fw_param p, double v)
 {
     const struct mb_fw_param_info *in = mb_calib_fw_info(p);
-    if (in->unit[0])
+    if (in->unit[0] && v >= 1e-3) /* step_overhead: "22.42 ms", not "2.242e+04 us" */
+        fprintf(fp, "%.4g ms", v * 1e3);
+    else if (in->unit[0])
         fprintf(fp, "%.4g us", v * 1e6);
     else
         fprintf(fp, "%.4g", v);

@@ -248,15 +248,12 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
         return EXIT_USAGE;
     }
     if (pairs->file) { /* a pairs file that cannot be read fails before the (long) validation */
-        char *buf;
-        size_t len;
         struct mb_err e;
         mb_err_clear(&e);
-        if (mb_input_read(pairs->file, "a pairs file", 0, &buf, &len, &e)) {
+        if (mb_validate_pairs_check(pairs->file, &e)) {
             mb_cli_print_err(&e);
             return EXIT_BAD_INPUT;
         }
-        mb_free(buf);
     }
     if (drift->threshold_given && !drift->baseline) {
         fprintf(stderr, "mbsim validate: --drift-threshold needs --baseline OLD.json\n");
@@ -375,6 +372,10 @@ int mb_cmd_validate(int argc, char **argv)
         pairs_file_next = 0;
         switch (c) {
         case O_PAIRS:
+            if (pairs.on) {
+                fprintf(stderr, "mbsim validate: --pairs given twice\n");
+                rc = EXIT_USAGE;
+            }
             pairs.on = 1;
             pairs.file = v;
             pairs_file_next = !v;

@@ -128,6 +128,7 @@ static void test_pairs_file(void **state)
         {"pairs_self.txt", "pairs_self.txt:1:6: a pair of a row with itself"},
         {"pairs_one_field.txt", "pairs_one_field.txt:1:1: expected 'A_ID,B_ID[,LABEL]'"},
         {"no_such_pairs.txt", "no_such_pairs.txt"},
+        {"pairs_empty.txt", "pairs_empty.txt:3:1: no pairs"}, /* a comment, a blank and a blanks-only line */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char path[256];
@@ -139,6 +140,11 @@ static void test_pairs_file(void **state)
             fail_msg("%s: got '%s'", bad[i].file, msgbuf);
         mb_validate_pairs_free(&p);
     }
+    mb_err_clear(&err); /* the check before a validation: the same file errors without a summary */
+    assert_int_equal(mb_validate_pairs_check(FIX "pairs_empty.txt", &err), -1);
+    mb_err_format(&err, msgbuf, sizeof msgbuf);
+    assert_non_null(strstr(msgbuf, "pairs_empty.txt:3:1: no pairs"));
+    assert_int_equal(mb_validate_pairs_check(FIX "pairs_ok.txt", &err), 0);
     mb_validate_free(&s);
 }
 

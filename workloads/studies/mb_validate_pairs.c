@@ -350,16 +350,47 @@ static int mb_pairs__line(const struct mb_val_summary *s, char *p, const char *p
     return 0;
 }
 
+/* The text of pairs file path, LF line ends only, in *buf (mb_free it) and *len. */
+static int mb_pairs__slurp(const char *path, char **buf, size_t *len, struct mb_err *err)
+{
+    if (mb_input_read(path, "a pairs file", 0, buf, len, err))
+        return -1;
+    *len = mb_input_unify_line_ends(*buf, *len);
+    return 0;
+}
+
+static int mb_pairs__none(const char *path, int lines, struct mb_err *err)
+{
+    return mb_err_set(err, path, lines > 0 ? lines : 1, 1, "no pairs: expected lines 'A_ID,B_ID[,LABEL]'");
+}
+
+int mb_validate_pairs_check(const char *path, struct mb_err *err)
+{
+    char *buf;
+    size_t len;
+    if (mb_pairs__slurp(path, &buf, &len, err))
+        return -1;
+    int lines = 0, any = 0;
+    for (char *p = buf; !any && p < buf + len; lines++) {
+        char *e = p + strcspn(p, "\n");
+        *e = 0;
+        char *t = mb_validate__trim(p);
+        any = *t && *t != '#';
+        p = e + 1;
+    }
+    mb_free(buf);
+    return any ? 0 : mb_pairs__none(path, lines, err);
+}
+
 int mb_validate_pairs_read(const struct mb_val_summary *s, const char *path, struct mb_val_pairs *out,
                            struct mb_err *err)
 {
     char *buf;
     size_t len, cap = 0;
     memset(out, 0, sizeof *out);
-    if (mb_input_read(path, "a pairs file", 0, &buf, &len, err))
+    if (mb_pairs__slurp(path, &buf, &len, err))
         return -1;
     int rc = 0, line = 1;
-    len = mb_input_unify_line_ends(buf, len);
     for (char *p = buf; rc == 0 && p < buf + len; line++) {
         char *e = p + strcspn(p, "\n");
         *e = 0;
@@ -369,6 +400,8 @@ int mb_validate_pairs_read(const struct mb_val_summary *s, const char *path, str
         p = e + 1;
     }
     mb_free(buf);
+    if (rc == 0 && !out->n && !out->n_unpredicted)
+        rc = mb_pairs__none(path, line - 1, err);
     if (rc == 0)
         mb_pairs__finish(out);
     return rc;
@@ -393,8 +426,13 @@ static void mb_pairs__print_stats(const struct mb_val_pair_stats *st, FILE *fp)
     char pct[16] = "     -";
     if (st->n_judged)
         snprintf(pct, sizeof pct, "%5.1f %%", mb_pairs__pct(st->n_sign_right, st->n_judged));
-    fprintf(fp, "  %5zu  %5zu/%-5zu %-7s  %6.1f  %6.1f  %s\n", st->n, st->n_sign_right, st->n_judged, pct,
-            st->median_abs_err_pts, st->mean_abs_err_pts, st->knobs[0] ? st->knobs : "(all pairs)");
+    char med[16] = "     -", mean[16] = "     -"; /* no pair: no statistics, not "nan" */
+    if (st->n) {
+        snprintf(med, sizeof med, "%6.1f", st->median_abs_err_pts);
+        snprintf(mean, sizeof mean, "%6.1f", st->mean_abs_err_pts);
+    }
+    fprintf(fp, "  %5zu  %5zu/%-5zu %-7s  %6s  %6s  %s\n", st->n, st->n_sign_right, st->n_judged, pct, med, mean,
+            st->knobs[0] ? st->knobs : "(all pairs)");
 }
 
 void mb_validate_pairs_print_text(const struct mb_val_summary *s, const struct mb_val_pairs *p, FILE *fp)

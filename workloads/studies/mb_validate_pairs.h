@@ -69,6 +69,14 @@ struct mb_val_pairs {
 void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs *out);
 
 /**
+ * @brief Check, before a (long) validation, that path is a readable pairs file with at least one
+ * line that is neither blank nor a '#' comment (the ids are checked by mb_validate_pairs_read).
+ * @param[out] err  "FILE: cannot open (...)", "FILE:L:1: no pairs: ..."
+ * @return 0 or -1.
+ */
+int mb_validate_pairs_check(const char *path, struct mb_err *err);
+
+/**
  * @brief Read explicit pairs: one per line, "A_ID,B_ID[,LABEL]" (commas; surrounding blanks
  * trimmed); blank lines and lines starting with '#' are skipped. Each id must name exactly one
  * row of the summary. LABEL (default: the differing knob columns of two CSV rows, else
@@ -76,7 +84,7 @@ void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs 
  * @param[out] out  filled (free with mb_validate_pairs_free(), also on error)
  * @param[out] err  "FILE:L:C: id 'X' names no row of the validated input", "... names N rows",
  *                  "FILE:L:C: expected 'A_ID,B_ID[,LABEL]'", "FILE:L:C: a pair of a row with itself",
- *                  "FILE: cannot open (...)"
+ *                  "FILE:L:1: no pairs: ..." (only blank and comment lines), "FILE: cannot open (...)"
  * @return 0 or -1.
  */
 int mb_validate_pairs_read(const struct mb_val_summary *s, const char *path, struct mb_val_pairs *out,
