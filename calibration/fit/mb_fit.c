@@ -13,7 +13,9 @@
  * (lambda / 10) or retries with lambda x 10, and updates J by Broyden's rule
  * either way. The Jacobian starts as forward differences at the defaults
  * (step 0.1 sigma, inward at an upper bound), computed once per row and kept
- * in the row, so cross-validation folds share it.
+ * in the row, so cross-validation folds share it; only the fitted parameters'
+ * columns are simulated, and none of a parameter the row never reads
+ * (mb_fit_inert_params: its difference is 0 to the bit).
  */
 #include "mb_fit.h"
 #include "mb_step.h"
