@@ -13,7 +13,9 @@
  * (lambda / 10) or retries with lambda x 10, and updates J by Broyden's rule
  * either way. The Jacobian starts as forward differences at the defaults
  * (step 0.1 sigma, inward at an upper bound), computed once per row and kept
- * in the row, so cross-validation folds share it.
+ * in the row, so cross-validation folds share it; only the fitted parameters'
+ * columns are simulated, and none of a parameter the row never reads
+ * (mb_fit_inert_params: its difference is 0 to the bit).
  */
 #include "mb_fit.h"
 #include "mb_step.h"
@@ -81,6 +83,20 @@ static void mb_fit__on_row(void *ctx, const struct mb_val_row *r, const struct m
     snprintf(w->metric, sizeof w->metric, "%s", r->metric);
     w->measured = r->measured;
     w->zero_shot = r->predicted;
+    w->inert = mb_fit_inert_params(&w->s);
+}
+
+unsigned mb_fit_inert_params(const struct mb_scenario *s)
+{
+    unsigned inert = 0;
+    int moe = 0;
+    for (int i = 0; i < s->model.n_layers && !moe; i++)
+        moe = s->model.layer[i].ffn == MB_FFN_MOE;
+    if (!moe)
+        inert |= MB_FIT_PARAM(MB_FW_KERNEL_MOE);
+    if (!s->cuda_graph)
+        inert |= MB_FIT_PARAM(MB_FW_KERNEL_GRAPH);
+    return inert;
 }
 
 int mb_fit_add_csv(struct mb_fit_set *set, const char *path, struct mb_err *err)
@@ -116,6 +132,8 @@ struct mb_fit__job {
     int own;                 /* 1: use fw; 0: base's own parameters */
     double pred;             /* out: predicted metric, NAN on failure */
     const char *sib_path;    /* mb_fit_set.sibling_table */
+    int col;                 /* mb_fit__linearize: the parameter stepped, -1 for the defaults */
+    double cost_s;           /* out: wall seconds of the simulation */
 };
 
 /* The table row w is priced with: a view of base, or for a sibling GPU's row that GPU's own table
@@ -135,7 +153,7 @@ static struct mb_calib *mb_fit__table(const struct mb_fit_row *w, const struct m
     return v;
 }
 
-static double mb_fit__run(const struct mb_fit__job *j)
+static double mb_fit__run(struct mb_fit__job *j)
 {
     struct mb_calib *v = mb_fit__table(j->row, j->base, j->sib_path);
     if (!v)
@@ -151,6 +169,7 @@ static double mb_fit__run(const struct mb_fit__job *j)
         pred = !strcmp(j->row->metric, MB_VAL_TOKENS) ? r.tokens_per_s_per_gpu
                : !strcmp(j->row->metric, MB_VAL_STEP) ? r.step_time_s
                                                       : r.model_tflops_per_gpu;
+        j->cost_s = r.sim_wall_s;
         mb_result_free(&r);
     }
     mb_calib_free(v);
@@ -159,6 +178,7 @@ static double mb_fit__run(const struct mb_fit__job *j)
 
 struct mb_fit__pool {
     struct mb_fit__job *jobs;
+    const size_t *order;     /* jobs in the order they are claimed (NULL: as listed) */
     size_t n, next;
     pthread_mutex_t mu;
 };
@@ -172,11 +192,27 @@ static void *mb_fit__worker(void *arg)
         pthread_mutex_unlock(&p->mu);
         if (i >= p->n)
             return NULL;
-        p->jobs[i].pred = mb_fit__run(&p->jobs[i]);
+        struct mb_fit__job *j = &p->jobs[p->order ? p->order[i] : i];
+        j->pred = mb_fit__run(j);
     }
 }
 
-/* Run every job, on up to `jobs` threads (0: online CPUs). */
+/* A job's place in the claim order: its row's last simulation time, longest first (ties: as listed). */
+struct mb_fit__rank {
+    double cost;
+    size_t i;
+};
+
+static int mb_fit__longer(const void *a, const void *b)
+{
+    const struct mb_fit__rank *x = a, *y = b;
+    return x->cost > y->cost ? -1 : x->cost < y->cost ? 1 : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Run every job, on up to `jobs` threads (0: online CPUs). Each job's prediction depends on
+ * the job alone, so the order only changes the wall time: the rows whose last simulation took
+ * longest start first (a batch does not wait for one long row started last), and each row's
+ * cost_s becomes the time of its job (the longest of them). */
 static void mb_fit__run_all(struct mb_fit__job *jobs, size_t n, int nthreads)
 {
     if (nthreads <= 0) {
@@ -185,11 +221,20 @@ static void mb_fit__run_all(struct mb_fit__job *jobs, size_t n, int nthreads)
     }
     if ((size_t)nthreads > n)
         nthreads = (int)n;
-    struct mb_fit__pool p = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    struct mb_fit__pool p = {jobs, NULL, n, 0, PTHREAD_MUTEX_INITIALIZER};
     if (nthreads <= 1) {
         mb_fit__worker(&p);
         return;
     }
+    struct mb_fit__rank *rk = mb_malloc(n * sizeof *rk);
+    size_t *order = mb_malloc(n * sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        rk[i] = (struct mb_fit__rank){jobs[i].row->cost_s, i};
+    qsort(rk, n, sizeof *rk, mb_fit__longer);
+    for (size_t i = 0; i < n; i++)
+        order[i] = rk[i].i;
+    mb_free(rk);
+    p.order = order;
     pthread_t *th = mb_calloc((size_t)nthreads, sizeof *th);
     int started = 0;
     for (int t = 0; t < nthreads; t++)
@@ -202,6 +247,13 @@ static void mb_fit__run_all(struct mb_fit__job *jobs, size_t n, int nthreads)
     for (int t = 0; t < started; t++)
         pthread_join(th[t], NULL);
     mb_free(th);
+    mb_free(order);
+    for (size_t i = 0; i < n; i++) /* the rows' costs for the next batch (a row may have several jobs) */
+        ((struct mb_fit_row *)jobs[i].row)->cost_s = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct mb_fit_row *w = (struct mb_fit_row *)jobs[i].row;
+        w->cost_s = fmax(w->cost_s, jobs[i].cost_s);
+    }
 }
 
 double mb_fit_predict(const struct mb_fit_set *set, size_t i, const struct mb_calib *base,
@@ -367,44 +419,62 @@ static double mb_fit__obj(size_t m, const double *r, int np, const double *z, do
     return f;
 }
 
-/* Rows of idx without residual and Jacobian at the defaults get them (one batch of
- * simulations: the defaults and one step of every parameter per row). */
+/* Rows of idx without residual at the defaults get it, and every row the columns of its Jacobian
+ * there that `want` (MB_FIT_PARAM bits) asks for and it lacks (one batch of simulations: the
+ * defaults and one step of each such parameter per row). A column of a parameter the row never
+ * reads (mb_fit_row.inert) is 0 without a simulation: its step would predict the defaults' value
+ * to the bit. Columns added later step from the parameters the row's defaults run used. */
 static void mb_fit__linearize(struct mb_fit_set *set, const size_t *idx, size_t n, const struct mb_calib *base,
-                              const struct mb_calib_framework *prior, int *sims)
+                              const struct mb_calib_framework *prior, unsigned want, int *sims)
 {
     size_t nj = 0;
     struct mb_fit__job *jobs = mb_calloc(n * (MB_FW_COUNT + 1) + 1, sizeof *jobs);
     for (size_t a = 0; a < n; a++) {
         struct mb_fit_row *w = &set->rows[idx[a]];
-        if (w->lin_ok)
+        if (w->lin_ok < 0)
             continue;
-        for (int p = -1; p < MB_FW_COUNT; p++) {
+        if (!w->lin_ok)
+            memcpy(w->lin_v, prior->v, sizeof w->lin_v);
+        unsigned inert = want & w->inert & ~w->lin_have;
+        for (int p = 0; p < MB_FW_COUNT; p++)
+            if (inert & MB_FIT_PARAM(p))
+                w->J0[p] = 0;
+        w->lin_have |= inert;
+        for (int p = w->lin_ok ? 0 : -1; p < MB_FW_COUNT; p++) {
+            if (p >= 0 && !(want & ~w->lin_have & MB_FIT_PARAM(p)))
+                continue;
             struct mb_fit__job *j = &jobs[nj++];
             j->row = w;
             j->base = base;
             j->sib_path = set->sibling_table;
             j->own = 1;
+            j->col = p;
             j->fw = *prior;
+            memcpy(j->fw.v, w->lin_v, sizeof j->fw.v);
             if (p >= 0) {
                 const struct mb_fw_param_info *in = mb_calib_fw_info((enum mb_fw_param)p);
                 double h = MB_FIT__H * in->sigma;
-                j->fw.v[p] += prior->v[p] + h > in->hi ? -h : h;
+                j->fw.v[p] += w->lin_v[p] + h > in->hi ? -h : h;
             }
         }
     }
     mb_fit__run_all(jobs, nj, set->jobs);
     *sims += (int)nj;
-    for (size_t k = 0; k < nj; k += MB_FW_COUNT + 1) {
+    for (size_t k = 0; k < nj; k++) { /* a row's defaults job comes before its columns */
         struct mb_fit_row *w = (struct mb_fit_row *)jobs[k].row;
-        w->lin_ok = isfinite(jobs[k].pred) ? 1 : -1;
+        int p = jobs[k].col;
+        if (p < 0) {
+            w->lin_ok = isfinite(jobs[k].pred) ? 1 : -1;
+            if (w->lin_ok > 0)
+                w->r0 = mb_fit__res(w, jobs[k].pred);
+            continue;
+        }
         if (w->lin_ok < 0)
             continue;
-        w->r0 = mb_fit__res(w, jobs[k].pred);
-        for (int p = 0; p < MB_FW_COUNT; p++) {
-            double pp = jobs[k + 1 + p].pred;
-            double dz = (jobs[k + 1 + p].fw.v[p] - prior->v[p]) / mb_calib_fw_info((enum mb_fw_param)p)->sigma;
-            w->J0[p] = isfinite(pp) ? (mb_fit__res(w, pp) - w->r0) / dz : 0;
-        }
+        double pp = jobs[k].pred;
+        double dz = (jobs[k].fw.v[p] - w->lin_v[p]) / mb_calib_fw_info((enum mb_fw_param)p)->sigma;
+        w->J0[p] = isfinite(pp) ? (mb_fit__res(w, pp) - w->r0) / dz : 0;
+        w->lin_have |= MB_FIT_PARAM(p);
     }
     mb_free(jobs);
 }
@@ -415,7 +485,7 @@ static void mb_fit__eval(struct mb_fit_set *set, const size_t *idx, size_t m, co
 {
     struct mb_fit__job *jobs = mb_calloc(m + 1, sizeof *jobs);
     for (size_t a = 0; a < m; a++)
-        jobs[a] = (struct mb_fit__job){&set->rows[idx[a]], base, *th, 1, NAN, set->sibling_table};
+        jobs[a] = (struct mb_fit__job){&set->rows[idx[a]], base, *th, 1, NAN, set->sibling_table, 0, 0};
     mb_fit__run_all(jobs, m, set->jobs);
     *sims += (int)m;
     for (size_t a = 0; a < m; a++)
@@ -424,23 +494,41 @@ static void mb_fit__eval(struct mb_fit_set *set, const size_t *idx, size_t m, co
 }
 
 /* Forward-difference Jacobian J[m][np] of rows idx at prior-unit point z (residuals r there):
- * one batch of simulations per parameter, stepping away from a bound it sits on. */
+ * one batch of simulations per parameter, stepping away from a bound it sits on. A row that
+ * never reads the parameter (mb_fit_row.inert) would predict what it predicts at z: its
+ * difference is 0 without a simulation. */
 static void mb_fit__jacobian(struct mb_fit_set *set, const size_t *idx, size_t m, const struct mb_calib *base,
                              const struct mb_calib_framework *prior, const int *pi, int np, const double *z,
                              const double *hi, const double *r, double (*J)[MB_FW_COUNT], int *sims)
 {
-    double *rk = mb_malloc(m * sizeof *rk);
+    double *rk = mb_malloc(m * sizeof *rk), *rs = mb_malloc(m * sizeof *rs);
+    size_t *sub = mb_malloc(m * sizeof *sub), *at = mb_malloc(m * sizeof *at);
     for (int k = 0; k < np; k++) {
         double zk[MB_FW_COUNT], h = z[k] + MB_FIT__H > hi[k] ? -MB_FIT__H : MB_FIT__H;
         memcpy(zk, z, sizeof zk);
         zk[k] += h;
         struct mb_calib_framework th;
         mb_fit__theta(prior, pi, np, zk, &th);
-        mb_fit__eval(set, idx, m, base, &th, rk, sims);
+        size_t ns = 0;
+        for (size_t i = 0; i < m; i++) {
+            rk[i] = r[i];
+            if (!(set->rows[idx[i]].inert & MB_FIT_PARAM(pi[k]))) {
+                at[ns] = i;
+                sub[ns++] = idx[i];
+            }
+        }
+        if (ns) {
+            mb_fit__eval(set, sub, ns, base, &th, rs, sims);
+            for (size_t a = 0; a < ns; a++)
+                rk[at[a]] = rs[a];
+        }
         for (size_t i = 0; i < m; i++)
             J[i][k] = (rk[i] - r[i]) / h;
     }
     mb_free(rk);
+    mb_free(rs);
+    mb_free(sub);
+    mb_free(at);
 }
 
 double mb_fit_signed_median(const double *x, size_t n)
@@ -539,7 +627,7 @@ int mb_fit_framework(struct mb_fit_set *set, const size_t *idx_in, size_t n_in, 
             hi[np] = (in->hi - res->prior.v[p]) / in->sigma;
             np++;
         }
-    mb_fit__linearize(set, idx_in, n_in, base, &res->prior, &res->sims);
+    mb_fit__linearize(set, idx_in, n_in, base, &res->prior, params, &res->sims);
     size_t m = 0, *idx = mb_malloc(n_in * sizeof *idx);
     for (size_t a = 0; a < n_in; a++)
         if (set->rows[idx_in[a]].lin_ok > 0)
@@ -728,7 +816,7 @@ static size_t mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, c
     size_t n = 0;
     for (size_t i = 0; i < set->n; i++)
         if (mb_calib_siblings(set->rows[i].gpu, gpu) && !strcmp(set->rows[i].family, fam))
-            jobs[n++] = (struct mb_fit__job){&set->rows[i], base, *fw, 1, NAN, set->sibling_table};
+            jobs[n++] = (struct mb_fit__job){&set->rows[i], base, *fw, 1, NAN, set->sibling_table, 0, 0};
     mb_fit__run_all(jobs, n, set->jobs);
     cv->sims += (int)n;
     for (size_t a = 0; a < n; a++) {
@@ -767,7 +855,7 @@ static int mb_fit__cv_gpu(struct mb_fit_set *set, const struct mb_fit_opts *o, s
     struct mb_calib_framework prior;
     mb_fit__prior(base, fo.params, &prior);
     /* every row of the GPU at the defaults: the zero-shot figure, and the Jacobian the folds share */
-    mb_fit__linearize(set, train, nall, base, &prior, &cv->sims);
+    mb_fit__linearize(set, train, nall, base, &prior, fo.params, &cv->sims);
     for (size_t a = 0; a < nall; a++) {
         const struct mb_fit_row *w = &set->rows[train[a]];
         cv->err_zero[train[a]] = w->lin_ok > 0 ? mb_fit__err(w, w->measured * exp(w->r0)) : mb_fit__err(w, w->zero_shot);

@@ -52,9 +52,16 @@ struct mb_fit_row {
     char metric[32];         /* MB_VAL_TOKENS / MB_VAL_STEP / MB_VAL_TFLOPS */
     double measured;
     double zero_shot;        /* validate's prediction (the GPU's table as shipped, its framework section included) */
-    /* private: residual and Jacobian at the defaults, shared by every fit (lin_ok) */
+    unsigned inert;          /* MB_FIT_PARAM bits of the parameters the row's simulation never reads
+                                (mb_fit_inert_params): its prediction does not move with them */
+    /* private: residual and Jacobian at the defaults, shared by every fit (lin_ok); lin_have: the
+     * columns of J0 computed so far (a fit computes those of its parameters only), lin_v: the
+     * parameters the defaults run used (later columns step from them); cost_s: wall seconds of the
+     * row's last simulation (the pool starts the longest first) */
     int lin_ok;
-    double r0, J0[MB_FW_COUNT];
+    unsigned lin_have;
+    double r0, J0[MB_FW_COUNT], lin_v[MB_FW_COUNT];
+    double cost_s;
 };
 
 /** Rows of one or more CSVs; free with mb_fit_set_free(). */
@@ -92,6 +99,17 @@ void mb_fit_set_free(struct mb_fit_set *set);
  * "gpt", "kimi_k2" -> "kimi").
  */
 void mb_fit_family(const char *model, char *out, size_t n);
+
+/**
+ * @brief The framework parameters (MB_FIT_PARAM bits) that a simulation of checked scenario s
+ * never reads, so that its prediction is the same, to the bit, whatever their values:
+ * kernel_moe without a MoE decoder layer (the step adds it only to the kernels of ops of an
+ * MoE block, workloads/step/framework.c mb_fw_kernels, and only MoE layers build those,
+ * workloads/step/model_ops.c and moe.c), kernel_graph without CUDA graphs (s->cuda_graph = 0:
+ * no op is captured, mb_ops_region). A fit neither simulates a row's Jacobian column of such a
+ * parameter (the difference is 0) nor re-simulates the row for a step in it alone.
+ */
+unsigned mb_fit_inert_params(const struct mb_scenario *s);
 
 /** Log error one measured row is trusted to (the weight of the data against the prior). */
 #define MB_FIT_SIGMA_OBS 0.15

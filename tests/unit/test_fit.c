@@ -541,6 +541,63 @@ static void test_leave_one_out(void **state)
     mb_calib_free(cal);
 }
 
+/* Parameters a row's simulation never reads (mb_fit_inert_params): kernel_moe without a MoE
+ * layer, kernel_graph without CUDA graphs. The rule is checked against the simulation itself:
+ * moving an inert parameter to its upper bound (mb_calib_fw_info) must leave the prediction the
+ * same to the bit, and moving kernel_moe on a MoE row must change it (so the comparison can
+ * fail). Then a fit of kernel_moe alone on the four dense Llama rows simulates each row once, at
+ * the defaults (its Jacobian column is 0 without a simulation, so the step from the prior is 0
+ * and the fit stops there): 4 simulations, against 4 x (1 + 8 parameters) = 36 before. */
+static void test_inert(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_set set;
+    load_rows(&set);
+    struct mb_calib_framework def;
+    mb_calib_framework_get(cal, &def);
+    memcpy(def.v, def.def, sizeof def.v);
+    int moe_rows = 0;
+    for (size_t i = 0; i < set.n; i++) {
+        int qwen = !strncmp(set.rows[i].id, "syn_qwen", 8);
+        unsigned inert = set.rows[i].inert;
+        assert_int_equal(inert, mb_fit_inert_params(&set.rows[i].s));
+        assert_int_equal(!!(inert & MB_FIT_PARAM(MB_FW_KERNEL_MOE)), !qwen);
+        assert_true(inert & MB_FIT_PARAM(MB_FW_KERNEL_GRAPH)); /* no row captures CUDA graphs */
+        double p0 = mb_fit_predict(&set, i, cal, &def);
+        assert_true(isfinite(p0) && p0 > 0);
+        for (int p = 0; p < MB_FW_COUNT; p++) {
+            if (p != MB_FW_KERNEL_MOE && !(inert & MB_FIT_PARAM(p)))
+                continue;
+            struct mb_calib_framework moved = def;
+            moved.v[p] = mb_calib_fw_info((enum mb_fw_param)p)->hi;
+            double p1 = mb_fit_predict(&set, i, cal, &moved);
+            if (inert & MB_FIT_PARAM(p)) {
+                assert_true(p1 == p0);
+            } else {
+                assert_true(p1 != p0);
+                moe_rows++;
+            }
+        }
+    }
+    assert_int_equal(moe_rows, 2);
+    size_t dense[4], nd = 0;
+    for (size_t i = 0; i < set.n; i++)
+        if (strncmp(set.rows[i].id, "syn_qwen", 8))
+            dense[nd++] = i;
+    assert_int_equal(nd, 4);
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_KERNEL_MOE)};
+    struct mb_fit_result r;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_fit_framework(&set, dense, nd, cal, &o, &r, &e), 0);
+    assert_int_equal(r.sims, 4);
+    assert_int_equal(r.iterations, 0);
+    assert_true(r.fit.v[MB_FW_KERNEL_MOE] == r.prior.v[MB_FW_KERNEL_MOE]);
+    mb_fit_set_free(&set);
+    mb_calib_free(cal);
+}
+
 /* Family rule (docs/validation.md): gpt_oss keys, else the leading letters, lower case. */
 static void test_family(void **state)
 {
@@ -566,6 +623,6 @@ int main(void)
                                        cmocka_unit_test(test_cv_family), cmocka_unit_test(test_transfer),
                                        cmocka_unit_test(test_optimum_step_overhead),
                                        cmocka_unit_test(test_optimum_first_order), cmocka_unit_test(test_siblings),
-                                       cmocka_unit_test(test_leave_one_out)};
+                                       cmocka_unit_test(test_leave_one_out), cmocka_unit_test(test_inert)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
