@@ -313,6 +313,108 @@ static void test_log_and_bridge(void **state)
     mb_scenario_free(&s);
 }
 
+/* A training log as Megatron-LM prints it (tests/data/import/llama3_8b_fp8_log.txt, written by
+ * make_llama3_8b_fp8_log.py beside it with Megatron-LM's own format strings at d98e8a64): every
+ * value Python prints for an enum or a dtype imports (AttnBackend.fused, InferenceCudaGraphScope.none,
+ * torch.bfloat16, torch.float32), and the iteration lines give the measured block.
+ * Expected, by hand from the generator's MS list: 30 lines; warm-up = the first line and up to
+ * ceil(30 / 10) = 3, so iterations 4..30 (27 lines) are used; their times sorted, the 14th is
+ * 11804.6 ms (the 13th 11803.5, the 15th 11805.1; iteration 20's 13942.3 sorts last); the
+ * throughput column's 14th of 27 sorted is 639.6 TFLOP/s/GPU. */
+static void test_log_measured(void **state)
+{
+    (void)state;
+    /* Llama 3 and 3.1 8B share the architecture the log prints: the model is named */
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/llama3_8b_fp8_log.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.model.name, "llama3_8b");
+    assert_int_equal(s.gpus, 8); /* world_size */
+    assert_true(s.meas_step_time_s > 11.8045 && s.meas_step_time_s < 11.8047);
+    assert_true(s.meas_model_tflops_per_gpu > 639.59 && s.meas_model_tflops_per_gpu < 639.61);
+    assert_non_null(strstr(s.meas_source, "median of 27 iteration lines (iterations 4-30); warm-up up to "
+                                          "iteration 3 not used"));
+    assert_non_null(strstr(notes, "measured: step time 11804.6 ms, 639.6 TFLOP/s/GPU"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* Python's printed values -> the names the import reads (arguments.py _print_args prints str(value)). */
+static void test_log_values(void **state)
+{
+    (void)state;
+    char out[32] = "unchanged";
+    assert_int_equal(mb_megatron_log_value("AttnBackend.auto", out, sizeof out), 1);
+    assert_string_equal(out, "auto");
+    assert_int_equal(mb_megatron_log_value("<CudaGraphModule.moe_router: 4>", out, sizeof out), 1);
+    assert_string_equal(out, "moe_router");
+    assert_int_equal(mb_megatron_log_value("torch.bfloat16", out, sizeof out), 1);
+    assert_string_equal(out, "bf16");
+    assert_int_equal(mb_megatron_log_value("torch.uint8", out, sizeof out), 1);
+    assert_string_equal(out, "fp8");
+    /* not an enum or a mapped dtype: left alone */
+    snprintf(out, sizeof out, "unchanged");
+    assert_int_equal(mb_megatron_log_value("1e-05", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("RMSNorm", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("torch.float64", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("Foo.1x", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("<Foo.bar: 1", out, sizeof out), 0);
+    assert_string_equal(out, "unchanged");
+}
+
+/* The steady state, on iteration lists built here: warm-up, skipped iterations, batch ramp-up. */
+static void test_log_steady(void **state)
+{
+    (void)state;
+    struct mb_megatron_iter it[12];
+    struct mb_megatron_measured r;
+    /* 12 lines every 10 iterations (log_interval 10): iterations 10..120; warm-up = the first line
+     * (10) and up to ceil(120 / 10) = 12: only iteration 10. Line 30 had a skipped iteration, line
+     * 40 a smaller batch (ramp-up): both dropped. Left: 20, 50..120 = 9 lines, times
+     * 100 + iteration/10 -> 102, 105..112: the median is the 5th, 108 ms. */
+    for (int i = 0; i < 12; i++)
+        it[i] = (struct mb_megatron_iter){.iteration = 10 * (i + 1), .ms = 100 + i + 1, .tflops = -1, .gbs = 64,
+                                          .line = i + 1};
+    it[2].skipped = 1;
+    it[3].gbs = 32;
+    assert_int_equal(mb_megatron_steady(it, 12, &r), 0);
+    assert_int_equal(r.warmup_to, 12);
+    assert_int_equal(r.used, 9);
+    assert_int_equal(r.dropped, 2);
+    assert_int_equal(r.from, 20);
+    assert_int_equal(r.to, 120);
+    assert_true(r.step_ms == 108);
+    assert_true(r.tflops < 0); /* not logged */
+    /* one line only: it is warm-up, nothing is left */
+    assert_int_equal(mb_megatron_steady(it, 1, &r), -1);
+    assert_int_equal(r.lines, 1);
+}
+
+/* An iteration line whose time is not a number is named at its line and column. */
+static void test_log_bad_iteration(void **state)
+{
+    (void)state;
+    FILE *f = fopen("mbsim_test_badlog.txt", "w");
+    assert_non_null(f);
+    fputs("  tensor_model_parallel_size ...... 1\n  pipeline_model_parallel_size .... 1\n"
+          "  num_layers ...................... 32\n"
+          " [2026-08-24 09:14:25.431700] iteration        1/      30 | consumed samples:          128 | "
+          "elapsed time per iteration (ms): n/a | global batch size:   128 |\n", f);
+    fclose(f);
+    struct mb_megatron_args a;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_megatron_read("mbsim_test_badlog.txt", MB_MEGATRON_LM, &a, &err), -1);
+    remove("mbsim_test_badlog.txt");
+    char msg[512];
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "mbsim_test_badlog.txt:4:127: 'elapsed time per iteration (ms):' is not followed "
+                             "by a number (Megatron-LM's training_log prints one)");
+}
+
 /* Every setting not imported is listed: unknown flags with file:line:col. */
 static void test_unknown_listed(void **state)
 {
@@ -759,7 +861,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note), cmocka_unit_test(test_bridge_lora), cmocka_unit_test(test_bridge_fp8_weights_and_deferral),
-        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
+        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_log_measured),
+        cmocka_unit_test(test_log_values), cmocka_unit_test(test_log_steady), cmocka_unit_test(test_log_bad_iteration), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
         cmocka_unit_test(test_key_names),

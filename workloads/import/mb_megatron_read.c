@@ -446,6 +446,20 @@ static int mb_mgr__block_line(const char *line, size_t len, size_t *name_at, siz
     return 1;
 }
 
+/* Values Python printed for enums and torch dtypes (AttnBackend.auto,
+ * [<CudaGraphModule.attn: 1>], torch.bfloat16) as the names the import reads
+ * (mb_megatron_log_value). */
+static void mb_mgr__python_names(struct mb_megatron_arg *g)
+{
+    for (int i = 0; i < g->nval; i++) {
+        char name[96];
+        if (mb_megatron_log_value(g->val[i], name, sizeof name)) {
+            mb_free(g->val[i]);
+            g->val[i] = mb_strdup(name);
+        }
+    }
+}
+
 /* Read the arguments block if the file is one (>= 3 such lines); returns 1 if it was. */
 static int mb_mgr__log_block(const char *buf, struct mb_megatron_args *a)
 {
@@ -471,6 +485,7 @@ static int mb_mgr__log_block(const char *buf, struct mb_megatron_args *a)
                     mb_mgr__value(g, v);
                     mb_free(v);
                     g->none = !g->is_list && g->nval == 1 && !strcmp(g->val[0], "None"); /* Python's repr */
+                    mb_mgr__python_names(g);
                 }
             }
             p = nl ? nl + 1 : p + strlen(p); /* not p + len: a trimmed '\r' stood still forever */
@@ -495,6 +510,7 @@ int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_meg
     FILE *notes = open_memstream(&out->notes, &nlen);
     if (d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out)) {
         out->log_block = 1;
+        rc = mb_megatron_log_iterations(out->file, buf, &out->iters, &out->n_iters, err);
     } else {
         struct mb_mgr__words ws = {0};
         rc = mb_mgr__words(buf, out->file, &ws, err);
@@ -525,6 +541,9 @@ void mb_megatron_args_free(struct mb_megatron_args *a)
             mb_free(a->a[i].val[j]);
         mb_free(a->a[i].val);
     }
+    mb_free(a->iters);
+    a->iters = NULL;
+    a->n_iters = 0;
     free(a->notes); /* open_memstream's */
     a->notes = NULL;
     mb_free(a->a);
