@@ -415,6 +415,129 @@ static void test_log_bad_iteration(void **state)
                              "by a number (Megatron-LM's training_log prints one)");
 }
 
+static void put(const char *path, const char *text);
+
+/* Megatron-LM's own example launch scripts (tests/data/import/megatron_examples/, verbatim at
+ * NVIDIA/Megatron-LM d98e8a64) import as bash runs them with no arguments and no environment.
+ * Expected values are the scripts' own: Llama-3-8B: GPUS_PER_NODE=8 x NUM_NODES=1, TP_SIZE=1, PP not
+ * given, MICRO_BATCH_SIZE=1, GLOBAL_BATCH_SIZE=128, SEQ_LENGTH=8192, DTYPE fp8 -> DTYPE_ARGS holds
+ * "--fp8-format hybrid" (line 108, element at column 9; "--fp8-amax-history-len 1024" on line 109);
+ * --sequence-parallel from MODEL_PARALLEL_ARGS, the DDP_ARGS appended to TRAINING_ARGS. Mixtral:
+ * PP 4, EP 8, GBS 256, seq 4096, the alltoall dispatcher; NNODES=${SLURM_NNODES:-"1"} gives 8 GPUs,
+ * too few for PP 4 x EP 8, so the test gives --gpus 32 (4 nodes). */
+static void test_example_scripts(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/megatron_examples/train_llama3_8b_h100_fp8.sh", MB_MEGATRON_LM, &o, &s, &notes,
+               &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.gpus, 8);
+    assert_int_equal(s.tp, 1);
+    assert_int_equal(s.pp, 1);
+    assert_int_equal(s.seq_length, 8192);
+    assert_int_equal(s.global_batch_size, 128);
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_string_equal(s.prec.label, "fp8");
+    assert_int_equal(s.fp8_param_gather, 1);
+    assert_int_equal(s.dist_opt, 1);
+    assert_non_null(strstr(notes, "train_llama3_8b_h100_fp8.sh:109:9: --fp8-amax-history-len: 1024: not imported"));
+    assert_non_null(strstr(notes, "train_llama3_8b_h100_fp8.sh:12:17: $1 is not set in the script: its default "
+                                  "'checkpoints/llama3_8b_fp8' is used"));
+    free(notes);
+    mb_scenario_free(&s);
+
+    o.model = NULL;
+    o.gpus = 32;
+    if (import("tests/data/import/megatron_examples/train_mixtral_8x7b_distributed.sh", MB_MEGATRON_LM, &o, &s,
+               &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.model.name, "mixtral_8x7b");
+    assert_int_equal(s.pp, 4);
+    assert_int_equal(s.ep, 8);
+    assert_int_equal(s.global_batch_size, 256);
+    assert_int_equal(s.seq_length, 4096);
+    assert_int_equal(s.dispatcher, MB_DISP_ALLTOALL);
+    assert_non_null(strstr(notes, "$SLURM_NNODES is not set in the script: its default '1' is used"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* tests/data/import/script_constructs.sh: each construct with the value bash gives it (the file's
+ * comments): 4 x ${SLURM_NNODES:-2} = 8 GPUs, PP $(( 8 / 4 )) = 2, ${GBS-128}, : ${MBS:=1}, an array
+ * with a comment inside, "--fp8-format hybrid" appended under [[ "$DTYPE" == "fp8" ]] and split in
+ * two when expanded unquoted, --sequence-parallel under [ "$TP" -gt 1 ], export NCCL_ALGO=ring. */
+static void test_script_constructs(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/script_constructs.sh", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.gpus, 8);
+    assert_int_equal(s.tp, 2);
+    assert_int_equal(s.pp, 2);
+    assert_int_equal(s.global_batch_size, 128);
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_string_equal(s.prec.label, "fp8");
+    assert_int_equal(s.sequence_parallel, 1);
+    assert_string_equal(mb_key_value_name("collectives.all_reduce", s.allreduce_algo), "ring");
+    assert_non_null(strstr(notes, "script_constructs.sh:6:8: $SLURM_NNODES is not set in the script: its default "
+                                  "'2' is used"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* What a script needs run to be known is named at its position, never guessed. */
+static void test_script_refused(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    put("mbsim_test_sh.txt", "TP=$(nvidia-smi -L | wc -l)\ntorchrun pretrain_gpt.py --num-layers 32 \\\n"
+                             "  --tensor-model-parallel-size $TP\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:4: $(nvidia-smi -L | wc -l): a command substitution; mbsim import does "
+                        "not run commands, write the value");
+    put("mbsim_test_sh.txt", "for i in 1 2; do echo $i; done\ntorchrun pretrain_gpt.py --num-layers 32\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:1: 'for': loops, case and functions are not read by mbsim import (it "
+                        "reads assignments, arrays and if/else on [ ] tests); write the command without them");
+    put("mbsim_test_sh.txt", "if [ -f /etc/big ]; then\n  TP=4\nfi\n"
+                             "torchrun pretrain_gpt.py --num-layers 32 --tensor-model-parallel-size $TP\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:2:3: TP is set under a condition mbsim import cannot decide (line 1: "
+                        "'-f /etc/big': a file or shell test; mbsim import does not look at files); write its value");
+    put("mbsim_test_sh.txt", "A=(--num-layers 32\ntorchrun pretrain_gpt.py ${A[@]}\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:1: A=: the array's '(' has no ')' (or nests deeper than 64)");
+    /* hostile text: an array doubled on every line stops at 100000 elements (line 18: 2 x 65536),
+     * and nesting deeper than 64 is refused, not a stack overflow */
+    char big[2048] = "A=(x)\n";
+    for (int i = 0; i < 20; i++)
+        strcat(big, "A=(${A[@]} ${A[@]})\n");
+    strcat(big, "torchrun pretrain_gpt.py --num-layers 32 ${A[@]}\n");
+    put("mbsim_test_sh.txt", big);
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:18:12: the array grows past 100000 elements; mbsim import does not read "
+                        "it");
+    char deep[512] = "torchrun pretrain_gpt.py --num-layers 32 X";
+    for (int i = 0; i < 70; i++)
+        strcat(deep, "${A:-");
+    strcat(deep, "1");
+    for (int i = 0; i < 70; i++)
+        strcat(deep, "}");
+    strcat(deep, "\n");
+    put("mbsim_test_sh.txt", deep);
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:42: expansions nested deeper than 64; mbsim import does not read them");
+    remove("mbsim_test_sh.txt");
+}
+
 /* Every setting not imported is listed: unknown flags with file:line:col. */
 static void test_unknown_listed(void **state)
 {
@@ -862,7 +985,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note), cmocka_unit_test(test_bridge_lora), cmocka_unit_test(test_bridge_fp8_weights_and_deferral),
         cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_log_measured),
-        cmocka_unit_test(test_log_values), cmocka_unit_test(test_log_steady), cmocka_unit_test(test_log_bad_iteration), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
+        cmocka_unit_test(test_example_scripts), cmocka_unit_test(test_script_constructs),
+        cmocka_unit_test(test_script_refused), cmocka_unit_test(test_log_values), cmocka_unit_test(test_log_steady), cmocka_unit_test(test_log_bad_iteration), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
         cmocka_unit_test(test_key_names),

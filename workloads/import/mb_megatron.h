@@ -3,7 +3,9 @@
  *
  * In: mb_megatron_read reads what users already have -- a Megatron-LM
  * command line (`--tensor-model-parallel-size 2 ...`, shell quoting and
- * backslash continuations, launcher words and VAR=value prefixes), the
+ * backslash continuations, launcher words and VAR=value prefixes) or a bash
+ * launch script that builds one (variables, arrays, `${VAR:-default}`,
+ * `$((...))`, if blocks on [ ] tests; mb_megatron_shell.c), the
  * `arguments` block a Megatron-LM training log prints (`  tensor_model_parallel_size
  * ....... 2`), or Megatron-Bridge overrides (`model.tensor_model_parallel_size=2`)
  * -- into a list of settings with their positions. mb_megatron_import turns
@@ -73,7 +75,9 @@ struct mb_megatron_args {
  * @brief Read settings from a file (see the file comment for the forms). A
  * UTF-8 byte order mark is skipped; LF, CRLF and a lone CR all end a line.
  * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
- *         quote, a Bridge word that is not key=value after the overrides began,
+ *         quote, a launch script's construct mbsim does not read or a value it
+ *         would have to run a command for: $(...), a file test, a loop; two
+ *         commands that run a script; a Bridge word that is not key=value after the overrides began,
  *         a Megatron-LM argument argparse would refuse: a single-dash option,
  *         a bare `--`, a word that follows no flag taking a value).
  */
