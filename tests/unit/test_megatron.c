@@ -515,6 +515,8 @@ static void test_script_refused(void **state)
     put("mbsim_test_sh.txt", "A=(--num-layers 32\ntorchrun pretrain_gpt.py ${A[@]}\n");
     assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
                         "mbsim_test_sh.txt:1:1: A=: the array's '(' has no ')' (or nests deeper than 64)");
+    put("mbsim_test_sh.txt", "if [ 1 -eq 1 ]; then TP=2\ntorchrun pretrain_gpt.py --num-layers 32\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o), "mbsim_test_sh.txt:1:1: if without fi");
     /* hostile text: an array doubled on every line stops at 100000 elements (line 18: 2 x 65536),
      * and nesting deeper than 64 is refused, not a stack overflow */
     char big[2048] = "A=(x)\n";

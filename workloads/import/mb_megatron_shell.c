@@ -1401,7 +1401,7 @@ static int mb_sh__run(struct mb_sh *sh, struct mb_sh__stmt *st, int n, struct mb
             for (int p = 0; p < np; p++)
                 mb_free(owned[p]);
     }
-    if (!rc && depth > 0 && n > 1)
+    if (!rc && depth > 0)
         rc = mb_err_set(sh->err, sh->file, stack[depth - 1].line, stack[depth - 1].col, "if without fi");
     return rc;
 }
