@@ -550,7 +550,7 @@ static int mb_cli__conv_gantt(const char *in, FILE *out)
         if (pid < 0 || pid > MB_PLOT_MAX_STAGE || tid < 0 || tid > 7)
             continue; /* not a slice of mbsim's stages and tracks: pid * 8 + tid must not overflow */
         double ts = json_number_value(json_object_get(e, "ts")), dur = json_number_value(json_object_get(e, "dur"));
-        /* slices are named per op ("L3 linear_fc1 fwd mb0"); colour by breakdown category */
+        /* slices are named per op ("L3 linear_fc1 fwd"); colour by breakdown category */
         const char *cat = json_string_value(json_object_get(json_object_get(e, "args"), "category"));
         if (cat)
             name = cat;

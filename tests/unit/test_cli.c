@@ -466,8 +466,9 @@ static json_t *parse_json(const char *text, const char *what)
     return j;
 }
 
-/* Op name of a trace slice: "L12 linear_fc1 fwd mb3" -> "linear_fc1" (layer
- * prefix, direction and microbatch suffix dropped, as mb_step.h names them). */
+/* Op name of a trace slice: "L12 linear_fc1 fwd" -> "linear_fc1" (layer
+ * prefix and direction dropped, as mb_step.h names them; a microbatch suffix
+ * " mb3", which older traces carried, too). */
 static void slice_op(const char *name, char *out, size_t n)
 {
     const char *p = name;
@@ -538,6 +539,68 @@ static void test_trace_stdout(void **state)
         fail_msg("the trace names %zu distinct ops, expected at least 20", n);
     assert_true(dispatch);
     assert_true(combine);
+    json_decref(root);
+    mb_free(o);
+}
+
+/* The trace of tests/data/step/trace_tiny.yaml (4 layers on PP 2, 8
+ * microbatches of 1 per rank, DP 1), counted by hand:
+ *  - 2 stages x 9 tracks (process, compute, TP/CP/EP/PP/DP/FSDP comm, host) = 18 "M" events;
+ *  - 8 microbatches x 2 hand-overs (activations 0 -> 1 forward, gradients 1 -> 0 backward)
+ *    = 16 flow starts "s" and 16 flow ends "f";
+ *  - each decoder layer's linear_fc1 runs once per microbatch and pass: "L<l> linear_fc1
+ *    fwd" and "... bwd" are 8 slices each, microbatch args 0..7 once each, on stage l / 2;
+ *  - names are stable: no microbatch in any name, the op alone in args.op.
+ * Parsed with jansson: the streamed text is one valid JSON document. */
+static void test_trace_counts(void **state)
+{
+    (void)state;
+    char *o;
+    assert_int_equal(run("run tests/data/step/trace_tiny.yaml --trace -", &o, 0), 0);
+    json_t *root = parse_json(o, "stdout of --trace - (trace_tiny)");
+    const json_t *ev = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(ev));
+    int meta = 0, fs = 0, ff = 0, fc1[4][2][8] = {{{0}}}, other_fc1 = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        const json_t *e = json_array_get(ev, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        assert_non_null(ph);
+        meta += !strcmp(ph, "M");
+        fs += !strcmp(ph, "s");
+        ff += !strcmp(ph, "f");
+        if (strcmp(ph, "X"))
+            continue;
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const json_t *args = json_object_get(e, "args");
+        const char *op = json_string_value(json_object_get(args, "op"));
+        assert_non_null(name);
+        assert_non_null(op);
+        if (strstr(name, " mb"))
+            fail_msg("slice name '%s' carries a microbatch", name);
+        assert_non_null(strstr(name, op)); /* the op alone is part of the name */
+        if (strcmp(op, "linear_fc1"))
+            continue;
+        int l, mb = (int)json_integer_value(json_object_get(args, "microbatch"));
+        char pass[8];
+        if (sscanf(name, "L%d linear_fc1 %7s", &l, pass) != 2 || l < 0 || l > 3 || mb < 0 || mb > 7) {
+            other_fc1++;
+            continue;
+        }
+        assert_int_equal(json_integer_value(json_object_get(args, "layer")), l);
+        assert_int_equal(json_integer_value(json_object_get(e, "pid")), l / 2);
+        fc1[l][strcmp(pass, "fwd") ? 1 : 0][mb]++;
+        assert_string_equal(json_string_value(json_object_get(args, "pass")), pass);
+    }
+    assert_int_equal(meta, 18);
+    assert_int_equal(fs, 16);
+    assert_int_equal(ff, 16);
+    assert_int_equal(other_fc1, 0);
+    for (int l = 0; l < 4; l++)
+        for (int d = 0; d < 2; d++)
+            for (int m = 0; m < 8; m++)
+                if (fc1[l][d][m] != 1)
+                    fail_msg("L%d linear_fc1 %s microbatch %d: %d slices, expected 1", l, d ? "bwd" : "fwd", m,
+                             fc1[l][d][m]);
     json_decref(root);
     mb_free(o);
 }
@@ -962,7 +1025,7 @@ int main(void)
                                        cmocka_unit_test(test_json_report),
                                        cmocka_unit_test(test_validate_cli), cmocka_unit_test(test_validate_recipes_cli),
                                        cmocka_unit_test(test_calibrate_nccl_cli),
-                                       cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout),
+                                       cmocka_unit_test(test_tune_output_runs), cmocka_unit_test(test_trace_stdout), cmocka_unit_test(test_trace_counts),
                                        cmocka_unit_test(test_trace_gzip), cmocka_unit_test(test_json_ops),
                                        cmocka_unit_test(test_fit_cli_errors), cmocka_unit_test(test_calibrate_transfer_cli),
                                        cmocka_unit_test(test_import_emit_cli),

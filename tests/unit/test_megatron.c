@@ -313,6 +313,233 @@ static void test_log_and_bridge(void **state)
     mb_scenario_free(&s);
 }
 
+/* A training log as Megatron-LM prints it (tests/data/import/llama3_8b_fp8_log.txt, written by
+ * make_llama3_8b_fp8_log.py beside it with Megatron-LM's own format strings at d98e8a64): every
+ * value Python prints for an enum or a dtype imports (AttnBackend.fused, InferenceCudaGraphScope.none,
+ * torch.bfloat16, torch.float32), and the iteration lines give the measured block.
+ * Expected, by hand from the generator's MS list: 30 lines; warm-up = the first line and up to
+ * ceil(30 / 10) = 3, so iterations 4..30 (27 lines) are used; their times sorted, the 14th is
+ * 11804.6 ms (the 13th 11803.5, the 15th 11805.1; iteration 20's 13942.3 sorts last); the
+ * throughput column's 14th of 27 sorted is 639.6 TFLOP/s/GPU. */
+static void test_log_measured(void **state)
+{
+    (void)state;
+    /* Llama 3 and 3.1 8B share the architecture the log prints: the model is named */
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/llama3_8b_fp8_log.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.model.name, "llama3_8b");
+    assert_int_equal(s.gpus, 8); /* world_size */
+    assert_true(s.meas_step_time_s > 11.8045 && s.meas_step_time_s < 11.8047);
+    assert_true(s.meas_model_tflops_per_gpu > 639.59 && s.meas_model_tflops_per_gpu < 639.61);
+    assert_non_null(strstr(s.meas_source, "median of 27 iteration lines (iterations 4-30); warm-up up to "
+                                          "iteration 3 not used"));
+    assert_non_null(strstr(notes, "measured: step time 11804.6 ms, 639.6 TFLOP/s/GPU"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* Python's printed values -> the names the import reads (arguments.py _print_args prints str(value)). */
+static void test_log_values(void **state)
+{
+    (void)state;
+    char out[32] = "unchanged";
+    assert_int_equal(mb_megatron_log_value("AttnBackend.auto", out, sizeof out), 1);
+    assert_string_equal(out, "auto");
+    assert_int_equal(mb_megatron_log_value("<CudaGraphModule.moe_router: 4>", out, sizeof out), 1);
+    assert_string_equal(out, "moe_router");
+    assert_int_equal(mb_megatron_log_value("torch.bfloat16", out, sizeof out), 1);
+    assert_string_equal(out, "bf16");
+    assert_int_equal(mb_megatron_log_value("torch.uint8", out, sizeof out), 1);
+    assert_string_equal(out, "fp8");
+    /* not an enum or a mapped dtype: left alone */
+    snprintf(out, sizeof out, "unchanged");
+    assert_int_equal(mb_megatron_log_value("1e-05", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("RMSNorm", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("torch.float64", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("Foo.1x", out, sizeof out), 0);
+    assert_int_equal(mb_megatron_log_value("<Foo.bar: 1", out, sizeof out), 0);
+    assert_string_equal(out, "unchanged");
+}
+
+/* The steady state, on iteration lists built here: warm-up, skipped iterations, batch ramp-up. */
+static void test_log_steady(void **state)
+{
+    (void)state;
+    struct mb_megatron_iter it[12];
+    struct mb_megatron_measured r;
+    /* 12 lines every 10 iterations (log_interval 10): iterations 10..120; warm-up = the first line
+     * (10) and up to ceil(120 / 10) = 12: only iteration 10. Line 30 had a skipped iteration, line
+     * 40 a smaller batch (ramp-up): both dropped. Left: 20, 50..120 = 9 lines, times
+     * 100 + iteration/10 -> 102, 105..112: the median is the 5th, 108 ms. */
+    for (int i = 0; i < 12; i++)
+        it[i] = (struct mb_megatron_iter){.iteration = 10 * (i + 1), .ms = 100 + i + 1, .tflops = -1, .gbs = 64,
+                                          .line = i + 1};
+    it[2].skipped = 1;
+    it[3].gbs = 32;
+    assert_int_equal(mb_megatron_steady(it, 12, &r), 0);
+    assert_int_equal(r.warmup_to, 12);
+    assert_int_equal(r.used, 9);
+    assert_int_equal(r.dropped, 2);
+    assert_int_equal(r.from, 20);
+    assert_int_equal(r.to, 120);
+    assert_true(r.step_ms == 108);
+    assert_true(r.tflops < 0); /* not logged */
+    /* one line only: it is warm-up, nothing is left */
+    assert_int_equal(mb_megatron_steady(it, 1, &r), -1);
+    assert_int_equal(r.lines, 1);
+}
+
+/* An iteration line whose time is not a number is named at its line and column. */
+static void test_log_bad_iteration(void **state)
+{
+    (void)state;
+    FILE *f = fopen("mbsim_test_badlog.txt", "w");
+    assert_non_null(f);
+    fputs("  tensor_model_parallel_size ...... 1\n  pipeline_model_parallel_size .... 1\n"
+          "  num_layers ...................... 32\n"
+          " [2026-08-24 09:14:25.431700] iteration        1/      30 | consumed samples:          128 | "
+          "elapsed time per iteration (ms): n/a | global batch size:   128 |\n", f);
+    fclose(f);
+    struct mb_megatron_args a;
+    struct mb_err err;
+    mb_err_clear(&err);
+    assert_int_equal(mb_megatron_read("mbsim_test_badlog.txt", MB_MEGATRON_LM, &a, &err), -1);
+    remove("mbsim_test_badlog.txt");
+    char msg[512];
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "mbsim_test_badlog.txt:4:127: 'elapsed time per iteration (ms):' is not followed "
+                             "by a number (Megatron-LM's training_log prints one)");
+}
+
+static void put(const char *path, const char *text);
+
+/* Megatron-LM's own example launch scripts (tests/data/import/megatron_examples/, verbatim at
+ * NVIDIA/Megatron-LM d98e8a64) import as bash runs them with no arguments and no environment.
+ * Expected values are the scripts' own: Llama-3-8B: GPUS_PER_NODE=8 x NUM_NODES=1, TP_SIZE=1, PP not
+ * given, MICRO_BATCH_SIZE=1, GLOBAL_BATCH_SIZE=128, SEQ_LENGTH=8192, DTYPE fp8 -> DTYPE_ARGS holds
+ * "--fp8-format hybrid" (line 108, element at column 9; "--fp8-amax-history-len 1024" on line 109);
+ * --sequence-parallel from MODEL_PARALLEL_ARGS, the DDP_ARGS appended to TRAINING_ARGS. Mixtral:
+ * PP 4, EP 8, GBS 256, seq 4096, the alltoall dispatcher; NNODES=${SLURM_NNODES:-"1"} gives 8 GPUs,
+ * too few for PP 4 x EP 8, so the test gives --gpus 32 (4 nodes). */
+static void test_example_scripts(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/megatron_examples/train_llama3_8b_h100_fp8.sh", MB_MEGATRON_LM, &o, &s, &notes,
+               &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.gpus, 8);
+    assert_int_equal(s.tp, 1);
+    assert_int_equal(s.pp, 1);
+    assert_int_equal(s.seq_length, 8192);
+    assert_int_equal(s.global_batch_size, 128);
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_string_equal(s.prec.label, "fp8");
+    assert_int_equal(s.fp8_param_gather, 1);
+    assert_int_equal(s.dist_opt, 1);
+    assert_non_null(strstr(notes, "train_llama3_8b_h100_fp8.sh:109:9: --fp8-amax-history-len: 1024: not imported"));
+    assert_non_null(strstr(notes, "train_llama3_8b_h100_fp8.sh:12:17: $1 is not set in the script: its default "
+                                  "'checkpoints/llama3_8b_fp8' is used"));
+    free(notes);
+    mb_scenario_free(&s);
+
+    o.model = NULL;
+    o.gpus = 32;
+    if (import("tests/data/import/megatron_examples/train_mixtral_8x7b_distributed.sh", MB_MEGATRON_LM, &o, &s,
+               &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(s.model.name, "mixtral_8x7b");
+    assert_int_equal(s.pp, 4);
+    assert_int_equal(s.ep, 8);
+    assert_int_equal(s.global_batch_size, 256);
+    assert_int_equal(s.seq_length, 4096);
+    assert_int_equal(s.dispatcher, MB_DISP_ALLTOALL);
+    assert_non_null(strstr(notes, "$SLURM_NNODES is not set in the script: its default '1' is used"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* tests/data/import/script_constructs.sh: each construct with the value bash gives it (the file's
+ * comments): 4 x ${SLURM_NNODES:-2} = 8 GPUs, PP $(( 8 / 4 )) = 2, ${GBS-128}, : ${MBS:=1}, an array
+ * with a comment inside, "--fp8-format hybrid" appended under [[ "$DTYPE" == "fp8" ]] and split in
+ * two when expanded unquoted, --sequence-parallel under [ "$TP" -gt 1 ], export NCCL_ALGO=ring. */
+static void test_script_constructs(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import("tests/data/import/script_constructs.sh", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.gpus, 8);
+    assert_int_equal(s.tp, 2);
+    assert_int_equal(s.pp, 2);
+    assert_int_equal(s.global_batch_size, 128);
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_string_equal(s.prec.label, "fp8");
+    assert_int_equal(s.sequence_parallel, 1);
+    assert_string_equal(mb_key_value_name("collectives.all_reduce", s.allreduce_algo), "ring");
+    assert_non_null(strstr(notes, "script_constructs.sh:6:8: $SLURM_NNODES is not set in the script: its default "
+                                  "'2' is used"));
+    free(notes);
+    mb_scenario_free(&s);
+}
+
+/* What a script needs run to be known is named at its position, never guessed. */
+static void test_script_refused(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b"};
+    put("mbsim_test_sh.txt", "TP=$(nvidia-smi -L | wc -l)\ntorchrun pretrain_gpt.py --num-layers 32 \\\n"
+                             "  --tensor-model-parallel-size $TP\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:4: $(nvidia-smi -L | wc -l): a command substitution; mbsim import does "
+                        "not run commands, write the value");
+    put("mbsim_test_sh.txt", "for i in 1 2; do echo $i; done\ntorchrun pretrain_gpt.py --num-layers 32\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:1: 'for': loops, case and functions are not read by mbsim import (it "
+                        "reads assignments, arrays and if/else on [ ] tests); write the command without them");
+    put("mbsim_test_sh.txt", "if [ -f /etc/big ]; then\n  TP=4\nfi\n"
+                             "torchrun pretrain_gpt.py --num-layers 32 --tensor-model-parallel-size $TP\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:2:3: TP is set under a condition mbsim import cannot decide (line 1: "
+                        "'-f /etc/big': a file or shell test; mbsim import does not look at files); write its value");
+    put("mbsim_test_sh.txt", "A=(--num-layers 32\ntorchrun pretrain_gpt.py ${A[@]}\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:1: A=: the array's '(' has no ')' (or nests deeper than 64)");
+    put("mbsim_test_sh.txt", "if [ 1 -eq 1 ]; then TP=2\ntorchrun pretrain_gpt.py --num-layers 32\n");
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o), "mbsim_test_sh.txt:1:1: if without fi");
+    /* hostile text: an array doubled on every line stops at 100000 elements (line 18: 2 x 65536),
+     * and nesting deeper than 64 is refused, not a stack overflow */
+    char big[2048] = "A=(x)\n";
+    for (int i = 0; i < 20; i++)
+        strcat(big, "A=(${A[@]} ${A[@]})\n");
+    strcat(big, "torchrun pretrain_gpt.py --num-layers 32 ${A[@]}\n");
+    put("mbsim_test_sh.txt", big);
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:18:12: the array grows past 100000 elements; mbsim import does not read "
+                        "it");
+    char deep[512] = "torchrun pretrain_gpt.py --num-layers 32 X";
+    for (int i = 0; i < 70; i++)
+        strcat(deep, "${A:-");
+    strcat(deep, "1");
+    for (int i = 0; i < 70; i++)
+        strcat(deep, "}");
+    strcat(deep, "\n");
+    put("mbsim_test_sh.txt", deep);
+    assert_string_equal(import_err("mbsim_test_sh.txt", MB_MEGATRON_LM, &o),
+                        "mbsim_test_sh.txt:1:42: expansions nested deeper than 64; mbsim import does not read them");
+    remove("mbsim_test_sh.txt");
+}
+
 /* Every setting not imported is listed: unknown flags with file:line:col. */
 static void test_unknown_listed(void **state)
 {
@@ -759,7 +986,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_roundtrip), cmocka_unit_test(test_emit_vlm_note), cmocka_unit_test(test_bridge_lora), cmocka_unit_test(test_bridge_fp8_weights_and_deferral),
-        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
+        cmocka_unit_test(test_log_and_bridge), cmocka_unit_test(test_log_measured),
+        cmocka_unit_test(test_example_scripts), cmocka_unit_test(test_script_constructs),
+        cmocka_unit_test(test_script_refused), cmocka_unit_test(test_log_values), cmocka_unit_test(test_log_steady), cmocka_unit_test(test_log_bad_iteration), cmocka_unit_test(test_attention_dropout_default), cmocka_unit_test(test_uneven_split),
         cmocka_unit_test(test_unknown_listed),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
         cmocka_unit_test(test_key_names),

@@ -953,7 +953,7 @@ int mb_megatron_import(struct mb_megatron_args *a, const struct mb_megatron_opts
                                              mb_mgi__precision, mb_mgi__cuda_graph, mb_mgi__vpp,
                                              mb_mgi__uneven, mb_mgi__fsdp, mb_mgi__dtypes, mb_mgi__etp, mb_mgi__env,
                                              mb_mgi__gpus, mb_mgi__shared_overlap, mb_mgi__peft,
-                                             mb_mgi__defer_wgrad, mb_mgi__bias_act};
+                                             mb_mgi__defer_wgrad, mb_mgi__bias_act, mb_mgi__measured};
     int rc = -1;
     mb_scenario_defaults(m.s);
     mb_mgi__canonical(a);

@@ -3,7 +3,9 @@
  *
  * In: mb_megatron_read reads what users already have -- a Megatron-LM
  * command line (`--tensor-model-parallel-size 2 ...`, shell quoting and
- * backslash continuations, launcher words and VAR=value prefixes), the
+ * backslash continuations, launcher words and VAR=value prefixes) or a bash
+ * launch script that builds one (variables, arrays, `${VAR:-default}`,
+ * `$((...))`, if blocks on [ ] tests; mb_megatron_shell.c), the
  * `arguments` block a Megatron-LM training log prints (`  tensor_model_parallel_size
  * ....... 2`), or Megatron-Bridge overrides (`model.tensor_model_parallel_size=2`)
  * -- into a list of settings with their positions. mb_megatron_import turns
@@ -46,6 +48,18 @@ struct mb_megatron_arg {
     int ignored;       /* set by the importer: a setting the framework does not apply (a note says why) */
 };
 
+/** One iteration line of a Megatron-LM training log (megatron/training/training.py
+ * training_log): the averages over the log interval that ends at `iteration`. */
+struct mb_megatron_iter {
+    long iteration;  /* N of `iteration N/ M` */
+    double ms;       /* elapsed time per iteration (ms), > 0 */
+    double tflops;   /* throughput per GPU (TFLOP/s/GPU); -1 when not logged (no --log-throughput) */
+    double gbs;      /* global batch size; -1 when not logged */
+    double skipped;  /* number of skipped iterations (loss-scale overflow: no optimizer step) */
+    double nan;      /* number of nan iterations */
+    int line;        /* 1-based line in the log */
+};
+
 struct mb_megatron_args {
     enum mb_megatron_dialect dialect;
     int log_block;     /* 1: read from a training log's arguments block */
@@ -53,13 +67,17 @@ struct mb_megatron_args {
     struct mb_megatron_arg *a;
     int n, cap;
     char *notes;       /* the reader's notes (words not read), lines for mb_megatron_import to list; may be NULL */
+    struct mb_megatron_iter *iters; /* a log's iteration lines, in file order (owned; NULL: none) */
+    int n_iters;
 };
 
 /**
  * @brief Read settings from a file (see the file comment for the forms). A
  * UTF-8 byte order mark is skipped; LF, CRLF and a lone CR all end a line.
  * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
- *         quote, a Bridge word that is not key=value after the overrides began,
+ *         quote, a launch script's construct mbsim does not read or a value it
+ *         would have to run a command for: $(...), a file test, a loop; two
+ *         commands that run a script; a Bridge word that is not key=value after the overrides began,
  *         a Megatron-LM argument argparse would refuse: a single-dash option,
  *         a bare `--`, a word that follows no flag taking a value).
  */
@@ -68,6 +86,59 @@ int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_meg
 
 /** @brief Free what mb_megatron_read allocated; accepts NULL. */
 void mb_megatron_args_free(struct mb_megatron_args *a);
+
+/**
+ * @brief The name the import reads for a value Python printed in a log's
+ * arguments block (arguments.py `_print_args` prints str(value)): a torch
+ * dtype `torch.bfloat16` -> "bf16" (arguments.py dtype_map backwards:
+ * float32 fp32, bfloat16 bf16, float16 fp16, uint8 fp8), an enum member
+ * `AttnBackend.auto` or its repr `<CudaGraphModule.attn: 1>` -> the member
+ * ("auto", "attn"). Sources: NVIDIA/Megatron-LM d98e8a64,
+ * megatron/training/arguments.py and megatron/core/transformer/enums.py.
+ * @param[out] out the name (NUL-terminated, cut to n)
+ * @return 1 when v is such a value (out set), else 0 (out untouched).
+ */
+int mb_megatron_log_value(const char *v, char *out, size_t n);
+
+/**
+ * @brief The iteration lines of a Megatron-LM training log (`iteration
+ * N/ M | ... elapsed time per iteration (ms): X | throughput per GPU
+ * (TFLOP/s/GPU): Y | ... global batch size: G | ... number of skipped
+ * iterations: S | number of nan iterations: K |`, megatron/training/training.py
+ * training_log at NVIDIA/Megatron-LM d98e8a64); other lines are ignored.
+ * @param[in]  file for messages
+ * @param[in]  buf  the log, line ends LF
+ * @param[out] out  the lines found (owned, mb_free; NULL when none), *n of them
+ * @return 0, or -1 with file:line:col in err: an iteration line without an
+ *         elapsed time, or a field that is not followed by a number.
+ */
+int mb_megatron_log_iterations(const char *file, const char *buf, struct mb_megatron_iter **out, int *n,
+                               struct mb_err *err);
+
+/** The steady state of a log's iteration lines (mb_megatron_steady). */
+struct mb_megatron_measured {
+    int lines;       /* iteration lines in the log */
+    long warmup_to;  /* lines up to this iteration are warm-up, not used */
+    int dropped;     /* later lines not used: skipped or nan iterations in them, or a global batch
+                        size other than the last line's (batch-size ramp-up) */
+    int used;        /* lines the medians are over */
+    long from, to;   /* the iterations of the first and last line used */
+    double step_ms;  /* median elapsed time per iteration, ms */
+    double tflops;   /* median throughput per GPU, TFLOP/s/GPU; -1 when a line used does not log it */
+};
+
+/**
+ * @brief Median step time and throughput over a log's steady-state iteration
+ * lines. Warm-up, not used: the first line (iteration 1 carries start-up:
+ * allocation, NCCL communicators, CUDA-graph capture, the first FP8 amax
+ * history) and every line up to a tenth of the last iteration logged (rounded
+ * up). Also not used: lines with skipped or nan iterations (a step without an
+ * optimizer update) and lines whose global batch size differs from the last
+ * line's (rampup_batch_size). The median, not the mean: a checkpoint save or
+ * an evaluation in one interval does not move it.
+ * @return 0, or -1 when no line is left (out says how many were read).
+ */
+int mb_megatron_steady(const struct mb_megatron_iter *it, int n, struct mb_megatron_measured *out);
 
 /** Choices the settings cannot make (command-line options of `mbsim import`). */
 struct mb_megatron_opts {

@@ -6,8 +6,10 @@
  *  - a training log's arguments block: lines `  NAME ...... VALUE` with
  *    Python reprs for values (None, True, ['a', 'b']); other log lines are
  *    ignored. Chosen when at least three lines have that shape.
- *  - a Megatron-LM command line: shell words (quotes, backslash escapes and
- *    continuations, # comments); `--name value...` or `--name=value`; words
+ *  - a Megatron-LM command line or launch script: its one command that runs
+ *    a Python script, with the script's variables, arrays and if blocks
+ *    evaluated as bash would (mb_megatron_shell.c), or every word of a file
+ *    of flags alone; `--name value...` or `--name=value`; words
  *    before the first flag (torchrun, python, script.py, -m mod) and words
  *    ending in .py are the launcher; VAR=value words before the first flag
  *    are environment settings.
@@ -19,6 +21,7 @@
  */
 #include "mb_megatron.h"
 #include "mb_input.h"
+#include "megatron_shell.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -74,98 +77,18 @@ static char *mb_mgr__read_file(const char *path, struct mb_err *err)
     return buf;
 }
 
-/* ------------------------------------------------------------ shell words */
-
-struct mb_mgr__lex {
-    const char *p;
-    int line, col;
-};
-
-static void mb_mgr__adv(struct mb_mgr__lex *lx)
+/* The words of the file's command: a launch script's variables, arrays and
+ * if blocks evaluated (mb_megatron_shell.c). */
+static int mb_mgr__script_words(const char *buf, const char *file, struct mb_mgr__words *ws, FILE *notes,
+                                struct mb_err *err)
 {
-    if (*lx->p == '\n') {
-        lx->line++;
-        lx->col = 1;
-    } else {
-        lx->col++;
-    }
-    lx->p++;
-}
-
-/* Skip blanks, backslash-newlines and # comments. */
-static void mb_mgr__skip(struct mb_mgr__lex *lx)
-{
-    for (;;) {
-        if (*lx->p == ' ' || *lx->p == '\t' || *lx->p == '\n') {
-            mb_mgr__adv(lx);
-        } else if (lx->p[0] == '\\' && lx->p[1] == '\n') { /* line ends are LF by now (mb_mgr__read_file) */
-            mb_mgr__adv(lx);
-            mb_mgr__adv(lx);
-        } else if (*lx->p == '#') {
-            while (*lx->p && *lx->p != '\n')
-                mb_mgr__adv(lx);
-        } else {
-            return;
-        }
-    }
-}
-
-/* One word at lx->p (not blank); 0, or -1 on an unterminated quote. */
-static int mb_mgr__word(struct mb_mgr__lex *lx, const char *file, char **out, int *quoted, struct mb_err *err)
-{
-    size_t cap = 64, n = 0;
-    char *w = mb_malloc(cap);
-    *quoted = 0;
-    while (*lx->p && !strchr(" \t\n", *lx->p)) {
-        char q = *lx->p;
-        if (q == '\'' || q == '"') {
-            int ql = lx->line, qc = lx->col;
-            *quoted = 1;
-            mb_mgr__adv(lx);
-            while (*lx->p && *lx->p != q) {
-                if (q == '"' && *lx->p == '\\' && lx->p[1] && strchr("\"\\$`", lx->p[1]))
-                    mb_mgr__adv(lx);
-                if (n + 2 >= cap)
-                    w = mb_realloc(w, cap *= 2);
-                w[n++] = *lx->p;
-                mb_mgr__adv(lx);
-            }
-            if (!*lx->p) {
-                mb_free(w);
-                return mb_err_set(err, file, ql, qc, "unterminated %c quote", q);
-            }
-            mb_mgr__adv(lx);
-            continue;
-        }
-        if (q == '\\' && lx->p[1] == '\n')
-            break; /* continuation ends the word */
-        if (q == '\\' && lx->p[1]) {
-            mb_mgr__adv(lx);
-            *quoted = 1;
-        }
-        if (n + 2 >= cap)
-            w = mb_realloc(w, cap *= 2);
-        w[n++] = *lx->p;
-        mb_mgr__adv(lx);
-    }
-    w[n] = '\0';
-    *out = w;
+    struct mb_shell_words sw;
+    if (mb_shell_command(buf, file, &sw, notes, err))
+        return -1;
+    for (int i = 0; i < sw.n; i++)
+        mb_mgr__push_word(ws, mb_strdup(sw.w[i].s), sw.w[i].line, sw.w[i].col, sw.w[i].quoted);
+    mb_shell_words_free(&sw);
     return 0;
-}
-
-static int mb_mgr__words(const char *buf, const char *file, struct mb_mgr__words *ws, struct mb_err *err)
-{
-    struct mb_mgr__lex lx = {buf, 1, 1};
-    for (;;) {
-        mb_mgr__skip(&lx);
-        if (!*lx.p)
-            return 0;
-        int line = lx.line, col = lx.col, quoted;
-        char *w = NULL;
-        if (mb_mgr__word(&lx, file, &w, &quoted, err))
-            return -1;
-        mb_mgr__push_word(ws, w, line, col, quoted);
-    }
 }
 
 /* ------------------------------------------------------------ settings */
@@ -446,6 +369,20 @@ static int mb_mgr__block_line(const char *line, size_t len, size_t *name_at, siz
     return 1;
 }
 
+/* Values Python printed for enums and torch dtypes (AttnBackend.auto,
+ * [<CudaGraphModule.attn: 1>], torch.bfloat16) as the names the import reads
+ * (mb_megatron_log_value). */
+static void mb_mgr__python_names(struct mb_megatron_arg *g)
+{
+    for (int i = 0; i < g->nval; i++) {
+        char name[96];
+        if (mb_megatron_log_value(g->val[i], name, sizeof name)) {
+            mb_free(g->val[i]);
+            g->val[i] = mb_strdup(name);
+        }
+    }
+}
+
 /* Read the arguments block if the file is one (>= 3 such lines); returns 1 if it was. */
 static int mb_mgr__log_block(const char *buf, struct mb_megatron_args *a)
 {
@@ -471,6 +408,7 @@ static int mb_mgr__log_block(const char *buf, struct mb_megatron_args *a)
                     mb_mgr__value(g, v);
                     mb_free(v);
                     g->none = !g->is_list && g->nval == 1 && !strcmp(g->val[0], "None"); /* Python's repr */
+                    mb_mgr__python_names(g);
                 }
             }
             p = nl ? nl + 1 : p + strlen(p); /* not p + len: a trimmed '\r' stood still forever */
@@ -495,9 +433,10 @@ int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_meg
     FILE *notes = open_memstream(&out->notes, &nlen);
     if (d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out)) {
         out->log_block = 1;
+        rc = mb_megatron_log_iterations(out->file, buf, &out->iters, &out->n_iters, err);
     } else {
         struct mb_mgr__words ws = {0};
-        rc = mb_mgr__words(buf, out->file, &ws, err);
+        rc = mb_mgr__script_words(buf, out->file, &ws, notes, err);
         if (!rc && d == MB_MEGATRON_LM)
             rc = mb_mgr__cmdline(&ws, out, notes, err);
         else if (!rc)
@@ -525,6 +464,9 @@ void mb_megatron_args_free(struct mb_megatron_args *a)
             mb_free(a->a[i].val[j]);
         mb_free(a->a[i].val);
     }
+    mb_free(a->iters);
+    a->iters = NULL;
+    a->n_iters = 0;
     free(a->notes); /* open_memstream's */
     a->notes = NULL;
     mb_free(a->a);

@@ -308,11 +308,14 @@ int mb_step_simulate_exact(const struct mb_scenario *s, struct mb_result *r, str
  * Event Format) to `path` ("-": stdout; "*.gz": gzip) from the same
  * simulation: one process per pipeline stage's representative rank, a
  * compute thread, one thread per communication kind and the host launch
- * thread; slices named by op, layer, direction and microbatch ("L12
- * linear_fc1 fwd mb3", "L12 ep dispatch fwd mb3") with args layer,
- * microbatch, chunk, flop, bytes, gemm_mnk and time_from (table, roofline,
- * link model, measured collective). With more microbatches than the
- * simulation cap the trace shows the simulated ones (r is extended).
+ * thread; slices named by layer, op and direction, the same in every
+ * microbatch ("L12 linear_fc1 fwd", "L12 ep dispatch fwd"), with args op,
+ * pass, category, layer, microbatch, chunk, flop, bytes (counts rounded to
+ * whole numbers; absent when 0), gemm_mnk and time_from (table, roofline,
+ * link model, measured collective). Written as it is produced, without a
+ * document tree in memory; a folded host launch (emit.c) is inside the next
+ * launch's slice, as in a run without a trace. With more microbatches than
+ * the simulation cap the trace shows the simulated ones (r is extended).
  * @return 0, or -1 with err when simulation fails or the file cannot be written.
  */
 int mb_step_trace(const struct mb_scenario *s, const char *path, struct mb_result *r, struct mb_err *err);

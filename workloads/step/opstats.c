@@ -68,7 +68,9 @@ void mb_opstats_collect(struct mb_build *b, struct mb_result *r)
     size_t nt = mb_engine_n_tasks(b->e), cap = 0;
     int cs = r->critical_stage;
     for (size_t t = 0; t < nt && t < b->n_tinfo; t++) {
-        const struct mb_tinfo *ti = &b->tinfo[t];
+        struct mb_tinfo tk;
+        mb_tinfo_get(b, t, &tk);
+        const struct mb_tinfo *ti = &tk;
         int c = mb_results_task_cat(b->e, (int)t), sid = mb_engine_task_stream(b->e, (int)t);
         double sec = mb_engine_task_end(b->e, (int)t) - mb_engine_task_start(b->e, (int)t);
         if (c < 0 || sid == b->host[cs] || ti->stage != cs || !(ti->op || ti->name) || sec <= 0)

@@ -190,7 +190,9 @@ static void mb_step__free(struct mb_build *b)
     mb_layout_free(&b->lay);
     mb_memtl_free(b);
     mb_free(b->hostdep);
-    mb_free(b->tinfo);
+    mb_free(b->trec);
+    mb_free(b->tdesc);
+    mb_free(b->tdesc_hash);
     mb_engine_free(b->e);
     mb_calib_free(b->cal);
 }
@@ -245,7 +247,9 @@ static int mb_step__simulate(const struct mb_scenario *s, int mbs_n, const struc
     if (mb_step__begin(&b, s, err))
         return -1;
     b.record = a->trace || a->ops;
-    b.host_fold = !b.record; /* a trace and the op table show every launch */
+    /* the op table shows every launch; a trace draws a folded launch inside the next one's slice (emit.c:
+     * the fold moves no GPU op), which keeps its task graph, and memory, that of a run without it */
+    b.host_fold = !a->ops;
     if (a->cal)
         b.cal = mb_calib_view(a->cal);
     else if (!s->calib_path[0] && mb_topo_check_calibrated(&s->system, "calibration: {table: FILE}", err))

@@ -1,11 +1,12 @@
 /*
  * megatron_int.h -- what the files of `mbsim import megatron|bridge` share
- * (workloads/import/mb_import_megatron.c, mb_megatron_args.c, mb_megatron_check.c);
+ * (workloads/import/mb_import_megatron.c, mb_megatron_args.c, mb_megatron_check.c, mb_megatron_log.c);
  * private: only this folder's sources see it (CMake PRIVATE include). Functions
  * here are mb_mgi__<name>; the public contract is mb_megatron.h.
  *
  * Layering: mb_megatron_args.c (settings, errors, names) <- mb_megatron_check.c
- * (refusals, notes) <- mb_import_megatron.c (model, rules, the scenario).
+ * (refusals, notes) <- mb_import_megatron.c (model, rules, the scenario); mb_megatron_log.c
+ * (a log's values and iteration lines) sits beside mb_megatron_check.c.
  */
 #ifndef MB_MEGATRON_INT_H
 #define MB_MEGATRON_INT_H
@@ -67,5 +68,9 @@ int mb_mgi__conflicts(struct mb_mgi *m);
 int mb_mgi__rule_nulls(struct mb_mgi *m);
 int mb_mgi__single_values(struct mb_mgi *m);
 void mb_mgi__leftovers(struct mb_mgi *m);
+
+/* ---- mb_megatron_log.c: a log's iteration lines */
+
+int mb_mgi__measured(struct mb_mgi *m);
 
 #endif /* MB_MEGATRON_INT_H */

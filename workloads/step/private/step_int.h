@@ -18,6 +18,7 @@
 #include "mb_step.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mb_coll.h"
 #include "mb_engine.h"
@@ -210,10 +211,16 @@ struct mb_build {
     double *mem_t[MB_MAX_STAGES], *mem_v[MB_MAX_STAGES];
     double *mem_lg[MB_MAX_STAGES], *mem_rc[MB_MAX_STAGES], *mem_gr[MB_MAX_STAGES];
     int mem_n[MB_MAX_STAGES];
-    /* task descriptions, kept only when a trace or the op table is asked for */
+    /* task descriptions, kept only when a trace or the op table is asked for (tasks.c:
+     * mb_tinfo_get): per task 16 bytes, what differs between microbatches and layers;
+     * the rest (op, name, stage, sizes) once per distinct description */
     int record;
-    struct mb_tinfo *tinfo;
+    struct mb_trec *trec;     /* [task] */
     size_t n_tinfo, cap_tinfo;
+    struct mb_tinfo *tdesc;   /* distinct descriptions, layer/mb/chunk/dir cleared */
+    size_t n_tdesc, cap_tdesc;
+    int *tdesc_hash;          /* open addressing over tdesc: index + 1, 0 = empty */
+    size_t hash_cap;          /* a power of two, at least twice n_tdesc */
     struct mb_tinfo cur;      /* description the next recorded task gets */
     /* framework-time model (calibration `framework:`; framework.c), 0 when off */
     int fw_on;                /* 0 in roofline mode */
@@ -382,6 +389,17 @@ void mb_emit_describe(struct mb_build *b, const char *name, int stage, int layer
 /* Whether op o runs in a pass (dir 0/1, recompute with module mask) and its table seconds there. */
 int mb_emit_op_runs(const struct mb_op *o, int dir, int recompute, unsigned mask);
 double mb_emit_comp_s(const struct mb_op *o, int dir, int recompute, int skip_bwd);
+/* What differs between the tasks of one description (tasks.c). */
+struct mb_trec {
+    uint32_t desc;            /* index into b->tdesc */
+    int32_t layer, mb;        /* -1 when not applicable */
+    int16_t chunk;
+    int8_t dir;
+};
+
+/* The description of recorded task t (t < b->n_tinfo) into *out. */
+void mb_tinfo_get(const struct mb_build *b, size_t t, struct mb_tinfo *out);
+
 /* Call fn for each op recorded task ti ran (the ops a compute task was fused
  * from, in program order, or its one op) with its share of the task's `sec`
  * seconds, in proportion to the ops' own times in that direction (tasks.c). */
