@@ -221,11 +221,49 @@ static void test_attention_gqa_mha(void **state)
     mb_scenario_free(&s);
 }
 
+/* The sliding-window kernel by its tiles (attn_window.c), derived here by hand.
+ * A flash kernel runs one CTA per 128-row query block and computes in full
+ * every 128-key tile its mask reaches: per problem t = nQ a + tiles b, a a
+ * query block's fixed cost, b one tile's. A causal kernel of L tokens (nQ =
+ * L/128 blocks, block i visits i + 1 tiles: (nQ + 1)/2 on average) takes
+ * y = t / nQ = a + b (nQ + 1)/2 per block, so its times at L 2048 (nQ 16) and
+ * 4096 (32) give b = (y2 - y1) / 8 and a = y1 - 8.5 b. A negative a (a curve
+ * that does not fall in cost per block as the loop grows) becomes a = 0,
+ * b = y1 / 8.5. Block i of a window w reaches keys back to 128 i - w + 1:
+ * tiles floor(max(0, 128 i - w + 1) / 128) ... i. */
+struct win_fit { double a, b; };
+
+static struct win_fit win_fit(double rate_2048, double rate_4096, double d, double bwd_x)
+{
+    /* one (batch x head) problem: causal FLOP 2 L (L/2) (dq + dv), x 2.5 backward */
+    double y1 = bwd_x * 2048.0 * 2048 * 2 * d / rate_2048 / 16, y2 = bwd_x * 4096.0 * 4096 * 2 * d / rate_4096 / 32;
+    struct win_fit f = {.b = (y2 - y1) / 8};
+    f.a = y1 - 8.5 * f.b;
+    if (f.a < 0) {
+        f.a = 0;
+        f.b = y1 / 8.5;
+    }
+    return f;
+}
+
+static double win_tiles(double seq, double w)
+{
+    double tiles = 0;
+    for (int i = 0; i < (int)(seq / 128); i++)
+        tiles += i - floor(fmax(0, 128.0 * i - w + 1) / 128) + 1;
+    return tiles;
+}
+
 /* Sliding window (swa2: window w 1024, full_every 2 -> layer 1 windowed, layer
  * 2 full). A causal query at position i (0-based) sees min(i + 1, w) keys;
  * the mean over the sequence, summed here term by term, is Megatron-Bridge's
- * w - w(w-1)/(2s). Full causal layers keep Megatron's s/2. The projections do
- * not depend on the window. */
+ * w - w(w-1)/(2s): the model FLOP. Full causal layers keep Megatron's s/2. The
+ * projections do not depend on the window. Time: on this flat fixture (500
+ * TFLOP/s) y1 = 2048^2 x 256 / 500e12 / 16 = 134.2 ns and y2 = 268.4 ns, so a
+ * would be 134.2 - 8.5 x 16.78 < 0: a = 0, b = 15.79 ns per tile (the
+ * masked-tile work a flat curve still shows: every visited tile at the causal
+ * kernel's cost per tile); 252 tiles (blocks 0-7 visit 1..8, the other 24
+ * visit 9) over 16 problems. */
 static void test_attention_sliding_window(void **state)
 {
     (void)state;
@@ -238,14 +276,17 @@ static void test_attention_sliding_window(void **state)
         keys += fmin(i + 1.0, w);
     double ctx_w = keys / sq;
     near(ctx_w, w - w * (w - 1) / (2 * sq), EXACT, "mean window context", "core_attn");
+    near(win_tiles(sq, w), 36 + 24 * 9, EXACT, "tiles of window 1024 over 4096 tokens", "core_attn");
     sim_ops(&s, &r);
     double f_swa = 2 * T * ctx_w * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    struct win_fit ff = win_fit(FX_GEMM_RATE, FX_GEMM_RATE, d, 1), fb = win_fit(FX_GEMM_RATE, FX_GEMM_RATE, d, 2.5);
+    double t_swa_f = n * (32 * ff.a + 252 * ff.b), t_swa_b = n * (32 * fb.a + 252 * fb.b);
     const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
     near(f->count, 2 * m, EXACT, "fwd count", "core_attn");
     near(f->flop, m * (f_swa + f_full), EXACT, "fwd flop per step", "core_attn");
-    near(f->time_s, m * (f_swa + f_full) / FX_GEMM_RATE, EXACT, "fwd seconds per step", "core_attn");
+    near(f->time_s, m * (t_swa_f + f_full / FX_GEMM_RATE), EXACT, "fwd seconds per step", "core_attn");
     near(b->flop, 2.5 * m * (f_swa + f_full), EXACT, "bwd flop per step", "core_attn");
-    near(b->time_s, 2.5 * m * (f_swa + f_full) / FX_GEMM_RATE, EXACT, "bwd seconds per step", "core_attn");
+    near(b->time_s, m * (t_swa_b + 2.5 * f_full / FX_GEMM_RATE), EXACT, "bwd seconds per step", "core_attn");
     expect_linear(&r, "linear_qkv", 2 * m, T, (n + 2 * g) * d, h);
     expect_linear(&r, "linear_proj", 2 * m, T, h, n * d);
     mb_result_free(&r);
@@ -253,18 +294,21 @@ static void test_attention_sliding_window(void **state)
     s.model.swa_window = (int)sq;
     sim_ops(&s, &r);
     near(op(&r, "core_attn", 0)->flop, m * 2 * f_full, EXACT, "fwd flop per step, w = s", "core_attn");
+    near(op(&r, "core_attn", 0)->time_s, m * 2 * f_full / FX_GEMM_RATE, EXACT, "fwd seconds per step, w = s",
+         "core_attn");
     mb_result_free(&r);
     mb_scenario_free(&s);
 }
 
-/* The kernel's efficiency is looked up at the window on a sliding-window layer
- * and on the causal backward curve (swa2 with the sloped-causal fixture,
- * fixture_H100_causal_slope.yaml: causal fwd 250 TFLOP/s up to seq 1024 and
- * 500 from 2048, causal bwd 200 / 500). Layer 1 (window 1024) runs at seq
- * 1024: forward 250, backward 200 TFLOP/s; layer 2 (full causal, s 4096) at
- * 500 both ways. Before, the window layer was looked up at s (500) and the
- * backward on the no-mask curve. Wave factor 1: bh 16 x ceil(1024/128) = 128
- * tiles, one wave of the fixture's 128 SMs, as its benchmark shape. */
+/* The window kernel on sloped causal curves (swa2 with
+ * fixture_H100_causal_slope.yaml: causal fwd 400 TFLOP/s at seq 2048, 500 from
+ * 4096; causal bwd 300 / 400): a fixed part per query block shows. Forward:
+ * y1 = 2048^2 x 256 / 400e12 / 16 = 167.8 ns, y2 = 268.4 ns, b = 12.58 ns per
+ * tile, a = 60.82 ns per block; backward (2.5x the FLOP at 300 / 400):
+ * y1 = 559.2 ns, y2 = 838.9 ns, b = 34.95 ns, a = 262.1 ns. Layer 1 (window
+ * 1024): 16 problems x (32 a + 252 b); layer 2 (full causal, s 4096) at 500
+ * forward and 400 on the causal backward curve. Wave factor 1: 16 x 32 CTAs
+ * and the benchmark shape's 2048 are whole waves of the fixture's 128 SMs. */
 static void test_attention_lookup_seq_and_kind(void **state)
 {
     (void)state;
@@ -272,11 +316,15 @@ static void test_attention_lookup_seq_and_kind(void **state)
     struct mb_result r;
     load("tests/data/ops/swa2_slope.yaml", &s);
     sim_ops(&s, &r);
-    const double T = 4096, sq = 4096, n = 16, d = 128, w = 1024, m = 2;
-    double f_swa = 2 * T * (w - w * (w - 1) / (2 * sq)) * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    const double sq = 4096, n = 16, d = 128, m = 2;
+    double f_full = megatron_core_attn_fwd(sq, n, d, d);
+    struct win_fit ff = win_fit(400e12, 500e12, d, 1), fb = win_fit(300e12, 400e12, d, 2.5);
+    near(ff.a, 60.817408e-9, 1e-6, "forward fixed cost per block", "core_attn");
+    near(fb.b, 34.952533e-9, 1e-6, "backward cost per tile", "core_attn");
     const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
-    near(f->time_s, m * (f_swa / 250e12 + f_full / 500e12), EXACT, "fwd seconds per step", "core_attn");
-    near(b->time_s, m * 2.5 * (f_swa / 200e12 + f_full / 500e12), EXACT, "bwd seconds per step", "core_attn");
+    near(f->time_s, m * (n * (32 * ff.a + 252 * ff.b) + f_full / 500e12), EXACT, "fwd seconds per step", "core_attn");
+    near(b->time_s, m * (n * (32 * fb.a + 252 * fb.b) + 2.5 * f_full / 400e12), EXACT, "bwd seconds per step",
+         "core_attn");
     mb_result_free(&r);
     mb_scenario_free(&s);
 }

@@ -237,6 +237,25 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
     mb_ops_push(l, &o);
 }
 
+void mb_ops_attn_window(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                        int graphed, double flop, double seq, double window, int dq, int dv, double bh, double share,
+                        double saved)
+{
+    struct mb_op o = mb_step__comp(name, cat, mod, graphed);
+    enum mb_prec p = b->s->prec.attn;
+    o.fwd = share * mb_attn_window_s(b->cal, p, seq, window, dq, dv, bh, 0);
+    o.bwd = share * mb_attn_window_s(b->cal, p, seq, window, dq, dv, bh, 1);
+    o.src = mb_step__src(b);
+    o.bwd_dgrad_only = o.bwd;
+    o.flop_f = flop;
+    o.flop_b = 2.5 * flop;
+    o.peak = b->gpu->peak[p == MB_PREC_FP16 ? MB_PREC_FP16 : MB_PREC_BF16];
+    o.saved = saved;
+    o.kf = 1; /* kernels as mb_ops_attn */
+    o.kb = 3;
+    mb_ops_push(l, &o);
+}
+
 /* (RMS)LayerNorm over `tok` tokens of width h. */
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h)
