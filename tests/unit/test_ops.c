@@ -221,6 +221,44 @@ static void test_attention_gqa_mha(void **state)
     mb_scenario_free(&s);
 }
 
+/* Position embeddings (model.position_embedding_type) on gqa2 (T = 4096
+ * tokens, h 2048, 16 query heads and 4 groups of d 128, 2 layers, m = 2):
+ *  - rope (the default): TE's fused rotary kernel on q and k in each layer,
+ *    reading and writing the [T, (n + 2g) d] BF16 q/k/v (2 kernels each way);
+ *  - learned_absolute: no rotary kernel; Megatron-Core's LanguageModelEmbedding
+ *    gathers the position rows of all T tokens and adds them to the word
+ *    embeddings: read + write T h, then two reads and a write, 5 T h BF16 in
+ *    2 kernels once per microbatch; backward the table's gradient reads the
+ *    T h gradient and writes the rows, 2 T h;
+ *  - none: neither. */
+static void test_position_embeddings(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    const double T = 4096, h = 2048, n = 16, g = 4, d = 128, m = 2;
+    sim_ops(&s, &r);
+    double qkv = T * (n + 2 * g) * d * BF16;
+    expect_op(&r, "rope", 0, 2 * m, 0, mem_s(2 * qkv));
+    assert_false(has_op(&r, "position_embeddings"));
+    mb_result_free(&r);
+    s.model.pos = MB_POS_LEARNED;
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "rope"));
+    expect_op(&r, "position_embeddings", 0, m, 0, mem_s(5 * T * h * BF16));
+    expect_op(&r, "position_embeddings", 1, m, 0, mem_s(2 * T * h * BF16));
+    mb_result_free(&r);
+    s.model.pos = MB_POS_NONE;
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "rope"));
+    assert_false(has_op(&r, "position_embeddings"));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* The sliding-window kernel by its tiles (attn_window.c), derived here by hand.
  * A flash kernel runs one CTA per 128-row query block and computes in full
  * every 128-key tile its mask reaches: per problem t = nQ a + tiles b, a a
@@ -765,7 +803,8 @@ static void test_etp_two_nodes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
+        cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_position_embeddings),
+        cmocka_unit_test(test_attention_sliding_window),
         cmocka_unit_test(test_attention_lookup_seq_and_kind), cmocka_unit_test(test_attention_local),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
         cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),

@@ -56,7 +56,12 @@ static void mb_step__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, in
                T * nl * (*dq + *dq + *dv) * BF16);
 }
 
-/* Fused QKV projection of MHA/GQA (+ output gate), then rope (+ qk-norm). */
+/* Fused QKV projection of MHA/GQA (+ output gate), then rope (+ qk-norm): the
+ * rotary kernel runs only under position_embedding_type rope (Megatron-Core's
+ * SelfAttention applies rotary_pos_emb only when GPTModel built one:
+ * NVIDIA/Megatron-LM@d98e8a64 megatron/core/models/gpt/gpt_model.py,
+ * position_embedding_type == 'rope'); partial RoPE (rotary_percent < 1) is the
+ * same pass, TE's fused kernel copying the unrotated dims. */
 static void mb_step__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 {
     const struct mb_model *m = b->m;
@@ -66,9 +71,13 @@ static void mb_step__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, in
     double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
     mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
     mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
-    mb_ops_mem(b, l, "rope", MB_CAT_ATTN, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
+    int rope = m->pos == MB_POS_ROPE;
+    if (!rope && !m->qk_norm)
+        return;
+    /* rope (+ qk-norm), or the qk-norm alone */
+    mb_ops_mem(b, l, rope ? "rope" : "qk_layernorm", MB_CAT_ATTN, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16);
     /* TE fused RoPE on q and on k; qk-norm adds a norm kernel for each */
-    l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
+    l->op[l->n - 1].kf = l->op[l->n - 1].kb = (rope ? 2 : 0) + (m->qk_norm ? 2 : 0);
 }
 
 /* Core attention with the scores in memory (Megatron's CoreAttention /
