@@ -259,6 +259,47 @@ static void test_position_embeddings(void **state)
     mb_scenario_free(&s);
 }
 
+/* training.attention_backend flash2, flash3, triton (mb_attn_backend.c) on
+ * gqa2 (seq 4096, causal, the flat 500 TFLOP/s fixture): the table's time
+ * times cuDNN's rate over the implementation's, read here from the FA3
+ * paper's H100 panels at seq 4k (shared/docs/reference/hardware.md B.2):
+ * forward causal cuDNN 518, FA2 319, FA3 579; backward cuDNN 499, FA2 310,
+ * FA3 542 TFLOP/s. Triton = FA3 x the pytorch/benchmark Triton/FA3 ratio,
+ * 329/430 at seq 512 and 477/621 at 16k, at 4k 3/5 of the way in ln(seq).
+ * A GPU other than a Hopper part is refused (the rates are H100's). */
+static void test_attention_backends(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    const double sq = 4096, n = 16, d = 128, m = 2;
+    double core = megatron_core_attn_fwd(sq, n, d, d), tf = 2 * m * core / FX_GEMM_RATE, tb = 2.5 * tf;
+    double tri = 329.0 / 430 + 0.6 * (477.0 / 621 - 329.0 / 430);
+    const struct {
+        enum mb_attn_backend b;
+        double fwd_rate, bwd_rate; /* relative to cuDNN */
+    } cases[] = {{MB_ATTN_FUSED, 1, 1},
+                 {MB_ATTN_FLASH2, 319.0 / 518, 310.0 / 499},
+                 {MB_ATTN_FLASH3, 579.0 / 518, 542.0 / 499},
+                 {MB_ATTN_TRITON, tri * 579.0 / 518, tri * 542.0 / 499}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s.attn_backend = cases[i].b;
+        recheck(&s);
+        sim_ops(&s, &r);
+        near(op(&r, "core_attn", 0)->time_s, tf / cases[i].fwd_rate, EXACT, "fwd seconds per step", "core_attn");
+        near(op(&r, "core_attn", 1)->time_s, tb / cases[i].bwd_rate, EXACT, "bwd seconds per step", "core_attn");
+        mb_result_free(&r);
+    }
+    /* refused on a GPU whose rates are not published */
+    snprintf(s.system.gpu, sizeof s.system.gpu, "%s", "B200");
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    assert_non_null(strstr(e.msg, "published for Hopper GPUs (H100, H200) only and the system's GPU is B200"));
+    mb_scenario_free(&s);
+}
+
 /* The sliding-window kernel by its tiles (attn_window.c), derived here by hand.
  * A flash kernel runs one CTA per 128-row query block and computes in full
  * every 128-key tile its mask reaches: per problem t = nQ a + tiles b, a a
@@ -804,6 +845,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_position_embeddings),
+        cmocka_unit_test(test_attention_backends),
         cmocka_unit_test(test_attention_sliding_window),
         cmocka_unit_test(test_attention_lookup_seq_and_kind), cmocka_unit_test(test_attention_local),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
