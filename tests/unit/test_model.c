@@ -551,13 +551,16 @@ static void test_bad_files(void **state)
     expect_error("unknown_key.yaml", 5, 1,
                  "unknown key 'hidden_size' in model; expected one of: name, source, num_layers, hidden, "
                  "ffn_hidden, num_heads, num_kv_heads, head_dim, vocab, tied_embeddings, activation, norm, "
-                 "qk_norm, qkv_bias, attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, "
+                 "position_embedding_type, qk_norm, qkv_bias, attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, "
                  "gdn, mamba, vision");
     expect_error("wrong_type.yaml", 5, 9, "model.hidden: expected an integer, got 'big'");
     expect_error("duplicate_key.yaml", 8, 1, "duplicate key 'hidden' (first defined at line 5)");
     expect_error("negative_layers.yaml", 4, 13, "model.num_layers = -2 is out of range [1, 100000]");
     expect_error("bad_activation.yaml", 9, 13,
                  "unknown activation 'relu'; expected one of: swiglu, gelu, squared_relu, geglu");
+    expect_error("bad_position.yaml", 10, 26,
+                 "unknown position_embedding_type 'alibi'; expected one of: rope, yarn, mrope, learned_absolute, "
+                 "none");
     expect_error("moe_unknown_key.yaml", 10, 3,
                  "unknown key 'top_k' in model.moe; expected one of: num_experts, topk, ffn_hidden, "
                  "shared_ffn_hidden, first_dense_layers, latent_size, router_groups, router_group_topk");

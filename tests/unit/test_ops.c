@@ -221,11 +221,128 @@ static void test_attention_gqa_mha(void **state)
     mb_scenario_free(&s);
 }
 
+/* Position embeddings (model.position_embedding_type) on gqa2 (T = 4096
+ * tokens, h 2048, 16 query heads and 4 groups of d 128, 2 layers, m = 2):
+ *  - rope (the default): TE's fused rotary kernel on q and k in each layer,
+ *    reading and writing the [T, (n + 2g) d] BF16 q/k/v (2 kernels each way);
+ *  - learned_absolute: no rotary kernel; Megatron-Core's LanguageModelEmbedding
+ *    gathers the position rows of all T tokens and adds them to the word
+ *    embeddings: read + write T h, then two reads and a write, 5 T h BF16 in
+ *    2 kernels once per microbatch; backward the table's gradient reads the
+ *    T h gradient and writes the rows, 2 T h;
+ *  - none: neither. */
+static void test_position_embeddings(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    const double T = 4096, h = 2048, n = 16, g = 4, d = 128, m = 2;
+    sim_ops(&s, &r);
+    double qkv = T * (n + 2 * g) * d * BF16;
+    expect_op(&r, "rope", 0, 2 * m, 0, mem_s(2 * qkv));
+    assert_false(has_op(&r, "position_embeddings"));
+    mb_result_free(&r);
+    s.model.pos = MB_POS_LEARNED;
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "rope"));
+    expect_op(&r, "position_embeddings", 0, m, 0, mem_s(5 * T * h * BF16));
+    expect_op(&r, "position_embeddings", 1, m, 0, mem_s(2 * T * h * BF16));
+    mb_result_free(&r);
+    s.model.pos = MB_POS_NONE;
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "rope"));
+    assert_false(has_op(&r, "position_embeddings"));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* training.attention_backend flash2, flash3, triton (mb_attn_backend.c) on
+ * gqa2 (seq 4096, causal, the flat 500 TFLOP/s fixture): the table's time
+ * times cuDNN's rate over the implementation's, read here from the FA3
+ * paper's H100 panels at seq 4k (shared/docs/reference/hardware.md B.2):
+ * forward causal cuDNN 518, FA2 319, FA3 579; backward cuDNN 499, FA2 310,
+ * FA3 542 TFLOP/s. Triton = FA3 x the pytorch/benchmark Triton/FA3 ratio,
+ * 329/430 at seq 512 and 477/621 at 16k, at 4k 3/5 of the way in ln(seq).
+ * A GPU other than a Hopper part is refused (the rates are H100's). */
+static void test_attention_backends(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/gqa2.yaml", &s);
+    const double sq = 4096, n = 16, d = 128, m = 2;
+    double core = megatron_core_attn_fwd(sq, n, d, d), tf = 2 * m * core / FX_GEMM_RATE, tb = 2.5 * tf;
+    double tri = 329.0 / 430 + 0.6 * (477.0 / 621 - 329.0 / 430);
+    const struct {
+        enum mb_attn_backend b;
+        double fwd_rate, bwd_rate; /* relative to cuDNN */
+    } cases[] = {{MB_ATTN_FUSED, 1, 1},
+                 {MB_ATTN_FLASH2, 319.0 / 518, 310.0 / 499},
+                 {MB_ATTN_FLASH3, 579.0 / 518, 542.0 / 499},
+                 {MB_ATTN_TRITON, tri * 579.0 / 518, tri * 542.0 / 499}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        s.attn_backend = cases[i].b;
+        recheck(&s);
+        sim_ops(&s, &r);
+        near(op(&r, "core_attn", 0)->time_s, tf / cases[i].fwd_rate, EXACT, "fwd seconds per step", "core_attn");
+        near(op(&r, "core_attn", 1)->time_s, tb / cases[i].bwd_rate, EXACT, "bwd seconds per step", "core_attn");
+        mb_result_free(&r);
+    }
+    /* refused on a GPU whose rates are not published */
+    snprintf(s.system.gpu, sizeof s.system.gpu, "%s", "B200");
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    assert_non_null(strstr(e.msg, "published for Hopper GPUs (H100, H200) only and the system's GPU is B200"));
+    mb_scenario_free(&s);
+}
+
+/* The sliding-window kernel by its tiles (attn_window.c), derived here by hand.
+ * A flash kernel runs one CTA per 128-row query block and computes in full
+ * every 128-key tile its mask reaches: per problem t = nQ a + tiles b, a a
+ * query block's fixed cost, b one tile's. A causal kernel of L tokens (nQ =
+ * L/128 blocks, block i visits i + 1 tiles: (nQ + 1)/2 on average) takes
+ * y = t / nQ = a + b (nQ + 1)/2 per block, so its times at L 2048 (nQ 16) and
+ * 4096 (32) give b = (y2 - y1) / 8 and a = y1 - 8.5 b. A negative a (a curve
+ * that does not fall in cost per block as the loop grows) becomes a = 0,
+ * b = y1 / 8.5. Block i of a window w reaches keys back to 128 i - w + 1:
+ * tiles floor(max(0, 128 i - w + 1) / 128) ... i. */
+struct win_fit { double a, b; };
+
+static struct win_fit win_fit(double rate_2048, double rate_4096, double d, double bwd_x)
+{
+    /* one (batch x head) problem: causal FLOP 2 L (L/2) (dq + dv), x 2.5 backward */
+    double y1 = bwd_x * 2048.0 * 2048 * 2 * d / rate_2048 / 16, y2 = bwd_x * 4096.0 * 4096 * 2 * d / rate_4096 / 32;
+    struct win_fit f = {.b = (y2 - y1) / 8};
+    f.a = y1 - 8.5 * f.b;
+    if (f.a < 0) {
+        f.a = 0;
+        f.b = y1 / 8.5;
+    }
+    return f;
+}
+
+static double win_tiles(double seq, double w)
+{
+    double tiles = 0;
+    for (int i = 0; i < (int)(seq / 128); i++)
+        tiles += i - floor(fmax(0, 128.0 * i - w + 1) / 128) + 1;
+    return tiles;
+}
+
 /* Sliding window (swa2: window w 1024, full_every 2 -> layer 1 windowed, layer
  * 2 full). A causal query at position i (0-based) sees min(i + 1, w) keys;
  * the mean over the sequence, summed here term by term, is Megatron-Bridge's
- * w - w(w-1)/(2s). Full causal layers keep Megatron's s/2. The projections do
- * not depend on the window. */
+ * w - w(w-1)/(2s): the model FLOP. Full causal layers keep Megatron's s/2. The
+ * projections do not depend on the window. Time: on this flat fixture (500
+ * TFLOP/s) y1 = 2048^2 x 256 / 500e12 / 16 = 134.2 ns and y2 = 268.4 ns, so a
+ * would be 134.2 - 8.5 x 16.78 < 0: a = 0, b = 15.79 ns per tile (the
+ * masked-tile work a flat curve still shows: every visited tile at the causal
+ * kernel's cost per tile); 252 tiles (blocks 0-7 visit 1..8, the other 24
+ * visit 9) over 16 problems. */
 static void test_attention_sliding_window(void **state)
 {
     (void)state;
@@ -238,14 +355,17 @@ static void test_attention_sliding_window(void **state)
         keys += fmin(i + 1.0, w);
     double ctx_w = keys / sq;
     near(ctx_w, w - w * (w - 1) / (2 * sq), EXACT, "mean window context", "core_attn");
+    near(win_tiles(sq, w), 36 + 24 * 9, EXACT, "tiles of window 1024 over 4096 tokens", "core_attn");
     sim_ops(&s, &r);
     double f_swa = 2 * T * ctx_w * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    struct win_fit ff = win_fit(FX_GEMM_RATE, FX_GEMM_RATE, d, 1), fb = win_fit(FX_GEMM_RATE, FX_GEMM_RATE, d, 2.5);
+    double t_swa_f = n * (32 * ff.a + 252 * ff.b), t_swa_b = n * (32 * fb.a + 252 * fb.b);
     const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
     near(f->count, 2 * m, EXACT, "fwd count", "core_attn");
     near(f->flop, m * (f_swa + f_full), EXACT, "fwd flop per step", "core_attn");
-    near(f->time_s, m * (f_swa + f_full) / FX_GEMM_RATE, EXACT, "fwd seconds per step", "core_attn");
+    near(f->time_s, m * (t_swa_f + f_full / FX_GEMM_RATE), EXACT, "fwd seconds per step", "core_attn");
     near(b->flop, 2.5 * m * (f_swa + f_full), EXACT, "bwd flop per step", "core_attn");
-    near(b->time_s, 2.5 * m * (f_swa + f_full) / FX_GEMM_RATE, EXACT, "bwd seconds per step", "core_attn");
+    near(b->time_s, m * (t_swa_b + 2.5 * f_full / FX_GEMM_RATE), EXACT, "bwd seconds per step", "core_attn");
     expect_linear(&r, "linear_qkv", 2 * m, T, (n + 2 * g) * d, h);
     expect_linear(&r, "linear_proj", 2 * m, T, h, n * d);
     mb_result_free(&r);
@@ -253,18 +373,21 @@ static void test_attention_sliding_window(void **state)
     s.model.swa_window = (int)sq;
     sim_ops(&s, &r);
     near(op(&r, "core_attn", 0)->flop, m * 2 * f_full, EXACT, "fwd flop per step, w = s", "core_attn");
+    near(op(&r, "core_attn", 0)->time_s, m * 2 * f_full / FX_GEMM_RATE, EXACT, "fwd seconds per step, w = s",
+         "core_attn");
     mb_result_free(&r);
     mb_scenario_free(&s);
 }
 
-/* The kernel's efficiency is looked up at the window on a sliding-window layer
- * and on the causal backward curve (swa2 with the sloped-causal fixture,
- * fixture_H100_causal_slope.yaml: causal fwd 250 TFLOP/s up to seq 1024 and
- * 500 from 2048, causal bwd 200 / 500). Layer 1 (window 1024) runs at seq
- * 1024: forward 250, backward 200 TFLOP/s; layer 2 (full causal, s 4096) at
- * 500 both ways. Before, the window layer was looked up at s (500) and the
- * backward on the no-mask curve. Wave factor 1: bh 16 x ceil(1024/128) = 128
- * tiles, one wave of the fixture's 128 SMs, as its benchmark shape. */
+/* The window kernel on sloped causal curves (swa2 with
+ * fixture_H100_causal_slope.yaml: causal fwd 400 TFLOP/s at seq 2048, 500 from
+ * 4096; causal bwd 300 / 400): a fixed part per query block shows. Forward:
+ * y1 = 2048^2 x 256 / 400e12 / 16 = 167.8 ns, y2 = 268.4 ns, b = 12.58 ns per
+ * tile, a = 60.82 ns per block; backward (2.5x the FLOP at 300 / 400):
+ * y1 = 559.2 ns, y2 = 838.9 ns, b = 34.95 ns, a = 262.1 ns. Layer 1 (window
+ * 1024): 16 problems x (32 a + 252 b); layer 2 (full causal, s 4096) at 500
+ * forward and 400 on the causal backward curve. Wave factor 1: 16 x 32 CTAs
+ * and the benchmark shape's 2048 are whole waves of the fixture's 128 SMs. */
 static void test_attention_lookup_seq_and_kind(void **state)
 {
     (void)state;
@@ -272,11 +395,15 @@ static void test_attention_lookup_seq_and_kind(void **state)
     struct mb_result r;
     load("tests/data/ops/swa2_slope.yaml", &s);
     sim_ops(&s, &r);
-    const double T = 4096, sq = 4096, n = 16, d = 128, w = 1024, m = 2;
-    double f_swa = 2 * T * (w - w * (w - 1) / (2 * sq)) * n * (d + d), f_full = megatron_core_attn_fwd(sq, n, d, d);
+    const double sq = 4096, n = 16, d = 128, m = 2;
+    double f_full = megatron_core_attn_fwd(sq, n, d, d);
+    struct win_fit ff = win_fit(400e12, 500e12, d, 1), fb = win_fit(300e12, 400e12, d, 2.5);
+    near(ff.a, 60.817408e-9, 1e-6, "forward fixed cost per block", "core_attn");
+    near(fb.b, 34.952533e-9, 1e-6, "backward cost per tile", "core_attn");
     const struct mb_op_stat *f = op(&r, "core_attn", 0), *b = op(&r, "core_attn", 1);
-    near(f->time_s, m * (f_swa / 250e12 + f_full / 500e12), EXACT, "fwd seconds per step", "core_attn");
-    near(b->time_s, m * 2.5 * (f_swa / 200e12 + f_full / 500e12), EXACT, "bwd seconds per step", "core_attn");
+    near(f->time_s, m * (n * (32 * ff.a + 252 * ff.b) + f_full / 500e12), EXACT, "fwd seconds per step", "core_attn");
+    near(b->time_s, m * (n * (32 * fb.a + 252 * fb.b) + 2.5 * f_full / 400e12), EXACT, "bwd seconds per step",
+         "core_attn");
     mb_result_free(&r);
     mb_scenario_free(&s);
 }
@@ -717,7 +844,9 @@ static void test_etp_two_nodes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_attention_sliding_window),
+        cmocka_unit_test(test_attention_gqa_mha),   cmocka_unit_test(test_position_embeddings),
+        cmocka_unit_test(test_attention_backends),
+        cmocka_unit_test(test_attention_sliding_window),
         cmocka_unit_test(test_attention_lookup_seq_and_kind), cmocka_unit_test(test_attention_local),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
         cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),

@@ -181,8 +181,8 @@ static const struct {
      "9:22: global_batch_size = 100 is not divisible by micro_batch_size*dp = 16 (micro_batch_size = 1, dp = 16)"},
     {"bad_inline_model.yaml",
      "7:3: unknown key 'ffn_hiden' in model; expected one of: name, source, num_layers, hidden, ffn_hidden, "
-     "num_heads, num_kv_heads, head_dim, vocab, tied_embeddings, activation, norm, qk_norm, qkv_bias, "
-     "attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, gdn, mamba, vision"},
+     "num_heads, num_kv_heads, head_dim, vocab, tied_embeddings, activation, norm, position_embedding_type, "
+     "qk_norm, qkv_bias, attention_output_gate, mtp_layers, pattern, moe, mla, sliding_window, gdn, mamba, vision"},
     {"bad_vlm_no_images.yaml",
      "8:3: model qwen3_vl_30b_a3b has a vision encoder: give data.images or data.mock: true"},
     {"bad_null_value.yaml", "11:3: key 'tp' in parallel has no value; give one or leave the key out"},

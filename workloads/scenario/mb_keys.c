@@ -66,8 +66,9 @@ static const struct mb_key_name mb_key__state_dtypes[] = {{"fp32", 8}, {"bf16", 
 static const struct mb_key_name mb_key__fsdp_impls[] = {
     {"megatron_fsdp", MB_FSDP_MEGATRON}, {"torch_fsdp2", MB_FSDP_TORCH2}, {NULL, 0}};
 static const struct mb_key_name mb_key__attn_backends[] = {
-    {"auto", MB_ATTN_AUTO},       {"flash", MB_ATTN_FLASH}, {"fused", MB_ATTN_FUSED},
-    {"unfused", MB_ATTN_UNFUSED}, {"local", MB_ATTN_LOCAL}, {NULL, 0}};
+    {"auto", MB_ATTN_AUTO},       {"flash", MB_ATTN_FLASH},   {"fused", MB_ATTN_FUSED},
+    {"flash2", MB_ATTN_FLASH2},   {"flash3", MB_ATTN_FLASH3}, {"triton", MB_ATTN_TRITON},
+    {"unfused", MB_ATTN_UNFUSED}, {"local", MB_ATTN_LOCAL},   {NULL, 0}};
 static const struct mb_key_name mb_key__ce_impls[] = {{"native", MB_CE_NATIVE}, {"te", MB_CE_TE}, {NULL, 0}};
 /* NCCL_ALGO names for all_reduce (sim/engine/mb_coll.h) */
 static const struct mb_key_name mb_key__ar_algos[] = {
@@ -472,7 +473,8 @@ static const struct mb_key mb_key__table[] = {
      .names = mb_key__attn_backends, .def = MB_ATTN_AUTO,
      .doc = "Megatron-Core `--attention-backend`: auto, flash, fused (one fused kernel, the table's "
             "attention curves) or unfused, local (the [b, heads, s, s] scores in memory: baddbmm, "
-            "softmax, dropout, bmm)",
+            "softmax, dropout, bmm); also flash2, flash3 (FlashAttention-2 / -3) and triton (a Triton "
+            "flash kernel): the table's time over their published H100 rate relative to cuDNN (Hopper GPUs only)",
      .megatron = "attention_backend", .bridge = "model.attention_backend"},
     {.key = "training.attention_dropout", .type = MB_KEY_DOUBLE, F_(attn_dropout), .flags = SW, .min = 0,
      .max = 0.99, .def = 0, .applies = mb_key__if_attn_scores,

@@ -46,7 +46,7 @@ struct raw_top {
     char source[1024];
     long num_layers, hidden, ffn_hidden, num_heads, num_kv_heads, head_dim, vocab;
     int tied, qk_norm, qkv_bias, gate;
-    char act[32], norm[32];
+    char act[32], norm[32], pos[32];
     long mtp;
     char pattern[256];
     const struct mb_node *moe, *mla, *swa, *gdn, *mamba, *vision;
@@ -68,6 +68,7 @@ static const struct mb_field top_fields[] = {
     T_("tied_embeddings", MB_F_BOOL, tied, 0, 1, 0),
     TS("activation", act, 0),
     TS("norm", norm, 0),
+    TS("position_embedding_type", pos, 0),
     T_("qk_norm", MB_F_BOOL, qk_norm, 0, 1, 0),
     T_("qkv_bias", MB_F_BOOL, qkv_bias, 0, 1, 0),
     T_("attention_output_gate", MB_F_BOOL, gate, 0, 1, 0),
@@ -362,6 +363,7 @@ int mb_model_from_node(const struct mb_node *map, struct mb_model *out, struct m
     t.head_dim = -1;
     strcpy(t.act, "swiglu");
     strcpy(t.norm, "rmsnorm");
+    strcpy(t.pos, "rope");
     if (mb_yaml_read_fields(map, top_fields, &t, "model", NULL, err))
         return -1;
 
@@ -407,6 +409,16 @@ int mb_model_from_node(const struct mb_node *map, struct mb_model *out, struct m
         m->rmsnorm = 0;
     else
         return mb_model__err_at_key(err, map, "norm", "unknown norm '%s'; expected one of: rmsnorm, layernorm", t.norm);
+    if (strcmp(t.pos, "rope") == 0 || strcmp(t.pos, "yarn") == 0 || strcmp(t.pos, "mrope") == 0)
+        m->pos = MB_POS_ROPE;
+    else if (strcmp(t.pos, "learned_absolute") == 0)
+        m->pos = MB_POS_LEARNED;
+    else if (strcmp(t.pos, "none") == 0)
+        m->pos = MB_POS_NONE;
+    else
+        return mb_model__err_at_key(err, map, "position_embedding_type",
+                                    "unknown position_embedding_type '%s'; expected one of: rope, yarn, mrope, "
+                                    "learned_absolute, none", t.pos);
 
     if (mb_model__read_sections(map, &t, m, err) || mb_model__validate(map, &t, m, err)) {
         memset(out, 0, sizeof *out);

@@ -31,6 +31,12 @@ enum mb_ffn { MB_FFN_NONE, MB_FFN_DENSE, MB_FFN_MOE };
 
 enum mb_act { MB_ACT_SWIGLU, MB_ACT_GELU, MB_ACT_SQRELU, MB_ACT_GEGLU };
 
+/* Megatron-Core's position_embedding_type (TransformerConfig / GPTModel):
+ * rope (also yarn and mrope: the same fused rotary kernel on q and k in every
+ * attention layer), learned_absolute (GPT-2/3-style table added to the word
+ * embedding, no rotary kernel) or none. */
+enum mb_pos { MB_POS_ROPE, MB_POS_LEARNED, MB_POS_NONE };
+
 struct mb_layer {
     enum mb_mixer mixer;
     enum mb_ffn ffn;
@@ -63,6 +69,7 @@ struct mb_model {
     int rmsnorm;              /* 1 RMSNorm, 0 LayerNorm */
     int qk_norm;
     int qkv_bias;
+    enum mb_pos pos;          /* position_embedding_type (default rope) */
     int attn_output_gate;     /* gated attention (Qwen3-Next/3.5) */
     /* MoE */
     int num_experts;          /* E, 0 = dense model */

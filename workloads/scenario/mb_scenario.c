@@ -23,6 +23,7 @@
  * where it comes from).
  */
 #include "mb_scenario.h"
+#include "mb_attn_backend.h"
 #include "mb_coll.h"
 #include "mb_keys.h"
 #include "mb_yaml.h"
@@ -103,6 +104,19 @@ static int mb_scn__has_mixer(const struct mb_model *m, enum mb_mixer x)
         if (m->layer && m->layer[i].mixer == x)
             return 1;
     return 0;
+}
+
+/* The published FlashAttention-2/3 and Triton rates are H100 measurements, and
+ * FA3 runs on sm90 only (mb_attn_backend.h): other GPUs are refused. */
+static int mb_scn__check_attn_backend(const struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    enum mb_attn_backend b = s->attn_backend;
+    if ((b != MB_ATTN_FLASH2 && b != MB_ATTN_FLASH3 && b != MB_ATTN_TRITON) || mb_attn_backend_hopper(s->system.gpu))
+        return 0;
+    return mb_scn__err(err, s, mk->attn,
+                       "training.attention_backend %s: its rates are published for Hopper GPUs (H100, H200) only and "
+                       "the system's GPU is %s; use fused or flash (the table's curves)",
+                       b == MB_ATTN_FLASH2 ? "flash2" : b == MB_ATTN_FLASH3 ? "flash3" : "triton", s->system.gpu);
 }
 
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err);
@@ -401,6 +415,8 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "training.attention_backend %s does not support context parallelism (cp = %d): "
                            "Megatron-Core runs CP only with TE flash or fused attention",
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
+    if (mb_scn__check_attn_backend(s, mk, err))
+        return -1;
     /* settings of one FSDP flavour are errors elsewhere, not silently ignored */
     if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,

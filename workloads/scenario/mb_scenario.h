@@ -31,7 +31,13 @@ enum mb_fsdp_impl { MB_FSDP_MEGATRON, MB_FSDP_TORCH2 };
  * (FlashAttention or cuDNN: the calibration's attention curves); unfused (TE
  * UnfusedDotProductAttention) and local (Megatron's own DotProductAttention /
  * the pre-2023 CoreAttention) materialize the [b, np, s, s] scores. */
-enum mb_attn_backend { MB_ATTN_AUTO, MB_ATTN_FLASH, MB_ATTN_FUSED, MB_ATTN_UNFUSED, MB_ATTN_LOCAL };
+/* Fused kernels first (the table's curves; FLASH2, FLASH3, TRITON at their
+ * published rates relative to them, attn_backend.c), then the two that keep
+ * the scores in memory: code tests `>= MB_ATTN_UNFUSED` for those. */
+enum mb_attn_backend {
+    MB_ATTN_AUTO, MB_ATTN_FLASH, MB_ATTN_FUSED, MB_ATTN_FLASH2, MB_ATTN_FLASH3, MB_ATTN_TRITON,
+    MB_ATTN_UNFUSED, MB_ATTN_LOCAL
+};
 
 /* training.cross_entropy_fusion_impl (Megatron --cross-entropy-fusion-impl). */
 enum mb_ce_impl { MB_CE_NATIVE, MB_CE_TE };

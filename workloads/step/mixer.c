@@ -56,7 +56,12 @@ static void mb_step__mla_proj(struct mb_build *b, struct mb_oplist *l, int g, in
                T * nl * (*dq + *dq + *dv) * BF16);
 }
 
-/* Fused QKV projection of MHA/GQA (+ output gate), then rope (+ qk-norm). */
+/* Fused QKV projection of MHA/GQA (+ output gate), then rope (+ qk-norm): the
+ * rotary kernel runs only under position_embedding_type rope (Megatron-Core's
+ * SelfAttention applies rotary_pos_emb only when GPTModel built one:
+ * NVIDIA/Megatron-LM@d98e8a64 megatron/core/models/gpt/gpt_model.py,
+ * position_embedding_type == 'rope'); partial RoPE (rotary_percent < 1) is the
+ * same pass, TE's fused kernel copying the unrotated dims. */
 static void mb_step__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, int frozen)
 {
     const struct mb_model *m = b->m;
@@ -66,9 +71,13 @@ static void mb_step__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, in
     double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
     mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
     mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
-    mb_ops_mem(b, l, "rope", MB_CAT_ATTN, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16); /* rope (+ qk-norm) */
+    int rope = m->pos == MB_POS_ROPE;
+    if (!rope && !m->qk_norm)
+        return;
+    /* rope (+ qk-norm), or the qk-norm alone */
+    mb_ops_mem(b, l, rope ? "rope" : "qk_layernorm", MB_CAT_ATTN, 0, g, 2 * T * nqkv * BF16, T * nqkv * BF16);
     /* TE fused RoPE on q and on k; qk-norm adds a norm kernel for each */
-    l->op[l->n - 1].kf = l->op[l->n - 1].kb = m->qk_norm ? 4 : 2;
+    l->op[l->n - 1].kf = l->op[l->n - 1].kb = (rope ? 2 : 0) + (m->qk_norm ? 2 : 0);
 }
 
 /* Core attention with the scores in memory (Megatron's CoreAttention /
@@ -121,13 +130,10 @@ static void mb_step__attention(struct mb_build *b, struct mb_oplist *l, enum mb_
         mb_step__qkv_proj(b, l, g, frozen);
     }
     double ctx = seq / 2; /* causal average context */
-    double aseq = seq;    /* the sequence the kernel's efficiency is looked up at */
-    if (mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq) {
+    int windowed = mix == MB_MIX_ATTN_SWA && m->swa_window > 0 && m->swa_window < seq;
+    if (windowed) {
         double w = m->swa_window;
         ctx = w - w * (w - 1) / (2 * seq); /* Megatron-Bridge SWA average context */
-        /* a windowed query block loops over ~w keys, as a causal kernel of
-         * sequence w does at most: its efficiency is that of seq w, not s */
-        aseq = w;
     }
     double flop = 2.0 * T * ctx * nl * (dq + dv);
     /* CP ring attention: KV blocks pass around the ring beside the compute */
@@ -142,13 +148,17 @@ static void mb_step__attention(struct mb_build *b, struct mb_oplist *l, enum mb_
         mb_net_a2a(b, l, "cp a2a", MB_CK_CP, b->g_cp, T * (nl * dq + 2 * kvl_d) * BF16);
     if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
         mb_step__core_attn_scores(b, l, g, (double)s->micro_batch_size * nl, seq, dq, dv);
+    else if (windowed) /* saves what the fused kernel below saves; timed by the tiles it visits */
+        mb_ops_attn_window(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, seq, m->swa_window, (int)dq,
+                           (int)dv, (double)s->micro_batch_size * nl, 1.0 / s->cp,
+                           T * nl * 4.0 + (s->prec.quantize && s->prec.attn != MB_PREC_FP8 ? T * nl * dv * BF16 : 0));
     else /* flash attention keeps its output and the fp32 log-sum-exp per head and
           * token; one kernel over MBS x heads-per-rank (batch x head) problems. The
           * output is counted once, as the output GEMM's input, when that GEMM saves
           * it as it is (BF16); under a quantized recipe the GEMM saves its own FP8
           * copy (mb_ops_gemm_p) and the kernel still keeps the BF16 output for its
           * backward (Transformer Engine's FusedAttnFunc saves q, k, v and out) */
-        mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, aseq, (int)dq,
+        mb_ops_attn(b, l, "core_attn", MB_CAT_ATTN, MB_RCM_CORE_ATTN, g, flop, seq, (int)dq,
                     (double)s->micro_batch_size * nl, 1,
                     T * nl * 4.0 + (s->prec.quantize && s->prec.attn != MB_PREC_FP8 ? T * nl * dv * BF16 : 0));
     if (s->cp > 1 && s->cp_a2a)

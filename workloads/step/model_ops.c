@@ -146,6 +146,25 @@ double mb_ops_vision_fused(struct mb_build *b, struct mb_oplist *f, double P, do
     return saved;
 }
 
+/* Learned absolute positions (position_embedding_type learned_absolute):
+ * Megatron-Core's LanguageModelEmbedding gathers the position rows of all T
+ * tokens (read + write T x h), adds them to the word embeddings (two reads and
+ * a write) -- before the sequence-parallel scatter, which it then does not fuse
+ * into the embedding (reduce_scatter_embeddings needs no position embedding):
+ * NVIDIA/Megatron-LM@d98e8a64 megatron/core/models/common/embeddings/
+ * language_model_embedding.py. Forward 5 T h BF16 bytes in 2 kernels;
+ * backward the table's gradient (embedding_dense_backward: reads the T x h
+ * gradient, accumulates the rows), 2 T h bytes in 1 kernel. */
+static void mb_step__position_embeddings(struct mb_build *b, double T)
+{
+    double th = T * b->m->hidden * BF16;
+    mb_ops_mem(b, &b->plan.emb, "position_embeddings", MB_CAT_DENSE, 0, 0, 5 * th, 0);
+    struct mb_op *o = &b->plan.emb.op[b->plan.emb.n - 1];
+    o->bwd = o->bwd_dgrad_only = mb_calib_membound(b->cal, 2 * th);
+    o->bytes_b = 2 * th;
+    o->kf = 2;
+}
+
 /* Embedding (stage 0) and final norm, output layer and loss (last stage; MTP
  * heads add an output layer and loss each). */
 static void mb_step__embedding_and_head(struct mb_build *b, int frozen)
@@ -155,6 +174,8 @@ static void mb_step__embedding_and_head(struct mb_build *b, int frozen)
     struct mb_oplist *head = &b->plan.head;
     double T = (double)s->micro_batch_size * s->seq_length / s->cp, V = (double)m->vocab / s->tp;
     mb_ops_mem(b, &b->plan.emb, "embedding", MB_CAT_DENSE, 0, 0, 2 * mb_ops_sp_tokens(s, T) * m->hidden * BF16, 0);
+    if (m->pos == MB_POS_LEARNED)
+        mb_step__position_embeddings(b, T);
     mb_ops_norm(b, head, "final_layernorm", MB_CAT_DENSE, 0, mb_ops_sp_tokens(s, T), m->hidden);
     mb_net_ring(b, head, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * m->hidden * BF16, 0);
     for (int i = 0; i <= m->mtp_layers; i++) {

@@ -6,6 +6,7 @@
  */
 #include "step_int.h"
 #include "mb_calib.h"
+#include "mb_attn_backend.h"
 
 #include <math.h>
 #include <string.h>
@@ -219,10 +220,13 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
                  int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved)
 {
     struct mb_op o = mb_step__comp(name, cat, mod, graphed);
-    o.fwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, flop, seq, head_dim, bh, causal, 0);
+    enum mb_attn_backend ab = b->s->attn_backend; /* flash2, flash3, triton: at their rate relative to the table's */
+    o.fwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, flop, seq, head_dim, bh, causal, 0) *
+            mb_attn_backend_slowdown(ab, causal, 0, seq);
     o.src = mb_step__src(b);
     /* flash backward recomputes QK^T: 2.5x the forward FLOPs (FlashAttention-2/3 papers' convention) */
-    o.bwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, bh, causal, 1);
+    o.bwd = mb_calib_attn_bh(b->cal, b->s->prec.attn, 2.5 * flop, seq, head_dim, bh, causal, 1) *
+            mb_attn_backend_slowdown(ab, causal, 1, seq);
     o.bwd_dgrad_only = o.bwd;
     o.flop_f = flop;
     o.flop_b = 2.5 * flop;
@@ -233,6 +237,29 @@ void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum
      * the main kernel and the dQ fp32->bf16 conversion (FlashAttention-2/3 and
      * cuDNN fused attention all split backward this way) */
     o.kf = 1;
+    o.kb = 3;
+    mb_ops_push(l, &o);
+}
+
+void mb_ops_attn_window(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                        int graphed, double flop, double seq, double window, int dq, int dv, double bh, double share,
+                        double saved)
+{
+    struct mb_op o = mb_step__comp(name, cat, mod, graphed);
+    enum mb_prec p = b->s->prec.attn;
+    /* another implementation at its causal rate relative to the table's (mb_attn_backend.h), at the window */
+    enum mb_attn_backend ab = b->s->attn_backend;
+    o.fwd = share * mb_attn_window_s(b->cal, p, seq, window, dq, dv, bh, 0) *
+            mb_attn_backend_slowdown(ab, 1, 0, window);
+    o.bwd = share * mb_attn_window_s(b->cal, p, seq, window, dq, dv, bh, 1) *
+            mb_attn_backend_slowdown(ab, 1, 1, window);
+    o.src = mb_step__src(b);
+    o.bwd_dgrad_only = o.bwd;
+    o.flop_f = flop;
+    o.flop_b = 2.5 * flop;
+    o.peak = b->gpu->peak[p == MB_PREC_FP16 ? MB_PREC_FP16 : MB_PREC_BF16];
+    o.saved = saved;
+    o.kf = 1; /* kernels as mb_ops_attn */
     o.kb = 3;
     mb_ops_push(l, &o);
 }

@@ -275,6 +275,12 @@ void mb_ops_mem_sym(struct mb_build *b, struct mb_oplist *l, const char *name, e
                     int graphed, double bytes, double saved);
 void mb_ops_attn(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
                  int graphed, double flop, double seq, int head_dim, double bh, int causal, double saved);
+/* mb_ops_attn for a causal sliding-window layer: the kernel's times from the
+ * tiles its window visits (attn_window.c), over bh problems of sequence `seq`
+ * of which this rank computes the fraction `share` of the query rows (1/cp). */
+void mb_ops_attn_window(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, unsigned mod,
+                        int graphed, double flop, double seq, double window, int dq, int dv, double bh, double share,
+                        double saved);
 void mb_ops_norm(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_cat cat, int g, double tok,
                  int h);
 void mb_ops_wait(struct mb_oplist *l, const char *name, enum mb_cat cat, double fwd, double bwd);
@@ -290,6 +296,21 @@ static inline double mb_op_rc_freed(const struct mb_op *o, unsigned mask)
         return (in & ~o->rc_keeps) ? o->saved : o->saved - o->rc_kept;
     return (o->rc_frees & mask) ? o->saved : 0;
 }
+
+/* ---- attn_window.c: a sliding-window attention kernel from the tiles it visits */
+/* KV tiles (128 keys) a causal window-`window` kernel visits over the 128-row
+ * query blocks of one sequence of `seq` tokens: block i visits
+ * min(i, ceil((window - 1)/128)) + 1. 0 when seq or window is not positive. */
+double mb_attn_window_tiles(double seq, double window);
+/* Seconds of a causal sliding-window flash kernel (forward, or backward when
+ * bwd) over bh (batch x head) problems of sequence seq, head dims dq (Q.K) and
+ * dv: bh (nQ a + tiles b), nQ = ceil(seq/128) query blocks, a a query block's
+ * fixed cost and b one KV tile's, solved from the table's causal curve at
+ * seq 2048 and 4096 (mb_calib_attn_bh at the same CTA count, so the wave
+ * factor is the windowed kernel's); a curve flat or falling in seq gives a = 0
+ * and b from seq 2048. 0 when an argument is not positive. */
+double mb_attn_window_s(struct mb_calib *c, enum mb_prec p, double seq, double window, int dq, int dv, double bh,
+                        int bwd);
 
 /* ---- net.c: communication ops and collective tasks */
 void mb_net_ring(struct mb_build *b, struct mb_oplist *l, const char *name, enum mb_commk ck, enum mb_coll_op op,
