@@ -108,7 +108,7 @@ int mb_cmd_tune(int argc, char **argv)
             char *end;
             long j = strtol(v, &end, 10);
             if (*end || j < 1 || j > 1024) {
-                fprintf(stderr, "mbsim tune: -j expects a number of threads from 1 to 1024, got '%s'\n", v);
+                fprintf(stderr, "mbsim tune: -j '%s': expected a number of threads from 1 to 1024\n", v);
                 rc = 2;
             } else {
                 to.jobs = (int)j;
