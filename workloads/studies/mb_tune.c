@@ -245,18 +245,28 @@ static void mb_tune__row_text(const struct mb_sweep_row *r, double best, char *b
                  100 * (r->tokens_per_s_per_gpu / best - 1), r->peak_memory_gib);
 }
 
-/* The winner's value of the controls `keys` (one, or granularity + modules) and the
- * configurations that differ from it in those alone. */
+/* The label of configuration idx on axis a1 (and a2: recompute.modules, shown under selective only,
+ * "none" being Megatron's default core_attn). */
+static void mb_tune__label(const struct mb_sweep *sw, size_t idx, int a1, int a2, char *buf, size_t len)
+{
+    const char *v1 = mb_sweep_value(sw, idx, a1), *v2 = a2 >= 0 ? mb_sweep_value(sw, idx, a2) : NULL;
+    if (v2 && !strcmp(v1, "selective"))
+        snprintf(buf, len, "selective [%s]", strcmp(v2, "none") ? v2 : "core_attn");
+    else
+        snprintf(buf, len, "%s", v1);
+}
+
+/* The winner's value of control k1 (with k2: granularity + modules) and the configurations that
+ * differ from it in those alone. */
 static void mb_tune__explain_axis(const struct mb_sweep *sw, const struct mb_sweep_row *rows, size_t win,
                                   const char *title, const char *k1, const char *k2, FILE *log)
 {
     int a1 = mb_tune__axis_of(sw, k1), a2 = k2 ? mb_tune__axis_of(sw, k2) : -1;
     if (a1 < 0)
         return;
-    char wv[300];
-    snprintf(wv, sizeof wv, "%s%s%s", mb_sweep_value(sw, win, a1), a2 >= 0 ? " " : "",
-             a2 >= 0 ? mb_sweep_value(sw, win, a2) : "");
-    fprintf(log, "  %s: %s\n", title, wv);
+    char label[2 * MB_SWEEP_VAL_LEN + 16];
+    mb_tune__label(sw, win, a1, a2, label, sizeof label);
+    fprintf(log, "  %s: %s\n", title, label);
     double best = rows[win].tokens_per_s_per_gpu;
     int n2 = a2 >= 0 ? sw->axis[a2].n : 1;
     for (int i = 0; i < sw->axis[a1].n; i++)
@@ -266,10 +276,9 @@ static void mb_tune__explain_axis(const struct mb_sweep *sw, const struct mb_swe
                 idx = mb_tune__with(sw, idx, a2, j);
             if (idx == win || rows[idx].status == MB_SWEEP_INVALID)
                 continue; /* combinations that cannot exist are counted, not listed */
-            char what[300], label[2 * MB_SWEEP_VAL_LEN + 2];
+            char what[300];
             mb_tune__row_text(&rows[idx], best, what, sizeof what);
-            snprintf(label, sizeof label, "%s%s%s", mb_sweep_value(sw, idx, a1), a2 >= 0 ? " " : "",
-                     a2 >= 0 ? mb_sweep_value(sw, idx, a2) : "");
+            mb_tune__label(sw, idx, a1, a2, label, sizeof label);
             fprintf(log, "      %-34s %s\n", label, what);
         }
 }
