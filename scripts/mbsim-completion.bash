@@ -52,7 +52,7 @@ _mbsim()
         validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --recipes --pairs --help" ;;
         sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
         merge) opts="--tsv --json --help" ;;
-        tune) opts="-o --emit --help" ;;
+        tune) opts="-o --emit -j --jobs --set --help" ;;
         import)
             [ "$COMP_CWORD" -eq 2 ] && words="megatron bridge hf"
             opts="--system --gpus --model --name -o --help" ;;

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -16,14 +17,18 @@
 
 static void mb_cli__usage(FILE *fp)
 {
-    fprintf(fp, "usage: mbsim tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge]\n"
+    fprintf(fp, "usage: mbsim tune FILE.yaml [-o OUT.yaml] [--emit megatron|bridge] [-j N] [--set KEY=V1,V2,...]\n"
                 "\n"
-                "Applies the fit-first tuning order to the scenario: largest useful EP, smallest\n"
-                "TP/PP that fits, recompute, MBS, TP down, dispatcher, overlap and CUDA graphs,\n"
-                "on the FSDP and the 3D-parallel path, keeping workload, GBS, precision and\n"
-                "sequence shape fixed. Prints every step and writes the recommendation to\n"
-                "OUT.yaml (default: NAME_tuned.yaml in the current directory).\n"
+                "Finds the fastest configuration that fits: a screened exact search (sweep --screen)\n"
+                "over strategy (FSDP, 3D), EP, TP, PP, recompute, MBS, dispatcher and CUDA graphs,\n"
+                "keeping workload, GBS, precision and sequence shape fixed and refusing what\n"
+                "Megatron-Core refuses; then communication overlap on the winner. Explains the\n"
+                "winner in the guide's fit-first order and term by term against the runner-up and\n"
+                "the starting scenario, and writes the recommendation to OUT.yaml (default:\n"
+                "NAME_tuned.yaml in the current directory).\n"
                 "\n"
+                "  -j N       worker threads for the search (the answer does not depend on N)\n"
+                "  --set K=V  search these values of sweep key K instead of tune's own (repeatable)\n"
                 "  --emit D   print the recommendation as Megatron-LM flags (D = megatron) or\n"
                 "             Megatron-Bridge overrides (D = bridge) on stdout; the log goes to stderr\n"
                 "             and the YAML is written only with -o\n");
@@ -63,38 +68,58 @@ static int mb_cli__write_best(const struct mb_scenario *best, const char *outp, 
 
 static void mb_cli__print_runners(const struct mb_tune_result *t, FILE *log)
 {
-    fprintf(log, "runners-up:\n");
-    for (int i = 0, k = 0; i < t->n_runners; i++) {
+    fprintf(log, "runners-up (the next best of the grid, before the overlap step):\n");
+    for (int i = 0; i < t->n_runners; i++) {
         const struct mb_scenario *r = &t->runner[i];
-        if (t->runner_r[i].tokens_per_s_per_gpu == t->best_r.tokens_per_s_per_gpu &&
-            t->runner_r[i].mem.peak_allocated == t->best_r.mem.peak_allocated)
-            continue; /* the recommendation itself */
-        char cg[128];
+        char cg[128], rm[128];
         mb_key_flag_names("cuda_graph.modules", r->cuda_graph, "+", cg, sizeof cg);
-        /* the knobs tune varies, so two runners-up never read the same */
-        fprintf(log, "  %d. %s TP%d PP%d EP%d MBS %d, recompute %s, CUDA graphs %s: %.1f tok/s/GPU, %.1f GiB\n", ++k,
+        mb_key_flag_names("recompute.modules", r->recompute_modules, "+", rm, sizeof rm);
+        /* the controls tune searches, so two runners-up never read the same */
+        fprintf(log, "  %d. %s TP%d PP%d EP%d MBS %d, recompute %s%s%s%s, dispatcher %s, CUDA graphs %s: %.1f "
+                     "tok/s/GPU, %.1f GiB\n", i + 1,
                 mb_key_value_name("parallel.strategy", r->strategy), r->tp, r->pp, r->ep, r->micro_batch_size,
-                mb_key_value_name("recompute.granularity", r->recompute), cg[0] ? cg : "none",
-                t->runner_r[i].tokens_per_s_per_gpu,
-                t->runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
+                mb_key_value_name("recompute.granularity", r->recompute), rm[0] ? " [" : "", rm, rm[0] ? "]" : "",
+                mb_key_value_name("moe.dispatcher", r->dispatcher), cg[0] ? cg : "none",
+                t->runner_r[i].tokens_per_s_per_gpu, t->runner_r[i].mem.peak_allocated / (1024.0 * 1024 * 1024));
     }
-    fprintf(log, "%d simulations\n", t->evaluations);
+    fprintf(log, "%zu configurations, %zu invalid, %d simulations\n", t->configurations, t->invalid, t->evaluations);
 }
 
 int mb_cmd_tune(int argc, char **argv)
 {
     const char *file = NULL, *outp = NULL, *v;
     int emit = -1, c, rc = -1;
-    enum { O_EMIT = 256 };
-    static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {"emit", required_argument, NULL, O_EMIT}, {0}};
+    struct mb_tune_opts to = {.jobs = 1};
+    enum { O_EMIT = 256, O_SET };
+    static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
+                                       {"emit", required_argument, NULL, O_EMIT},
+                                       {"set", required_argument, NULL, O_SET},
+                                       {"jobs", required_argument, NULL, 'j'},
+                                       {0}};
     struct cli_opts g;
-    cli_opts_init(&g, "mbsim tune", "ho:", lo, argc, argv);
+    cli_opts_init(&g, "mbsim tune", "ho:j:", lo, argc, argv);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
             mb_cli__usage(stdout);
             rc = 0;
         } else if (c == 'o') {
             outp = v;
+        } else if (c == 'j') {
+            char *end;
+            long j = strtol(v, &end, 10);
+            if (*end || j < 1 || j > 1024) {
+                fprintf(stderr, "mbsim tune: -j '%s': expected a number of threads from 1 to 1024\n", v);
+                rc = 2;
+            } else {
+                to.jobs = (int)j;
+            }
+        } else if (c == O_SET) {
+            if (to.n_set == MB_TUNE_MAX_SET) {
+                fprintf(stderr, "mbsim tune: at most %d --set options\n", MB_TUNE_MAX_SET);
+                rc = 2;
+            } else {
+                to.set[to.n_set++] = v;
+            }
         } else if (c == O_EMIT) {
             if (mb_cmd_emit_parse("tune", v, &emit))
                 rc = 2;
@@ -127,7 +152,7 @@ int mb_cmd_tune(int argc, char **argv)
     cli_print_warnings(s.warnings);
     struct mb_tune_result t;
     FILE *log = emit >= 0 ? stderr : stdout; /* --emit: stdout holds the flags alone */
-    if (mb_tune(&s, log, &t, &err)) {
+    if (mb_tune_opts(&s, &to, log, &t, &err)) {
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim: %s\n", msg);
         mb_scenario_free(&s);

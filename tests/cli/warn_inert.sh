@@ -52,7 +52,6 @@ check() { # FIXTURE WARNINGS [time]
 
 check warn_dispatcher_sms_hybridep 1
 check warn_ep1 3
-check warn_ep_overlap_ep1 1 time
 check warn_dense_moe_keys 2
 check warn_training_inert 3
 check warn_moe_routing 4

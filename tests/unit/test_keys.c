@@ -148,7 +148,7 @@ static const struct kcase cases[] = {
     {"overlap.grad_reduce", "", "false", O(overlap_grad_reduce), V_INT, 0, 0, 0, NULL, NULL},
     {"overlap.param_gather", "", "false", O(overlap_param_gather), V_INT, 0, 0, 0, NULL, NULL},
     {"overlap.tp_comm", "", "true", O(overlap_tp_comm), V_INT, 1, 0, 0, NULL, NULL},
-    {"overlap.ep_comm", "", "true", O(overlap_ep_comm), V_INT, 1, 0, 0, NULL, NULL},
+    {"overlap.ep_comm", "parallel.ep=2", "true", O(overlap_ep_comm), V_INT, 1, 0, 0, NULL, NULL},
     {"overlap.fsdp_prefetch", "parallel.strategy=fsdp", "3", O(fsdp_prefetch), V_INT, 3, 0, 0, NULL, NULL},
     {"optimizer.main_grads", "", "bf16", O(grad_bytes), V_INT, 2, 0, 0, NULL, NULL},
     {"optimizer.states", "", "bf16", O(state_bytes), V_INT, 4, 0, 0, NULL, NULL},

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -982,6 +983,99 @@ static void test_emit_bridge_paths(void **state)
     remove("mbsim_test_emit.txt");
 }
 
+/* Property (issue 36): every emitted configuration passes the mirrored Megatron rules and imports back
+ * to the same prediction. Random layouts of Qwen3-30B-A3B on 16 H100 (seeded LCG, so a failure
+ * reproduces): TP, PP, VPP, EP, MBS, recompute (granularity, modules, method, num_layers), CUDA graphs,
+ * dispatcher, EP overlap; those mb_scenario_check refuses are skipped, each kept one is emitted in both
+ * dialects, imported, checked and simulated. The reference is the scenario's own simulation. */
+static unsigned prop_next(unsigned long long *x)
+{
+    *x = *x * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+    return (unsigned)(*x >> 33);
+}
+
+static int prop_pick(unsigned long long *x, const int *v, int n) { return v[prop_next(x) % (unsigned)n]; }
+
+static void prop_random(struct mb_scenario *c, unsigned long long *x)
+{
+    static const int tps[] = {1, 2, 4}, pps[] = {1, 2, 4}, vpps[] = {1, 1, 2}, eps[] = {1, 2, 4, 8, 16},
+                     mbss[] = {1, 2}, nls[] = {0, 0, 1, 2}, grans[] = {MB_RC_NONE, MB_RC_SELECTIVE, MB_RC_FULL},
+                     methods[] = {MB_RC_UNIFORM, MB_RC_BLOCK}, disps[] = {MB_DISP_ALLTOALL, MB_DISP_DEEPEP,
+                                                                            MB_DISP_HYBRIDEP};
+    static const int cgs[] = {0, MB_CG_ATTN | MB_CG_MOE_ROUTER | MB_CG_MOE_PREPROCESS, MB_CG_LAYER,
+                              MB_CG_FULL_ITERATION};
+    static const int mods[] = {0, MB_RCM_CORE_ATTN, MB_RCM_LAYERNORM, MB_RCM_MOE_ACT, MB_RCM_MOE_ACT | MB_RCM_LAYERNORM,
+                               MB_RCM_MOE};
+    c->tp = prop_pick(x, tps, 3);
+    c->pp = prop_pick(x, pps, 3);
+    c->vpp = c->pp > 1 ? prop_pick(x, vpps, 3) : 1;
+    c->ep = prop_pick(x, eps, 5);
+    c->micro_batch_size = prop_pick(x, mbss, 2);
+    c->sequence_parallel = -1;
+    c->recompute = (enum mb_rc_gran)prop_pick(x, grans, 3);
+    c->recompute_modules = c->recompute == MB_RC_SELECTIVE ? (unsigned)prop_pick(x, mods, 6) : 0;
+    c->recompute_method = c->recompute == MB_RC_FULL ? (enum mb_rc_method)prop_pick(x, methods, 2) : MB_RC_UNIFORM;
+    c->recompute_num_layers = c->recompute == MB_RC_FULL ? prop_pick(x, nls, 4) : 0;
+    c->cuda_graph = (unsigned)prop_pick(x, cgs, 4);
+    c->dispatcher = (enum mb_dispatcher)prop_pick(x, disps, 3);
+    c->overlap_ep_comm = (int)(prop_next(x) % 3 == 0);
+}
+
+static void prop_roundtrip(const struct mb_scenario *c, const struct mb_result *r, enum mb_megatron_dialect d)
+{
+    struct mb_megatron_opts o = {.system = "dgx_h100", .gpus = 16, .model = "qwen3_30b_a3b"};
+    struct mb_scenario b;
+    struct mb_err err;
+    struct mb_result rb;
+    char *out = emit(c, d);
+    put("mbsim_test_prop.txt", out);
+    if (import("mbsim_test_prop.txt", d, &o, &b, NULL, &err))
+        fail_msg("TP%d PP%d VPP%d EP%d rc %d/%u/%d/%d cg %u: the emitted %s does not import: %s\n%s", c->tp, c->pp,
+                 c->vpp, c->ep, c->recompute, c->recompute_modules, c->recompute_method, c->recompute_num_layers,
+                 c->cuda_graph, d == MB_MEGATRON_LM ? "flags" : "overrides", err.msg, out);
+    mb_err_clear(&err);
+    if (mb_scenario_check(&b, &err))
+        fail_msg("the imported configuration breaks a rule: %s\n%s", err.msg, out);
+    assert_int_equal(mb_step_simulate(&b, &rb, &err), 0);
+    if (fabs(rb.step_time_s / r->step_time_s - 1) > 1e-12 || rb.mem.peak_allocated != r->mem.peak_allocated)
+        fail_msg("TP%d PP%d VPP%d EP%d rc %d/%u/%d/%d cg %u: %.9g s %.6g B before, %.9g s %.6g B after (%s)\n%s",
+                 c->tp, c->pp, c->vpp, c->ep, c->recompute, c->recompute_modules, c->recompute_method,
+                 c->recompute_num_layers, c->cuda_graph, r->step_time_s, r->mem.peak_allocated, rb.step_time_s,
+                 rb.mem.peak_allocated, d == MB_MEGATRON_LM ? "megatron" : "bridge", out);
+    mb_result_free(&rb);
+    mb_scenario_free(&b);
+    free(out);
+}
+
+static void test_emit_property(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100"};
+    struct mb_scenario s;
+    struct mb_err err;
+    if (import(QWEN, MB_MEGATRON_LM, &o, &s, NULL, &err))
+        fail_msg("%s", err.msg);
+    s.global_batch_size = 64; /* few microbatches: a short test */
+    unsigned long long x = 36;
+    int kept = 0;
+    for (int i = 0; i < 300; i++) {
+        struct mb_scenario c = s; /* shares the model: not freed */
+        prop_random(&c, &x);
+        mb_err_clear(&err);
+        if (mb_scenario_check(&c, &err))
+            continue;
+        struct mb_result r;
+        assert_int_equal(mb_step_simulate(&c, &r, &err), 0);
+        prop_roundtrip(&c, &r, MB_MEGATRON_LM);
+        prop_roundtrip(&c, &r, MB_MEGATRON_BRIDGE);
+        mb_result_free(&r);
+        kept++;
+    }
+    remove("mbsim_test_prop.txt");
+    assert_true(kept >= 60); /* the property was tested on many layouts, not vacuously */
+    mb_scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -993,7 +1087,7 @@ int main(void)
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_typo),
         cmocka_unit_test(test_key_names),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_read_as_framework),
-        cmocka_unit_test(test_emit_bridge_paths),
+        cmocka_unit_test(test_emit_bridge_paths), cmocka_unit_test(test_emit_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "mb_calib.h"
+#include "mb_megatron_rules.h"
 #include "mb_scenario.h"
 
 #define FIX "tests/data/scenario/"
@@ -112,11 +113,12 @@ static void test_shipped(void **state)
     assert_true(mb_dbl_eq(s.meas_tokens_per_s_per_gpu, 9058));
     mb_scenario_free(&s);
 
-    /* inline model, CSV-style precision label, empty cuda_graph list, full recompute */
+    /* inline model, CSV-style precision label, full-iteration graphs, full recompute (which Megatron-Core
+     * allows with full-iteration graphs only) */
     load_ok(FIX "good_inline_model.yaml", &s);
     assert_string_equal(s.model.name, "tiny");
     assert_string_equal(s.prec.label, "fp8_cs");
-    assert_int_equal(s.cuda_graph, MB_CG_LAYER);
+    assert_int_equal(s.cuda_graph, MB_CG_FULL_ITERATION);
     assert_int_equal(s.recompute, MB_RC_FULL);
     assert_int_equal(s.recompute_method, MB_RC_BLOCK);
     assert_int_equal(s.recompute_num_layers, 1);
@@ -208,6 +210,13 @@ static const struct {
     {"bad_shared_overlap_no_shared.yaml",
      "15:26: moe.shared_expert_overlap: model qwen3_30b_a3b has no shared experts to overlap"},
     /* CPU activation offloading as Megatron-Core allows it (transformer_config.py) */
+    /* Megatron-Core's own checks, mirrored (mb_megatron_rules.h); [] is the whole-layer graph */
+    {"bad_full_recompute_graph.yaml",
+     "13:16: recompute.granularity full needs cuda_graph.modules [full_iteration] or no CUDA graphs: Megatron-Core "
+     "supports full recompute only with full-iteration CUDA graphs, not per-layer ones (Megatron-LM "
+     "megatron/core/transformer/transformer_config.py:2854-2858 @d98e8a64dd)"},
+    {"bad_ep_overlap_ep1.yaml", "14:12: overlap.ep_comm needs expert parallelism (parallel.ep > 1); ep = 1 "
+                                "(Megatron-LM megatron/core/transformer/transformer_config.py:3013-3015 @d98e8a64dd)"},
     {"bad_offload_pp.yaml", "13:30: memory.cpu_offloading_num_layers needs pp = 1 (Megatron-Core: no pipeline "
                             "parallelism with CPU offloading); pp = 2"},
     {"bad_offload_layers.yaml", "10:37: memory.cpu_offloading_num_layers = 32: Megatron offloads fewer layers "
@@ -285,10 +294,6 @@ static const struct {
      "@:15:26: warning: moe.shared_expert_overlap changes nothing with ep = 1: mbsim overlaps the shared experts "
      "with the EP dispatch, and there is none\n"
      "@:17:12: warning: overlap.tp_comm changes nothing with tp = 1: there is no TP communication\n"},
-    {"warn_ep_overlap_ep1.yaml",
-     ":15:12: warning: overlap.ep_comm with ep = 1: there is no EP communication to overlap; the step is "
-     "scheduled without the overlap (its time is unchanged), only the memory still counts the paired forward's "
-     "MoE working set\n"},
     {"warn_training_inert.yaml",
      ":16:22: warning: parallel.sequence_parallel: true changes nothing with tp = 1 (Megatron-LM turns it off "
      "too)\n"
@@ -622,6 +627,133 @@ static void check_hand_modules(void)
     assert_int_equal(mb_scenario_check(&s, &e), 0);
 }
 
+/* The mirrored Megatron rules (mb_megatron_rules.h): per rule, a hand-built layout that breaks it
+ * (the rule's own condition, read off the cited Megatron-LM / Transformer Engine line) and the
+ * nearest layout that does not. Every rule of the table must have a case here. */
+struct rule_case {
+    const char *id;
+    void (*breaks)(struct mb_scenario *s); /* applied to hand(): breaks the rule */
+    void (*passes)(struct mb_scenario *s); /* applied after breaks: the nearest valid layout */
+};
+
+static void prec(struct mb_scenario *s, const char *label) { assert_int_equal(mb_precision_parse(label, &s->prec), 0); }
+
+static void rb_full_graph(struct mb_scenario *s) { s->recompute = MB_RC_FULL, s->cuda_graph = MB_CG_ATTN; }
+static void rp_full_graph(struct mb_scenario *s) { s->cuda_graph = MB_CG_FULL_ITERATION; }
+static void rb_moe_router(struct mb_scenario *s)
+{
+    s->recompute = MB_RC_SELECTIVE, s->recompute_modules = MB_RCM_MOE, s->cuda_graph = MB_CG_MOE_ROUTER;
+}
+static void rp_moe_router(struct mb_scenario *s) { s->cuda_graph = MB_CG_ATTN; }
+static void rb_offload(struct mb_scenario *s) { s->cpu_offload_layers = 2, s->cuda_graph = MB_CG_ATTN; }
+static void rp_offload(struct mb_scenario *s) { s->cuda_graph = MB_CG_FULL_ITERATION; }
+static void rb_shared_rc(struct mb_scenario *s)
+{
+    s->model.shared_ffn_hidden = 1024, s->recompute = MB_RC_SELECTIVE;
+    s->recompute_modules = MB_RCM_SHARED_EXPERTS, s->shared_expert_overlap = 1;
+}
+static void rp_shared_rc(struct mb_scenario *s) { s->shared_expert_overlap = 0; }
+static void rb_delayed(struct mb_scenario *s)
+{
+    prec(s, "fp8");
+    s->recompute = MB_RC_SELECTIVE, s->recompute_modules = MB_RCM_MOE_ACT | MB_RCM_LAYERNORM;
+}
+static void rp_delayed(struct mb_scenario *s) { prec(s, "fp8_cs"); }
+static void rb_deepep(struct mb_scenario *s)
+{
+    s->ep = 8, s->dispatcher = MB_DISP_DEEPEP, s->capacity_factor = 1.25, s->pad_to_capacity = 1;
+}
+static void rp_deepep(struct mb_scenario *s) { s->dispatcher = MB_DISP_HYBRIDEP; }
+static void rb_epo_ep(struct mb_scenario *s) { s->ep = 1, s->overlap_ep_comm = 1; }
+static void rp_epo_ep(struct mb_scenario *s) { s->ep = 2; }
+static void rb_epo_disp(struct mb_scenario *s) { s->ep = 8, s->overlap_ep_comm = 1, s->dispatcher = MB_DISP_ALLGATHER; }
+static void rp_epo_disp(struct mb_scenario *s) { s->dispatcher = MB_DISP_ALLTOALL; }
+static void rb_epo_full(struct mb_scenario *s) { s->ep = 8, s->overlap_ep_comm = 1, s->recompute = MB_RC_FULL; }
+static void rp_epo_full(struct mb_scenario *s) { s->recompute = MB_RC_SELECTIVE, s->recompute_modules = MB_RCM_CORE_ATTN; }
+static void rb_epo_moe(struct mb_scenario *s)
+{
+    s->ep = 8, s->overlap_ep_comm = 1, s->recompute = MB_RC_SELECTIVE, s->recompute_modules = MB_RCM_MOE;
+}
+static void rp_epo_moe(struct mb_scenario *s) { s->recompute_modules = MB_RCM_MOE_ACT; }
+static void rb_epo_seo(struct mb_scenario *s)
+{
+    s->model.shared_ffn_hidden = 1024, s->ep = 8, s->overlap_ep_comm = 1, s->shared_expert_overlap = 1;
+}
+static void rp_epo_seo(struct mb_scenario *s) { s->shared_expert_overlap = 0; }
+static void rb_epo_mtp(struct mb_scenario *s) { s->model.mtp_layers = 2, s->ep = 8, s->overlap_ep_comm = 1; }
+static void rp_epo_mtp(struct mb_scenario *s) { s->model.mtp_layers = 1; }
+static void rb_epo_graph(struct mb_scenario *s)
+{
+    s->ep = 8, s->overlap_ep_comm = 1, s->cuda_graph = MB_CG_MOE, s->capacity_factor = 1.25, s->pad_to_capacity = 1;
+}
+static void rp_epo_graph(struct mb_scenario *s) { s->cuda_graph = MB_CG_ATTN | MB_CG_MOE_ROUTER; }
+static void rb_fp8_cc(struct mb_scenario *s) { snprintf(s->system.gpu, sizeof s->system.gpu, "A100"), prec(s, "fp8"); }
+static void rp_fp8_cc(struct mb_scenario *s) { snprintf(s->system.gpu, sizeof s->system.gpu, "L40S"); } /* Ada 8.9 */
+static void rb_block_cc(struct mb_scenario *s)
+{
+    snprintf(s->system.gpu, sizeof s->system.gpu, "L40S"), prec(s, "fp8_blockwise");
+}
+static void rp_block_cc(struct mb_scenario *s) { snprintf(s->system.gpu, sizeof s->system.gpu, "H100"); }
+
+static const struct rule_case rule_cases[] = {
+    {"full_recompute_cuda_graph", rb_full_graph, rp_full_graph},
+    {"moe_recompute_moe_router_graph", rb_moe_router, rp_moe_router},
+    {"cpu_offload_cuda_graph", rb_offload, rp_offload},
+    {"shared_experts_recompute_overlap", rb_shared_rc, rp_shared_rc},
+    {"fp8_delayed_recompute", rb_delayed, rp_delayed},
+    {"deepep_pad_to_capacity", rb_deepep, rp_deepep},
+    {"ep_overlap_needs_ep", rb_epo_ep, rp_epo_ep},
+    {"ep_overlap_dispatcher", rb_epo_disp, rp_epo_disp},
+    {"ep_overlap_full_recompute", rb_epo_full, rp_epo_full},
+    {"ep_overlap_moe_recompute", rb_epo_moe, rp_epo_moe},
+    {"ep_overlap_shared_expert_overlap", rb_epo_seo, rp_epo_seo},
+    {"ep_overlap_mtp", rb_epo_mtp, rp_epo_mtp},
+    {"ep_overlap_cuda_graph", rb_epo_graph, rp_epo_graph},
+    {"fp8_compute_capability", rb_fp8_cc, rp_fp8_cc},
+    {"fp8_blockwise_compute_capability", rb_block_cc, rp_block_cc},
+};
+
+static void test_megatron_rules(void **state)
+{
+    (void)state;
+    size_t n;
+    const struct mb_megatron_rule *r = mb_megatron_rules(&n);
+    assert_int_equal(n, sizeof rule_cases / sizeof rule_cases[0]); /* a rule without a case fails here */
+    for (size_t i = 0; i < n; i++) {
+        const struct rule_case *c = NULL;
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(rule_cases[k].id, r[i].id))
+                c = &rule_cases[k];
+        assert_non_null(c);
+        assert_non_null(strstr(r[i].source, ".py:")); /* a file and line */
+        struct mb_scenario s;
+        struct mb_err e;
+        const struct mb_megatron_rule *hit;
+        char msg[800], buf[1024];
+        hand(&s);
+        c->breaks(&s);
+        mb_err_clear(&e);
+        assert_int_equal(mb_scenario_check(&s, &e), -1);
+        assert_int_equal(mb_megatron_rules_check(&s, &hit, msg, sizeof msg), 1);
+        assert_string_equal(hit->id, c->id);
+        mb_err_format(&e, buf, sizeof buf);
+        assert_string_equal(buf, msg); /* the loader's error is the rule's, with its source */
+        assert_non_null(strstr(msg, r[i].source));
+        c->passes(&s);
+        mb_err_clear(&e);
+        if (mb_scenario_check(&s, &e))
+            fail_msg("%s: the passing layout fails: %s", c->id, e.msg);
+        assert_int_equal(mb_megatron_rules_check(&s, &hit, msg, sizeof msg), 0);
+    }
+    /* compute capabilities from NVIDIA's table; unknown GPUs are never refused */
+    assert_int_equal(mb_megatron_gpu_cc("A100"), 80);
+    assert_int_equal(mb_megatron_gpu_cc("H100_96GB"), 90);
+    assert_int_equal(mb_megatron_gpu_cc("GB200"), 100);
+    assert_int_equal(mb_megatron_gpu_cc("L40S"), 89);
+    assert_int_equal(mb_megatron_gpu_cc("X9"), 0);
+    assert_int_equal(mb_megatron_gpu_cc(NULL), 0);
+}
+
 /* Images against the vision encoder, max_gpus of the system, and the "file: message" form. */
 static void check_hand_inputs(void)
 {
@@ -660,7 +792,7 @@ int main(void)
         cmocka_unit_test(test_headline),      cmocka_unit_test(test_shipped), cmocka_unit_test(test_warnings), cmocka_unit_test(test_refs),
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_bad_fixtures),
         cmocka_unit_test(test_precision),     cmocka_unit_test(test_module_names),
-        cmocka_unit_test(test_check_hand_built),
+        cmocka_unit_test(test_check_hand_built), cmocka_unit_test(test_megatron_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -339,7 +339,8 @@ static void test_deep_pipeline_extension(void **state)
  * mb__layers_extend): on Qwen3-VL-30B-A3B / 256 GB200
  * (tests/data/sweep/vlm9216.yaml) the two configurations the 2- and 4-layer
  * runs extended worst -- PP1 EP64 full recompute HybridEP with EP overlap
- * (+26.9 % against every layer simulated) and PP2 EP64 selective recompute
+ * (+26.9 % against every layer simulated; since issue 36 Megatron-Core's rules refuse full recompute with EP
+ * overlap and per-layer graphs, so it runs with selective recompute here) and PP2 EP64 selective recompute
  * alltoall (-23.5 %), both with TE graphs over attention and the router --
  * must come out within 0.5 % of --exact, with the same OOM verdict (memory
  * not compared: the microbatch extension's draws, docs/sweep.md); and these
@@ -351,7 +352,7 @@ static void test_vision_layer_extension(void **state)
 {
     (void)state;
     static const char *const cfg[3][10] = {
-        {"parallel.pp=1", "recompute.granularity=full", "moe.dispatcher=hybridep", "overlap.ep_comm=true",
+        {"parallel.pp=1", "recompute.granularity=selective", "moe.dispatcher=hybridep", "overlap.ep_comm=true",
          "parallel.tp=1", "parallel.vpp=1", "parallel.ep=64", "data.micro_batch_size=1",
          "cuda_graph.modules=attn+moe_router", "freeze=[]"},
         {"parallel.pp=2", "recompute.granularity=selective", "moe.dispatcher=alltoall", "overlap.ep_comm=false",

@@ -114,6 +114,8 @@ static int mb_mge__skip(const struct mb_scenario *s, const struct mb_key *k)
 {
     if (!strcmp(k->key, "parallel.vpp") && s->vpp <= 1)
         return 1;
+    if (!strncmp(k->key, "recompute.", 10)) /* mb_mge__recompute */
+        return 1;
     return !mb_megatron_key_applies(s, k);
 }
 
@@ -172,6 +174,29 @@ static void mb_mge__keys(struct mb_mge *e, const struct mb_scenario *s)
 }
 
 /* ---------------------------------------------------------- compound */
+
+/* Recompute. Full needs --recompute-method and --recompute-num-layers (between 1 and the layers
+ * per stage): TransformerConfig raises without them (NVIDIA/Megatron-LM@d98e8a64dd
+ * megatron/core/transformer/transformer_config.py:1913-1925). mbsim's num_layers 0 -- every layer
+ * of the stage recomputed from its own input, whatever the method -- is Megatron's uniform 1
+ * (each group of one layer checkpointed; memory.c and schedule.c price both the same). Selective
+ * with no module recomputes nothing, while Megatron reads a bare selective as [core_attn]
+ * (transformer_config.py:1940-1941): nothing is written, as for no recompute. */
+static void mb_mge__recompute(struct mb_mge *e, const struct mb_scenario *s)
+{
+    if (s->recompute == MB_RC_NONE || (s->recompute == MB_RC_SELECTIVE && !s->recompute_modules))
+        return;
+    mb_mge__key(e, s, mb_key_find("recompute.granularity"));
+    if (s->recompute == MB_RC_SELECTIVE) {
+        mb_mge__key(e, s, mb_key_find("recompute.modules"));
+        return;
+    }
+    int n = s->recompute_num_layers;
+    mb_mge__set(e, "recompute_method", "model.recompute_method",
+                n > 0 ? mb_key_value_name("recompute.method", s->recompute_method) : "uniform");
+    mb_mge__int(e, "recompute_num_layers", "model.recompute_num_layers", n > 0 ? n : 1);
+}
+
 
 static void mb_mge__precision(struct mb_mge *e, const struct mb_scenario *s)
 {
@@ -357,6 +382,7 @@ int mb_megatron_emit(const struct mb_scenario *s, enum mb_megatron_dialect d, FI
     mb_mge__model(&e, &s->model);
     mb_mge__precision(&e, s); /* before the keys: a Bridge preset first, then the fields it sets */
     mb_mge__keys(&e, s);
+    mb_mge__recompute(&e, s);
     mb_mge__dispatcher(&e, s);
     mb_mge__cuda_graph(&e, s);
     mb_mge__optimizer(&e, s);

@@ -26,6 +26,7 @@
 #include "mb_attn_backend.h"
 #include "mb_coll.h"
 #include "mb_keys.h"
+#include "mb_megatron_rules.h"
 #include "mb_yaml.h"
 
 #include <assert.h>
@@ -68,7 +69,7 @@ struct mb_scn__marks {
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
-    const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit;
+    const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -356,6 +357,39 @@ static int mb_scn__check_graphs(const struct mb_scenario *s, const struct mb_scn
     return 0;
 }
 
+/* The node a mirrored Megatron rule (mb_megatron_rules.h) points at: its key's, else its section's. */
+static const struct mb_node *mb_scn__rule_at(const struct mb_scn__marks *mk, const char *key)
+{
+    const struct mb_node *n = NULL;
+    if (!strcmp(key, "recompute.granularity"))
+        n = mb_scn__at(mk->rc_gran, mk->rc, NULL);
+    else if (!strcmp(key, "recompute.modules"))
+        n = mb_scn__at(mk->rc_modules, mk->rc, NULL);
+    else if (!strcmp(key, "memory.cpu_offloading_num_layers"))
+        n = mk->offload;
+    else if (!strcmp(key, "moe.dispatcher"))
+        n = mb_scn__at(mk->disp, mk->model, NULL);
+    else if (!strcmp(key, "moe.shared_expert_overlap"))
+        n = mb_scn__at(mk->seo, mk->model, NULL);
+    else if (!strcmp(key, "overlap.ep_comm"))
+        n = mb_scn__at(mk->ep_comm, mk->overlap, NULL);
+    else if (!strcmp(key, "cuda_graph.modules"))
+        n = mk->cuda_graph;
+    else if (!strcmp(key, "precision"))
+        n = mk->prec;
+    return n ? n : mk->parallel;
+}
+
+/* Megatron-Core's and Transformer Engine's own checks, mirrored (mb_megatron_rules.h). */
+static int mb_scn__check_megatron(const struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    const struct mb_megatron_rule *r;
+    char msg[700];
+    if (!mb_megatron_rules_check(s, &r, msg, sizeof msg))
+        return 0;
+    return mb_scn__err(err, s, mb_scn__rule_at(mk, r->key), "%s", msg);
+}
+
 /* The training options against the model and each other (second half of the
  * rules listed above mb_scn__check_layout). mk is not NULL. */
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
@@ -502,7 +536,7 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                                "(%.0f tokens), more than seq_length = %d",
                                n, worst, worst * n, s->seq_length);
     }
-    return 0;
+    return mb_scn__check_megatron(s, mk, err);
 }
 
 int mb_scenario_group_local(int size, int stride, int dom)
@@ -793,6 +827,8 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->fp8pg = mb_scn__node(nodes, "training.fp8_param_gather");
     mk->defer = mb_scn__node(nodes, "overlap.defer_embedding_wgrad_compute");
     mk->defer_limit = mb_scn__node(nodes, "overlap.wgrad_deferral_limit");
+    mk->ep_comm = mb_scn__node(nodes, "overlap.ep_comm");
+    mk->rc_gran = mb_scn__node(nodes, "recompute.granularity");
 }
 
 /* recompute: modules only with selective (and imply it when no granularity is
@@ -1054,7 +1090,6 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
     const char *mn = m->name[0] ? m->name : "(unnamed)";
     const struct mb_node *sms = mb_scn__node(nodes, "moe.dispatcher_sms");
     const struct mb_node *seo = mb_scn__node(nodes, "moe.shared_expert_overlap");
-    const struct mb_node *epo = mb_scn__node(nodes, "overlap.ep_comm");
     const struct mb_node *tpo = mb_scn__node(nodes, "overlap.tp_comm");
     s->warnings[0] = 0;
     if (m->num_experts <= 0) {
@@ -1063,8 +1098,6 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
         for (i = 0; i < nk; i++)
             if (!strncmp(k[i].key, "moe.", 4) && nodes[i])
                 mb_scn__warn(s, nodes[i], "%s changes nothing: model %s has no experts (dense)", k[i].key, mn);
-        if (epo && s->overlap_ep_comm)
-            mb_scn__warn(s, epo, "overlap.ep_comm changes nothing: model %s has no experts (dense)", mn);
     } else if (s->ep == 1) {
         if (sms && (s->dispatcher == MB_DISP_HYBRIDEP || s->dispatcher == MB_DISP_DEEPEP))
             mb_scn__warn(s, sms, "moe.dispatcher_sms changes nothing with ep = 1: no %s kernel runs without "
@@ -1072,10 +1105,6 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
         if (seo && s->shared_expert_overlap)
             mb_scn__warn(s, seo, "moe.shared_expert_overlap changes nothing with ep = 1: mbsim overlaps the "
                          "shared experts with the EP dispatch, and there is none");
-        if (epo && s->overlap_ep_comm)
-            mb_scn__warn(s, epo, "overlap.ep_comm with ep = 1: there is no EP communication to overlap; the "
-                         "step is scheduled without the overlap (its time is unchanged), only the memory "
-                         "still counts the paired forward's MoE working set");
     } else if (sms && s->dispatcher == MB_DISP_HYBRIDEP && !s->overlap_ep_comm) {
         /* the SMs count in two places only: the compute beside a dispatch under EP
          * overlap (schedule.c) and DeepEP's buffer size (memory.c) */

@@ -1,16 +1,25 @@
 /*
- * mb_tune.h -- the practitioner guide's fit-first tuning order, automated
- * (shared/docs/seed-moe-vlm-training-guide.md, "Fit-First Tuning Order").
+ * mb_tune.h -- the best configuration of a scenario under the fit-first rules
+ * of the practitioner guide (shared/docs/seed-moe-vlm-training-guide.md,
+ * "Fit-First Tuning Order"), found by search, explained in the guide's order.
  *
- * Starting from a scenario, each step changes one control and keeps what
- * fits and is fastest: (1) the largest topology-compatible EP that shards the
- * experts, (2) the smallest TP (and, for 3D, PP) that fits with full
- * recompute as the fit diagnostic, (3) no / selective / full recompute,
- * (4) MBS up while it fits and pays, (5) TP down where activations were the
- * reason, (6) HybridEP / DeepEP / AllToAll on the same topology, (7) EP and TP
- * communication overlap and CUDA graphs last. Workload, GBS, precision,
- * sequence shape and trainable parameters stay fixed. FSDP and 3D-parallel
- * paths are tuned separately and compared on tokens/s/GPU (same useful work).
+ * Search: the grid of the controls the guide tunes -- strategy (FSDP or 3D),
+ * EP, TP, PP, recompute (none, the selective boundaries the model has, full),
+ * MBS, dispatcher and CUDA-graph scope -- built as a sweep (mb_sweep.h) over
+ * the starting scenario and run with mb_sweep_screen, whose top-K guarantee
+ * makes the K best fitting configurations those of simulating every one of
+ * them. Workload, GBS, precision, sequence shape and trainable parameters stay
+ * fixed; a combination Megatron-Core refuses (mb_scenario_check, with
+ * mb_megatron_rules.h) is an invalid row, never a candidate. Then, last as
+ * the guide says, communication overlap (overlap.ep_comm, overlap.tp_comm,
+ * FSDP prefetch) is tried on the winner and kept when it fits and pays.
+ *
+ * Explanation: the winner's value of each control in the guide's order (EP,
+ * TP/PP, recompute, MBS, dispatcher, CUDA graphs), each against the other
+ * values of that control with everything else the winner's (their
+ * throughput, or why not: out of memory, invalid, screened out); then the
+ * winner against the runner-up and against the starting scenario term by
+ * term (mb_compare.h).
  */
 #ifndef MB_TUNE_H
 #define MB_TUNE_H
@@ -19,25 +28,62 @@
 
 #include "mb_scenario.h"
 #include "mb_step.h"
+#include "mb_sweep.h"
 
 #define MB_TUNE_RUNNERS_UP 3
+#define MB_TUNE_MAX_SET 16
+
+/** What mb_tune_opts searches and how. */
+struct mb_tune_opts {
+    int jobs;                       /* worker threads for the search (< 1 = 1); the result does not depend on it */
+    int n_set;                      /* axes to replace, "key=v1,v2,..." as `sweep --set` (mb_sweep_set) */
+    const char *set[MB_TUNE_MAX_SET];
+};
 
 struct mb_tune_result {
     struct mb_scenario best;                          /* owned; mb_scenario_free */
     struct mb_result best_r;
     struct mb_result start_r;                         /* the starting scenario (may be OOM) */
     int start_ok;                                     /* starting scenario simulated */
-    int n_runners;
+    int n_runners;                                    /* runners-up: the next best of the grid */
     struct mb_scenario runner[MB_TUNE_RUNNERS_UP];    /* owned */
     struct mb_result runner_r[MB_TUNE_RUNNERS_UP];
-    int evaluations;                                  /* simulations run */
+    double grid_best_tput;                            /* tokens/s/GPU of the grid's best (before the overlap
+                                                         step), at the sweep TSV's 6 digits */
+    size_t configurations;                            /* grid size */
+    size_t invalid;                                   /* of them, refused by the layout and Megatron rules */
+    struct mb_sweep_screen_stats screen;              /* bounded / simulated / screened out */
+    int evaluations;                                  /* simulations run (grid and overlap step) */
 };
 
 /**
- * @brief Tune `start` (a loaded, checked scenario). Every step is logged to
- * `log` (what was tried, its numbers, what was kept and why).
- * @return 0, or -1 with err when no configuration fits at all.
+ * @brief The grid mb_tune searches for `start`: a sweep whose base is `start`
+ * with the distributed optimizer on, vpp 1, no pipeline layout, no overlap,
+ * no recompute options beyond granularity and modules, Megatron FSDP defaults,
+ * and whose axes are the controls above (their values in docs/tune.md), each
+ * then replaced by o->set.
+ * @param[out] sw  the sweep (mb_sweep_free)
+ * @return 0, or -1 with err (a bad --set).
  */
+int mb_tune_grid(const struct mb_scenario *start, const struct mb_tune_opts *o, struct mb_sweep *sw, struct mb_err *err);
+
+/**
+ * @brief The `mbsim sweep` options that give the same grid as mb_tune_grid
+ * ("--set parallel.strategy=3d,fsdp --set ..."), for a reader to run the
+ * exact sweep of what tune searched (on a scenario file that states the base
+ * settings mb_tune_grid sets).
+ */
+void mb_tune_sweep_args(const struct mb_sweep *sw, char *buf, size_t len);
+
+/**
+ * @brief Tune `start` (a loaded, checked scenario); the search, the overlap
+ * step and the explanation are logged to `log`.
+ * @return 0, or -1 with err when no configuration of the grid fits.
+ */
+int mb_tune_opts(const struct mb_scenario *start, const struct mb_tune_opts *o, FILE *log, struct mb_tune_result *out,
+                 struct mb_err *err);
+
+/** @brief mb_tune_opts with one thread and tune's own grid. */
 int mb_tune(const struct mb_scenario *start, FILE *log, struct mb_tune_result *out, struct mb_err *err);
 
 void mb_tune_free(struct mb_tune_result *t);
