@@ -272,7 +272,9 @@ _Static_assert(offsetof(struct mb_scenario, text_max) == offsetof(struct mb_scen
 
 static const struct mb_key mb_key__table[] = {
     {.key = "schema_version", .type = MB_KEY_SPECIAL, .flags = MB_KEYF_REQUIRED, .def_text = "—",
-     .doc = "must be `1`; checked before anything else"},
+     .doc = "the schema the file was written for: `1` or `2` (the current one); checked before anything else. "
+            "A key whose default changed since the file's schema, left out, gets its old default with a "
+            "warning (Schema versions, below)"},
     {.key = "name", .type = MB_KEY_STRING, F_(name), .flags = MB_KEYF_REQUIRED, .def_text = "—",
      .doc = "scenario name (not empty)"},
     {.key = "model", .type = MB_KEY_SPECIAL, F_(model_ref), .flags = MB_KEYF_REQUIRED | MB_KEYF_REF | SW,
@@ -350,6 +352,12 @@ static const struct mb_key mb_key__table[] = {
      .flags = SW, .def = 1, .applies = mb_key__if_fsdp2,
      .doc = "FSDP2 `reshard_after_forward`; `false` keeps every layer's gathered bf16 parameters from its "
             "forward to its backward (memory only: the backward gathers are still simulated)"},
+    {.key = "parallel.fsdp_sharded_dtype", .type = MB_KEY_ENUM, F_(fsdp_sharded_bytes), .flags = SW,
+     .names = mb_key__grad_dtypes, .def = 4, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2: dtype of the sharded parameters, the dtype the model was built in (`MixedPrecisionPolicy` "
+            "keeps the sharded parameter in its original dtype); the sharded gradients (cast back after the "
+            "reduce-scatter) and torch.optim.Adam's moments (`zeros_like` the parameter) follow it. `fp32`: "
+            "fp32 master weights; `bf16`: a model built in bf16, as NeMo AutoModel builds it"},
     {.key = "parallel.sequence_parallel", .type = MB_KEY_BOOL, F_(sequence_parallel), .flags = SW, .def = -1,
      .def_text = "on when tp > 1", .applies = mb_key__if_tp,
      .doc = "Megatron sequence parallel; forced off at tp = 1",
