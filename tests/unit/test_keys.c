@@ -122,6 +122,7 @@ static const struct kcase cases[] = {
      O(fsdp_reshard_after_forward), V_INT, 0, 0, 0, NULL, NULL},
     {"parallel.fsdp_sharded_dtype", "parallel.strategy=fsdp;parallel.fsdp_impl=torch_fsdp2", "bf16",
      O(fsdp_sharded_bytes), V_INT, 2, 0, 0, NULL, NULL},
+    {"training.loss_chunks", "", "8", O(loss_chunks), V_INT, 8, 0, 0, NULL, NULL},
     {"parallel.sequence_parallel", "parallel.tp=2", "false", O(sequence_parallel), V_INT, 0, 0, 0, NULL, NULL},
     {"moe.dispatcher", "", "deepep", O(dispatcher), V_INT, MB_DISP_DEEPEP, 0, 0, NULL, NULL},
     {"moe.routing", "", "skewed", O(routing), V_INT, MB_ROUTE_SKEWED, 0, 0, NULL, NULL},

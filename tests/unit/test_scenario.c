@@ -202,6 +202,9 @@ static const struct {
     {"bad_reshard_megatron_fsdp.yaml",
      "12:31: parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
      "(PyTorch FSDP2's reshard_after_forward)"},
+    {"bad_loss_chunks_tp.yaml",
+     "13:16: training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy (Liger-Kernel) is not "
+     "vocab-parallel"},
     {"bad_sharded_dtype_megatron_fsdp.yaml",
      "12:23: parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
      "(Megatron keeps fp32 main weights in its optimizer)"},

@@ -738,6 +738,48 @@ static void test_loss_memory(void **state)
 }
 
 /*
+ * training.loss_chunks (Liger-Kernel's fused linear cross-entropy), oom_edge.yaml with a 256,000-token
+ * vocabulary so that the loss sets the peak: T = 8192, h = 4096, V = 256,000, TP 1. The forward fills
+ * grad_input [T, h] and grad_weight [V, h] (bf16, zeros_like the input and the weight) and keeps them for
+ * the backward; one chunk's bf16 logits [ceil(T/N), V] exist at a time.
+ * N = 8 (1024-token chunks): 2 (8192 x 4096 + 256,000 x 4096 + 1024 x 256,000) = 2 x 1,344,274,432 =
+ * 2,688,548,864 B, against TE's fused 2 T V = 4,194,304,000 B. N = 3 rounds the chunk up:
+ * ceil(8192 / 3) = 2731 rows, 2 (33,554,432 + 1,048,576,000 + 699,136,000) = 3,562,532,864 B. The
+ * cross-entropy flavour no longer matters (unfused with chunks: the same bytes); step time unchanged.
+ * tp 2 is refused (not vocab-parallel).
+ */
+static void test_loss_chunks(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result te, c8, c3, un8;
+    struct mb_err e;
+    load("tests/data/step/oom_edge.yaml", &s);
+    s.model.vocab = 256000;
+    sim(&s, &te);
+    assert_true(fabs(te.mem.logits - 4194304000.0) < 1);
+    s.loss_chunks = 8;
+    sim(&s, &c8);
+    assert_true(fabs(c8.mem.logits - 2688548864.0) < 1);
+    assert_true(fabs((te.mem.peak_allocated - c8.mem.peak_allocated) - (4194304000.0 - 2688548864.0)) < 1e3);
+    assert_true(c8.step_time_s == te.step_time_s);
+    s.ce_fusion = 0;
+    sim(&s, &un8);
+    assert_true(fabs(un8.mem.logits - 2688548864.0) < 1);
+    s.ce_fusion = 1;
+    s.loss_chunks = 3;
+    sim(&s, &c3);
+    assert_true(fabs(c3.mem.logits - 3562532864.0) < 1);
+    s.tp = 2;
+    s.gpus = 2;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    assert_string_equal(e.msg, "training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy "
+                               "(Liger-Kernel) is not vocab-parallel");
+    mb_scenario_free(&s);
+}
+
+/*
  * Recompute working set: full recompute (uniform, one layer per group) keeps each layer's input
  * (2 s b h) and re-forwards the layer before its backward, so that layer's saved set (34 s b h on
  * this GPT layer, Korthikanti et al.) is allocated again: 32 s b h on top of the kept inputs at
@@ -1082,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_gpu_memory),
         cmocka_unit_test(test_allocator_rounding),
         cmocka_unit_test(test_loss_memory),
+        cmocka_unit_test(test_loss_chunks),
         cmocka_unit_test(test_recompute_working_set),
         cmocka_unit_test(test_recompute_boundaries),
         cmocka_unit_test(test_graph_scopes_hybrid),

@@ -476,6 +476,12 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron `--cross-entropy-fusion-impl`: te (gradient written into the bf16 logits) or native "
             "(fp32 softmax kept, as unfused)",
      .megatron = "cross_entropy_fusion_impl", .bridge = "model.cross_entropy_fusion_impl"},
+    {.key = "training.loss_chunks", .type = MB_KEY_INT, F_(loss_chunks), .flags = SW, .min = 0, .max = 1048576,
+     .def = 0, .def_text = "0 (off)",
+     .doc = "a fused linear cross-entropy over N token chunks (Liger-Kernel's LigerFusedLinearCrossEntropy, as "
+            "torchtitan- and AutoModel-style trainers use it): the output projection, the loss and both their "
+            "gradients run chunk by chunk in the forward, so one chunk's logits exist at a time; replaces the "
+            "cross_entropy_fusion flavour; tp 1 only (not vocab-parallel). Memory only"},
     {.key = "training.attention_backend", .type = MB_KEY_ENUM, F_(attn_backend), .flags = SW | SH,
      .names = mb_key__attn_backends, .def = MB_ATTN_AUTO,
      .doc = "Megatron-Core `--attention-backend`: auto, flash, fused (one fused kernel, the table's "

@@ -67,7 +67,7 @@ struct mb_scn__marks {
     const struct mb_node *text;                 /* data.text_tokens */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks;
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit;
 };
 
@@ -343,6 +343,25 @@ static int mb_scn__check_graphs(const struct mb_scenario *s, const struct mb_scn
     return 0;
 }
 
+/* FSDP settings: those of one flavour are errors elsewhere, not silently ignored. */
+static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
+        return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,
+                           "parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)");
+    if ((mk->reshard || !s->fsdp_reshard_after_forward) &&
+        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
+        return mb_scn__err(err, s, mk->reshard ? mk->reshard : mk->strategy,
+                           "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl "
+                           "torch_fsdp2 only (PyTorch FSDP2's reshard_after_forward)");
+    if ((mk->sharded || s->fsdp_sharded_bytes != 4) &&
+        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
+        return mb_scn__err(err, s, mk->sharded ? mk->sharded : mk->strategy,
+                           "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
+                           "(Megatron keeps fp32 main weights in its optimizer)");
+    return 0;
+}
+
 /* The training options against the model and each other (second half of the
  * rules listed above mb_scn__check_layout). mk is not NULL. */
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
@@ -402,20 +421,14 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "training.attention_backend %s does not support context parallelism (cp = %d): "
                            "Megatron-Core runs CP only with TE flash or fused attention",
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
-    /* settings of one FSDP flavour are errors elsewhere, not silently ignored */
-    if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
-        return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,
-                           "parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)");
-    if ((mk->reshard || !s->fsdp_reshard_after_forward) &&
-        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
-        return mb_scn__err(err, s, mk->reshard ? mk->reshard : mk->strategy,
-                           "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl "
-                           "torch_fsdp2 only (PyTorch FSDP2's reshard_after_forward)");
-    if ((mk->sharded || s->fsdp_sharded_bytes != 4) &&
-        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
-        return mb_scn__err(err, s, mk->sharded ? mk->sharded : mk->strategy,
-                           "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
-                           "(Megatron keeps fp32 main weights in its optimizer)");
+    if (mb_scn__check_fsdp(s, mk, err))
+        return -1;
+    /* Liger's fused linear cross-entropy multiplies the hidden states by the whole output weight: it has
+     * no vocab-parallel form */
+    if (s->loss_chunks > 0 && s->tp > 1)
+        return mb_scn__err(err, s, mk->chunks ? mk->chunks : mk->tp,
+                           "training.loss_chunks needs tp = 1 (tp is %d): the fused linear cross-entropy "
+                           "(Liger-Kernel) is not vocab-parallel", s->tp);
     if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
@@ -778,6 +791,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->fsdp_impl = mb_scn__node(nodes, "parallel.fsdp_impl");
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
     mk->sharded = mb_scn__node(nodes, "parallel.fsdp_sharded_dtype");
+    mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");
     mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");

@@ -192,6 +192,8 @@ struct mb_scenario {
                                           DP; the default); 0 = DDP: grads all-reduced, state replicated */
     int ce_fusion;                     /* training.cross_entropy_fusion: Megatron --cross-entropy-loss-fusion */
     enum mb_ce_impl ce_impl;           /* training.cross_entropy_fusion_impl: native or te */
+    int loss_chunks;                   /* training.loss_chunks: fused linear cross-entropy over this many token
+                                          chunks (Liger-Kernel's), never the full logits; 0 = off */
     enum mb_attn_backend attn_backend; /* training.attention_backend */
     double attn_dropout;               /* training.attention_dropout: probability (Megatron
                                           --attention-dropout); a kernel of its own when unfused/local */

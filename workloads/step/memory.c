@@ -123,11 +123,19 @@ static double mb_step__tokens(const struct mb_scenario *s)
     return (double)s->micro_batch_size * s->seq_length / s->cp;
 }
 
+double mb_memory_chunked_loss_bytes(double tokens, double hidden, double vocab, int chunks)
+{
+    double chunk = ceil(tokens / chunks);
+    return BF16 * (tokens * hidden + vocab * hidden + chunk * vocab);
+}
+
 double mb_memory_logits_bytes(const struct mb_scenario *s)
 {
     const struct mb_model *m = &s->model;
     double elems = mb_step__tokens(s) * (double)m->vocab / s->tp; /* [s/cp, b, V/tp] per head */
     int heads = 1 + (m->mtp_layers > 0 ? m->mtp_layers : 0);
+    if (s->loss_chunks > 0)
+        return heads * mb_memory_chunked_loss_bytes(mb_step__tokens(s), m->hidden, m->vocab, s->loss_chunks);
     /* TE parallel_cross_entropy: the gradient is written into the bf16 logits
      * during forward; that tensor is what backward needs, per head */
     if (s->ce_fusion && s->ce_impl == MB_CE_TE)
