@@ -202,6 +202,9 @@ static const struct {
     {"bad_reshard_megatron_fsdp.yaml",
      "12:31: parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
      "(PyTorch FSDP2's reshard_after_forward)"},
+    {"bad_states_fsdp2.yaml",
+     "14:11: optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps its moments "
+     "in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)"},
     {"bad_loss_chunks_tp.yaml",
      "13:16: training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy (Liger-Kernel) is not "
      "vocab-parallel"},

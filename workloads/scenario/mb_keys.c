@@ -463,7 +463,8 @@ static const struct mb_key mb_key__table[] = {
     {.key = "optimizer.main_grads", .type = MB_KEY_ENUM, F_(grad_bytes), .flags = SW, .names = mb_key__grad_dtypes,
      .def = 4, .doc = "main-gradient buffer and DP reduction dtype (Megatron `--grad-reduce-in-bf16`)"},
     {.key = "optimizer.states", .type = MB_KEY_ENUM, F_(state_bytes), .flags = SW, .names = mb_key__state_dtypes,
-     .def = 8, .doc = "Adam moments dtype (precision-aware optimizer)"},
+     .def = 8, .doc = "Adam moments dtype (precision-aware optimizer); not with FSDP2, whose torch.optim.Adam "
+     "keeps them in parallel.fsdp_sharded_dtype (an error)"},
     {.key = "optimizer.distributed", .type = MB_KEY_BOOL, F_(dist_opt), .flags = SW, .def = 1,
      .doc = "Megatron's distributed optimizer; `false` = DDP (needs strategy 3d)",
      .megatron = "use_distributed_optimizer", .bridge = "ddp.use_distributed_optimizer"},

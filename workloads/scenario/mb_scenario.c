@@ -67,7 +67,7 @@ struct mb_scn__marks {
     const struct mb_node *text;                 /* data.text_tokens */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks, *states;
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit;
 };
 
@@ -359,6 +359,11 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
         return mb_scn__err(err, s, mk->sharded ? mk->sharded : mk->strategy,
                            "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
                            "(Megatron keeps fp32 main weights in its optimizer)");
+    /* torch.optim.Adam makes its moments zeros_like the parameter: their dtype is the sharded one */
+    if ((mk->states || s->state_bytes != 8) && s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2)
+        return mb_scn__err(err, s, mk->states ? mk->states : mk->fsdp_impl,
+                           "optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps "
+                           "its moments in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)");
     return 0;
 }
 
@@ -792,6 +797,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
     mk->sharded = mb_scn__node(nodes, "parallel.fsdp_sharded_dtype");
     mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
+    mk->states = mb_scn__node(nodes, "optimizer.states");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");
     mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");
