@@ -844,7 +844,7 @@ static void test_import_hf_cli(void **state)
         snprintf(path, sizeof path, "%s/s%d.yaml", dir, k);
         FILE *fp = fopen(path, "w");
         assert_non_null(fp);
-        fprintf(fp, "schema_version: 1\nname: hf\nmodel: %s\nsystem: {preset: dgx_h100, gpus: 8}\n"
+        fprintf(fp, "schema_version: 2\nname: hf\nmodel: %s\nsystem: {preset: dgx_h100, gpus: 8}\n"
                     "data: {seq_length: 2048, global_batch_size: 16, micro_batch_size: 1}\nparallel: {tp: 1, ep: 8}\n",
                 k ? models[k] : "q3.yaml");
         fclose(fp);

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -156,14 +157,14 @@ static const struct {
     const char *file, *msg;
 } bad[] = {
     {"bad_missing_schema_version.yaml",
-     "1:1: missing required key 'schema_version' in scenario (this mbsim reads schema_version: 1)"},
-    {"bad_schema_version_2.yaml", "1:17: unsupported schema_version '2'; this mbsim reads schema_version: 1"},
+     "1:1: missing required key 'schema_version' in scenario (this mbsim reads schema_version 1 to 2)"},
+    {"bad_schema_version_3.yaml", "1:17: unsupported schema_version '3'; this mbsim reads schema_version 1 to 2"},
     {"bad_unknown_top_key.yaml",
      "10:1: unknown key 'optimiser' in scenario; expected one of: schema_version, name, model, system, "
      "precision, data, parallel, moe, recompute, cuda_graph, freeze, peft, overlap, optimizer, training, memory, collectives, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
-     "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, sequence_parallel"},
+     "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, fsdp_sharded_dtype, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
     {"bad_wrong_type.yaml", "11:7: parallel.tp: expected an integer, got 'four'"},
     {"bad_enum.yaml",
@@ -203,6 +204,15 @@ static const struct {
     {"bad_reshard_megatron_fsdp.yaml",
      "12:31: parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
      "(PyTorch FSDP2's reshard_after_forward)"},
+    {"bad_states_fsdp2.yaml",
+     "14:11: optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps its moments "
+     "in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)"},
+    {"bad_loss_chunks_tp.yaml",
+     "13:16: training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy (Liger-Kernel) is not "
+     "vocab-parallel"},
+    {"bad_sharded_dtype_megatron_fsdp.yaml",
+     "12:23: parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
+     "(Megatron keeps fp32 main weights in its optimizer)"},
     /* MoE settings that did nothing: dispatcher SMs without a dispatcher kernel, overlap without shared experts */
     {"bad_dispatcher_sms_alltoall.yaml",
      "16:19: moe.dispatcher_sms applies to the hybridep and deepep dispatchers (their kernels occupy SMs); "
@@ -328,6 +338,13 @@ static const struct {
     {"warn_measured_iteration.yaml",
      ":14:32: warning: measured.peak_memory_after_iteration changes nothing: it says when "
      "measured.peak_memory_gib was logged, and there is none\n"},
+    /* a schema-1 file that states cross_entropy_fusion and leaves hidden_dropout out: one warning at the
+     * version's value (1 + "schema_version: " -> col 17) */
+    {"warn_schema1.yaml",
+     ":1:17: warning: training.hidden_dropout not set: schema_version 1 defaults it to 0.1 (0 since "
+     "schema_version 2: schema 2 defaults to 0 (Megatron-Bridge's model providers); schema 1 kept the residual "
+     "dropout masks, as at Megatron-LM's 0.1); state it to keep this meaning, or move the file to schema_version "
+     "2\n"},
     {"warn_dense_moe_keys.yaml",
      ":15:15: warning: moe.dispatcher changes nothing: model llama3_8b has no experts (dense)\n"
      "@:16:20: warning: moe.capacity_factor changes nothing: model llama3_8b has no experts (dense)\n"},
@@ -367,6 +384,45 @@ static void test_warnings(void **state)
         mb_scenario_free(&s);
     }
     globfree(&g);
+}
+
+/* Schema versions (mb_schema.h): a schema-1 file that leaves out a key whose default changed in schema 2
+ * is read with the schema-1 default (docs/scenario-format.md, Schema versions: cross-entropy unfused,
+ * hidden dropout 0.1), the same file as schema 2 with the key table's defaults (fused, 0); a stated value
+ * wins over either; and the writer writes the current schema, so a written schema-1 scenario keeps its
+ * meaning as schema 2 (the old defaults are written as the values they now are). */
+static void test_schema_old_defaults(void **state)
+{
+    (void)state;
+    struct mb_scenario s1, s2, sw, back;
+    load_ok(FIX "schema1_old_defaults.yaml", &s1);
+    assert_int_equal(s1.ce_fusion, 0);
+    assert_true(s1.hidden_dropout == 0.1);
+    assert_non_null(strstr(s1.warnings, "training.cross_entropy_fusion not set: schema_version 1 defaults it to "
+                                        "false"));
+    assert_non_null(strstr(s1.warnings, "training.hidden_dropout not set"));
+    load_ok(FIX "schema2_defaults.yaml", &s2);
+    assert_int_equal(s2.ce_fusion, 1);
+    assert_true(s2.hidden_dropout == 0);
+    assert_string_equal(s2.warnings, "");
+    load_ok(FIX "warn_schema1.yaml", &sw);
+    assert_int_equal(sw.ce_fusion, 1);
+    char path[] = "/tmp/mbsim_schema_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    assert_int_equal(mb_scenario_write_yaml(&s1, f), 0);
+    fclose(f);
+    load_ok(path, &back);
+    remove(path);
+    assert_int_equal(back.ce_fusion, 0);
+    assert_true(back.hidden_dropout == 0.1);
+    assert_string_equal(back.warnings, "");
+    mb_scenario_free(&back);
+    mb_scenario_free(&sw);
+    mb_scenario_free(&s2);
+    mb_scenario_free(&s1);
 }
 
 /* Step 3c: model and system references: a path is taken from the scenario's
@@ -793,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_bad_fixtures),
         cmocka_unit_test(test_precision),     cmocka_unit_test(test_module_names),
         cmocka_unit_test(test_check_hand_built), cmocka_unit_test(test_megatron_rules),
+        cmocka_unit_test(test_schema_old_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,6 +203,57 @@ static void test_fsdp_pp(void **state)
     mb_scenario_free(&s);
 }
 
+/* PyTorch FSDP2's sharded dtype and the experts it does not manage (modeling.md, FSDP).
+ * fsdp2_moe.yaml: 4 MoE layers, h 1024, 8 heads and 8 KV heads of 128, 8 GELU experts of f 512, 8 GPUs,
+ * FSDP over dp 8. By hand, per layer: attention q, k, v, o 4 x 1024^2 = 4,194,304, two RMSNorm weights
+ * 2 x 1024, router 1024 x 8 = 8,192: dense D = 4,204,544; routed experts 8 x 2 x 1024 x 512 =
+ * 8,388,608. Embedding and output layer 2 x 128 x 1024 = 262,144 and the final norm 1,024.
+ * At ep 8 (edp 1) a rank holds (4 D + 263,168) / 8 = 2,135,040 dense and 33,554,432 / 8 = 4,194,304
+ * expert parameters: 6,329,344, all trainable.
+ * - fp32 sharded parameters (default): optimizer = 2 moments x 4 B x 6,329,344 = 50,634,752 B;
+ *   gradients = 4 B x 6,329,344 + one layer's bf16 gradient and fp32 reduce copy, 6 B x D (the experts
+ *   are no FSDP2 parameters at edp 1: nothing gathered or reduce-scattered) -> gradients - optimizer/2
+ *   = 6 D = 25,227,264 B; weights - optimizer/2 = the bf16 gathers of 2 layers (current + prefetched),
+ *   4 D = 16,818,176 B.
+ * - bf16 sharded parameters (AutoModel): every sharded term halves (optimizer 25,317,376 B, weights and
+ *   gradients 2 B x 6,329,344 = 12,658,688 B lower), the unsharded bf16 gathers and reduce copy stay.
+ * - ep 4 (edp 2): FSDP2 shards a layer's 2 local experts over edp 2 and gathers them with the layer:
+ *   its unsharded layer gains 8,388,608 / 4 = 2,097,152 parameters, so gradients - optimizer/2 grows
+ *   by 6 x 2,097,152 = 12,582,912 B. Time does not depend on the sharded dtype. */
+static void test_fsdp2_sharded_dtype(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result f, b, e4;
+    struct mb_err e;
+    const double D = 4204544.0;
+    load("tests/data/step/fsdp2_moe.yaml", &s);
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    assert_int_equal(s.dp, 8);
+    assert_int_equal(s.fsdp_sharded_bytes, 4);
+    sim(&s, &f);
+    const struct mb_memory_stage *m = &f.mem.per_stage[0];
+    assert_true(fabs(m->optimizer / 50634752.0 - 1) < 1e-4);
+    assert_true(fabs((m->grads - m->optimizer / 2) / (6 * D) - 1) < 1e-4);
+    assert_true(fabs((m->weights - m->optimizer / 2) / (4 * D) - 1) < 1e-4);
+    s.fsdp_sharded_bytes = 2;
+    sim(&s, &b);
+    const struct mb_memory_stage *n = &b.mem.per_stage[0];
+    assert_true(fabs(n->optimizer / 25317376.0 - 1) < 1e-4);
+    assert_true(fabs((m->grads - n->grads) / 12658688.0 - 1) < 1e-4);
+    assert_true(fabs((m->weights - n->weights) / 12658688.0 - 1) < 1e-4);
+    assert_true(b.step_time_s == f.step_time_s);
+    s.fsdp_sharded_bytes = 4;
+    s.ep = 4;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    sim(&s, &e4);
+    const struct mb_memory_stage *q = &e4.mem.per_stage[0];
+    assert_true(fabs(((q->grads - q->optimizer / 2) - (m->grads - m->optimizer / 2)) / 12582912.0 - 1) < 1e-4);
+    mb_scenario_free(&s);
+}
+
 /* Context parallelism: Megatron's distributed optimizer shards its state over the DP x CP group
  * (the gradient buffers are reduce-scattered over data-parallel-with-context-parallel ranks).
  * pipe_1f1b.yaml on 8 GPUs with PP 4, CP 2, DP 1: a stage's fp32 master + Adam state is
@@ -687,6 +738,48 @@ static void test_loss_memory(void **state)
 }
 
 /*
+ * training.loss_chunks (Liger-Kernel's fused linear cross-entropy), oom_edge.yaml with a 256,000-token
+ * vocabulary so that the loss sets the peak: T = 8192, h = 4096, V = 256,000, TP 1. The forward fills
+ * grad_input [T, h] and grad_weight [V, h] (bf16, zeros_like the input and the weight) and keeps them for
+ * the backward; one chunk's bf16 logits [ceil(T/N), V] exist at a time.
+ * N = 8 (1024-token chunks): 2 (8192 x 4096 + 256,000 x 4096 + 1024 x 256,000) = 2 x 1,344,274,432 =
+ * 2,688,548,864 B, against TE's fused 2 T V = 4,194,304,000 B. N = 3 rounds the chunk up:
+ * ceil(8192 / 3) = 2731 rows, 2 (33,554,432 + 1,048,576,000 + 699,136,000) = 3,562,532,864 B. The
+ * cross-entropy flavour no longer matters (unfused with chunks: the same bytes); step time unchanged.
+ * tp 2 is refused (not vocab-parallel).
+ */
+static void test_loss_chunks(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result te, c8, c3, un8;
+    struct mb_err e;
+    load("tests/data/step/oom_edge.yaml", &s);
+    s.model.vocab = 256000;
+    sim(&s, &te);
+    assert_true(fabs(te.mem.logits - 4194304000.0) < 1);
+    s.loss_chunks = 8;
+    sim(&s, &c8);
+    assert_true(fabs(c8.mem.logits - 2688548864.0) < 1);
+    assert_true(fabs((te.mem.peak_allocated - c8.mem.peak_allocated) - (4194304000.0 - 2688548864.0)) < 1e3);
+    assert_true(c8.step_time_s == te.step_time_s);
+    s.ce_fusion = 0;
+    sim(&s, &un8);
+    assert_true(fabs(un8.mem.logits - 2688548864.0) < 1);
+    s.ce_fusion = 1;
+    s.loss_chunks = 3;
+    sim(&s, &c3);
+    assert_true(fabs(c3.mem.logits - 3562532864.0) < 1);
+    s.tp = 2;
+    s.gpus = 2;
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    assert_string_equal(e.msg, "training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy "
+                               "(Liger-Kernel) is not vocab-parallel");
+    mb_scenario_free(&s);
+}
+
+/*
  * Recompute working set: full recompute (uniform, one layer per group) keeps each layer's input
  * (2 s b h) and re-forwards the layer before its backward, so that layer's saved set (34 s b h on
  * this GPT layer, Korthikanti et al.) is allocated again: 32 s b h on top of the kept inputs at
@@ -1022,6 +1115,7 @@ int main(void)
         cmocka_unit_test(test_memory_static),
         cmocka_unit_test(test_llama_layer_activations),
         cmocka_unit_test(test_fsdp_pp),
+        cmocka_unit_test(test_fsdp2_sharded_dtype),
         cmocka_unit_test(test_optimizer_precision),
         cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_fsdp_prefetch),
@@ -1030,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_gpu_memory),
         cmocka_unit_test(test_allocator_rounding),
         cmocka_unit_test(test_loss_memory),
+        cmocka_unit_test(test_loss_chunks),
         cmocka_unit_test(test_recompute_working_set),
         cmocka_unit_test(test_recompute_boundaries),
         cmocka_unit_test(test_graph_scopes_hybrid),

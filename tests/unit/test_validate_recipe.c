@@ -306,7 +306,29 @@ static void cells_fsdp_impl(struct mb_scenario *s, struct mb_val_recipe *r)
     assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "megatron_fsdp:optim (fsdp_double_buffer, nccl_ub, keep_fp8_transpose_cache=False)", r), 0);
     assert_string_equal(r->unmodelled, "data_parallel_sharding_strategy optim (simulated as optim_grads_params), nccl_ub, "
                                        "keep_fp8_transpose_cache");
+    assert_int_equal(s->fsdp_impl, MB_FSDP_MEGATRON);
     assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "zero3", r), -1);
+    /* PyTorch FSDP2: the flavour is applied (it was read and dropped before 2026-12-07); NeMo AutoModel's
+     * MoE models add bf16 sharded state and no resharding after forward (its MoE parallelizer), a dense
+     * model keeps the defaults (fp32 sharded parameters, resharded) */
+    mb_validate_recipe_init(r);
+    assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "torch_fsdp2 (AutoModel FSDP2Manager)", r), 0);
+    assert_int_equal(s->fsdp_impl, MB_FSDP_TORCH2);
+    assert_int_equal(s->fsdp_sharded_bytes, 2);
+    assert_int_equal(s->fsdp_reshard_after_forward, 0);
+    assert_string_equal(r->applied, "PyTorch FSDP2, FSDP2 sharded parameters bf16 and reshard_after_forward off "
+                                    "(AutoModel's MoE models)");
+    s->fsdp_sharded_bytes = 4;
+    s->fsdp_reshard_after_forward = 1;
+    int experts = s->model.num_experts;
+    s->model.num_experts = 0;
+    mb_validate_recipe_init(r);
+    assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "torch_fsdp2 (AutoModel FSDP2Manager)", r), 0);
+    assert_int_equal(s->fsdp_sharded_bytes, 4);
+    assert_int_equal(s->fsdp_reshard_after_forward, 1);
+    assert_string_equal(r->applied, "PyTorch FSDP2");
+    s->model.num_experts = experts;
+    s->fsdp_impl = MB_FSDP_MEGATRON;
     s->strategy = MB_STRAT_3D;
 }
 

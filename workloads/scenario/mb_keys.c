@@ -273,7 +273,9 @@ _Static_assert(offsetof(struct mb_scenario, text_max) == offsetof(struct mb_scen
 
 static const struct mb_key mb_key__table[] = {
     {.key = "schema_version", .type = MB_KEY_SPECIAL, .flags = MB_KEYF_REQUIRED, .def_text = "—",
-     .doc = "must be `1`; checked before anything else"},
+     .doc = "the schema the file was written for: `1` or `2` (the current one); checked before anything else. "
+            "A key whose default changed since the file's schema, left out, gets its old default with a "
+            "warning (Schema versions, below)"},
     {.key = "name", .type = MB_KEY_STRING, F_(name), .flags = MB_KEYF_REQUIRED, .def_text = "—",
      .doc = "scenario name (not empty)"},
     {.key = "model", .type = MB_KEY_SPECIAL, F_(model_ref), .flags = MB_KEYF_REQUIRED | MB_KEYF_REF | SW,
@@ -351,6 +353,12 @@ static const struct mb_key mb_key__table[] = {
      .flags = SW, .def = 1, .applies = mb_key__if_fsdp2,
      .doc = "FSDP2 `reshard_after_forward`; `false` keeps every layer's gathered bf16 parameters from its "
             "forward to its backward (memory only: the backward gathers are still simulated)"},
+    {.key = "parallel.fsdp_sharded_dtype", .type = MB_KEY_ENUM, F_(fsdp_sharded_bytes), .flags = SW,
+     .names = mb_key__grad_dtypes, .def = 4, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2: dtype of the sharded parameters, the dtype the model was built in (`MixedPrecisionPolicy` "
+            "keeps the sharded parameter in its original dtype); the sharded gradients (cast back after the "
+            "reduce-scatter) and torch.optim.Adam's moments (`zeros_like` the parameter) follow it. `fp32`: "
+            "fp32 master weights; `bf16`: a model built in bf16, as NeMo AutoModel builds it"},
     {.key = "parallel.sequence_parallel", .type = MB_KEY_BOOL, F_(sequence_parallel), .flags = SW, .def = -1,
      .def_text = "on when tp > 1", .applies = mb_key__if_tp,
      .doc = "Megatron sequence parallel; forced off at tp = 1",
@@ -456,7 +464,8 @@ static const struct mb_key mb_key__table[] = {
     {.key = "optimizer.main_grads", .type = MB_KEY_ENUM, F_(grad_bytes), .flags = SW, .names = mb_key__grad_dtypes,
      .def = 4, .doc = "main-gradient buffer and DP reduction dtype (Megatron `--grad-reduce-in-bf16`)"},
     {.key = "optimizer.states", .type = MB_KEY_ENUM, F_(state_bytes), .flags = SW, .names = mb_key__state_dtypes,
-     .def = 8, .doc = "Adam moments dtype (precision-aware optimizer)"},
+     .def = 8, .doc = "Adam moments dtype (precision-aware optimizer); not with FSDP2, whose torch.optim.Adam "
+     "keeps them in parallel.fsdp_sharded_dtype (an error)"},
     {.key = "optimizer.distributed", .type = MB_KEY_BOOL, F_(dist_opt), .flags = SW, .def = 1,
      .doc = "Megatron's distributed optimizer; `false` = DDP (needs strategy 3d)",
      .megatron = "use_distributed_optimizer", .bridge = "ddp.use_distributed_optimizer"},
@@ -469,6 +478,12 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron `--cross-entropy-fusion-impl`: te (gradient written into the bf16 logits) or native "
             "(fp32 softmax kept, as unfused)",
      .megatron = "cross_entropy_fusion_impl", .bridge = "model.cross_entropy_fusion_impl"},
+    {.key = "training.loss_chunks", .type = MB_KEY_INT, F_(loss_chunks), .flags = SW, .min = 0, .max = 1048576,
+     .def = 0, .def_text = "0 (off)",
+     .doc = "a fused linear cross-entropy over N token chunks (Liger-Kernel's LigerFusedLinearCrossEntropy, as "
+            "torchtitan- and AutoModel-style trainers use it): the output projection, the loss and both their "
+            "gradients run chunk by chunk in the forward, so one chunk's logits exist at a time; replaces the "
+            "cross_entropy_fusion flavour; tp 1 only (not vocab-parallel). Memory only"},
     {.key = "training.attention_backend", .type = MB_KEY_ENUM, F_(attn_backend), .flags = SW | SH,
      .names = mb_key__attn_backends, .def = MB_ATTN_AUTO,
      .doc = "Megatron-Core `--attention-backend`: auto, flash, fused (one fused kernel, the table's "

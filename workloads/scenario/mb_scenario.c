@@ -27,6 +27,7 @@
 #include "mb_coll.h"
 #include "mb_keys.h"
 #include "mb_megatron_rules.h"
+#include "mb_schema.h"
 #include "mb_yaml.h"
 
 #include <assert.h>
@@ -68,7 +69,7 @@ struct mb_scn__marks {
     const struct mb_node *text;                 /* data.text_tokens */
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
-    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *offload, *prec;
+    const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks, *states;
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
 };
 
@@ -390,6 +391,30 @@ static int mb_scn__check_megatron(const struct mb_scenario *s, const struct mb_s
     return mb_scn__err(err, s, mb_scn__rule_at(mk, r->key), "%s", msg);
 }
 
+/* FSDP settings: those of one flavour are errors elsewhere, not silently ignored. */
+static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
+        return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,
+                           "parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)");
+    if ((mk->reshard || !s->fsdp_reshard_after_forward) &&
+        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
+        return mb_scn__err(err, s, mk->reshard ? mk->reshard : mk->strategy,
+                           "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl "
+                           "torch_fsdp2 only (PyTorch FSDP2's reshard_after_forward)");
+    if ((mk->sharded || s->fsdp_sharded_bytes != 4) &&
+        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
+        return mb_scn__err(err, s, mk->sharded ? mk->sharded : mk->strategy,
+                           "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
+                           "(Megatron keeps fp32 main weights in its optimizer)");
+    /* torch.optim.Adam makes its moments zeros_like the parameter: their dtype is the sharded one */
+    if ((mk->states || s->state_bytes != 8) && s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2)
+        return mb_scn__err(err, s, mk->states ? mk->states : mk->fsdp_impl,
+                           "optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps "
+                           "its moments in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)");
+    return 0;
+}
+
 /* The training options against the model and each other (second half of the
  * rules listed above mb_scn__check_layout). mk is not NULL. */
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
@@ -451,15 +476,14 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
     if (mb_scn__check_attn_backend(s, mk, err))
         return -1;
-    /* settings of one FSDP flavour are errors elsewhere, not silently ignored */
-    if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
-        return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,
-                           "parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)");
-    if ((mk->reshard || !s->fsdp_reshard_after_forward) &&
-        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
-        return mb_scn__err(err, s, mk->reshard ? mk->reshard : mk->strategy,
-                           "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl "
-                           "torch_fsdp2 only (PyTorch FSDP2's reshard_after_forward)");
+    if (mb_scn__check_fsdp(s, mk, err))
+        return -1;
+    /* Liger's fused linear cross-entropy multiplies the hidden states by the whole output weight: it has
+     * no vocab-parallel form */
+    if (s->loss_chunks > 0 && s->tp > 1)
+        return mb_scn__err(err, s, mk->chunks ? mk->chunks : mk->tp,
+                           "training.loss_chunks needs tp = 1 (tp is %d): the fused linear cross-entropy "
+                           "(Liger-Kernel) is not vocab-parallel", s->tp);
     if (s->fsdp_prefetch != 1 && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->overlap,
                            "overlap.fsdp_prefetch = %d applies to strategy fsdp only (this scenario is 3d)",
@@ -821,6 +845,9 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->attn = mb_scn__node(nodes, "training.attention_backend");
     mk->fsdp_impl = mb_scn__node(nodes, "parallel.fsdp_impl");
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
+    mk->sharded = mb_scn__node(nodes, "parallel.fsdp_sharded_dtype");
+    mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
+    mk->states = mb_scn__node(nodes, "optimizer.states");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");
     mk->lora_targets = mb_scn__node(nodes, "peft.lora_targets");
@@ -896,21 +923,59 @@ static int mb_scn__parse(const struct mb_node *root, const char *dir, struct mb_
     return mb_scn__calib_table(s, dir, mb_scn__node(nodes, "calibration.table"), err);
 }
 
-/* schema_version first: a file for another schema is not read further. */
-static int mb_scn__schema(const struct mb_node *root, struct mb_err *err)
+/* schema_version first: a file for a schema this mbsim does not read is not read further.
+ * *ver_p: the file's version. */
+static int mb_scn__schema(const struct mb_node *root, int *ver_p, struct mb_err *err)
 {
     if (mb_yaml_expect(root, MB_NODE_MAP, "scenario", err))
         return -1;
     const struct mb_node *ver = mb_yaml_get(root, "schema_version");
     if (!ver)
         return mb_yaml_err(err, root, "missing required key 'schema_version' in scenario (this mbsim reads "
-                           "schema_version: 1)");
+                           "schema_version %d to %d)", MB_SCHEMA_OLDEST, MB_SCHEMA_VERSION);
     if (mb_yaml_is_null(ver))
-        return mb_yaml_err(err, ver, "key 'schema_version' has no value (this mbsim reads schema_version: 1)");
+        return mb_yaml_err(err, ver, "key 'schema_version' has no value (this mbsim reads schema_version %d to %d)",
+                           MB_SCHEMA_OLDEST, MB_SCHEMA_VERSION);
     long vn;
-    if (ver->kind != MB_NODE_SCALAR || mb_yaml_int(ver, &vn, NULL) || vn != 1)
-        return mb_yaml_err(err, ver, "unsupported schema_version '%s'; this mbsim reads schema_version: 1",
-                           ver->kind == MB_NODE_SCALAR ? ver->str : "(not a scalar)");
+    if (ver->kind != MB_NODE_SCALAR || mb_yaml_int(ver, &vn, NULL) || vn < MB_SCHEMA_OLDEST ||
+        vn > MB_SCHEMA_VERSION)
+        return mb_yaml_err(err, ver, "unsupported schema_version '%s'; this mbsim reads schema_version %d to %d",
+                           ver->kind == MB_NODE_SCALAR ? ver->str : "(not a scalar)", MB_SCHEMA_OLDEST,
+                           MB_SCHEMA_VERSION);
+    *ver_p = (int)vn;
+    return 0;
+}
+
+static void mb_scn__warn(struct mb_scenario *s, const struct mb_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* A file of an older schema that leaves out a key whose default changed since gets the default it was
+ * written under (mb_schema.h): applied after the keys are read; with `warn`, one warning per key, at
+ * schema_version, so the author can state the value (or move the file to the current schema). */
+static int mb_scn__old_defaults(struct mb_scenario *s, const struct mb_node *root, int version,
+                                const struct mb_node *const *nodes, int warn, struct mb_err *err)
+{
+    size_t n;
+    const struct mb_schema_change *c = mb_schema_changes(&n);
+    for (size_t i = 0; i < n; i++) {
+        const struct mb_key *k = mb_key_find(c[i].key);
+        assert(k);
+        if (version >= c[i].since || nodes[mb_key_index(k)])
+            continue;
+        if (!warn) {
+            if (mb_key_set(s, k, c[i].old_default, err))
+                return -1;
+            continue;
+        }
+        mb_scn__warn(s, mb_yaml_get(root, "schema_version"),
+                     "%s not set: schema_version %d defaults it to %s (%s since schema_version %d: %s); state "
+                     "it to keep this meaning, or move the file to schema_version %d",
+                     c[i].key, version, c[i].old_default, c[i].new_default, c[i].since, c[i].why,
+                     MB_SCHEMA_VERSION);
+    }
     return 0;
 }
 
@@ -1164,9 +1229,10 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
     struct mb_scn__marks mk;
     memset(&mk, 0, sizeof mk);
     const struct mb_node *nodes[MB_KEYS_MAX] = {NULL};
-    int rc = -1, model_loaded = 0;
+    int rc = -1, model_loaded = 0, version = 0;
 
-    if (mb_scn__schema(root, err) || mb_scn__parse(root, dir, s, &mk, nodes, err))
+    if (mb_scn__schema(root, &version, err) || mb_scn__parse(root, dir, s, &mk, nodes, err) ||
+        mb_scn__old_defaults(s, root, version, nodes, 0, err))
         goto out;
     const struct mb_node *row = mb_scn__node(nodes, "measured.csv_row");
     if (row && (!s->meas_csv_row[0] || isspace((unsigned char)s->meas_csv_row[0]) ||
@@ -1182,6 +1248,7 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
         mb_scn__check_measured(s, nodes, err))
         goto out;
     mb_scn__warn_inert(s, nodes);
+    mb_scn__old_defaults(s, root, version, nodes, 1, err);
     rc = 0;
 out:
     if (rc && model_loaded)

@@ -2,7 +2,7 @@
  * mb_scenario.h -- one training configuration to simulate: model, system,
  * precision, data, parallel layout and training options.
  *
- * Built from a scenario YAML file (schema_version 1, docs/scenario-format.md)
+ * Built from a scenario YAML file (schema_version 1 or 2, docs/scenario-format.md)
  * or from a row of a measured-runs CSV (mb_validate.h). mb_scenario_check()
  * rejects layouts that cannot exist (TP*PP*CP*DP != GPUs, EP not dividing the
  * experts, GBS not divisible by MBS*DP, ...).
@@ -154,6 +154,9 @@ struct mb_scenario {
     enum mb_fsdp_impl fsdp_impl;       /* parallel.fsdp_impl (strategy fsdp only): memory of the flavour */
     int fsdp_reshard_after_forward;    /* parallel.fsdp_reshard_after_forward: FSDP2's reshard_after_forward;
                                           0 keeps every layer's parameters gathered from forward to backward */
+    int fsdp_sharded_bytes;            /* parallel.fsdp_sharded_dtype: bytes per element of FSDP2's sharded
+                                          parameters (4 fp32, the default; 2 bf16: the model built in bf16);
+                                          their gradients and torch.optim.Adam's two moments follow it */
     /* moe */
     enum mb_dispatcher dispatcher;
     enum mb_routing routing;
@@ -195,6 +198,8 @@ struct mb_scenario {
                                           DP; the default); 0 = DDP: grads all-reduced, state replicated */
     int ce_fusion;                     /* training.cross_entropy_fusion: Megatron --cross-entropy-loss-fusion */
     enum mb_ce_impl ce_impl;           /* training.cross_entropy_fusion_impl: native or te */
+    int loss_chunks;                   /* training.loss_chunks: fused linear cross-entropy over this many token
+                                          chunks (Liger-Kernel's), never the full logits; 0 = off */
     enum mb_attn_backend attn_backend; /* training.attention_backend */
     double attn_dropout;               /* training.attention_dropout: probability (Megatron
                                           --attention-dropout); a kernel of its own when unfused/local */
@@ -235,7 +240,7 @@ struct mb_scenario {
 void mb_scenario_defaults(struct mb_scenario *s);
 
 /**
- * @brief Load a scenario YAML file (schema_version 1): resolves the model, the
+ * @brief Load a scenario YAML file (schema_version 1 or 2): resolves the model, the
  * system (hwloc XML included) and checks the layout.
  * @return 0 or -1 with file:line:col in err.
  */

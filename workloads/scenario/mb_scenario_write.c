@@ -12,6 +12,7 @@
  * the scenario's source file node by node.
  */
 #include "mb_keys.h"
+#include "mb_schema.h"
 #include "mb_scenario.h"
 #include "mb_yaml.h"
 
@@ -174,7 +175,9 @@ static void mb_wr__value(struct mb_wr *w, const struct mb_scenario *s, const str
 {
     char buf[1024];
     if (!strcmp(k->key, "schema_version")) {
-        mb_wr__scalar(w, "1", 0);
+        char v[16];
+        snprintf(v, sizeof v, "%d", MB_SCHEMA_VERSION);
+        mb_wr__scalar(w, v, 0);
         return;
     }
     if (!strcmp(k->key, "model")) {

@@ -123,11 +123,19 @@ static double mb_step__tokens(const struct mb_scenario *s)
     return (double)s->micro_batch_size * s->seq_length / s->cp;
 }
 
+double mb_memory_chunked_loss_bytes(double tokens, double hidden, double vocab, int chunks)
+{
+    double chunk = ceil(tokens / chunks);
+    return BF16 * (tokens * hidden + vocab * hidden + chunk * vocab);
+}
+
 double mb_memory_logits_bytes(const struct mb_scenario *s)
 {
     const struct mb_model *m = &s->model;
     double elems = mb_step__tokens(s) * (double)m->vocab / s->tp; /* [s/cp, b, V/tp] per head */
     int heads = 1 + (m->mtp_layers > 0 ? m->mtp_layers : 0);
+    if (s->loss_chunks > 0)
+        return heads * mb_memory_chunked_loss_bytes(mb_step__tokens(s), m->hidden, m->vocab, s->loss_chunks);
     /* TE parallel_cross_entropy: the gradient is written into the bf16 logits
      * during forward; that tensor is what backward needs, per head */
     if (s->ce_fusion && s->ce_impl == MB_CE_TE)
@@ -335,6 +343,34 @@ static double mb_step__hybridep_bytes(double T, int ep, int local, double h, int
     return combine + dispatch + stage;
 }
 
+/* PyTorch FSDP2 (`fully_shard` with MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32)) on a rank
+ * holding `shard` parameters sharded, `tshard` of them trainable (bytes out):
+ * - the sharded parameter keeps the dtype the model was built in (parallel.fsdp_sharded_dtype: fp32, the
+ *   master; bf16); the reduce-scatter output is cast back to it (`_to_dtype_if_needed(reduce_output,
+ *   orig_dtype)`, pytorch/pytorch@010ae4a8 torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py
+ *   foreach_reduce), and torch.optim.Adam makes its two moments `zeros_like` the parameter
+ *   (torch/optim/adam.py `_init_group`): w, g and each moment at the sharded dtype;
+ * - unsharded, bf16: the gathered parameters of the `held` layers (all of the stage's layers without
+ *   reshard_after_forward), and one layer's bf16 gradient with its fp32 copy for the reduce-scatter
+ *   (reduce_dtype fp32: 6 B per parameter of the layer);
+ * - a layer's routed experts are gathered and reduce-scattered only when FSDP2 manages them, that is when
+ *   they have an expert-data-parallel group to shard over (edp > 1): at edp 1 NeMo AutoModel leaves them out
+ *   of the block's `fully_shard` (`ignored_params`, NVIDIA-NeMo/Automodel@8d9bfb90
+ *   nemo_automodel/components/moe/parallelizer.py apply_fsdp), and their gradients are plain `.grad`s
+ *   already counted in *g. */
+static void mb_step__fsdp2_state(const struct mb_scenario *s, const struct mb_layout *lay, double shard,
+                                 double tshard, int held, int on_stage, double *wp, double *gp, double *op)
+{
+    double pb = s->fsdp_sharded_bytes;
+    double layer = lay->dense_layer_params / s->tp;
+    if (lay->edp > 1)
+        layer += lay->layer_params - lay->dense_layer_params / s->tp;
+    double gathered = s->fsdp_reshard_after_forward ? held : (on_stage > held ? on_stage : held);
+    *wp = pb * shard + 2.0 * gathered * layer;
+    *gp = pb * tshard + (2.0 + 4.0) * layer;
+    *op = 2.0 * pb * tshard;
+}
+
 /* Static state of stage st's rank (bytes): weights *w, gradients *g, optimizer
  * state *o, for FSDP (Megatron-FSDP or FSDP2) or the 3D path (distributed
  * optimizer or DDP). */
@@ -366,17 +402,7 @@ static void mb_step__static_state(const struct mb_scenario *s, const struct mb_l
         if (on_stage > 0 && held > on_stage)
             held = on_stage;
         if (s->fsdp_impl == MB_FSDP_TORCH2) {
-            /* FSDP2 + MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32): the sharded
-             * parameter is the fp32 master (4 B); trainable shards carry fp32 grads and Adam.
-             * Unsharded: bf16 gathers of the held layers (all of the stage's layers without
-             * reshard_after_forward), one layer's bf16 gradient and its fp32 copy for the
-             * reduce-scatter */
-            w = 4 * (shard_d + shard_e);
-            g = 4 * (tshard_d + tshard_e);
-            o = s->state_bytes * (tshard_d + tshard_e);
-            double gathered = s->fsdp_reshard_after_forward ? held : (on_stage > held ? on_stage : held);
-            w += 2.0 * gathered * layer;
-            g += (2.0 + 4.0) * layer;
+            mb_step__fsdp2_state(s, lay, shard_d + shard_e, tshard_d + tshard_e, held, on_stage, &w, &g, &o);
         } else {
             /* Megatron-FSDP (optim_grads_params): bf16 weights, main grads, fp32 main
              * weights and Adam sharded; gathered parameters and unsharded gradients in

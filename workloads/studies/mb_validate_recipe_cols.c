@@ -353,6 +353,25 @@ static int mb_validate__rc_tp_overlap(struct mb_scenario *s, const char *cell, c
     return 0;
 }
 
+/* NeMo AutoModel's FSDP2 (FSDP2Manager) on its MoE models: AutoModel's own MoE model classes are built in
+ * bf16 (`initialize_weights(dtype=torch.bfloat16)` then `self.to(dtype)`, NVIDIA-NeMo/Automodel@8d9bfb90
+ * nemo_automodel/components/models/qwen3_moe/model.py), so FSDP2's sharded parameters, their gradients and
+ * torch.optim.Adam's moments are bf16; and its MoE parallelizer calls `fully_shard` with
+ * `reshard_after_forward=False` unless told otherwise (nemo_automodel/components/moe/parallelizer.py,
+ * `parallelize_model`, which the LLM recipe calls without it: recipes/llm/train_ft.py). Dense models go
+ * through nemo_automodel/components/distributed/parallelizer.py, which reshards every block but the last
+ * (`apply_fsdp2_sharding_recursively`), in the dtype they are loaded in (not stated by the rows: the
+ * defaults stay). */
+static void mb_validate__rc_automodel_fsdp2(struct mb_scenario *s, struct mb_val_recipe *r)
+{
+    if (s->model.num_experts <= 0)
+        return;
+    s->fsdp_sharded_bytes = 2;
+    s->fsdp_reshard_after_forward = 0;
+    mb_validate__rl_add(r->applied, sizeof r->applied, "FSDP2 sharded parameters bf16 and "
+                        "reshard_after_forward off (AutoModel's MoE models)");
+}
+
 /* fsdp_impl: none (DDP + distributed optimizer), none (DDP), none (... no distributed optimizer ...),
  * megatron_fsdp[:<sharding>] (...), torch_fsdp2 (...). The fsdp column decides the strategy. */
 static int mb_validate__rc_fsdp_impl(struct mb_scenario *s, const char *cell, const char *t, struct mb_val_recipe *r)
@@ -383,6 +402,11 @@ static int mb_validate__rc_fsdp_impl(struct mb_scenario *s, const char *cell, co
                mfsdp ? "megatron_fsdp" : "torch_fsdp2");
         return 0;
     }
+    /* the flavour: its memory (docs/modeling.md, FSDP); before 2026-12-07 every FSDP row ran as
+     * Megatron-FSDP, the key's default, whatever this cell said */
+    s->fsdp_impl = mfsdp ? MB_FSDP_MEGATRON : MB_FSDP_TORCH2;
+    if (!mfsdp)
+        mb_validate__rl_add(r->applied, sizeof r->applied, "PyTorch FSDP2");
     if (mfsdp && t[13] == ':') {
         char shard[64];
         mb_validate__copy_str(shard, sizeof shard, t + 14);
@@ -391,6 +415,8 @@ static int mb_validate__rc_fsdp_impl(struct mb_scenario *s, const char *cell, co
             mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled,
                    "data_parallel_sharding_strategy %s (simulated as optim_grads_params)", shard);
     }
+    if (!mfsdp && strstr(t, "automodel"))
+        mb_validate__rc_automodel_fsdp2(s, r);
     if (strstr(t, "nccl_ub"))
         mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "nccl_ub");
     if (strstr(t, "keep_fp8_transpose_cache"))

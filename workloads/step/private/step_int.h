@@ -487,6 +487,12 @@ double mb_memory_grad_ws(const struct mb_scenario *s, const struct mb_layout *la
                          int c);
 /* Loss working set of one microbatch on the last stage (logits, softmax or in-place gradient). */
 double mb_memory_logits_bytes(const struct mb_scenario *s);
+/* Liger-Kernel's fused linear cross-entropy (training.loss_chunks) on `tokens` tokens, hidden size `hidden`,
+ * vocabulary `vocab` in `chunks` token chunks, per head (bytes): the bf16 grad_input [T, h] and grad_weight
+ * [V, h] it fills in the forward and saves for the backward, and one chunk's bf16 logits [ceil(T/N), V], in
+ * which the loss kernel writes their gradient (linkedin/Liger-Kernel@00eba634
+ * src/liger_kernel/ops/fused_linear_cross_entropy.py, fused_linear_cross_entropy_forward). */
+double mb_memory_chunked_loss_bytes(double tokens, double hidden, double vocab, int chunks);
 /* Tokens of a microbatch that a TP rank holds outside its tensor-parallel GEMMs (norms, residual
  * adds, the saved inputs of the column-parallel linears): T / tp under sequence parallelism, all T
  * of them without it (every TP rank repeats that work on the whole sequence, Korthikanti et al.,
