@@ -95,12 +95,15 @@ static int mb_validate__csv_sms(struct mb_val__csv *c, const struct mb_scenario 
 
 /* Apply every recipe column of the record to s, one column at a time; a
  * column whose result does not pass mb_scenario_check is taken back and
- * listed as not applied, with the check's message. -1 (c->err) for an SM
- * count beyond the GPU's. */
+ * listed as not applied, with the check's message. fp8_recipe goes first: it
+ * refines the precision column (fp8 -> fp8_cs, ...), and the checks of the
+ * other columns (Megatron's FP8 rules on recompute modules) are of the
+ * refined precision. -1 (c->err) for an SM count beyond the GPU's. */
 static int mb_validate__csv_apply_recipe(struct mb_val__csv *c, struct mb_scenario *s, struct mb_val_recipe *rec)
 {
     mb_validate_recipe_init(rec);
-    for (int k = 0; k < MB_VAL_RC_COUNT; k++) {
+    for (int i = 0; i < MB_VAL_RC_COUNT; i++) {
+        int k = i == 0 ? MB_VAL_RC_FP8_RECIPE : i <= MB_VAL_RC_FP8_RECIPE ? i - 1 : i;
         if (c->ridx[k] < 0)
             continue;
         const char *cellv = c->f[c->ridx[k]].text;
