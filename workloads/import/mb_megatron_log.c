@@ -258,7 +258,7 @@ int mb_mgi__measured(struct mb_mgi *m)
             return -1;
     }
     const char *base = strrchr(a->file, '/');
-    snprintf(src, sizeof src, "%s: median of %d iteration lines (iterations %ld-%ld); warm-up up to "
+    snprintf(src, sizeof src, "%.120s: median of %d iteration lines (iterations %ld-%ld); warm-up up to "
              "iteration %ld not used", base ? base + 1 : a->file, r.used, r.from, r.to, r.warmup_to);
     if (mb_mgi__set(m, "measured.source", src, NULL))
         return -1;
