@@ -225,6 +225,9 @@ static const struct {
      "13:16: recompute.granularity full needs cuda_graph.modules [full_iteration] or no CUDA graphs: Megatron-Core "
      "supports full recompute only with full-iteration CUDA graphs, not per-layer ones (Megatron-LM "
      "megatron/core/transformer/transformer_config.py:2854-2858 @d98e8a64dd)"},
+    {"bad_attn_flash2_b200.yaml", "14:22: training.attention_backend flash2: its rates are published for Hopper "
+                                  "GPUs (H100, H200) only and the system's GPU is B200; use fused or flash (the "
+                                  "table's curves)"},
     {"bad_ep_overlap_ep1.yaml", "14:12: overlap.ep_comm needs expert parallelism (parallel.ep > 1); ep = 1 "
                                 "(Megatron-LM megatron/core/transformer/transformer_config.py:3013-3015 @d98e8a64dd)"},
     {"bad_offload_pp.yaml", "13:30: memory.cpu_offloading_num_layers needs pp = 1 (Megatron-Core: no pipeline "
@@ -285,6 +288,18 @@ static void test_bad_fixtures(void **state)
         assert_string_equal(got, want);
         mb_scenario_free(&s); /* safe after a failed load */
     }
+}
+
+/* training.attention_backend flash2 is checked against the system's GPU once it is known: the H100
+ * copy of bad_attn_flash2_b200.yaml loads (before the fix the check ran with no GPU and refused H100). */
+static void test_attn_backend_gpu(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    load_ok(FIX "attn_flash2_h100.yaml", &s);
+    assert_int_equal(s.attn_backend, MB_ATTN_FLASH2);
+    assert_string_equal(s.system.gpu, "H100");
+    mb_scenario_free(&s);
 }
 
 /* Step 3b: settings that are valid but change nothing load, with one
@@ -849,7 +864,7 @@ int main(void)
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_bad_fixtures),
         cmocka_unit_test(test_precision),     cmocka_unit_test(test_module_names),
         cmocka_unit_test(test_check_hand_built), cmocka_unit_test(test_megatron_rules),
-        cmocka_unit_test(test_schema_old_defaults),
+        cmocka_unit_test(test_schema_old_defaults), cmocka_unit_test(test_attn_backend_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

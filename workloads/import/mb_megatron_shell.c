@@ -998,7 +998,8 @@ static int mb_sh__assign(struct mb_sh *sh, const struct mb_sh__raw *r, int expor
         v->bad = NULL;
     }
     v->v = mb_realloc(v->v, (size_t)(v->n + nn + 1) * sizeof *v->v);
-    memcpy(v->v + v->n, nv, (size_t)nn * sizeof *nv);
+    if (nn > 0) /* an empty array "()": nv may be NULL, and memcpy's pointers must not be */
+        memcpy(v->v + v->n, nv, (size_t)nn * sizeof *nv);
     v->n += nn;
     mb_free(nv);
     v->line = r->line;

@@ -115,7 +115,7 @@ static int mb_scn__check_attn_backend(const struct mb_scenario *s, const struct 
     enum mb_attn_backend b = s->attn_backend;
     if ((b != MB_ATTN_FLASH2 && b != MB_ATTN_FLASH3 && b != MB_ATTN_TRITON) || mb_attn_backend_hopper(s->system.gpu))
         return 0;
-    return mb_scn__err(err, s, mk->attn,
+    return mb_scn__err(err, s, mk ? mk->attn : NULL,
                        "training.attention_backend %s: its rates are published for Hopper GPUs (H100, H200) only and "
                        "the system's GPU is %s; use fused or flash (the table's curves)",
                        b == MB_ATTN_FLASH2 ? "flash2" : b == MB_ATTN_FLASH3 ? "flash3" : "triton", s->system.gpu);
@@ -474,8 +474,6 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "training.attention_backend %s does not support context parallelism (cp = %d): "
                            "Megatron-Core runs CP only with TE flash or fused attention",
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
-    if (mb_scn__check_attn_backend(s, mk, err))
-        return -1;
     if (mb_scn__check_fsdp(s, mk, err))
         return -1;
     /* Liger's fused linear cross-entropy multiplies the hidden states by the whole output weight: it has
@@ -601,6 +599,8 @@ static int mb_scn__check_system(struct mb_scenario *s, const struct mb_scn__mark
                            "precision %s needs Blackwell tensor cores (MX/NVFP4 block scaling, compute capability "
                            "10.0+); system %s has %s GPUs: use fp8_blockwise, fp8_cs or fp8",
                            s->prec.label, s->system.name, s->system.gpu);
+    if (mb_scn__check_attn_backend(s, mk, err)) /* here: the system's GPU is known */
+        return -1;
     if (s->system.max_gpus > 0 && s->gpus > s->system.max_gpus)
         return mb_scn__err(err, s, mk ? mk->gpus : NULL, "gpus = %d exceeds max_gpus = %d of system %s",
                            s->gpus, s->system.max_gpus, s->system.name);
