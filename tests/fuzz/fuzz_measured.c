@@ -7,7 +7,6 @@
  * that input and dropped after it, as `mbsim validate` does for each CSV.
  * MBSIM_FUZZ_NO_CACHE set: every input loads its own (the earlier harness).
  * Seeds: tests/data/validate/, tests/data/fit/. */
-#include <dirent.h>
 #include <string.h>
 
 #include "fuzz_hwloc_pin.h"
@@ -16,29 +15,18 @@
 
 static struct mb_val__cache *cache;
 
-static void warm_dir(const char *dir)
+/* One seed CSV read into the shared cache (its models and systems stay loaded). */
+static void warm_file(const char *path)
 {
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    if (!d)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (n < 5 || strcmp(de->d_name + n - 4, ".csv"))
-            continue;
-        char path[4096];
-        struct mb_val_summary v;
-        struct mb_err e;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        mb_validate_init(&v);
-        v.parse_only = 1;
-        v.shared_cache = cache;
-        mb_err_clear(&e);
-        mb_validate_add_csv(&v, path, &e);
-        mb_validate_cache_keep(cache); /* before the summary's release drops what it loaded */
-        mb_validate_free(&v);
-    }
-    closedir(d);
+    struct mb_val_summary v;
+    struct mb_err e;
+    mb_validate_init(&v);
+    v.parse_only = 1;
+    v.shared_cache = cache;
+    mb_err_clear(&e);
+    mb_validate_add_csv(&v, path, &e);
+    mb_validate_cache_keep(cache); /* before the summary's release drops what it loaded */
+    mb_validate_free(&v);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -50,8 +38,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (e && e[0] && !(e[0] == '0' && !e[1]))
         return 0;
     cache = mb_validate_cache_new();
-    warm_dir(MBSIM_SOURCE_DIR "/tests/data/validate");
-    warm_dir(MBSIM_SOURCE_DIR "/tests/data/fit");
+    fuzz_each_file(MBSIM_SOURCE_DIR "/tests/data/validate", ".csv", warm_file);
+    fuzz_each_file(MBSIM_SOURCE_DIR "/tests/data/fit", ".csv", warm_file);
     return 0;
 }
 

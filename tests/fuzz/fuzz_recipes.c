@@ -15,7 +15,6 @@
  * LLVMFuzzerInitialize, into a cache every input's CSV shares (as fuzz_measured
  * does); the input's own scenario load still loads its model and system.
  * Seeds: scenarios/measured/, tests/data/validate/recipes*. */
-#include <dirent.h>
 #include <string.h>
 
 #include "fuzz_hwloc_pin.h"
@@ -90,28 +89,16 @@ static void one(const char *path, int parse_only, int keep)
     mb_validate_free(&v);
 }
 
-static void warm_dir(const char *dir)
+/* One seed recipe file, loaded from a copy in the temporary folder (the one-row CSV is written beside it). */
+static void warm_file(const char *path)
 {
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    if (!d)
+    FILE *in = fopen(path, "rb");
+    if (!in)
         return;
-    while ((de = readdir(d)) != NULL) {
-        size_t n = strlen(de->d_name);
-        if (n < 6 || strcmp(de->d_name + n - 5, ".yaml"))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        /* a copy in the temporary folder: the one-row CSV is written beside it */
-        FILE *in = fopen(path, "rb");
-        if (!in)
-            continue;
-        uint8_t buf[65536];
-        size_t got = fread(buf, 1, sizeof buf, in);
-        fclose(in);
-        one(fuzz_tmp(buf, got, "yaml"), 1, 1);
-    }
-    closedir(d);
+    uint8_t buf[65536];
+    size_t got = fread(buf, 1, sizeof buf, in);
+    fclose(in);
+    one(fuzz_tmp(buf, got, "yaml"), 1, 1);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -123,8 +110,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (e && e[0] && !(e[0] == '0' && !e[1]))
         return 0;
     cache = mb_validate_cache_new();
-    warm_dir(MBSIM_SOURCE_DIR "/scenarios/measured");
-    warm_dir(MBSIM_SOURCE_DIR "/tests/data/validate/recipes");
+    fuzz_each_file(MBSIM_SOURCE_DIR "/scenarios/measured", ".yaml", warm_file);
+    fuzz_each_file(MBSIM_SOURCE_DIR "/tests/data/validate/recipes", ".yaml", warm_file);
     return 0;
 }
 

@@ -8,11 +8,33 @@
 #ifndef MB_FUZZ_UTIL_H
 #define MB_FUZZ_UTIL_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+/* Call fn with the path of each file of dir whose name ends in suffix (".csv"), as the harnesses'
+ * initialisers warm their caches on the seed folders; a folder that cannot be opened is skipped. */
+static inline void fuzz_each_file(const char *dir, const char *suffix, void (*fn)(const char *path))
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    size_t ls = strlen(suffix);
+    if (!d)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n <= ls || strcmp(de->d_name + n - ls, suffix))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        fn(path);
+    }
+    closedir(d);
+}
 
 /* Write data to DIR/mbsim-fuzz-PID.EXT (the same file every call) and return its path.
  * DIR is /dev/shm where it exists (a disk-backed /tmp costs most of an
