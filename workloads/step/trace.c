@@ -59,20 +59,34 @@ static void mb_tw__flush(struct mb__tw *w)
     w->n = 0;
 }
 
-static void mb_tw__put(struct mb__tw *w, const char *s, size_t len)
+/* A piece that does not fit the buffer's rest: flush, then buffer it (or
+ * write it through when it is larger than the buffer). */
+static void __attribute__((noinline)) mb_tw__put_slow(struct mb__tw *w, const char *s, size_t len)
 {
-    if (w->n + len > sizeof w->buf)
-        mb_tw__flush(w);
+    mb_tw__flush(w);
     if (len > sizeof w->buf) { /* never for this writer's pieces (< 512 bytes); kept correct anyway */
         if (!w->fail)
             w->fail = w->gz ? gzwrite(w->gz, s, (unsigned)len) != (int)len : fwrite(s, 1, len, w->fp) != len;
+        return;
+    }
+    memcpy(w->buf, s, len);
+    w->n = len;
+}
+
+/* Inline: most pieces are a few bytes, often literals whose length and copy
+ * the compiler resolves (the out-of-line copy of every piece was a quarter
+ * of a large trace's time). */
+static inline void mb_tw__put(struct mb__tw *w, const char *s, size_t len)
+{
+    if (w->n + len > sizeof w->buf) {
+        mb_tw__put_slow(w, s, len);
         return;
     }
     memcpy(w->buf + w->n, s, len);
     w->n += len;
 }
 
-static void mb_tw__puts(struct mb__tw *w, const char *s)
+static inline void mb_tw__puts(struct mb__tw *w, const char *s)
 {
     mb_tw__put(w, s, strlen(s));
 }
