@@ -177,6 +177,34 @@ static void test_pairs_recompute(void **state)
     mb_validate_free(&s);
 }
 
+/* tests/data/validate/pairs_mismatch.csv (a recipe column, cuda_graph none, so recipe_match is read): base (TP 1, 10,000 tokens/s/GPU) and tp2 (TP 2, 9,000) are
+ * "exact"; fp8 (12,000) is LAYOUT-MISMATCH. Of the three pairs, base/tp2 is compared (-10 %) and the
+ * two with fp8 (base/fp8 +20 %, tp2/fp8 +33.3 %) are counted apart, their statistics from their own
+ * effects. */
+static void test_pairs_mismatch(void **state)
+{
+    (void)state;
+    struct mb_val_summary s;
+    struct mb_val_pairs p;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_validate_csv(FIX "pairs_mismatch.csv", &s, &err))
+        fail_msg("%s", err.msg);
+    assert_true(find_row(&s, "fp8")->layout_mismatch);
+    mb_validate_pairs_find(&s, &p);
+    assert_int_equal(p.n, 1);
+    assert_true(fabs(find_pair(&s, &p, "base", "tp2")->meas_effect - (-0.10)) < 1e-12);
+    assert_int_equal(p.mismatch.n, 2);
+    assert_int_equal(p.mismatch.n_judged, 2);
+    double pb = find_row(&s, "base")->predicted, pt = find_row(&s, "tp2")->predicted,
+           pf = find_row(&s, "fp8")->predicted;
+    double e1 = fabs((pf / pb - 1 - 0.20) * 100), e2 = fabs((pf / pt - 1 - (12000.0 / 9000 - 1)) * 100);
+    assert_true(fabs(p.mismatch.mean_abs_err_pts - (e1 + e2) / 2) < 1e-9);
+    assert_true(fabs(p.mismatch.median_abs_err_pts - (e1 + e2) / 2) < 1e-9); /* two values: their mean */
+    mb_validate_pairs_free(&p);
+    mb_validate_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_pairs_effects),
         cmocka_unit_test(test_pairs_file),
         cmocka_unit_test(test_pairs_recompute),
+        cmocka_unit_test(test_pairs_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

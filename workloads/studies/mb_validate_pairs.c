@@ -250,8 +250,8 @@ static int mb_pairs__cmp_same(const void *x, const void *y)
 
 void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs *out)
 {
-    size_t cap = 0, n = 0, cap_unn = 0;
-    struct mb_val_pairs unn = {0};
+    size_t cap = 0, n = 0, cap_unn = 0, cap_mis = 0;
+    struct mb_val_pairs unn = {0}, mis = {0};
     memset(out, 0, sizeof *out);
     size_t *ix = mb_malloc((s->n_rows ? s->n_rows : 1) * sizeof *ix);
     for (size_t i = 0; i < s->n_rows; i++)
@@ -270,10 +270,13 @@ void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs 
                 if (!knobs[0])
                     continue; /* repeated measurements of one configuration: not an A/B pair */
                 int unnamed = !strcmp(knobs, mb_val__rcolname[MB_VAL_RC_OTHER]);
+                int mismatch = s->rows[ix[x]].layout_mismatch || s->rows[ix[y]].layout_mismatch;
                 if (mb_pairs__eval(s, ix[x], ix[y], knobs, &p))
                     out->n_unpredicted += !unnamed;
                 else if (unnamed) /* free text alone: a release or settings no column names */
                     mb_pairs__push(&unn, &cap_unn, &p);
+                else if (mismatch) /* which layout ran is in doubt */
+                    mb_pairs__push(&mis, &cap_mis, &p);
                 else
                     mb_pairs__push(out, &cap, &p);
             }
@@ -284,6 +287,10 @@ void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs 
     out->unnamed = unn.all;
     mb_validate__copy_str(out->unnamed.knobs, sizeof out->unnamed.knobs, mb_val__rcolname[MB_VAL_RC_OTHER]);
     mb_validate_pairs_free(&unn);
+    mb_pairs__finish(&mis);
+    out->mismatch = mis.all;
+    mb_validate__copy_str(out->mismatch.knobs, sizeof out->mismatch.knobs, "(a LAYOUT-MISMATCH row)");
+    mb_validate_pairs_free(&mis);
 }
 
 /* ---- explicit pairs ---- */
@@ -452,6 +459,11 @@ void mb_validate_pairs_print_text(const struct mb_val_summary *s, const struct m
                     "  or settings no column names):\n");
         mb_pairs__print_stats(&p->unnamed, fp);
     }
+    if (p->mismatch.n) {
+        fprintf(fp, "  not in the totals: pairs with a LAYOUT-MISMATCH row (the recipe's layout is not the published\n"
+                    "  one, so which layout ran is in doubt):\n");
+        mb_pairs__print_stats(&p->mismatch, fp);
+    }
     if (!p->n)
         return;
     fprintf(fp, "\n  %-32s %-32s %-24s %9s %9s %7s  %s\n", "A (baseline)", "B (variant)", "knobs", "measured", "predicted",
@@ -492,6 +504,7 @@ int mb_validate_pairs_print_json(const struct mb_val_summary *s, const struct mb
         json_array_append_new(by, mb_pairs__jstats(&p->by_knob[i]));
     json_object_set_new(root, "by_knob", by);
     json_object_set_new(root, "other_recipe_only", mb_pairs__jstats(&p->unnamed));
+    json_object_set_new(root, "layout_mismatch", mb_pairs__jstats(&p->mismatch));
     for (size_t i = 0; i < p->n; i++) {
         const struct mb_val_pair *x = &p->p[i];
         json_t *o = json_object();

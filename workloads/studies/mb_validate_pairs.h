@@ -7,8 +7,9 @@
  * sequence length, measured on the same metric, that differ in at least one named knob column
  * (MB_VAL_AB_NKNOB: precision, MBS, TP, PP, CP, VPP, EP, ETP, FSDP, recompute and the recipe
  * columns other than the free-text other_recipe, which is listed when it differs too); A is the
- * row that comes first in the input. Explicit pairs (mb_validate_pairs_read)
- * name their rows by id in a file.
+ * row that comes first in the input. Found pairs with a LAYOUT-MISMATCH row are counted apart
+ * (mismatch). Explicit pairs (mb_validate_pairs_read) name their rows by id in a file and are
+ * all compared.
  *
  * Effects are on throughput: measured effect = T_B / T_A - 1 with T the row's measured tokens/s/GPU
  * or model TFLOP/s/GPU, or 1 / step time; predicted effect likewise from the predictions. The
@@ -59,6 +60,10 @@ struct mb_val_pairs {
     struct mb_val_pair_stats *by_knob; /* per label: most pairs first, then label */
     struct mb_val_pair_stats unnamed;  /* found pairs whose rows differ in other_recipe alone (free text: a
                                           release, or settings no column names), not in p[] nor in all */
+    struct mb_val_pair_stats mismatch; /* found pairs with a LAYOUT-MISMATCH row (recipe_match: the recipe's
+                                          layout is not the published one, so which layout ran is in doubt;
+                                          set apart as validate sets those rows' MAPE apart), not in p[]
+                                          nor in all */
 };
 
 /**
