@@ -5,8 +5,8 @@
 #     `path:` of an actions/checkout step above it, and mbsim's tests find ../shared beside it;
 #   - the packages installed are the README's Quick start list (and gnuplot-nox), the build is the
 #     README's cmake configure and build, and ctest runs on that build before mbsim is installed;
-#   - the script it runs exists in this tree, and every option it gives `mbsim validate` is one
-#     `mbsim validate --help` lists.
+#   - the script it runs exists in this tree and takes the options given (its usage line), and every
+#     option given to `mbsim validate` is one `mbsim validate --help` lists.
 #
 #   docs_ci.sh MBSIM_BINARY      (run from the source tree; CTest does)
 . "$(dirname "$0")/lib.sh"
@@ -58,5 +58,10 @@ done
 "$bin" validate --help > "$tmp/help" || fail "mbsim validate --help"
 for o in $(grep 'mbsim" validate' "$tmp/job.yaml" | grep -o -- '--[a-z-]*'); do
     grep -q -- "$o" "$tmp/help" || fail "mbsim validate has no $o"
+done
+# the options given to ci_validate.sh are in its usage line
+usage=$(sh scripts/ci_validate.sh 2>&1 | grep '^usage:')
+for o in $(grep -o 'ci_validate.sh .*' "$tmp/job.yaml" | grep -o -- ' -[a-z]' | tr -d ' '); do
+    echo "$usage" | grep -q -- "\[$o " || fail "ci_validate.sh has no option $o: $usage"
 done
 echo "docs_ci: the example checks out mbsim and shared first, builds and tests as the README, runs what exists"
