@@ -8,6 +8,8 @@
 # ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
 #   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/breakdown.gp
 if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
+if (!exists("subject")) { subject = infile }
+if (ARGC >= 5) { subject = ARG5 } # the scenario or input the chart shows (title)
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 1000,600 dynamic enhanced font "sans,13" background rgb "white"
 } else {
@@ -19,7 +21,7 @@ set datafile columnheaders
 
 stats infile using "seconds" nooutput
 total = STATS_sum
-set title sprintf("step-time breakdown of the critical rank (sum %.3f s)", total)
+set title sprintf("%s: step-time breakdown of the critical rank (sum %.3f s)", subject, total) noenhanced
 set ylabel "seconds per step"
 set yrange [0:STATS_max * 1.15]
 set style fill solid 0.8 border -1

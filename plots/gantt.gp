@@ -3,12 +3,19 @@
 #   infile   track, label, start_ms, end_ms, category: one row per slice; track =
 #            8*stage + (0 compute, 1..6 TP/CP/EP/PP/DP/FSDP communication, 7 host launches)
 #   outfile  .png (pngcairo) or .svg
+#   subject  the trace's name, in the title (ARG5)
+#   legend   the categories present in the trace, '~' for a space (ARG6): only they are in the legend
 # Columns are read by name; colours by category (compute categories blue/green
 # shades, communication orange/red, recompute purple).
 # mbsim runs `gnuplot -c KIND.gp INFILE INFILE2 OUTFILE MBS_AXIS`: the paths arrive as the strings
 # ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
 #   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/gantt.gp
 if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
+if (!exists("subject")) { subject = infile }
+if (ARGC >= 5) { subject = ARG5 } # the scenario or input the chart shows (title)
+# the legend: the categories the trace has, in the order of their colours, spaces written as '~' (ARG6)
+if (!exists("legend")) { legend = "vision_encoder decoder_attention moe_experts dispatch_combine_compute dense_other recompute optimizer TP~comm EP~comm PP~p2p DP~comm FSDP~comm launch" }
+if (ARGC >= 6) { legend = ARG6 }
 set datafile separator "\t"
 set datafile columnheaders
 stats infile using "end_ms" nooutput
@@ -24,7 +31,7 @@ if (strstrt(outfile, ".svg") > 0) {
     set terminal pngcairo size 1400,height enhanced font "sans,11"
 }
 set output outfile
-set title "simulated step timeline (pipeline stage x {compute, TP, CP, EP, PP, DP, FSDP, host})"
+set title sprintf("%s: simulated step timeline (pipeline stage x {compute, TP, CP, EP, PP, DP, FSDP, host})", subject) noenhanced
 set xlabel "time (ms)"
 set xrange [0:tmax * 1.01]
 set yrange [ymax + 0.6:-0.6]
@@ -38,16 +45,13 @@ col(c) = c eq "vision_encoder" ? 0x2ca02c : c eq "projector" ? 0x98df8a : c eq "
          c eq "exposed_tp_comm" ? 0xff7f0e : c eq "exposed_pp_comm" ? 0xe377c2 : c eq "exposed_dp_comm" ? 0xbcbd22 : \
          c eq "exposed_fsdp_comm" ? 0xffbb78 : c eq "EP comm" ? 0xd62728 : c eq "TP comm" ? 0xff7f0e : \
          c eq "PP p2p" ? 0xe377c2 : c eq "DP comm" ? 0xbcbd22 : c eq "FSDP comm" ? 0xffbb78 : c eq "CP comm" ? 0x8c564b : \
-         c eq "launch" ? 0xc7c7c7 : 0x555555
+         c eq "launch" || c eq "exposed_host_launch" ? 0xc7c7c7 : 0x555555
+# '~' back to ' ' (category names with spaces travel as one word), and the legend's words for them
+unsquiggle(s) = strstrt(s, "~") == 0 ? s : s[1:strstrt(s, "~") - 1] . " " . unsquiggle(s[strstrt(s, "~") + 1:])
+catname(c) = c eq "launch" || c eq "exposed_host_launch" ? "host launches" : c
 set style fill solid 0.9 noborder
 plot infile using ((column("start_ms") + column("end_ms")) / 2):"track": \
           ((column("end_ms") - column("start_ms")) / 2):(0.35):(col(strcol("category"))):ytic(strcol("label")) \
           with boxxyerror lc rgb variable notitle, \
-     for [c in "vision_encoder decoder_attention moe_experts dispatch_combine_compute dense_other recompute optimizer"] \
-          NaN with boxes lc rgb col(c) title c, \
-     NaN with boxes lc rgb col("TP comm") title "TP comm", \
-     NaN with boxes lc rgb col("EP comm") title "EP comm", \
-     NaN with boxes lc rgb col("PP p2p") title "PP p2p", \
-     NaN with boxes lc rgb col("DP comm") title "DP comm", \
-     NaN with boxes lc rgb col("FSDP comm") title "FSDP comm", \
-     NaN with boxes lc rgb col("launch") title "host launches"
+     for [i = 1:words(legend)] NaN with boxes lc rgb col(unsquiggle(word(legend, i))) \
+          title catname(unsquiggle(word(legend, i)))

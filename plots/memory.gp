@@ -12,6 +12,8 @@
 # ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
 #   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/memory.gp
 if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
+if (!exists("subject")) { subject = infile }
+if (ARGC >= 5) { subject = ARG5 } # the scenario or input the chart shows (title)
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 1100,600 dynamic enhanced font "sans,13" background rgb "white"
 } else {
@@ -25,7 +27,7 @@ stats infile using "capacity_gib" nooutput
 cap = STATS_max
 stats infile using "device_gib" nooutput
 top = STATS_max > cap ? STATS_max : cap
-set title "memory of the peak rank over the step"
+set title sprintf("%s: memory of the peak rank over the step", subject) noenhanced
 set xlabel "time in the step (ms)"
 set ylabel "GiB"
 set yrange [0:top * 1.08]

@@ -11,6 +11,8 @@
 # ARG1..ARG4, never inside a gnuplot command (docs/robustness.md, "Children"). By hand:
 #   gnuplot -e "infile='x.tsv'; outfile='x.png'" plots/sweep.gp
 if (ARGC >= 3) { infile = ARG1; infile2 = ARG2; outfile = ARG3 }
+if (!exists("subject")) { subject = infile }
+if (ARGC >= 5) { subject = ARG5 } # the scenario or input the chart shows (title)
 if (ARGC >= 4) { mbs_axis = (ARG4 eq "0") ? 0 : 1 }
 if (strstrt(outfile, ".svg") > 0) {
     set terminal svg size 1400,600 dynamic enhanced font "sans,13" background rgb "white"
@@ -22,7 +24,7 @@ set datafile separator "\t"
 set datafile missing "NA"
 set datafile columnheaders
 
-set multiplot layout 1,2 title "mbsim sweep"
+set multiplot layout 1,2 title sprintf("mbsim sweep of %s", subject) noenhanced
 
 # left: throughput vs micro-batch size, one line per recompute granularity
 # (mbs_axis=0: the sweep has no data.micro_batch_size axis; one point at the scenario's)

@@ -2,11 +2,14 @@
 # ci_validate.sh -- example CI job (docs/ci.md): predict measured runs with
 # `mbsim validate`, fail when the MAPE exceeds a threshold or (with -b) when
 # predictions drifted from a baseline, and leave the report, the JSON summary
-# (the next baseline) and the predicted-vs-measured plot as artifacts.
+# (the next baseline), the predicted-vs-measured plot and (with -j) a JUnit report as artifacts.
 #
 #   scripts/ci_validate.sh MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR]
-#                          [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]...
+#                          [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]... [-j MAX_ERROR_PCT]
 #
+#   -j MAX_ERROR_PCT  also write ARTIFACT_DIR/junit.xml: one JUnit testcase per row, failed when
+#               its |error| is past MAX_ERROR_PCT (mbsim validate --junit --max-error; the
+#               verdict and exit status stay the MAPE's)
 #   -r RECIPES  a scenario file or folder whose measured.csv_row files state CSV rows'
 #               recipes (mbsim validate --recipes; repeatable; a path without spaces,
 #               as the inputs)
@@ -20,7 +23,7 @@
 set -eu
 
 usage() {
-    echo "usage: $0 MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR] [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]..." >&2
+    echo "usage: $0 MEASURED.csv|SCENARIO.yaml... MAX_MAPE_PCT [-o ARTIFACT_DIR] [-b BASELINE.json [-d DRIFT_PCT]] [-r RECIPES]... [-j MAX_ERROR_PCT]" >&2
     exit 2
 }
 
@@ -30,15 +33,17 @@ threshold=""
 baseline=""
 drift=5
 recipes=""
+junit=""
 while [ $# -gt 0 ]; do
     case "$1" in
         -o) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
         -b) [ $# -ge 2 ] || usage; baseline=$2; shift 2 ;;
         -d) [ $# -ge 2 ] || usage; drift=$2; shift 2 ;;
+        -j) [ $# -ge 2 ] || usage; junit=$2; shift 2 ;;
         -r) [ $# -ge 2 ] || usage
             case "$2" in ''|-*|*' '*) echo "$0: -r takes a path without spaces, got '$2'" >&2; exit 2 ;; esac
             recipes="$recipes --recipes $2"; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) # the last positional argument is the threshold
            if [ -n "$threshold" ]; then inputs="$inputs $threshold"; fi
            threshold=$1; shift ;;
@@ -50,6 +55,9 @@ case "$threshold" in
 esac
 case "$drift" in
     ''|*[!0-9.]*) echo "$0: DRIFT_PCT must be a number, got '$drift'" >&2; exit 2 ;;
+esac
+case "$junit" in
+    *[!0-9.]*) echo "$0: MAX_ERROR_PCT must be a number, got '$junit'" >&2; exit 2 ;;
 esac
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,8 +77,12 @@ case "${rc:-0}" in
     3) drifted=1 ;;
     *) echo "$0: mbsim validate failed" >&2; exit 2 ;;
 esac
+# the JSON summary (the next baseline) and, with -j, the JUnit report of the same validation
+set --
+if [ -n "$junit" ]; then set -- --junit "$out/junit.xml" --max-error "$junit"; fi
 # shellcheck disable=SC2086
-"$MBSIM" validate $inputs $recipes --json > "$out/validate.json"
+"$MBSIM" validate $inputs $recipes --json "$@" > "$out/validate.json"
+if [ -n "$junit" ]; then echo "junit: $out/junit.xml"; fi
 mape=$(sed -n 's/^ *"mape_pct": *\([0-9.eE+-]*\).*/\1/p' "$out/validate.json" | head -n 1)
 if [ -z "$mape" ]; then
     echo "$0: no mape_pct in $out/validate.json" >&2

@@ -39,7 +39,7 @@ _mbsim()
         --emit)
             COMPREPLY=($(compgen -W "megatron bridge" -- "$cur"))
             return ;;
-        -j|--jobs|--top|--gpus|--ranks|--progress|--mb-cap|--screen|--shard|--set|--name|--gpu|--op|--sizes|--params|--drift-threshold)
+        -j|--jobs|--top|--gpus|--nodes|--ranks|--progress|--mb-cap|--screen|--shard|--set|--name|--gpu|--op|--sizes|--factor|--params|--drift-threshold|--max-error)
             return ;;
         --cv)
             COMPREPLY=($(compgen -W "family family-all" -- "$cur"))
@@ -47,22 +47,22 @@ _mbsim()
     esac
     local words="" names="" opts=""
     case $cmd in
-        run) opts="--json --memory --ops --roofline --trace --emit --help" ;;
+        run) opts="--set --json --memory --ops --roofline --trace --emit --help" ;;
         compare) opts="--roofline --help" ;;
-        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --recipes --pairs --help" ;;
-        sweep) opts="--set -j --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
-        merge) opts="--tsv --json --help" ;;
+        validate) opts="--json --roofline --cv -j --jobs --progress --baseline --drift-threshold --recipes --pairs --junit --max-error --help" ;;
+        sweep) opts="--set -j --jobs --top --tsv --json --shard --no-header --resume --progress --mb-cap --exact --screen --help" ;;
+        merge) opts="--set --tsv --json --top --help" ;;
         tune) opts="-o --emit -j --jobs --set --help" ;;
         import)
             [ "$COMP_CWORD" -eq 2 ] && words="megatron bridge hf"
-            opts="--system --gpus --model --name -o --help" ;;
+            opts="--system --gpus --nodes --model --name -o --help" ;;
         plot)
             [ "$COMP_CWORD" -eq 2 ] && words="validate sweep breakdown gantt memory"
             opts="-o --help" ;;
-        collective) opts="--system --gpus --op --sizes --help" ;;
+        collective) opts="--system --gpus --op --sizes --factor --dtype --algo --calib --help" ;;
         calibrate)
-            [ "$COMP_CWORD" -eq 2 ] && words="nccl-tests nsys kineto runs"
-            opts="--gpu --base --ranks --shapes --params --recipes -o --help" ;;
+            [ "$COMP_CWORD" -eq 2 ] && words="nccl-tests nsys kineto runs transfer"
+            opts="--gpu --base --ranks --shapes --params --recipes -j --jobs -o --help" ;;
         topo)
             [ "$COMP_CWORD" -eq 2 ] && names="$(mbsim systems 2> /dev/null)"
             opts="--json --help" ;;

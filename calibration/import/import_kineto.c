@@ -483,11 +483,15 @@ static int mb_kin__host(json_t *evs, struct mb_prof *p, const char *path, struct
     return 0;
 }
 
-/* GPU type from deviceProperties[0].name ("NVIDIA A100-PG509-200" -> "A100"). */
-static void mb_kin__gpu(json_t *root, char *out, size_t len)
+/* GPU type from deviceProperties[0].name ("NVIDIA A100-PG509-200" -> "A100"); the name as
+ * written goes to p->gpu_name. */
+static void mb_kin__gpu(json_t *root, struct mb_prof *p)
 {
     static const char *const known[] = {"GB300", "GB200", "B300", "B200", "H200", "H100", "H800", "A100", NULL};
     const char *name = mb_kin__str(json_array_get(json_object_get(root, "deviceProperties"), 0), "name");
+    char *out = p->gpu;
+    size_t len = sizeof p->gpu;
+    snprintf(p->gpu_name, sizeof p->gpu_name, "%s", name ? name : "");
     out[0] = '\0';
     for (size_t i = 0; name && known[i]; i++)
         if (strstr(name, known[i])) {
@@ -709,7 +713,7 @@ int mb_prof_kineto(const char *path, struct mb_prof **out, struct mb_err *err)
 
     struct mb_prof *p = S.p = mb_calloc(1, sizeof *p);
     p->file = mb_strdup(path);
-    mb_kin__gpu(root, p->gpu, sizeof p->gpu);
+    mb_kin__gpu(root, p);
     int rc = 0;
     for (size_t i = 0; i < nev && !rc; i++)
         rc = mb_kin__event(&S, i);

@@ -23,6 +23,7 @@
 #include "mb_yaml.h"
 
 #include <csv.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -125,6 +126,22 @@ enum mb_kclass mb_prof_classify(const char *kernel)
         if (strstr(kernel, r->pat))
             return r->cls;
     return MB_KC_UNKNOWN;
+}
+
+int mb_prof_name_sm(const char *kernel)
+{
+    int best = 0;
+    for (const char *q = kernel; q && *q; q++) {
+        if ((q[0] != 's' && q[0] != 'S') || q[1] != 'm' || (q > kernel && isalpha((unsigned char)q[-1])))
+            continue;
+        const char *d = q + 2 + (q[2] == '_');
+        int v = 0, nd = 0;
+        while (isdigit((unsigned char)d[nd]) && nd < 4)
+            v = v * 10 + (d[nd++] - '0');
+        if (nd >= 2 && nd <= 3 && !isdigit((unsigned char)d[nd]) && v >= 30 && v <= 199 && v > best)
+            best = v;
+    }
+    return best;
 }
 
 /*
@@ -510,6 +527,7 @@ static int mb_nsys__data_row(struct mb_nsys__ctx *c)
         pt->source = mb_prof__short("", name, suffix);
     } else if (cls == MB_KC_GEMM || cls == MB_KC_GROUPED_GEMM || cls == MB_KC_ATTN_FWD || cls == MB_KC_ATTN_BWD) {
         p->n_noshape++;
+        k->noshape = 1;
     }
     return 0;
 }
@@ -692,6 +710,41 @@ int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *s
     return 0;
 }
 
+static int mb_prof__by_time_desc(const void *a, const void *b)
+{
+    const struct mb_prof_kernel *x = *(const struct mb_prof_kernel *const *)a, *y = *(const struct mb_prof_kernel *const *)b;
+    return x->total_s > y->total_s ? -1 : x->total_s < y->total_s;
+}
+
+/* nsys: the kernels left without a shape (k->noshape): launches, share of the GPU time, the 5
+ * largest by time. */
+static void mb_prof__summary_noshape(const struct mb_prof *p, FILE *f)
+{
+    const struct mb_prof_kernel **ks = mb_calloc(p->n_kernels + 1, sizeof *ks);
+    size_t n = 0;
+    long inst = 0;
+    double t = 0;
+    for (size_t i = 0; i < p->n_kernels; i++)
+        if (p->kernels[i].noshape) {
+            ks[n++] = &p->kernels[i];
+            inst += p->kernels[i].instances;
+            t += p->kernels[i].total_s;
+        }
+    if (n) {
+        qsort(ks, n, sizeof *ks, mb_prof__by_time_desc);
+        fprintf(f, "  (%ld launches, %.1f%% of the GPU time; the largest, for a shapes file:)\n", inst,
+                p->total_s > 0 ? 100 * t / p->total_s : 0.0);
+        for (size_t i = 0; i < n && i < 5; i++) {
+            char suffix[96];
+            snprintf(suffix, sizeof suffix, "  [line %d, %.4g ms]", ks[i]->line, ks[i]->total_s * 1e3);
+            char *s = mb_prof__short("  ", ks[i]->name, suffix);
+            fprintf(f, "%s\n", s);
+            mb_free(s);
+        }
+    }
+    mb_free(ks);
+}
+
 void mb_prof_write_summary(const struct mb_prof *p, FILE *f)
 {
     fprintf(f, "%s: %zu kernels, %.6g ms GPU kernel time\n", p->file, p->n_kernels, p->total_s * 1e3);
@@ -715,6 +768,7 @@ void mb_prof_write_summary(const struct mb_prof *p, FILE *f)
     }
     if (p->n_noshape)
         fprintf(f, "kernels of a shaped class without a shape: %zu\n", p->n_noshape);
+    mb_prof__summary_noshape(p, f);
     if (p->n_unused_shapes)
         fprintf(f, "shape rules that matched no kernel: %zu\n", p->n_unused_shapes);
     if (p->cls_kernels[MB_KC_UNKNOWN]) {

@@ -124,6 +124,17 @@ const char *mb_prof_kclass_name(enum mb_kclass k);
 /** @brief Class of a (demangled) kernel name by the documented rule table. */
 enum mb_kclass mb_prof_classify(const char *kernel);
 
+/**
+ * @brief The GPU architecture a kernel name says it was built for, as compute
+ * capability x 10: the highest "smNN" / "sm_NN" / "SmNN" (not inside a word)
+ * in the name, e.g. "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT" -> 90,
+ * "flash::enable_sm90_or_later<...cutlass::arch::Sm90>" -> 90,
+ * "Fused_Moe_Kernel_sm80<...>" -> 80 (an sm80 kernel also runs on later GPUs:
+ * the value is a lower bound of the GPU's capability). Values from 30 to 199.
+ * @return the value, or 0 when the name states none.
+ */
+int mb_prof_name_sm(const char *kernel);
+
 /** Operation a shape describes. */
 enum mb_prof_op { MB_PROF_GEMM, MB_PROF_GROUPED, MB_PROF_ATTN };
 
@@ -160,6 +171,8 @@ struct mb_prof_kernel {
     long instances;
     double total_s, avg_s, med_s; /* med_s = avg_s when the source has no median */
     int line;                     /* nsys: CSV line; Kineto: index of the first event */
+    int noshape;                  /* nsys: of a shaped class (GEMM, grouped GEMM, attention) and
+                                     matched by no shape rule: not a point (counted in n_noshape) */
 };
 
 /** One measured point (becomes a `measured:` entry of the written table). */
@@ -185,6 +198,8 @@ struct mb_prof_coll {
 struct mb_prof {
     char *file;                        /* profile path */
     char gpu[32];                      /* from the trace (Kineto deviceProperties) or the side-file */
+    char gpu_name[128];                /* Kineto: deviceProperties[0].name as written ("NVIDIA
+                                          A100-PG509-200"), "" when the trace has none */
     size_t n_kernels;
     struct mb_prof_kernel *kernels;
     long cls_kernels[MB_KC_COUNT];     /* distinct kernel names per class */
@@ -259,7 +274,9 @@ void mb_prof_free(struct mb_prof *p);
 int mb_prof_write_table(const struct mb_prof *p, const char *base, const char *source, FILE *f,
                         struct mb_err *err);
 
-/** @brief Human-readable per-class summary and unknown kernels (the no-shapes output). */
+/** @brief Human-readable per-class summary and unknown kernels (the no-shapes output); the
+ *  kernels of a shaped class left without a shape with their launches, share of the GPU time and
+ *  the largest of them by time (those a shapes side-file should give first). */
 void mb_prof_write_summary(const struct mb_prof *p, FILE *f);
 
 /* ---- end nsys / kineto ---- */

@@ -12,9 +12,11 @@
 #include "calib_target.h"
 #include "cli.h"
 #include "mb_import.h"
+#include "mb_megatron_rules.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static int mb_cp__usage(const char *kind, const char *msg)
@@ -47,6 +49,72 @@ static int mb_cp__make_table(FILE *fp, void *ctx, struct mb_err *err)
 {
     const struct mb_cp__table *t = ctx;
     return mb_prof_write_table(t->p, t->base, t->source, fp, err);
+}
+
+/* 1 when `hay` contains `needle`, ignoring case. */
+static int mb_cp__contains(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (!strncasecmp(hay, needle, n))
+            return 1;
+    return n == 0;
+}
+
+/* --gpu against the GPU the profile says it was recorded on (Kineto's deviceProperties): kernel
+ * times measured on one GPU labelled as another's would price that GPU wrong. 1 after printing
+ * the error naming both, 0 when they agree or the profile names no GPU. */
+static int mb_cp__gpu_mismatch(const char *kind, const char *in, const struct mb_prof *p, const char *gpu)
+{
+    if (!p->gpu_name[0] || (p->gpu[0] ? !strcasecmp(p->gpu, gpu) : mb_cp__contains(p->gpu_name, gpu)))
+        return 0;
+    fprintf(stderr,
+            "mbsim calibrate %s: %s: the profile was recorded on %s (deviceProperties[0].name '%s'), not on "
+            "--gpu %s: its kernel times would be written as %s's; leave --gpu out%s%s, or profile on %s\n",
+            kind, in, p->gpu[0] ? p->gpu : p->gpu_name, p->gpu_name, gpu, gpu, p->gpu[0] ? " or give --gpu " : "",
+            p->gpu[0] ? p->gpu : "", gpu);
+    return 1;
+}
+
+/* The GPU the table will be labelled with against the architecture the kernel names were built
+ * for (nvjet_sm90_..., Sm90, sm80): a kernel built for sm90 does not run on an sm80 GPU, so the
+ * profile was recorded on another GPU. 1 after printing the error naming both, else 0 (also when
+ * the GPU's compute capability or the kernels' are not known). */
+static int mb_cp__arch_mismatch(const char *kind, const char *in, const struct mb_prof *p, const char *gpu)
+{
+    int cc = mb_megatron_gpu_cc(gpu), best = 0;
+    size_t at = 0;
+    for (size_t i = 0; cc && i < p->n_kernels; i++) {
+        int sm = mb_prof_name_sm(p->kernels[i].name);
+        if (sm > best) {
+            best = sm;
+            at = i;
+        }
+    }
+    if (!cc || best <= cc)
+        return 0;
+    fprintf(stderr,
+            "mbsim calibrate %s: %s: kernel '%.120s' (line %d) is built for sm%d, which %s (sm%d) cannot run: the "
+            "profile was recorded on a newer GPU than %s; give the GPU it was recorded on with --gpu\n",
+            kind, in, p->kernels[at].name, p->kernels[at].line, best, gpu, cc, gpu);
+    return 1;
+}
+
+/* nsys without shapes for its GEMM and attention kernels: say why there are no points. */
+static void mb_cp__why_no_points(const char *in, const struct mb_prof *p, int shapes_given)
+{
+    if (p->n_points || !p->n_noshape)
+        return;
+    fprintf(stderr,
+            "mbsim calibrate nsys: %s: 0 measured points: %zu GEMM, grouped-GEMM and attention kernels were not "
+            "turned into points because their problem sizes are not known. A cuda_gpu_kern_sum report holds "
+            "each kernel's name, launch count and times, not its M, N, K (or batch, heads, sequence), and the "
+            "numbers in a name (nvjet_sm90_tst_64x8_64x16, GemmShape<32, 128, 64>) are the kernel's tile, not "
+            "the problem. %s (docs/calibration.md, \"Importing profiles\"); the table written holds the "
+            "per-class summary only, which changes no prediction\n",
+            in, p->n_noshape,
+            shapes_given ? "No rule of the --shapes file matched them: the summary lists the largest"
+                         : "Give their shapes with --shapes FILE: the summary lists the largest");
 }
 
 int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
@@ -104,8 +172,16 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     mb_prof_shapes_free(shapes);
     if (rc)
         return mb_cp__fail(kind, &e);
-    if (gpu)
+    if (gpu && mb_cp__gpu_mismatch(kind, in, p, gpu)) {
+        mb_prof_free(p);
+        return 1;
+    }
+    if (gpu && !(p->gpu[0] && !strcasecmp(p->gpu, gpu))) /* the trace's spelling of its own GPU stays */
         snprintf(p->gpu, sizeof p->gpu, "%s", gpu);
+    if (p->gpu[0] && mb_cp__arch_mismatch(kind, in, p, p->gpu)) {
+        mb_prof_free(p);
+        return 1;
+    }
     if (!p->gpu[0]) {
         mb_prof_free(p);
         return mb_cp__usage(kind, "the profile does not name its GPU: give --gpu NAME (or gpu: in the shapes file)");
@@ -113,7 +189,7 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     if (!base)
         base = p->gpu;
     char msg[1024];
-    if (mb_calib_target_check(gpu ? gpu : p->gpu, base, msg, sizeof msg)) {
+    if (mb_calib_target_check(p->gpu, base, msg, sizeof msg)) {
         mb_prof_free(p);
         return mb_cp__usage(kind, msg);
     }
@@ -125,6 +201,8 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     rc = mb_cli_write_table(cmd, outp, mb_cp__make_table, &t);
     if (!rc)
         mb_prof_write_summary(p, outp ? stdout : stderr);
+    if (!rc && nsys)
+        mb_cp__why_no_points(in, p, shapes_path != NULL);
     mb_prof_free(p);
     return rc;
 }

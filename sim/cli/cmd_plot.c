@@ -139,6 +139,24 @@ static void mb_cli__clean_field(const char *s, FILE *fp)
         fputc(*s == '\t' || *s == '\n' || *s == '\r' ? ' ' : *s, fp);
 }
 
+/* What a chart says besides its data: the scenario or input it shows (the title), and the
+ * categories its legend lists (gantt: those in the data, spaces as '~'). */
+struct mb_plot_meta {
+    char subject[512];
+    char legend[1024];
+};
+
+/* The subject of a chart of `in`: the scenario the JSON names, else the input's name. */
+static void mb_cli__subject(struct mb_plot_meta *m, const char *in, json_t *root)
+{
+    const char *scn = root ? json_string_value(json_object_get(root, "scenario")) : NULL;
+    const char *name = strcmp(in, "-") ? in : "standard input";
+    if (scn && *scn)
+        snprintf(m->subject, sizeof m->subject, "%s (%s)", scn, name);
+    else
+        snprintf(m->subject, sizeof m->subject, "%s", name);
+}
+
 /* ------------------------------------------------------------- validate */
 
 /* The rows labelled on the chart: the PLOT_WORST largest |err_pct|. */
@@ -149,6 +167,7 @@ struct vpt {
     const char *id, *system, *model, *metric;
     double meas, pred, err;
     int worst;
+    double label_y; /* worst rows: log10 of the label's height (mb_cli__stagger_labels) */
 };
 
 static int mb_cli__by_abs_err(const void *a, const void *b)
@@ -158,24 +177,61 @@ static int mb_cli__by_abs_err(const void *a, const void *b)
     return ex < ey ? 1 : ex > ey ? -1 : strcmp(x->id, y->id);
 }
 
-/* Mark the worst rows and write id, system, model, metric, measured, predicted, err_pct, worst. */
+static int mb_cli__by_label_y(const void *a, const void *b)
+{
+    const struct vpt *x = *(const struct vpt *const *)a, *y = *(const struct vpt *const *)b;
+    return x->label_y < y->label_y ? -1 : x->label_y > y->label_y;
+}
+
+/* The heights of the worst rows' labels (log10 of the y axis), at least PLOT_LABEL_GAP of the
+ * axis' decades apart so that no two one-line labels overprint: each at its point's height,
+ * moved up past the label below it, then all moved down together if the top one left the axis
+ * (lo, hi: validate.gp's axis, the data's extent widened 1.5x each way). */
+#define PLOT_LABEL_GAP 0.035 /* of the axis height: 28 px of the 800 px chart's ~ 650 px axis; the 8 pt labels are ~ 11 px */
+static void mb_cli__stagger_labels(struct vpt **w, size_t k, double lo, double hi)
+{
+    double top = log10(hi), bottom = log10(lo), gap = PLOT_LABEL_GAP * (top - bottom);
+    for (size_t i = 0; i < k; i++)
+        w[i]->label_y = log10(w[i]->pred);
+    qsort(w, k, sizeof *w, mb_cli__by_label_y);
+    for (size_t i = 1; i < k; i++)
+        if (w[i]->label_y < w[i - 1]->label_y + gap)
+            w[i]->label_y = w[i - 1]->label_y + gap;
+    double over = k ? w[k - 1]->label_y - (top - gap / 2) : 0;
+    if (over > 0)
+        for (size_t i = 0; i < k; i++)
+            w[i]->label_y = fmax(w[i]->label_y - over, bottom + gap / 2 + (double)i * gap);
+}
+
+/* Mark the worst rows and write id, system, model, metric, measured, predicted, err_pct, worst,
+ * label_y (the worst rows' label heights, mb_cli__stagger_labels; NA on the others). */
 static void mb_cli__write_points(struct vpt *p, size_t n, FILE *out)
 {
     struct vpt **by = mb_calloc(n + 1, sizeof *by);
-    for (size_t i = 0; i < n; i++)
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; i < n; i++) {
         by[i] = &p[i];
+        lo = fmin(lo, fmin(p[i].meas, p[i].pred));
+        hi = fmax(hi, fmax(p[i].meas, p[i].pred));
+    }
     qsort(by, n, sizeof *by, mb_cli__by_abs_err);
-    for (size_t i = 0; i < n && i < PLOT_WORST; i++)
+    size_t k = n < PLOT_WORST ? n : PLOT_WORST;
+    for (size_t i = 0; i < k; i++)
         by[i]->worst = 1;
+    mb_cli__stagger_labels(by, k, lo / 1.5, hi * 1.5);
     mb_free(by);
-    fprintf(out, "id\tsystem\tmodel\tmetric\tmeasured\tpredicted\terr_pct\tworst\n");
+    fprintf(out, "id\tsystem\tmodel\tmetric\tmeasured\tpredicted\terr_pct\tworst\tlabel_y\n");
     for (size_t i = 0; i < n; i++) {
         const char *f[4] = {p[i].id, p[i].system, p[i].model, p[i].metric};
         for (int j = 0; j < 4; j++) {
             mb_cli__clean_field(f[j] && f[j][0] ? f[j] : "NA", out);
             fputc('\t', out);
         }
-        fprintf(out, "%.10g\t%.10g\t%.6g\t%d\n", p[i].meas, p[i].pred, p[i].err, p[i].worst);
+        fprintf(out, "%.10g\t%.10g\t%.6g\t%d\t", p[i].meas, p[i].pred, p[i].err, p[i].worst);
+        if (p[i].worst)
+            fprintf(out, "%.10g\n", pow(10, p[i].label_y));
+        else
+            fputs("NA\n", out);
     }
 }
 
@@ -217,7 +273,7 @@ static int mb_cli__conv_validate(const char *in, FILE *out)
         p[k++] = (struct vpt){id, json_string_value(json_object_get(r, "system")),
                               json_string_value(json_object_get(r, "model")),
                               json_string_value(json_object_get(r, "metric")), m, pr,
-                              json_is_number(e) ? json_number_value(e) : (pr - m) / m * 100, 0};
+                              json_is_number(e) ? json_number_value(e) : (pr - m) / m * 100, 0, 0};
     }
     if (!rc && k)
         mb_cli__write_points(p, k, out);
@@ -267,7 +323,7 @@ static int mb_cli__conv_validate_tsv(const char *in, FILE *out)
         snprintf(label[i], sizeof label[i], "line %d", t.line[i]);
         p[i] = (struct vpt){c_id >= 0 ? c[c_id] : label[i], c_sys >= 0 ? c[c_sys] : NULL,
                             c_model >= 0 ? c[c_model] : NULL, c[c_met], v[0], v[1],
-                            c_err >= 0 ? v[2] : (v[1] - v[0]) / v[0] * 100, 0};
+                            c_err >= 0 ? v[2] : (v[1] - v[0]) / v[0] * 100, 0, 0};
     }
     if (!rc && !t.nrow) {
         fprintf(stderr, "mbsim plot: %s: no data rows after the header (docs/plots.md gives the columns)\n", in);
@@ -434,11 +490,12 @@ static int mb_cli__by_seconds(const void *a, const void *b)
 }
 
 /* `mbsim run --json` -> term, seconds, share (non-zero terms, largest first). */
-static int mb_cli__conv_breakdown(const char *in, FILE *out)
+static int mb_cli__conv_breakdown(const char *in, FILE *out, struct mb_plot_meta *meta)
 {
     json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
+    mb_cli__subject(meta, in, root);
     json_t *bd = json_object_get(root, "breakdown_s");
     if (!json_is_object(bd)) {
         fprintf(stderr, "mbsim plot: %s: no \"breakdown_s\" object (expected the output of mbsim run --json)\n",
@@ -482,11 +539,12 @@ static double mb_cli__num_of(json_t *o, const char *k)
  * at_risk_gib: one row per point of memory.timeline (the peak rank). Static =
  * allocated - the dynamic terms; reserved and device add the peak's
  * fragmentation and the memory outside PyTorch to each point. */
-static int mb_cli__conv_memory(const char *in, FILE *out)
+static int mb_cli__conv_memory(const char *in, FILE *out, struct mb_plot_meta *meta)
 {
     json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
+    mb_cli__subject(meta, in, root);
     json_t *mem = json_object_get(root, "memory");
     json_t *tl = json_is_object(mem) ? json_object_get(mem, "timeline") : NULL;
     static const char *const cols[] = {"t_s", "allocated_gib", "activations_gib", "loss_gib", "recompute_gib",
@@ -526,11 +584,62 @@ static int mb_cli__conv_memory(const char *in, FILE *out)
 
 /* `mbsim run --trace` JSON -> one row per slice: track (y), start/end (ms),
  * category. Tracks are numbered stage by stage: compute, each comm kind, host. */
-static int mb_cli__conv_gantt(const char *in, FILE *out)
+/* The distinct categories of a trace's slices (at most PLOT_MAX_CATS, the rest share the legend's
+ * last grey entry's colour and are not listed). */
+#define PLOT_MAX_CATS 48
+struct mb_plot_cats {
+    char name[PLOT_MAX_CATS][64];
+    int n;
+};
+
+static void mb_cli__cat_add(struct mb_plot_cats *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->name[i], name))
+            return;
+    if (c->n < PLOT_MAX_CATS && strlen(name) < sizeof c->name[0])
+        snprintf(c->name[c->n++], sizeof c->name[0], "%s", name);
+}
+
+/* The legend of a gantt chart: the categories present, in gantt.gp's order of its colours, then
+ * any other in the order met; spaces (and tabs) written as '~', gantt.gp's word separator. */
+static void mb_cli__gantt_legend(const struct mb_plot_cats *c, char *out, size_t len)
+{
+    static const char *const order[] = {
+        "vision_encoder",    "projector",       "decoder_attention", "moe_experts",     "dispatch_combine_compute",
+        "dense_other",       "recompute",       "optimizer",         "exposed_tp_comm", "exposed_ep_comm",
+        "exposed_pp_comm",   "exposed_dp_comm", "exposed_fsdp_comm", "TP comm",         "CP comm",
+        "EP comm",           "PP p2p",          "DP comm",           "FSDP comm",       "launch",
+        "exposed_host_launch"};
+    const size_t no = sizeof order / sizeof order[0];
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < (pass ? (size_t)c->n : no); k++) {
+            const char *name = pass ? c->name[k] : order[k];
+            int known = 0, present = 0;
+            for (size_t j = 0; j < no && pass; j++)
+                known |= !strcmp(order[j], name);
+            for (int j = 0; j < c->n && !pass; j++)
+                present |= !strcmp(c->name[j], name);
+            if (pass ? known : !present)
+                continue;
+            if (used + strlen(name) + 2 > len)
+                return;
+            used += (size_t)snprintf(out + used, len - used, "%s%s", used ? " " : "", name);
+            for (char *q = out + used - strlen(name); *q; q++)
+                if (*q == ' ' || *q == '\t')
+                    *q = '~';
+        }
+}
+
+static int mb_cli__conv_gantt(const char *in, FILE *out, struct mb_plot_meta *meta)
 {
     json_t *root = mb_cli__read_input(in);
     if (!root)
         return -1;
+    struct mb_plot_cats cats = {.n = 0};
+    mb_cli__subject(meta, in, root);
     json_t *ev = json_object_get(root, "traceEvents");
     if (!json_is_array(ev)) {
         fprintf(stderr, "mbsim plot: %s: no \"traceEvents\" array (expected the output of mbsim run --trace)\n", in);
@@ -556,11 +665,15 @@ static int mb_cli__conv_gantt(const char *in, FILE *out)
             name = cat;
         /* 8 tracks per stage: compute, 6 communication kinds, host launches (mb_step_trace) */
         static const char *const track[8] = {"compute", "TP", "CP", "EP", "PP", "DP", "FSDP", "host"};
-        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t%s\n", (int)(pid * 8 + tid), (int)pid, track[tid],
-                ts / 1e3, (ts + dur) / 1e3, name);
+        fprintf(out, "%d\tstage %d %s\t%.6f\t%.6f\t", (int)(pid * 8 + tid), (int)pid, track[tid], ts / 1e3,
+                (ts + dur) / 1e3);
+        mb_cli__clean_field(name, out);
+        fputc('\n', out);
+        mb_cli__cat_add(&cats, name);
         n++;
     }
     json_decref(root);
+    mb_cli__gantt_legend(&cats, meta->legend, sizeof meta->legend);
     if (!n) {
         fprintf(stderr, "mbsim plot: %s: the trace has no slices\n", in);
         return -1;
@@ -570,16 +683,17 @@ static int mb_cli__conv_gantt(const char *in, FILE *out)
 
 /* ------------------------------------------------------------- command */
 
-/* The arguments gnuplot runs with: gnuplot -c SCRIPT INFILE INFILE2 OUTFILE MBS_AXIS
- * (the scripts take ARG1..ARG4 as infile, infile2, outfile and mbs_axis). */
+/* The arguments gnuplot runs with: gnuplot -c SCRIPT INFILE INFILE2 OUTFILE MBS_AXIS SUBJECT LEGEND
+ * (the scripts take ARG1..ARG6 as infile, infile2, outfile, mbs_axis, the title's subject and
+ * gantt's legend; the last two are strings gnuplot prints, never commands). */
 struct mb_cli__gp_args {
     char script[1100], in1[1100], in2[1100], out[1100];
-    char *argv[8];
+    char *argv[10];
 };
 
 /* Fill a from the paths; -1 (after a message) when one is too long. */
 static int mb_cli__gp_argv(struct mb_cli__gp_args *a, const char *script, const char *in1, const char *in2,
-                           const char *out, int mbs_axis)
+                           const char *out, int mbs_axis, struct mb_plot_meta *meta)
 {
     if (mb_cli__gp_path(script, a->script, sizeof a->script) || mb_cli__gp_path(in1, a->in1, sizeof a->in1) ||
         (in2 && mb_cli__gp_path(in2, a->in2, sizeof a->in2)) || mb_cli__gp_path(out, a->out, sizeof a->out)) {
@@ -588,7 +702,8 @@ static int mb_cli__gp_argv(struct mb_cli__gp_args *a, const char *script, const 
     }
     if (!in2)
         a->in2[0] = '\0';
-    char *v[] = {"gnuplot", "-c", a->script, a->in1, a->in2, a->out, mbs_axis ? "1" : "0", NULL};
+    char *v[] = {"gnuplot", "-c", a->script, a->in1, a->in2, a->out, mbs_axis ? "1" : "0", meta->subject,
+                 meta->legend, NULL};
     memcpy(a->argv, v, sizeof v);
     return 0;
 }
@@ -706,6 +821,8 @@ int mb_cmd_plot(int argc, char **argv)
         return EXIT_BAD_INPUT;
     }
     int mbs_axis = 1;
+    struct mb_plot_meta meta = {.legend = ""};
+    mb_cli__subject(&meta, in, NULL); /* breakdown, memory and gantt may name the scenario instead */
     if (!strcmp(kind, "validate")) {
         rc = mb_cli__has_suffix(in, ".tsv") ? mb_cli__conv_validate_tsv(in, f1) : mb_cli__conv_validate(in, f1);
     } else if (!strcmp(kind, "sweep")) {
@@ -714,18 +831,18 @@ int mb_cmd_plot(int argc, char **argv)
             fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
         rc = f2 ? mb_cli__conv_sweep(in, f1, f2, &mbs_axis) : -1;
     } else if (!strcmp(kind, "gantt")) {
-        rc = mb_cli__conv_gantt(in, f1);
+        rc = mb_cli__conv_gantt(in, f1, &meta);
     } else if (!strcmp(kind, "memory")) {
-        rc = mb_cli__conv_memory(in, f1);
+        rc = mb_cli__conv_memory(in, f1, &meta);
     } else {
-        rc = mb_cli__conv_breakdown(in, f1);
+        rc = mb_cli__conv_breakdown(in, f1, &meta);
     }
     fclose(f1);
     if (f2)
         fclose(f2);
     struct mb_cli__gp_args ga;
     if (!rc)
-        rc = mb_cli__gp_argv(&ga, script, t1, f2 ? t2 : NULL, out, mbs_axis);
+        rc = mb_cli__gp_argv(&ga, script, t1, f2 ? t2 : NULL, out, mbs_axis, &meta);
     if (!rc) {
         rc = MB_RUN_GNUPLOT(gp, ga.argv);
         if (rc)

@@ -7,21 +7,32 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mb_input.h"
 #include "mb_scenario.h"
 #include "mb_step.h"
+#include "mb_sweep.h"
+#include "mb_yaml.h"
 #include "report.h"
+
+#define MB_RUN_MAX_SETS 64
 
 static void mb_cli__usage_run(FILE *fp)
 {
     fprintf(fp,
-            "usage: mbsim run FILE.yaml [--json] [--memory] [--ops] [--roofline] [--trace OUT.json[.gz]]\n"
-            "       mbsim run FILE.yaml --emit megatron|bridge\n"
+            "usage: mbsim run FILE.yaml|- [--set key=value]... [--json] [--memory] [--ops] [--roofline]\n"
+            "                 [--trace OUT.json[.gz]]\n"
+            "       mbsim run FILE.yaml|- [--set key=value]... --emit megatron|bridge\n"
             "\n"
             "Simulates one steady-state training step of the scenario in FILE.yaml\n"
             "(format: docs/scenario-format.md) and prints step time, tokens/s/GPU,\n"
             "model TFLOP/s/GPU, MFU, per-rank peak memory with an OOM verdict and a\n"
-            "time breakdown.\n"
+            "time breakdown. - reads the scenario from standard input (messages name\n"
+            "<stdin>:line:col; relative model, system and table paths are taken from\n"
+            "the current directory).\n"
             "\n"
+            "  --set k=v    set a dotted scenario key before simulating, e.g. parallel.tp=4 (repeatable;\n"
+            "               the keys and values of sweep --set, one value each; lists join names\n"
+            "               with '+': recompute.modules=core_attn+mlp)\n"
             "  --json       print one JSON object instead of the text report (with the op table, `ops`)\n"
             "  --memory     add the per-rank memory breakdown to the text report\n"
             "  --ops        add the per-op table of the critical stage: count, time, share of the\n"
@@ -36,15 +47,114 @@ static void mb_cli__usage_run(FILE *fp)
             "               setting goes to stderr as # lines (docs/import.md)\n");
 }
 
+/* The scenario text as given (FILE, or standard input for "-"), loaded as it is. */
+static int mb_cli__run_load_plain(const char *text, size_t len, const char *name, struct mb_scenario *s,
+                                  struct mb_err *err)
+{
+    struct mb_node *root = mb_yaml_load_string(text, len, name, err);
+    if (!root)
+        return -1;
+    int rc = mb_scenario_load_node(root, name, s, err);
+    mb_yaml_free(root);
+    return rc;
+}
+
+/* The scenario with the --set values applied by the sweep machinery (the keys, aliases and
+ * value checks of `sweep --set`, and its rules for a switched recompute granularity), as a
+ * sweep of one configuration. s shares sw's model: free sw, not s. Returns 0, EXIT_BAD_INPUT
+ * or EXIT_USAGE (a bad --set, named), after printing the error. */
+static int mb_cli__run_load_set(const char *text, size_t len, const char *name, const char *const *sets, int n_sets,
+                                struct mb_sweep *sw, struct mb_scenario *s)
+{
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_sweep_load_text(text, len, name, sw, &err)) {
+        mb_cli_print_err(&err);
+        return EXIT_BAD_INPUT;
+    }
+    if (sw->n_axes) {
+        fprintf(stderr, "mbsim run: %s: has a sweep: block; run simulates one configuration (use mbsim sweep)\n",
+                name);
+        return EXIT_BAD_INPUT;
+    }
+    for (int k = 0; k < n_sets; k++) {
+        const char *eq = strchr(sets[k], '=');
+        if (eq && strchr(eq, ',')) {
+            fprintf(stderr, "mbsim run: --set %s: one value per key (several values are a sweep: mbsim sweep "
+                            "--set; a list joins its names with '+')\n", sets[k]);
+            return EXIT_USAGE;
+        }
+        if (mb_sweep_set(sw, sets[k], &err)) {
+            char buf[1024];
+            mb_err_format(&err, buf, sizeof buf);
+            fprintf(stderr, "mbsim run: --set %s: %s\n", sets[k], buf);
+            return EXIT_USAGE;
+        }
+    }
+    if (mb_sweep_scenario(sw, 0, s, &err)) {
+        char buf[1024];
+        mb_err_format(&err, buf, sizeof buf);
+        fprintf(stderr, "mbsim run: %s with the --set values: %s\n", name, buf);
+        return EXIT_BAD_INPUT;
+    }
+    snprintf(s->file, sizeof s->file, "%s", name);
+    return 0;
+}
+
+/* Load FILE or "-" and apply the --set values; print the warnings that hold. s is freed by
+ * mb_cli__run_free. Returns 0, EXIT_BAD_INPUT or EXIT_USAGE after printing the error. */
+static int mb_cli__run_load(const char *file, const char *const *sets, int n_sets, struct mb_sweep *sw,
+                            struct mb_scenario *s)
+{
+    int is_stdin = !strcmp(file, "-");
+    const char *name = is_stdin ? "<stdin>" : file;
+    char *text;
+    size_t len;
+    struct mb_err err;
+    mb_err_clear(&err);
+    memset(sw, 0, sizeof *sw);
+    if (mb_input_read(file, "a YAML file", is_stdin, &text, &len, &err)) {
+        mb_cli_print_err(&err);
+        return EXIT_BAD_INPUT;
+    }
+    int rc = 0;
+    if (!n_sets) {
+        if (mb_cli__run_load_plain(text, len, name, s, &err)) {
+            mb_cli_print_err(&err);
+            rc = EXIT_BAD_INPUT;
+        } else {
+            cli_print_warnings(s->warnings);
+        }
+    } else {
+        rc = mb_cli__run_load_set(text, len, name, sets, n_sets, sw, s);
+        if (rc)
+            mb_sweep_free(sw);
+        else if (mb_sweep_warnings_hold(sw))
+            cli_print_warnings(s->warnings);
+    }
+    mb_free(text);
+    return rc;
+}
+
+/* Free what mb_cli__run_load loaded: the sweep that owns s's model, or s. */
+static void mb_cli__run_free(struct mb_sweep *sw, int n_sets, struct mb_scenario *s)
+{
+    if (n_sets)
+        mb_sweep_free(sw);
+    else
+        mb_scenario_free(s);
+}
+
 int mb_cmd_run(int argc, char **argv)
 {
-    const char *file = NULL, *trace = NULL, *v;
-    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1, c;
-    enum { O_JSON = 256, O_OPS, O_MEMORY, O_ROOFLINE, O_TRACE, O_EMIT };
+    const char *file = NULL, *trace = NULL, *v, *sets[MB_RUN_MAX_SETS];
+    int json = 0, memory = 0, roofline = 0, ops = 0, emit = -1, n_sets = 0, c;
+    enum { O_JSON = 256, O_OPS, O_MEMORY, O_ROOFLINE, O_TRACE, O_EMIT, O_SET };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},         {"json", no_argument, NULL, O_JSON},
                                        {"ops", no_argument, NULL, O_OPS},           {"memory", no_argument, NULL, O_MEMORY},
                                        {"roofline", no_argument, NULL, O_ROOFLINE}, {"trace", required_argument, NULL, O_TRACE},
-                                       {"emit", required_argument, NULL, O_EMIT},   {0}};
+                                       {"emit", required_argument, NULL, O_EMIT},   {"set", required_argument, NULL, O_SET},
+                                       {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim run", "h", lo, argc, argv);
     int rc = -1;
@@ -73,6 +183,14 @@ int mb_cmd_run(int argc, char **argv)
             if (mb_cmd_emit_parse("run", v, &emit))
                 rc = EXIT_USAGE;
             break;
+        case O_SET:
+            if (n_sets == MB_RUN_MAX_SETS) {
+                fprintf(stderr, "mbsim run: too many --set options (at most %d)\n", MB_RUN_MAX_SETS);
+                rc = EXIT_USAGE;
+                break;
+            }
+            sets[n_sets++] = v;
+            break;
         case CLI_OPERAND:
             if (!file) {
                 file = v;
@@ -99,19 +217,18 @@ int mb_cmd_run(int argc, char **argv)
         return EXIT_USAGE;
     }
     struct mb_scenario s;
+    struct mb_sweep sw;
     struct mb_result r;
     struct mb_err err;
     mb_err_clear(&err);
     if (mb_cli_check_data_dir())
         return EXIT_BAD_INPUT;
-    if (mb_scenario_load(file, &s, &err)) {
-        mb_cli_print_err(&err);
-        return EXIT_BAD_INPUT;
-    }
-    cli_print_warnings(s.warnings);
+    rc = mb_cli__run_load(file, sets, n_sets, &sw, &s);
+    if (rc)
+        return rc;
     if (emit >= 0) {
         rc = mb_cmd_emit(&s, emit);
-        mb_scenario_free(&s);
+        mb_cli__run_free(&sw, n_sets, &s);
         return rc;
     }
     if (roofline)
@@ -120,7 +237,7 @@ int mb_cmd_run(int argc, char **argv)
     struct mb_step_opts o = {.critical_path = 1, .trace = trace, .ops = ops || json};
     if (mb_step_simulate_opts(&s, &o, &r, &err)) {
         mb_cli_print_err(&err);
-        mb_scenario_free(&s);
+        mb_cli__run_free(&sw, n_sets, &s);
         return EXIT_BAD_INPUT;
     }
     FILE *out = trace && !strcmp(trace, "-") ? stderr : stdout; /* the trace owns stdout */
@@ -129,6 +246,6 @@ int mb_cmd_run(int argc, char **argv)
     else
         mb_report_text(&s, &r, memory, out);
     mb_result_free(&r);
-    mb_scenario_free(&s);
+    mb_cli__run_free(&sw, n_sets, &s);
     return 0;
 }

@@ -625,22 +625,6 @@ out:
     return status;
 }
 
-/* The base scenario's warnings (settings that change nothing) hold for every
- * configuration unless an axis varies what they depend on: the model, ep, tp,
- * cp, an overlap switch, the routing, the dispatcher or the capacity padding;
- * then they are not printed. */
-static int mb_cli__sweep_axes_change_warnings(const struct mb_sweep *sw)
-{
-    static const char *const dep[] = {"model",           "parallel.ep",     "parallel.tp",
-                                      "parallel.cp",     "overlap.ep_comm", "overlap.tp_comm",
-                                      "moe.routing",     "moe.dispatcher",  "moe.pad_expert_input_to_capacity"};
-    for (int i = 0; i < sw->n_axes; i++)
-        for (size_t k = 0; k < sizeof dep / sizeof dep[0]; k++)
-            if (!strcmp(sw->axis[i].key, dep[k]))
-                return 1;
-    return 0;
-}
-
 int mb_cmd_sweep(int argc, char **argv)
 {
     struct sweep_args a;
@@ -663,7 +647,7 @@ int mb_cmd_sweep(int argc, char **argv)
             mb_sweep_free(&sw);
             return EXIT_USAGE; /* a bad command-line option */
         }
-    if (!mb_cli__sweep_axes_change_warnings(&sw))
+    if (mb_sweep_warnings_hold(&sw))
         cli_print_warnings(sw.base.warnings);
     sw.exact = a.exact;
     sw.mb_cap = a.mb_cap == 64 ? 0 : (int)a.mb_cap;

@@ -16,6 +16,7 @@
 #include "mb_validate.h"
 #include "mb_validate_pairs.h"
 #include "mb_input.h"
+#include "mb_outfile.h"
 
 #define EXIT_DRIFT 3 /* validate --baseline: predictions or memory moved past the threshold */
 
@@ -39,6 +40,13 @@ struct validate_pairs_opt {
     const char *file; /* its explicit pairs file, NULL: find the pairs */
 };
 
+/* validate --junit FILE --max-error PCT */
+struct validate_junit_opt {
+    const char *file;
+    double max_err_pct;
+    int max_given;
+};
+
 /* Register the recipe files before the CSVs are read. */
 static int mb_cli__add_recipes(struct mb_val_summary *sum, const struct validate_recipes *rp)
 {
@@ -57,7 +65,7 @@ static void mb_cli__usage_validate(FILE *fp)
     fprintf(fp,
             "usage: mbsim validate FILE.csv|FILE.yaml... [--json] [--roofline] [-j N] [--progress S]\n"
             "                      [--recipes FILE|DIR]... [--baseline OLD.json [--drift-threshold PCT]]\n"
-            "                      [--pairs [PAIRS_FILE]]\n"
+            "                      [--pairs [PAIRS_FILE]] [--junit OUT.xml --max-error PCT]\n"
             "       mbsim validate FILE.csv... --cv family|family-all [--recipes FILE|DIR]... [--json] [-j N]\n"
             "\n"
             "Reads measured runs (CSV columns as in shared/data/measured/public_measured.csv,\n"
@@ -83,6 +91,12 @@ static void mb_cli__usage_validate(FILE *fp)
             "               with --json on stderr); exit status 3 when a prediction or a memory\n"
             "               moved more than the threshold, a memory verdict changed or a predicted\n"
             "               row is now skipped\n"
+            "  --junit F    also write the rows as a JUnit XML report to F (for CI test views; written\n"
+            "               whole or not at all): one testcase per row, a failure when |error| is past\n"
+            "               --max-error, an error when its simulation failed, skipped rows skipped;\n"
+            "               the exit status does not change (docs/ci.md)\n"
+            "  --max-error PCT\n"
+            "               the |error| in percent past which a row fails in the --junit report\n"
             "  --drift-threshold PCT\n"
             "               |new - old| / old in percent past which --baseline fails (default 5)\n"
             "  --cv family  leave-one-model-family-out cross-validation of the framework-time\n"
@@ -234,10 +248,29 @@ static int mb_cli__validate_pairs(const struct mb_val_summary *sum, const char *
     return 0;
 }
 
+/* --junit: the finished rows as JUnit XML, through a temporary file renamed when whole. */
+static int mb_cli__validate_junit(const struct mb_val_summary *sum, const struct validate_junit_opt *ju)
+{
+    struct mb_outfile o;
+    struct mb_err err;
+    mb_err_clear(&err);
+    if (mb_outfile_open(&o, ju->file, NULL, &err)) {
+        mb_cli_print_err(&err);
+        return EXIT_BAD_INPUT;
+    }
+    mb_validate_print_junit(sum, ju->max_err_pct, o.fp); /* a write error is kept by o and reported by commit */
+    if (mb_outfile_commit(&o, &err)) {
+        mb_cli_print_err(&err);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}
+
 /* Validate the files once the options are read. */
 static int mb_cli__validate_files(const char *const *files, int nfiles, int json, int roofline, int cv, int jobs,
                           double progress_every, const struct validate_drift_opts *drift,
-                          const struct validate_recipes *rp, const struct validate_pairs_opt *pairs)
+                          const struct validate_recipes *rp, const struct validate_pairs_opt *pairs,
+                          const struct validate_junit_opt *ju)
 {
     if (!nfiles) {
         mb_cli__usage_validate(stderr);
@@ -254,6 +287,20 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
             mb_cli_print_err(&e);
             return EXIT_BAD_INPUT;
         }
+    }
+    if (!!ju->file != ju->max_given) {
+        fprintf(stderr, "mbsim validate: %s\n", ju->file ? "--junit needs --max-error PCT (the |error| past which a "
+                                                           "row fails)"
+                                                         : "--max-error needs --junit FILE");
+        return EXIT_USAGE;
+    }
+    if (ju->file && !strcmp(ju->file, "-")) {
+        fprintf(stderr, "mbsim validate: --junit -: the report owns standard output; give the XML a file\n");
+        return EXIT_USAGE;
+    }
+    if (ju->file && cv) {
+        fprintf(stderr, "mbsim validate: --junit reports the validated rows: no --cv\n");
+        return EXIT_USAGE;
     }
     if (drift->threshold_given && !drift->baseline) {
         fprintf(stderr, "mbsim validate: --drift-threshold needs --baseline OLD.json\n");
@@ -332,6 +379,11 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
                 sum.n_skipped);
         rc = EXIT_BAD_INPUT;
     }
+    if (ju->file) { /* also when no row was predicted: the CI view then lists why */
+        int jrc = mb_cli__validate_junit(&sum, ju);
+        if (!rc)
+            rc = jrc;
+    }
     if (drift->baseline) {
         /* --json: stdout is the new baseline, the drift report goes to stderr */
         mb_validate_drift_print(&d, drift->baseline, 10, json ? stderr : stdout);
@@ -353,7 +405,8 @@ int mb_cmd_validate(int argc, char **argv)
     struct validate_recipes recipes = {mb_calloc((size_t)argc + 1, sizeof *recipes.paths), 0};
     struct validate_pairs_opt pairs = {0, NULL};
     int pairs_file_next = 0; /* "--pairs F": the operand after a bare --pairs may be its file */
-    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS, O_RECIPES, O_PAIRS };
+    struct validate_junit_opt junit = {NULL, 0, 0};
+    enum { O_CV = 256, O_JSON, O_ROOFLINE, O_BASELINE, O_THRESHOLD, O_PROGRESS, O_RECIPES, O_PAIRS, O_JUNIT, O_MAXERR };
     static const struct option lo[] = {{"help", no_argument, NULL, 'h'},
                                        {"cv", required_argument, NULL, O_CV},
                                        {"jobs", required_argument, NULL, 'j'},
@@ -364,6 +417,8 @@ int mb_cmd_validate(int argc, char **argv)
                                        {"drift-threshold", required_argument, NULL, O_THRESHOLD},
                                        {"recipes", required_argument, NULL, O_RECIPES},
                                        {"pairs", optional_argument, NULL, O_PAIRS},
+                                       {"junit", required_argument, NULL, O_JUNIT},
+                                       {"max-error", required_argument, NULL, O_MAXERR},
                                        {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim validate", "hj:", lo, argc, argv);
@@ -417,6 +472,19 @@ int mb_cmd_validate(int argc, char **argv)
         case O_RECIPES:
             recipes.paths[recipes.n++] = v;
             break;
+        case O_JUNIT:
+            junit.file = v;
+            break;
+        case O_MAXERR: {
+            char *end;
+            junit.max_err_pct = strtod(v, &end);
+            junit.max_given = 1;
+            if (end == v || *end || !(junit.max_err_pct >= 0) || junit.max_err_pct > 1e6) {
+                fprintf(stderr, "mbsim validate: --max-error '%s': expected a percentage from 0 to 1e6\n", v);
+                rc = EXIT_USAGE;
+            }
+            break;
+        }
         case O_THRESHOLD: {
             char *end;
             drift.threshold_pct = strtod(v, &end);
@@ -441,7 +509,7 @@ int mb_cmd_validate(int argc, char **argv)
     }
     cli_opts_free(&g);
     if (rc < 0)
-        rc = mb_cli__validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes, &pairs);
+        rc = mb_cli__validate_files(files, nfiles, json, roofline, cv, jobs, progress, &drift, &recipes, &pairs, &junit);
     mb_free(files);
     mb_free(recipes.paths);
     return rc;

@@ -35,6 +35,14 @@ sh scripts/ci_validate.sh tests/data/validate/recipes.csv 1000 -o "$tmp/e" -r te
 grep -q "rows simulated from a recipe file (--recipes; named in the note): 1" "$tmp/e/validate.txt" || fail "-r not in the report"
 grep -q '"n_recipe_files": 1' "$tmp/e/validate.json" || fail "-r not in the JSON"
 
+# -j: the JUnit report beside the other artifacts; at 0 % every predicted row with an error fails
+sh scripts/ci_validate.sh $csv 1000 -o "$tmp/f" -j 0 > "$tmp/f.log" 2>&1 || fail "-j 0 should pass the MAPE gate: $(cat "$tmp/f.log")"
+npred=$(sed -n 's/^  "n_predicted": \([0-9]*\),*$/\1/p' "$tmp/f/validate.json")
+grep -q "<testsuite name=\"mbsim validate\" tests=\"[0-9]*\" failures=\"$npred\"" "$tmp/f/junit.xml" ||
+    fail "-j 0: junit.xml does not fail the $npred predicted rows: $(head -3 "$tmp/f/junit.xml")"
+sh scripts/ci_validate.sh $csv 1000 -j x > /dev/null 2>&1
+[ $? -eq 2 ] || fail "-j x should exit 2"
+
 sh scripts/ci_validate.sh $csv 1000 -r -o > /dev/null 2>&1
 [ $? -eq 2 ] || fail "-r followed by an option should exit 2"
 

@@ -13,11 +13,11 @@
 int mb_cmd_plot(int argc, char **argv);
 extern int (*mb_plot_run_hook)(const char *gp, char *const argv[]);
 
-/* argv: gnuplot -c SCRIPT INFILE INFILE2 OUTFILE MBS_AXIS (cmd_plot.c) */
+/* argv: gnuplot -c SCRIPT INFILE INFILE2 OUTFILE MBS_AXIS SUBJECT LEGEND (cmd_plot.c) */
 static int no_gnuplot(const char *gp, char *const argv[])
 {
     (void)gp;
-    if (strcmp(argv[1], "-c") || !argv[5] || argv[7])
+    if (strcmp(argv[1], "-c") || !argv[5] || !argv[8] || argv[9])
         abort();
     FILE *f = fopen(argv[5], "wb");
     if (!f)

@@ -89,6 +89,17 @@ static void test_sample_classes(void **state)
     /* no side-file: no points; 17 kernels of shaped classes (10 + 3 + 4) lack a shape */
     assert_int_equal(p->n_points, 0);
     assert_int_equal(p->n_noshape, 17);
+    /* the 17 are flagged, and are the shaped classes' kernels: their launches are those classes'
+     * (192886 + 96452 + 71342 = 360680), their time 73.3 % of the profile's */
+    size_t flagged = 0;
+    long flagged_inst = 0;
+    for (size_t i = 0; i < p->n_kernels; i++)
+        if (p->kernels[i].noshape) {
+            flagged++;
+            flagged_inst += p->kernels[i].instances;
+        }
+    assert_int_equal(flagged, 17);
+    assert_int_equal(flagged_inst, 192886 + 96452 + 71342);
     mb_prof_free(p);
     assert_int_equal(mb_prof_classify("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), MB_KC_NCCL);
     assert_int_equal(mb_prof_classify("flash_bwd_dq_dk_dv_loop_kernel"), MB_KC_ATTN_BWD);
@@ -256,6 +267,32 @@ static void test_broken(void **state)
 }
 
 /* Preamble lines, the older gpukernsum header (Average, no median) and unknown kernels (not fatal). */
+/* The architecture a kernel name was built for (mb_prof_name_sm), read off the names by hand: the
+ * sample's nvjet GEMMs (line 4) say sm90, its fused-MoE kernel (line 2) sm80, so the profile's
+ * highest is 90 (an H100-class GPU; an A100 is sm80). */
+static void test_name_sm(void **state)
+{
+    (void)state;
+    assert_int_equal(mb_prof_name_sm("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"), 90);
+    assert_int_equal(mb_prof_name_sm("cutlass::device_kernel<flash::FlashAttnFwdCombine<..., cutlass::arch::Sm90>>"), 90);
+    assert_int_equal(mb_prof_name_sm("void fused_moe::run_global<fused_moe::Fused_Moe_Kernel_sm80<cutlass::bfloat16_t>"), 80);
+    assert_int_equal(mb_prof_name_sm("gemm_sm_100a_kernel"), 100);
+    assert_int_equal(mb_prof_name_sm("x_sm80_y_sm90_z"), 90);
+    assert_int_equal(mb_prof_name_sm("ampere_sgemm_128x64_nn"), 0);
+    assert_int_equal(mb_prof_name_sm("cosm90_kernel"), 0); /* inside a word */
+    assert_int_equal(mb_prof_name_sm("sm9_kernel"), 0);    /* one digit */
+    assert_int_equal(mb_prof_name_sm("sm1000"), 0);        /* four digits */
+    assert_int_equal(mb_prof_name_sm("sm20_old"), 0);      /* below 30: not an architecture mbsim knows */
+    struct mb_prof *p = import_ok(SAMPLE, NULL);
+    int best = 0;
+    for (size_t i = 0; i < p->n_kernels; i++)
+        if (mb_prof_name_sm(p->kernels[i].name) > best)
+            best = mb_prof_name_sm(p->kernels[i].name);
+    assert_int_equal(best, 90);
+    assert_int_equal(mb_prof_name_sm(p->kernels[0].name), 80);
+    mb_prof_free(p);
+}
+
 static void test_old_header_unknown(void **state)
 {
     (void)state;
@@ -275,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_sample_classes),     cmocka_unit_test(test_sample_with_shapes),
         cmocka_unit_test(test_table_overrides_base), cmocka_unit_test(test_scenario_prediction_changes),
         cmocka_unit_test(test_broken),             cmocka_unit_test(test_old_header_unknown),
+        cmocka_unit_test(test_name_sm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -361,9 +361,16 @@ int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err)
     size_t len;
     if (mb_input_read(path, "a YAML file", 0, &text, &len, err))
         return -1;
+    int rc = mb_sweep_load_text(text, len, path, sw, err);
+    mb_free(text);
+    return rc;
+}
+
+int mb_sweep_load_text(const char *text, size_t len, const char *path, struct mb_sweep *sw, struct mb_err *err)
+{
+    memset(sw, 0, sizeof *sw);
     unsigned long long hash = mb_hash64(text, len, MB_HASH64_INIT);
     struct mb_node *root = mb_yaml_load_string(text, len, path, err);
-    mb_free(text);
     if (!root)
         return -1;
     sw->scenario_hash = hash;
@@ -405,6 +412,19 @@ int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err)
         memset(sw, 0, sizeof *sw);
     }
     return rc;
+}
+
+int mb_sweep_warnings_hold(const struct mb_sweep *sw)
+{
+    /* what mb_scn__warn_inert (mb_scenario.c) reads besides the key it warns about */
+    static const char *const dep[] = {"model",           "parallel.ep",     "parallel.tp",
+                                      "parallel.cp",     "overlap.ep_comm", "overlap.tp_comm",
+                                      "moe.routing",     "moe.dispatcher",  "moe.pad_expert_input_to_capacity"};
+    for (int i = 0; i < sw->n_axes; i++)
+        for (size_t k = 0; k < sizeof dep / sizeof dep[0]; k++)
+            if (!strcmp(sw->axis[i].key, dep[k]))
+                return 0;
+    return 1;
 }
 
 void mb_sweep_drop_axes(struct mb_sweep *sw)

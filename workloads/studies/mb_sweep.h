@@ -96,6 +96,22 @@ struct mb_sweep_row {
 int mb_sweep_load(const char *path, struct mb_sweep *sw, struct mb_err *err);
 
 /**
+ * @brief As mb_sweep_load, from a scenario's text already read (`mbsim run -`
+ * reads standard input). `path` names it in messages ("<stdin>") and its folder
+ * is the base of relative references ("." when it has no '/').
+ * @return 0 or -1 with path:line:col in err.
+ */
+int mb_sweep_load_text(const char *text, size_t len, const char *path, struct mb_sweep *sw, struct mb_err *err);
+
+/**
+ * @brief 1 when the base scenario's warnings (settings that change nothing)
+ * hold for every configuration: no axis varies what they depend on (the
+ * model, ep, tp, cp, an overlap switch, the routing, the dispatcher or the
+ * capacity padding); 0 otherwise (the caller then prints none).
+ */
+int mb_sweep_warnings_hold(const struct mb_sweep *sw);
+
+/**
  * @brief Add (or replace) an axis from "key=v1,v2,..." (the --set option).
  * Every value is tried on the base scenario at once, so a typo fails here.
  */

@@ -354,6 +354,36 @@ void mb_validate_print_text(const struct mb_val_summary *s, FILE *fp);
  */
 int mb_validate_print_json(const struct mb_val_summary *s, FILE *fp);
 
+/* ---- JUnit XML (`mbsim validate --junit FILE --max-error PCT`, mb_validate_junit.c) ---- */
+
+/** What a row is in the JUnit report (the index of mb_validate_junit_count's counts). */
+enum mb_val_junit_kind { MB_JUNIT_PASS, MB_JUNIT_FAILURE, MB_JUNIT_ERROR, MB_JUNIT_SKIPPED };
+
+/**
+ * @brief A row's JUnit verdict: FAILURE when |error| > max_err_pct (the time
+ * metric's err_pct; a memory-only scenario row's mem_err_pct), ERROR when it
+ * was skipped because its simulation failed ("simulation failed: ...",
+ * "simulation gave no ..."), SKIPPED for the other skipped rows (their input
+ * cannot be simulated faithfully: docs/validation.md), else PASS.
+ * @param[out] err_pct  the error compared (percent), 0 for skipped rows
+ */
+enum mb_val_junit_kind mb_validate_junit_kind(const struct mb_val_row *r, double max_err_pct, double *err_pct);
+
+/** @brief count[k]: the rows of kind k (enum mb_val_junit_kind) at this threshold (percent). */
+void mb_validate_junit_count(const struct mb_val_summary *s, double max_err_pct, size_t count[4]);
+
+/**
+ * @brief Write the rows as JUnit XML: <testsuites><testsuite name="mbsim
+ * validate" tests failures errors skipped> with the properties max_error_pct
+ * and mape_pct, one <testcase classname="mbsim.validate.SYSTEM" name="ID"
+ * file line> per row, holding <failure> (the metric, measured, predicted,
+ * error and limit), <error> or <skipped> (the reason) as mb_validate_junit_kind
+ * says. Text is XML-escaped; control characters become '?'.
+ * @param[in] max_err_pct  the |error| in percent past which a row fails
+ * @return 0, or -1 when the stream reports a write error.
+ */
+int mb_validate_print_junit(const struct mb_val_summary *s, double max_err_pct, FILE *fp);
+
 /** @brief Free everything the summary owns; accepts NULL; leaves an empty summary. */
 void mb_validate_free(struct mb_val_summary *s);
 
