@@ -249,7 +249,8 @@ static int mb_mgi__direct_null(struct mb_mgi *m, struct mb_megatron_arg *g, cons
     for (int i = 0; mb_mgi__null_unset[i]; i++)
         if (!strcmp(k->key, mb_mgi__null_unset[i]))
             return 0;
-    if (m->a->log_block) /* a log prints None for what Megatron left unset */
+    if (m->a->log_block || (m->a->yaml && m->a->dialect == MB_MEGATRON_LM)) /* a log prints None for what
+        Megatron left unset; a --yaml-cfg file writes it (yaml_arguments.py has no defaults, argparse's is None) */
         return 0;
     return mb_mgi__err(m, g, "null: Megatron-Core has no None for %s (it computes with the value); give a "
                        "value, or leave the override out to keep the recipe's", k->key);

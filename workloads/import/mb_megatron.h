@@ -46,6 +46,8 @@ struct mb_megatron_arg {
     int line, col;     /* 1-based position of the setting in the file */
     int used;          /* set by the importer */
     int ignored;       /* set by the importer: a setting the framework does not apply (a note says why) */
+    const char *bad;   /* a YAML value that is no setting's value ("a mapping", ...): an error if the
+                          import reads this setting, else listed as not imported; NULL otherwise */
 };
 
 /** One iteration line of a Megatron-LM training log (megatron/training/training.py
@@ -63,6 +65,7 @@ struct mb_megatron_iter {
 struct mb_megatron_args {
     enum mb_megatron_dialect dialect;
     int log_block;     /* 1: read from a training log's arguments block */
+    int yaml;          /* 1: read from a YAML file (Megatron-LM --yaml-cfg, Megatron-Bridge --config-file) */
     char file[MB_PATH_LEN];
     struct mb_megatron_arg *a;
     int n, cap;
@@ -74,12 +77,18 @@ struct mb_megatron_args {
 /**
  * @brief Read settings from a file (see the file comment for the forms). A
  * UTF-8 byte order mark is skipped; LF, CRLF and a lone CR all end a line.
+ * A YAML file is recognised by its extension (.yaml, .yml) or, failing
+ * that and not being a training log, by a first line `key:` at column 1; it
+ * is read as Megatron-LM's yaml_arguments.py or Bridge's --config-file reads
+ * it (docs/import.md).
  * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
  *         quote, a launch script's construct mbsim does not read or a value it
  *         would have to run a command for: $(...), a file test, a loop; two
  *         commands that run a script; a Bridge word that is not key=value after the overrides began,
  *         a Megatron-LM argument argparse would refuse: a single-dash option,
- *         a bare `--`, a word that follows no flag taking a value).
+ *         a bare `--`, a word that follows no flag taking a value; a YAML file
+ *         that does not parse, has duplicate keys or too many aliases, or is
+ *         not a mapping of the form the framework reads).
  */
 int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_megatron_args *out,
                      struct mb_err *err);

@@ -16,12 +16,15 @@
  *  - Megatron-Bridge overrides: `section.name=value` words (Hydra's leading
  *    `+`/`++` dropped, values `[a,b]` lists); words before the first
  *    override are the launcher.
+ *  - a YAML file (name ending in .yaml/.yml, or a first line `key:`):
+ *    Megatron-LM's --yaml-cfg or Bridge's --config-file (mb_megatron_yaml.c).
  * Names become Megatron's `args` attribute spelling: '-' -> '_', the Bridge
  * section removed (kept in `written`).
  */
 #include "mb_megatron.h"
 #include "mb_input.h"
 #include "megatron_shell.h"
+#include "megatron_yaml.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -93,8 +96,8 @@ static int mb_mgr__script_words(const char *buf, const char *file, struct mb_mgr
 
 /* ------------------------------------------------------------ settings */
 
-static struct mb_megatron_arg *mb_mgr__add(struct mb_megatron_args *a, const char *name, const char *written,
-                                           int line, int col)
+struct mb_megatron_arg *mb_mgr__add(struct mb_megatron_args *a, const char *name, const char *written, int line,
+                                    int col)
 {
     if (a->n == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 64;
@@ -112,7 +115,7 @@ static struct mb_megatron_arg *mb_mgr__add(struct mb_megatron_args *a, const cha
     return g;
 }
 
-static void mb_mgr__val(struct mb_megatron_arg *g, const char *v, size_t len)
+void mb_mgr__val(struct mb_megatron_arg *g, const char *v, size_t len)
 {
     while (len && isspace((unsigned char)*v))
         v++, len--;
@@ -431,7 +434,12 @@ int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_meg
     int rc = 0;
     size_t nlen = 0;
     FILE *notes = open_memstream(&out->notes, &nlen);
-    if (d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out)) {
+    size_t plen = strlen(path);
+    int ext = (plen > 5 && !strcasecmp(path + plen - 5, ".yaml")) || (plen > 4 && !strcasecmp(path + plen - 4, ".yml"));
+    int log = !ext && d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out); /* reads the block when it is one */
+    if (!log && mb_myaml__is_yaml(path, buf)) {
+        rc = mb_myaml__read(buf, strlen(buf), out, notes, err);
+    } else if (log) {
         out->log_block = 1;
         rc = mb_megatron_log_iterations(out->file, buf, &out->iters, &out->n_iters, err);
     } else {
