@@ -215,6 +215,33 @@ static void test_bridge_hostile(void **state)
             BR "bad_null.yaml:3:3: model.tensor_model_parallel_size: null: Megatron-Core has no None", NULL);
 }
 
+/* run_with_config.sh: `--config-file llama32_1b_pretrain.yaml` (TP 1, GBS 8, MBS 1, seq 4096) between
+ * the overrides model.tensor_model_parallel_size=2 and train.global_batch_size=16. Bridge merges the
+ * file before every override (omegaconf_utils.py process_config_with_overrides), so the overrides win
+ * wherever the option stands: TP 2, GBS 16; MBS and the sequence are the file's. The file is found
+ * beside the script. Errors inside the file are at its own file:line:col. */
+static void test_bridge_config_file(void **state)
+{
+    (void)state;
+    struct mb_megatron_opts o = {.system = "dgx_h100", .model = "llama3_8b", .gpus = 8};
+    struct mb_scenario s;
+    struct mb_err err;
+    char *notes;
+    if (import(BR "run_with_config.sh", MB_MEGATRON_BRIDGE, &o, &s, &notes, &err))
+        fail_msg("%s:%d:%d: %s", err.file, err.line, err.col, err.msg);
+    assert_int_equal(s.tp, 2);
+    assert_int_equal(s.global_batch_size, 16);
+    assert_int_equal(s.micro_batch_size, 1);
+    assert_int_equal(s.seq_length, 4096);
+    assert_non_null(strstr(notes, BR "llama32_1b_pretrain.yaml: read as a Megatron-Bridge YAML config"));
+    free(notes);
+    mb_scenario_free(&s);
+    refused(BR "run_with_bad_config.sh", MB_MEGATRON_BRIDGE, &o,
+            BR "bad_type.yaml:4:3: train.global_batch_size: 2 values ('8', '16'): it takes one", NULL);
+    refused(BR "run_with_missing_config.sh", MB_MEGATRON_BRIDGE, &o,
+            BR "run_with_missing_config.sh:1:22: --config-file no_such_config.yaml: cannot open it", NULL);
+}
+
 /* The form is told by the content when the name does not say: a YAML config saved as .txt. */
 static void test_detection(void **state)
 {
@@ -237,7 +264,7 @@ int main(void)
         cmocka_unit_test(test_lm_example),      cmocka_unit_test(test_lm_step_schedule),
         cmocka_unit_test(test_lm_hostile),      cmocka_unit_test(test_bridge_examples),
         cmocka_unit_test(test_bridge_sections), cmocka_unit_test(test_bridge_hostile),
-        cmocka_unit_test(test_detection),
+        cmocka_unit_test(test_bridge_config_file), cmocka_unit_test(test_detection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,7 @@ struct mb_megatron_arg {
     int none;          /* the dialect's None: Bridge's (Hydra's) `null`, a log's `None`; a
                           Megatron-LM command line has none (argparse hands the word to the flag) */
     int line, col;     /* 1-based position of the setting in the file */
+    int in_config;     /* read from the --config-file a Bridge command names (mb_megatron_args.config), not `file` */
     int used;          /* set by the importer */
     int ignored;       /* set by the importer: a setting the framework does not apply (a note says why) */
     const char *bad;   /* a YAML value that is no setting's value ("a mapping", ...): an error if the
@@ -67,6 +68,7 @@ struct mb_megatron_args {
     int log_block;     /* 1: read from a training log's arguments block */
     int yaml;          /* 1: read from a YAML file (Megatron-LM --yaml-cfg, Megatron-Bridge --config-file) */
     char file[MB_PATH_LEN];
+    char config[MB_PATH_LEN]; /* the YAML a Bridge command's --config-file names, read before its overrides; "" none */
     struct mb_megatron_arg *a;
     int n, cap;
     char *notes;       /* the reader's notes (words not read), lines for mb_megatron_import to list; may be NULL */
@@ -80,7 +82,9 @@ struct mb_megatron_args {
  * A YAML file is recognised by its extension (.yaml, .yml) or, failing
  * that and not being a training log, by a first line `key:` at column 1; it
  * is read as Megatron-LM's yaml_arguments.py or Bridge's --config-file reads
- * it (docs/import.md).
+ * it (docs/import.md). A Megatron-Bridge command's `--config-file FILE` (as
+ * given, else beside the command's file) is read first, its overrides after
+ * it: Bridge merges the recipe, then the file, then the overrides.
  * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
  *         quote, a launch script's construct mbsim does not read or a value it
  *         would have to run a command for: $(...), a file test, a loop; two

@@ -114,7 +114,8 @@ int mb_mgi__err(struct mb_mgi *m, const struct mb_megatron_arg *g, const char *f
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (g)
-        return mb_err_set(m->err, m->a->file, g->line, g->col, "%s: %s", g->written, msg);
+        return mb_err_set(m->err, g->in_config ? m->a->config : m->a->file, g->line, g->col, "%s: %s", g->written,
+                          msg);
     return mb_err_set(m->err, m->a->file, 0, 0, "%s", msg);
 }
 
@@ -125,7 +126,7 @@ void mb_mgi__note(struct mb_mgi *m, const struct mb_megatron_arg *g, const char 
     va_list ap;
     va_start(ap, fmt);
     if (g)
-        fprintf(m->notes, "%s:%d:%d: %s: ", m->a->file, g->line, g->col, g->written);
+        fprintf(m->notes, "%s:%d:%d: %s: ", g->in_config ? m->a->config : m->a->file, g->line, g->col, g->written);
     else
         fprintf(m->notes, "%s: ", m->a->file);
     vfprintf(m->notes, fmt, ap);

@@ -63,7 +63,7 @@ static void mb_mgr__free_words(struct mb_mgr__words *ws)
  * removed, and every line end -- LF, CRLF, or a lone CR (classic Mac OS, or a
  * last line ending in a bare CR) -- made one LF, so that positions, comments,
  * continuations and the log reader see one kind. */
-static char *mb_mgr__read_file(const char *path, struct mb_err *err)
+char *mb_mgr__read_file(const char *path, struct mb_err *err)
 {
     char *buf;
     size_t n;
@@ -319,6 +319,19 @@ static int mb_mgr__bridge(struct mb_mgr__words *ws, struct mb_megatron_args *a, 
                 fprintf(notes, "%s:%d:%d: the command ends at '%s': the words after it (%s ...) are not read\n",
                         a->file, w->line, w->col, w->s, ws->w[i + 1].s);
             return 0;
+        }
+        if ((!strcmp(s, "--config-file") || !strcmp(s, "--config_file") ||
+                      !strncmp(s, "--config-file=", 14) || !strncmp(s, "--config_file=", 14))) {
+            /* Bridge's run scripts: the YAML merged over the recipe before the overrides */
+            const char *path = s[13] == '=' ? s + 14 : i + 1 < ws->n ? ws->w[++i].s : NULL;
+            if (!path || !*path)
+                return mb_err_set(err, a->file, w->line, w->col, "%s: expected the YAML file's path", w->s);
+            if (a->config[0])
+                return mb_err_set(err, a->file, w->line, w->col, "a second --config-file: Megatron-Bridge's "
+                                  "scripts take one");
+            if (mb_myaml__config_file(path, w->line, w->col, a, notes, err))
+                return -1;
+            continue;
         }
         while (*s == '+')
             s++;

@@ -220,9 +220,55 @@ static int mb_myaml__bridge(const struct mb_node *root, struct mb_megatron_args 
     return 0;
 }
 
+static int mb_myaml__load(const char *buf, size_t len, const char *name, struct mb_megatron_args *a, FILE *notes,
+                          struct mb_err *err);
+
 int mb_myaml__read(const char *buf, size_t len, struct mb_megatron_args *a, FILE *notes, struct mb_err *err)
 {
-    struct mb_node *root = mb_yaml_load_string(buf, len, a->file, err);
+    return mb_myaml__load(buf, len, a->file, a, notes, err);
+}
+
+int mb_myaml__config_file(const char *path, int line, int col, struct mb_megatron_args *a, FILE *notes,
+                          struct mb_err *err)
+{
+    char beside[MB_PATH_LEN];
+    const char *slash = strrchr(a->file, '/');
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        snprintf(a->config, sizeof a->config, "%s", path);
+    } else if (path[0] != '/' && slash &&
+               snprintf(beside, sizeof beside, "%.*s/%s", (int)(slash - a->file), a->file, path) < (int)sizeof beside &&
+               (f = fopen(beside, "r")) != NULL) {
+        fclose(f);
+        snprintf(a->config, sizeof a->config, "%s", beside);
+    } else {
+        return mb_err_set(err, a->file, line, col, "--config-file %s: cannot open it (tried it as given%s)", path,
+                          path[0] != '/' && slash ? " and beside this file" : "");
+    }
+    char *buf = mb_mgr__read_file(a->config, err);
+    if (!buf)
+        return -1;
+    int n0 = a->n, rc = mb_myaml__load(buf, strlen(buf), a->config, a, notes, err);
+    mb_free(buf);
+    for (int i = n0; i < a->n; i++)
+        a->a[i].in_config = 1;
+    if (!rc && n0 > 0) { /* before every override, wherever the option stood: the file is merged first */
+        size_t nn = (size_t)(a->n - n0);
+        struct mb_megatron_arg *tmp = mb_malloc(nn * sizeof *tmp);
+        memcpy(tmp, a->a + n0, nn * sizeof *tmp);
+        memmove(a->a + nn, a->a, (size_t)n0 * sizeof *tmp);
+        memcpy(a->a, tmp, nn * sizeof *tmp);
+        mb_free(tmp);
+    }
+    a->yaml = 0; /* the command's own settings are overrides */
+    return rc;
+}
+
+static int mb_myaml__load(const char *buf, size_t len, const char *name, struct mb_megatron_args *a, FILE *notes,
+                          struct mb_err *err)
+{
+    struct mb_node *root = mb_yaml_load_string(buf, len, name, err);
     if (!root)
         return -1;
     int lm = a->dialect == MB_MEGATRON_LM, rc;
@@ -236,7 +282,7 @@ int mb_myaml__read(const char *buf, size_t len, struct mb_megatron_args *a, FILE
     else
         rc = lm ? mb_myaml__lm(root, a, notes, err) : mb_myaml__bridge(root, a, err);
     if (!rc && notes)
-        fprintf(notes, "%s: read as %s\n", a->file, lm ? "a Megatron-LM YAML config (--yaml-cfg; "
+        fprintf(notes, "%s: read as %s\n", name, lm ? "a Megatron-LM YAML config (--yaml-cfg; "
                 "megatron/training/yaml_arguments.py)" : "a Megatron-Bridge YAML config (--config-file; merged "
                 "over the recipe's ConfigContainer)");
     mb_yaml_free(root);

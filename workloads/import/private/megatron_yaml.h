@@ -42,4 +42,17 @@ int mb_myaml__is_yaml(const char *path, const char *buf);
  */
 int mb_myaml__read(const char *buf, size_t len, struct mb_megatron_args *a, FILE *notes, struct mb_err *err);
 
+/**
+ * @brief Read the Bridge YAML a command's `--config-file` names (path as given, else beside
+ * a->file) into a->a, its settings marked in_config; a->config keeps its path.
+ * @param[in] word the word's position (for an error when the file cannot be read)
+ * @return 0, or -1 with err set (the file cannot be opened: both paths tried; its own errors at
+ *         its file:line:col).
+ */
+int mb_myaml__config_file(const char *path, int line, int col, struct mb_megatron_args *a, FILE *notes,
+                          struct mb_err *err);
+
+/** @brief The file as text (mb_megatron_read.c): BOM dropped, line ends LF; NULL with err set. */
+char *mb_mgr__read_file(const char *path, struct mb_err *err);
+
 #endif /* MB_MEGATRON_YAML_H */
