@@ -11,14 +11,7 @@
 #include <stdio.h>
 
 #include "mb_megatron.h"
-
-/* ---- mb_megatron_read.c: the settings list, shared with the YAML reader */
-
-/** @brief Append a setting named `name` ('-' -> '_', lower case), spelt `written`, at line:col. */
-struct mb_megatron_arg *mb_mgr__add(struct mb_megatron_args *a, const char *name, const char *written, int line,
-                                    int col);
-/** @brief Append the value v[0..len) (blanks and one pair of enclosing quotes trimmed) to g. */
-void mb_mgr__val(struct mb_megatron_arg *g, const char *v, size_t len);
+#include "megatron_list.h"
 
 /* ---- mb_megatron_yaml.c */
 
@@ -51,8 +44,5 @@ int mb_myaml__read(const char *buf, size_t len, struct mb_megatron_args *a, FILE
  */
 int mb_myaml__config_file(const char *path, int line, int col, struct mb_megatron_args *a, FILE *notes,
                           struct mb_err *err);
-
-/** @brief The file as text (mb_megatron_read.c): BOM dropped, line ends LF; NULL with err set. */
-char *mb_mgr__read_file(const char *path, struct mb_err *err);
 
 #endif /* MB_MEGATRON_YAML_H */
