@@ -119,6 +119,9 @@ static void test_lm_hostile(void **state)
             LM "bad_twice.yaml:4:3: model_parallel.micro_batch_size: also given as micro_batch_size (1:1)", NULL);
     refused(LM "bad_no_section.yaml", MB_MEGATRON_LM, &o, LM "bad_no_section.yaml:2:1: no language_model: mapping",
             NULL);
+    refused(LM "bad_null_tp.yaml", MB_MEGATRON_LM, &o,
+            LM "bad_null_tp.yaml:2:3: model_parallel.tensor_model_parallel_size: null: Megatron-LM's validate_yaml",
+            NULL);
     refused(LM "bad_env.yaml", MB_MEGATRON_LM, &o,
             LM "bad_env.yaml:8:1: seq_length: expected a value, got a value with ${VAR}", NULL);
 }

@@ -249,8 +249,17 @@ static int mb_mgi__direct_null(struct mb_mgi *m, struct mb_megatron_arg *g, cons
     for (int i = 0; mb_mgi__null_unset[i]; i++)
         if (!strcmp(k->key, mb_mgi__null_unset[i]))
             return 0;
-    if (m->a->log_block || (m->a->yaml && m->a->dialect == MB_MEGATRON_LM)) /* a log prints None for what
-        Megatron left unset; a --yaml-cfg file writes it (yaml_arguments.py has no defaults, argparse's is None) */
+    /* validate_yaml (yaml_arguments.py) computes with these: min(tensor_model_parallel_size, world_size),
+     * world_size % (... * context_parallel_size), expert_model_parallel_size > 1, micro_batch_size > 0 */
+    static const char *const yaml_needs[] = {"parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep",
+                                             "data.micro_batch_size", NULL};
+    int lm_yaml = m->a->yaml && m->a->dialect == MB_MEGATRON_LM;
+    for (int i = 0; lm_yaml && yaml_needs[i]; i++)
+        if (!strcmp(k->key, yaml_needs[i]))
+            return mb_mgi__err(m, g, "null: Megatron-LM's validate_yaml (yaml_arguments.py) computes with it; give "
+                               "a value");
+    if (m->a->log_block || lm_yaml) /* a log prints None for what Megatron left unset; a --yaml-cfg file
+        writes it (yaml_arguments.py has no defaults; argparse's is None) */
         return 0;
     return mb_mgi__err(m, g, "null: Megatron-Core has no None for %s (it computes with the value); give a "
                        "value, or leave the override out to keep the recipe's", k->key);
