@@ -1,7 +1,7 @@
 /*
  * cmd_import.c -- `mbsim import megatron|bridge FILE`: Megatron-LM arguments
- * (a command line or a training log's arguments block) or Megatron-Bridge
- * overrides -> a scenario YAML (workloads/import/mb_megatron.h); `mbsim import hf
+ * (a command line, a training log's arguments block, a --yaml-cfg file) or
+ * Megatron-Bridge overrides (or a --config-file YAML) -> a scenario YAML (workloads/import/mb_megatron.h); `mbsim import hf
  * config.json`: a Hugging Face config -> a model file (workloads/import/mb_hf.h).
  * Settings not imported are listed on stderr. Also the `--emit
  * megatron|bridge` option shared by `run` and `tune` (mb_cmd_emit_parse,
@@ -24,9 +24,11 @@ static void mb_cli__usage(FILE *fp)
             "       mbsim import hf CONFIG.json [--name NAME] [-o OUT.yaml]\n"
             "\n"
             "Writes a scenario (docs/scenario-format.md) from the settings of a Megatron run:\n"
-            "  megatron  Megatron-LM arguments: a command line (--tensor-model-parallel-size 2 ...)\n"
-            "            or the arguments block a Megatron-LM training log prints\n"
-            "  bridge    Megatron-Bridge overrides (model.tensor_model_parallel_size=2 ...)\n"
+            "  megatron  Megatron-LM arguments: a command line (--tensor-model-parallel-size 2 ...),\n"
+            "            the arguments block a Megatron-LM training log prints, or a --yaml-cfg file\n"
+            "  bridge    Megatron-Bridge overrides (model.tensor_model_parallel_size=2 ...) or a\n"
+            "            --config-file YAML (model:, train:, ...)\n"
+            "A YAML file is told by its extension (.yaml, .yml) or a first line `key:`.\n"
             "and a model file (docs/models.md) from a Hugging Face config.json:\n"
             "  hf        dense Llama/Mistral/Qwen2/Qwen3, MoE Qwen2-MoE/Qwen3-MoE/Mixtral/DeepSeek-V3\n"
             "            (MLA), Qwen3-VL (text_config + vision_config); --name: the model's name\n"

@@ -249,7 +249,17 @@ static int mb_mgi__direct_null(struct mb_mgi *m, struct mb_megatron_arg *g, cons
     for (int i = 0; mb_mgi__null_unset[i]; i++)
         if (!strcmp(k->key, mb_mgi__null_unset[i]))
             return 0;
-    if (m->a->log_block) /* a log prints None for what Megatron left unset */
+    /* validate_yaml (yaml_arguments.py) computes with these: min(tensor_model_parallel_size, world_size),
+     * world_size % (... * context_parallel_size), expert_model_parallel_size > 1, micro_batch_size > 0 */
+    static const char *const yaml_needs[] = {"parallel.tp", "parallel.pp", "parallel.cp", "parallel.ep",
+                                             "data.micro_batch_size", NULL};
+    int lm_yaml = m->a->yaml && m->a->dialect == MB_MEGATRON_LM;
+    for (int i = 0; lm_yaml && yaml_needs[i]; i++)
+        if (!strcmp(k->key, yaml_needs[i]))
+            return mb_mgi__err(m, g, "null: Megatron-LM's validate_yaml (yaml_arguments.py) computes with it; give "
+                               "a value");
+    if (m->a->log_block || lm_yaml) /* a log prints None for what Megatron left unset; a --yaml-cfg file
+        writes it (yaml_arguments.py has no defaults; argparse's is None) */
         return 0;
     return mb_mgi__err(m, g, "null: Megatron-Core has no None for %s (it computes with the value); give a "
                        "value, or leave the override out to keep the recipe's", k->key);
@@ -905,7 +915,7 @@ static const struct mb_megatron_arg *mb_mgi__setting_at(const struct mb_mgi *m, 
 }
 
 /* Write the built scenario and load it back: the loader's rules and defaults apply. */
-static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
+static int mb_mgi__load_back(struct mb_mgi *m, struct mb_scenario *out)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -926,8 +936,67 @@ static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
         return rc;
     }
     free(buf);
-    out->warnings[0] = 0; /* positions in the generated YAML, not in the file read; mbsim run of the
-                             written scenario reports them */
+    return 0;
+}
+
+/* The keys the loader warned about as changing nothing in the loaded scenario
+ * (mb_scenario.c, the inert-setting warnings), one per warning line. With
+ * `reset`, those no setting of the file gave (a Megatron-LM default the
+ * import applied: the allgather dispatcher or the unfused permute on a dense
+ * model, HybridEP's permute fusion under another dispatcher) and those that
+ * mean nothing for the scenario (mb_megatron_key_applies: MoE keys on a dense
+ * model, which a log or a YAML config prints as Megatron's defaults; --emit
+ * leaves them out, and mb_megatron_import notes a set one) get mbsim's default
+ * back, so that the written scenario does not carry them and `mbsim run` of it
+ * does not warn about a key the importer wrote; returns how many. Without it,
+ * the others -- a setting of the file that means something for the scenario but
+ * changes nothing in this simulation (the HybridEP SM count without EP overlap) --
+ * are noted at the setting: they stay, so that --emit gives them back to Megatron. */
+static int mb_mgi__inert(struct mb_mgi *m, const struct mb_scenario *loaded, int reset)
+{
+    struct mb_scenario *def = reset ? mb_calloc(1, sizeof *def) : NULL;
+    int n = 0;
+    if (def)
+        mb_scenario_defaults(def);
+    for (const char *w = strstr(loaded->warnings, "warning: "); w; w = strstr(w, "warning: ")) {
+        w += 9;
+        const char *nl = strchr(w, '\n'), *end = nl ? nl : w + strlen(w);
+        const char *inert = strstr(w, " changes nothing");
+        char key[64];
+        size_t kl = strspn(w, "abcdefghijklmnopqrstuvwxyz0123456789_.");
+        const struct mb_key *k = NULL;
+        if (inert && inert < end && kl && kl < sizeof key) {
+            snprintf(key, sizeof key, "%.*s", (int)kl, w);
+            k = mb_key_find(key);
+        }
+        if (!k)
+            continue;
+        const struct mb_megatron_arg *g = m->by_key[mb_key_index(k)];
+        if (reset && (!g || !mb_megatron_key_applies(loaded, k))) {
+            char text[1100];
+            struct mb_err e;
+            mb_err_clear(&e);
+            if (mb_key_format(def, k, text, sizeof text) == 0 && mb_key_set(m->s, k, text, &e) == 0)
+                n++;
+        } else if (!reset) {
+            mb_mgi__note(m, g, "ignored in the simulation (kept for --emit): %.*s", (int)(end - w), w);
+        }
+    }
+    mb_free(def);
+    return n;
+}
+
+static int mb_mgi__reload(struct mb_mgi *m, struct mb_scenario *out)
+{
+    for (int pass = 0;; pass++) {
+        if (mb_mgi__load_back(m, out))
+            return -1;
+        if (pass == 3 || mb_mgi__inert(m, out, 1) == 0)
+            break;
+        mb_scenario_free(out);
+    }
+    mb_mgi__inert(m, out, 0);
+    out->warnings[0] = 0; /* positions in the generated YAML, not in the file read: noted above */
     return 0;
 }
 

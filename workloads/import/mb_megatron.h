@@ -44,8 +44,11 @@ struct mb_megatron_arg {
     int none;          /* the dialect's None: Bridge's (Hydra's) `null`, a log's `None`; a
                           Megatron-LM command line has none (argparse hands the word to the flag) */
     int line, col;     /* 1-based position of the setting in the file */
+    int in_config;     /* read from the --config-file a Bridge command names (mb_megatron_args.config), not `file` */
     int used;          /* set by the importer */
     int ignored;       /* set by the importer: a setting the framework does not apply (a note says why) */
+    const char *bad;   /* a YAML value that is no setting's value ("a mapping", ...): an error if the
+                          import reads this setting, else listed as not imported; NULL otherwise */
 };
 
 /** One iteration line of a Megatron-LM training log (megatron/training/training.py
@@ -63,7 +66,9 @@ struct mb_megatron_iter {
 struct mb_megatron_args {
     enum mb_megatron_dialect dialect;
     int log_block;     /* 1: read from a training log's arguments block */
+    int yaml;          /* 1: read from a YAML file (Megatron-LM --yaml-cfg, Megatron-Bridge --config-file) */
     char file[MB_PATH_LEN];
+    char config[MB_PATH_LEN]; /* the YAML a Bridge command's --config-file names, read before its overrides; "" none */
     struct mb_megatron_arg *a;
     int n, cap;
     char *notes;       /* the reader's notes (words not read), lines for mb_megatron_import to list; may be NULL */
@@ -74,12 +79,20 @@ struct mb_megatron_args {
 /**
  * @brief Read settings from a file (see the file comment for the forms). A
  * UTF-8 byte order mark is skipped; LF, CRLF and a lone CR all end a line.
+ * A YAML file is recognised by its extension (.yaml, .yml) or, failing
+ * that and not being a training log, by a first line `key:` at column 1; it
+ * is read as Megatron-LM's yaml_arguments.py or Bridge's --config-file reads
+ * it (docs/import.md). A Megatron-Bridge command's `--config-file FILE` (as
+ * given, else beside the command's file) is read first, its overrides after
+ * it: Bridge merges the recipe, then the file, then the overrides.
  * @return 0, or -1 with file:line:col in err (unreadable file, unterminated
  *         quote, a launch script's construct mbsim does not read or a value it
  *         would have to run a command for: $(...), a file test, a loop; two
  *         commands that run a script; a Bridge word that is not key=value after the overrides began,
  *         a Megatron-LM argument argparse would refuse: a single-dash option,
- *         a bare `--`, a word that follows no flag taking a value).
+ *         a bare `--`, a word that follows no flag taking a value; a YAML file
+ *         that does not parse, has duplicate keys or too many aliases, or is
+ *         not a mapping of the form the framework reads).
  */
 int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_megatron_args *out,
                      struct mb_err *err);

@@ -47,11 +47,12 @@ int mb_mgi__is_none(const struct mb_megatron_arg *g)
     return g->none;
 }
 
-/* In a log, unset settings (None, False, []) are Megatron's defaults, not choices. */
+/* In a log, unset settings (None, False, []) are Megatron's defaults, not choices; so in a
+ * Megatron-LM YAML config, which lists every argument (yaml_arguments.py has no defaults). */
 int mb_mgi__unset(const struct mb_megatron_args *a, const struct mb_megatron_arg *g)
 {
-    return a->log_block && (mb_mgi__is_none(g) || (g->is_list && g->nval == 0) ||
-                            (g->nval == 1 && !strcmp(g->val[0], "False")));
+    return (a->log_block || (a->yaml && a->dialect == MB_MEGATRON_LM)) && (mb_mgi__is_none(g) || (g->is_list && g->nval == 0) ||
+                            (g->nval == 1 && !strcasecmp(g->val[0], "false")));
 }
 
 /* A log's unset entry beside a set one of the same canonical name (fp8_param_gather False
@@ -113,7 +114,8 @@ int mb_mgi__err(struct mb_mgi *m, const struct mb_megatron_arg *g, const char *f
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (g)
-        return mb_err_set(m->err, m->a->file, g->line, g->col, "%s: %s", g->written, msg);
+        return mb_err_set(m->err, g->in_config ? m->a->config : m->a->file, g->line, g->col, "%s: %s", g->written,
+                          msg);
     return mb_err_set(m->err, m->a->file, 0, 0, "%s", msg);
 }
 
@@ -124,7 +126,7 @@ void mb_mgi__note(struct mb_mgi *m, const struct mb_megatron_arg *g, const char 
     va_list ap;
     va_start(ap, fmt);
     if (g)
-        fprintf(m->notes, "%s:%d:%d: %s: ", m->a->file, g->line, g->col, g->written);
+        fprintf(m->notes, "%s:%d:%d: %s: ", g->in_config ? m->a->config : m->a->file, g->line, g->col, g->written);
     else
         fprintf(m->notes, "%s: ", m->a->file);
     vfprintf(m->notes, fmt, ap);

@@ -246,6 +246,8 @@ static const struct {
     {"external_cuda_graph", "cuda_graph_impl", MB_MEGATRON_LM,
      "validate_args: \"Do not use --enable-cuda-graph or --external-cuda-graph with --cuda-graph-impl\""},
     {"enable_cuda_graph", "external_cuda_graph", MB_MEGATRON_LM, "validate_args: not both at the same time"},
+    {"step_batch_size_schedule", "global_batch_size", MB_MEGATRON_LM,
+     "validate_args and validate_yaml: \"Cannot specify both --step-batch-size-schedule and --global-batch-size\""},
     {"use_megatron_fsdp", "use_torch_fsdp2", MB_MEGATRON_BRIDGE,
      "ConfigContainer.validate: \"use_megatron_fsdp and use_torch_fsdp2 are mutually exclusive\""},
     {NULL, NULL, 0, NULL}};
@@ -316,7 +318,8 @@ int mb_mgi__conflicts(struct mb_mgi *m)
     return 0;
 }
 
-/* A setting that takes one value given several (`--moe-flex-dispatcher-backend hybridep \\ ` makes a
+/* A YAML value that is no value (a mapping, ${VAR}: mb_megatron_arg.bad) on a setting the import reads:
+ * an error at it. A setting that takes one value given several (`--moe-flex-dispatcher-backend hybridep \\ ` makes a
  * second word of a blank; Bridge `[a,b]` for a number): argparse takes one word for such a flag and exits
  * on the rest ("unrecognized arguments"); the rules read one value and took the flag for absent (the
  * deepep default). An error at the setting. Lists are settings whose type is one (recompute_modules,
@@ -325,6 +328,9 @@ int mb_mgi__single_values(struct mb_mgi *m)
 {
     for (int i = 0; i < m->a->n; i++) {
         struct mb_megatron_arg *g = &m->a->a[i];
+        if (g->bad && !g->ignored && (mb_mgi__key_of(g->name) || mb_mgi__in(mb_mgi__rule_names, g->name) ||
+                                      mb_mgi__in(mb_mgi__arch_names, g->name)))
+            return mb_mgi__err(m, g, "expected %s, got %s", g->is_list ? "a list of values" : "a value", g->bad);
         if (g->env || g->ignored || m->a->log_block || !(g->nval > 1 || (g->is_list && g->nval > 0)))
             continue;
         const struct mb_key *k = mb_mgi__key_of(g->name);

@@ -16,12 +16,15 @@
  *  - Megatron-Bridge overrides: `section.name=value` words (Hydra's leading
  *    `+`/`++` dropped, values `[a,b]` lists); words before the first
  *    override are the launcher.
+ *  - a YAML file (name ending in .yaml/.yml, or a first line `key:`):
+ *    Megatron-LM's --yaml-cfg or Bridge's --config-file (mb_megatron_yaml.c).
  * Names become Megatron's `args` attribute spelling: '-' -> '_', the Bridge
  * section removed (kept in `written`).
  */
 #include "mb_megatron.h"
-#include "mb_input.h"
 #include "megatron_shell.h"
+#include "megatron_list.h"
+#include "megatron_yaml.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -55,28 +58,6 @@ static void mb_mgr__free_words(struct mb_mgr__words *ws)
     mb_free(ws->w);
 }
 
-/* The file as text: a regular file within the input limit (mb_input), no NUL
- * byte; a UTF-8 byte order mark (an editor's, not part of the first flag)
- * removed, and every line end -- LF, CRLF, or a lone CR (classic Mac OS, or a
- * last line ending in a bare CR) -- made one LF, so that positions, comments,
- * continuations and the log reader see one kind. */
-static char *mb_mgr__read_file(const char *path, struct mb_err *err)
-{
-    char *buf;
-    size_t n;
-    if (mb_input_read(path, "Megatron arguments as text", 0, &buf, &n, err))
-        return NULL;
-    if (strlen(buf) != n) {
-        mb_free(buf);
-        mb_err_set(err, path, 0, 0, "binary file (a NUL byte); expected Megatron arguments as text");
-        return NULL;
-    }
-    size_t bom = n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0; /* a UTF-8 byte order mark is skipped */
-    memmove(buf, buf + bom, n - bom + 1);
-    mb_input_unify_line_ends(buf, n - bom);
-    return buf;
-}
-
 /* The words of the file's command: a launch script's variables, arrays and
  * if blocks evaluated (mb_megatron_shell.c). */
 static int mb_mgr__script_words(const char *buf, const char *file, struct mb_mgr__words *ws, FILE *notes,
@@ -92,40 +73,6 @@ static int mb_mgr__script_words(const char *buf, const char *file, struct mb_mgr
 }
 
 /* ------------------------------------------------------------ settings */
-
-static struct mb_megatron_arg *mb_mgr__add(struct mb_megatron_args *a, const char *name, const char *written,
-                                           int line, int col)
-{
-    if (a->n == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 64;
-        a->a = mb_realloc(a->a, (size_t)a->cap * sizeof *a->a);
-    }
-    struct mb_megatron_arg *g = &a->a[a->n++];
-    memset(g, 0, sizeof *g);
-    size_t k = 0;
-    for (const char *p = name; *p && k + 1 < sizeof g->name; p++)
-        g->name[k++] = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
-    g->name[k] = '\0';
-    snprintf(g->written, sizeof g->written, "%s", written);
-    g->line = line;
-    g->col = col;
-    return g;
-}
-
-static void mb_mgr__val(struct mb_megatron_arg *g, const char *v, size_t len)
-{
-    while (len && isspace((unsigned char)*v))
-        v++, len--;
-    while (len && isspace((unsigned char)v[len - 1]))
-        len--;
-    if (len >= 2 && (v[0] == '\'' || v[0] == '"') && v[len - 1] == v[0])
-        v++, len -= 2;
-    g->val = mb_realloc(g->val, (size_t)(g->nval + 1) * sizeof *g->val);
-    char *s = mb_malloc(len + 1);
-    memcpy(s, v, len);
-    s[len] = '\0';
-    g->val[g->nval++] = s;
-}
 
 /* A value as text: "[a, b]" (Python or Hydra list) becomes a list, else one value. */
 static void mb_mgr__value(struct mb_megatron_arg *g, const char *v)
@@ -317,6 +264,19 @@ static int mb_mgr__bridge(struct mb_mgr__words *ws, struct mb_megatron_args *a, 
                         a->file, w->line, w->col, w->s, ws->w[i + 1].s);
             return 0;
         }
+        if ((!strcmp(s, "--config-file") || !strcmp(s, "--config_file") ||
+                      !strncmp(s, "--config-file=", 14) || !strncmp(s, "--config_file=", 14))) {
+            /* Bridge's run scripts: the YAML merged over the recipe before the overrides */
+            const char *path = s[13] == '=' ? s + 14 : i + 1 < ws->n ? ws->w[++i].s : NULL;
+            if (!path || !*path)
+                return mb_err_set(err, a->file, w->line, w->col, "%s: expected the YAML file's path", w->s);
+            if (a->config[0])
+                return mb_err_set(err, a->file, w->line, w->col, "a second --config-file: Megatron-Bridge's "
+                                  "scripts take one");
+            if (mb_myaml__config_file(path, w->line, w->col, a, notes, err))
+                return -1;
+            continue;
+        }
         while (*s == '+')
             s++;
         const char *eq = strchr(s, '=');
@@ -431,7 +391,12 @@ int mb_megatron_read(const char *path, enum mb_megatron_dialect d, struct mb_meg
     int rc = 0;
     size_t nlen = 0;
     FILE *notes = open_memstream(&out->notes, &nlen);
-    if (d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out)) {
+    size_t plen = strlen(path);
+    int ext = (plen > 5 && !strcasecmp(path + plen - 5, ".yaml")) || (plen > 4 && !strcasecmp(path + plen - 4, ".yml"));
+    int log = !ext && d == MB_MEGATRON_LM && mb_mgr__log_block(buf, out); /* reads the block when it is one */
+    if (!log && mb_myaml__is_yaml(path, buf)) {
+        rc = mb_myaml__read(buf, strlen(buf), out, notes, err);
+    } else if (log) {
         out->log_block = 1;
         rc = mb_megatron_log_iterations(out->file, buf, &out->iters, &out->n_iters, err);
     } else {

@@ -1,0 +1,1 @@
+python run_recipe.py --config-file no_such_config.yaml model.tensor_model_parallel_size=2
