@@ -552,13 +552,18 @@ void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *
     double step = mb_memory_step_allocated(ps);
     /* the first iteration's passes run before the optimizer has created Adam's moments */
     ps->first_iter_allocated = fmax(ps->peak_allocated - mb_step__adam_moments(s, ps->optimizer), step);
-    ps->at_step = step > ps->peak_allocated;
+    /* a full-iteration graph's pool keeps the passes' peak reserved (freed, not allocated) through the
+     * eager step, whose transients come on top: the step is the peak, its reserve holds the pool */
+    double held = mb_memory_graph_step_extra(s, ps->step_grads);
+    ps->at_step = held > 0 || step > ps->peak_allocated;
     if (!ps->at_step)
         return;
+    double reserved = held > 0 ? ps->reserved + held : step + ps->fragmentation;
     ps->activations = ps->deferred_wgrad = ps->logits = ps->dispatch = ps->recompute = ps->bwd_grads = 0;
     ps->buffers = ps->workspace;
     ps->peak_allocated = step;
-    ps->reserved = step + ps->fragmentation;
+    ps->reserved = reserved;
+    ps->fragmentation = reserved - step;
     ps->device = ps->reserved + ps->comm_buffers + ps->context;
 }
 

@@ -529,6 +529,14 @@ double mb_memory_hybridep_bytes(double T, int group, int per_domain, double h, d
 /* The scenario's dispatcher buffers on a rank, T the microbatch's tokens before the TP split (0 without
  * experts, EP 1, or a dispatcher without registered buffers). */
 double mb_memory_dispatcher_bytes(const struct mb_scenario *s, double T);
+/* ---- memory_graph.c: CUDA-graph pool terms beyond layout.c's reuse model (bytes) */
+/* Scoped graphs with cuda_graph.reuse_buffers off (TE < 2.7) on stage st, seg the bytes one [s/tp, b, h]
+ * buffer reserves: 3 buffers (static output, grad output, grad input) per captured layer and microbatch of
+ * the step, less the shared grad-output buffer layout.c counts; 0 otherwise. */
+double mb_memory_graph_unreused_bytes(const struct mb_build *b, int st, double seg);
+/* The optimizer step's transient bytes (step_transient) that a full-iteration graph's pool, held
+ * reserved through the eager optimizer step, adds to the passes' peak; 0 without a full-iteration graph. */
+double mb_memory_graph_step_extra(const struct mb_scenario *s, double step_transient);
 /* Bytes the caching allocator reserves for one allocation of `bytes` (2 MiB segments). */
 double mb_memory_segment(double bytes);
 /* Set the rank-level fields (peak stage, its terms, reserved, verdict, dominant
