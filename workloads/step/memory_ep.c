@@ -37,20 +37,30 @@ double mb_memory_deepep_bytes(int ranks, int sms, double hidden_bytes)
     return best_nvl + best_rdma;
 }
 
+/* Bytes HybridEP's ExtendedMemoryAllocator maps for a request: rounded up to the fabric allocation
+ * granularity (csrc/hybrid_ep/allocator/allocator.cu get_size_align_to_granularity,
+ * CU_MEM_ALLOC_GRANULARITY_MINIMUM), taken as 2 MiB (an assumption: the driver reports it per GPU). */
+static double mb_ep__granule(double bytes)
+{
+    const double g = 2.0 * 1024 * 1024;
+    return bytes > 0 ? ceil(bytes / g) * g : g;
+}
+
 /* HybridEP's NVLink-side buffers (NVLCoordinator, csrc/hybrid_ep/buffer/intranode.cu): sized for
  * every token of the group landing on this rank, Tmax = T x ranks_per_domain x domains:
  *  - the combine input, bf16 tokens [Tmax, h] and fp32 probabilities [Tmax, experts of the domain];
  *  - the dispatch output shares them (use_shared_buffer, HybridEPBuffer's default since DeepEP
  *    1dddd19, 2025-11-18; Megatron passes nothing else), so it adds only its fp32 scaling factors
  *    [Tmax, h/128], allocated whatever the token dtype;
- *  - one uint32 flag per chunk of 128 tokens per source rank, for dispatch and for combine.
- * The preprocessing scratch (blocks x ranks tmp_state_t) is a few KiB and left out. */
+ *  - one uint32 flag per chunk of 128 tokens per source rank, for dispatch and for combine;
+ * each a mapping of the remote allocator (mb_ep__granule). The preprocessing scratch (blocks x ranks
+ * tmp_state_t, cudaMalloc) is a few KiB and left out. */
 static double mb_ep__hybridep_nvl(double T, int group, double h, double e_dom)
 {
     double tmax = T * group, chunks = ceil(T / 128);
-    double combine = tmax * h * 2 + tmax * e_dom * 4;
-    double dispatch = tmax * floor(h / 128) * 4;
-    return combine + dispatch + 2 * chunks * group * 4;
+    double combine = mb_ep__granule(tmax * h * 2) + mb_ep__granule(tmax * e_dom * 4);
+    double dispatch = mb_ep__granule(tmax * floor(h / 128) * 4);
+    return combine + dispatch + 2 * mb_ep__granule(chunks * group * 4);
 }
 
 /* HybridEP's RDMA-side buffers across NVLink domains (RDMACoordinator,
@@ -59,7 +69,7 @@ static double mb_ep__hybridep_nvl(double T, int group, double h, double e_dom)
  * expert of the group and scaling factors, and the tokens it relays from the n-1 other domains
  * [T (n-1), h] with probabilities over the domain's experts and scaling factors; for the combine a
  * reduction and a relay buffer of [T (n-1), h] bf16 with the domain's probabilities each; uint64
- * flags (one per 128-token chunk per remote domain, plus 2 per remote domain) in four arrays on
+ * flags (one per 128-token chunk per remote domain, plus 2 per remote domain) in two arrays on
  * each side. Tokens travel bf16 (token_data_type UINT16: Megatron-Core's init_hybrid_ep_buffer
  * asserts no FP8 dispatch). */
 static double mb_ep__hybridep_rdma(double T, int domains, double h, double e_dom, double e_all)
@@ -70,7 +80,7 @@ static double mb_ep__hybridep_rdma(double T, int domains, double h, double e_dom
     double own = T * (h * 2 + e_all * 4 + sc);
     double relay = T * r * (h * 2 + e_dom * 4 + sc);
     double combine = 2 * T * r * (h * 2 + e_dom * 4);
-    double flags = 2 * 4 * (ceil(T / 128) * r + 2 * r) * 8;
+    double flags = 2 * 2 * (ceil(T / 128) * r + 2 * r) * 8;
     return own + relay + combine + flags;
 }
 
