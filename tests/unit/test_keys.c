@@ -144,6 +144,8 @@ static const struct kcase cases[] = {
      NULL},
     {"cuda_graph.modules", "", "attn+moe_router", O(cuda_graph), V_UNS, MB_CG_ATTN | MB_CG_MOE_ROUTER, 0, 0, NULL,
      NULL},
+    {"cuda_graph.reuse_buffers", "cuda_graph.modules=attn", "false", O(cg_reuse_buffers), V_INT, 0, 0, 0, NULL,
+     NULL},
     {"freeze", "", "language", O(freeze), V_UNS, MB_FREEZE_LANGUAGE, 0, 0, NULL, NULL},
     {"peft.lora_rank", "freeze=language", "16", O(lora_rank), V_INT, 16, 0, 0, NULL, NULL},
     {"peft.lora_targets", "freeze=language;peft.lora_rank=8", "linear_qkv+linear_fc2", O(lora_targets), V_UNS,

@@ -470,6 +470,75 @@ static void test_graph_memory(void **state)
     mb_scenario_free(&s);
 }
 
+/* CUDA-graph pool terms beyond the reuse model (memory_graph.c), on pipe_1f1b.yaml (4 stages of 4
+ * layers, 16 microbatches, [s, b, h] = 4096 x 1 x 4096 bf16 = 32 MiB buffers):
+ *  - cuda_graph.reuse_buffers false (TE < 2.7's make_graphed_callables without
+ *    _reuse_graph_input_output_buffers): each captured layer keeps a static output, a static grad
+ *    output and a static grad input for each of the 16 microbatches: 3 x 4 x 16 = 192 buffers per
+ *    stage, replacing the one shared grad output of the reuse model. Whole-layer graphs:
+ *    17 + 191, 16 + 191, 11 + 191, 5 + 191 buffers; attention graphs 1 + 191, 4 + 191, 3 + 191, 2 + 191.
+ *  - full-iteration graph with bf16 main grads and fp32 Adam: the eager optimizer step makes an fp32 copy
+ *    of the rank's gradient shard, 4 B x 4 layers x 12 h^2 = 4 x 805,306,368 B (within 0.5 %: norms,
+ *    biases), while the graph's private pool keeps the passes' peak reserved: the rank peaks in the step
+ *    with the passes' reserve + that copy. Without the graph the step reuses the freed activations'
+ *    blocks and stage 0 peaks in its passes. */
+static void test_graph_pools(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/step/pipe_1f1b.yaml", &s);
+    const double buf = 4096.0 * 4096 * 2;
+    const double layer_bufs[4] = {208, 207, 202, 196}, attn_bufs[4] = {192, 195, 194, 193};
+    s.cg_reuse_buffers = 0;
+    s.cuda_graph = MB_CG_LAYER;
+    sim(&s, &r);
+    for (int st = 0; st < 4; st++)
+        if (fabs(r.mem.per_stage[st].graphs / (layer_bufs[st] * buf) - 1) > 1e-9)
+            fail_msg("no reuse: stage %d graphs %.6g B, expected %.6g", st, r.mem.per_stage[st].graphs,
+                     layer_bufs[st] * buf);
+    mb_result_free(&r);
+    s.cuda_graph = MB_CG_ATTN;
+    sim(&s, &r);
+    for (int st = 0; st < 4; st++)
+        if (fabs(r.mem.per_stage[st].graphs / (attn_bufs[st] * buf) - 1) > 1e-9)
+            fail_msg("no reuse, attn: stage %d graphs %.6g B, expected %.6g", st, r.mem.per_stage[st].graphs,
+                     attn_bufs[st] * buf);
+    mb_result_free(&r);
+    /* full iteration, fp32 main grads (no step copy): the passes' peak; then bf16 main grads */
+    struct mb_result f;
+    s.cg_reuse_buffers = 1;
+    s.cuda_graph = MB_CG_FULL_ITERATION;
+    sim(&s, &f);
+    s.grad_bytes = 2;
+    sim(&s, &r);
+    const double copy = 4.0 * 4 * 12 * 4096.0 * 4096;
+    for (int st = 0; st < 4; st++) {
+        const struct mb_memory_stage *pf = &f.mem.per_stage[st], *ps = &r.mem.per_stage[st];
+        if (fabs(ps->step_grads / copy - 1) > 0.005)
+            fail_msg("stage %d step gradient copy %.6g B, expected %.6g", st, ps->step_grads, copy);
+        assert_true(!pf->at_step && ps->at_step && ps->activations == 0);
+        /* reserved: the fp32-grads passes' reserve, less the 2 B per parameter the bf16 grads save, plus
+         * the copy; allocated: the static state, graph buffers, workspaces and the copy */
+        double want = pf->reserved - (pf->grads - ps->grads) + ps->step_grads;
+        if (fabs(ps->reserved - want) > 1)
+            fail_msg("stage %d reserved %.0f B, expected %.0f", st, ps->reserved, want);
+        double alloc = ps->weights + ps->grads + ps->optimizer + ps->graphs + ps->workspace + ps->step_grads;
+        assert_true(fabs(ps->peak_allocated - alloc) < 1);
+        assert_true(fabs(ps->device - (ps->reserved + ps->comm_buffers + ps->context)) < 1);
+    }
+    mb_result_free(&f);
+    mb_result_free(&r);
+    /* stage 0 (4 microbatches of 4 layers in flight, ~9 GB of activations) peaks in its passes without
+     * the graph: the step's copy reuses the freed activations' blocks */
+    s.cuda_graph = 0;
+    sim(&s, &r);
+    const struct mb_memory_stage *p0 = &r.mem.per_stage[0];
+    assert_true(!p0->at_step && fabs(p0->reserved - (p0->peak_allocated + p0->fragmentation)) < 1);
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* Optimizer precision (hardware.md D.2's bytes per parameter: bf16 params, fp32 main grads and
  * fp32 Adam = 2 + 4 + 12): pipe_1f1b.yaml (one GPU per stage, 4 layers of L = 12 h^2 per stage).
  * optimizer.main_grads bf16 (--grad-reduce-in-bf16): grads 2 B per parameter instead of 4;
@@ -1118,6 +1187,7 @@ int main(void)
         cmocka_unit_test(test_fsdp2_sharded_dtype),
         cmocka_unit_test(test_optimizer_precision),
         cmocka_unit_test(test_graph_memory),
+        cmocka_unit_test(test_graph_pools),
         cmocka_unit_test(test_fsdp_prefetch),
         cmocka_unit_test(test_memory_timeline),
         cmocka_unit_test(test_oom_reserve),

@@ -568,8 +568,13 @@ static void test_dispatcher_buffers(void **state)
     sim(&s, &h);
     if (fabs(d.mem.comm_buffers - a.mem.comm_buffers - 402851712.0) > 1)
         fail_msg("DeepEP buffer %.0f B, expected 402851712", d.mem.comm_buffers - a.mem.comm_buffers);
-    if (fabs(h.mem.comm_buffers - a.mem.comm_buffers - 955252736.0) > 1)
-        fail_msg("HybridEP buffers %.0f B, expected 955252736", h.mem.comm_buffers - a.mem.comm_buffers);
+    /* HybridEP, one NVLink domain (8 ranks), T = 4,096, h = 7,168, 4 local experts: Tmax = 4,096 x 8 =
+     * 32,768 tokens; bf16 tokens 32,768 x 7,168 x 2 = 469,762,048 (224 MiB) + fp32 probs over the domain's
+     * 32 experts 32,768 x 32 x 4 = 4,194,304 (the dispatch output shares both) + fp32 scales 32,768 x 56 x 4
+     * = 7 MiB, mapped as 8 MiB (2 MiB granules) + two chunk-flag arrays of 32 chunks x 8 ranks x 4 B, a
+     * 2 MiB granule each: 486,539,264 B */
+    if (fabs(h.mem.comm_buffers - a.mem.comm_buffers - 486539264.0) > 1)
+        fail_msg("HybridEP buffers %.0f B, expected 486539264", h.mem.comm_buffers - a.mem.comm_buffers);
     /* PyTorch-side token tensors at the end of the MoE forward (MoELayer.forward's locals and the
      * combine chain), [tokens, 7168] bf16 = 14,336 B per token, T k = 32,768 routed copies, 4 local
      * experts, the shared experts' output T = 4,096 tokens:
@@ -596,6 +601,37 @@ static void test_dispatcher_buffers(void **state)
     sim(&s, &p1);
     if (fabs(p1.mem.dispatch - (2 * 131072.0 + 4096) * 14336) > 1)
         fail_msg("padded dispatch working set %.0f B, expected %.0f", p1.mem.dispatch, (2 * 131072.0 + 4096) * 14336);
+    mb_scenario_free(&s);
+}
+
+/*
+ * HybridEP across NVLink domains (memory_ep.c; deepseek-ai/DeepEP@94a9f8f6 hybrid-ep
+ * csrc/hybrid_ep/buffer/intranode.cu and internode_doca.cu): hybridep_ep16.yaml, EP16 on two 8-GPU
+ * H100 nodes, T = 4,096 tokens per rank, h = 7,168 (56 scale blocks of 128), 2 local experts, 16
+ * experts per domain, 32 in the group. By hand:
+ *  - NVLink side, Tmax = 4,096 x 16 = 65,536: tokens 65,536 x 7,168 x 2 = 939,524,096, probs
+ *    65,536 x 16 x 4 = 4,194,304, scales 65,536 x 56 x 4 = 14,680,064 (all whole 2 MiB granules of the
+ *    remote allocator), two flag arrays of 32 x 16 x 4 B, a 2 MiB granule each: 962,592,768 B;
+ *  - RDMA side (1 remote domain): own tokens 4,096 x (14,336 + 32 x 4 + 224) = 60,162,048, relay
+ *    4,096 x (14,336 + 16 x 4 + 224) = 59,899,904, combine 2 x 4,096 x (14,336 + 64) = 117,964,800,
+ *    flags 2 x 2 x (32 + 2) x 8 = 1,088: 238,027,840 B;
+ * 1,200,620,608 B in all, against the alltoall twin's comm buffers (same communicators). At EP8 on
+ * one domain the same layer holds 486,539,264 B (test_dispatcher_buffers): the buffers grow with EP.
+ */
+static void test_hybridep_domains(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result h, a;
+    load("tests/data/step/hybridep_ep16.yaml", &s);
+    sim(&s, &h);
+    s.dispatcher = MB_DISP_ALLTOALL;
+    sim(&s, &a);
+    double got = h.mem.comm_buffers - a.mem.comm_buffers;
+    if (fabs(got - 1200620608.0) > 1)
+        fail_msg("HybridEP EP16 buffers %.0f B, expected 1200620608", got);
+    mb_result_free(&h);
+    mb_result_free(&a);
     mb_scenario_free(&s);
 }
 
@@ -670,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_measured_collective),
         cmocka_unit_test(test_moe_options),
         cmocka_unit_test(test_dispatcher_buffers),
+        cmocka_unit_test(test_hybridep_domains),
         cmocka_unit_test(test_moe_layer_memory),
         cmocka_unit_test(test_moe_eager_act_and_fp8),
         cmocka_unit_test(test_moe_fusions),

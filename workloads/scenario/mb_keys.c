@@ -426,6 +426,9 @@ static const struct mb_key mb_key__table[] = {
      .empty = MB_CG_LAYER, .def_text = "none (no CUDA graphs)", .check = mb_key__check_cuda_graph,
      .doc = "Megatron `--cuda-graph-modules`; `[]`, `layer` or legacy `full` = whole layer, `full_iteration` "
             "alone; in a sweep `none` = no CUDA graphs"},
+    {.key = "cuda_graph.reuse_buffers", .type = MB_KEY_BOOL, F_(cg_reuse_buffers), .flags = SW, .def = 1,
+     .doc = "scoped graphs: Megatron-Core passes TE >= 2.7 `_reuse_graph_input_output_buffers=True`; false = "
+            "TE < 2.7, each captured layer keeps its static output, grad output and grad input per microbatch"},
     {.key = "freeze", .type = MB_KEY_FLAGS, F_(freeze), .flags = SW, .names = mb_key__freezes, .def = 0,
      .def_text = "none", .doc = "frozen parts: no weight gradients, no optimizer state"},
     {.key = "peft.lora_rank", .type = MB_KEY_INT, F_(lora_rank), .flags = SW, .min = 0, .max = 65536, .def = 0,

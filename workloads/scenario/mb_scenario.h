@@ -180,6 +180,7 @@ struct mb_scenario {
     int recompute_num_layers;          /* full: layers per stage recomputed (0 = all) */
     enum mb_rc_method recompute_method; /* full: uniform (default) or block */
     unsigned cuda_graph;               /* MB_CG_* */
+    int cg_reuse_buffers;              /* cuda_graph.reuse_buffers: TE >= 2.7 graphs reuse static inputs/outputs */
     unsigned freeze;                   /* MB_FREEZE_* */
     int lora_rank;                     /* peft.lora_rank: LoRA adapter rank r on the frozen language model
                                           (0 = none) */

@@ -172,6 +172,7 @@ void mb_layout_graphs(struct mb_build *b)
         for (int c = 0; c < v; c++)
             copies += mb_step__graph_copies(b, c * p + st, p * v, &graphed);
         lay->graph_bytes_stage[st] = graphed ? seg * (copies * per_chunk_mb + 1) : 0;
+        lay->graph_bytes_stage[st] += mb_memory_graph_unreused_bytes(b, st, seg);
     }
 }
 

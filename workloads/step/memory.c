@@ -297,52 +297,6 @@ static double mb_step__chunk_fwd_ws(const struct mb_scenario *s, const struct mb
     return ws;
 }
 
-/* Bytes of Megatron-Core's DeepEP buffer (fused_a2a.get_buffer: the larger of the
- * dispatch and combine configs' NVL and RDMA size hints; DeepEP csrc/config.hpp,
- * deep_ep/buffer.py get_dispatch_config / get_combine_config). */
-static double mb_step__deepep_bytes(int ranks, int sms, double hidden_bytes)
-{
-    /* {ranks, dispatch nvl recv, dispatch rdma recv, combine nvl recv, combine rdma recv} */
-    static const int cfg[][5] = {{2, 256, 128, 256, 128},  {4, 256, 128, 256, 128},  {8, 256, 128, 256, 128},
-                                 {16, 288, 128, 288, 128}, {24, 288, 128, 288, 128}, {32, 288, 128, 288, 128},
-                                 {64, 288, 128, 288, 128}, {128, 560, 128, 560, 128}, {144, 720, 128, 720, 128},
-                                 {160, 720, 128, 720, 128}};
-    int n = (int)(sizeof cfg / sizeof cfg[0]), i = 0;
-    while (i < n - 1 && cfg[i][0] < ranks)
-        i++;
-    const double topk = 128, scales = 128, meta = 8, idx = 8, f32 = 4;
-    double ch = sms / 2, nvl_r = ranks < 8 ? ranks : 8, rdma_r = ranks / 8 > 1 ? ranks / 8 : 1;
-    double best_nvl = 0, best_rdma = 0;
-    for (int k = 0; k < 2; k++) {
-        double nrecv = cfg[i][1 + 2 * k], rrecv = cfg[i][2 + 2 * k];
-        double nvl = ch * nvl_r * (2 * rdma_r + 3) * 4 +
-                     ch * nvl_r * nrecv * (hidden_bytes + meta + topk * idx + topk * f32 + scales * f32);
-        double rdma = 0;
-        if (ranks > 8)
-            rdma = ch * rdma_r * (8 * 2 + 2) * 2 * 4 +
-                   ch * rdma_r * rrecv * 2 * (hidden_bytes + meta + topk * idx + topk * f32 + scales * f32 + 16);
-        best_nvl = fmax(best_nvl, nvl);
-        best_rdma = fmax(best_rdma, rdma);
-    }
-    return best_nvl + best_rdma;
-}
-
-/* Bytes of HybridEP's buffers (csrc/hybrid_ep/hybrid_ep.cu allocate_buffer*):
- * the worst case of every token of the domain landing on this rank,
- * Tmax = T x ranks_per_domain x domains tokens, for the combine input (bf16 +
- * fp32 probabilities per expert of the domain) and the dispatch output (token
- * dtype + probabilities + fp32 scales per 128 elements), plus the inter-domain
- * staging buffers of T x (domains - 1) tokens. */
-static double mb_step__hybridep_bytes(double T, int ep, int local, double h, int experts, double tok_bytes)
-{
-    int domains = local > 0 ? ep / local : 1;
-    double tmax = T * ep, e_dom = (double)experts / ep * (local > 0 ? local : ep);
-    double combine = tmax * (h * 2 + e_dom * 4);
-    double dispatch = tmax * (h * tok_bytes + e_dom * 4 + h / 128 * 4);
-    double stage = domains > 1 ? T * (domains - 1) * (3 * h * 2 + 3 * e_dom * 4 + h * tok_bytes) : 0;
-    return combine + dispatch + stage;
-}
-
 /* PyTorch FSDP2 (`fully_shard` with MixedPrecisionPolicy(param_dtype bf16, reduce_dtype fp32)) on a rank
  * holding `shard` parameters sharded, `tshard` of them trainable (bytes out):
  * - the sharded parameter keeps the dtype the model was built in (parallel.fsdp_sharded_dtype: fp32, the
@@ -454,15 +408,7 @@ static double mb_step__outside(const struct mb_scenario *s, const struct mb_layo
     int groups[] = {s->tp, s->cp, (int)dpc, s->ep * s->etp > 1 ? s->ep : 1, moe ? lay->edp : 1, p};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         ncomm += groups[i] > 1;
-    double comm = ncomm * MB_MEM_NCCL_COMM;
-    if (moe && s->ep > 1 && s->dispatcher == MB_DISP_DEEPEP)
-        comm += mb_step__deepep_bytes(s->ep, s->dispatcher_sms, m->hidden * 2.0);
-    if (moe && s->ep > 1 && s->dispatcher == MB_DISP_HYBRIDEP) {
-        int local = mb_scenario_group_local(s->ep, s->etp, s->system.nvlink_domain);
-        comm += mb_step__hybridep_bytes(T / s->tp, s->ep, local, m->hidden, m->num_experts,
-                                   s->prec.quantize ? 1.0 : 2.0);
-    }
-    return comm;
+    return ncomm * MB_MEM_NCCL_COMM + mb_memory_dispatcher_bytes(s, T);
 }
 
 /* The dynamic terms of stage st without a timeline: Megatron's in-flight count
@@ -606,13 +552,18 @@ void mb_memory_settle_step(const struct mb_scenario *s, struct mb_memory_stage *
     double step = mb_memory_step_allocated(ps);
     /* the first iteration's passes run before the optimizer has created Adam's moments */
     ps->first_iter_allocated = fmax(ps->peak_allocated - mb_step__adam_moments(s, ps->optimizer), step);
-    ps->at_step = step > ps->peak_allocated;
+    /* a full-iteration graph's pool keeps the passes' peak reserved (freed, not allocated) through the
+     * eager step, whose transients come on top: the step is the peak, its reserve holds the pool */
+    double held = mb_memory_graph_step_extra(s, ps->step_grads);
+    ps->at_step = held > 0 || step > ps->peak_allocated;
     if (!ps->at_step)
         return;
+    double reserved = held > 0 ? ps->reserved + held : step + ps->fragmentation;
     ps->activations = ps->deferred_wgrad = ps->logits = ps->dispatch = ps->recompute = ps->bwd_grads = 0;
     ps->buffers = ps->workspace;
     ps->peak_allocated = step;
-    ps->reserved = step + ps->fragmentation;
+    ps->reserved = reserved;
+    ps->fragmentation = reserved - step;
     ps->device = ps->reserved + ps->comm_buffers + ps->context;
 }
 

@@ -516,6 +516,27 @@ double mb_memory_qweight_gather_bytes(const struct mb_scenario *s);
  * calls per microbatch, at most wgrad_deferral_limit; 0 when deferral is off). */
 double mb_memory_deferred_call_bytes(const struct mb_scenario *s, double *input);
 int mb_memory_deferred_calls(const struct mb_scenario *s, int i);
+/* ---- memory_ep.c: DeepEP's and HybridEP's registered buffers (bytes; device memory outside PyTorch) */
+/* Megatron-Core's DeepEP buffer for an EP group of `ranks` with `sms` dispatcher SMs and tokens of
+ * hidden_bytes (fused_a2a.get_buffer: the larger of the dispatch and combine configs' NVL and RDMA size
+ * hints, deepseek-ai/DeepEP@04b06f7a deep_ep/buffer.py, @3861241a csrc/config.hpp). */
+double mb_memory_deepep_bytes(int ranks, int sms, double hidden_bytes);
+/* HybridEP's buffers (deepseek-ai/DeepEP@94a9f8f6, hybrid-ep branch: csrc/hybrid_ep/buffer/intranode.cu
+ * NVLCoordinator, internode_doca.cu RDMACoordinator) for T tokens per rank, a group of `group` ranks,
+ * per_domain of them in one NVLink domain, hidden size h, experts_per_rank local experts: the shared
+ * dispatch/combine buffer of T x group tokens, and across domains the RDMA staging. 0 for group < 2. */
+double mb_memory_hybridep_bytes(double T, int group, int per_domain, double h, double experts_per_rank);
+/* The scenario's dispatcher buffers on a rank, T the microbatch's tokens before the TP split (0 without
+ * experts, EP 1, or a dispatcher without registered buffers). */
+double mb_memory_dispatcher_bytes(const struct mb_scenario *s, double T);
+/* ---- memory_graph.c: CUDA-graph pool terms beyond layout.c's reuse model (bytes) */
+/* Scoped graphs with cuda_graph.reuse_buffers off (TE < 2.7) on stage st, seg the bytes one [s/tp, b, h]
+ * buffer reserves: 3 buffers (static output, grad output, grad input) per captured layer and microbatch of
+ * the step, less the shared grad-output buffer layout.c counts; 0 otherwise. */
+double mb_memory_graph_unreused_bytes(const struct mb_build *b, int st, double seg);
+/* The optimizer step's transient bytes (step_transient) that a full-iteration graph's pool, held
+ * reserved through the eager optimizer step, adds to the passes' peak; 0 without a full-iteration graph. */
+double mb_memory_graph_step_extra(const struct mb_scenario *s, double step_transient);
 /* Bytes the caching allocator reserves for one allocation of `bytes` (2 MiB segments). */
 double mb_memory_segment(double bytes);
 /* Set the rank-level fields (peak stage, its terms, reserved, verdict, dominant
