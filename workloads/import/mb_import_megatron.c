@@ -64,7 +64,11 @@ static int mb_mgi__arch(const struct mb_model *md, const char *name, int gqa, lo
 }
 
 /* A value given for an architecture setting; 0 when absent or None. Num_experts
- * absent from a Megatron-LM list means a dense model. */
+ * absent from a Megatron-LM list means a dense model, and without
+ * multi_latent_attention its kv_lora_rank is 0 and q_lora_rank not given: a
+ * training log's arguments block prints every default, MLA's ranks (32, None)
+ * and the router's top-k (2) included, where arguments.py leaves them unused
+ * (megatron/training/arguments.py at NVIDIA/Megatron-LM d98e8a64dd). */
 static int mb_mgi__arch_given(struct mb_mgi *m, const char *name, long *v, struct mb_megatron_arg **gp, int *bad)
 {
     struct mb_megatron_arg *g = mb_mgi__find(m->a, name);
@@ -75,6 +79,14 @@ static int mb_mgi__arch_given(struct mb_mgi *m, const char *name, long *v, struc
         *v = 0;
         return 1;
     }
+    if (!strcmp(name, "kv_lora_rank") && m->a->dialect == MB_MEGATRON_LM && mb_mgi__get(m->a, "num_layers") &&
+        mb_mgi__bool(mb_mgi__find(m->a, "multi_latent_attention")) != 1) {
+        *v = 0; /* no MLA: a log's arguments block prints the unused default (32) all the same */
+        return 1;
+    }
+    if (!strcmp(name, "q_lora_rank") && mb_mgi__bool(mb_mgi__find(m->a, "multi_latent_attention")) != 1 &&
+        m->a->dialect == MB_MEGATRON_LM)
+        return 0;
     if (!g || mb_mgi__is_none(g))
         return 0;
     struct mb_err keep = *m->err;
@@ -83,6 +95,24 @@ static int mb_mgi__arch_given(struct mb_mgi *m, const char *name, long *v, struc
         *bad = 1;
         return 0;
     }
+    return 1;
+}
+
+/* Whether an architecture setting given in the input describes the run's model: the router's and
+ * the experts' sizes only with experts, MLA's ranks and head sizes only with MLA, the query groups only with
+ * group_query_attention (Megatron-LM prints them all). */
+static int mb_mgi__arch_applies(struct mb_mgi *m, const char *name)
+{
+    long n = 0;
+    struct mb_megatron_arg *g;
+    int bad;
+    if (!strncmp(name, "moe_", 4))
+        return mb_mgi__arch_given(m, "num_experts", &n, &g, &bad) && n > 0;
+    if (!strcmp(name, "kv_lora_rank") || !strcmp(name, "q_lora_rank") || !strcmp(name, "qk_head_dim") ||
+        !strcmp(name, "qk_pos_emb_head_dim") || !strcmp(name, "v_head_dim"))
+        return m->a->dialect != MB_MEGATRON_LM || mb_mgi__bool(mb_mgi__find(m->a, "multi_latent_attention")) == 1;
+    if (!strcmp(name, "num_query_groups"))
+        return m->a->dialect != MB_MEGATRON_LM || mb_mgi__bool(mb_mgi__find(m->a, "group_query_attention")) == 1;
     return 1;
 }
 
@@ -150,7 +180,11 @@ static int mb_mgi__match(struct mb_mgi *m)
     }
     char given[512] = "";
     for (int i = 0, at = 0; mb_mgi__arch_names[i] && at < (int)sizeof given; i++) {
-        struct mb_megatron_arg *g = mb_mgi__get(m->a, mb_mgi__arch_names[i]);
+        struct mb_megatron_arg *g = mb_mgi__get(m->a, mb_mgi__arch_names[i]), *gg;
+        long v;
+        int bad;
+        if (!mb_mgi__arch_given(m, mb_mgi__arch_names[i], &v, &gg, &bad) || !mb_mgi__arch_applies(m, mb_mgi__arch_names[i]))
+            continue; /* unused by the run: not part of its architecture */
         if (g && g->nval == 1)
             at += snprintf(given + at, sizeof given - (size_t)at, "%s%s=%s", at ? ", " : "", mb_mgi__arch_names[i],
                            g->val[0]);
@@ -188,8 +222,9 @@ static int mb_mgi__model(struct mb_mgi *m)
     for (int i = 0; mb_mgi__arch_other[i]; i++) {
         long v;
         struct mb_megatron_arg *g = mb_mgi__find(m->a, mb_mgi__arch_other[i]);
-        if (mb_mgi__arch(&m->model, mb_mgi__arch_other[i], gqa, &v) || !strcmp(mb_mgi__arch_other[i], "group_query_attention"))
-            continue; /* compared */
+        if (mb_mgi__arch(&m->model, mb_mgi__arch_other[i], gqa, &v) || !strcmp(mb_mgi__arch_other[i], "group_query_attention") ||
+            !mb_mgi__arch_applies(m, mb_mgi__arch_other[i]))
+            continue; /* compared, or unused by the run */
         if (g && !g->env && !mb_mgi__is_none(g) && at < sizeof seen && !strstr(seen, g->written))
             at += (size_t)snprintf(seen + at, sizeof seen - at, "%s%s", at ? ", " : "", g->written);
     }

@@ -262,9 +262,11 @@ int mb_mgi__measured(struct mb_mgi *m)
              "iteration %ld not used", base ? base + 1 : a->file, r.used, r.from, r.to, r.warmup_to);
     if (mb_mgi__set(m, "measured.source", src, NULL))
         return -1;
-    mb_mgi__note(m, NULL, "measured: step time %.6g ms%s%.6g TFLOP/s/GPU, the median of iteration lines %ld-%ld "
-                 "(%d lines); warm-up lines up to iteration %ld not used%s", r.step_ms,
-                 r.tflops >= 0 ? ", " : " (no throughput logged: --log-throughput)", r.tflops >= 0 ? r.tflops : 0.0,
+    char thr[64] = " (no throughput logged: --log-throughput)";
+    if (r.tflops >= 0)
+        snprintf(thr, sizeof thr, ", %.6g TFLOP/s/GPU", r.tflops);
+    mb_mgi__note(m, NULL, "measured: step time %.6g ms%s, the median of iteration lines %ld-%ld "
+                 "(%d lines); warm-up lines up to iteration %ld not used%s", r.step_ms, thr,
                  r.from, r.to, r.used, r.warmup_to,
                  r.dropped ? ", nor lines with skipped or nan iterations or another global batch size" : "");
     return 0;

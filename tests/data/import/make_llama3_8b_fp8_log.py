@@ -11,7 +11,10 @@ own format strings at NVIDIA/Megatron-LM d98e8a64ddf34856e74b24714e3bedb2f5a3955
   repr, and torch dtypes as `torch.bfloat16` (validate_args' dtype_map). The
   arguments here are a subset of the ~800 a real log prints: every one the
   importer reads, the example script's other flags, and the enum- and
-  dtype-valued ones.
+  dtype-valued ones, and the defaults every log prints for options the run does
+  not use (MLA's kv_lora_rank 32, qk_head_dim 128, ...; moe_router_topk 2 with
+  num_experts None), as a real Megatron-LM log of 2025-04 does: the import
+  once compared that unused kv_lora_rank with the model and matched no model.
 - megatron/training/training.py `training_log`: the iteration line, field by
   field in the order and format of that function (log_throughput on, as the
   script's --log-throughput; no energy; `lm loss` as the one loss key).
@@ -51,7 +54,8 @@ ARGS = {
     'kv_channels': 128, 'log_interval': 1, 'log_throughput': True, 'lr': 0.00015, 'lr_decay_samples': 1949218748,
     'lr_decay_style': 'cosine', 'lr_warmup_samples': 3906252, 'main_grads_dtype': 'torch.float32',
     'main_params_dtype': 'torch.float32', 'manual_gc': True, 'max_position_embeddings': 8192,
-    'micro_batch_size': 1, 'min_lr': 1e-05, 'mock_data': True, 'moe_router_topk': 2,
+    'micro_batch_size': 1, 'min_lr': 1e-05, 'mock_data': True, 'moe_router_topk': 2, 'multi_latent_attention': False, 'kv_lora_rank': 32, 'q_lora_rank': None,
+    'qk_head_dim': 128, 'qk_pos_emb_head_dim': 64, 'v_head_dim': 128,
     'moe_token_dispatcher_type': 'allgather', 'normalization': 'RMSNorm', 'num_attention_heads': 32,
     'num_experts': None, 'num_layers': 32, 'num_query_groups': 8, 'num_workers': 1,
     'overlap_grad_reduce': True, 'overlap_param_gather': True, 'params_dtype': 'torch.bfloat16',
