@@ -27,7 +27,7 @@ static void mb_cli__usage(FILE *fp)
             "  megatron  Megatron-LM arguments: a command line (--tensor-model-parallel-size 2 ...),\n"
             "            the arguments block a Megatron-LM training log prints, or a --yaml-cfg file\n"
             "  bridge    Megatron-Bridge overrides (model.tensor_model_parallel_size=2 ...) or a\n"
-            "            --config-file YAML (model:, train:, ...)\n"
+            "            YAML given to a run script's --config-file (model:, train:, ...)\n"
             "A YAML file is told by its extension (.yaml, .yml) or a first line `key:`.\n"
             "and a model file (docs/models.md) from a Hugging Face config.json:\n"
             "  hf        dense Llama/Mistral/Qwen2/Qwen3, MoE Qwen2-MoE/Qwen3-MoE/Mixtral/DeepSeek-V3\n"
