@@ -157,6 +157,12 @@ struct mb_scenario {
     int fsdp_sharded_bytes;            /* parallel.fsdp_sharded_dtype: bytes per element of FSDP2's sharded
                                           parameters (4 fp32, the default; 2 bf16: the model built in bf16);
                                           their gradients and torch.optim.Adam's two moments follow it */
+    int fsdp_double_buffer;            /* parallel.fsdp_double_buffer: Megatron-FSDP `--fsdp-double-buffer`
+                                          (two persistent buffers each for gathered parameters and
+                                          gradients); 0: the default allocator and its pipelines */
+    int fsdp_unit_size;                /* parallel.fsdp_communication_unit_size: Megatron-FSDP
+                                          `--suggested-communication-unit-size` (elements); 0: Megatron's
+                                          max(1e9, 2 x mean unit size) */
     /* moe */
     enum mb_dispatcher dispatcher;
     enum mb_routing routing;
