@@ -255,6 +255,52 @@ static void test_mfsdp_buffers(void **state)
     mb_scenario_free(&s);
 }
 
+/* PyTorch FSDP2's root exception and gradient accumulation without resharding or sync (modeling.md,
+ * FSDP; memory_fsdp.c). mfsdp_buffers.yaml as FSDP2 (fp32 sharded parameters): D = 12,585,024 per layer,
+ * embedding = output = 32,768,000, P = 266,896,384, P/8 = 33,362,048 (test_mfsdp_buffers).
+ * - default: weights 4P/8 + 2 layers' bf16 gathers 2 x 2D + the output layer kept gathered from its
+ *   forward to its backward 2 x 32,768,000 = 133,448,192 + 50,340,096 + 65,536,000 = 249,324,288 B;
+ *   grads 4P/8 + one layer's bf16 gradient and fp32 reduce copy 6D = 208,958,336 B.
+ * - fsdp_requires_gradient_sync false, GBS 32 (4 microbatches): + 4 B x every managed parameter
+ *   unsharded, 4 x (16 D + 65,536,000) = 1,067,585,536 B: grads 1,276,543,872 B, and the three non-last
+ *   microbatches reduce-scatter nothing, so the step is no slower; at GBS 8 the only microbatch is the
+ *   last (it syncs): grads stay 208,958,336 B.
+ * - fsdp_reshard_after_backward false: all 16 layers and the embedding stay gathered: weights
+ *   133,448,192 + 16 x 2D + 2 x 65,536,000 = 667,240,960 B. */
+static void test_fsdp2_root_and_accumulation(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result f, ns, rb, f4, ns4;
+    load("tests/data/step/mfsdp_buffers.yaml", &s);
+    s.fsdp_impl = MB_FSDP_TORCH2;
+    assert_int_equal(s.fsdp_grad_sync, 1);
+    assert_int_equal(s.fsdp_reshard_after_backward, 1);
+    check_sim(&s, &f);
+    const struct mb_memory_stage *m = &f.mem.per_stage[0];
+    if (fabs(m->weights / 249324288.0 - 1) > 1e-6 || fabs(m->grads / 208958336.0 - 1) > 1e-6)
+        fail_msg("default: weights %.0f grads %.0f", m->weights, m->grads);
+    s.fsdp_grad_sync = 0;
+    check_sim(&s, &ns);
+    if (fabs(ns.mem.per_stage[0].grads / 208958336.0 - 1) > 1e-6)
+        fail_msg("no sync, one microbatch: grads %.0f", ns.mem.per_stage[0].grads);
+    s.fsdp_grad_sync = 1;
+    s.fsdp_reshard_after_backward = 0;
+    check_sim(&s, &rb);
+    if (fabs(rb.mem.per_stage[0].weights / 667240960.0 - 1) > 1e-6)
+        fail_msg("no reshard after backward: weights %.0f", rb.mem.per_stage[0].weights);
+    assert_true(rb.step_time_s == f.step_time_s);
+    s.fsdp_reshard_after_backward = 1;
+    s.global_batch_size = 32;
+    check_sim(&s, &f4);
+    s.fsdp_grad_sync = 0;
+    check_sim(&s, &ns4);
+    if (fabs(ns4.mem.per_stage[0].grads / 1276543872.0 - 1) > 1e-6)
+        fail_msg("no sync, 4 microbatches: grads %.0f", ns4.mem.per_stage[0].grads);
+    assert_true(ns4.step_time_s <= f4.step_time_s);
+    mb_scenario_free(&s);
+}
+
 /* PyTorch FSDP2's sharded dtype and the experts it does not manage (modeling.md, FSDP).
  * fsdp2_moe.yaml: 4 MoE layers, h 1024, 8 heads and 8 KV heads of 128, 8 GELU experts of f 512, 8 GPUs,
  * FSDP over dp 8. By hand, per layer: attention q, k, v, o 4 x 1024^2 = 4,194,304, two RMSNorm weights
@@ -266,7 +312,8 @@ static void test_mfsdp_buffers(void **state)
  *   gradients = 4 B x 6,329,344 + one layer's bf16 gradient and fp32 reduce copy, 6 B x D (the experts
  *   are no FSDP2 parameters at edp 1: nothing gathered or reduce-scattered) -> gradients - optimizer/2
  *   = 6 D = 25,227,264 B; weights - optimizer/2 = the bf16 gathers of 2 layers (current + prefetched),
- *   4 D = 16,818,176 B.
+ *   4 D = 16,818,176 B, and the output layer FSDP2 keeps gathered from forward to backward (the root's
+ *   exception, test_fsdp2_root_and_accumulation) 2 x 128 x 1024 = 262,144 B.
  * - bf16 sharded parameters (AutoModel): every sharded term halves (optimizer 25,317,376 B, weights and
  *   gradients 2 B x 6,329,344 = 12,658,688 B lower), the unsharded bf16 gathers and reduce copy stay.
  * - ep 4 (edp 2): FSDP2 shards a layer's 2 local experts over edp 2 and gathers them with the layer:
@@ -288,7 +335,7 @@ static void test_fsdp2_sharded_dtype(void **state)
     const struct mb_memory_stage *m = &f.mem.per_stage[0];
     assert_true(fabs(m->optimizer / 50634752.0 - 1) < 1e-4);
     assert_true(fabs((m->grads - m->optimizer / 2) / (6 * D) - 1) < 1e-4);
-    assert_true(fabs((m->weights - m->optimizer / 2) / (4 * D) - 1) < 1e-4);
+    assert_true(fabs((m->weights - m->optimizer / 2) / (4 * D + 262144.0) - 1) < 1e-4);
     s.fsdp_sharded_bytes = 2;
     sim(&s, &b);
     const struct mb_memory_stage *n = &b.mem.per_stage[0];
@@ -1170,6 +1217,7 @@ int main(void)
         cmocka_unit_test(test_fsdp_pp),
         cmocka_unit_test(test_fsdp2_sharded_dtype),
         cmocka_unit_test(test_mfsdp_buffers),
+        cmocka_unit_test(test_fsdp2_root_and_accumulation),
         cmocka_unit_test(test_optimizer_precision),
         cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_fsdp_prefetch),

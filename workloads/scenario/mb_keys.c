@@ -363,6 +363,15 @@ static const struct mb_key mb_key__table[] = {
             "keeps the sharded parameter in its original dtype); the sharded gradients (cast back after the "
             "reduce-scatter) and torch.optim.Adam's moments (`zeros_like` the parameter) follow it. `fp32`: "
             "fp32 master weights; `bf16`: a model built in bf16, as NeMo AutoModel builds it"},
+    {.key = "parallel.fsdp_requires_gradient_sync", .type = MB_KEY_BOOL, F_(fsdp_grad_sync), .flags = SW,
+     .def = 1, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2 `set_requires_gradient_sync`; `false`: only the step's last microbatch reduce-scatters (as NeMo "
+            "AutoModel runs gradient accumulation), the others keep every FSDP-managed parameter's unsharded "
+            "gradient, accumulated in the fp32 reduce dtype"},
+    {.key = "parallel.fsdp_reshard_after_backward", .type = MB_KEY_BOOL, F_(fsdp_reshard_after_backward),
+     .flags = SW, .def = 1, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2 `set_reshard_after_backward`; `false` keeps every layer's gathered bf16 parameters from its "
+            "backward to the step's end (memory only: the gathers are still simulated)"},
     {.key = "parallel.fsdp_double_buffer", .type = MB_KEY_BOOL, F_(fsdp_double_buffer), .flags = SW, .def = 0,
      .applies = mb_key__if_mfsdp, .megatron = "fsdp_double_buffer", .bridge = "ddp.fsdp_double_buffer",
      .doc = "Megatron-FSDP `--fsdp-double-buffer` (set by `--use-nccl-ub`): two persistent buffers each for the "
@@ -371,6 +380,7 @@ static const struct mb_key mb_key__table[] = {
     {.key = "parallel.fsdp_communication_unit_size", .type = MB_KEY_INT, F_(fsdp_unit_size), .flags = SW,
      .min = 0, .max = 2000000000, .def = 0, .def_text = "0 (max(1e9, 2 x mean layer size))",
      .applies = mb_key__if_mfsdp, .megatron = "suggested_communication_unit_size",
+     .bridge = "ddp.suggested_communication_unit_size",
      .doc = "Megatron-FSDP `--suggested-communication-unit-size` (parameters): the reduce-scatter queue holds "
             "unreduced gradients up to it, the all-gather prefetches half of it"},
     {.key = "parallel.sequence_parallel", .type = MB_KEY_BOOL, F_(sequence_parallel), .flags = SW, .def = -1,

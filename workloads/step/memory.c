@@ -232,14 +232,17 @@ double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_la
     return x;
 }
 
-double mb_memory_chunk_layer_min(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
-                                 int st, int c)
+/* The smallest saved activations of stage st's decoder layers (bytes; 0: no layer). */
+static double mb_step__stage_layer_min(const struct mb_scenario *s, const struct mb_layout *lay,
+                                       const struct mb_plan *plan, int st)
 {
     const struct mb_model *m = &s->model;
-    int vs = c * lay->p + st;
     double x = INFINITY;
-    for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
-        x = fmin(x, mb_step__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k));
+    for (int c = 0; c < lay->v; c++) {
+        int vs = c * lay->p + st;
+        for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
+            x = fmin(x, mb_step__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k));
+    }
     return isinf(x) ? 0 : x;
 }
 
@@ -415,6 +418,7 @@ static void mb_step__static_state(const struct mb_scenario *s, const struct mb_l
             held = on_stage;
         if (s->fsdp_impl == MB_FSDP_TORCH2) {
             mb_step__fsdp2_state(s, lay, shard_d + shard_e, tshard_d + tshard_e, held, on_stage, &w, &g, &o);
+            mb_memory_fsdp2_extra(s, lay, st, on_stage, held, &w, &g);
         } else {
             /* Megatron-FSDP (optim_grads_params): bf16 weights, main grads, fp32 main
              * weights and Adam sharded; gathered parameters and unreduced gradients of the
@@ -536,7 +540,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     for (int st = 0; st < p; st++) {
         double w, g, o;
         mb_step__static_state(s, lay, st, &w, &g, &o);
-        g += mb_memory_mfsdp_grads_beyond(s, lay, plan, st);
+        g += mb_memory_mfsdp_grads_beyond(s, lay, st, mb_step__stage_layer_min(s, lay, plan, st));
         /* LoRA adapters are trainable: bf16 weights, main grads, fp32 master and Adam,
          * the last two sharded like the dense state */
         double ad = mb_step__lora_stage(s, lay, plan, st);

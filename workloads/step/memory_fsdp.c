@@ -22,6 +22,8 @@ void mb_memory_mfsdp_units(const struct mb_scenario *s, double unit, int on_stag
                            int *gunits)
 {
     int w, g;
+    if (on_stage > 0)
+        on_stage += s->fsdp_units_layers_add;
     if (s->fsdp_double_buffer || unit <= 0) {
         /* FixedPoolAllocator: two persistent buffers each, alternating units */
         w = held > 2 ? held : 2;
@@ -60,21 +62,36 @@ double mb_memory_mfsdp_nonunit(const struct mb_scenario *s, const struct mb_layo
     return n / s->tp;
 }
 
-double mb_memory_mfsdp_grads_beyond(const struct mb_scenario *s, const struct mb_layout *lay,
-                                    const struct mb_plan *plan, int st)
+double mb_memory_mfsdp_grads_beyond(const struct mb_scenario *s, const struct mb_layout *lay, int st,
+                                    double layer_act_min)
 {
     if (s->strategy != MB_STRAT_FSDP || s->fsdp_impl != MB_FSDP_MEGATRON)
         return 0;
     int on_stage = 0, w, g;
-    double amin = INFINITY;
-    for (int c = 0; c < lay->v; c++) {
-        int n = lay->count[c * lay->p + st];
-        on_stage += n;
-        if (n > 0)
-            amin = fmin(amin, mb_memory_chunk_layer_min(s, lay, plan, st, c));
-    }
+    for (int c = 0; c < lay->v; c++)
+        on_stage += lay->count[c * lay->p + st];
     if (on_stage <= 0 || (s->freeze & MB_FREEZE_LANGUAGE))
         return 0;
     mb_memory_mfsdp_units(s, lay->layer_params, on_stage, 1 + s->fsdp_prefetch, &w, &g);
-    return (g - 1) * fmax(0.0, s->grad_bytes * lay->layer_params - amin);
+    return (g - 1) * fmax(0.0, s->grad_bytes * lay->layer_params - layer_act_min);
+}
+
+void mb_memory_fsdp2_extra(const struct mb_scenario *s, const struct mb_layout *lay, int st, int on_stage, int held,
+                           double *w, double *g)
+{
+    struct mb_params par;
+    mb_model_params(&s->model, &par);
+    /* the layer FSDP2 gathers: its routed experts only when it manages them (edp > 1) */
+    double layer = lay->dense_layer_params / s->tp;
+    if (lay->edp > 1)
+        layer += lay->layer_params - lay->dense_layer_params / s->tp;
+    int keep_all = !s->fsdp_reshard_after_forward || !s->fsdp_reshard_after_backward;
+    double emb = st == 0 ? par.embedding / s->tp : 0, out = st == lay->p - 1 ? par.output / s->tp : 0;
+    *w += 2.0 * (out + (keep_all ? emb : 0));
+    /* reshard_after_forward false already keeps the stage's layers (mb_step__fsdp2_state) */
+    if (!s->fsdp_reshard_after_backward && s->fsdp_reshard_after_forward && on_stage > held)
+        *w += 2.0 * (on_stage - held) * layer;
+    /* one microbatch is the last: it syncs and accumulates nothing */
+    if (!s->fsdp_grad_sync && lay->m > 1 && !(s->freeze & MB_FREEZE_LANGUAGE))
+        *g += 4.0 * (on_stage * layer + emb + out);
 }

@@ -475,9 +475,6 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
 /* The largest decoder layer's saved activations in chunk c of stage st (bytes). */
 double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                                  int st, int c);
-/* The smallest of chunk c's decoder layers' saved activations on stage st (bytes; 0: no layer). */
-double mb_memory_chunk_layer_min(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
-                                 int st, int c);
 double mb_memory_chunk_act(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                            int st, int c);
 /* Bytes the recompute of one microbatch re-materialises at once on chunk c of
