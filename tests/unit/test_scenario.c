@@ -164,7 +164,8 @@ static const struct {
      "precision, data, parallel, moe, recompute, cuda_graph, freeze, peft, overlap, optimizer, training, memory, collectives, calibration, measured"},
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
-     "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, fsdp_sharded_dtype, sequence_parallel"},
+     "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, fsdp_sharded_dtype, fsdp_requires_gradient_sync, "
+     "fsdp_reshard_after_backward, fsdp_double_buffer, fsdp_communication_unit_size, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
     {"bad_wrong_type.yaml", "11:7: parallel.tp: expected an integer, got 'four'"},
     {"bad_enum.yaml",
@@ -213,6 +214,9 @@ static const struct {
     {"bad_sharded_dtype_megatron_fsdp.yaml",
      "12:23: parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
      "(Megatron keeps fp32 main weights in its optimizer)"},
+    {"bad_fsdp_double_buffer_fsdp2.yaml",
+     "13:23: parallel.fsdp_double_buffer applies to strategy fsdp with fsdp_impl megatron_fsdp only "
+     "(Megatron-FSDP's --fsdp-double-buffer)"},
     /* MoE settings that did nothing: dispatcher SMs without a dispatcher kernel, overlap without shared experts */
     {"bad_dispatcher_sms_alltoall.yaml",
      "16:19: moe.dispatcher_sms applies to the hybridep and deepep dispatchers (their kernels occupy SMs); "

@@ -159,9 +159,10 @@ static void test_llama_layer_activations(void **state)
  * prefetched layer 2 x 2L = 12L of weights; grads fp32 4P/dp = 8L plus one layer's bf16 gradient
  * and its fp32 reduce copy (2 + 4)L = 14L; Adam m, v 8P/dp = 16L. Without reshard_after_forward
  * all four layers stay gathered: 8L + 4 x 2L = 16L of weights.
- * Megatron-FSDP (the default): bf16 weights 2P/dp = 4L plus the double buffer of gathered
- * parameters 2 x 2L = 8L; fp32 main grads 4P/dp = 8L plus the double buffer of unsharded
- * gradients 2 x 4L = 16L; fp32 main weights + Adam 12P/dp = 24L.
+ * Megatron-FSDP with --fsdp-double-buffer: bf16 weights 2P/dp = 4L plus the double buffer of
+ * gathered parameters 2 x 2L = 8L; fp32 main grads 4P/dp = 8L plus one unit of unsharded gradients
+ * 4L and the second less the layer activations freed before it (12L..16L); fp32 main weights +
+ * Adam 12P/dp = 24L.
  * The distributed optimizer with the same layout keeps 2P = 8L weights, 4P = 16L grads,
  * 12P/dp = 24L optimizer. The flavours change memory only: the step time is the same. */
 static void test_fsdp_pp(void **state)
@@ -190,16 +191,113 @@ static void test_fsdp_pp(void **state)
     assert_true(n.step_time_s == f.step_time_s);
     s.fsdp_reshard_after_forward = 1;
     s.fsdp_impl = MB_FSDP_MEGATRON;
+    s.fsdp_double_buffer = 1; /* two units each (test_mfsdp_buffers: the default allocator) */
     sim(&s, &g);
     m = &g.mem.per_stage[0];
     assert_true(fabs(m->weights / (8 * L) - 1) < 0.005);
-    assert_true(fabs(m->grads / (16 * L) - 1) < 0.005);
+    /* the second unit's 4L, less the layer activations its backward freed (test_mfsdp_buffers) */
+    assert_true(m->grads > 12 * L && m->grads < 16 * L * 1.005);
     assert_true(fabs(m->optimizer / (24 * L) - 1) < 0.005);
     assert_true(g.step_time_s == f.step_time_s);
     s.strategy = MB_STRAT_3D;
+    s.fsdp_double_buffer = 0;
     check_sim(&s, &d);
     assert_true(fabs(d.mem.per_stage[0].grads / (16 * L) - 1) < 0.005);
     assert_true(fabs(d.mem.per_stage[0].optimizer / (24 * L) - 1) < 0.005);
+    mb_scenario_free(&s);
+}
+
+/* Megatron-FSDP's unsharded buffers as its source sizes them (modeling.md, FSDP; memory_fsdp.c).
+ * mfsdp_buffers.yaml: 16 dense layers, h 1024, GELU FFN 4096, vocab 32000 untied, FSDP over dp 8, full
+ * recompute (a layer keeps its input, a = 1024 x 1024 x 2 B = 2,097,152 B). By hand, per layer: q, k, v,
+ * o 4 x 1024^2 = 4,194,304, FFN 2 x 1024 x 4096 = 8,388,608, two RMSNorm weights 2,048: 12,584,960, plus
+ * the final norm's 1,024 that mbsim spreads over the 16 layers: D = 12,585,024. Embedding and output
+ * layer 2 x 32000 x 1024 = 65,536,000 (kept gathered: non-unit buckets are PRESERVED); the rank's
+ * P = 16 D + 65,536,000 = 266,896,384, sharded bf16 weights 2P/8 = 66,724,096 B, fp32 main grads
+ * 4P/8 = 133,448,192 B. A unit's fp32 gradients are 4D = 50,340,096 B; each unit beyond the first is
+ * queued after its layer's backward freed a: it adds 4D - a = 48,242,944 B.
+ * - --fsdp-double-buffer: 2 units each: weights 66,724,096 + 2 x 2D + 2 x 65,536,000 = 248,136,192 B;
+ *   grads 133,448,192 + 4D + 1 x 48,242,944 = 232,031,232 B.
+ * - communication unit U = 50,000,000: the all-gather prefetches ceil(U/2 / D) = ceil(1.987) = 2 units
+ *   beyond the current (3 gathered): weights 66,724,096 + 3 x 2D + 131,072,000 = 273,306,240 B; the
+ *   reduce-scatter queue keeps floor(U / D) = 3 buckets, plus the one just queued and the one being
+ *   written (5): grads 133,448,192 + 4D + 4 x 48,242,944 = 376,760,064 B.
+ * - Megatron's default U = max(1e9, 2D) = 1e9: 1 + 40 and 79 + 2 units, both capped at the 16 layers:
+ *   weights 66,724,096 + 16 x 2D + 131,072,000 = 600,516,864 B; grads 133,448,192 + 4D +
+ *   15 x 48,242,944 = 907,432,448 B. The buffers change memory only: the step time is the same. */
+static void test_mfsdp_buffers(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result db, u, def;
+    struct mb_err e;
+    load("tests/data/step/mfsdp_buffers.yaml", &s);
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), 0);
+    assert_int_equal(s.dp, 8);
+    assert_int_equal(s.fsdp_double_buffer, 0);
+    assert_int_equal(s.fsdp_unit_size, 0);
+    sim(&s, &def);
+    s.fsdp_double_buffer = 1;
+    sim(&s, &db);
+    s.fsdp_double_buffer = 0;
+    s.fsdp_unit_size = 50000000;
+    sim(&s, &u);
+    const struct mb_memory_stage *a = &db.mem.per_stage[0], *b = &u.mem.per_stage[0], *c = &def.mem.per_stage[0];
+    if (fabs(a->weights / 248136192.0 - 1) > 1e-6 || fabs(a->grads / 232031232.0 - 1) > 1e-6)
+        fail_msg("double buffer: weights %.0f grads %.0f", a->weights, a->grads);
+    if (fabs(b->weights / 273306240.0 - 1) > 1e-6 || fabs(b->grads / 376760064.0 - 1) > 1e-6)
+        fail_msg("U 5e7: weights %.0f grads %.0f", b->weights, b->grads);
+    if (fabs(c->weights / 600516864.0 - 1) > 1e-6 || fabs(c->grads / 907432448.0 - 1) > 1e-6)
+        fail_msg("default: weights %.0f grads %.0f", c->weights, c->grads);
+    assert_true(fabs(a->optimizer - c->optimizer) < 1);
+    assert_true(db.step_time_s == def.step_time_s && u.step_time_s == def.step_time_s);
+    mb_scenario_free(&s);
+}
+
+/* PyTorch FSDP2's root exception and gradient accumulation without resharding or sync (modeling.md,
+ * FSDP; memory_fsdp.c). mfsdp_buffers.yaml as FSDP2 (fp32 sharded parameters): D = 12,585,024 per layer,
+ * embedding = output = 32,768,000, P = 266,896,384, P/8 = 33,362,048 (test_mfsdp_buffers).
+ * - default: weights 4P/8 + 2 layers' bf16 gathers 2 x 2D + the output layer kept gathered from its
+ *   forward to its backward 2 x 32,768,000 = 133,448,192 + 50,340,096 + 65,536,000 = 249,324,288 B;
+ *   grads 4P/8 + one layer's bf16 gradient and fp32 reduce copy 6D = 208,958,336 B.
+ * - fsdp_requires_gradient_sync false, GBS 32 (4 microbatches): + 4 B x every managed parameter
+ *   unsharded, 4 x (16 D + 65,536,000) = 1,067,585,536 B: grads 1,276,543,872 B, and the three non-last
+ *   microbatches reduce-scatter nothing, so the step is no slower; at GBS 8 the only microbatch is the
+ *   last (it syncs): grads stay 208,958,336 B.
+ * - fsdp_reshard_after_backward false: all 16 layers and the embedding stay gathered: weights
+ *   133,448,192 + 16 x 2D + 2 x 65,536,000 = 667,240,960 B. */
+static void test_fsdp2_root_and_accumulation(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result f, ns, rb, f4, ns4;
+    load("tests/data/step/mfsdp_buffers.yaml", &s);
+    s.fsdp_impl = MB_FSDP_TORCH2;
+    assert_int_equal(s.fsdp_grad_sync, 1);
+    assert_int_equal(s.fsdp_reshard_after_backward, 1);
+    check_sim(&s, &f);
+    const struct mb_memory_stage *m = &f.mem.per_stage[0];
+    if (fabs(m->weights / 249324288.0 - 1) > 1e-6 || fabs(m->grads / 208958336.0 - 1) > 1e-6)
+        fail_msg("default: weights %.0f grads %.0f", m->weights, m->grads);
+    s.fsdp_grad_sync = 0;
+    check_sim(&s, &ns);
+    if (fabs(ns.mem.per_stage[0].grads / 208958336.0 - 1) > 1e-6)
+        fail_msg("no sync, one microbatch: grads %.0f", ns.mem.per_stage[0].grads);
+    s.fsdp_grad_sync = 1;
+    s.fsdp_reshard_after_backward = 0;
+    check_sim(&s, &rb);
+    if (fabs(rb.mem.per_stage[0].weights / 667240960.0 - 1) > 1e-6)
+        fail_msg("no reshard after backward: weights %.0f", rb.mem.per_stage[0].weights);
+    assert_true(rb.step_time_s == f.step_time_s);
+    s.fsdp_reshard_after_backward = 1;
+    s.global_batch_size = 32;
+    check_sim(&s, &f4);
+    s.fsdp_grad_sync = 0;
+    check_sim(&s, &ns4);
+    if (fabs(ns4.mem.per_stage[0].grads / 1276543872.0 - 1) > 1e-6)
+        fail_msg("no sync, 4 microbatches: grads %.0f", ns4.mem.per_stage[0].grads);
+    assert_true(ns4.step_time_s <= f4.step_time_s);
     mb_scenario_free(&s);
 }
 
@@ -214,7 +312,8 @@ static void test_fsdp_pp(void **state)
  *   gradients = 4 B x 6,329,344 + one layer's bf16 gradient and fp32 reduce copy, 6 B x D (the experts
  *   are no FSDP2 parameters at edp 1: nothing gathered or reduce-scattered) -> gradients - optimizer/2
  *   = 6 D = 25,227,264 B; weights - optimizer/2 = the bf16 gathers of 2 layers (current + prefetched),
- *   4 D = 16,818,176 B.
+ *   4 D = 16,818,176 B, and the output layer FSDP2 keeps gathered from forward to backward (the root's
+ *   exception, test_fsdp2_root_and_accumulation) 2 x 128 x 1024 = 262,144 B.
  * - bf16 sharded parameters (AutoModel): every sharded term halves (optimizer 25,317,376 B, weights and
  *   gradients 2 B x 6,329,344 = 12,658,688 B lower), the unsharded bf16 gathers and reduce copy stay.
  * - ep 4 (edp 2): FSDP2 shards a layer's 2 local experts over edp 2 and gathers them with the layer:
@@ -236,7 +335,7 @@ static void test_fsdp2_sharded_dtype(void **state)
     const struct mb_memory_stage *m = &f.mem.per_stage[0];
     assert_true(fabs(m->optimizer / 50634752.0 - 1) < 1e-4);
     assert_true(fabs((m->grads - m->optimizer / 2) / (6 * D) - 1) < 1e-4);
-    assert_true(fabs((m->weights - m->optimizer / 2) / (4 * D) - 1) < 1e-4);
+    assert_true(fabs((m->weights - m->optimizer / 2) / (4 * D + 262144.0) - 1) < 1e-4);
     s.fsdp_sharded_bytes = 2;
     sim(&s, &b);
     const struct mb_memory_stage *n = &b.mem.per_stage[0];
@@ -274,7 +373,8 @@ static void test_cp_optimizer_shard(void **state)
     const double L = 12.0 * 4096 * 4096;
     const struct mb_memory_stage *m = &r.mem.per_stage[0];
     assert_true(fabs(m->weights / (8 * L) - 1) < 0.005);
-    assert_true(fabs(m->grads / (16 * L) - 1) < 0.005);
+    /* the second unit's 4L, less the layer activations its backward freed (test_mfsdp_buffers) */
+    assert_true(m->grads > 12 * L && m->grads < 16 * L * 1.005);
     assert_true(fabs(m->optimizer / (24 * L) - 1) < 0.005);
     mb_scenario_free(&s);
 }
@@ -1185,6 +1285,8 @@ int main(void)
         cmocka_unit_test(test_llama_layer_activations),
         cmocka_unit_test(test_fsdp_pp),
         cmocka_unit_test(test_fsdp2_sharded_dtype),
+        cmocka_unit_test(test_mfsdp_buffers),
+        cmocka_unit_test(test_fsdp2_root_and_accumulation),
         cmocka_unit_test(test_optimizer_precision),
         cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_graph_pools),

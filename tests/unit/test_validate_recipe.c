@@ -304,9 +304,16 @@ static void cells_fsdp_impl(struct mb_scenario *s, struct mb_val_recipe *r)
     s->strategy = MB_STRAT_FSDP;
     mb_validate_recipe_init(r);
     assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "megatron_fsdp:optim (fsdp_double_buffer, nccl_ub, keep_fp8_transpose_cache=False)", r), 0);
-    assert_string_equal(r->unmodelled, "data_parallel_sharding_strategy optim (simulated as optim_grads_params), nccl_ub, "
-                                       "keep_fp8_transpose_cache");
+    /* keep_fp8_transpose_cache=False is Megatron's default: nothing unmodelled; the double buffer is applied */
+    assert_string_equal(r->unmodelled, "data_parallel_sharding_strategy optim (simulated as optim_grads_params), nccl_ub");
     assert_int_equal(s->fsdp_impl, MB_FSDP_MEGATRON);
+    assert_int_equal(s->fsdp_double_buffer, 1);
+    assert_non_null(strstr(r->applied, "Megatron-FSDP double buffer"));
+    s->fsdp_double_buffer = 0;
+    mb_validate_recipe_init(r);
+    assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "megatron_fsdp (keep_fp8_transpose_cache=True)", r), 0);
+    assert_string_equal(r->unmodelled, "keep_fp8_transpose_cache");
+    assert_int_equal(s->fsdp_double_buffer, 0);
     assert_int_equal(mb_validate_recipe_cell(s, MB_VAL_RC_FSDP_IMPL, "zero3", r), -1);
     /* PyTorch FSDP2: the flavour is applied (it was read and dropped before 2026-12-07); NeMo AutoModel's
      * MoE models add bf16 sharded state and no resharding after forward (its MoE parallelizer), a dense

@@ -244,6 +244,10 @@ static int mb_key__if_fsdp2(const struct mb_scenario *s)
 {
     return s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2;
 }
+static int mb_key__if_mfsdp(const struct mb_scenario *s)
+{
+    return s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_MEGATRON;
+}
 /* dispatcher_sms: only the dispatchers whose kernels occupy SMs */
 static int mb_key__if_sm_dispatcher(const struct mb_scenario *s)
 {
@@ -346,8 +350,8 @@ static const struct mb_key mb_key__table[] = {
      .megatron = "cp_comm_type", .bridge = "model.cp_comm_type"},
     {.key = "parallel.fsdp_impl", .type = MB_KEY_ENUM, F_(fsdp_impl), .flags = SW, .names = mb_key__fsdp_impls,
      .def = MB_FSDP_MEGATRON, .applies = mb_key__if_fsdp,
-     .doc = "strategy fsdp: Megatron-FSDP (`--use-megatron-fsdp`: bf16 + fp32 main weights sharded, double "
-            "buffers for gathered parameters and gradients) or PyTorch FSDP2 (`fully_shard` with "
+     .doc = "strategy fsdp: Megatron-FSDP (`--use-megatron-fsdp`: bf16 + fp32 main weights sharded, the "
+            "gathered parameters and unreduced gradients its pipelines hold) or PyTorch FSDP2 (`fully_shard` with "
             "MixedPrecisionPolicy(bf16, reduce fp32): fp32 sharded parameters, bf16 gathers)"},
     {.key = "parallel.fsdp_reshard_after_forward", .type = MB_KEY_BOOL, F_(fsdp_reshard_after_forward),
      .flags = SW, .def = 1, .applies = mb_key__if_fsdp2,
@@ -359,6 +363,26 @@ static const struct mb_key mb_key__table[] = {
             "keeps the sharded parameter in its original dtype); the sharded gradients (cast back after the "
             "reduce-scatter) and torch.optim.Adam's moments (`zeros_like` the parameter) follow it. `fp32`: "
             "fp32 master weights; `bf16`: a model built in bf16, as NeMo AutoModel builds it"},
+    {.key = "parallel.fsdp_requires_gradient_sync", .type = MB_KEY_BOOL, F_(fsdp_grad_sync), .flags = SW,
+     .def = 1, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2 `set_requires_gradient_sync`; `false`: only the step's last microbatch reduce-scatters (as NeMo "
+            "AutoModel runs gradient accumulation), the others keep every FSDP-managed parameter's unsharded "
+            "gradient, accumulated in the fp32 reduce dtype"},
+    {.key = "parallel.fsdp_reshard_after_backward", .type = MB_KEY_BOOL, F_(fsdp_reshard_after_backward),
+     .flags = SW, .def = 1, .applies = mb_key__if_fsdp2,
+     .doc = "FSDP2 `set_reshard_after_backward`; `false` keeps every layer's gathered bf16 parameters from its "
+            "backward to the step's end (memory only: the gathers are still simulated)"},
+    {.key = "parallel.fsdp_double_buffer", .type = MB_KEY_BOOL, F_(fsdp_double_buffer), .flags = SW, .def = 0,
+     .applies = mb_key__if_mfsdp, .megatron = "fsdp_double_buffer", .bridge = "ddp.fsdp_double_buffer",
+     .doc = "Megatron-FSDP `--fsdp-double-buffer` (set by `--use-nccl-ub`): two persistent buffers each for the "
+            "gathered parameters and the unreduced gradients; `false`: the all-gather prefetch and "
+            "reduce-scatter queue sized by `fsdp_communication_unit_size`"},
+    {.key = "parallel.fsdp_communication_unit_size", .type = MB_KEY_INT, F_(fsdp_unit_size), .flags = SW,
+     .min = 0, .max = 2000000000, .def = 0, .def_text = "0 (max(1e9, 2 x mean layer size))",
+     .applies = mb_key__if_mfsdp, .megatron = "suggested_communication_unit_size",
+     .bridge = "ddp.suggested_communication_unit_size",
+     .doc = "Megatron-FSDP `--suggested-communication-unit-size` (parameters): the reduce-scatter queue holds "
+            "unreduced gradients up to it, the all-gather prefetches half of it"},
     {.key = "parallel.sequence_parallel", .type = MB_KEY_BOOL, F_(sequence_parallel), .flags = SW, .def = -1,
      .def_text = "on when tp > 1", .applies = mb_key__if_tp,
      .doc = "Megatron sequence parallel; forced off at tp = 1",

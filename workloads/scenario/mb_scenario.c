@@ -70,6 +70,8 @@ struct mb_scn__marks {
     const struct mb_node *parallel, *strategy, *tp, *pp, *vpp, *cp, *ep, *etp, *sp;
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks, *states;
+    const struct mb_node *dbuf, *unit_size; /* parallel.fsdp_double_buffer, parallel.fsdp_communication_unit_size */
+    const struct mb_node *gsync, *rab;      /* parallel.fsdp_requires_gradient_sync, fsdp_reshard_after_backward */
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
 };
 
@@ -407,6 +409,24 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
         return mb_scn__err(err, s, mk->sharded ? mk->sharded : mk->strategy,
                            "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
                            "(Megatron keeps fp32 main weights in its optimizer)");
+    int mfsdp = s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_MEGATRON;
+    int fsdp2 = s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2;
+    if ((mk->gsync || !s->fsdp_grad_sync) && !fsdp2)
+        return mb_scn__err(err, s, mk->gsync ? mk->gsync : mk->strategy,
+                           "parallel.fsdp_requires_gradient_sync applies to strategy fsdp with fsdp_impl torch_fsdp2 "
+                           "only (PyTorch FSDP2's set_requires_gradient_sync)");
+    if ((mk->rab || !s->fsdp_reshard_after_backward) && !fsdp2)
+        return mb_scn__err(err, s, mk->rab ? mk->rab : mk->strategy,
+                           "parallel.fsdp_reshard_after_backward applies to strategy fsdp with fsdp_impl torch_fsdp2 "
+                           "only (PyTorch FSDP2's set_reshard_after_backward)");
+    if ((mk->dbuf || s->fsdp_double_buffer) && !mfsdp)
+        return mb_scn__err(err, s, mk->dbuf ? mk->dbuf : mk->strategy,
+                           "parallel.fsdp_double_buffer applies to strategy fsdp with fsdp_impl megatron_fsdp only "
+                           "(Megatron-FSDP's --fsdp-double-buffer)");
+    if ((mk->unit_size || s->fsdp_unit_size) && !mfsdp)
+        return mb_scn__err(err, s, mk->unit_size ? mk->unit_size : mk->strategy,
+                           "parallel.fsdp_communication_unit_size applies to strategy fsdp with fsdp_impl "
+                           "megatron_fsdp only (Megatron-FSDP's --suggested-communication-unit-size)");
     /* torch.optim.Adam makes its moments zeros_like the parameter: their dtype is the sharded one */
     if ((mk->states || s->state_bytes != 8) && s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2)
         return mb_scn__err(err, s, mk->states ? mk->states : mk->fsdp_impl,
@@ -846,6 +866,10 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->fsdp_impl = mb_scn__node(nodes, "parallel.fsdp_impl");
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
     mk->sharded = mb_scn__node(nodes, "parallel.fsdp_sharded_dtype");
+    mk->dbuf = mb_scn__node(nodes, "parallel.fsdp_double_buffer");
+    mk->gsync = mb_scn__node(nodes, "parallel.fsdp_requires_gradient_sync");
+    mk->rab = mb_scn__node(nodes, "parallel.fsdp_reshard_after_backward");
+    mk->unit_size = mb_scn__node(nodes, "parallel.fsdp_communication_unit_size");
     mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
     mk->states = mb_scn__node(nodes, "optimizer.states");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");

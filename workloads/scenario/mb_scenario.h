@@ -157,6 +157,21 @@ struct mb_scenario {
     int fsdp_sharded_bytes;            /* parallel.fsdp_sharded_dtype: bytes per element of FSDP2's sharded
                                           parameters (4 fp32, the default; 2 bf16: the model built in bf16);
                                           their gradients and torch.optim.Adam's two moments follow it */
+    int fsdp_grad_sync;                /* parallel.fsdp_requires_gradient_sync: FSDP2 reduce-scatters every
+                                          microbatch (1) or only the step's last (0, set_requires_gradient_sync
+                                          (False) on the others: unsharded fp32 gradients accumulate) */
+    int fsdp_reshard_after_backward;   /* parallel.fsdp_reshard_after_backward: FSDP2; 0 keeps the parameters
+                                          gathered from their first backward to the step's end */
+    int fsdp_units_layers_add;         /* internal, set by the step's layer extension on its shortened runs:
+                                          layers each stage of the full model has beyond the shortened one's,
+                                          so Megatron-FSDP's unit counts keep the full stage's cap; 0 for every
+                                          loaded scenario */
+    int fsdp_double_buffer;            /* parallel.fsdp_double_buffer: Megatron-FSDP `--fsdp-double-buffer`
+                                          (two persistent buffers each for gathered parameters and
+                                          gradients); 0: the default allocator and its pipelines */
+    int fsdp_unit_size;                /* parallel.fsdp_communication_unit_size: Megatron-FSDP
+                                          `--suggested-communication-unit-size` (elements); 0: Megatron's
+                                          max(1e9, 2 x mean unit size) */
     /* moe */
     enum mb_dispatcher dispatcher;
     enum mb_routing routing;

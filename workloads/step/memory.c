@@ -27,6 +27,7 @@
  * context, NCCL communicator buffers, DeepEP/HybridEP registered buffers).
  */
 #include "step_int.h"
+#include "memory_fsdp.h"
 
 #include <math.h>
 #include <string.h>
@@ -231,6 +232,20 @@ double mb_memory_chunk_layer_max(const struct mb_scenario *s, const struct mb_la
     return x;
 }
 
+/* The smallest saved activations of stage st's decoder layers (bytes; 0: no layer). */
+static double mb_step__stage_layer_min(const struct mb_scenario *s, const struct mb_layout *lay,
+                                       const struct mb_plan *plan, int st)
+{
+    const struct mb_model *m = &s->model;
+    double x = INFINITY;
+    for (int c = 0; c < lay->v; c++) {
+        int vs = c * lay->p + st;
+        for (int li = lay->first[vs], k = 0; li < lay->first[vs] + lay->count[vs]; li++, k++)
+            x = fmin(x, mb_step__layer_act(s, &plan->kind[m->layer[li].mixer][m->layer[li].ffn], k));
+    }
+    return isinf(x) ? 0 : x;
+}
+
 /* Saved bytes of a layer with nothing recomputed. */
 static double mb_step__layer_full(const struct mb_oplist *l)
 {
@@ -357,18 +372,19 @@ static void mb_step__static_state(const struct mb_scenario *s, const struct mb_l
             held = on_stage;
         if (s->fsdp_impl == MB_FSDP_TORCH2) {
             mb_step__fsdp2_state(s, lay, shard_d + shard_e, tshard_d + tshard_e, held, on_stage, &w, &g, &o);
+            mb_memory_fsdp2_extra(s, lay, st, on_stage, held, &w, &g);
         } else {
             /* Megatron-FSDP (optim_grads_params): bf16 weights, main grads, fp32 main
-             * weights and Adam sharded; gathered parameters and unsharded gradients in
-             * double buffers (two layers each, one being computed, one in flight), more
-             * when fsdp_prefetch gathers further ahead */
+             * weights and Adam sharded; gathered parameters and unreduced gradients of the
+             * units its pipelines hold (memory_fsdp.c), and the non-unit parameters
+             * (embedding, output layer) kept gathered */
             w = 2 * (shard_d + shard_e);
             g = gb * (tshard_d + tshard_e);
             o = ob * (tshard_d + tshard_e);
-            int wbuf = held > 2 ? held : (on_stage >= 2 ? 2 : 1);
-            int gbuf = on_stage >= 2 ? 2 : 1;
-            w += 2.0 * wbuf * layer;
-            g += gb * gbuf * layer;
+            int wbuf, gbuf;
+            mb_memory_mfsdp_units(s, layer, on_stage, held, &wbuf, &gbuf);
+            w += 2.0 * wbuf * layer + 2.0 * mb_memory_mfsdp_nonunit(s, lay, st);
+            g += gb * layer; /* the first unit's; the others: mb_memory_mfsdp_grads_beyond */
         }
     } else {
         /* the distributed optimizer shards master weights and moments over DP x CP; DDP keeps them whole */
@@ -470,6 +486,7 @@ int mb_memory_estimate(const struct mb_scenario *s, const struct mb_layout *lay,
     for (int st = 0; st < p; st++) {
         double w, g, o;
         mb_step__static_state(s, lay, st, &w, &g, &o);
+        g += mb_memory_mfsdp_grads_beyond(s, lay, st, mb_step__stage_layer_min(s, lay, plan, st));
         /* LoRA adapters are trainable: bf16 weights, main grads, fp32 master and Adam,
          * the last two sharded like the dense state */
         double ad = mb_step__lora_stage(s, lay, plan, st);

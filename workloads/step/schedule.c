@@ -123,7 +123,9 @@ static void mb_step__fill_backward(struct mb_build *b, struct mb_unit *u, int vs
         if (mb_sched_recompute_here(b, li, first))
             mb_unit_ops(u, L, li, 0, 1, pl->rc_mask, 0);
         mb_unit_ops(u, L, li, 1, 0, 0, frozen);
-        if (is_fsdp && !frozen) /* reduce-scatter of this layer's main grads */
+        /* reduce-scatter of this layer's main grads; FSDP2 without gradient sync only on the step's
+         * last microbatch (set_requires_gradient_sync(False) on the others) */
+        if (is_fsdp && !frozen && (s->fsdp_grad_sync || s->fsdp_impl != MB_FSDP_TORCH2 || bi == b->data.n - 1))
             mb_unit_item(u, MB_IT_FSDP_RS, mb_step__layer_params(b, li) * s->grad_bytes, li, 1);
         mb_unit_item(u, MB_IT_LASTB, 0, li, 1);
     }

@@ -604,6 +604,9 @@ static int mb_step__simulate_opts(const struct mb_scenario *s, const struct mb_s
     struct mb_scenario s1 = *s, s2 = *s;
     s1.model.n_layers = s1.model.num_layers = L1;
     s2.model.n_layers = s2.model.num_layers = L2;
+    /* Megatron-FSDP's unsharded units are capped by the full stage's layers, not the shortened one's */
+    s1.fsdp_units_layers_add = (L - L1) / s->pp;
+    s2.fsdp_units_layers_add = (L - L2) / s->pp;
     struct mb_result r1;
     if (mb_step__simulate_mb(&s1, cap, &a, &r1, err))
         return -1;

@@ -95,6 +95,7 @@ static void mb_tune__base(struct mb_scenario *b, const struct mb_scenario *start
     b->fsdp_prefetch = 1;
     b->fsdp_impl = MB_FSDP_MEGATRON;
     b->fsdp_reshard_after_forward = 1;
+    b->fsdp_grad_sync = b->fsdp_reshard_after_backward = 1; /* FSDP2's, refused under Megatron-FSDP */
     b->recompute_num_layers = 0;
     b->recompute_method = MB_RC_UNIFORM;
     b->meas_tokens_per_s_per_gpu = b->meas_model_tflops_per_gpu = b->meas_step_time_s = 0;

@@ -419,9 +419,15 @@ static int mb_validate__rc_fsdp_impl(struct mb_scenario *s, const char *cell, co
         mb_validate__rc_automodel_fsdp2(s, r);
     if (strstr(t, "nccl_ub"))
         mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "nccl_ub");
-    if (strstr(t, "keep_fp8_transpose_cache"))
+    /* Megatron-FSDP's double buffer (--fsdp-double-buffer, which --use-nccl-ub turns on:
+     * ParamAndGradBuffer sets ddp_config.fsdp_double_buffer under nccl_ub) holds two units each */
+    if (mfsdp && (strstr(t, "fsdp_double_buffer") || strstr(t, "nccl_ub"))) {
+        s->fsdp_double_buffer = 1;
+        mb_validate__rl_add(r->applied, sizeof r->applied, "Megatron-FSDP double buffer");
+    }
+    if (strstr(t, "keep_fp8_transpose_cache") && !strstr(t, "keep_fp8_transpose_cache=false"))
         mb_validate__rl_add(r->unmodelled, sizeof r->unmodelled, "keep_fp8_transpose_cache");
-    /* fsdp_double_buffer / fsdp2_prefetch: one layer gathered ahead = overlap.fsdp_prefetch 1, the default */
+    /* fsdp2_prefetch: one layer gathered ahead = overlap.fsdp_prefetch 1, the default */
     return 0;
 }
 
