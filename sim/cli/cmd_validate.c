@@ -115,6 +115,18 @@ static void mb_cli__usage_validate(FILE *fp)
             "               terminal, and a closing count if any was printed (default 5; 0 = none)\n");
 }
 
+/* A percentage option's value (0 to 1e6): 0, or -1 after saying why on stderr. */
+static int mb_cli__parse_pct(const char *opt, const char *v, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    if (end == v || *end || !(*out >= 0) || *out > 1e6) {
+        fprintf(stderr, "mbsim validate: %s '%s': expected a percentage from 0 to 1e6\n", opt, v);
+        return -1;
+    }
+    return 0;
+}
+
 static int mb_cli__has_suffix(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
@@ -475,26 +487,16 @@ int mb_cmd_validate(int argc, char **argv)
         case O_JUNIT:
             junit.file = v;
             break;
-        case O_MAXERR: {
-            char *end;
-            junit.max_err_pct = strtod(v, &end);
+        case O_MAXERR:
             junit.max_given = 1;
-            if (end == v || *end || !(junit.max_err_pct >= 0) || junit.max_err_pct > 1e6) {
-                fprintf(stderr, "mbsim validate: --max-error '%s': expected a percentage from 0 to 1e6\n", v);
+            if (mb_cli__parse_pct("--max-error", v, &junit.max_err_pct))
                 rc = EXIT_USAGE;
-            }
             break;
-        }
-        case O_THRESHOLD: {
-            char *end;
-            drift.threshold_pct = strtod(v, &end);
+        case O_THRESHOLD:
             drift.threshold_given = 1;
-            if (end == v || *end || !(drift.threshold_pct >= 0) || drift.threshold_pct > 1e6) {
-                fprintf(stderr, "mbsim validate: --drift-threshold '%s': expected a percentage from 0 to 1e6\n", v);
+            if (mb_cli__parse_pct("--drift-threshold", v, &drift.threshold_pct))
                 rc = EXIT_USAGE;
-            }
             break;
-        }
         case CLI_OPERAND:
             if (after_pairs && !mb_cli__has_suffix(v, ".csv") && !mb_cli__has_suffix(v, ".yaml") &&
                 !mb_cli__has_suffix(v, ".yml"))
