@@ -24,30 +24,10 @@
 
 #include "mb_keys.h"
 #include "mb_megatron.h"
+#include "test_megatron_util.h"
 #include "mb_step.h"
 
 #define QWEN "tests/data/import/qwen3_30b_a3b_h100_ep16.sh"
-
-/* Import `path`; notes (stderr of `mbsim import`) into *notes_p when given. */
-static int import(const char *path, enum mb_megatron_dialect d, const struct mb_megatron_opts *o,
-                  struct mb_scenario *s, char **notes_p, struct mb_err *err)
-{
-    struct mb_megatron_args a;
-    char *notes = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&notes, &len);
-    mb_err_clear(err);
-    int rc = mb_megatron_read(path, d, &a, err);
-    if (!rc)
-        rc = mb_megatron_import(&a, o, s, fp, err);
-    fclose(fp);
-    mb_megatron_args_free(&a);
-    if (notes_p)
-        *notes_p = notes;
-    else
-        free(notes);
-    return rc;
-}
 
 /* The formatted error of an import that must fail (-1); the text lives until the next call. */
 static const char *import_err(const char *path, enum mb_megatron_dialect d, const struct mb_megatron_opts *o)

@@ -21,29 +21,10 @@
 #include <cmocka.h>
 
 #include "mb_megatron.h"
+#include "test_megatron_util.h"
 
 #define LM "tests/data/import/megatron_yaml/"
 #define BR "tests/data/import/bridge_yaml/"
-
-static int import(const char *path, enum mb_megatron_dialect d, const struct mb_megatron_opts *o,
-                  struct mb_scenario *s, char **notes_p, struct mb_err *err)
-{
-    struct mb_megatron_args a;
-    char *notes = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&notes, &len);
-    mb_err_clear(err);
-    int rc = mb_megatron_read(path, d, &a, err);
-    if (!rc)
-        rc = mb_megatron_import(&a, o, s, fp, err);
-    fclose(fp);
-    mb_megatron_args_free(&a);
-    if (notes_p)
-        *notes_p = notes;
-    else
-        free(notes);
-    return rc;
-}
 
 /* The import of `file` fails with a message that starts with `want` (file:line:col: ...) and holds `also`. */
 static void refused(const char *file, enum mb_megatron_dialect d, const struct mb_megatron_opts *o,
