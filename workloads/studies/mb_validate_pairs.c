@@ -232,7 +232,8 @@ static void mb_pairs__finish(struct mb_val_pairs *out)
     }
     qsort(out->by_knob, out->n_by_knob, sizeof *out->by_knob, mb_pairs__cmp_group);
     mb_free(v);
-    qsort(out->p, out->n, sizeof *out->p, mb_pairs__cmp_err);
+    if (out->n) /* p is NULL when no pair was found (qsort's argument must not be) */
+        qsort(out->p, out->n, sizeof *out->p, mb_pairs__cmp_err);
 }
 
 /* ---- found pairs ---- */
