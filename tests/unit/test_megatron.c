@@ -445,6 +445,16 @@ static void test_example_scripts(void **state)
     assert_non_null(strstr(notes, "$SLURM_NNODES is not set in the script: its default '1' is used"));
     free(notes);
     mb_scenario_free(&s);
+
+    /* --nodes wins over the script's torchrun count (1 node of 8 there, as $SLURM_NNODES is unset):
+     * 4 nodes x 8 GPUs of dgx_h100 = 32 */
+    o.gpus = 0;
+    o.nodes = 4;
+    if (import("tests/data/import/megatron_examples/train_mixtral_8x7b_distributed.sh", MB_MEGATRON_LM, &o, &s,
+               NULL, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.gpus, 32);
+    mb_scenario_free(&s);
 }
 
 /* tests/data/import/script_constructs.sh: each construct with the value bash gives it (the file's

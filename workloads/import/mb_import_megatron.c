@@ -843,8 +843,9 @@ static void mb_mgi__assumed(struct mb_mgi *m)
     mb_mgi__find(m->a, "moe_router_force_load_balancing");
 }
 
-/* GPUs: --gpus; else world_size (a log); torchrun --nnodes x --nproc-per-node;
- * the parallel sizes x data_parallel_size; --nodes x the system's GPUs per node. */
+/* GPUs: --gpus; else --nodes x the system's GPUs per node; else world_size (a
+ * log); torchrun --nnodes x --nproc-per-node; the parallel sizes x
+ * data_parallel_size. */
 static int mb_mgi__gpus(struct mb_mgi *m)
 {
     struct mb_megatron_arg *ws = mb_mgi__get(m->a, "world_size"), *nn = mb_mgi__get(m->a, "nnodes");
@@ -854,6 +855,11 @@ static int mb_mgi__gpus(struct mb_mgi *m)
     int64_t v = m->o->gpus;
     long a, b;
     int have = v > 0;
+    if (!have && m->o->nodes) { /* the user's count wins over the file's; the system was loaded before */
+        if (mb_mgi__mul(m, NULL, m->o->nodes, m->gpus_per_node, max, "GPUs: --nodes x the system's GPUs per node", &v))
+            return -1;
+        have = 1;
+    }
     if (!have && ws) {
         if (mb_mgi__long(m, ws, &a))
             return -1;
@@ -872,11 +878,6 @@ static int mb_mgi__gpus(struct mb_mgi *m)
             mb_mgi__mul(m, dp, t, m->s->cp, max, "GPUs: data_parallel_size x TP x PP x CP", &v))
             return -1;
         at = dp, have = 1;
-    }
-    if (!have && m->o->nodes) { /* the system was loaded once, before the settings were read */
-        if (mb_mgi__mul(m, NULL, m->o->nodes, m->gpus_per_node, max, "GPUs: --nodes x the system's GPUs per node", &v))
-            return -1;
-        have = 1;
     }
     if (!have)
         return mb_mgi__err(m, NULL, "the settings do not give the GPU count; give --gpus N or --nodes N");
