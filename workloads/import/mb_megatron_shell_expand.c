@@ -357,6 +357,8 @@ int mb_sh__expand(struct mb_sh *sh, const struct mb_sh__raw *r, int split, struc
     sh->depth++;
     int rc = mb_sh__expand_in(sh, r, split, fs);
     sh->depth--;
+    if (rc) /* the fields of a failed expansion are freed here, for every caller */
+        mb_sh__fields_free(fs);
     return rc;
 }
 

@@ -120,7 +120,8 @@ void mb_sh__stmts_free(struct mb_sh__stmt *st, int n);
 
 /* ---- mb_megatron_shell_expand.c: expansion and arithmetic */
 
-/** Expand a raw word into fields (split at blanks when unquoted and `split`); 0, or -1 (sh->err). */
+/** Expand a raw word into fields (split at blanks when unquoted and `split`); 0, or -1 (sh->err)
+ *  with fs freed (left empty). */
 int mb_sh__expand(struct mb_sh *sh, const struct mb_sh__raw *r, int split, struct mb_sh__fields *fs);
 
 #endif /* MB_MEGATRON_SHELL_INT_H */
