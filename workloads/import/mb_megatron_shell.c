@@ -79,6 +79,7 @@ static int mb_sh__assign(struct mb_sh *sh, const struct mb_sh__raw *r, int expor
                 struct mb_sh__fields fs = {0};
                 if (mb_sh__expand(sh, &st[i].w[k], 1, &fs)) {
                     mb_sh__stmts_free(st, n);
+                    mb_sh__vals_free(nv, nn);
                     return -1;
                 }
                 if (!fs.bad && (append && !v->bad ? v->n : 0) + nn + fs.n > MB_SH__MAX_WORDS)
@@ -198,8 +199,11 @@ static int mb_sh__test(struct mb_sh *sh, const struct mb_sh__raw *w, int n, char
     int na = 0, unknown = 0, r = -1;
     for (int i = 0; i < n; i++) {
         struct mb_sh__fields fs = {0};
-        if (mb_sh__expand(sh, &w[i], 0, &fs)) /* inside [[ ]] no splitting; [ ] quoted in practice */
+        if (mb_sh__expand(sh, &w[i], 0, &fs)) { /* inside [[ ]] no splitting; [ ] quoted in practice */
+            for (int j = 0; j < na; j++)
+                mb_free(arg[j]);
             return -1;
+        }
         if (fs.bad) {
             snprintf(why, wl, "%s", fs.bad);
             unknown = 1;

@@ -305,7 +305,7 @@ static int mb_sh__raw_word(struct mb_sh *sh, struct mb_sh__pos *x, const char *e
     return 0;
 }
 
-/* The statements of [p, end): lists of raw words, split at newlines. */
+/* The statements of [p, end): lists of raw words, split at newlines; on -1 nothing is left allocated. */
 int mb_sh__statements(struct mb_sh *sh, struct mb_sh__pos x, const char *end, struct mb_sh__stmt **out,
                              int *n)
 {
@@ -328,8 +328,11 @@ int mb_sh__statements(struct mb_sh *sh, struct mb_sh__pos x, const char *end, st
             continue;
         }
         struct mb_sh__raw r;
-        if (mb_sh__raw_word(sh, &x, end, &r)) {
+        if (mb_sh__raw_word(sh, &x, end, &r)) { /* nothing is left allocated on an error */
             mb_free(cur.w);
+            mb_sh__stmts_free(*out, *n);
+            *out = NULL;
+            *n = 0;
             return -1;
         }
         mb_sh__push_raw(&cur, r);
