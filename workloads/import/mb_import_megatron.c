@@ -63,6 +63,14 @@ static int mb_mgi__arch(const struct mb_model *md, const char *name, int gqa, lo
     return 1;
 }
 
+/* A Megatron-LM switch that turns an architecture feature on (group_query_attention,
+ * multi_latent_attention): on when set True; Bridge's overrides name the feature's sizes only
+ * when the model has it, so there it always counts as on. */
+static int mb_mgi__feature_on(struct mb_mgi *m, const char *flag)
+{
+    return m->a->dialect != MB_MEGATRON_LM || mb_mgi__bool(mb_mgi__find(m->a, flag)) == 1;
+}
+
 /* A value given for an architecture setting; 0 when absent or None. Num_experts
  * absent from a Megatron-LM list means a dense model, and without
  * multi_latent_attention its kv_lora_rank is 0 and q_lora_rank not given: a
@@ -79,13 +87,12 @@ static int mb_mgi__arch_given(struct mb_mgi *m, const char *name, long *v, struc
         *v = 0;
         return 1;
     }
-    if (!strcmp(name, "kv_lora_rank") && m->a->dialect == MB_MEGATRON_LM && mb_mgi__get(m->a, "num_layers") &&
-        mb_mgi__bool(mb_mgi__find(m->a, "multi_latent_attention")) != 1) {
+    if (!strcmp(name, "kv_lora_rank") && mb_mgi__get(m->a, "num_layers") &&
+        !mb_mgi__feature_on(m, "multi_latent_attention")) {
         *v = 0; /* no MLA: a log's arguments block prints the unused default (32) all the same */
         return 1;
     }
-    if (!strcmp(name, "q_lora_rank") && mb_mgi__bool(mb_mgi__find(m->a, "multi_latent_attention")) != 1 &&
-        m->a->dialect == MB_MEGATRON_LM)
+    if (!strcmp(name, "q_lora_rank") && !mb_mgi__feature_on(m, "multi_latent_attention"))
         return 0;
     if (!g || mb_mgi__is_none(g))
         return 0;
@@ -110,9 +117,9 @@ static int mb_mgi__arch_applies(struct mb_mgi *m, const char *name)
         return mb_mgi__arch_given(m, "num_experts", &n, &g, &bad) && n > 0;
     if (!strcmp(name, "kv_lora_rank") || !strcmp(name, "q_lora_rank") || !strcmp(name, "qk_head_dim") ||
         !strcmp(name, "qk_pos_emb_head_dim") || !strcmp(name, "v_head_dim"))
-        return m->a->dialect != MB_MEGATRON_LM || mb_mgi__bool(mb_mgi__find(m->a, "multi_latent_attention")) == 1;
+        return mb_mgi__feature_on(m, "multi_latent_attention");
     if (!strcmp(name, "num_query_groups"))
-        return m->a->dialect != MB_MEGATRON_LM || mb_mgi__bool(mb_mgi__find(m->a, "group_query_attention")) == 1;
+        return mb_mgi__feature_on(m, "group_query_attention");
     return 1;
 }
 
@@ -120,7 +127,7 @@ static int mb_mgi__arch_applies(struct mb_mgi *m, const char *name)
  * (when report) the first difference in err. */
 static int mb_mgi__arch_check(struct mb_mgi *m, const struct mb_model *md, int report)
 {
-    int gqa = m->a->dialect == MB_MEGATRON_BRIDGE || mb_mgi__bool(mb_mgi__find(m->a, "group_query_attention")) == 1;
+    int gqa = mb_mgi__feature_on(m, "group_query_attention");
     for (int i = 0; mb_mgi__arch_names[i]; i++) {
         long given, mine;
         struct mb_megatron_arg *g;
@@ -218,7 +225,7 @@ static int mb_mgi__model(struct mb_mgi *m)
         return -1;
     char seen[2048] = "";
     size_t at = 0;
-    int gqa = m->a->dialect == MB_MEGATRON_BRIDGE || mb_mgi__bool(mb_mgi__find(m->a, "group_query_attention")) == 1;
+    int gqa = mb_mgi__feature_on(m, "group_query_attention");
     for (int i = 0; mb_mgi__arch_other[i]; i++) {
         long v;
         struct mb_megatron_arg *g = mb_mgi__find(m->a, mb_mgi__arch_other[i]);
