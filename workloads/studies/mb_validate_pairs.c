@@ -249,6 +249,15 @@ static int mb_pairs__cmp_same(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* Pairs kept out of the totals: their statistics alone, under `label`; g is freed. */
+static void mb_pairs__set_apart(struct mb_val_pairs *g, const char *label, struct mb_val_pair_stats *st)
+{
+    mb_pairs__finish(g);
+    *st = g->all;
+    mb_validate__copy_str(st->knobs, sizeof st->knobs, label);
+    mb_validate_pairs_free(g);
+}
+
 void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs *out)
 {
     size_t cap = 0, n = 0, cap_unn = 0, cap_mis = 0;
@@ -284,14 +293,8 @@ void mb_validate_pairs_find(const struct mb_val_summary *s, struct mb_val_pairs 
     }
     mb_free(ix);
     mb_pairs__finish(out);
-    mb_pairs__finish(&unn);
-    out->unnamed = unn.all;
-    mb_validate__copy_str(out->unnamed.knobs, sizeof out->unnamed.knobs, mb_val__rcolname[MB_VAL_RC_OTHER]);
-    mb_validate_pairs_free(&unn);
-    mb_pairs__finish(&mis);
-    out->mismatch = mis.all;
-    mb_validate__copy_str(out->mismatch.knobs, sizeof out->mismatch.knobs, "(a LAYOUT-MISMATCH row)");
-    mb_validate_pairs_free(&mis);
+    mb_pairs__set_apart(&unn, mb_val__rcolname[MB_VAL_RC_OTHER], &out->unnamed);
+    mb_pairs__set_apart(&mis, "(a LAYOUT-MISMATCH row)", &out->mismatch);
 }
 
 /* ---- explicit pairs ---- */
