@@ -38,6 +38,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,7 +457,77 @@ static int mb_topo__hwloc_load(hwloc_topology_t t, const char *path, const char 
     return 0;
 }
 
+/* Node descriptions parsed in this process, by content: a sweep, a validation or an import loads
+ * the same few XML files again and again, and the check and hwloc's parse are most of a load. The
+ * key is the bytes themselves (not a path and a modification time), so an edited file, or another
+ * file written at the same path within the clock's resolution, is parsed anew. Only successes are
+ * kept (an error names the path it was read from). */
+#define MB_TOPO__MEMO 8
+static struct mb_topo__memo {
+    char *buf;
+    size_t len;
+    struct mb_node_topo *r;
+} mb_topo__memo[MB_TOPO__MEMO];
+static unsigned mb_topo__memo_next;
+static pthread_mutex_t mb_topo__memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* 1 with *out filled when buf was parsed before, else 0. */
+static int mb_topo__memo_get(const char *buf, size_t len, struct mb_node_topo *out)
+{
+    int hit = 0;
+    pthread_mutex_lock(&mb_topo__memo_lock);
+    for (int i = 0; i < MB_TOPO__MEMO && !hit; i++) {
+        const struct mb_topo__memo *m = &mb_topo__memo[i];
+        if (m->buf && m->len == len && memcmp(m->buf, buf, len) == 0) {
+            *out = *m->r;
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&mb_topo__memo_lock);
+    return hit;
+}
+
+/* Keep r as the parse of buf (taking buf), in place of the oldest entry. */
+static void mb_topo__memo_put(char *buf, size_t len, const struct mb_node_topo *r)
+{
+    pthread_mutex_lock(&mb_topo__memo_lock);
+    struct mb_topo__memo *m = &mb_topo__memo[mb_topo__memo_next++ % MB_TOPO__MEMO];
+    mb_free(m->buf);
+    if (!m->r)
+        m->r = mb_malloc(sizeof *m->r);
+    m->buf = buf;
+    m->len = len;
+    *m->r = *r;
+    pthread_mutex_unlock(&mb_topo__memo_lock);
+}
+
+static int mb_topo__parse(const char *path, const char *buf, size_t len, struct mb_node_topo *out,
+                          struct mb_err *err);
+
 int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *err)
+{
+    if (!path || !out)
+        return mb_err_set(err, path, 0, 0, "no hwloc XML file given");
+    char *buf;
+    size_t len;
+    if (mb_input_read(path, "an hwloc XML file", 0, &buf, &len, err))
+        return -1;
+    if (mb_topo__memo_get(buf, len, out)) {
+        mb_free(buf);
+        return 0;
+    }
+    if (mb_topo__parse(path, buf, len, out, err)) {
+        mb_free(buf);
+        return -1;
+    }
+    mb_topo__memo_put(buf, len, out);
+    return 0;
+}
+
+/* The node description in buf (len bytes, NUL-terminated) read from path: the checks of
+ * mb_topo_xml_check, hwloc's parse, then the walk described at the top of this file. */
+static int mb_topo__parse(const char *path, const char *buf, size_t len, struct mb_node_topo *out,
+                          struct mb_err *err)
 {
     hwloc_topology_t t;
     hwloc_obj_t o = NULL;
@@ -464,26 +535,15 @@ int mb_topo_load_xml(const char *path, struct mb_node_topo *out, struct mb_err *
     struct mb_node_topo r;
     int i;
 
-    if (!path || !out)
-        return mb_err_set(err, path, 0, 0, "no hwloc XML file given");
-    char *buf;
-    size_t len;
-    if (mb_input_read(path, "an hwloc XML file", 0, &buf, &len, err))
+    if (mb_topo_xml_check(buf, len, path, err))
         return -1;
-    if (mb_topo_xml_check(buf, len, path, err)) {
-        mb_free(buf);
-        return -1;
-    }
 
     memset(&s, 0, sizeof s);
     memset(&r, 0, sizeof r);
 
-    if (hwloc_topology_init(&t) < 0) {
-        mb_free(buf);
+    if (hwloc_topology_init(&t) < 0)
         return mb_err_set(err, path, 0, 0, "hwloc cannot initialise a topology");
-    }
     int rc = mb_topo__hwloc_load(t, path, buf, len, err);
-    mb_free(buf);
     if (rc) {
         hwloc_topology_destroy(t);
         return -1;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mb_topo.h"
 
@@ -52,6 +53,55 @@ static void assert_dbl(double got, double want)
 {
     if (!mb_dbl_eq(got, want))
         fail_msg("expected %.17g, got %.17g", want, got);
+}
+
+/* mb_topo_load_xml keeps the node descriptions it parsed, by content (topo_hwloc.c): a file
+ * rewritten at the same path with the same size, at once (so within the file clock's
+ * resolution), must be parsed anew, and the same bytes again must give the first result.
+ * tests/data/topology/pcie_node.xml has 8 PCI devices of class 0302 with vendor 10de; the
+ * edit gives the first of them vendor 10df, which is no NVIDIA GPU: 7 GPUs. */
+static void write_text(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_xml_memo_by_content(void **state)
+{
+    (void)state;
+    char *src = data_path("tests/data/topology/pcie_node.xml");
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    static char text[1 << 16], edited[1 << 16];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    assert_true(len > 0 && len < sizeof text);
+    memcpy(edited, text, len);
+    char *gpu = strstr(edited, "0302 [10de");
+    assert_non_null(gpu);
+    memcpy(gpu, "0302 [10df", 10);
+
+    char tmp[] = "/tmp/mbsim-test-topo-XXXXXX";
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    close(fd);
+    struct mb_node_topo a, b, c;
+    struct mb_err e;
+    mb_err_clear(&e);
+    write_text(tmp, text, len);
+    assert_int_equal(mb_topo_load_xml(tmp, &a, &e), 0);
+    assert_int_equal(a.n_gpus, 8);
+    write_text(tmp, edited, len);
+    assert_int_equal(mb_topo_load_xml(tmp, &b, &e), 0);
+    assert_int_equal(b.n_gpus, 7);
+    write_text(tmp, text, len);
+    assert_int_equal(mb_topo_load_xml(tmp, &c, &e), 0);
+    assert_memory_equal(&a, &c, sizeof a);
+    assert_int_equal(e.count, 0);
+    unlink(tmp);
+    mb_free(src);
 }
 
 /* ---- 1. real hwloc samples ---------------------------------------------- */
@@ -694,6 +744,7 @@ int main(void)
         cmocka_unit_test(test_real_power8),
         cmocka_unit_test(test_xml_v3_refused),
         cmocka_unit_test(test_xml_bad_files),
+        cmocka_unit_test(test_xml_memo_by_content),
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_preset_list_and_unknown),
         cmocka_unit_test(test_bad_systems),
