@@ -25,6 +25,11 @@
  * nested aliases (a "billion laughs" file) would otherwise exhaust memory. The
  * largest shipped file (a calibration table) has about 10,000. */
 #define MB_YAML_MAX_NODES 2000000
+/* Of those, nodes made by copying anchored nodes for aliases. Shipped files
+ * share blocks through aliases a few hundred nodes at a time; a few lines of
+ * nested aliases reach this in a millisecond, where the full budget costs
+ * a tenth of a second and 200 MB before it refuses the file. */
+#define MB_YAML_MAX_ALIAS_NODES 100000
 
 static int mb_yaml__parser_error(const yaml_parser_t *p, const char *file, struct mb_err *err)
 {
@@ -78,6 +83,7 @@ struct mb_yaml__ctx {
     const char *file;
     struct mb_err *err;
     size_t nodes;                 /* nodes built so far, copies included */
+    size_t copies;                /* of those, copies made for aliases */
     struct mb_yaml__anchor *anc;  /* anchors defined so far, in file order */
     size_t n_anc, cap_anc;
 };
@@ -126,6 +132,11 @@ static struct mb_node *mb_yaml__copy(struct mb_yaml__ctx *c, const struct mb_nod
 {
     if (mb_yaml__budget(c, m, depth))
         return NULL;
+    if (++c->copies > MB_YAML_MAX_ALIAS_NODES) {
+        mb_err_set(c->err, c->file, (int)m.line + 1, (int)m.column + 1,
+                   "aliases expand to more than %d nodes (nested aliases?)", MB_YAML_MAX_ALIAS_NODES);
+        return NULL;
+    }
     struct mb_node *n = mb_calloc(1, sizeof *n);
     *n = *s;
     n->str = NULL;
@@ -399,7 +410,7 @@ fail:
 
 static struct mb_node *mb_yaml__load(yaml_parser_t *p, const char *name, struct mb_err *err)
 {
-    struct mb_yaml__ctx c = {p, mb_strdup(name), err, 0, NULL, 0, 0};
+    struct mb_yaml__ctx c = {p, mb_strdup(name), err, 0, 0, NULL, 0, 0};
     struct mb_node *n = mb_yaml__document(&c);
     for (size_t i = 0; i < c.n_anc; i++)
         mb_free(c.anc[i].name);

@@ -86,7 +86,10 @@ static void test_lm_hostile(void **state)
 {
     (void)state;
     struct mb_megatron_opts o = {.system = "dgx_h100", .model = LM "gpt_config_model.yaml", .gpus = 8};
-    refused(LM "bad_alias_bomb.yaml", MB_MEGATRON_LM, &o, LM "bad_alias_bomb.yaml:8:", "more than 2000000 nodes");
+    /* Alias copies (mb_yaml.c MB_YAML_MAX_ALIAS_NODES = 100,000): a copy of a, b, c, d, e holds
+     * 10, 91, 820, 7,381, 66,430 nodes (the list and nine copies of the level below), so lines 3-6
+     * copy 9 x (10 + 91 + 820 + 7,381) = 74,718 nodes and the first *e on line 7 crosses the budget. */
+    refused(LM "bad_alias_bomb.yaml", MB_MEGATRON_LM, &o, LM "bad_alias_bomb.yaml:7:", "aliases expand to more than 100000 nodes");
     refused(LM "bad_root_list.yaml", MB_MEGATRON_LM, &o,
             LM "bad_root_list.yaml:2:1: expected a mapping at the top of the file", "got a sequence");
     refused(LM "bad_duplicate.yaml", MB_MEGATRON_LM, &o,
