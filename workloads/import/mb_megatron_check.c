@@ -53,10 +53,22 @@ static const char *mb_mgi__nearest(const char *name, int *exact)
     size_t nk;
     const struct mb_key *k = mb_keys(&nk);
     const char *const *lists[] = {mb_mgi__rule_names, mb_mgi__arch_names, mb_mgi__arch_other};
-    *exact = 0;
+    *exact = 1;
     size_t na = 0;
     while (mb_mgi__aliases[na][0])
         na++;
+    /* Most names are understood ones: find them by comparison before any distance (the same
+     * first match the distance pass would return, as it returns at the first distance 0). */
+    for (size_t i = 0; i < nk + 2 * na; i++) {
+        const char *c = i < nk ? k[i].megatron : mb_mgi__aliases[(i - nk) / 2][(i - nk) % 2];
+        if (c && !strcmp(name, c))
+            return c;
+    }
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+        for (int i = 0; lists[l][i]; i++)
+            if (!strcmp(name, lists[l][i]))
+                return lists[l][i];
+    *exact = 0;
     for (size_t i = 0; i < nk + 2 * na; i++) {
         const char *c = i < nk ? k[i].megatron : mb_mgi__aliases[(i - nk) / 2][(i - nk) % 2];
         if (!c)
