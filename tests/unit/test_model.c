@@ -16,6 +16,7 @@
 #include <string.h>
 #include <math.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -646,10 +647,56 @@ static void test_from_node_errors(void **state)
     }
 }
 
+/* mb_model_load keeps the models it loaded, by the name or path asked for and the file's bytes
+ * (mb_model.c): a file rewritten at the same path with the same size, at once (within the file
+ * clock's resolution), must be read anew, and the same bytes again must give the first model.
+ * The text is a two-layer dense model written here; the edit makes hidden 64 into 96. */
+static void write_model(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_load_memo_by_content(void **state)
+{
+    (void)state;
+    static const char a[] = "name: memo_test\nsource: test_model.c\nnum_layers: 2\nhidden: 64\n"
+                            "ffn_hidden: 128\nnum_heads: 4\nvocab: 100\n";
+    static const char b[] = "name: memo_test\nsource: test_model.c\nnum_layers: 2\nhidden: 96\n"
+                            "ffn_hidden: 128\nnum_heads: 4\nvocab: 100\n";
+    char dir[] = "/tmp/mbsim-test-model-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *path = mb_path_join(dir, "memo_test.yaml");
+    struct mb_model m1, m2, m3;
+    struct mb_err e;
+    mb_err_clear(&e);
+    write_model(path, a);
+    assert_int_equal(mb_model_load(path, &m1, &e), 0);
+    assert_int_equal(m1.hidden, 64);
+    write_model(path, b);
+    assert_int_equal(mb_model_load(path, &m2, &e), 0);
+    assert_int_equal(m2.hidden, 96);
+    write_model(path, a);
+    assert_int_equal(mb_model_load(path, &m3, &e), 0);
+    assert_int_equal(m3.hidden, 64);
+    assert_int_equal(m3.n_layers, m1.n_layers);
+    assert_ptr_not_equal(m3.layer, m1.layer); /* each load owns its layers */
+    assert_memory_equal(m3.layer, m1.layer, (size_t)m1.n_layers * sizeof *m1.layer);
+    mb_model_free(&m1);
+    mb_model_free(&m2);
+    mb_model_free(&m3);
+    unlink(path);
+    rmdir(dir);
+    mb_free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flops_llama3_8b),
+        cmocka_unit_test(test_load_memo_by_content),
         cmocka_unit_test(test_flops_qwen3_30b_a3b),
         cmocka_unit_test(test_flops_deepseek_v3),
         cmocka_unit_test(test_flops_nemotron_nano_hybrid),

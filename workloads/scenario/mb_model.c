@@ -26,9 +26,11 @@
  * absolute position embeddings (GPT-style) and the ViT position table.
  */
 #include "mb_model.h"
+#include "mb_input.h"
 #include "mb_yaml.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,6 +458,61 @@ static int mb_model__ends_with(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+/* Models loaded in this process, by the name or path asked for and the file's bytes: an import
+ * matches its settings against every shipped model, a sweep over models or an import's round
+ * trip loads the same files again. Keyed on the content (not a modification time), so an edited
+ * file is read anew; only successes are kept (an error names the file's position). */
+#define MB_MODEL__MEMO 64
+static struct mb_model__memo {
+    char *ref, *buf;
+    size_t len;
+    struct mb_model m;
+} mb_model__memo[MB_MODEL__MEMO];
+static unsigned mb_model__memo_next;
+static pthread_mutex_t mb_model__memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A copy of m into out (its own layer array). */
+static void mb_model__copy(const struct mb_model *m, struct mb_model *out)
+{
+    *out = *m;
+    out->layer = NULL;
+    if (m->n_layers > 0) {
+        out->layer = mb_malloc((size_t)m->n_layers * sizeof *out->layer);
+        memcpy(out->layer, m->layer, (size_t)m->n_layers * sizeof *out->layer);
+    }
+}
+
+/* 1 with *out a copy of the model loaded before from ref with these bytes, else 0. */
+static int mb_model__memo_get(const char *ref, const char *buf, size_t len, struct mb_model *out)
+{
+    int hit = 0;
+    pthread_mutex_lock(&mb_model__memo_lock);
+    for (int i = 0; i < MB_MODEL__MEMO && !hit; i++) {
+        const struct mb_model__memo *e = &mb_model__memo[i];
+        if (e->buf && e->len == len && !strcmp(e->ref, ref) && !memcmp(e->buf, buf, len)) {
+            mb_model__copy(&e->m, out);
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&mb_model__memo_lock);
+    return hit;
+}
+
+/* Keep a copy of m as loaded from ref with the bytes buf (taken), in place of the oldest entry. */
+static void mb_model__memo_put(const char *ref, char *buf, size_t len, const struct mb_model *m)
+{
+    pthread_mutex_lock(&mb_model__memo_lock);
+    struct mb_model__memo *e = &mb_model__memo[mb_model__memo_next++ % MB_MODEL__MEMO];
+    mb_free(e->ref);
+    mb_free(e->buf);
+    mb_model_free(&e->m);
+    e->ref = mb_strdup(ref);
+    e->buf = buf;
+    e->len = len;
+    mb_model__copy(m, &e->m);
+    pthread_mutex_unlock(&mb_model__memo_lock);
+}
+
 int mb_model_load(const char *name_or_path, struct mb_model *out, struct mb_err *err)
 {
     char *path = NULL;
@@ -480,10 +537,23 @@ int mb_model_load(const char *name_or_path, struct mb_model *out, struct mb_err 
         mb_model_list(list, sizeof list);
         return mb_err_set(err, NULL, 0, 0, "unknown model '%s'; known: %s", name_or_path, list);
     }
-    struct mb_node *root = mb_yaml_load_file(path, err);
-    mb_free(path);
-    if (!root)
+    char *buf;
+    size_t len;
+    if (mb_input_read(path, "a YAML file", 0, &buf, &len, err)) {
+        mb_free(path);
         return -1;
+    }
+    if (mb_model__memo_get(name_or_path, buf, len, out)) {
+        mb_free(buf);
+        mb_free(path);
+        return 0;
+    }
+    struct mb_node *root = mb_yaml_load_string(buf, len, path, err);
+    mb_free(path);
+    if (!root) {
+        mb_free(buf);
+        return -1;
+    }
     int rc = mb_model_from_node(root, out, err);
     if (rc == 0 && by_name && strcmp(out->name, name_or_path) != 0) {
         rc = mb_yaml_err(err, mb_yaml_get(root, "name"), "model name '%s' does not match its file name '%s.yaml'",
@@ -491,6 +561,10 @@ int mb_model_load(const char *name_or_path, struct mb_model *out, struct mb_err 
         mb_model_free(out);
     }
     mb_yaml_free(root);
+    if (rc == 0)
+        mb_model__memo_put(name_or_path, buf, len, out);
+    else
+        mb_free(buf);
     return rc;
 }
 
