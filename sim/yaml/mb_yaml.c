@@ -31,10 +31,33 @@
  * a tenth of a second and 200 MB before it refuses the file. */
 #define MB_YAML_MAX_ALIAS_NODES 100000
 
+/* libyaml's reader errors (a control character, invalid UTF-8) carry a byte offset
+ * (problem_offset), not a mark: the line and column of that byte in the input string. */
+static void mb_yaml__reader_mark(const yaml_parser_t *p, yaml_mark_t *m)
+{
+    const unsigned char *s = p->input.string.start, *end = p->input.string.end;
+    memset(m, 0, sizeof *m);
+    if (!s || p->problem_offset > (size_t)(end - s))
+        return;
+    for (size_t i = 0; i < p->problem_offset; i++) {
+        if (s[i] == '\n') {
+            m->line++;
+            m->column = 0;
+        } else {
+            m->column++;
+        }
+    }
+}
+
 static int mb_yaml__parser_error(const yaml_parser_t *p, const char *file, struct mb_err *err)
 {
+    yaml_mark_t at;
     const yaml_mark_t *m = p->problem_mark.line || p->problem_mark.column ? &p->problem_mark
                                                                           : &p->context_mark;
+    if (p->error == YAML_READER_ERROR) {
+        mb_yaml__reader_mark(p, &at);
+        m = &at;
+    }
     const char *what = p->error == YAML_READER_ERROR ? "invalid input" : "YAML syntax error";
     if (p->context)
         return mb_err_set(err, file, (int)m->line + 1, (int)m->column + 1, "%s: %s %s", what,
