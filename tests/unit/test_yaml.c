@@ -162,6 +162,26 @@ static void test_file_and_first_error(void **state)
 /* A few lines of nested aliases would expand to 10^12 nodes: the loader stops at
  * its budget of alias copies (mb_yaml.c MB_YAML_MAX_ALIAS_NODES = 100,000) with the
  * position of the alias that crossed it, in well under a second. */
+/* libyaml's reader errors carry a byte offset, not a mark (mb_yaml.c mb_yaml__reader_mark):
+ * "a: 1\nbb: x<NUL>y\n" has its NUL at byte 11, line 2 (after one newline), column 6 ("bb: x"
+ * is five bytes before it); an invalid UTF-8 continuation byte likewise at its own column. */
+static void test_reader_error_position(void **state)
+{
+    (void)state;
+    static const char nul[] = "a: 1\nbb: x\0y\n";
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_null(mb_yaml_load_string(nul, sizeof nul - 1, "nul.yaml", &e));
+    assert_int_equal(e.line, 2);
+    assert_int_equal(e.col, 6);
+    assert_non_null(strstr(e.msg, "control characters"));
+    static const char utf[] = "k: ab\xc3\x28\n"; /* C3 opens a two-byte sequence, 28 does not continue it */
+    mb_err_clear(&e);
+    assert_null(mb_yaml_load_string(utf, sizeof utf - 1, "utf.yaml", &e));
+    assert_int_equal(e.line, 1);
+    assert_int_equal(e.col, 7); /* libyaml's offset is the byte that does not continue: "k: ab" and C3 before it */
+}
+
 static void test_alias_bomb(void **state)
 {
     (void)state;
@@ -180,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_required),
         cmocka_unit_test(test_file_and_first_error),
         cmocka_unit_test(test_alias_bomb),
+        cmocka_unit_test(test_reader_error_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
