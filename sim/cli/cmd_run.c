@@ -79,15 +79,25 @@ static int mb_cli__run_load_set(const char *text, size_t len, const char *name, 
     }
     for (int k = 0; k < n_sets; k++) {
         const char *eq = strchr(sets[k], '=');
-        if (eq && strchr(eq, ',')) {
+        if (!eq || eq == sets[k] || !eq[1]) {
+            fprintf(stderr, "mbsim run: --set %s: expected key=value (e.g. parallel.tp=4)\n", sets[k]);
+            return EXIT_USAGE;
+        }
+        if (strchr(eq, ',')) {
             fprintf(stderr, "mbsim run: --set %s: one value per key (several values are a sweep: mbsim sweep "
                             "--set; a list joins its names with '+')\n", sets[k]);
             return EXIT_USAGE;
         }
+        int axes = sw->n_axes;
         if (mb_sweep_set(sw, sets[k], &err)) {
             char buf[1024];
             mb_err_format(&err, buf, sizeof buf);
             fprintf(stderr, "mbsim run: --set %s: %s\n", sets[k], buf);
+            return EXIT_USAGE;
+        }
+        if (sw->n_axes == axes) { /* the key (or an alias of it) had a value already: not last-wins */
+            fprintf(stderr, "mbsim run: --set %s: an earlier --set gave this key (or its alias) a value; "
+                            "give each key once\n", sets[k]);
             return EXIT_USAGE;
         }
     }

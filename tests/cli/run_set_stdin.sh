@@ -52,6 +52,10 @@ usage 2 "parallel.tpp" --set parallel.tpp=2
 usage 2 "parallel.tp" --set parallel.tp=x
 usage 2 "parallel.tp" --set parallel.tp=2,4
 usage 2 "expected key=" --set parallel.tp
+usage 2 "expected key=" --set =4
+# one key given twice (also through its alias) is an error, not the last value silently
+usage 2 "give each key once" --set parallel.tp=2 --set parallel.tp=4
+usage 2 "give each key once" --set parallel.tp=2 --set tp=4
 usage 2 "moe.dispatcher" --set moe.dispatcher=fast
 usage 1 "tp" --set parallel.tp=3
 

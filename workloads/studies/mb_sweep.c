@@ -164,7 +164,7 @@ int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char
     const struct mb_key *k = mb_sw__key(key_in);
     const char *key = k ? k->key : NULL;
     if (!key)
-        return mb_err_set(err, NULL, 0, 0, "unknown sweep key '%s'; expected one of: %s", key_in, mb_sweep_keys());
+        return mb_err_set(err, NULL, 0, 0, "unknown key '%s'; the keys --set takes: %s", key_in, mb_sweep_keys());
     if (n < 1)
         return mb_err_set(err, NULL, 0, 0, "sweep key '%s' has no values", key);
     if (mb_sw__grid_check(sw, key, n, err))
