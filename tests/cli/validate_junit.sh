@@ -70,8 +70,9 @@ grep -q "name=\"a&amp;b&lt;c&gt;&apos;d&quot;\"" "$tmp/j_0.xml" || fail "the id 
 [ $? = 2 ] || fail "--max-error without --junit: not exit 2"
 "$bin" validate "$csv" --junit "$tmp/x.xml" --max-error -1 > /dev/null 2>&1
 [ $? = 2 ] || fail "--max-error -1: not exit 2"
-"$bin" validate "$csv" --progress 0 --junit "$tmp/no/such/dir/x.xml" --max-error 5 > /dev/null 2> "$tmp/err"
+"$bin" validate "$csv" --progress 0 --junit "$tmp/no/such/dir/x.xml" --max-error 5 > "$tmp/out" 2> "$tmp/err"
 [ $? = 1 ] || fail "--junit into a missing folder: not exit 1"
+[ -s "$tmp/out" ] && fail "--junit into a missing folder: refused only after validating (a report was printed)"
 grep -q "no/such/dir/x.xml" "$tmp/err" || fail "--junit into a missing folder: path not named: $(cat "$tmp/err")"
 cp "$csv" "$tmp/keep.csv"
 "$bin" validate "$csv" --progress 0 --junit "$csv" --max-error 5 > /dev/null 2> "$tmp/err"
