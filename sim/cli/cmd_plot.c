@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "mb_input.h"
+#include "mb_outfile.h"
 #include "mb_util.h"
 #include "cli.h"
 #include "tsv.h"
@@ -788,6 +789,16 @@ int mb_cmd_plot(int argc, char **argv)
     if (!mb_cli__has_suffix(out, ".png") && !mb_cli__has_suffix(out, ".svg")) {
         fprintf(stderr, "mbsim plot: -o %s: the output must end in .png or .svg\n", out);
         return EXIT_USAGE;
+    }
+    { /* gnuplot writes the chart: a folder mbsim cannot write to is named here, not in gnuplot's words */
+        struct mb_outfile o;
+        struct mb_err e;
+        mb_err_clear(&e);
+        if (mb_outfile_open(&o, out, NULL, &e)) {
+            mb_cli_print_err(&e);
+            return EXIT_BAD_INPUT;
+        }
+        mb_outfile_abort(&o);
     }
     char gp[1024];
     if (mb_cli__find_gnuplot(gp, sizeof gp)) {

@@ -38,6 +38,11 @@ awk -v t="$top" '$1 <= t { bad = 1 } END { exit bad }' labels || fail "a label i
 [ "$(legend close.svg | tr '\n' '|')" = "tokens/s/GPU|y = x|±10%|" ] || fail "validate legend: $(legend close.svg | tr '\n' '|')"
 texts close.svg | grep -q "TFLOP\|step time" && fail "validate chart of tokens rows mentions another metric: $(texts close.svg | grep 'TFLOP\|step time')"
 texts close.svg | grep -q "^close.tsv: mbsim predicted vs measured" || fail "validate title does not name close.tsv"
+# an output folder that does not exist: mbsim's own error naming the folder, before gnuplot runs
+"$bin" plot validate close.tsv -o no/such/dir/c.svg > /dev/null 2> err
+[ $? = 1 ] || fail "plot -o into a missing folder: not exit 1: $(cat err)"
+grep -q "the folder no/such/dir" err || fail "plot -o into a missing folder: the folder is not named: $(cat err)"
+grep -q "gnuplot\|\.gp" err && fail "plot -o into a missing folder: gnuplot's error shown: $(cat err)"
 # two metrics: both in the legend, the third not
 printf 'id\tmetric\tmeasured\tpredicted\na\ttokens_per_s_per_gpu\t1000\t1100\nb\tstep_time_s\t5\t4.5\n' > two.tsv
 "$bin" plot validate two.tsv -o two.svg > /dev/null 2> err || fail "plot validate two.tsv: $(cat err)"
