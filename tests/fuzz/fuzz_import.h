@@ -45,11 +45,14 @@ static int fuzz_import_one(const char *path, enum mb_megatron_dialect d, const s
     return rc;
 }
 
-/* Keys the emitted flags do not carry: the scenario's name is the file's stem, and a key without
- * meaning for the scenario (import notes it; it changes no prediction, and --emit leaves it out). */
+/* Keys the emitted flags do not carry: the scenario's name is the file's stem, a key without
+ * meaning for the scenario (import notes it; it changes no prediction, and --emit leaves it out),
+ * and the measured.* results a training log's iteration lines give (what the run measured, not
+ * how it was configured: no Megatron flag holds them, and no prediction reads them). */
 static int fuzz_import_skip_key(const struct mb_scenario *s, const struct mb_key *k)
 {
-    return !strcmp(k->key, "name") || k->type == MB_KEY_SPECIAL || !mb_megatron_key_applies(s, k);
+    return !strcmp(k->key, "name") || !strncmp(k->key, "measured.", 9) || k->type == MB_KEY_SPECIAL ||
+           !mb_megatron_key_applies(s, k);
 }
 
 static int fuzz_import_roundtrip(const uint8_t *data, size_t size, enum mb_megatron_dialect d, const char *ext)
