@@ -28,7 +28,7 @@ static int mb_bench__bench(const char *path, int n)
     struct mb_err e;
     mb_err_clear(&e);
     if (mb_scenario_load(path, &s, &e)) {
-        char buf[1024];
+        char buf[MB_ERR_TEXT_LEN];
         mb_err_format(&e, buf, sizeof buf);
         fprintf(stderr, "%s\n", buf);
         return 1;

@@ -169,7 +169,7 @@ void cli_print_warnings(const char *warnings)
 
 void mb_cli_print_err(const struct mb_err *e)
 {
-    char buf[1024];
+    char buf[MB_ERR_TEXT_LEN];
     mb_err_format(e, buf, sizeof buf);
     fprintf(stderr, "mbsim: %s\n", buf);
 }

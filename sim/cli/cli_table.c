@@ -32,7 +32,7 @@ static int mb_cli__table_loads(const char *who, const char *path, const char *ou
     }
     if (!strcmp(err.file, path))
         snprintf(err.file, sizeof err.file, "%s", out);
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_format(&err, msg, sizeof msg);
     fprintf(stderr, "%s: the table made does not load as a calibration table, so %s was not written: %s\n", who,
             out, msg);
@@ -84,7 +84,7 @@ int mb_cli_write_table(const char *who, const char *out, int (*make)(FILE *fp, v
         rc = mb_err_set(&err, NULL, 0, 0, "out of memory");
     if (rc) {
         if (err.count) {
-            char msg[1024];
+            char msg[MB_ERR_TEXT_LEN];
             mb_err_format(&err, msg, sizeof msg);
             fprintf(stderr, "%s: %s\n", who, msg);
         }

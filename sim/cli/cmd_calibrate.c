@@ -111,7 +111,7 @@ static int mb_cli__calibrate_nccl_tests(int argc, char **argv)
     struct mb_nccl_log log = {0};
     struct mb_err err;
     mb_err_clear(&err);
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     for (int k = 0; k < n; k++)
         if (mb_import_nccl_tests(logs[k], &log, &err)) {
             mb_err_format(&err, msg, sizeof msg);

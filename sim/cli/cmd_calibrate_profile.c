@@ -33,7 +33,7 @@ static int mb_cp__usage(const char *kind, const char *msg)
 
 static int mb_cp__fail(const char *kind, const struct mb_err *e)
 {
-    char buf[1024];
+    char buf[MB_ERR_TEXT_LEN];
     mb_err_format(e, buf, sizeof buf);
     fprintf(stderr, "mbsim calibrate %s: %s\n", kind, buf);
     return 1;

@@ -319,7 +319,7 @@ static int mb_cli__runs_parse(int argc, char **argv, struct mb_cli__runs_opts *o
 static int mb_cli__runs_read(const struct mb_cli__runs_opts *o, struct mb_fit_set *set)
 {
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     for (int i = 0; i < o->n_recipes; i++)
         if (mb_validate_add_recipes(&set->sum, o->recipes[i], &err)) {
@@ -425,7 +425,7 @@ static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set
                             size_t n, const char *cmd)
 {
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     struct mb_calib *cal = NULL;
     if (mb_cli__load_table(o->base ? o->base : gpu, &cal, &err)) {
@@ -601,7 +601,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
     static char real[64][PATH_MAX];
     unsigned params[64], want = 0;
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     for (int i = 0; i < n; i++) {
         struct mb_calib *t = NULL;

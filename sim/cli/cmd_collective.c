@@ -230,7 +230,7 @@ static int mb_cli__coll_load(const struct coll_opts *o, struct mb_system *sys, s
                      struct mb_fabric_params *fp)
 {
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     *cal = NULL;
     if (mb_topo_load_system(o->system, sys, &err) ||
@@ -262,7 +262,7 @@ static int mb_cli__coll_load(const struct coll_opts *o, struct mb_system *sys, s
 static int mb_cli__coll_check(const struct coll_opts *o, const struct mb_system *sys, const struct mb_fabric_params *fp)
 {
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     struct mb_engine *e = mb_engine_new();
     struct mb_fabric *f = mb_fabric_build(e, sys, o->gpus, fp, &err);
@@ -314,7 +314,7 @@ static int mb_cli__coll_row(const struct coll_opts *o, const struct mb_system *s
                     const struct mb_calib *cal, double bytes, double count, struct coll_sums *sum)
 {
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     int dom = sys->nvlink_domain > 0 ? sys->nvlink_domain : sys->gpus_per_node;
     int domains = (o->gpus + dom - 1) / dom;

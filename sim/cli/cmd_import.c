@@ -198,7 +198,7 @@ static void mb_cli__hf_name(const char *file, const char *out, char *name, size_
 
 static int mb_cli__import_hf(const char *file, const char *out, const char *name_opt)
 {
-    char name[64], msg[1024];
+    char name[64], msg[MB_ERR_TEXT_LEN];
     if (name_opt)
         snprintf(name, sizeof name, "%s", name_opt);
     else
@@ -265,7 +265,7 @@ int mb_cmd_import(int argc, char **argv)
     struct mb_megatron_args a;
     struct mb_scenario s;
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     if (mb_megatron_read(file, d, &a, &err) || mb_megatron_import(&a, &o, &s, stderr, &err)) {
         mb_err_format(&err, msg, sizeof msg);

@@ -153,7 +153,7 @@ static int mb_cli__parse(int argc, char **argv, const char **yaml, const char **
 static int mb_cli__load_sweep(const char *yaml, const char **sets, int n_sets, struct mb_sweep *sw)
 {
     struct mb_err err;
-    char buf[1024];
+    char buf[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     if (mb_sweep_load(yaml, sw, &err)) {
         mb_err_format(&err, buf, sizeof buf);
@@ -182,7 +182,7 @@ static int mb_cli__read_all(struct merge *m, const char **files, int n_files, st
         struct mb_sweep_prov found;
         struct mb_sweep_read_opts o = {.want = prov, .found = &found};
         if (mb_sweep_read_tsv_opts(m->sw, files[f], &o, mb_cli__merge_row, m, &err)) {
-            char buf[1024];
+            char buf[MB_ERR_TEXT_LEN];
             mb_err_format(&err, buf, sizeof buf);
             int opts = first && strstr(err.msg, "written with options"); /* name where they came from */
             fprintf(stderr, "mbsim: %s%s%s%s\n", buf, opts ? " (the options of " : "", opts ? first : "",

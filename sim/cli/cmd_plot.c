@@ -60,7 +60,7 @@ static void mb_cli__usage_plot(FILE *fp)
 static json_t *mb_cli__read_input(const char *in)
 {
     struct mb_err e;
-    char *buf, msg[1024];
+    char *buf, msg[MB_ERR_TEXT_LEN];
     size_t n;
     mb_err_clear(&e);
     if (mb_input_read_gz(in, "a JSON file", 1, &buf, &n, &e)) {
@@ -818,7 +818,7 @@ int mb_cmd_plot(int argc, char **argv)
     struct mb_err ie;
     mb_err_clear(&ie);
     if (strcmp(in, "-") && mb_input_check(in, "a TSV or JSON file", &ie)) {
-        char msg[1024];
+        char msg[MB_ERR_TEXT_LEN];
         mb_err_format(&ie, msg, sizeof msg);
         fprintf(stderr, "mbsim plot: %s\n", msg);
         return EXIT_BAD_INPUT;

@@ -90,7 +90,7 @@ static int mb_cli__run_load_set(const char *text, size_t len, const char *name, 
         }
         int axes = sw->n_axes;
         if (mb_sweep_set(sw, sets[k], &err)) {
-            char buf[1024];
+            char buf[MB_ERR_TEXT_LEN];
             mb_err_format(&err, buf, sizeof buf);
             fprintf(stderr, "mbsim run: --set %s: %s\n", sets[k], buf);
             return EXIT_USAGE;
@@ -102,7 +102,7 @@ static int mb_cli__run_load_set(const char *text, size_t len, const char *name, 
         }
     }
     if (mb_sweep_scenario(sw, 0, s, &err)) {
-        char buf[1024];
+        char buf[MB_ERR_TEXT_LEN];
         mb_err_format(&err, buf, sizeof buf);
         fprintf(stderr, "mbsim run: %s with the --set values: %s\n", name, buf);
         return EXIT_BAD_INPUT;

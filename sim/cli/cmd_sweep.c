@@ -641,7 +641,7 @@ int mb_cmd_sweep(int argc, char **argv)
     }
     for (int k = 0; k < a.n_sets; k++)
         if (mb_sweep_set(&sw, a.sets[k], &err)) {
-            char buf[1024];
+            char buf[MB_ERR_TEXT_LEN];
             mb_err_format(&err, buf, sizeof buf);
             fprintf(stderr, "mbsim sweep: --set %s: %s\n", a.sets[k], buf);
             mb_sweep_free(&sw);

@@ -325,7 +325,7 @@ int mb_cmd_topo(int argc, char **argv)
         }
     }
     if (rc) {
-        char msg[1024];
+        char msg[MB_ERR_TEXT_LEN];
         mb_err_format(&err, msg, sizeof msg);
         fprintf(stderr, "mbsim topo: %s\n", msg);
         return 1;

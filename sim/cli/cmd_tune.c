@@ -142,7 +142,7 @@ int mb_cmd_tune(int argc, char **argv)
     }
     struct mb_scenario s;
     struct mb_err err;
-    char msg[1024];
+    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     if (mb_scenario_load(file, &s, &err)) {
         mb_err_format(&err, msg, sizeof msg);

@@ -249,3 +249,34 @@ unsigned long long mb_hash64(const void *p, size_t n, unsigned long long h)
     }
     return h;
 }
+
+/* Optimal string alignment distance of a and b (edits: insert, delete,
+ * substitute, swap two neighbours), or max + 1 once it exceeds max. */
+int mb_edit_distance(const char *a, const char *b, int max)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (abs(la - lb) > max || la >= 96 || lb >= 96)
+        return max + 1;
+    int d[3][97]; /* rows i-2, i-1, i (mod 3) */
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= la; i++) {
+        int *r = d[i % 3], *p = d[(i - 1) % 3], *pp = d[(i + 1) % 3], low = i;
+        r[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int v = p[j - 1] + (a[i - 1] != b[j - 1]);
+            if (p[j] + 1 < v)
+                v = p[j] + 1;
+            if (r[j - 1] + 1 < v)
+                v = r[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
+                v = pp[j - 2] + 1;
+            r[j] = v;
+            if (v < low)
+                low = v;
+        }
+        if (low > max)
+            return max + 1;
+    }
+    return d[la % 3][lb];
+}

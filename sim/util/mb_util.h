@@ -29,8 +29,10 @@ void mb_free(void *p);
 /* Named limits shared by every module's structs (bytes, with the terminating NUL). */
 #define MB_PATH_LEN 512    /* a file path: scenario, table, log, node XML */
 #define MB_SOURCE_LEN 1024 /* a "source:" citation of a model, system or calibration table */
-#define MB_ERR_MSG_LEN 512 /* an error message */
+#define MB_ERR_MSG_LEN 1536 /* an error message (lists of names: the 52 models of "unknown model") */
 #define MB_ERR_FILE_LEN 256
+/* A formatted error (mb_err_format): "file:line:col: " and the message. */
+#define MB_ERR_TEXT_LEN (MB_ERR_FILE_LEN + MB_ERR_MSG_LEN + 48)
 
 /** Error context filled by library code, printed only by the CLI. */
 struct mb_err {
@@ -129,5 +131,13 @@ struct mb_rng { unsigned long long s; };
 void mb_rng_seed(struct mb_rng *r, unsigned long long seed);
 /** @brief Uniform double in [0, 1). */
 double mb_rng_uniform(struct mb_rng *r);
+
+/**
+ * @brief Optimal string alignment distance of a and b: the fewest inserts, deletes, substitutions
+ * and swaps of two neighbouring characters that turn a into b (Damerau 1964, without the
+ * unrestricted transpositions), for "did you mean" suggestions.
+ * @return the distance, or max + 1 once it exceeds max (also for strings of 96 bytes or more).
+ */
+int mb_edit_distance(const char *a, const char *b, int max);
 
 #endif /* MB_UTIL_H */

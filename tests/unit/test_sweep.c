@@ -61,7 +61,11 @@ static void test_expansion(void **state)
     assert_non_null(strstr(err.msg, "parallel.pp: expected an integer, got 'two'"));
     mb_err_clear(&err);
     assert_int_equal(mb_sweep_set(&sw, "parallel.tpp=1", &err), -1);
-    assert_non_null(strstr(err.msg, "unknown key 'parallel.tpp'; the keys --set takes: "));
+    /* parallel.tpp is one delete from parallel.tp (mb_edit_distance), and from no other key */
+    assert_non_null(strstr(err.msg, "unknown key 'parallel.tpp' (did you mean parallel.tp?); "));
+    mb_err_clear(&err);
+    assert_int_equal(mb_sweep_set(&sw, "zzzz=1", &err), -1); /* no key within one edit: no suggestion */
+    assert_string_equal(err.msg, "unknown key 'zzzz'; `mbsim sweep --help` lists the keys it takes");
     mb_err_clear(&err);
     assert_int_equal(mb_sweep_set(&sw, "moe.dispatcher=nccl", &err), -1);
     assert_non_null(strstr(err.msg, "expected one of: alltoall"));

@@ -48,9 +48,26 @@ static void test_plural(void **state)
     assert_string_equal(mb_plural(-1, "row", "rows"), "rows");
 }
 
+/* Optimal string alignment distances worked by hand: "tp" -> "pp" one substitution; "paralel" ->
+ * "parallel" one insert; "teh" -> "the" one swap of neighbours (plain Levenshtein says 2);
+ * "ca" -> "abc" is 3 under OSA (no edit of a swapped pair; true Damerau says 2); a bound below the
+ * distance gives bound + 1. */
+static void test_edit_distance(void **state)
+{
+    (void)state;
+    assert_int_equal(mb_edit_distance("tp", "tp", 2), 0);
+    assert_int_equal(mb_edit_distance("tp", "pp", 2), 1);
+    assert_int_equal(mb_edit_distance("paralel", "parallel", 2), 1);
+    assert_int_equal(mb_edit_distance("teh", "the", 2), 1);
+    assert_int_equal(mb_edit_distance("ca", "abc", 3), 3);
+    assert_int_equal(mb_edit_distance("abcdef", "uvwxyz", 2), 3);
+    assert_int_equal(mb_edit_distance("a", "abcd", 1), 2); /* lengths 3 apart: past the bound at once */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_dbl), cmocka_unit_test(test_rng),
-                                       cmocka_unit_test(test_plural)};
+                                       cmocka_unit_test(test_plural),
+                                       cmocka_unit_test(test_edit_distance)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,37 +12,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* Optimal string alignment distance of a and b (edits: insert, delete,
- * substitute, swap two neighbours), or max + 1 once it exceeds max. */
-static int mb_mgi__distance(const char *a, const char *b, int max)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (abs(la - lb) > max || la >= 96 || lb >= 96)
-        return max + 1;
-    int d[3][97]; /* rows i-2, i-1, i (mod 3) */
-    for (int j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (int i = 1; i <= la; i++) {
-        int *r = d[i % 3], *p = d[(i - 1) % 3], *pp = d[(i + 1) % 3], low = i;
-        r[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int v = p[j - 1] + (a[i - 1] != b[j - 1]);
-            if (p[j] + 1 < v)
-                v = p[j] + 1;
-            if (r[j - 1] + 1 < v)
-                v = r[j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < v)
-                v = pp[j - 2] + 1;
-            r[j] = v;
-            if (v < low)
-                low = v;
-        }
-        if (low > max)
-            return max + 1;
-    }
-    return d[la % 3][lb];
-}
-
 /* The understood name nearest to `name` within the distance allowed for it (2
  * for names of 10 characters or more, 1 from 5, none below: a short name is
  * too near too many real ones), or NULL; *exact when `name` is one of them. */
@@ -74,7 +43,7 @@ static const char *mb_mgi__nearest(const char *name, int *exact)
         if (!c)
             continue;
         size_t n = strlen(c);
-        int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_mgi__distance(name, c, lim);
+        int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_edit_distance(name, c, lim);
         if (dist == 0) {
             *exact = 1;
             return c;
@@ -87,7 +56,7 @@ static const char *mb_mgi__nearest(const char *name, int *exact)
     for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
         for (int i = 0; lists[l][i]; i++) {
             size_t n = strlen(lists[l][i]);
-            int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_mgi__distance(name, lists[l][i], lim);
+            int lim = n >= 10 ? 2 : n >= 5 ? 1 : 0, dist = mb_edit_distance(name, lists[l][i], lim);
             if (dist == 0) {
                 *exact = 1;
                 return lists[l][i];

@@ -59,6 +59,33 @@ static const struct mb_key *mb_sw__key(const char *name)
     return k && (k->flags & MB_KEYF_SWEEP) ? k : NULL;
 }
 
+/* "unknown key 'X'" at file:line:col (NULL, 0, 0: none), naming the nearest sweepable key or alias
+ * when one is within 2 edits (1 for short names), and where the whole list is: `mbsim sweep --help`
+ * prints it (the list is longer than an error message). */
+static int mb_sw__unknown(struct mb_err *err, const char *file, int line, int col, const char *key_in,
+                          const char *where)
+{
+    size_t nk;
+    const struct mb_key *k = mb_keys(&nk);
+    const char *best = NULL;
+    int bd = 3;
+    for (size_t i = 0; i < 2 * nk; i++) {
+        const char *c = i < nk ? k[i].key : k[i - nk].alias;
+        if (!c || !(k[i % nk].flags & MB_KEYF_SWEEP))
+            continue;
+        int lim = strlen(c) >= 6 ? 2 : 1, d = mb_edit_distance(key_in, c, lim);
+        if (d <= lim && d < bd) {
+            best = c;
+            bd = d;
+        }
+    }
+    char near[160] = "";
+    if (best)
+        snprintf(near, sizeof near, " (did you mean %s?)", best);
+    return mb_err_set(err, file, line, col, "unknown key '%s'%s%s; `mbsim sweep --help` lists the keys it takes",
+                      key_in, where, near);
+}
+
 static int mb_sw__is_none(const char *v)
 {
     return !*v || !strcasecmp(v, "none") || !strcmp(v, "[]");
@@ -68,7 +95,7 @@ int mb_scenario_set(struct mb_scenario *s, const char *key_in, const char *v, st
 {
     const struct mb_key *k = mb_sw__key(key_in);
     if (!k)
-        return mb_err_set(err, NULL, 0, 0, "unknown key '%s'; expected one of: %s", key_in, mb_sweep_keys());
+        return mb_sw__unknown(err, NULL, 0, 0, key_in, "");
     if (k->flags & MB_KEYF_REF)
         return mb_err_set(err, NULL, 0, 0, "%s: set it through a sweep (mb_sweep_add_axis), not mb_scenario_set",
                           k->key);
@@ -164,7 +191,7 @@ int mb_sweep_add_axis(struct mb_sweep *sw, const char *key_in, int n, const char
     const struct mb_key *k = mb_sw__key(key_in);
     const char *key = k ? k->key : NULL;
     if (!key)
-        return mb_err_set(err, NULL, 0, 0, "unknown key '%s'; the keys --set takes: %s", key_in, mb_sweep_keys());
+        return mb_sw__unknown(err, NULL, 0, 0, key_in, "");
     if (n < 1)
         return mb_err_set(err, NULL, 0, 0, "sweep key '%s' has no values", key);
     if (mb_sw__grid_check(sw, key, n, err))
@@ -304,8 +331,7 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
         const struct mb_node *v = p->val;
         const struct mb_key *key = mb_sw__key(p->key);
         if (!key)
-            return mb_err_set(err, v->file, p->line, p->col, "unknown key '%s' in sweep; expected one of: %s",
-                              p->key, mb_sweep_keys());
+            return mb_sw__unknown(err, v->file, p->line, p->col, p->key, " in sweep");
         /* an alias and its dotted name are one axis: the later would silently replace the earlier */
         for (size_t j = 0; j < i; j++)
             if (mb_sw__key(blk->pairs[j].key) == key)
