@@ -208,6 +208,12 @@ static const struct {
     {"bad_states_fsdp2.yaml",
      "14:11: optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps its moments "
      "in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)"},
+    {"bad_policy_granularity.yaml",
+     "12:11: recompute.policy torchtitan_op excludes recompute.granularity selective (torchtitan's op-level "
+     "checkpointing and Megatron-Core's recompute are two frameworks' mechanisms)"},
+    {"bad_policy_moe.yaml",
+     "13:11: recompute.policy torchtitan_op is modelled for dense softmax-attention layers only; qwen3_30b_a3b "
+     "has MoE layers"},
     {"bad_loss_chunks_tp.yaml",
      "13:16: training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy (Liger-Kernel) is not "
      "vocab-parallel"},

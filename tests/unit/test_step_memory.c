@@ -949,6 +949,70 @@ static void test_loss_chunks(void **state)
 }
 
 /*
+ * recompute.policy torchtitan_op (torchtitan's op-level selective checkpointing, pytorch/torchtitan@cfb93265
+ * torchtitan/distributed/activation_checkpoint.py; save list of @81c12433
+ * torchtitan/models/llama3/infra/parallelize.py) on tests/data/step/sac_dense.yaml: 4 Llama-3-8B-shaped
+ * layers (h 4096, 32 query / 8 KV heads of 128, SwiGLU f 14336), T = 4096 tokens, one H100, fixture table.
+ * Kept per layer (BF16 but the FP32 log-sum-exp), the block's aten.mm in order wq 1, wk 2, wv 3, wo 4,
+ * w1 5, w3 6, w2 7, the odd ones saved:
+ *   input x [T, 4096] 33,554,432 + wq [T, 4096] 33,554,432 + wv [T, 1024] 8,388,608
+ *   + SDPA output [T, 32 x 128] 33,554,432 + lse [32, T] x 4 B 524,288 + w1 [T, 14336] 117,440,512
+ *   + w2 [T, 4096] 33,554,432 = 260,571,136 B; one microbatch: all 4 layers at the peak.
+ * TP 2 (sequence parallel, 2 GPUs): x [T/2, 4096] 16,777,216 + wq [T, 2048] 16,777,216 + wv [T, 512]
+ *   4,194,304 + SDPA [T, 16 x 128] 16,777,216 + lse 262,144 + w1 [T, 7168] 58,720,256 + w2's local
+ *   output [T, 4096] 33,554,432 + the two reduce-scatter outputs [T/2, 4096] 2 x 16,777,216
+ *   = 180,617,216 B.
+ * FP8: every linear is torchao's Float8Linear (aten._scaled_mm, not on the list): x + SDPA + lse =
+ *   67,633,152 B.
+ * Time re-run per layer (fixture: GEMM 500 TFLOP/s, memory-bound bytes / 2 TB/s, framework off):
+ *   wk, wo, w3: 2 T 4096 (1024 + 4096 + 14336) = 652,835,028,992 FLOP -> 1,305.67 us;
+ *   two RMSNorms 2 x 2 T h 2 B, rope 2 T (4096 + 2 x 1024) 2 B, SwiGLU 3 T f 2 B, two residual adds
+ *   2 x 3 T h 2 B = T (20 h + 24,576 + 6 f) = 788,529,152 B -> 394.26 us; 1,699.93 us per layer,
+ *   6,799.73 us for the 4: the recompute category, and the step's growth (one stream) less the host-launch
+ *   gaps the longer backward hides.
+ * The recompute working set is the layer's saved set without the policy less what it keeps.
+ */
+static void test_sac_torchtitan_op(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result sac, none, tp2, fp8;
+    load("tests/data/step/sac_dense.yaml", &s);
+    sim(&s, &sac);
+    const double T = 4096, kept = 260571136.0, kept_tp2 = 180617216.0, kept_fp8 = 67633152.0;
+    assert_true(fabs(2 * T * (4096 + 4096 + 1024 + 4096 + 14336 + 4096) + T * 32 * 4 - kept) < 1);
+    if (fabs(sac.mem.activations - 4 * kept) > 1)
+        fail_msg("kept %.0f B, expected 4 x %.0f", sac.mem.activations, kept);
+    double rc_s = 2 * T * 4096 * (1024 + 4096 + 14336) / 500e12 + T * (20 * 4096 + 24576 + 6 * 14336.0) * 2 / 4e12;
+    if (fabs(sac.breakdown[MB_CAT_RECOMPUTE] - 4 * rc_s) > 1e-9)
+        fail_msg("recompute %.9f s, expected %.9f", sac.breakdown[MB_CAT_RECOMPUTE], 4 * rc_s);
+    s.rc_policy = MB_RCP_NONE;
+    sim(&s, &none);
+    assert_true(none.breakdown[MB_CAT_RECOMPUTE] == 0 && none.mem.recompute == 0);
+    /* one stream: the step grows by the recompute, less the host-launch gaps it hides (the host gets ahead) */
+    double hidden = none.breakdown[MB_CAT_HOST] - sac.breakdown[MB_CAT_HOST];
+    if (!(hidden >= 0) || fabs(sac.step_time_s - none.step_time_s - (4 * rc_s - hidden)) > 1e-9)
+        fail_msg("step %.9f s vs %.9f + %.9f - %.9f", sac.step_time_s, none.step_time_s, 4 * rc_s, hidden);
+    assert_true(fabs(sac.mem.recompute - (none.mem.activations / 4 - kept)) < 1);
+    assert_true(sac.mem.peak_allocated < none.mem.peak_allocated);
+    s.rc_policy = MB_RCP_TORCHTITAN_OP;
+    s.gpus = 2;
+    s.tp = 2;
+    s.sequence_parallel = 1;
+    check_sim(&s, &tp2);
+    if (fabs(tp2.mem.activations - 4 * kept_tp2) > 1)
+        fail_msg("TP 2 kept %.0f B, expected 4 x %.0f", tp2.mem.activations, kept_tp2);
+    s.gpus = 1;
+    s.tp = 1;
+    s.sequence_parallel = 0;
+    assert_int_equal(mb_precision_parse("fp8", &s.prec), 0);
+    check_sim(&s, &fp8);
+    if (fabs(fp8.mem.activations - 4 * kept_fp8) > 1)
+        fail_msg("FP8 kept %.0f B, expected 4 x %.0f", fp8.mem.activations, kept_fp8);
+    mb_scenario_free(&s);
+}
+
+/*
  * Recompute working set: full recompute (uniform, one layer per group) keeps each layer's input
  * (2 s b h) and re-forwards the layer before its backward, so that layer's saved set (34 s b h on
  * this GPT layer, Korthikanti et al.) is allocated again: 32 s b h on top of the kept inputs at
@@ -1297,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_allocator_rounding),
         cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_loss_chunks),
+        cmocka_unit_test(test_sac_torchtitan_op),
         cmocka_unit_test(test_recompute_working_set),
         cmocka_unit_test(test_recompute_boundaries),
         cmocka_unit_test(test_graph_scopes_hybrid),

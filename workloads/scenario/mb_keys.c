@@ -29,6 +29,8 @@ static const struct mb_key_name mb_key__routings[] = {
 static const struct mb_key_name mb_key__grans[] = {
     {"none", MB_RC_NONE}, {"selective", MB_RC_SELECTIVE}, {"full", MB_RC_FULL}, {NULL, 0}};
 static const struct mb_key_name mb_key__methods[] = {{"uniform", MB_RC_UNIFORM}, {"block", MB_RC_BLOCK}, {NULL, 0}};
+static const struct mb_key_name mb_key__rc_policies[] = {
+    {"none", MB_RCP_NONE}, {"torchtitan_op", MB_RCP_TORCHTITAN_OP}, {NULL, 0}};
 static const struct mb_key_name mb_key__rc_modules[] = {
     {"core_attn", MB_RCM_CORE_ATTN}, {"moe_act", MB_RCM_MOE_ACT},
     {"layernorm", MB_RCM_LAYERNORM}, {"mla_up_proj", MB_RCM_MLA_UP_PROJ},
@@ -445,6 +447,13 @@ static const struct mb_key mb_key__table[] = {
      .max = 100000, .def = 0, .def_text = "0 (all layers of the stage)", .applies = mb_key__if_full,
      .doc = "full only; at most the layers per pipeline stage",
      .megatron = "recompute_num_layers", .bridge = "model.recompute_num_layers"},
+    {.key = "recompute.policy", .type = MB_KEY_ENUM, F_(rc_policy), .flags = SW, .names = mb_key__rc_policies,
+     .def = MB_RCP_NONE, .def_text = "none",
+     .doc = "op-level selective activation checkpointing of every decoder layer as a named preset: "
+            "`torchtitan_op` is torchtitan's `selective_ac_option = \"op\"` (each layer keeps its input and the "
+            "outputs of the ops on the save list -- odd-numbered `aten.mm`s, SDPA, TP reduce-scatters -- and "
+            "re-runs every other op before its backward). Not with `granularity` selective/full; dense "
+            "softmax-attention models with a fused attention backend"},
     {.key = "cuda_graph.modules", .alias = "cuda_graph", .type = MB_KEY_FLAGS, F_(cuda_graph),
      .flags = MB_KEYF_REQUIRED | MB_KEYF_SCALAR_OK | SW, .names = mb_key__cg_modules, .def = 0,
      .empty = MB_CG_LAYER, .def_text = "none (no CUDA graphs)", .check = mb_key__check_cuda_graph,

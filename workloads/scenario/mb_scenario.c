@@ -73,6 +73,7 @@ struct mb_scn__marks {
     const struct mb_node *dbuf, *unit_size; /* parallel.fsdp_double_buffer, parallel.fsdp_communication_unit_size */
     const struct mb_node *gsync, *rab;      /* parallel.fsdp_requires_gradient_sync, fsdp_reshard_after_backward */
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
+    const struct mb_node *rc_policy; /* recompute.policy */
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -313,7 +314,7 @@ static int mb_scn__check_offload(const struct mb_scenario *s, const struct mb_sc
     if (s->pp > 1)
         return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers needs pp = 1 (Megatron-Core: no "
                            "pipeline parallelism with CPU offloading); pp = %d", s->pp);
-    if (s->recompute != MB_RC_NONE)
+    if (s->recompute != MB_RC_NONE || s->rc_policy != MB_RCP_NONE)
         return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers excludes activation recompute "
                            "(Megatron-Core: CPU offloading does not work when recompute is enabled)");
     return 0;
@@ -435,6 +436,33 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
     return 0;
 }
 
+/* recompute.policy (op-level selective checkpointing, torchtitan's "op" option): not beside Megatron's
+ * recompute (two frameworks' mechanisms), and only where the preset's save list is modelled: softmax
+ * attention (torchtitan's SDPA / FlexAttention kernels, not the score-materializing backends) and dense
+ * FFN layers (torchtitan's MoE models carry save lists of their own). */
+static int mb_scn__check_policy(const struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    const struct mb_model *m = &s->model;
+    const struct mb_node *at = mb_scn__at(mk->rc_policy, mk->rc, NULL);
+    static const char *const gran[] = {"none", "selective", "full"};
+    if (s->rc_policy == MB_RCP_NONE)
+        return 0;
+    if (s->recompute != MB_RC_NONE)
+        return mb_scn__err(err, s, at, "recompute.policy torchtitan_op excludes recompute.granularity %s "
+                           "(torchtitan's op-level checkpointing and Megatron-Core's recompute are two "
+                           "frameworks' mechanisms)", gran[s->recompute]);
+    if (mb_scn__has_ffn(m, MB_FFN_MOE) || mb_scn__has_mixer(m, MB_MIX_GDN) || mb_scn__has_mixer(m, MB_MIX_MAMBA))
+        return mb_scn__err(err, s, at, "recompute.policy torchtitan_op is modelled for dense softmax-attention "
+                           "layers only; %s has %s layers", m->name[0] ? m->name : "(unnamed)",
+                           mb_scn__has_ffn(m, MB_FFN_MOE) ? "MoE" : "linear-attention or Mamba");
+    if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
+        return mb_scn__err(err, s, mb_scn__at(mk->attn, at, NULL),
+                           "recompute.policy torchtitan_op needs a fused attention backend (torchtitan saves "
+                           "the SDPA kernel's output); training.attention_backend is %s",
+                           s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused");
+    return 0;
+}
+
 /* The training options against the model and each other (second half of the
  * rules listed above mb_scn__check_layout). mk is not NULL. */
 static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
@@ -494,7 +522,7 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "training.attention_backend %s does not support context parallelism (cp = %d): "
                            "Megatron-Core runs CP only with TE flash or fused attention",
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
-    if (mb_scn__check_fsdp(s, mk, err))
+    if (mb_scn__check_fsdp(s, mk, err) || mb_scn__check_policy(s, mk, err))
         return -1;
     /* Liger's fused linear cross-entropy multiplies the hidden states by the whole output weight: it has
      * no vocab-parallel form */
@@ -871,6 +899,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->rab = mb_scn__node(nodes, "parallel.fsdp_reshard_after_backward");
     mk->unit_size = mb_scn__node(nodes, "parallel.fsdp_communication_unit_size");
     mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
+    mk->rc_policy = mb_scn__node(nodes, "recompute.policy");
     mk->states = mb_scn__node(nodes, "optimizer.states");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");

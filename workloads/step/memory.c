@@ -38,6 +38,8 @@
  * checkpointed in groups of num_layers, keeping only each group's input. */
 static double mb_step__layer_act(const struct mb_scenario *s, const struct mb_oplist *l, int layer_in_stage)
 {
+    if (s->rc_policy == MB_RCP_TORCHTITAN_OP)
+        return mb_sac_layer_kept(l);
     if (s->recompute == MB_RC_FULL) {
         int n = s->recompute_num_layers;
         if (s->recompute_method == MB_RC_UNIFORM)
@@ -258,7 +260,7 @@ static double mb_step__layer_full(const struct mb_oplist *l)
 double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                               int st, int c)
 {
-    if (s->recompute == MB_RC_NONE)
+    if (s->recompute == MB_RC_NONE && s->rc_policy == MB_RCP_NONE)
         return 0;
     const struct mb_model *m = &s->model;
     int vs = c * lay->p + st;
@@ -268,7 +270,7 @@ double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layou
         /* the layer's backward runs on its re-forwarded activations: what recompute
          * discarded is allocated again; uniform full recompute re-forwards a whole
          * group of recompute_num_layers layers before their backward */
-        double w = mb_step__layer_full(l) - mb_step__layer_act(s, l, k);
+        double w = fmax(0, mb_step__layer_full(l) - mb_step__layer_act(s, l, k));
         if (s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_UNIFORM && s->recompute_num_layers > 1)
             w = s->recompute_num_layers * mb_step__layer_full(l) - l->input_bytes;
         if (w > ws)

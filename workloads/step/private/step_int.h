@@ -41,6 +41,9 @@ enum mb_task_kind { MB_TK_JOIN = MB_CAT_COUNT, MB_TK_COMM };
 
 /* Module tags for recompute (MB_RCM_* flags) plus the always-kept ones. */
 #define MB_MOD_OTHER 0u
+/* The op (or part of it) re-runs before its layer's backward under recompute.policy torchtitan_op
+ * (sac.c); plan.rc_mask is this bit under that policy. */
+#define MB_MOD_SAC (1u << 15)
 
 /* Where an op's time came from: a calibration table, the roofline fallback,
  * the link model, or a measured collective curve. */
@@ -80,6 +83,10 @@ struct mb_op {
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
     int bwd_only;             /* runs in the backward pass only (the wgrad input's TP re-gather) */
     double saved;             /* activation bytes saved for backward per microbatch */
+    double sac_saved;         /* recompute.policy torchtitan_op: bytes of its outputs the layer keeps (those
+                               * of ops on the policy's save list; sac.c), per microbatch */
+    double sac_keep_s;        /* of fwd, the seconds that policy does not re-run (a fused GEMM's saved mm
+                               * outputs); 0 under Megatron's recompute */
     double bwd_ws;            /* bytes its backward holds beside the saved ones (0: 1.5 x saved, the
                                * output and input gradients of an activation; mb_memory_grad_ws) */
     double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
@@ -296,6 +303,13 @@ static inline double mb_op_rc_freed(const struct mb_op *o, unsigned mask)
         return (in & ~o->rc_keeps) ? o->saved : o->saved - o->rc_kept;
     return (o->rc_frees & mask) ? o->saved : 0;
 }
+
+/* ---- sac.c: recompute.policy torchtitan_op on one decoder layer's op list (before fusion): sets each
+ * op's sac_saved and sac_keep_s and tags the ops that re-run with MB_MOD_SAC. */
+void mb_sac_mark(const struct mb_build *b, struct mb_oplist *l);
+/* The bytes a decoder layer keeps under that policy: its input (the checkpoint's argument) and the
+ * sac_saved of its ops. */
+double mb_sac_layer_kept(const struct mb_oplist *l);
 
 /* ---- attn_window.c: a sliding-window attention kernel from the tiles it visits */
 /* KV tiles (128 keys) a causal window-`window` kernel visits over the 128-row
