@@ -995,7 +995,22 @@ static void test_sac_torchtitan_op(void **state)
         fail_msg("step %.9f s vs %.9f + %.9f - %.9f", sac.step_time_s, none.step_time_s, 4 * rc_s, hidden);
     assert_true(fabs(sac.mem.recompute - (none.mem.activations / 4 - kept)) < 1);
     assert_true(sac.mem.peak_allocated < none.mem.peak_allocated);
+    /* the op table's recompute rows re-run the wk, wo, w3 shares only: 2 T 4096 x 1024, 4096, 14336 FLOP
+     * per layer (linear_qkv, linear_proj, linear_fc1), none of linear_fc2 (w2 saved) */
     s.rc_policy = MB_RCP_TORCHTITAN_OP;
+    struct mb_result ops;
+    sim_fw(&s, "tests/data/calib/fixture_H100.yaml", NULL, 1, &ops);
+    const char *const name[] = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2"};
+    const double cols[] = {1024, 4096, 14336, 0};
+    for (int k = 0; k < 4; k++) {
+        double flop = 0;
+        for (size_t i = 0; i < ops.n_ops; i++)
+            if (ops.ops[i].dir == 2 && !strcmp(ops.ops[i].name, name[k]))
+                flop += ops.ops[i].flop;
+        if (fabs(flop - 4 * 2 * T * 4096 * cols[k]) > 1)
+            fail_msg("%s recompute %.0f FLOP, expected %.0f", name[k], flop, 4 * 2 * T * 4096 * cols[k]);
+    }
+    mb_result_free(&ops);
     s.gpus = 2;
     s.tp = 2;
     s.sequence_parallel = 1;

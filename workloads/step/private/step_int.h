@@ -310,6 +310,12 @@ void mb_sac_mark(const struct mb_build *b, struct mb_oplist *l);
 /* The bytes a decoder layer keeps under that policy: its input (the checkpoint's argument) and the
  * sac_saved of its ops. */
 double mb_sac_layer_kept(const struct mb_oplist *l);
+/* The share of op o's forward (time, FLOP, bytes) its recompute pass re-runs: 1 but for a GEMM part of
+ * which recompute.policy keeps (sac_keep_s). */
+static inline double mb_op_rerun_share(const struct mb_op *o)
+{
+    return o->fwd > 0 ? (o->fwd - o->sac_keep_s) / o->fwd : 1;
+}
 
 /* ---- attn_window.c: a sliding-window attention kernel from the tiles it visits */
 /* KV tiles (128 keys) a causal window-`window` kernel visits over the 128-row
