@@ -138,6 +138,8 @@ static const struct kcase cases[] = {
      O(fsdp_reshard_after_backward), V_INT, 0, 0, 0, NULL, NULL},
     {"parallel.fsdp_double_buffer", "parallel.strategy=fsdp", "true", O(fsdp_double_buffer), V_INT, 1, 0, 0, NULL,
      NULL},
+    {"parallel.fsdp_keep_fp8_transpose_cache", "parallel.strategy=fsdp", "true", O(fsdp_keep_fp8_transpose), V_INT,
+     1, 0, 0, NULL, NULL},
     {"parallel.fsdp_communication_unit_size", "parallel.strategy=fsdp", "50000000", O(fsdp_unit_size), V_INT,
      50000000, 0, 0, NULL, NULL},
     {"training.loss_chunks", "", "8", O(loss_chunks), V_INT, 8, 0, 0, NULL, NULL},

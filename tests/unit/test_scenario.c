@@ -165,7 +165,7 @@ static const struct {
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
      "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, fsdp_sharded_dtype, fsdp_requires_gradient_sync, "
-     "fsdp_reshard_after_backward, fsdp_double_buffer, fsdp_communication_unit_size, sequence_parallel"},
+     "fsdp_reshard_after_backward, fsdp_double_buffer, fsdp_keep_fp8_transpose_cache, fsdp_communication_unit_size, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
     {"bad_wrong_type.yaml", "11:7: parallel.tp: expected an integer, got 'four'"},
     {"bad_enum.yaml",

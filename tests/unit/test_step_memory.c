@@ -255,6 +255,76 @@ static void test_mfsdp_buffers(void **state)
     mb_scenario_free(&s);
 }
 
+/* parallel.fsdp_keep_fp8_transpose_cache (Megatron-FSDP --keep-fp8-transpose-cache, NVIDIA/Megatron-LM@d98e8a64
+ * megatron/core/distributed/fsdp/src/README.md: "number of parameter x 1 Byte"): every FP8 parameter keeps its
+ * transposed copy after its unit is resharded. mfsdp_buffers.yaml (16 layers, h 1024, MHA 8 x 128, GELU FFN
+ * 4096, TP 1) under fp8_cs with fp8_param_gather: the decoder's linear weights are q, k, v, o 4 x 1024^2 +
+ * fc1, fc2 2 x 1024 x 4096 = 12,582,912 per layer, 201,326,592 for the 16, unsharded: 201,326,592 B more
+ * weights on an H100, the same under fp8_blockwise (its column-wise copy); none on a GB200 (its FP8 GEMMs
+ * need no transpose; pipe_1f1b_gb200.yaml as Megatron-FSDP), none under MXFP8 (both copies kept either way)
+ * or without fp8_param_gather (no FP8 parameters); the step time is the same. Under 3D the key is an error
+ * naming it. */
+static void test_fp8_transpose_cache(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result off, on, bw_off, bw_on, nopg;
+    struct mb_err e;
+    load("tests/data/step/mfsdp_buffers.yaml", &s);
+    assert_int_equal(mb_precision_parse("fp8_cs", &s.prec), 0);
+    s.fp8_param_gather = 1;
+    check_sim(&s, &off);
+    s.fsdp_keep_fp8_transpose = 1;
+    check_sim(&s, &on);
+    const double cache = 16 * (4 * 1024.0 * 1024 + 2 * 1024.0 * 4096);
+    assert_true(fabs(cache - 201326592.0) < 1);
+    if (fabs(on.mem.per_stage[0].weights - off.mem.per_stage[0].weights - cache) > 1)
+        fail_msg("transpose cache %.0f B, expected %.0f", on.mem.per_stage[0].weights - off.mem.per_stage[0].weights,
+                 cache);
+    assert_true(on.step_time_s == off.step_time_s);
+    s.fp8_param_gather = 0;
+    check_sim(&s, &nopg);
+    s.fp8_param_gather = 1;
+    assert_int_equal(mb_precision_parse("fp8_blockwise", &s.prec), 0); /* its column-wise copy: 1 B too */
+    check_sim(&s, &bw_on);
+    s.fsdp_keep_fp8_transpose = 0;
+    check_sim(&s, &bw_off);
+    assert_true(fabs(bw_on.mem.per_stage[0].weights - bw_off.mem.per_stage[0].weights - cache) < 1);
+    s.fsdp_keep_fp8_transpose = 1;
+    assert_int_equal(mb_precision_parse("fp8_cs", &s.prec), 0);
+    s.fp8_param_gather = 0;
+    struct mb_result nopg_off;
+    s.fsdp_keep_fp8_transpose = 0;
+    check_sim(&s, &nopg_off);
+    assert_true(nopg.mem.per_stage[0].weights == nopg_off.mem.per_stage[0].weights);
+    s.fsdp_keep_fp8_transpose = 1;
+    s.strategy = MB_STRAT_3D;
+    s.recompute = MB_RC_NONE;
+    /* GB200 (pipe_1f1b_gb200.yaml as Megatron-FSDP over its 4 stages, fp8_cs + fp8_param_gather): no cache */
+    struct mb_scenario g;
+    struct mb_result g_on, g_off;
+    load("tests/data/step/pipe_1f1b_gb200.yaml", &g);
+    g.strategy = MB_STRAT_FSDP;
+    assert_int_equal(mb_precision_parse("fp8_cs", &g.prec), 0);
+    g.fp8_param_gather = 1;
+    g.fsdp_keep_fp8_transpose = 1;
+    check_sim(&g, &g_on);
+    g.fsdp_keep_fp8_transpose = 0;
+    check_sim(&g, &g_off);
+    assert_true(g_on.mem.per_stage[0].weights == g_off.mem.per_stage[0].weights);
+    assert_int_equal(mb_precision_parse("mxfp8", &g.prec), 0); /* MXFP8 keeps both copies either way */
+    check_sim(&g, &g_off);
+    g.fsdp_keep_fp8_transpose = 1;
+    check_sim(&g, &g_on);
+    assert_true(g_on.mem.per_stage[0].weights == g_off.mem.per_stage[0].weights);
+    mb_scenario_free(&g);
+    mb_err_clear(&e);
+    assert_int_equal(mb_scenario_check(&s, &e), -1);
+    assert_string_equal(e.msg, "parallel.fsdp_keep_fp8_transpose_cache applies to strategy fsdp with fsdp_impl "
+                               "megatron_fsdp only (Megatron-FSDP's --keep-fp8-transpose-cache)");
+    mb_scenario_free(&s);
+}
+
 /* PyTorch FSDP2's root exception and gradient accumulation without resharding or sync (modeling.md,
  * FSDP; memory_fsdp.c). mfsdp_buffers.yaml as FSDP2 (fp32 sharded parameters): D = 12,585,024 per layer,
  * embedding = output = 32,768,000, P = 266,896,384, P/8 = 33,362,048 (test_mfsdp_buffers).
@@ -1377,6 +1447,7 @@ int main(void)
         cmocka_unit_test(test_loss_memory),
         cmocka_unit_test(test_loss_chunks),
         cmocka_unit_test(test_sac_torchtitan_op),
+        cmocka_unit_test(test_fp8_transpose_cache),
         cmocka_unit_test(test_recompute_working_set),
         cmocka_unit_test(test_recompute_boundaries),
         cmocka_unit_test(test_graph_scopes_hybrid),

@@ -379,6 +379,13 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron-FSDP `--fsdp-double-buffer` (set by `--use-nccl-ub`): two persistent buffers each for the "
             "gathered parameters and the unreduced gradients; `false`: the all-gather prefetch and "
             "reduce-scatter queue sized by `fsdp_communication_unit_size`"},
+    {.key = "parallel.fsdp_keep_fp8_transpose_cache", .type = MB_KEY_BOOL, F_(fsdp_keep_fp8_transpose), .flags = SW,
+     .def = 0, .applies = mb_key__if_mfsdp, .megatron = "keep_fp8_transpose_cache",
+     .bridge = "ddp.keep_fp8_transpose_cache",
+     .doc = "Megatron-FSDP `--keep-fp8-transpose-cache`: every FP8 parameter (`training.fp8_param_gather` under "
+            "a per-tensor or blockwise FP8 precision) keeps its transposed FP8 copy, unsharded, for the step: "
+            "1 byte per decoder linear weight on the rank (none on Blackwell, whose FP8 GEMMs need no "
+            "transpose, nor under MXFP8/NVFP4). Memory only"},
     {.key = "parallel.fsdp_communication_unit_size", .type = MB_KEY_INT, F_(fsdp_unit_size), .flags = SW,
      .min = 0, .max = 2000000000, .def = 0, .def_text = "0 (max(1e9, 2 x mean layer size))",
      .applies = mb_key__if_mfsdp, .megatron = "suggested_communication_unit_size",

@@ -71,6 +71,7 @@ struct mb_scn__marks {
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks, *states;
     const struct mb_node *dbuf, *unit_size; /* parallel.fsdp_double_buffer, parallel.fsdp_communication_unit_size */
+    const struct mb_node *keep_t;           /* parallel.fsdp_keep_fp8_transpose_cache */
     const struct mb_node *gsync, *rab;      /* parallel.fsdp_requires_gradient_sync, fsdp_reshard_after_backward */
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
     const struct mb_node *rc_policy; /* recompute.policy */
@@ -424,6 +425,10 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
         return mb_scn__err(err, s, mk->dbuf ? mk->dbuf : mk->strategy,
                            "parallel.fsdp_double_buffer applies to strategy fsdp with fsdp_impl megatron_fsdp only "
                            "(Megatron-FSDP's --fsdp-double-buffer)");
+    if ((mk->keep_t || s->fsdp_keep_fp8_transpose) && !mfsdp)
+        return mb_scn__err(err, s, mk->keep_t ? mk->keep_t : mk->strategy,
+                           "parallel.fsdp_keep_fp8_transpose_cache applies to strategy fsdp with fsdp_impl "
+                           "megatron_fsdp only (Megatron-FSDP's --keep-fp8-transpose-cache)");
     if ((mk->unit_size || s->fsdp_unit_size) && !mfsdp)
         return mb_scn__err(err, s, mk->unit_size ? mk->unit_size : mk->strategy,
                            "parallel.fsdp_communication_unit_size applies to strategy fsdp with fsdp_impl "
@@ -895,6 +900,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
     mk->sharded = mb_scn__node(nodes, "parallel.fsdp_sharded_dtype");
     mk->dbuf = mb_scn__node(nodes, "parallel.fsdp_double_buffer");
+    mk->keep_t = mb_scn__node(nodes, "parallel.fsdp_keep_fp8_transpose_cache");
     mk->gsync = mb_scn__node(nodes, "parallel.fsdp_requires_gradient_sync");
     mk->rab = mb_scn__node(nodes, "parallel.fsdp_reshard_after_backward");
     mk->unit_size = mb_scn__node(nodes, "parallel.fsdp_communication_unit_size");

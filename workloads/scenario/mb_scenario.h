@@ -175,6 +175,9 @@ struct mb_scenario {
     int fsdp_double_buffer;            /* parallel.fsdp_double_buffer: Megatron-FSDP `--fsdp-double-buffer`
                                           (two persistent buffers each for gathered parameters and
                                           gradients); 0: the default allocator and its pipelines */
+    int fsdp_keep_fp8_transpose;       /* parallel.fsdp_keep_fp8_transpose_cache: Megatron-FSDP
+                                          `--keep-fp8-transpose-cache` (each FP8 parameter keeps its
+                                          transposed copy after its unit is resharded) */
     int fsdp_unit_size;                /* parallel.fsdp_communication_unit_size: Megatron-FSDP
                                           `--suggested-communication-unit-size` (elements); 0: Megatron's
                                           max(1e9, 2 x mean unit size) */

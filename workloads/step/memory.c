@@ -186,6 +186,26 @@ double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_
     return (s->fp8_param_gather ? 0 : BF16) + mb_step__qweight_copy(s, g);
 }
 
+/*
+ * Megatron-FSDP's FP8 transpose cache (NVIDIA/Megatron-LM@d98e8a64
+ * megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py: the post-forward hook releases a unit's
+ * parameters and, unless keep_fp8_transpose_cache, fp8_discard_transpose_cache of each FP8 parameter,
+ * mixed_precision.py): a Float8Tensor drops `_transpose`, a blockwise tensor its column-wise usage, an
+ * MXFP8 tensor nothing. With the flag the transposed copy, built from the gathered parameter, stays:
+ * "number of parameter x 1 Byte" (megatron/core/distributed/fsdp/src/README.md), none on Blackwell,
+ * whose FP8 GEMMs take the row-wise data in any layout (TE `is_non_tn_fp8_gemm_supported`).
+ */
+double mb_memory_fp8_transpose_cache_bytes(const struct mb_scenario *s, const struct mb_gpu_spec *g)
+{
+    if (!s->fsdp_keep_fp8_transpose || s->strategy != MB_STRAT_FSDP || s->fsdp_impl != MB_FSDP_MEGATRON ||
+        !s->prec.quantize || !s->fp8_param_gather)
+        return 0;
+    if (!strcmp(s->prec.label, "fp8_blockwise"))
+        return 1;
+    int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs");
+    return per_tensor && !(g && g->peak[MB_PREC_FP4] > 0) ? 1 : 0;
+}
+
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s)
 {
     int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs") ||
@@ -386,6 +406,8 @@ static void mb_step__static_state(const struct mb_scenario *s, const struct mb_l
             int wbuf, gbuf;
             mb_memory_mfsdp_units(s, layer, on_stage, held, &wbuf, &gbuf);
             w += 2.0 * wbuf * layer + 2.0 * mb_memory_mfsdp_nonunit(s, lay, st);
+            /* --keep-fp8-transpose-cache: every FP8 decoder weight's transpose, unsharded */
+            w += lay->fp8_transpose * lay->params_qdense_stage[st] / s->tp;
             g += gb * layer; /* the first unit's; the others: mb_memory_mfsdp_grads_beyond */
         }
     } else {

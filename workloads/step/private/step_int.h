@@ -121,6 +121,8 @@ struct mb_layout {
                                                   (quantized under FP8/FP4 recipes), before TP split */
     double weight_q_bytes;    /* bytes per quantized weight element on the device (mb_memory_qweight_bytes) */
     double weight_q_gather;   /* bytes per quantized weight element in the DP parameter all-gather */
+    double fp8_transpose;     /* bytes per quantized weight element of Megatron-FSDP's kept FP8 transpose
+                                 cache (mb_memory_fp8_transpose_cache_bytes) */
     double params_vision;     /* vision encoder + projector (stage 0) */
     double dense_layer_params;  /* non-expert params (elements) of one decoder layer, before TP split */
     double expert_layer_params; /* routed expert params of one MoE layer, before EP*ETP split */
@@ -530,6 +532,12 @@ double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_
  * 1 for per-tensor / blockwise FP8 with fp8_param_gather, else 2 (BF16; Megatron gathers MXFP8
  * and NVFP4 weights in BF16 through the gradient buffer). */
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s);
+/* parallel.fsdp_keep_fp8_transpose_cache: bytes per decoder linear-weight element of the FP8 transpose
+ * cache Megatron-FSDP keeps (unsharded, for the step): 1 for FP8 parameters (fp8_param_gather) of a
+ * per-tensor FP8 recipe on a GPU whose FP8 GEMMs need the transpose (no FP4 tensor cores: not
+ * Blackwell) or of blockwise FP8 (its column-wise copy); 0 otherwise (MXFP8 keeps both copies either
+ * way, NVFP4 parameters are not Float8Tensors). g: the GPU. */
+double mb_memory_fp8_transpose_cache_bytes(const struct mb_scenario *s, const struct mb_gpu_spec *g);
 /* overlap.defer_embedding_wgrad_compute on the last stage: bytes one deferred output-layer call keeps
  * for the pipeline flush (its input, sequence-parallel shard when SP is on, and its output gradient
  * [s/cp, b, V/tp], both BF16; *input, if not NULL, gets the input's part), and how many calls the first i microbatches defer (1 + MTP depth
