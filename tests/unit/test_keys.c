@@ -143,6 +143,7 @@ static const struct kcase cases[] = {
     {"parallel.fsdp_communication_unit_size", "parallel.strategy=fsdp", "50000000", O(fsdp_unit_size), V_INT,
      50000000, 0, 0, NULL, NULL},
     {"training.loss_chunks", "", "8", O(loss_chunks), V_INT, 8, 0, 0, NULL, NULL},
+    {"recompute.every", "recompute.policy=torchtitan_layer", "3", O(rc_every), V_INT, 3, 0, 0, NULL, NULL},
     {"recompute.policy", "", "torchtitan_op", O(rc_policy), V_INT, MB_RCP_TORCHTITAN_OP, 0, 0, NULL, dense_ffn},
     {"parallel.sequence_parallel", "parallel.tp=2", "false", O(sequence_parallel), V_INT, 0, 0, 0, NULL, NULL},
     {"moe.dispatcher", "", "deepep", O(dispatcher), V_INT, MB_DISP_DEEPEP, 0, 0, NULL, NULL},

@@ -209,8 +209,10 @@ static const struct {
      "14:11: optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps its moments "
      "in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)"},
     {"bad_policy_granularity.yaml",
-     "12:11: recompute.policy torchtitan_op excludes recompute.granularity selective (torchtitan's op-level "
+     "12:11: recompute.policy torchtitan_op excludes recompute.granularity selective (torchtitan's selective "
      "checkpointing and Megatron-Core's recompute are two frameworks' mechanisms)"},
+    {"bad_policy_every.yaml",
+     "12:10: recompute.every applies to policy torchtitan_layer only (torchtitan's integer selective_ac_option)"},
     {"bad_policy_moe.yaml",
      "13:11: recompute.policy torchtitan_op is modelled for dense softmax-attention layers only; qwen3_30b_a3b "
      "has MoE layers"},

@@ -74,7 +74,7 @@ struct mb_scn__marks {
     const struct mb_node *keep_t;           /* parallel.fsdp_keep_fp8_transpose_cache */
     const struct mb_node *gsync, *rab;      /* parallel.fsdp_requires_gradient_sync, fsdp_reshard_after_backward */
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
-    const struct mb_node *rc_policy; /* recompute.policy */
+    const struct mb_node *rc_policy, *rc_every; /* recompute.policy, recompute.every */
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -450,12 +450,23 @@ static int mb_scn__check_policy(const struct mb_scenario *s, const struct mb_scn
     const struct mb_model *m = &s->model;
     const struct mb_node *at = mb_scn__at(mk->rc_policy, mk->rc, NULL);
     static const char *const gran[] = {"none", "selective", "full"};
+    const char *pol = s->rc_policy == MB_RCP_TORCHTITAN_LAYER ? "torchtitan_layer" : "torchtitan_op";
+    if (s->rc_every != 1 && s->rc_policy != MB_RCP_TORCHTITAN_LAYER)
+        return mb_scn__err(err, s, mb_scn__at(mk->rc_every, at, NULL),
+                           "recompute.every applies to policy torchtitan_layer only (torchtitan's integer "
+                           "selective_ac_option)");
     if (s->rc_policy == MB_RCP_NONE)
         return 0;
     if (s->recompute != MB_RC_NONE)
-        return mb_scn__err(err, s, at, "recompute.policy torchtitan_op excludes recompute.granularity %s "
-                           "(torchtitan's op-level checkpointing and Megatron-Core's recompute are two "
-                           "frameworks' mechanisms)", gran[s->recompute]);
+        return mb_scn__err(err, s, at, "recompute.policy %s excludes recompute.granularity %s "
+                           "(torchtitan's selective checkpointing and Megatron-Core's recompute are two "
+                           "frameworks' mechanisms)", pol, gran[s->recompute]);
+    /* torchtitan counts the layers of all the model chunks a rank builds; mbsim's count is per chunk */
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER && s->vpp > 1)
+        return mb_scn__err(err, s, at, "recompute.policy torchtitan_layer is modelled without virtual pipeline "
+                           "stages (vpp = %d)", s->vpp);
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER)
+        return 0;
     if (mb_scn__has_ffn(m, MB_FFN_MOE) || mb_scn__has_mixer(m, MB_MIX_GDN) || mb_scn__has_mixer(m, MB_MIX_MAMBA))
         return mb_scn__err(err, s, at, "recompute.policy torchtitan_op is modelled for dense softmax-attention "
                            "layers only; %s has %s layers", m->name[0] ? m->name : "(unnamed)",
@@ -906,6 +917,7 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->unit_size = mb_scn__node(nodes, "parallel.fsdp_communication_unit_size");
     mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
     mk->rc_policy = mb_scn__node(nodes, "recompute.policy");
+    mk->rc_every = mb_scn__node(nodes, "recompute.every");
     mk->states = mb_scn__node(nodes, "optimizer.states");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");

@@ -53,8 +53,9 @@ enum mb_rc_method { MB_RC_UNIFORM, MB_RC_BLOCK };
  * torch.utils.checkpoint with a per-op policy) as a named preset; none = off. torchtitan_op:
  * torchtitan's selective_ac_option "op" (pytorch/torchtitan@cfb93265
  * torchtitan/distributed/activation_checkpoint.py, the save list of @81c12433
- * torchtitan/models/llama3/infra/parallelize.py). */
-enum mb_rc_policy { MB_RCP_NONE, MB_RCP_TORCHTITAN_OP };
+ * torchtitan/models/llama3/infra/parallelize.py). torchtitan_layer: its integer selective_ac_option N
+ * (_apply_layer_sac): every N-th layer the rank builds is checkpointed whole (recompute.every). */
+enum mb_rc_policy { MB_RCP_NONE, MB_RCP_TORCHTITAN_OP, MB_RCP_TORCHTITAN_LAYER };
 
 /* Megatron-Core --recompute-modules (bit flags). */
 enum {
@@ -205,6 +206,7 @@ struct mb_scenario {
     enum mb_rc_method recompute_method; /* full: uniform (default) or block */
     enum mb_rc_policy rc_policy;       /* recompute.policy: op-level selective checkpointing preset
                                           (MB_RCP_NONE = off; excludes granularity selective/full) */
+    int rc_every;                      /* recompute.every: torchtitan_layer's N (>= 1) */
     unsigned cuda_graph;               /* MB_CG_* */
     int cg_reuse_buffers;              /* cuda_graph.reuse_buffers: TE >= 2.7 graphs reuse static inputs/outputs */
     unsigned freeze;                   /* MB_FREEZE_* */

@@ -40,6 +40,9 @@ static double mb_step__layer_act(const struct mb_scenario *s, const struct mb_op
 {
     if (s->rc_policy == MB_RCP_TORCHTITAN_OP)
         return mb_sac_layer_kept(l);
+    /* torchtitan's layer option: the checkpointed layer keeps its input (torch.utils.checkpoint's argument) */
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER && mb_sac_layer_checkpointed(s, layer_in_stage))
+        return l->input_bytes;
     if (s->recompute == MB_RC_FULL) {
         int n = s->recompute_num_layers;
         if (s->recompute_method == MB_RC_UNIFORM)

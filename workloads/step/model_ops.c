@@ -231,6 +231,8 @@ void mb_plan_build(struct mb_build *b)
     pl->rc_mask = s->recompute == MB_RC_SELECTIVE ? s->recompute_modules : s->recompute == MB_RC_FULL ? ~0u : 0;
     if (s->rc_policy == MB_RCP_TORCHTITAN_OP)
         pl->rc_mask = MB_MOD_SAC;
+    else if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER)
+        pl->rc_mask = ~0u; /* a checkpointed layer re-runs whole */
 }
 
 /* Packed sequences: attention runs within each sample (THD), so the decoder's

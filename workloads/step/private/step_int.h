@@ -312,6 +312,13 @@ void mb_sac_mark(const struct mb_build *b, struct mb_oplist *l);
 /* The bytes a decoder layer keeps under that policy: its input (the checkpoint's argument) and the
  * sac_saved of its ops. */
 double mb_sac_layer_kept(const struct mb_oplist *l);
+/* recompute.policy torchtitan_layer: whether the layer_in_rank-th (0-based) decoder layer a rank builds is
+ * checkpointed whole: torchtitan's _apply_layer_sac counts the wrapped layers from 1 and checkpoints
+ * those at a multiple of N (recompute.every). */
+static inline int mb_sac_layer_checkpointed(const struct mb_scenario *s, int layer_in_rank)
+{
+    return s->rc_policy == MB_RCP_TORCHTITAN_LAYER && (layer_in_rank + 1) % (s->rc_every > 0 ? s->rc_every : 1) == 0;
+}
 /* The share of op o's forward (time, FLOP, bytes) its recompute pass re-runs: 1 but for a GEMM part of
  * which recompute.policy keeps (sac_keep_s). */
 static inline double mb_op_rerun_share(const struct mb_op *o)
