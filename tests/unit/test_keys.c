@@ -97,6 +97,16 @@ struct kcase {
 #define O(m) offsetof(struct mb_scenario, m)
 
 static void no_images(struct mb_scenario *s) { s->images.dist = MB_IMG_NONE; }
+/* recompute.policy torchtitan_op is modelled for dense layers: the base's MoE layers made dense, and the
+ * file written names a shipped dense model (llama3_8b) without images */
+static void dense_ffn(struct mb_scenario *s)
+{
+    for (int i = 0; i < s->model.n_layers; i++)
+        s->model.layer[i].ffn = MB_FFN_DENSE;
+    snprintf(s->model_ref, sizeof s->model_ref, "llama3_8b");
+    s->images.dist = MB_IMG_NONE;
+    s->mock = 1;
+}
 
 static const struct kcase cases[] = {
     {"system.gpus", "", "8", O(gpus), V_INT, 8, 0, 0, NULL, NULL},
@@ -128,9 +138,13 @@ static const struct kcase cases[] = {
      O(fsdp_reshard_after_backward), V_INT, 0, 0, 0, NULL, NULL},
     {"parallel.fsdp_double_buffer", "parallel.strategy=fsdp", "true", O(fsdp_double_buffer), V_INT, 1, 0, 0, NULL,
      NULL},
+    {"parallel.fsdp_keep_fp8_transpose_cache", "parallel.strategy=fsdp", "true", O(fsdp_keep_fp8_transpose), V_INT,
+     1, 0, 0, NULL, NULL},
     {"parallel.fsdp_communication_unit_size", "parallel.strategy=fsdp", "50000000", O(fsdp_unit_size), V_INT,
      50000000, 0, 0, NULL, NULL},
     {"training.loss_chunks", "", "8", O(loss_chunks), V_INT, 8, 0, 0, NULL, NULL},
+    {"recompute.every", "recompute.policy=torchtitan_layer", "3", O(rc_every), V_INT, 3, 0, 0, NULL, NULL},
+    {"recompute.policy", "", "torchtitan_op", O(rc_policy), V_INT, MB_RCP_TORCHTITAN_OP, 0, 0, NULL, dense_ffn},
     {"parallel.sequence_parallel", "parallel.tp=2", "false", O(sequence_parallel), V_INT, 0, 0, 0, NULL, NULL},
     {"moe.dispatcher", "", "deepep", O(dispatcher), V_INT, MB_DISP_DEEPEP, 0, 0, NULL, NULL},
     {"moe.routing", "", "skewed", O(routing), V_INT, MB_ROUTE_SKEWED, 0, 0, NULL, NULL},

@@ -165,7 +165,7 @@ static const struct {
     {"bad_unknown_nested_key.yaml",
      "12:3: unknown key 'pipeline' in parallel; expected one of: strategy, tp, pp, vpp, cp, ep, etp, "
      "pipeline_layout, cp_comm_type, fsdp_impl, fsdp_reshard_after_forward, fsdp_sharded_dtype, fsdp_requires_gradient_sync, "
-     "fsdp_reshard_after_backward, fsdp_double_buffer, fsdp_communication_unit_size, sequence_parallel"},
+     "fsdp_reshard_after_backward, fsdp_double_buffer, fsdp_keep_fp8_transpose_cache, fsdp_communication_unit_size, sequence_parallel"},
     {"bad_duplicate_key.yaml", "12:3: duplicate key 'tp' (first defined at line 11)"},
     {"bad_wrong_type.yaml", "11:7: parallel.tp: expected an integer, got 'four'"},
     {"bad_enum.yaml",
@@ -208,6 +208,14 @@ static const struct {
     {"bad_states_fsdp2.yaml",
      "14:11: optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps its moments "
      "in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)"},
+    {"bad_policy_granularity.yaml",
+     "12:11: recompute.policy torchtitan_op excludes recompute.granularity selective (torchtitan's selective "
+     "checkpointing and Megatron-Core's recompute are two frameworks' mechanisms)"},
+    {"bad_policy_every.yaml",
+     "12:10: recompute.every applies to policy torchtitan_layer only (torchtitan's integer selective_ac_option)"},
+    {"bad_policy_moe.yaml",
+     "13:11: recompute.policy torchtitan_op is modelled for dense softmax-attention layers only; qwen3_30b_a3b "
+     "has MoE layers"},
     {"bad_loss_chunks_tp.yaml",
      "13:16: training.loss_chunks needs tp = 1 (tp is 2): the fused linear cross-entropy (Liger-Kernel) is not "
      "vocab-parallel"},

@@ -29,6 +29,9 @@ static const struct mb_key_name mb_key__routings[] = {
 static const struct mb_key_name mb_key__grans[] = {
     {"none", MB_RC_NONE}, {"selective", MB_RC_SELECTIVE}, {"full", MB_RC_FULL}, {NULL, 0}};
 static const struct mb_key_name mb_key__methods[] = {{"uniform", MB_RC_UNIFORM}, {"block", MB_RC_BLOCK}, {NULL, 0}};
+static const struct mb_key_name mb_key__rc_policies[] = {
+    {"none", MB_RCP_NONE}, {"torchtitan_op", MB_RCP_TORCHTITAN_OP}, {"torchtitan_layer", MB_RCP_TORCHTITAN_LAYER},
+    {NULL, 0}};
 static const struct mb_key_name mb_key__rc_modules[] = {
     {"core_attn", MB_RCM_CORE_ATTN}, {"moe_act", MB_RCM_MOE_ACT},
     {"layernorm", MB_RCM_LAYERNORM}, {"mla_up_proj", MB_RCM_MLA_UP_PROJ},
@@ -238,6 +241,7 @@ static int mb_key__check_text(const struct mb_scenario *s, char *msg, size_t len
 static int mb_key__if_tp(const struct mb_scenario *s) { return s->tp > 1; }
 static int mb_key__if_selective(const struct mb_scenario *s) { return s->recompute == MB_RC_SELECTIVE; }
 static int mb_key__if_full(const struct mb_scenario *s) { return s->recompute == MB_RC_FULL; }
+static int mb_key__if_layer_sac(const struct mb_scenario *s) { return s->rc_policy == MB_RCP_TORCHTITAN_LAYER; }
 static int mb_key__if_real(const struct mb_scenario *s) { return !s->mock; }
 static int mb_key__if_fsdp(const struct mb_scenario *s) { return s->strategy == MB_STRAT_FSDP; }
 static int mb_key__if_fsdp2(const struct mb_scenario *s)
@@ -377,6 +381,13 @@ static const struct mb_key mb_key__table[] = {
      .doc = "Megatron-FSDP `--fsdp-double-buffer` (set by `--use-nccl-ub`): two persistent buffers each for the "
             "gathered parameters and the unreduced gradients; `false`: the all-gather prefetch and "
             "reduce-scatter queue sized by `fsdp_communication_unit_size`"},
+    {.key = "parallel.fsdp_keep_fp8_transpose_cache", .type = MB_KEY_BOOL, F_(fsdp_keep_fp8_transpose), .flags = SW,
+     .def = 0, .applies = mb_key__if_mfsdp, .megatron = "keep_fp8_transpose_cache",
+     .bridge = "ddp.keep_fp8_transpose_cache",
+     .doc = "Megatron-FSDP `--keep-fp8-transpose-cache`: every FP8 parameter (`training.fp8_param_gather` under "
+            "a per-tensor or blockwise FP8 precision) keeps its transposed FP8 copy, unsharded, for the step: "
+            "1 byte per decoder linear weight on the rank (none on Blackwell, whose FP8 GEMMs need no "
+            "transpose, nor under MXFP8/NVFP4). Memory only"},
     {.key = "parallel.fsdp_communication_unit_size", .type = MB_KEY_INT, F_(fsdp_unit_size), .flags = SW,
      .min = 0, .max = 2000000000, .def = 0, .def_text = "0 (max(1e9, 2 x mean layer size))",
      .applies = mb_key__if_mfsdp, .megatron = "suggested_communication_unit_size",
@@ -445,6 +456,19 @@ static const struct mb_key mb_key__table[] = {
      .max = 100000, .def = 0, .def_text = "0 (all layers of the stage)", .applies = mb_key__if_full,
      .doc = "full only; at most the layers per pipeline stage",
      .megatron = "recompute_num_layers", .bridge = "model.recompute_num_layers"},
+    {.key = "recompute.policy", .type = MB_KEY_ENUM, F_(rc_policy), .flags = SW, .names = mb_key__rc_policies,
+     .def = MB_RCP_NONE, .def_text = "none",
+     .doc = "op-level selective activation checkpointing of every decoder layer as a named preset: "
+            "`torchtitan_op` is torchtitan's `selective_ac_option = \"op\"` (each layer keeps its input and the "
+            "outputs of the ops on the save list -- odd-numbered `aten.mm`s, SDPA, TP reduce-scatters -- and "
+            "re-runs every other op before its backward); `torchtitan_layer` is its integer option: every "
+            "`every`-th layer of a rank is checkpointed whole (keeps its input, re-runs its forward). Not with "
+            "`granularity` selective/full; `torchtitan_op` on dense softmax-attention models with a fused "
+            "attention backend"},
+    {.key = "recompute.every", .type = MB_KEY_INT, F_(rc_every), .flags = SW, .min = 1, .max = 100000, .def = 1,
+     .applies = mb_key__if_layer_sac,
+     .doc = "`policy: torchtitan_layer` only: torchtitan's integer `selective_ac_option` N, the layers a rank "
+            "builds counted from 1 and those at a multiple of N checkpointed (1 = every layer)"},
     {.key = "cuda_graph.modules", .alias = "cuda_graph", .type = MB_KEY_FLAGS, F_(cuda_graph),
      .flags = MB_KEYF_REQUIRED | MB_KEYF_SCALAR_OK | SW, .names = mb_key__cg_modules, .def = 0,
      .empty = MB_CG_LAYER, .def_text = "none (no CUDA graphs)", .check = mb_key__check_cuda_graph,

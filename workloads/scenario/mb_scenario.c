@@ -71,8 +71,10 @@ struct mb_scn__marks {
     const struct mb_node *rc, *rc_modules, *rc_layers, *cuda_graph, *freeze, *overlap, *layout;
     const struct mb_node *dist_opt, *allreduce, *pad, *attn, *fsdp_impl, *reshard, *sharded, *offload, *prec, *chunks, *states;
     const struct mb_node *dbuf, *unit_size; /* parallel.fsdp_double_buffer, parallel.fsdp_communication_unit_size */
+    const struct mb_node *keep_t;           /* parallel.fsdp_keep_fp8_transpose_cache */
     const struct mb_node *gsync, *rab;      /* parallel.fsdp_requires_gradient_sync, fsdp_reshard_after_backward */
     const struct mb_node *lora, *lora_targets, *fp8pg, *defer, *defer_limit, *ep_comm, *rc_gran;
+    const struct mb_node *rc_policy, *rc_every; /* recompute.policy, recompute.every */
 };
 
 static const struct mb_node *mb_scn__at(const struct mb_node *a, const struct mb_node *b,
@@ -313,7 +315,7 @@ static int mb_scn__check_offload(const struct mb_scenario *s, const struct mb_sc
     if (s->pp > 1)
         return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers needs pp = 1 (Megatron-Core: no "
                            "pipeline parallelism with CPU offloading); pp = %d", s->pp);
-    if (s->recompute != MB_RC_NONE)
+    if (s->recompute != MB_RC_NONE || s->rc_policy != MB_RCP_NONE)
         return mb_scn__err(err, s, at, "memory.cpu_offloading_num_layers excludes activation recompute "
                            "(Megatron-Core: CPU offloading does not work when recompute is enabled)");
     return 0;
@@ -423,6 +425,10 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
         return mb_scn__err(err, s, mk->dbuf ? mk->dbuf : mk->strategy,
                            "parallel.fsdp_double_buffer applies to strategy fsdp with fsdp_impl megatron_fsdp only "
                            "(Megatron-FSDP's --fsdp-double-buffer)");
+    if ((mk->keep_t || s->fsdp_keep_fp8_transpose) && !mfsdp)
+        return mb_scn__err(err, s, mk->keep_t ? mk->keep_t : mk->strategy,
+                           "parallel.fsdp_keep_fp8_transpose_cache applies to strategy fsdp with fsdp_impl "
+                           "megatron_fsdp only (Megatron-FSDP's --keep-fp8-transpose-cache)");
     if ((mk->unit_size || s->fsdp_unit_size) && !mfsdp)
         return mb_scn__err(err, s, mk->unit_size ? mk->unit_size : mk->strategy,
                            "parallel.fsdp_communication_unit_size applies to strategy fsdp with fsdp_impl "
@@ -432,6 +438,44 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
         return mb_scn__err(err, s, mk->states ? mk->states : mk->fsdp_impl,
                            "optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps "
                            "its moments in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)");
+    return 0;
+}
+
+/* recompute.policy (op-level selective checkpointing, torchtitan's "op" option): not beside Megatron's
+ * recompute (two frameworks' mechanisms), and only where the preset's save list is modelled: softmax
+ * attention (torchtitan's SDPA / FlexAttention kernels, not the score-materializing backends) and dense
+ * FFN layers (torchtitan's MoE models carry save lists of their own). */
+static int mb_scn__check_policy(const struct mb_scenario *s, const struct mb_scn__marks *mk, struct mb_err *err)
+{
+    const struct mb_model *m = &s->model;
+    const struct mb_node *at = mb_scn__at(mk->rc_policy, mk->rc, NULL);
+    static const char *const gran[] = {"none", "selective", "full"};
+    const char *pol = s->rc_policy == MB_RCP_TORCHTITAN_LAYER ? "torchtitan_layer" : "torchtitan_op";
+    if (s->rc_every != 1 && s->rc_policy != MB_RCP_TORCHTITAN_LAYER)
+        return mb_scn__err(err, s, mb_scn__at(mk->rc_every, at, NULL),
+                           "recompute.every applies to policy torchtitan_layer only (torchtitan's integer "
+                           "selective_ac_option)");
+    if (s->rc_policy == MB_RCP_NONE)
+        return 0;
+    if (s->recompute != MB_RC_NONE)
+        return mb_scn__err(err, s, at, "recompute.policy %s excludes recompute.granularity %s "
+                           "(torchtitan's selective checkpointing and Megatron-Core's recompute are two "
+                           "frameworks' mechanisms)", pol, gran[s->recompute]);
+    /* torchtitan counts the layers of all the model chunks a rank builds; mbsim's count is per chunk */
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER && s->vpp > 1)
+        return mb_scn__err(err, s, at, "recompute.policy torchtitan_layer is modelled without virtual pipeline "
+                           "stages (vpp = %d)", s->vpp);
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER)
+        return 0;
+    if (mb_scn__has_ffn(m, MB_FFN_MOE) || mb_scn__has_mixer(m, MB_MIX_GDN) || mb_scn__has_mixer(m, MB_MIX_MAMBA))
+        return mb_scn__err(err, s, at, "recompute.policy torchtitan_op is modelled for dense softmax-attention "
+                           "layers only; %s has %s layers", m->name[0] ? m->name : "(unnamed)",
+                           mb_scn__has_ffn(m, MB_FFN_MOE) ? "MoE" : "linear-attention or Mamba");
+    if (s->attn_backend == MB_ATTN_UNFUSED || s->attn_backend == MB_ATTN_LOCAL)
+        return mb_scn__err(err, s, mb_scn__at(mk->attn, at, NULL),
+                           "recompute.policy torchtitan_op needs a fused attention backend (torchtitan saves "
+                           "the SDPA kernel's output); training.attention_backend is %s",
+                           s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused");
     return 0;
 }
 
@@ -494,7 +538,7 @@ static int mb_scn__check_options(struct mb_scenario *s, const struct mb_scn__mar
                            "training.attention_backend %s does not support context parallelism (cp = %d): "
                            "Megatron-Core runs CP only with TE flash or fused attention",
                            s->attn_backend == MB_ATTN_LOCAL ? "local" : "unfused", s->cp);
-    if (mb_scn__check_fsdp(s, mk, err))
+    if (mb_scn__check_fsdp(s, mk, err) || mb_scn__check_policy(s, mk, err))
         return -1;
     /* Liger's fused linear cross-entropy multiplies the hidden states by the whole output weight: it has
      * no vocab-parallel form */
@@ -867,10 +911,13 @@ static void mb_scn__marks_from(struct mb_scn__marks *mk, const struct mb_node *r
     mk->reshard = mb_scn__node(nodes, "parallel.fsdp_reshard_after_forward");
     mk->sharded = mb_scn__node(nodes, "parallel.fsdp_sharded_dtype");
     mk->dbuf = mb_scn__node(nodes, "parallel.fsdp_double_buffer");
+    mk->keep_t = mb_scn__node(nodes, "parallel.fsdp_keep_fp8_transpose_cache");
     mk->gsync = mb_scn__node(nodes, "parallel.fsdp_requires_gradient_sync");
     mk->rab = mb_scn__node(nodes, "parallel.fsdp_reshard_after_backward");
     mk->unit_size = mb_scn__node(nodes, "parallel.fsdp_communication_unit_size");
     mk->chunks = mb_scn__node(nodes, "training.loss_chunks");
+    mk->rc_policy = mb_scn__node(nodes, "recompute.policy");
+    mk->rc_every = mb_scn__node(nodes, "recompute.every");
     mk->states = mb_scn__node(nodes, "optimizer.states");
     mk->offload = mb_scn__node(nodes, "memory.cpu_offloading_num_layers");
     mk->lora = mb_scn__node(nodes, "peft.lora_rank");

@@ -49,6 +49,13 @@ enum mb_routing { MB_ROUTE_BALANCED, MB_ROUTE_SKEWED };
 enum mb_rc_gran { MB_RC_NONE, MB_RC_SELECTIVE, MB_RC_FULL };
 /* Megatron --recompute-method (granularity full only). */
 enum mb_rc_method { MB_RC_UNIFORM, MB_RC_BLOCK };
+/* recompute.policy: op-level selective activation checkpointing of each decoder layer (PyTorch
+ * torch.utils.checkpoint with a per-op policy) as a named preset; none = off. torchtitan_op:
+ * torchtitan's selective_ac_option "op" (pytorch/torchtitan@cfb93265
+ * torchtitan/distributed/activation_checkpoint.py, the save list of @81c12433
+ * torchtitan/models/llama3/infra/parallelize.py). torchtitan_layer: its integer selective_ac_option N
+ * (_apply_layer_sac): every N-th layer the rank builds is checkpointed whole (recompute.every). */
+enum mb_rc_policy { MB_RCP_NONE, MB_RCP_TORCHTITAN_OP, MB_RCP_TORCHTITAN_LAYER };
 
 /* Megatron-Core --recompute-modules (bit flags). */
 enum {
@@ -169,6 +176,9 @@ struct mb_scenario {
     int fsdp_double_buffer;            /* parallel.fsdp_double_buffer: Megatron-FSDP `--fsdp-double-buffer`
                                           (two persistent buffers each for gathered parameters and
                                           gradients); 0: the default allocator and its pipelines */
+    int fsdp_keep_fp8_transpose;       /* parallel.fsdp_keep_fp8_transpose_cache: Megatron-FSDP
+                                          `--keep-fp8-transpose-cache` (each FP8 parameter keeps its
+                                          transposed copy after its unit is resharded) */
     int fsdp_unit_size;                /* parallel.fsdp_communication_unit_size: Megatron-FSDP
                                           `--suggested-communication-unit-size` (elements); 0: Megatron's
                                           max(1e9, 2 x mean unit size) */
@@ -194,6 +204,9 @@ struct mb_scenario {
     unsigned recompute_modules;        /* MB_RCM_* */
     int recompute_num_layers;          /* full: layers per stage recomputed (0 = all) */
     enum mb_rc_method recompute_method; /* full: uniform (default) or block */
+    enum mb_rc_policy rc_policy;       /* recompute.policy: op-level selective checkpointing preset
+                                          (MB_RCP_NONE = off; excludes granularity selective/full) */
+    int rc_every;                      /* recompute.every: torchtitan_layer's N (>= 1) */
     unsigned cuda_graph;               /* MB_CG_* */
     int cg_reuse_buffers;              /* cuda_graph.reuse_buffers: TE >= 2.7 graphs reuse static inputs/outputs */
     unsigned freeze;                   /* MB_FREEZE_* */

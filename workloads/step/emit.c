@@ -128,7 +128,7 @@ static void mb_step__close_pending(struct mb_build *b, int st, struct mb_em *em)
  * skip_bwd: dgrad only), before the framework model. */
 double mb_emit_comp_s(const struct mb_op *o, int dir, int recompute, int skip_bwd)
 {
-    return recompute ? o->fwd : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
+    return recompute ? o->fwd - o->sac_keep_s : dir ? (skip_bwd ? o->bwd_dgrad_only : o->bwd) : o->fwd;
 }
 
 /* A compute op on stage st's compute stream. */

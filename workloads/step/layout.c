@@ -79,6 +79,7 @@ static void mb_step__params(struct mb_build *b)
     lay->params_vision = par.vision;
     lay->weight_q_bytes = mb_memory_qweight_bytes(s, b->gpu);
     lay->weight_q_gather = mb_memory_qweight_gather_bytes(s);
+    lay->fp8_transpose = mb_memory_fp8_transpose_cache_bytes(s, b->gpu);
 }
 
 void mb_layout_build(struct mb_build *b, int mbs_n)

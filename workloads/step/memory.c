@@ -38,6 +38,11 @@
  * checkpointed in groups of num_layers, keeping only each group's input. */
 static double mb_step__layer_act(const struct mb_scenario *s, const struct mb_oplist *l, int layer_in_stage)
 {
+    if (s->rc_policy == MB_RCP_TORCHTITAN_OP)
+        return mb_sac_layer_kept(l);
+    /* torchtitan's layer option: the checkpointed layer keeps its input (torch.utils.checkpoint's argument) */
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER && mb_sac_layer_checkpointed(s, layer_in_stage))
+        return l->input_bytes;
     if (s->recompute == MB_RC_FULL) {
         int n = s->recompute_num_layers;
         if (s->recompute_method == MB_RC_UNIFORM)
@@ -184,6 +189,26 @@ double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_
     return (s->fp8_param_gather ? 0 : BF16) + mb_step__qweight_copy(s, g);
 }
 
+/*
+ * Megatron-FSDP's FP8 transpose cache (NVIDIA/Megatron-LM@d98e8a64
+ * megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py: the post-forward hook releases a unit's
+ * parameters and, unless keep_fp8_transpose_cache, fp8_discard_transpose_cache of each FP8 parameter,
+ * mixed_precision.py): a Float8Tensor drops `_transpose`, a blockwise tensor its column-wise usage, an
+ * MXFP8 tensor nothing. With the flag the transposed copy, built from the gathered parameter, stays:
+ * "number of parameter x 1 Byte" (megatron/core/distributed/fsdp/src/README.md), none on Blackwell,
+ * whose FP8 GEMMs take the row-wise data in any layout (TE `is_non_tn_fp8_gemm_supported`).
+ */
+double mb_memory_fp8_transpose_cache_bytes(const struct mb_scenario *s, const struct mb_gpu_spec *g)
+{
+    if (!s->fsdp_keep_fp8_transpose || s->strategy != MB_STRAT_FSDP || s->fsdp_impl != MB_FSDP_MEGATRON ||
+        !s->prec.quantize || !s->fp8_param_gather)
+        return 0;
+    if (!strcmp(s->prec.label, "fp8_blockwise"))
+        return 1;
+    int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs");
+    return per_tensor && !(g && g->peak[MB_PREC_FP4] > 0) ? 1 : 0;
+}
+
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s)
 {
     int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs") ||
@@ -258,7 +283,7 @@ static double mb_step__layer_full(const struct mb_oplist *l)
 double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layout *lay, const struct mb_plan *plan,
                               int st, int c)
 {
-    if (s->recompute == MB_RC_NONE)
+    if (s->recompute == MB_RC_NONE && s->rc_policy == MB_RCP_NONE)
         return 0;
     const struct mb_model *m = &s->model;
     int vs = c * lay->p + st;
@@ -268,7 +293,7 @@ double mb_memory_recompute_ws(const struct mb_scenario *s, const struct mb_layou
         /* the layer's backward runs on its re-forwarded activations: what recompute
          * discarded is allocated again; uniform full recompute re-forwards a whole
          * group of recompute_num_layers layers before their backward */
-        double w = mb_step__layer_full(l) - mb_step__layer_act(s, l, k);
+        double w = fmax(0, mb_step__layer_full(l) - mb_step__layer_act(s, l, k));
         if (s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_UNIFORM && s->recompute_num_layers > 1)
             w = s->recompute_num_layers * mb_step__layer_full(l) - l->input_bytes;
         if (w > ws)
@@ -384,6 +409,8 @@ static void mb_step__static_state(const struct mb_scenario *s, const struct mb_l
             int wbuf, gbuf;
             mb_memory_mfsdp_units(s, layer, on_stage, held, &wbuf, &gbuf);
             w += 2.0 * wbuf * layer + 2.0 * mb_memory_mfsdp_nonunit(s, lay, st);
+            /* --keep-fp8-transpose-cache: every FP8 decoder weight's transpose, unsharded */
+            w += lay->fp8_transpose * lay->params_qdense_stage[st] / s->tp;
             g += gb * layer; /* the first unit's; the others: mb_memory_mfsdp_grads_beyond */
         }
     } else {

@@ -223,10 +223,16 @@ void mb_plan_build(struct mb_build *b)
         for (int j = start + 1; j < l->n; j++) /* the block after its pre-norm */
             l->op[j].module |= tag;
         l->input_bytes = mb_ops_sp_tokens(s, (double)s->micro_batch_size * s->seq_length / s->cp) * m->hidden * BF16;
+        if (s->rc_policy == MB_RCP_TORCHTITAN_OP)
+            mb_sac_mark(b, l);
     }
     mb_step__embedding_and_head(b, frozen);
     pl->mtp = m->mtp_layers > 0 && m->n_layers > 0 ? mb_plan_layer(b, m->n_layers - 1) : NULL;
     pl->rc_mask = s->recompute == MB_RC_SELECTIVE ? s->recompute_modules : s->recompute == MB_RC_FULL ? ~0u : 0;
+    if (s->rc_policy == MB_RCP_TORCHTITAN_OP)
+        pl->rc_mask = MB_MOD_SAC;
+    else if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER)
+        pl->rc_mask = ~0u; /* a checkpointed layer re-runs whole */
 }
 
 /* Packed sequences: attention runs within each sample (THD), so the decoder's

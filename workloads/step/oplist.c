@@ -57,6 +57,8 @@ static void mb_step__fuse_into(struct mb_op *q, const struct mb_op *o)
     q->bwd += o->bwd;
     q->bwd_dgrad_only += o->bwd_dgrad_only;
     q->saved += o->saved;
+    q->sac_saved += o->sac_saved;
+    q->sac_keep_s += o->sac_keep_s;
     q->rc_kept += o->rc_kept;
     q->bwd_ws = fmax(q->bwd_ws, o->bwd_ws);
     q->kf += o->kf;

@@ -35,8 +35,9 @@ static void mb_step__add(struct mb_result *r, size_t *cap, const struct mb_op *o
     struct mb_op_stat *x = mb_step__entry(r, cap, o->name, ti->dir, comm);
     x->count += 1;
     x->time_s += sec;
-    x->flop += bwd ? o->flop_b : o->flop_f;
-    x->bytes += comm ? o->bytes_nv + o->bytes_nic : bwd ? o->bytes_b : o->bytes_f;
+    double rr = ti->dir == 2 && !comm ? mb_op_rerun_share(o) : 1; /* recompute: the part re-run */
+    x->flop += bwd ? o->flop_b : o->flop_f * rr;
+    x->bytes += comm ? o->bytes_nv + o->bytes_nic : bwd ? o->bytes_b : o->bytes_f * rr;
     x->peak = o->peak;
 }
 

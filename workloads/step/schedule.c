@@ -98,6 +98,8 @@ static double mb_step__layer_params(const struct mb_build *b, int li)
 int mb_sched_recompute_here(const struct mb_build *b, int li, int first)
 {
     const struct mb_scenario *s = b->s;
+    if (s->rc_policy == MB_RCP_TORCHTITAN_LAYER)
+        return mb_sac_layer_checkpointed(s, li - first);
     return b->plan.rc_mask && !(s->recompute == MB_RC_FULL && s->recompute_method == MB_RC_BLOCK &&
                                 s->recompute_num_layers > 0 && li - first >= s->recompute_num_layers);
 }

@@ -141,6 +141,8 @@ int mb_emit_join(struct mb_build *b, int st, int a, int c)
 /* Seconds part q of a fused op takes in the direction task ti ran. */
 static double mb_step__part_time(const struct mb_op *q, const struct mb_tinfo *ti)
 {
+    if (ti->dir == 2)
+        return q->fwd * mb_op_rerun_share(q);
     return ti->dir == 1 ? (ti->skip_bwd ? q->bwd_dgrad_only : q->bwd) : q->fwd;
 }
 

@@ -305,12 +305,13 @@ static void mb_step__slice(struct mb__tw *w, const struct mb_tinfo *ti, const st
     mb_tw__int(w, ti->chunk);
     if (o) {
         int bwd = ti->dir == 1;
-        mb_step__count_arg(w, "flop", bwd ? o->flop_b : o->flop_f);
+        double rr = ti->dir == 2 && o->type == MB_OP_COMP ? mb_op_rerun_share(o) : 1; /* recompute: the part re-run */
+        mb_step__count_arg(w, "flop", bwd ? o->flop_b : o->flop_f * rr);
         if (o->type == MB_OP_COMM) {
             mb_step__count_arg(w, "bytes_nvlink", o->bytes_nv);
             mb_step__count_arg(w, "bytes_nic", o->bytes_nic);
         } else {
-            mb_step__count_arg(w, "bytes", bwd ? o->bytes_b : o->bytes_f);
+            mb_step__count_arg(w, "bytes", bwd ? o->bytes_b : o->bytes_f * rr);
         }
         if (o->gm > 0) {
             mb_tw__puts(w, ",\"gemm_mnk\":\"");

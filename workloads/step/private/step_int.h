@@ -41,6 +41,9 @@ enum mb_task_kind { MB_TK_JOIN = MB_CAT_COUNT, MB_TK_COMM };
 
 /* Module tags for recompute (MB_RCM_* flags) plus the always-kept ones. */
 #define MB_MOD_OTHER 0u
+/* The op (or part of it) re-runs before its layer's backward under recompute.policy torchtitan_op
+ * (sac.c); plan.rc_mask is this bit under that policy. */
+#define MB_MOD_SAC (1u << 15)
 
 /* Where an op's time came from: a calibration table, the roofline fallback,
  * the link model, or a measured collective curve. */
@@ -80,6 +83,10 @@ struct mb_op {
     int parallel;             /* comm runs beside the next compute op (CP ring, TP overlap) */
     int bwd_only;             /* runs in the backward pass only (the wgrad input's TP re-gather) */
     double saved;             /* activation bytes saved for backward per microbatch */
+    double sac_saved;         /* recompute.policy torchtitan_op: bytes of its outputs the layer keeps (those
+                               * of ops on the policy's save list; sac.c), per microbatch */
+    double sac_keep_s;        /* of fwd, the seconds that policy does not re-run (a fused GEMM's saved mm
+                               * outputs); 0 under Megatron's recompute */
     double bwd_ws;            /* bytes its backward holds beside the saved ones (0: 1.5 x saved, the
                                * output and input gradients of an activation; mb_memory_grad_ws) */
     double kf, kb;            /* kernels the host launches for the op: forward, backward (eager) */
@@ -114,6 +121,8 @@ struct mb_layout {
                                                   (quantized under FP8/FP4 recipes), before TP split */
     double weight_q_bytes;    /* bytes per quantized weight element on the device (mb_memory_qweight_bytes) */
     double weight_q_gather;   /* bytes per quantized weight element in the DP parameter all-gather */
+    double fp8_transpose;     /* bytes per quantized weight element of Megatron-FSDP's kept FP8 transpose
+                                 cache (mb_memory_fp8_transpose_cache_bytes) */
     double params_vision;     /* vision encoder + projector (stage 0) */
     double dense_layer_params;  /* non-expert params (elements) of one decoder layer, before TP split */
     double expert_layer_params; /* routed expert params of one MoE layer, before EP*ETP split */
@@ -295,6 +304,26 @@ static inline double mb_op_rc_freed(const struct mb_op *o, unsigned mask)
     if (in)
         return (in & ~o->rc_keeps) ? o->saved : o->saved - o->rc_kept;
     return (o->rc_frees & mask) ? o->saved : 0;
+}
+
+/* ---- sac.c: recompute.policy torchtitan_op on one decoder layer's op list (before fusion): sets each
+ * op's sac_saved and sac_keep_s and tags the ops that re-run with MB_MOD_SAC. */
+void mb_sac_mark(const struct mb_build *b, struct mb_oplist *l);
+/* The bytes a decoder layer keeps under that policy: its input (the checkpoint's argument) and the
+ * sac_saved of its ops. */
+double mb_sac_layer_kept(const struct mb_oplist *l);
+/* recompute.policy torchtitan_layer: whether the layer_in_rank-th (0-based) decoder layer a rank builds is
+ * checkpointed whole: torchtitan's _apply_layer_sac counts the wrapped layers from 1 and checkpoints
+ * those at a multiple of N (recompute.every). */
+static inline int mb_sac_layer_checkpointed(const struct mb_scenario *s, int layer_in_rank)
+{
+    return s->rc_policy == MB_RCP_TORCHTITAN_LAYER && (layer_in_rank + 1) % (s->rc_every > 0 ? s->rc_every : 1) == 0;
+}
+/* The share of op o's forward (time, FLOP, bytes) its recompute pass re-runs: 1 but for a GEMM part of
+ * which recompute.policy keeps (sac_keep_s). */
+static inline double mb_op_rerun_share(const struct mb_op *o)
+{
+    return o->fwd > 0 ? (o->fwd - o->sac_keep_s) / o->fwd : 1;
 }
 
 /* ---- attn_window.c: a sliding-window attention kernel from the tiles it visits */
@@ -510,6 +539,12 @@ double mb_memory_qweight_bytes(const struct mb_scenario *s, const struct mb_gpu_
  * 1 for per-tensor / blockwise FP8 with fp8_param_gather, else 2 (BF16; Megatron gathers MXFP8
  * and NVFP4 weights in BF16 through the gradient buffer). */
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s);
+/* parallel.fsdp_keep_fp8_transpose_cache: bytes per decoder linear-weight element of the FP8 transpose
+ * cache Megatron-FSDP keeps (unsharded, for the step): 1 for FP8 parameters (fp8_param_gather) of a
+ * per-tensor FP8 recipe on a GPU whose FP8 GEMMs need the transpose (no FP4 tensor cores: not
+ * Blackwell) or of blockwise FP8 (its column-wise copy); 0 otherwise (MXFP8 keeps both copies either
+ * way, NVFP4 parameters are not Float8Tensors). g: the GPU. */
+double mb_memory_fp8_transpose_cache_bytes(const struct mb_scenario *s, const struct mb_gpu_spec *g);
 /* overlap.defer_embedding_wgrad_compute on the last stage: bytes one deferred output-layer call keeps
  * for the pipeline flush (its input, sequence-parallel shard when SP is on, and its output gradient
  * [s/cp, b, V/tp], both BF16; *input, if not NULL, gets the input's part), and how many calls the first i microbatches defer (1 + MTP depth
