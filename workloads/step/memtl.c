@@ -178,7 +178,8 @@ void mb_memtl_build(struct mb_build *b, struct mb_memdyn *dyn)
     const struct mb_sched *q = &b->sched;
     for (int st = 0; st < q->p; st++) {
         int ne = 14 * q->v * q->n; /* at most seven allocations per slot (mb__stage_events) */
-        struct mb__mev *ev = mb_malloc(2 * (size_t)(ne > 0 ? ne : 1) * sizeof *ev); /* events, then the sort's scratch */
+        /* the events, then the sort's scratch */
+        struct mb__mev *ev = mb_malloc(2 * (size_t)(ne > 0 ? ne : 1) * sizeof *ev);
         int k = mb_step__stage_events(b, st, ev);
         mb_step__mev_sort(ev, ev + (ne > 0 ? ne : 1), k);
         double cur[MB__NK] = {0}, best = 0;
