@@ -24,6 +24,12 @@
  *   out of the heap means nothing is ever cancelled. Batching per instant means
  *   a collective that starts 1000 flows at once costs one solve, not 1000.
  *
+ *   The heap's top is not popped when it is taken: it stays, held, while its
+ *   event is handled, and the first event scheduled meanwhile replaces it
+ *   (one sift-down, mb_queue_replace_top, instead of a pop's sift-down and a
+ *   push's sift-up); it is popped only when nothing was scheduled. (time,
+ *   key) is a total order, so the events come out in the same order.
+ *
  *   Flow progress is integrated lazily: remaining bytes are advanced
  *   (remaining -= rate * dt) only when the set of flows is about to change,
  *   i.e. when rates may change, never per event.
@@ -140,6 +146,7 @@ struct mb_engine {
     double t_adv;                 /* flows' remaining bytes are valid at this time */
     int dirty;                    /* flow set changed since the last solve */
     unsigned long long seq;       /* events pushed in this run */
+    int held;                     /* the heap's top is the event being handled: the next push replaces it */
     int flow_pending;             /* the network's next completion is scheduled: */
     struct mb_event flow_ev;      /* at this time, with this key */
     size_t n_done;
@@ -257,6 +264,17 @@ static void mb_engine__spare_give(struct mb_engine *e)
         mb_engine__spare_free(sp);
 }
 
+/* Array p grown to `bytes`, keeping its first `used` bytes: realloc when
+ * there is something to keep, else a fresh block (a spare array taken from
+ * the last engine holds nothing, and realloc would copy all of it). */
+static void *mb_engine__regrow(void *p, size_t used, size_t bytes)
+{
+    if (used)
+        return mb_realloc(p, bytes);
+    mb_free(p);
+    return mb_malloc(bytes);
+}
+
 /* Grow the per-task arrays to `cap` tasks (the records stay line-aligned). */
 static void mb_engine__task_cap(struct mb_engine *e, size_t cap)
 {
@@ -270,8 +288,11 @@ static void mb_engine__task_cap(struct mb_engine *e, size_t cap)
     free(e->tasks);
     e->tasks = p;
     e->cap_tasks = cap;
-    e->ix = mb_realloc(e->ix, (cap + 1) * sizeof *e->ix);
-    e->tags = mb_realloc(e->tags, cap * sizeof *e->tags);
+    struct mb_tidx ix0 = e->ix && !e->n_tasks ? e->ix[0] : (struct mb_tidx){0};
+    e->ix = mb_engine__regrow(e->ix, e->n_tasks * sizeof *e->ix, (cap + 1) * sizeof *e->ix);
+    if (!e->n_tasks)
+        e->ix[0] = ix0; /* the first task's flow offset */
+    e->tags = mb_engine__regrow(e->tags, e->n_tasks * sizeof *e->tags, cap * sizeof *e->tags);
 }
 
 struct mb_engine *mb_engine_new(void)
@@ -368,8 +389,10 @@ void mb_engine_reserve(struct mb_engine *e, size_t tasks, size_t deps)
         mb_engine__task_cap(e, tasks);
     if (deps > e->cap_deps) {
         e->cap_deps = deps;
-        e->dep_before = mb_realloc(e->dep_before, e->cap_deps * sizeof *e->dep_before);
-        e->dep_after = mb_realloc(e->dep_after, e->cap_deps * sizeof *e->dep_after);
+        e->dep_before = mb_engine__regrow(e->dep_before, e->n_deps * sizeof *e->dep_before,
+                                          e->cap_deps * sizeof *e->dep_before);
+        e->dep_after = mb_engine__regrow(e->dep_after, e->n_deps * sizeof *e->dep_after,
+                                         e->cap_deps * sizeof *e->dep_after);
     }
 }
 
@@ -516,7 +539,12 @@ static inline int mb_engine__n_flows(const struct mb_engine *e, int t)
 static inline void mb_engine__push(struct mb_engine *e, double time, int task)
 {
     assert(e->seq < 0xffffffffULL);
-    mb_queue_push(e->q, time, (e->seq++ << 32) | (unsigned)task);
+    unsigned long long key = (e->seq++ << 32) | (unsigned)task;
+    if (e->held) { /* pop the handled event and push this one in one sift */
+        e->held = 0;
+        mb_queue_replace_top(e->q, time, key);
+    } else
+        mb_queue_push(e->q, time, key);
 }
 
 /* When the chain starting at task t ends: its tasks' durations added one by
@@ -766,6 +794,7 @@ static void mb_engine__setup(struct mb_engine *e)
     e->now = e->t_adv = 0;
     e->dirty = 0;
     e->flow_pending = 0;
+    e->held = 0;
     e->seq = 0;
     e->n_done = 0;
     e->makespan = 0;
@@ -785,7 +814,9 @@ static double mb_engine__next_time(const struct mb_engine *e)
 }
 
 /* Take the next event: the heap's top or the network's completion, whichever
- * comes first by (time, key). Returns 0 when nothing is pending. */
+ * comes first by (time, key). Returns 0 when nothing is pending. The heap's
+ * top stays in the heap, held: the first push while it is handled replaces
+ * it (mb_engine__push), and mb_engine__drop_held pops it when none did. */
 static int mb_engine__next(struct mb_engine *e, struct mb_event *ev)
 {
     const struct mb_event *top = mb_queue_peek(e->q);
@@ -794,7 +825,20 @@ static int mb_engine__next(struct mb_engine *e, struct mb_event *ev)
         *ev = e->flow_ev;
         return 1;
     }
-    return mb_queue_pop(e->q, ev);
+    if (!top)
+        return 0;
+    *ev = *top;
+    e->held = 1;
+    return 1;
+}
+
+/* The held event was handled without a push replacing it: pop it. */
+static inline void mb_engine__drop_held(struct mb_engine *e)
+{
+    if (e->held) {
+        e->held = 0;
+        mb_queue_pop(e->q, NULL);
+    }
 }
 
 static int mb_engine__deadlock(const struct mb_engine *e, struct mb_err *err)
@@ -833,6 +877,7 @@ int mb_engine_run(struct mb_engine *e, struct mb_err *err)
             e->n_events++;
             mb_engine__complete(e, t);
         }
+        mb_engine__drop_held(e); /* before anything looks at the heap again */
         /* solve once per instant, after all of its events */
         if (e->dirty && mb_engine__next_time(e) > e->now)
             mb_engine__resolve(e);

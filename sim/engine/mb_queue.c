@@ -84,6 +84,12 @@ int mb_queue_pop(struct mb_queue *q, struct mb_event *ev_p)
     return 1;
 }
 
+void mb_queue_replace_top(struct mb_queue *q, double time, unsigned long long key)
+{
+    assert(q->n > 0);
+    mb_queue__sift_down(q->heap, q->n, (struct mb_event){time, key});
+}
+
 const struct mb_event *mb_queue_peek(const struct mb_queue *q)
 {
     return q->n ? &q->heap[0] : NULL;

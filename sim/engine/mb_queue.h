@@ -55,6 +55,16 @@ void mb_queue_push(struct mb_queue *q, double time, unsigned long long key);
 int mb_queue_pop(struct mb_queue *q, struct mb_event *ev_p);
 
 /**
+ * @brief Remove the earliest event and schedule (time, key): the queue then
+ * holds what mb_queue_pop followed by mb_queue_push would leave, in one
+ * sift-down from the root instead of a sift-down and a sift-up. Events pop in
+ * the same order either way when no two share (time, key) (the order is
+ * total, so the earliest event is one and the same whatever the heap's shape).
+ * @param[in] q  a queue with at least one event (asserted)
+ */
+void mb_queue_replace_top(struct mb_queue *q, double time, unsigned long long key);
+
+/**
  * @brief The earliest event without removing it.
  * @return a pointer valid until the next push/pop/clear, or NULL when empty.
  */

@@ -1,6 +1,7 @@
 /*
- * test_queue.c -- event queue: (time, key) order, ties by key, peek, and a
- * differential test against an unsorted reference array.
+ * test_queue.c -- event queue: (time, key) order, ties by key, peek, and
+ * differential tests (push/pop, and peek then pop or replace the top) against
+ * an unsorted reference array.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -123,6 +124,71 @@ static void test_random_differential(void **state)
     mb_queue_free(q);
 }
 
+/* The engine's pattern: peek the earliest event, then either pop it or
+ * replace it by the next event scheduled (mb_queue_replace_top). The
+ * reference is the unsorted array again: a replace is its pop of the minimum
+ * plus a push, and every event must come out as that minimum. */
+static int ref_min(const struct ref_ev *ref, int n_ref)
+{
+    int best = -1;
+    for (int i = 0; i < n_ref; i++)
+        if (ref[i].alive &&
+            (best < 0 || ref[i].time < ref[best].time || (ref[i].time == ref[best].time && ref[i].key < ref[best].key)))
+            best = i;
+    return best;
+}
+
+static void test_replace_top_differential(void **state)
+{
+    (void)state;
+    struct mb_rng rng;
+    mb_rng_seed(&rng, 777);
+    struct mb_queue *q = mb_queue_new();
+    enum { N = 20000 };
+    struct ref_ev *ref = calloc(N, sizeof *ref);
+    int n_ref = 0, live = 0, replaced = 0;
+    double now = 0;
+    for (int step = 0; step < N - 1 && n_ref < N - 1; step++) {
+        double u = mb_rng_uniform(&rng);
+        double t = now + (double)(int)(mb_rng_uniform(&rng) * 16);
+        if (u < 0.4 || live == 0) {
+            ref[n_ref] = (struct ref_ev){t, (unsigned long long)n_ref, 1};
+            mb_queue_push(q, t, ref[n_ref].key);
+            n_ref++;
+            live++;
+            continue;
+        }
+        int best = ref_min(ref, n_ref);
+        const struct mb_event *top = mb_queue_peek(q);
+        assert_non_null(top);
+        assert_true(top->key == ref[best].key && top->time == ref[best].time);
+        now = top->time;
+        ref[best].alive = 0;
+        if (u < 0.8) { /* handled, and its successor scheduled in its place */
+            ref[n_ref] = (struct ref_ev){now + (t - now) * 0.5, (unsigned long long)n_ref, 1};
+            mb_queue_replace_top(q, ref[n_ref].time, ref[n_ref].key);
+            n_ref++;
+            replaced++;
+        } else {
+            assert_int_equal(mb_queue_pop(q, NULL), 1);
+            live--;
+        }
+        assert_int_equal(mb_queue_size(q), live);
+    }
+    assert_true(replaced > 1000); /* the path under test ran */
+    struct mb_event ev;
+    while (live > 0) {
+        int best = ref_min(ref, n_ref);
+        assert_int_equal(mb_queue_pop(q, &ev), 1);
+        assert_true(ev.key == ref[best].key && ev.time == ref[best].time);
+        ref[best].alive = 0;
+        live--;
+    }
+    assert_int_equal(mb_queue_pop(q, NULL), 0);
+    free(ref);
+    mb_queue_free(q);
+}
+
 /* Bad input: NULL free is a no-op; pop on an empty queue returns 0; clear
  * empties the queue and it can be reused. */
 static void test_bad_input(void **state)
@@ -147,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_ties_by_key),
         cmocka_unit_test(test_peek),
         cmocka_unit_test(test_random_differential),
+        cmocka_unit_test(test_replace_top_differential),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -362,7 +362,7 @@ void mb_unit_run_pair(struct mb_build *b, int st, struct mb_unit *ua, struct mb_
         if (switched && other->pos < other->n) {
             /* the larger of the dispatcher's SM share and the framework model's slowdown
              * beside communication (both describe the same compute losing the GPU) */
-            double stall = fmax(sm_frac, b->fw_overlap) * cur->ep_busy;
+            double stall = mb_step_max(sm_frac, b->fw_overlap) * cur->ep_busy;
             if (stall > 0) {
                 mb_emit_describe(b, "ep overlap sm stall", st, -1, other->mb, -1);
                 other->em.last = mb_emit_task(b, b->comp[st], MB_CAT_DISPATCH, stall, NULL, 0, other->em.last);

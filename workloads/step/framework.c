@@ -57,21 +57,14 @@ void mb_fw_setup(struct mb_build *b)
     b->fw_kernel_moe = on ? fw.v[MB_FW_KERNEL_MOE] : 0;
 }
 
-/* fmax and fmin as inline comparisons (the call per compute op showed in sweep
- * profiles): the larger / smaller of x and y, the other one when either is a
- * NaN; of two equal values (+0 and -0 among them) y, as x86-64's maxsd/minsd,
- * and so glibc's fmax/fmin, return it. */
-static inline double mb_step__max(double x, double y) { return isnan(y) || x > y ? x : y; }
-static inline double mb_step__min(double x, double y) { return isnan(y) || x < y ? x : y; }
-
 /* GPU seconds of compute op o in this pass, from its table time `dur`: the
  * part beside communication (the larger of the two budgets, each used up by
  * the op) slowed by overlap_slowdown, plus the framework time of its kernels. */
 double mb_fw_comp(struct mb_build *b, struct mb_em *em, const struct mb_op *o, int dir, int recompute, double dur)
 {
-    double beside = mb_step__min(dur, mb_step__max(em->beside_par, em->beside_bg));
-    em->beside_par = mb_step__max(0, em->beside_par - dur);
-    em->beside_bg = mb_step__max(0, em->beside_bg - dur);
+    double beside = mb_step_min(dur, mb_step_max(em->beside_par, em->beside_bg));
+    em->beside_par = mb_step_max(0, em->beside_par - dur);
+    em->beside_bg = mb_step_max(0, em->beside_bg - dur);
     return dur + b->fw_overlap * beside + mb_fw_kernels(b, o, dir, recompute);
 }
 
@@ -89,7 +82,9 @@ double mb_fw_kernels(const struct mb_build *b, const struct mb_op *o, int dir, i
 /* Estimated seconds of communication op o alone on its links. */
 double mb_fw_comm_est(const struct mb_build *b, const struct mb_op *o)
 {
-    double nv = o->bytes_nv > 0 ? o->bytes_nv / (o->bound_nv > 0 ? fmin(o->bound_nv, b->nv_cap) : b->nv_cap) : 0;
-    double nic = o->bytes_nic > 0 ? o->bytes_nic / (o->bound_nic > 0 ? fmin(o->bound_nic, b->nic_cap) : b->nic_cap) : 0;
-    return o->latency + fmax(nv, nic);
+    double nv_rate = o->bound_nv > 0 ? mb_step_min(o->bound_nv, b->nv_cap) : b->nv_cap;
+    double nic_rate = o->bound_nic > 0 ? mb_step_min(o->bound_nic, b->nic_cap) : b->nic_cap;
+    double nv = o->bytes_nv > 0 ? o->bytes_nv / nv_rate : 0;
+    double nic = o->bytes_nic > 0 ? o->bytes_nic / nic_rate : 0;
+    return o->latency + mb_step_max(nv, nic);
 }

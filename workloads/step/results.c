@@ -115,7 +115,7 @@ static void mb_step__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int
             iv->ptr[c]++;
         for (int j = iv->ptr[c]; j < iv->n[c] && iv->s[c][j] < g1; j++) {
             /* sorted by start: a short interval behind a longer one may have ended before the gap */
-            double o = fmin(g1, iv->e[c][j]) - fmax(g0, iv->s[c][j]);
+            double o = mb_step_min(g1, iv->e[c][j]) - mb_step_max(g0, iv->s[c][j]);
             if (o > 0)
                 ov[c] += o;
         }
@@ -124,7 +124,7 @@ static void mb_step__blame_gap(const struct mb_build *b, struct mb__ivs *iv, int
             bestk = c;
         }
     }
-    double gap = g1 - g0, covered = bestk >= 0 ? fmin(best, gap) : 0;
+    double gap = g1 - g0, covered = bestk >= 0 ? mb_step_min(best, gap) : 0;
     if (bestk >= 0)
         bd[bestk == MB_CK_COUNT ? MB_CAT_HOST : mb__comm_cat[bestk]] += covered;
     bd[MB_CAT_BUBBLE] += gap - covered;
@@ -145,13 +145,13 @@ static void mb_step__breakdown(struct mb_build *b, int cs, double step, double l
         if (t0 >= hi)
             break; /* the stream runs its tasks in order */
         if (kd < MB_CAT_COUNT && t1 > lo)
-            bd[kd] += fmin(t1, hi) - fmax(t0, lo);
+            bd[kd] += mb_step_min(t1, hi) - mb_step_max(t0, lo);
         if (t0 > prev_end)
             mb_step__blame_gap(b, &iv, t, prev_end, t0, bd);
         if (t1 > prev_end)
             prev_end = t1;
     }
-    double end = fmin(step, hi);
+    double end = mb_step_min(step, hi);
     if (end > prev_end)
         bd[MB_CAT_BUBBLE] += end - prev_end;
     mb_step__ivs_free(&iv);

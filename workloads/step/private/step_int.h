@@ -162,6 +162,14 @@ struct mb_sched {
     int *lastb_layer;             /* [layers] the last backward task of each decoder layer */
 };
 
+/* fmax and fmin as inline comparisons (the call per op, or per task in the
+ * breakdown, showed in sweep profiles): the larger / smaller of x and y, the
+ * other one when either is a NaN (y != y); of two equal values (+0 and -0
+ * among them) y, as x86-64's maxsd/minsd, and so glibc's fmax/fmin
+ * (sysdeps/x86_64/fpu/s_fmax.S), return it: the same values, bit for bit. */
+static inline double mb_step_max(double x, double y) { return y != y || x > y ? x : y; }
+static inline double mb_step_min(double x, double y) { return y != y || x < y ? x : y; }
+
 /** Slot of (stage st, chunk c, microbatch i) in the mb_sched arrays. */
 static inline size_t mb_slot(const struct mb_sched *q, int st, int c, int i)
 {
