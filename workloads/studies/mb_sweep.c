@@ -357,7 +357,7 @@ static int mb_sw__read_block(struct mb_sweep *sw, const struct mb_node *blk, str
             struct mb_err sub;
             mb_err_clear(&sub);
             if (mb_sweep_add_axis(sw, p->key, n, ptr, &sub)) {
-                char where[1100]; /* a model or system file's own error, named from the axis that loads it */
+                char where[MB_ERR_TEXT_LEN + 64]; /* a model or system file's own error, named from its axis */
                 if (sub.file[0] && sub.line > 0)
                     snprintf(where, sizeof where, "sweep.%s: %s:%d:%d: %s", p->key, sub.file, sub.line, sub.col,
                              sub.msg);
@@ -531,9 +531,12 @@ int mb_sweep_scenario(const struct mb_sweep *sw, size_t idx, struct mb_scenario 
     return mb_scenario_check(s, err);
 }
 
+/* msg as a one-line reason in dst (len > 0 bytes): cut to fit (a TSV cell), blanks for tabs and ends of line. */
 static void mb_sw__reason(char *dst, size_t len, const char *msg)
 {
-    snprintf(dst, len, "%s", msg);
+    size_t n = strnlen(msg, len - 1);
+    memcpy(dst, msg, n);
+    dst[n] = '\0';
     for (char *p = dst; *p; p++)
         if (*p == '\t' || *p == '\n' || *p == '\r')
             *p = ' ';
