@@ -790,15 +790,11 @@ int mb_cmd_plot(int argc, char **argv)
         fprintf(stderr, "mbsim plot: -o %s: the output must end in .png or .svg\n", out);
         return EXIT_USAGE;
     }
-    { /* gnuplot writes the chart: a folder mbsim cannot write to is named here, not in gnuplot's words */
-        struct mb_outfile o;
-        struct mb_err e;
-        mb_err_clear(&e);
-        if (mb_outfile_open(&o, out, NULL, &e)) {
-            mb_cli_print_err(&e);
-            return EXIT_BAD_INPUT;
-        }
-        mb_outfile_abort(&o);
+    struct mb_err oe; /* gnuplot writes the chart: a folder mbsim cannot write to is named here, not by gnuplot */
+    mb_err_clear(&oe);
+    if (mb_outfile_probe(out, &oe)) {
+        mb_cli_print_err(&oe);
+        return EXIT_BAD_INPUT;
     }
     char gp[1024];
     if (mb_cli__find_gnuplot(gp, sizeof gp)) {

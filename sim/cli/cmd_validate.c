@@ -315,14 +315,12 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
         return EXIT_USAGE;
     }
     if (ju->file) { /* a report that cannot be written fails before the (long) validation, not after it */
-        struct mb_outfile o;
         struct mb_err e;
         mb_err_clear(&e);
-        if (mb_outfile_open(&o, ju->file, NULL, &e)) {
+        if (mb_outfile_probe(ju->file, &e)) {
             mb_cli_print_err(&e);
             return EXIT_BAD_INPUT;
         }
-        mb_outfile_abort(&o);
     }
     if (drift->threshold_given && !drift->baseline) {
         fprintf(stderr, "mbsim validate: --drift-threshold needs --baseline OLD.json\n");

@@ -351,6 +351,15 @@ void mb_outfile_abort(struct mb_outfile *o)
     mb_outfile__free(o);
 }
 
+int mb_outfile_probe(const char *path, struct mb_err *err)
+{
+    struct mb_outfile o;
+    if (mb_outfile_open(&o, path, NULL, err))
+        return -1;
+    mb_outfile_abort(&o);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ locks */
 
 /* Holding the lock of dir/base, remove the temporary files (.BASE.PID.N.tmp)
