@@ -32,7 +32,9 @@
 #define MB_YAML_MAX_ALIAS_NODES 100000
 
 /* libyaml's reader errors (a control character, invalid UTF-8) carry a byte offset
- * (problem_offset), not a mark: the line and column of that byte in the input string. */
+ * (problem_offset), not a mark: the line and column of that byte in the input string,
+ * the column in characters as libyaml's marks count them (UTF-8 continuation bytes,
+ * 10xxxxxx, start no character). */
 static void mb_yaml__reader_mark(const yaml_parser_t *p, yaml_mark_t *m)
 {
     const unsigned char *s = p->input.string.start, *end = p->input.string.end;
@@ -43,7 +45,7 @@ static void mb_yaml__reader_mark(const yaml_parser_t *p, yaml_mark_t *m)
         if (s[i] == '\n') {
             m->line++;
             m->column = 0;
-        } else {
+        } else if ((s[i] & 0xC0) != 0x80) {
             m->column++;
         }
     }

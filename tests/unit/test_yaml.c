@@ -180,6 +180,13 @@ static void test_reader_error_position(void **state)
     assert_null(mb_yaml_load_string(utf, sizeof utf - 1, "utf.yaml", &e));
     assert_int_equal(e.line, 1);
     assert_int_equal(e.col, 7); /* libyaml's offset is the byte that does not continue: "k: ab" and C3 before it */
+    /* columns count characters, as libyaml's own marks do: "k: h\xc3\xa9llo" is 9 bytes and 8 characters
+     * (é is two bytes), so the NUL after it is at column 9 */
+    static const char wide[] = "k: h\xc3\xa9llo\0\n";
+    mb_err_clear(&e);
+    assert_null(mb_yaml_load_string(wide, sizeof wide - 1, "wide.yaml", &e));
+    assert_int_equal(e.line, 1);
+    assert_int_equal(e.col, 9);
 }
 
 static void test_alias_bomb(void **state)
