@@ -1220,6 +1220,28 @@ static void mb_scn__warn_peft(struct mb_scenario *s, const struct mb_node *const
  * Errors, where a setting contradicts the model or Megatron-Core, are
  * mb_scn__check_options'; these are warnings because the same settings are
  * right in another layout (a sweep may vary ep) and Megatron accepts them. */
+/* Settings of the torchtitan and Megatron-FSDP keys that are valid but change nothing: recompute.every
+ * past the layers of a pipeline stage (torchtitan checkpoints a rank's N-th, 2N-th, ... layer: none),
+ * and the FP8 transpose cache without FP8 parameters to transpose (mb_memory_fp8_transpose_cache_bytes:
+ * fp8_param_gather under a per-tensor or blockwise FP8 recipe). */
+static void mb_scn__warn_policy_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
+{
+    const struct mb_node *ev = mb_scn__node(nodes, "recompute.every");
+    int per_stage = (s->model.num_layers + s->pp - 1) / (s->pp > 0 ? s->pp : 1);
+    if (ev && s->rc_policy == MB_RCP_TORCHTITAN_LAYER && s->rc_every > per_stage)
+        mb_scn__warn(s, ev, "recompute.every = %d changes nothing: a pipeline stage holds at most %d layers, so "
+                     "no layer is the %d-th of its rank and none is checkpointed (as with no recompute)",
+                     s->rc_every, per_stage, s->rc_every);
+    const struct mb_node *kt = mb_scn__node(nodes, "parallel.fsdp_keep_fp8_transpose_cache");
+    const char *p = s->prec.label;
+    int fp8 = !strcmp(p, "fp8") || !strcmp(p, "fp8_cs") || !strcmp(p, "fp8_blockwise");
+    if (kt && s->fsdp_keep_fp8_transpose && !(s->prec.quantize && s->fp8_param_gather && fp8))
+        mb_scn__warn(s, kt, "parallel.fsdp_keep_fp8_transpose_cache changes nothing here: the cache holds the "
+                     "transposes of FP8 parameters, which need training.fp8_param_gather under precision fp8, "
+                     "fp8_cs or fp8_blockwise (precision %s, fp8_param_gather %s)", p,
+                     s->fp8_param_gather ? "true" : "false");
+}
+
 static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
 {
     const struct mb_model *m = &s->model;
@@ -1250,9 +1272,11 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
                      "speed is not modelled", s->dispatcher_sms);
     }
     const struct mb_node *pg = mb_scn__node(nodes, "training.fp8_param_gather");
-    if (pg && s->fp8_param_gather && s->strategy == MB_STRAT_FSDP)
+    if (pg && s->fp8_param_gather && s->strategy == MB_STRAT_FSDP && !s->fsdp_keep_fp8_transpose)
         mb_scn__warn(s, pg, "training.fp8_param_gather changes nothing under FSDP here: mbsim models the "
-                     "quantized weights of 3d layouts only (docs/modeling.md, Quantized weights)");
+                     "quantized weights of 3d layouts only (docs/modeling.md, Quantized weights), and "
+                     "under Megatron-FSDP the kept FP8 transpose cache it enables");
+    mb_scn__warn_policy_inert(s, nodes);
     if (tpo && s->overlap_tp_comm && s->tp == 1)
         mb_scn__warn(s, tpo, "overlap.tp_comm changes nothing with tp = 1: there is no TP communication");
     if (m->num_experts > 0)
