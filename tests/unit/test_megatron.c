@@ -887,6 +887,16 @@ static void test_read_as_framework(void **state)
                                   "are not read"));
     free(notes);
     mb_scenario_free(&s);
+    /* one flag given twice with two values: argparse keeps the last, and so does the import, with a
+     * note naming the value replaced (LM_BASE's --seq-length 4096 is at 1:36; the second is at 2:1) */
+    put("mbsim_test_fw.txt", LM_BASE "--seq-length 8192\n");
+    if (import("mbsim_test_fw.txt", MB_MEGATRON_LM, &o, &s, &notes, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.seq_length, 8192);
+    assert_non_null(strstr(notes, "mbsim_test_fw.txt:2:1: --seq-length: given again: the value 4096 of 1:36 is "
+                                  "replaced by 8192 (the last one wins, as argparse takes it)"));
+    free(notes);
+    mb_scenario_free(&s);
     /* Adam moment dtypes are the precision-aware optimizer's: without it they change nothing (a note), and
      * with it an absent one is Megatron's fp32, so bf16 + (fp32) is not one mbsim setting (a note) */
     put("mbsim_test_fw.txt", LM_BASE "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n");

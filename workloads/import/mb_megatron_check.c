@@ -272,9 +272,19 @@ int mb_mgi__conflicts(struct mb_mgi *m)
             continue;
         for (int j = 0; j < i; j++) {
             struct mb_megatron_arg *f = &a->a[j];
-            if (f->env || f->ignored || mb_mgi__is_none(f) || strcmp(f->name, g->name) ||
-                !strcmp(f->written, g->written))
-                continue; /* one spelling given twice: the last one wins, as in argparse and Hydra */
+            if (f->env || f->ignored || mb_mgi__is_none(f) || strcmp(f->name, g->name))
+                continue;
+            if (!strcmp(f->written, g->written)) { /* one spelling given twice: the last one wins, as in argparse
+                                                       and Hydra; a different value is noted, not dropped silently */
+                char vf[256], vg[256];
+                mb_mgi__text(f, vf, sizeof vf);
+                mb_mgi__text(g, vg, sizeof vg);
+                if (strcmp(vf, vg))
+                    mb_mgi__note(m, g, "given again: the value %s of %d:%d is replaced by %s (the last one wins, "
+                                 "as %s takes it)", vf, f->line, f->col, vg,
+                                 a->dialect == MB_MEGATRON_BRIDGE ? "Hydra" : "argparse");
+                continue;
+            }
             if (strstr(f->written, "fp4") || strstr(g->written, "fp4"))
                 continue; /* --fp4-param-gather: fp8_param_gather's NVFP4 twin, one mbsim key */
             char vf[256], vg[256];
