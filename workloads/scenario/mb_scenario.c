@@ -401,40 +401,41 @@ static int mb_scn__check_fsdp(struct mb_scenario *s, const struct mb_scn__marks 
     if ((mk->fsdp_impl || s->fsdp_impl != MB_FSDP_MEGATRON) && s->strategy != MB_STRAT_FSDP)
         return mb_scn__err(err, s, mk->fsdp_impl ? mk->fsdp_impl : mk->strategy,
                            "parallel.fsdp_impl applies to strategy fsdp only (this scenario is 3d)");
-    if ((mk->reshard || !s->fsdp_reshard_after_forward) &&
-        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
-        return mb_scn__err(err, s, mk->reshard ? mk->reshard : mk->strategy,
-                           "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl "
-                           "torch_fsdp2 only (PyTorch FSDP2's reshard_after_forward)");
-    if ((mk->sharded || s->fsdp_sharded_bytes != 4) &&
-        !(s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2))
-        return mb_scn__err(err, s, mk->sharded ? mk->sharded : mk->strategy,
-                           "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only "
-                           "(Megatron keeps fp32 main weights in its optimizer)");
-    int mfsdp = s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_MEGATRON;
     int fsdp2 = s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2;
-    if ((mk->gsync || !s->fsdp_grad_sync) && !fsdp2)
-        return mb_scn__err(err, s, mk->gsync ? mk->gsync : mk->strategy,
-                           "parallel.fsdp_requires_gradient_sync applies to strategy fsdp with fsdp_impl torch_fsdp2 "
-                           "only (PyTorch FSDP2's set_requires_gradient_sync)");
-    if ((mk->rab || !s->fsdp_reshard_after_backward) && !fsdp2)
-        return mb_scn__err(err, s, mk->rab ? mk->rab : mk->strategy,
-                           "parallel.fsdp_reshard_after_backward applies to strategy fsdp with fsdp_impl torch_fsdp2 "
-                           "only (PyTorch FSDP2's set_reshard_after_backward)");
-    if ((mk->dbuf || s->fsdp_double_buffer) && !mfsdp)
-        return mb_scn__err(err, s, mk->dbuf ? mk->dbuf : mk->strategy,
-                           "parallel.fsdp_double_buffer applies to strategy fsdp with fsdp_impl megatron_fsdp only "
-                           "(Megatron-FSDP's --fsdp-double-buffer)");
-    if ((mk->keep_t || s->fsdp_keep_fp8_transpose) && !mfsdp)
-        return mb_scn__err(err, s, mk->keep_t ? mk->keep_t : mk->strategy,
-                           "parallel.fsdp_keep_fp8_transpose_cache applies to strategy fsdp with fsdp_impl "
-                           "megatron_fsdp only (Megatron-FSDP's --keep-fp8-transpose-cache)");
-    if ((mk->unit_size || s->fsdp_unit_size) && !mfsdp)
-        return mb_scn__err(err, s, mk->unit_size ? mk->unit_size : mk->strategy,
-                           "parallel.fsdp_communication_unit_size applies to strategy fsdp with fsdp_impl "
-                           "megatron_fsdp only (Megatron-FSDP's --suggested-communication-unit-size)");
+    int mfsdp = s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_MEGATRON;
+    /* the settings of one flavour: written, or away from the default; the flavour's own name for each */
+    const struct {
+        const struct mb_node *at;
+        int set, fits;
+        const char *what;
+    } one[] = {
+        {mk->reshard, !s->fsdp_reshard_after_forward, fsdp2,
+         "parallel.fsdp_reshard_after_forward applies to strategy fsdp with fsdp_impl torch_fsdp2 only (PyTorch "
+         "FSDP2's reshard_after_forward)"},
+        {mk->sharded, s->fsdp_sharded_bytes != 4, fsdp2,
+         "parallel.fsdp_sharded_dtype applies to strategy fsdp with fsdp_impl torch_fsdp2 only (Megatron keeps fp32 "
+         "main weights in its optimizer)"},
+        {mk->gsync, !s->fsdp_grad_sync, fsdp2,
+         "parallel.fsdp_requires_gradient_sync applies to strategy fsdp with fsdp_impl torch_fsdp2 only (PyTorch "
+         "FSDP2's set_requires_gradient_sync)"},
+        {mk->rab, !s->fsdp_reshard_after_backward, fsdp2,
+         "parallel.fsdp_reshard_after_backward applies to strategy fsdp with fsdp_impl torch_fsdp2 only (PyTorch "
+         "FSDP2's set_reshard_after_backward)"},
+        {mk->dbuf, s->fsdp_double_buffer, mfsdp,
+         "parallel.fsdp_double_buffer applies to strategy fsdp with fsdp_impl megatron_fsdp only (Megatron-FSDP's "
+         "--fsdp-double-buffer)"},
+        {mk->keep_t, s->fsdp_keep_fp8_transpose, mfsdp,
+         "parallel.fsdp_keep_fp8_transpose_cache applies to strategy fsdp with fsdp_impl megatron_fsdp only "
+         "(Megatron-FSDP's --keep-fp8-transpose-cache)"},
+        {mk->unit_size, s->fsdp_unit_size != 0, mfsdp,
+         "parallel.fsdp_communication_unit_size applies to strategy fsdp with fsdp_impl megatron_fsdp only "
+         "(Megatron-FSDP's --suggested-communication-unit-size)"},
+    };
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+        if ((one[i].at || one[i].set) && !one[i].fits)
+            return mb_scn__err(err, s, one[i].at ? one[i].at : mk->strategy, "%s", one[i].what);
     /* torch.optim.Adam makes its moments zeros_like the parameter: their dtype is the sharded one */
-    if ((mk->states || s->state_bytes != 8) && s->strategy == MB_STRAT_FSDP && s->fsdp_impl == MB_FSDP_TORCH2)
+    if ((mk->states || s->state_bytes != 8) && fsdp2)
         return mb_scn__err(err, s, mk->states ? mk->states : mk->fsdp_impl,
                            "optimizer.states applies to Megatron's optimizers; under FSDP2 torch.optim.Adam keeps "
                            "its moments in the sharded parameters' dtype (parallel.fsdp_sharded_dtype)");
