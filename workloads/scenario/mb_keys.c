@@ -139,6 +139,11 @@ int mb_precision_preset_param_gather(const struct mb_precision *p)
     return 0;
 }
 
+int mb_precision_fp8_tensor(const struct mb_precision *p)
+{
+    return p && (!strcmp(p->label, "fp8") || !strcmp(p->label, "fp8_cs") || !strcmp(p->label, "fp8_blockwise"));
+}
+
 /* Other spellings (after normalization: lower case, '-' and ' ' -> '_'),
  * from the measured-runs CSV and Megatron/NeMo recipe names. */
 static const struct {

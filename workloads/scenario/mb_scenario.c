@@ -1234,12 +1234,11 @@ static void mb_scn__warn_policy_inert(struct mb_scenario *s, const struct mb_nod
                      "no layer is the %d-th of its rank and none is checkpointed (as with no recompute)",
                      s->rc_every, per_stage, s->rc_every);
     const struct mb_node *kt = mb_scn__node(nodes, "parallel.fsdp_keep_fp8_transpose_cache");
-    const char *p = s->prec.label;
-    int fp8 = !strcmp(p, "fp8") || !strcmp(p, "fp8_cs") || !strcmp(p, "fp8_blockwise");
-    if (kt && s->fsdp_keep_fp8_transpose && !(s->prec.quantize && s->fp8_param_gather && fp8))
+    int fp8_weights = s->prec.quantize && s->fp8_param_gather && mb_precision_fp8_tensor(&s->prec);
+    if (kt && s->fsdp_keep_fp8_transpose && !fp8_weights)
         mb_scn__warn(s, kt, "parallel.fsdp_keep_fp8_transpose_cache changes nothing here: the cache holds the "
                      "transposes of FP8 parameters, which need training.fp8_param_gather under precision fp8, "
-                     "fp8_cs or fp8_blockwise (precision %s, fp8_param_gather %s)", p,
+                     "fp8_cs or fp8_blockwise (precision %s, fp8_param_gather %s)", s->prec.label,
                      s->fp8_param_gather ? "true" : "false");
 }
 

@@ -367,6 +367,13 @@ int mb_precision_parse(const char *label, struct mb_precision *out);
  */
 int mb_precision_preset_param_gather(const struct mb_precision *p);
 
+/**
+ * @brief 1 for the FP8 recipes of Transformer Engine's Float8Tensor and Float8BlockwiseTensor (fp8
+ * delayed, fp8_cs current scaling, fp8_blockwise): quantized weights gathered in 1 byte, with a
+ * separate transposed copy for the backward GEMMs; 0 for MXFP8, NVFP4 and the unquantized ones.
+ */
+int mb_precision_fp8_tensor(const struct mb_precision *p);
+
 /** @brief Parse a Megatron recompute module name into its MB_RCM_* flag (0 if unknown or NULL). */
 unsigned mb_recompute_module(const char *name);
 

@@ -203,17 +203,16 @@ double mb_memory_fp8_transpose_cache_bytes(const struct mb_scenario *s, const st
     if (!s->fsdp_keep_fp8_transpose || s->strategy != MB_STRAT_FSDP || s->fsdp_impl != MB_FSDP_MEGATRON ||
         !s->prec.quantize || !s->fp8_param_gather)
         return 0;
+    if (!mb_precision_fp8_tensor(&s->prec))
+        return 0;
     if (!strcmp(s->prec.label, "fp8_blockwise"))
         return 1;
-    int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs");
-    return per_tensor && !(g && g->peak[MB_PREC_FP4] > 0) ? 1 : 0;
+    return g && g->peak[MB_PREC_FP4] > 0 ? 0 : 1; /* per-tensor scaling: none on Blackwell */
 }
 
 double mb_memory_qweight_gather_bytes(const struct mb_scenario *s)
 {
-    int per_tensor = !strcmp(s->prec.label, "fp8") || !strcmp(s->prec.label, "fp8_cs") ||
-                     !strcmp(s->prec.label, "fp8_blockwise");
-    return s->prec.quantize && s->fp8_param_gather && per_tensor ? 1 : BF16;
+    return s->prec.quantize && s->fp8_param_gather && mb_precision_fp8_tensor(&s->prec) ? 1 : BF16;
 }
 
 /*
