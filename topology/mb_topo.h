@@ -111,6 +111,10 @@ struct mb_system {
     double power_tdp;         /* W, TDP of the calibration table's part (mb_topo_gpu_tdp), 0 unknown */
     double power_clock_scale; /* sustained tensor-core rate under power_cap / at the TDP:
                                  mb_topo_power_clock_scale(power_cap, power_tdp); 1 without a cap */
+    double host_time_scale;   /* host seconds per kernel issue on this node's CPU / on the host the
+                                 calibration table's launch and fitted host_kernel describe (YAML
+                                 host_time_scale, a what-if; 1 when absent, every preset): multiplies
+                                 both in the step (docs/topology.md "Host CPU") */
     double gpu_memory;        /* bytes, the YAML's gpu_memory: the usable device memory per GPU
                                  where the part differs from its calibration table's (a 40 GB A100
                                  on the 80 GB table); 0 = the table's spec.hbm */

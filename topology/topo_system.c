@@ -48,6 +48,7 @@ struct mb_topo__sys_yaml {
     long rack_gpus;
     long rails;
     double nics_per_gpu;
+    double host_time_scale;
     char source[1024];
 };
 
@@ -79,6 +80,7 @@ static const struct mb_field mb_topo__sys_fields[] = {
     F_("rack_gpus", MB_F_INT, rack_gpus, 0, 1, 1e6, MB_UNIT_NONE),
     F_("rails", MB_F_INT, rails, 0, 1, MB_TOPO_MAX_GPUS, MB_UNIT_NONE),
     F_("nics_per_gpu", MB_F_DOUBLE, nics_per_gpu, 0, 0.01, 64, MB_UNIT_NONE),
+    F_("host_time_scale", MB_F_DOUBLE, host_time_scale, 0, 0.1, 20, MB_UNIT_NONE),
     F_("source", MB_F_STRBUF, source, 1, 1, 0, MB_UNIT_NONE),
     {NULL, MB_F_SKIP, 0, 0, 0, 0, 0, MB_UNIT_NONE}};
 
@@ -651,6 +653,7 @@ static int mb_topo__read_system(const char *path, const struct mb_node *root,
     out->oversubscription = y.oversubscription;
     out->pcie_bw = y.pcie_bw;
     out->gpu_memory = y.gpu_memory;
+    out->host_time_scale = y.host_time_scale > 0 ? y.host_time_scale : 1.0;
     out->max_gpus = (int)y.max_gpus;
     snprintf(out->source, sizeof out->source, "%s", y.source);
     return 0;

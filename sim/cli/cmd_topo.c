@@ -166,6 +166,9 @@ static void mb_cli__print_text(const struct topo_view *v)
     if (v->sys && v->sys->power_cap > 0)
         printf("power cap: %.0f W of the part's %.0f W TDP: sustained tensor rate x %.4f ((cap/TDP)^(1/3))\n",
                v->sys->power_cap, v->sys->power_tdp, v->sys->power_clock_scale);
+    if (v->sys && v->sys->host_time_scale != 1)
+        printf("host CPU: %s: kernel issue x %.2f of the calibration table's host (host_time_scale)\n",
+               n->cpu_model[0] ? n->cpu_model : "unknown", v->sys->host_time_scale);
     printf("NUMA nodes: %d; NVSwitch PCI devices: %d\n", n->n_numa, n->n_nvswitch);
     mb_cli__print_nvlink(v);
     mb_cli__print_nics(v);
@@ -249,6 +252,7 @@ static json_t *mb_cli__json_view(const struct topo_view *v)
         json_object_set_new(o, "power_cap_w", v->sys->power_cap > 0 ? json_real(v->sys->power_cap) : json_null());
         json_object_set_new(o, "tdp_w", v->sys->power_tdp > 0 ? json_real(v->sys->power_tdp) : json_null());
         json_object_set_new(o, "power_clock_scale", json_real(v->sys->power_clock_scale));
+        json_object_set_new(o, "host_time_scale", json_real(v->sys->host_time_scale));
         json_object_set_new(o, "collective_gbps",
                             !cal ? json_null()
                                  : json_pack("{s:f, s:f, s:f, s:f}", "intra_domain", c.intra / 1e9, "nvls", c.nvls / 1e9,

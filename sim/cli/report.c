@@ -237,6 +237,10 @@ static void mb_cli__text_calib(const struct mb_scenario *s, const struct mb_resu
                 r->fw_tensor_fraction, r->fw_membound_eff, 1e6 * r->fw_kernel_eager_s, 1e6 * r->fw_kernel_graph_s,
                 r->fw_overlap_slowdown, 1e3 * r->fw_step_overhead_s, 1e6 * r->fw_host_kernel_s,
                 1e6 * r->fw_kernel_moe_s);
+    if (r->fw_on && r->host_time_scale != 1)
+        fprintf(fp, "  host: system host_time_scale %.2f: the table's launch and host_kernel x %.2f per kernel "
+                    "(docs/topology.md \"Host CPU\")\n",
+                r->host_time_scale, r->host_time_scale);
     if (r->fw_on && s->system.power_cap > 0)
         fprintf(fp, "  power cap: %.0f W of the %.0f W TDP: the table's tensor_fraction x %.4f ((cap/TDP)^(1/3), "
                     "floored at 0.6, docs/topology.md)\n",

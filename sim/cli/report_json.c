@@ -187,6 +187,7 @@ static void mb_cli__calib_json(json_t *o, const struct mb_scenario *s, const str
     json_object_set_new(fw, "step_overhead_s", json_real(r->fw_step_overhead_s));
     json_object_set_new(fw, "host_kernel_s", json_real(r->fw_host_kernel_s));
     json_object_set_new(fw, "kernel_moe_s", json_real(r->fw_kernel_moe_s));
+    json_object_set_new(fw, "host_time_scale", json_real(r->host_time_scale));
     json_object_set_new(fw, "power_cap_w", s->system.power_cap > 0 ? json_real(s->system.power_cap) : json_null());
     json_object_set_new(fw, "power_clock_scale", json_real(r->fw_on ? s->system.power_clock_scale : 1));
     json_object_set_new(o, "framework", fw);

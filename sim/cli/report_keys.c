@@ -183,6 +183,9 @@ const struct mb_report_key mb_report_keys[] = {
     {"framework.host_kernel_s", "number", "host seconds per eager kernel beyond the launch call"},
     {"framework.kernel_moe_s", "number",
      "GPU seconds added to each eager kernel of an MoE block's compute ops (the ops tagged `moe`), on top of `kernel_eager_s`"},
+    {"framework.host_time_scale", "number",
+     "the system's host_time_scale: multiplies the table's launch call and `host_kernel_s` in the step, 1 unless "
+     "the system file sets it (docs/topology.md \"Host CPU\")"},
     {"framework.power_cap_w", "number or null", "the system's power cap (null without one)"},
     {"framework.power_clock_scale", "number",
      "the (cap/TDP)^(1/3) factor already in `tensor_fraction`, 1 without a cap (docs/topology.md \"Power cap\")"},

@@ -471,6 +471,16 @@ static void test_framework_host_kernel(void **state)
     if (t < want || t > 1.05 * want)
         fail_msg("host-bound step %.4g s with 20 us host time per kernel, expected %.4g s (+5 %%)", t, want);
     assert_true(mb_dbl_eq(r1.fw_host_kernel_s, 20e-6));
+    /* on a host 2.75x slower per kernel issue (NVIDIA Grace, system.host_time_scale) the launch
+     * and host_kernel both take 2.75x: 344 x 2.75 x (10 + 20) us; the report keeps the table's
+     * host_kernel and gives the factor */
+    s.system.host_time_scale = 2.75;
+    sim_fw(&s, FIXTURE_H100, host, 0, &r1);
+    want = 344 * 2.75 * (10e-6 + 20e-6), t = r1.step_time_s - r1.breakdown[MB_CAT_OPTIMIZER];
+    if (t < want || t > 1.05 * want)
+        fail_msg("host-bound step %.4g s on a 2.75x host, expected %.4g s (+5 %%)", t, want);
+    assert_true(mb_dbl_eq(r1.fw_host_kernel_s, 20e-6) && mb_dbl_eq(r1.host_time_scale, 2.75));
+    s.system.host_time_scale = 0; /* unset: the reference host */
     s.cuda_graph = MB_CG_FULL_ITERATION;
     double none[MB_FW_COUNT] = {1, 0.5, 0, 0, 0, 0, 0};
     sim_fw(&s, FIXTURE_H100, none, 0, &r0);

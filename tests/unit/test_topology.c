@@ -432,7 +432,8 @@ static const struct bad_case bad_cases[] = {
     {"unknown_key.yaml", 7, 1,
      "unknown key 'nvlink_bandwidth' in system; expected one of: name, gpu, node_xml, gpus_per_node, "
      "nvlink_domain, nvlink_bw, nvlink_latency, nic_bw, nic_speed, nic_latency, switch_tiers, oversubscription, "
-     "nvls, pcie_bw, max_gpus, power_cap, gpu_memory, inter_socket_bw, rack_gpus, rails, nics_per_gpu, source"},
+     "nvls, pcie_bw, max_gpus, power_cap, gpu_memory, inter_socket_bw, rack_gpus, rails, nics_per_gpu, "
+     "host_time_scale, source"},
     /* line 3 "gpu: A100" against the XML's "NVIDIA H100 80GB HBM3", error at the value */
     {"gpu_model_mismatch.yaml", 3, 6,
      "gpu = A100 (calibration table calibration/tables/A100.yaml) but node_xml "
@@ -472,6 +473,8 @@ static const struct bad_case bad_cases[] = {
     {"power_cap_low.yaml", 16, 12,
      "power_cap = 100 W is below 151.2 W = 0.6^3 x the H100's TDP of 700 W, where the sustained-clock model "
      "reaches the lowest tensor fraction mbsim accepts (0.6)"},
+    /* "host_time_scale: 0.05" on line 16: below the sanity bound */
+    {"host_time_scale_low.yaml", 16, 18, "system.host_time_scale = 0.05 is out of range [0.1, 20]"},
     /* a bare number has no unit */
     {"power_cap_bare.yaml", 16, 12, "bad unit '' in '500': expected a power with a unit (mW, kW, MW, W)"},
     /* ---- the fabric against the node (docs/topology.md, "Fabric checks") ---- */
@@ -662,6 +665,25 @@ static void test_cross_numa_nic(void **state)
     assert_null(src);
 }
 
+/* host_time_scale: 1 on every preset (the fitted host terms are the preset's own host's; a Grace
+ * part runs the same per-sibling-group values as its x86 sibling, docs/topology.md "Host CPU"); a
+ * system file's value is kept. */
+static void test_host_time_scale(void **state)
+{
+    (void)state;
+    static struct mb_system s;
+    struct mb_err e;
+    mb_err_clear(&e);
+    assert_int_equal(mb_topo_load_system("gb200_nvl72", &s, &e), 0);
+    assert_dbl(s.host_time_scale, 1);
+    assert_int_equal(mb_topo_load_system("dgx_b200", &s, &e), 0);
+    assert_dbl(s.host_time_scale, 1);
+    char *p = data_path("tests/data/topology/host_time_scale_given.yaml");
+    assert_int_equal(mb_topo_load_system(p, &s, &e), 0);
+    mb_free(p);
+    assert_dbl(s.host_time_scale, 1.5);
+}
+
 /* Fabric statements that agree with the node load: one tier of 32 nodes x 8 GPUs = 256 with
  * rails 8 and one NIC per GPU on dgx_h100.xml; the presets' rack_gpus (NVL36x2 = 2 x 36). */
 static void test_fabric_checks_ok(void **state)
@@ -751,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_rails_and_pcie),
         cmocka_unit_test(test_system_node_xml_errors),
         cmocka_unit_test(test_power_cap),
+        cmocka_unit_test(test_host_time_scale),
         cmocka_unit_test(test_new_presets),
         cmocka_unit_test(test_cross_numa_nic),
         cmocka_unit_test(test_fabric_checks_ok),

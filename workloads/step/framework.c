@@ -17,7 +17,9 @@
  *    ops (module MB_RCM_MOE: router, permutes, experts, shared experts);
  *  - host_kernel: host seconds per eager kernel on top of the table's launch
  *    call (emit.c mb__host); the host runs ahead of the GPU, so it costs GPU
- *    time only after a device-to-host sync or when kernels are shorter;
+ *    time only after a device-to-host sync or when kernels are shorter. Both
+ *    are the table's host's; system.host_time_scale (a what-if for a slower
+ *    or faster host CPU, 1 by default) multiplies them (mb_step_host_scale);
  *  - step_overhead: a task of that many seconds after each stage's optimizer
  *    step (reduce.c), the iteration's fixed framework work;
  *  - overlap_slowdown: compute that the schedule runs beside communication
@@ -53,7 +55,8 @@ void mb_fw_setup(struct mb_build *b)
     b->fw_kernel_graph = on ? fw.v[MB_FW_KERNEL_GRAPH] : 0;
     b->fw_overlap = on ? fw.v[MB_FW_OVERLAP_SLOWDOWN] : 0;
     b->fw_step = on ? fw.v[MB_FW_STEP_OVERHEAD] : 0;
-    b->fw_host = on ? fw.v[MB_FW_HOST_KERNEL] : 0;
+    b->fw_host_ref = on ? fw.v[MB_FW_HOST_KERNEL] : 0;
+    b->fw_host = b->fw_host_ref * mb_step_host_scale(b->s);
     b->fw_kernel_moe = on ? fw.v[MB_FW_KERNEL_MOE] : 0;
 }
 

@@ -192,7 +192,10 @@ struct mb_result {
     double fw_kernel_eager_s, fw_kernel_graph_s; /* GPU seconds per eager / CUDA-graph kernel */
     double fw_overlap_slowdown;          /* compute slowdown beside communication */
     double fw_step_overhead_s;           /* seconds per iteration outside the microbatches */
-    double fw_host_kernel_s;             /* host seconds per eager kernel beyond the launch call */
+    double fw_host_kernel_s;             /* host seconds per eager kernel beyond the launch call, as the
+                                            table gives it (x host_time_scale in the step) */
+    double host_time_scale;              /* system.host_time_scale (mb_step_host_scale): multiplies the
+                                            table's launch and host_kernel, 1 by default */
     double fw_kernel_moe_s;              /* GPU seconds per eager MoE-block kernel beyond fw_kernel_eager_s */
     struct mb_coll_use coll[MB_CC_COUNT];     /* the costliest call of each collective class */
     struct mb_coll_use coll_lat[MB_CC_COUNT]; /* the call of each class with the longest latency */

@@ -11,6 +11,11 @@
 
 #include <math.h>
 
+double mb_step_host_scale(const struct mb_scenario *s)
+{
+    return s->system.host_time_scale > 0 ? s->system.host_time_scale : 1.0;
+}
+
 struct mb_group mb_step_group(int size, int stride, int dom)
 {
     if (size <= 1)
@@ -86,7 +91,7 @@ int mb_step_place(struct mb_build *b, struct mb_err *err)
     if (b->gpu->peak[s->prec.gemm] <= 0)
         return mb_err_set(err, s->file, 0, 0, "%s has no dense %s tensor-core rate (precision '%s')", b->gpu->name,
                           mb_prec_name(s->prec.gemm), s->prec.label);
-    b->launch = (s->cuda_graph & MB_CG_FULL_ITERATION) ? 0 : b->gpu->launch_s;
+    b->launch = (s->cuda_graph & MB_CG_FULL_ITERATION) ? 0 : b->gpu->launch_s * mb_step_host_scale(s);
     b->gemm_scale = mb_calib_recipe_gemm_scale(b->cal, s->prec.label);
     mb_fw_setup(b);
     mb_step__links(b);

@@ -163,7 +163,8 @@ static int mb_step__run(struct mb_build *b, const struct mb__ask *a, struct mb_r
     r->fw_kernel_graph_s = b->fw_kernel_graph;
     r->fw_overlap_slowdown = b->fw_overlap;
     r->fw_step_overhead_s = b->fw_step;
-    r->fw_host_kernel_s = b->fw_host;
+    r->fw_host_kernel_s = b->fw_host_ref;
+    r->host_time_scale = mb_step_host_scale(b->s);
     r->fw_kernel_moe_s = b->fw_kernel_moe;
     mb_memory_estimate(b->s, &b->lay, &b->plan, b->data.act_vision, mb_step_capacity(b), dyn, &r->mem);
     mb_step__step_peak_times(r);

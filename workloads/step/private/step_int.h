@@ -245,7 +245,8 @@ struct mb_build {
     double fw_kernel_eager, fw_kernel_graph; /* GPU seconds per kernel of a compute op */
     double fw_overlap;        /* compute slowdown beside communication */
     double fw_step;           /* seconds per iteration after each stage's optimizer step */
-    double fw_host;           /* host seconds per eager kernel beyond b->launch */
+    double fw_host;           /* host seconds per eager kernel beyond b->launch, on this node's host */
+    double fw_host_ref;       /* the same on the tables' reference host (the table's host_kernel) */
     double fw_kernel_moe;     /* GPU seconds per eager kernel of an MoE-block compute op, beyond fw_kernel_eager */
 };
 
@@ -259,6 +260,9 @@ static inline double mb_step_capacity(const struct mb_build *b)
 
 /* ---- placement.c */
 struct mb_group mb_step_group(int size, int stride, int dom);
+/* Host seconds per kernel issue on the scenario's node / on the host its calibration table describes:
+ * system.host_time_scale (topology/mb_topo.h), 1 where it is unset (0). */
+double mb_step_host_scale(const struct mb_scenario *s);
 int mb_step_place(struct mb_build *b, struct mb_err *err);
 
 /* ---- oplist.c: the op list */
