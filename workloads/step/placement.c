@@ -11,11 +11,6 @@
 
 #include <math.h>
 
-double mb_step_host_scale(const struct mb_scenario *s)
-{
-    return s->system.host_time_scale > 0 ? s->system.host_time_scale : 1.0;
-}
-
 struct mb_group mb_step_group(int size, int stride, int dom)
 {
     if (size <= 1)

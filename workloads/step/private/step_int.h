@@ -262,7 +262,10 @@ static inline double mb_step_capacity(const struct mb_build *b)
 struct mb_group mb_step_group(int size, int stride, int dom);
 /* Host seconds per kernel issue on the scenario's node / on the host its calibration table describes:
  * system.host_time_scale (topology/mb_topo.h), 1 where it is unset (0). */
-double mb_step_host_scale(const struct mb_scenario *s);
+static inline double mb_step_host_scale(const struct mb_scenario *s)
+{
+    return s->system.host_time_scale > 0 ? s->system.host_time_scale : 1.0;
+}
 int mb_step_place(struct mb_build *b, struct mb_err *err);
 
 /* ---- oplist.c: the op list */
