@@ -809,6 +809,57 @@ static void test_etp(void **state)
     mb_scenario_free(&s);
 }
 
+/* Sequence-parallel TP all-gathers under a quantized recipe (mb_precision_gather_bytes). gqa2
+ * (h 2048, 2 layers, 2 microbatches of T = 4096) on TP 2 with SP: per layer and microbatch two
+ * column-parallel inputs are gathered (the attention's norm output into linear_qkv, the MLP's into
+ * linear_fc1), forward and again for wgrad, plus the final norm's output into the output layer,
+ * which Megatron builds outside TE and gathers in BF16 whatever the recipe. Each gather of a
+ * [T, h] buffer sends (tp - 1)/tp of it. Transformer Engine gathers the quantized tensor
+ * (layernorm_linear.py, gather_along_first_dim(..., quantizer=input_quantizer)): 1 byte per
+ * element under fp8 where BF16 moves 2. So forward: 2 x (2 x 2 x g + 2) x T h / 2 bytes with
+ * g = 2 (bf16) or 1 (fp8). The function itself: nvfp4 0.5 + 1/16, mxfp8 1 + 1/32, fp8_blockwise
+ * 1 + 4/128 (the recipes' block scales). */
+static void test_tp_gather_quantized(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    const double T = 4096, h = 2048, L = 2, mbs = 2;
+    load("tests/data/ops/gqa2.yaml", &s);
+    s.tp = 2;
+    s.gpus = 2;
+    s.sequence_parallel = 1;
+    recheck(&s);
+    for (int q = 0; q < 2; q++) {
+        if (q) {
+            assert_int_equal(mb_precision_parse("fp8", &s.prec), 0);
+            recheck(&s);
+        }
+        double g = q ? 1 : 2;
+        sim_ops(&s, &r);
+        double want = mbs * (L * 2 * g + 2) * T * h / 2;
+        near(op(&r, "tp allgather", 0)->bytes, want, EXACT, q ? "fp8 bytes per step" : "bf16 bytes per step",
+             "tp allgather");
+        near(op(&r, "tp allgather wgrad input", 1)->bytes, want, EXACT, q ? "fp8 bytes" : "bf16 bytes",
+             "tp allgather wgrad input");
+        /* the reduce-scatters carry BF16 outputs under every recipe */
+        near(op(&r, "tp reducescatter", 0)->bytes, mbs * L * 2 * 2 * T * h / 2, EXACT, "bytes per step",
+             "tp reducescatter");
+        mb_result_free(&r);
+    }
+    mb_scenario_free(&s);
+    struct mb_precision p;
+    static const struct {
+        const char *label;
+        double bytes;
+    } want[] = {{"bf16", 2}, {"fp16", 2}, {"fp8", 1}, {"fp8_cs", 1}, {"fp8_blockwise", 1.03125},
+                {"mxfp8", 1.03125}, {"nvfp4", 0.5625}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(mb_precision_parse(want[i].label, &p), 0);
+        near(mb_precision_gather_bytes(&p), want[i].bytes, EXACT, "bytes per element", want[i].label);
+    }
+}
+
 /* ETP 2 x EP 8 on two DGX H100 nodes (moe_ep16 with ep 8, etp 2; moe64, E 64,
  * k 6). Megatron-Core orders expert ranks ETP fastest: the ETP pair is two
  * neighbouring GPUs of one node (one NVLink step), the EP group takes every
@@ -852,7 +903,7 @@ int main(void)
         cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
                      cmocka_unit_test(test_dispatch_alltoall),
         cmocka_unit_test(test_dispatch_allgather),  cmocka_unit_test(test_dispatch_deepep_hybridep),
-        cmocka_unit_test(test_etp),                 cmocka_unit_test(test_etp_two_nodes),
+        cmocka_unit_test(test_etp), cmocka_unit_test(test_tp_gather_quantized),                 cmocka_unit_test(test_etp_two_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

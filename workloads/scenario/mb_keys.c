@@ -144,6 +144,19 @@ int mb_precision_fp8_tensor(const struct mb_precision *p)
     return p && (!strcmp(p->label, "fp8") || !strcmp(p->label, "fp8_cs") || !strcmp(p->label, "fp8_blockwise"));
 }
 
+double mb_precision_gather_bytes(const struct mb_precision *p)
+{
+    if (!p || !p->quantize)
+        return 2.0;
+    if (!strcmp(p->label, "nvfp4"))
+        return 0.5 + 1.0 / 16;
+    if (!strcmp(p->label, "mxfp8"))
+        return 1.0 + 1.0 / 32;
+    if (!strcmp(p->label, "fp8_blockwise"))
+        return 1.0 + 4.0 / 128;
+    return 1.0;
+}
+
 /* Other spellings (after normalization: lower case, '-' and ' ' -> '_'),
  * from the measured-runs CSV and Megatron/NeMo recipe names. */
 static const struct {

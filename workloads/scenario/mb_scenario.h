@@ -374,6 +374,19 @@ int mb_precision_preset_param_gather(const struct mb_precision *p);
  */
 int mb_precision_fp8_tensor(const struct mb_precision *p);
 
+/**
+ * @brief Bytes per element of a GEMM input that Transformer Engine all-gathers across the TP group
+ * under sequence parallelism (a column-parallel linear's input, forward and again for wgrad): TE
+ * quantizes before it gathers (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/
+ * module/layernorm_linear.py and linear.py, gather_along_first_dim(..., quantizer=input_quantizer);
+ * distributed.py _all_gather_fp8 / _all_gather_fp8_blockwise / _all_gather_mxfp8 /
+ * _all_gather_nvfp4), so the bytes are the recipe's data and block scales: 2 (BF16/FP16, no
+ * recipe); 1 for fp8 and fp8_cs (one scale per tensor); 1 + 4/128 for fp8_blockwise (an FP32 scale
+ * per 1x128 block); 1 + 1/32 for mxfp8 (an E8M0 scale per 32 elements, OCP MX v1.0); 0.5 + 1/16 for
+ * nvfp4 (E2M1 pairs per byte, an E4M3 scale per 16 elements).
+ */
+double mb_precision_gather_bytes(const struct mb_precision *p);
+
 /** @brief Parse a Megatron recompute module name into its MB_RCM_* flag (0 if unknown or NULL). */
 unsigned mb_recompute_module(const char *name);
 

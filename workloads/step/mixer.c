@@ -70,7 +70,7 @@ static void mb_step__qkv_proj(struct mb_build *b, struct mb_oplist *l, int g, in
     double kvl = kv >= tp ? (double)kv / tp : 1.0; /* KV heads replicate when kv < tp */
     double nqkv = (nl + 2 * kvl) * d + (m->attn_output_gate ? nl * d : 0);
     mb_ops_gemm(b, l, "linear_qkv", MB_CAT_ATTN, 0, g, T, nqkv, h, Tsp * h * BF16, frozen);
-    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * mb_precision_gather_bytes(&b->s->prec), frozen);
     int rope = m->pos == MB_POS_ROPE;
     if (!rope && !m->qk_norm)
         return;
@@ -196,7 +196,7 @@ static void mb_step__gdn(struct mb_build *b, struct mb_oplist *l, int g, int fro
     double P = 2 * qd + 2 * vd + 2 * nv;
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, P, h, Tsp * h * BF16, frozen);
-    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * mb_precision_gather_bytes(&b->s->prec), frozen);
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (2 * qd + vd) * BF16, T * (2 * qd + vd) * BF16);
     /* chunked delta rule: 4 n_v d_v^2 FLOP-pairs per token (Megatron G_lin term),
      * flash-linear-attention's Triton chunk_gated_delta_rule */
@@ -218,7 +218,7 @@ static void mb_step__mamba(struct mb_build *b, struct mb_oplist *l, int g, int f
     double proj = 2 * din + gn + (double)m->mamba_heads / tp;
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
-    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * mb_precision_gather_bytes(&b->s->prec), frozen);
     /* causal_conv1d: read and write the x, B, C channels */
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
     /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), mamba_ssm's
@@ -244,7 +244,10 @@ void mb_ops_mixer(struct mb_build *b, struct mb_oplist *l, enum mb_mixer mix, in
     int g = mb_ops_region(b, (s->cuda_graph & (scope | MB_CG_LAYER)) != 0);
     b->cur_region = g;
     mb_ops_norm(b, l, "input_layernorm", MB_CAT_ATTN, g, Tsp, h);
-    mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    /* TE gathers the norm output into the first column-parallel linear quantized (mb_precision_gather_bytes);
+     * MLA's down projections are not column-parallel, its gather stays BF16 */
+    double ag = mix == MB_MIX_MLA ? BF16 : mb_precision_gather_bytes(&s->prec);
+    mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * ag, s->overlap_tp_comm);
     if (mix == MB_MIX_ATTN || mix == MB_MIX_ATTN_SWA || mix == MB_MIX_MLA)
         mb_step__attention(b, l, mix, g, frozen);
     else if (mix == MB_MIX_GDN)

@@ -70,9 +70,10 @@ static void mb_step__dense(struct mb_build *b, struct mb_oplist *l, int frozen)
     double f = (double)m->ffn_hidden / tp;
     b->cur_region = g;
     mb_ops_norm(b, l, "pre_mlp_layernorm", MB_CAT_DENSE, g, Tsp, h);
-    mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
+    double ag = mb_precision_gather_bytes(&s->prec); /* TE gathers fc1's input quantized */
+    mb_net_ring(b, l, "tp allgather", MB_CK_TP, MB_COLL_ALL_GATHER, b->g_tp, T * h * ag, s->overlap_tp_comm);
     mb_ops_gemm(b, l, "linear_fc1", MB_CAT_DENSE, MB_RCM_MLP, g, T, up * f, h, Tsp * h * BF16, frozen);
-    mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
+    mb_net_wgrad_gather(b, l, b->g_tp, T * h * ag, frozen);
     mb_ops_mem(b, l, "mlp_act", MB_CAT_DENSE, MB_RCM_MLP, g, (up + 1) * T * f * BF16, up * T * f * BF16);
     mb_ops_gemm(b, l, "linear_fc2", MB_CAT_DENSE, MB_RCM_MLP, g, T, h, f, T * f * BF16, frozen);
     mb_net_ring(b, l, "tp reducescatter", MB_CK_TP, MB_COLL_REDUCE_SCATTER, b->g_tp, T * h * BF16, s->overlap_tp_comm);
