@@ -845,6 +845,11 @@ static void test_tp_gather_quantized(void **state)
         /* the reduce-scatters carry BF16 outputs under every recipe */
         near(op(&r, "tp reducescatter", 0)->bytes, mbs * L * 2 * 2 * T * h / 2, EXACT, "bytes per step",
              "tp reducescatter");
+        /* backward: each forward gather's reduce-scatter of the input gradient (BF16) and each forward
+         * reduce-scatter's gather of the output gradient (quantized by TE's grad_output_preprocess):
+         * a comm op keeps its forward bytes, so the two trade places, and their sum is exact */
+        near(op(&r, "tp allgather", 1)->bytes + op(&r, "tp reducescatter", 1)->bytes,
+             mbs * (L * 2 * (2 + g) + 2) * T * h / 2, EXACT, "backward bytes per step", "tp gathers + scatters");
         mb_result_free(&r);
     }
     mb_scenario_free(&s);
