@@ -615,6 +615,38 @@ static void test_mamba2(void **state)
     mb_scenario_free(&s);
 }
 
+/* The layout copies around Megatron's Mamba scan (MambaMixer._ssm_training's
+ * rearrange(...).contiguous() from sequence-first to batch-first and back): the
+ * mamba2 model at MBS 2 (T = 2 x 4096 tokens a microbatch) copies the [T, proj]
+ * in_proj output (proj = 2 x 4096 + 2 x 8 x 128 + 64 = 10304) forward, read +
+ * write in BF16, and its gradient back; the [T, d_in] scan output forward
+ * only. At MBS 1 the rearranged tensors are already contiguous: no copy. */
+static void test_mamba_layout(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/mamba2.yaml", &s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "mamba_layout_in")); /* MBS 1 */
+    assert_false(has_op(&r, "mamba_layout_out"));
+    mb_result_free(&r);
+    s.micro_batch_size = 2;
+    s.global_batch_size = 4; /* 2 microbatches of 2 sequences */
+    recheck(&s);
+    sim_ops(&s, &r);
+    const double T = 2 * 4096, proj = 10304, din = 4096, c = 2 * 2; /* 2 Mamba layers x 2 microbatches */
+    const struct mb_op_stat *in_f = op(&r, "mamba_layout_in", 0), *in_b = op(&r, "mamba_layout_in", 1);
+    near(in_f->count, c, EXACT, "fwd count", "mamba_layout_in");
+    near(in_f->time_s / c, mem_s(2 * T * proj * BF16), EXACT, "fwd seconds per execution", "mamba_layout_in");
+    near(in_b->time_s / c, mem_s(2 * T * proj * BF16), EXACT, "bwd seconds per execution", "mamba_layout_in");
+    const struct mb_op_stat *out_f = op(&r, "mamba_layout_out", 0);
+    near(out_f->time_s / c, mem_s(2 * T * din * BF16), EXACT, "fwd seconds per execution", "mamba_layout_out");
+    assert_true(op(&r, "mamba_layout_out", 1)->time_s == 0); /* the scan reads its gradient strided */
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
 /* The output layer under an FP8 recipe (gqa2 with precision fp8): Megatron
  * builds it as a ColumnParallelLinear (megatron/core/tensor_parallel), not a
  * Transformer Engine module, so TE's fp8 autocast does not reach it: it runs
@@ -880,7 +912,7 @@ int main(void)
         cmocka_unit_test(test_attention_sliding_window),
         cmocka_unit_test(test_attention_lookup_seq_and_kind), cmocka_unit_test(test_attention_local),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
-        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
+        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_mamba_layout),              cmocka_unit_test(test_output_layer_bf16),
                      cmocka_unit_test(test_dispatch_alltoall),
         cmocka_unit_test(test_dispatch_allgather),  cmocka_unit_test(test_dispatch_deepep_hybridep),
         cmocka_unit_test(test_etp),                 cmocka_unit_test(test_etp_two_nodes),

@@ -246,6 +246,31 @@ static void mb_step__ssd_bytes(double heads, double head_dim, double groups, dou
     *bwd = 34 * x + 34 * s + 30 * bc + 24 * cb + 86 * hh;
 }
 
+/*
+ * The sequence-first / batch-first copies around Megatron's Mamba scan
+ * (MambaMixer._ssm_training, NVIDIA/Megatron-LM@00bebb45
+ * megatron/core/ssm/mamba_mixer.py): `rearrange(zxBCdt, "l b d -> b l d").contiguous()`
+ * before mamba_split_conv1d_scan_combined and `rearrange(y, "b l d -> l b d").contiguous()`
+ * after it. With one sequence per microbatch (b = 1) both are views PyTorch
+ * already counts contiguous (a size-1 dimension's stride is ignored) and cost
+ * nothing; with MBS > 1 each is a copy: read and write the [T, proj] in_proj
+ * output and the [T, d_inner] scan output, BF16, forward. Backward, the
+ * in_proj's output gradient arrives as the permuted view of the scan's
+ * batch-first gradient and Transformer Engine's linear makes it contiguous
+ * (the same [T, proj] copy); the scan takes its output gradient strided.
+ */
+static void mb_step__mamba_layout(struct mb_build *b, struct mb_oplist *l, int g, double T, double proj, double din)
+{
+    if (b->s->micro_batch_size <= 1)
+        return;
+    mb_ops_mem_sym(b, l, "mamba_layout_in", MB_CAT_ATTN, 0, g, 2 * T * proj * BF16, 0);
+    mb_ops_mem(b, l, "mamba_layout_out", MB_CAT_ATTN, 0, g, 2 * T * din * BF16, 0);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = 0;
+    o->bytes_b = 0;
+    o->kb = 0;
+}
+
 /* Mamba-2 mixer (Megatron MambaMixer): in_proj to z, x, B, C, dt; causal
  * conv1d over x, B, C; the SSD chunked scan; gated RMSNorm; out_proj.
  * d_inner = heads x head_dim (hybrid_flops' d_in) */
@@ -260,6 +285,7 @@ static void mb_step__mamba(struct mb_build *b, struct mb_oplist *l, int g, int f
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
     mb_net_wgrad_gather(b, l, b->g_tp, T * h * BF16, frozen);
+    mb_step__mamba_layout(b, l, g, T, proj, din);
     /* causal_conv1d: read and write the x, B, C channels */
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
     /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), mamba_ssm's
