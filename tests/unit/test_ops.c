@@ -620,7 +620,8 @@ static void test_mamba2(void **state)
  * mamba2 model at MBS 2 (T = 2 x 4096 tokens a microbatch) copies the [T, proj]
  * in_proj output (proj = 2 x 4096 + 2 x 8 x 128 + 64 = 10304) forward, read +
  * write in BF16, and its gradient back; the [T, d_in] scan output forward
- * only. At MBS 1 the rearranged tensors are already contiguous: no copy. */
+ * only. At MBS 1, or packed (THD), the rearranged tensors are already
+ * contiguous: no copy. */
 static void test_mamba_layout(void **state)
 {
     (void)state;
@@ -643,6 +644,11 @@ static void test_mamba_layout(void **state)
     const struct mb_op_stat *out_f = op(&r, "mamba_layout_out", 0);
     near(out_f->time_s / c, mem_s(2 * T * din * BF16), EXACT, "fwd seconds per execution", "mamba_layout_out");
     assert_true(op(&r, "mamba_layout_out", 1)->time_s == 0); /* the scan reads its gradient strided */
+    mb_result_free(&r);
+    s.packed = 1; /* THD: the two sequences are one [T, 1, h] tensor, b = 1 again */
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "mamba_layout_in"));
     mb_result_free(&r);
     mb_scenario_free(&s);
 }

@@ -253,7 +253,7 @@ static void mb_step__ssd_bytes(double heads, double head_dim, double groups, dou
  * before mamba_split_conv1d_scan_combined and `rearrange(y, "b l d -> l b d").contiguous()`
  * after it. With one sequence per microbatch (b = 1) both are views PyTorch
  * already counts contiguous (a size-1 dimension's stride is ignored) and cost
- * nothing; with MBS > 1 each is a copy: read and write the [T, proj] in_proj
+ * nothing, as under packing (THD: the microbatch is one sequence); with MBS > 1 each is a copy: read and write the [T, proj] in_proj
  * output and the [T, d_inner] scan output, BF16, forward. Backward, the
  * in_proj's output gradient arrives as the permuted view of the scan's
  * batch-first gradient and Transformer Engine's linear makes it contiguous
@@ -261,7 +261,7 @@ static void mb_step__ssd_bytes(double heads, double head_dim, double groups, dou
  */
 static void mb_step__mamba_layout(struct mb_build *b, struct mb_oplist *l, int g, double T, double proj, double din)
 {
-    if (b->s->micro_batch_size <= 1)
+    if (b->s->micro_batch_size <= 1 || b->s->packed) /* packed (THD): one [T, 1, h] sequence, b = 1 */
         return;
     mb_ops_mem_sym(b, l, "mamba_layout_in", MB_CAT_ATTN, 0, g, 2 * T * proj * BF16, 0);
     mb_ops_mem(b, l, "mamba_layout_out", MB_CAT_ATTN, 0, g, 2 * T * din * BF16, 0);
