@@ -570,9 +570,40 @@ static void test_mamba2(void **state)
     /* mamba_ssm's Triton chunked scan at the fixture's Triton share of the GEMM
      * rate: its T x d_in x 3.5N GEMM time / 0.5 forward; backward 2x the forward
      * FLOP (hybrid_flops' x3 = fwd + 2x bwd), the dgrad + wgrad shapes / 0.5 */
-    near(ssd->time_s / ssd->count, gemm_s(T, din, 3.5 * N) / FX_TRITON, EXACT, "fwd seconds per execution",
+    double flop_fwd_s = gemm_s(T, din, 3.5 * N) / FX_TRITON, flop_bwd_s = gemm_bwd_s(T, din, 3.5 * N) / FX_TRITON;
+    /* ...but no faster than the HBM traffic of mamba_ssm's SSD kernels (ssd_combined.py), each
+     * tensor read or written once per kernel, chunk Q = 128 (MambaMixer's chunk_size). Per
+     * token: x, z, out 64 x 64 = 4096 BF16 elements (8192 B), B or C 8 x 128 = 1024 BF16
+     * (2048 B), the chunk states 64 x 64 x 128 / 128 = 4096 elements a token (16384 B FP32,
+     * 8192 B BF16), CB 8 x 128 = 1024 FP32 (4096 B), dt / dA_cumsum 64 per head row. */
+    const double X2 = 8192, BC2 = 2048, S4 = 16384, S2 = 8192, CB4 = 4096, DT2 = 128, DT4 = 256;
+    double fwd_b = (DT2 + 2 * DT4)                      /* chunk_cumsum: dt in, dA_cumsum + dt out */
+                   + (X2 + BC2 + 2 * DT4 + S4)          /* chunk_state: x, B, dt, dA in; FP32 states */
+                   + (S4 + S2)                          /* state_passing: FP32 in, BF16 out */
+                   + (2 * BC2 + CB4)                    /* bmm_chunk: B, C in; FP32 CB out */
+                   + (CB4 + 2 * X2 + S2 + BC2 + 2 * DT4 + 2 * X2); /* chunk_scan: CB, x, z, states,
+                                                                    C, dt, dA in; out, out_x */
+    double bwd_b = (DT2 + 2 * DT4) + (2 * BC2 + CB4) + (X2 + BC2 + 2 * DT4 + S4) /* recomputed */
+                   + (S4 + S4)                          /* state_passing again, FP32 out */
+                   + (4 * X2 + 2 * X2)                  /* chunk_scan_bwd_dz: x, z, out, dout; dz, dout_x */
+                   + (BC2 + X2 + DT4 + S4)              /* chunk_scan_bwd_dstates: C, dout, dA; FP32 dstates */
+                   + (2 * S4 + 2 * S2 + DT4)            /* state_passing_bwd: FP32 states, dstates; BF16 both */
+                   + (2 * X2 + CB4 + 2 * DT4 + BC2 + S2 + X2 + DT4) /* bwd_dx: x, dout, CB, dt, dA, B,
+                                                                      dstates; dx, ddt */
+                   + (X2 + 2 * DT4 + S2 + BC2 + BC2)    /* chunk_state_bwd_db: x, dt, dA, dstates, B; dB */
+                   + (S2 + X2 + DT4 + BC2 + BC2)        /* chunk_scan_bwd_dC: states, dout, dA, C; dC */
+                   + (2 * X2 + 2 * DT4 + CB4)           /* chunk_scan_bwd_dcb: x, dout, dt, dA; dCB */
+                   + 2 * (BC2 + CB4 + BC2 + BC2)        /* two bmm_chunk_bwd: C (B), dCB, residual; out */
+                   + (2 * X2 + 2 * DT4 + CB4 + DT4)     /* chunk_scan_bwd_ddAcs_stable: x, dout, dt, dA,
+                                                           CB; ddA */
+                   + (3 * DT4 + DT4);                   /* chunk_cumsum_bwd: ddA, ddt, dt; ddt */
+    near(fwd_b, 108160, EXACT, "fwd bytes per token", "ssd_scan");
+    near(bwd_b, 339328, EXACT, "bwd bytes per token", "ssd_scan");
+    assert_true(mem_s(T * fwd_b) > flop_fwd_s); /* the fixture's scan is memory-bound both ways */
+    assert_true(mem_s(T * bwd_b) > flop_bwd_s);
+    near(ssd->time_s / ssd->count, fmax(flop_fwd_s, mem_s(T * fwd_b)), EXACT, "fwd seconds per execution",
          "ssd_scan");
-    expect_op(&r, "ssd_scan", 1, c, 2 * ssd->flop, gemm_bwd_s(T, din, 3.5 * N) / FX_TRITON);
+    expect_op(&r, "ssd_scan", 1, c, 2 * ssd->flop, fmax(flop_bwd_s, mem_s(T * bwd_b)));
     double mamba = op(&r, "in_proj", 0)->flop + ssd->flop + op(&r, "out_proj", 0)->flop;
     near(mamba / c, 2 * T * h * (2 * 2 * h + 2 * G * N + H) + 7 * T * 2 * h * N + 2 * T * 2 * h * h, EXACT,
          "fwd flop per layer", "hybrid_flops Mamba");
@@ -580,6 +611,44 @@ static void test_mamba2(void **state)
     expect_linear(&r, "linear_fc1", c, T, 4096, h);
     expect_linear(&r, "linear_fc2", c, T, h, 4096);
     assert_false(has_op(&r, "core_attn"));
+    mb_result_free(&r);
+    mb_scenario_free(&s);
+}
+
+/* The layout copies around Megatron's Mamba scan (MambaMixer._ssm_training's
+ * rearrange(...).contiguous() from sequence-first to batch-first and back): the
+ * mamba2 model at MBS 2 (T = 2 x 4096 tokens a microbatch) copies the [T, proj]
+ * in_proj output (proj = 2 x 4096 + 2 x 8 x 128 + 64 = 10304) forward, read +
+ * write in BF16, and its gradient back; the [T, d_in] scan output forward
+ * only. At MBS 1, or packed (THD), the rearranged tensors are already
+ * contiguous: no copy. */
+static void test_mamba_layout(void **state)
+{
+    (void)state;
+    struct mb_scenario s;
+    struct mb_result r;
+    load("tests/data/ops/mamba2.yaml", &s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "mamba_layout_in")); /* MBS 1 */
+    assert_false(has_op(&r, "mamba_layout_out"));
+    mb_result_free(&r);
+    s.micro_batch_size = 2;
+    s.global_batch_size = 4; /* 2 microbatches of 2 sequences */
+    recheck(&s);
+    sim_ops(&s, &r);
+    const double T = 2 * 4096, proj = 10304, din = 4096, c = 2 * 2; /* 2 Mamba layers x 2 microbatches */
+    const struct mb_op_stat *in_f = op(&r, "mamba_layout_in", 0), *in_b = op(&r, "mamba_layout_in", 1);
+    near(in_f->count, c, EXACT, "fwd count", "mamba_layout_in");
+    near(in_f->time_s / c, mem_s(2 * T * proj * BF16), EXACT, "fwd seconds per execution", "mamba_layout_in");
+    near(in_b->time_s / c, mem_s(2 * T * proj * BF16), EXACT, "bwd seconds per execution", "mamba_layout_in");
+    const struct mb_op_stat *out_f = op(&r, "mamba_layout_out", 0);
+    near(out_f->time_s / c, mem_s(2 * T * din * BF16), EXACT, "fwd seconds per execution", "mamba_layout_out");
+    assert_true(op(&r, "mamba_layout_out", 1)->time_s == 0); /* the scan reads its gradient strided */
+    mb_result_free(&r);
+    s.packed = 1; /* THD: the two sequences are one [T, 1, h] tensor, b = 1 again */
+    recheck(&s);
+    sim_ops(&s, &r);
+    assert_false(has_op(&r, "mamba_layout_in"));
     mb_result_free(&r);
     mb_scenario_free(&s);
 }
@@ -905,7 +974,7 @@ int main(void)
         cmocka_unit_test(test_attention_sliding_window),
         cmocka_unit_test(test_attention_lookup_seq_and_kind), cmocka_unit_test(test_attention_local),
         cmocka_unit_test(test_attention_mla),       cmocka_unit_test(test_gated_deltanet),
-        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_output_layer_bf16),
+        cmocka_unit_test(test_mamba2),              cmocka_unit_test(test_mamba_layout),              cmocka_unit_test(test_output_layer_bf16),
                      cmocka_unit_test(test_dispatch_alltoall),
         cmocka_unit_test(test_dispatch_allgather),  cmocka_unit_test(test_dispatch_deepep_hybridep),
         cmocka_unit_test(test_etp), cmocka_unit_test(test_tp_gather_quantized),                 cmocka_unit_test(test_etp_two_nodes),

@@ -366,7 +366,8 @@ static void test_extrapolation(void **state)
  * norm's 1.5x: it reads x and dy and writes dx). Megatron MambaMixer: in_proj h -> 2 d_inner + 2 G N + heads
  * = 4384 (fwd, dgrad, wgrad); the SSD scan, 7 T d_inner N FLOP = a T x d_inner x 3.5N GEMM in BF16
  * (backward 2x its forward FLOP, as Megatron's hybrid_flops counts it: priced as dgrad + wgrad shapes;
- * roofline mode ignores the table's Triton share); out_proj d_inner -> h (fwd, dgrad, wgrad). Memory passes: pre-norm
+ * roofline mode ignores the table's Triton share), floored at its HBM bytes; out_proj d_inner -> h (fwd, dgrad, wgrad).
+ * Memory passes: pre-norm
  * 2Th, causal conv1d 2T(d_inner + 2GN), gated RMSNorm 3T d_inner, residual 3Th elements of 2 B.
  */
 static void test_mamba_mixer(void **state)
@@ -379,8 +380,15 @@ static void test_mamba_mixer(void **state)
     const double T = 8192, h = 2048, din = 2048, gn = 256, proj = 2 * din + gn + 32, pk = 1000e12 * 0.5,
                  bw = 4e12;
 #define G(m, n, k) fmax(2 * (m) * (n) * (k) / pk, 2 * ((m) * (k) + (k) * (n) + (m) * (n)) / bw)
-    double gemm = G(T, proj, h) + G(T, h, proj) + G(h, proj, T) + G(T, din, 448) + G(T, 448, din) + G(448, din, T) +
-                  G(T, h, din) + G(T, din, h) + G(h, h, T);
+    /* the SSD scan no faster than its kernels' HBM traffic (bytes / 4 TB/s in roofline mode), per token
+     * (docs/modeling.md "Mamba-2 SSD scan traffic", counted kernel by kernel in test_ops.c test_mamba2)
+     * with x = 32 x 64 = 2048, B/C 1 x 128, states 32 x 64 x 128 / 128 = 2048, CB 1 x 128, 32 heads:
+     * forward 10 x 2048 + 8 x 128 + 12 x 2048 + 8 x 128 + 26 x 32 = 47936 B,
+     * backward 34 x 2048 + 34 x 2048 + 30 x 128 + 24 x 128 + 86 x 32 = 148928 B */
+    double ssd_f = fmax(G(T, din, 448), T * 47936 / bw), ssd_b = fmax(G(T, 448, din) + G(448, din, T), T * 148928 / bw);
+    assert_true(ssd_f > G(T, din, 448) && ssd_b > G(T, 448, din) + G(448, din, T)); /* memory-bound both ways */
+    double gemm = G(T, proj, h) + G(T, h, proj) + G(h, proj, T) + ssd_f + ssd_b + G(T, h, din) + G(T, din, h) +
+                  G(h, h, T);
 #undef G
     /* forward + backward (2x the bytes; the pre-norm's backward 1.5x: x, dy and dx) */
     double mem = (2.5 * 2 * T * h + 3 * (2 * T * (din + gn) + 3 * T * din + 3 * T * h)) * 2 / bw;

@@ -8,6 +8,8 @@
 #include "step_int.h"
 #include "mb_calib.h"
 
+#include <math.h>
+
 /* Tokens of one microbatch on this rank (before the sequence-parallel split). */
 static double mb_step__tokens(const struct mb_scenario *s)
 {
@@ -205,6 +207,70 @@ static void mb_step__gdn(struct mb_build *b, struct mb_oplist *l, int g, int fro
     mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, vd, T * vd * BF16, frozen);
 }
 
+/* Megatron MambaMixer's SSD chunk length (chunk_size=128, NVIDIA/Megatron-LM@00bebb45
+ * megatron/core/ssm/mamba_mixer.py). */
+#define MB_MAMBA_CHUNK 128.0
+
+/*
+ * HBM bytes per token the SSD chunked scan's Triton kernels move on one rank
+ * (mamba_ssm's _mamba_chunk_scan_combined_fwd / _bwd, state-spaces/mamba@01b717ae
+ * mamba_ssm/ops/triton/ssd_combined.py, run by Megatron's mem-eff path
+ * mamba_split_conv1d_scan_combined with z gating inside the scan), each kernel
+ * reading its inputs and writing its outputs once (a lower bound: tiles that
+ * re-read an operand are not counted). Per token: x = heads x head_dim
+ * elements (x, z, out, dx, ...: BF16), bc = groups x state (B or C: BF16),
+ * s = heads x head_dim x state / chunk (the per-chunk states amortised over
+ * the chunk: FP32 where chunk_state and chunk_scan_bwd_dstates write them,
+ * BF16 after state passing), cb = groups x chunk (the FP32 C B^T of
+ * bmm_chunk), hh = heads (dt, dA_cumsum: FP32 after chunk_cumsum).
+ *  - forward: chunk_cumsum (dt 2 B read, dA_cumsum + dt 8 B written), chunk_state
+ *    (x, B, dt, dA read; states FP32 written), state_passing (FP32 read, BF16
+ *    written), bmm_chunk (B, C read; CB FP32 written), chunk_scan (CB, x, z,
+ *    states, C, dt, dA read; out and out_x written):
+ *    10 x + 8 bc + 12 s + 8 cb + 26 hh bytes;
+ *  - backward: the forward's cumsum, bmm_chunk, chunk_state and (FP32) state
+ *    passing recomputed; chunk_scan_bwd_dz (x, z, out, dout read; dz, dout_x
+ *    written), chunk_scan_bwd_dstates (FP32 dstates written), state_passing_bwd
+ *    (FP32 states and dstates read, both written BF16), chunk_scan_chunk_state_bwd_dx,
+ *    chunk_state_bwd_db, chunk_scan_bwd_dC, chunk_scan_bwd_dcb, two bmm_chunk_bwd,
+ *    chunk_scan_bwd_ddAcs_stable, chunk_cumsum_bwd:
+ *    34 x + 34 s + 30 bc + 24 cb + 86 hh bytes.
+ * The causal conv1d and the group RMSNorm are priced as their own passes.
+ */
+static void mb_step__ssd_bytes(double heads, double head_dim, double groups, double state, double *fwd,
+                               double *bwd)
+{
+    double x = heads * head_dim, bc = groups * state, s = heads * head_dim * state / MB_MAMBA_CHUNK;
+    double cb = groups * MB_MAMBA_CHUNK, hh = heads;
+    *fwd = 10 * x + 8 * bc + 12 * s + 8 * cb + 26 * hh;
+    *bwd = 34 * x + 34 * s + 30 * bc + 24 * cb + 86 * hh;
+}
+
+/*
+ * The sequence-first / batch-first copies around Megatron's Mamba scan
+ * (MambaMixer._ssm_training, NVIDIA/Megatron-LM@00bebb45
+ * megatron/core/ssm/mamba_mixer.py): `rearrange(zxBCdt, "l b d -> b l d").contiguous()`
+ * before mamba_split_conv1d_scan_combined and `rearrange(y, "b l d -> l b d").contiguous()`
+ * after it. With one sequence per microbatch (b = 1) both are views PyTorch
+ * already counts contiguous (a size-1 dimension's stride is ignored) and cost
+ * nothing, as under packing (THD: the microbatch is one sequence); with MBS > 1 each is a copy: read and write the [T, proj] in_proj
+ * output and the [T, d_inner] scan output, BF16, forward. Backward, the
+ * in_proj's output gradient arrives as the permuted view of the scan's
+ * batch-first gradient and Transformer Engine's linear makes it contiguous
+ * (the same [T, proj] copy); the scan takes its output gradient strided.
+ */
+static void mb_step__mamba_layout(struct mb_build *b, struct mb_oplist *l, int g, double T, double proj, double din)
+{
+    if (b->s->micro_batch_size <= 1 || b->s->packed) /* packed (THD): one [T, 1, h] sequence, b = 1 */
+        return;
+    mb_ops_mem_sym(b, l, "mamba_layout_in", MB_CAT_ATTN, 0, g, 2 * T * proj * BF16, 0);
+    mb_ops_mem(b, l, "mamba_layout_out", MB_CAT_ATTN, 0, g, 2 * T * din * BF16, 0);
+    struct mb_op *o = &l->op[l->n - 1];
+    o->bwd = o->bwd_dgrad_only = 0;
+    o->bytes_b = 0;
+    o->kb = 0;
+}
+
 /* Mamba-2 mixer (Megatron MambaMixer): in_proj to z, x, B, C, dt; causal
  * conv1d over x, B, C; the SSD chunked scan; gated RMSNorm; out_proj.
  * d_inner = heads x head_dim (hybrid_flops' d_in) */
@@ -219,11 +285,22 @@ static void mb_step__mamba(struct mb_build *b, struct mb_oplist *l, int g, int f
     enum mb_cat cat = MB_CAT_ATTN;
     mb_ops_gemm(b, l, "in_proj", cat, 0, g, T, proj, h, Tsp * h * BF16, frozen);
     mb_net_wgrad_gather(b, l, b->g_tp, T * h * mb_precision_gather_bytes(&b->s->prec), frozen);
+    mb_step__mamba_layout(b, l, g, T, proj, din);
     /* causal_conv1d: read and write the x, B, C channels */
     mb_ops_mem(b, l, "conv1d", cat, 0, g, 2 * T * (din + gn) * BF16, T * (din + gn) * BF16);
     /* SSD chunked scan, 7 T d_in state FLOP (Megatron hybrid_flops), mamba_ssm's
      * Triton mamba_chunk_scan_combined */
     mb_step__triton_scan(b, l, "ssd_scan", g, T, din, 3.5 * m->mamba_state, T * din * BF16);
+    /* ...no faster than its kernels' HBM traffic at the memory-bound rate: at
+     * head_dim 64 and state 128 the FP32 chunk states (16 KB a token for 64 heads)
+     * make it memory-bound (docs/modeling.md, Mamba-2) */
+    double fb, bb;
+    mb_step__ssd_bytes((double)m->mamba_heads / tp, m->mamba_head_dim, (double)m->mamba_groups / tp, m->mamba_state,
+                       &fb, &bb);
+    struct mb_op *ssd = &l->op[l->n - 1];
+    ssd->fwd = fmax(ssd->fwd, mb_calib_membound(b->cal, T * fb));
+    ssd->bwd = fmax(ssd->bwd, mb_calib_membound(b->cal, T * bb));
+    ssd->bwd_dgrad_only = ssd->bwd;
     /* gated RMSNorm: read y and z, write the normalized output */
     mb_ops_mem(b, l, "gated_norm", cat, 0, g, 3 * T * din * BF16, T * din * BF16);
     mb_ops_gemm(b, l, "out_proj", cat, 0, g, T, h, din, T * din * BF16, frozen);
