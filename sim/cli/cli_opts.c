@@ -75,6 +75,61 @@ static void mb_cli__unknown_long(const struct cli_opts *g, const char *s)
             k ? "?)" : "");
 }
 
+void cli_opts_repeatable(struct cli_opts *g, int val)
+{
+    if (g->n_repeatable < (int)(sizeof g->repeatable / sizeof g->repeatable[0]))
+        g->repeatable[g->n_repeatable++] = val;
+}
+
+/* Does option c (long option li, or -1 for a short one) take a value? */
+static int mb_cli__takes_value(const struct cli_opts *g, int c, int li)
+{
+    if (li >= 0)
+        return g->longopts[li].has_arg != no_argument;
+    const char *p = strchr(g->optstring + 2, c);
+    return p && p[1] == ':';
+}
+
+/* The option's name for messages: its long name when it has one ("--jobs" for -j). */
+static void mb_cli__display_name(const struct cli_opts *g, int c, char *buf, size_t n)
+{
+    for (const struct option *o = g->longopts; o && o->name; o++)
+        if (o->val == c) {
+            snprintf(buf, n, "--%s", o->name);
+            return;
+        }
+    snprintf(buf, n, "-%c", c);
+}
+
+/* Record option c with value v; a usage error (printed, -1) when an option that
+ * takes one value was given before. The values are named as the user spelled
+ * them when the spellings differ ("-j 2, then --jobs 4"). */
+static int mb_cli__once(struct cli_opts *g, int c, const char *v)
+{
+    for (int i = 0; i < g->n_repeatable; i++)
+        if (g->repeatable[i] == c)
+            return 0;
+    for (int i = 0; i < g->n_seen; i++) {
+        if (g->seen[i].val != c)
+            continue;
+        char disp[64], a[160], b[160];
+        const char *va = g->seen[i].value, *vb = v;
+        int same = !strcmp(g->seen[i].name, g->name);
+        mb_cli__display_name(g, c, disp, sizeof disp);
+        snprintf(a, sizeof a, "%s%s%s", same ? "" : g->seen[i].name, same || !va ? "" : " ", va ? va : "");
+        snprintf(b, sizeof b, "%s%s%s", same ? "" : g->name, same || !vb ? "" : " ", vb ? vb : "");
+        fprintf(stderr, "%s: %s given twice (%s, then %s); give it once\n", g->cmd, disp,
+                *a ? a : "no value", *b ? b : "no value");
+        return -1;
+    }
+    if (g->n_seen < (int)(sizeof g->seen / sizeof g->seen[0])) {
+        g->seen[g->n_seen].val = c;
+        snprintf(g->seen[g->n_seen].name, sizeof g->seen[g->n_seen].name, "%s", g->name);
+        g->seen[g->n_seen++].value = v;
+    }
+    return 0;
+}
+
 int cli_opts_next(struct cli_opts *g, const char **arg)
 {
     *arg = NULL;
@@ -124,6 +179,8 @@ int cli_opts_next(struct cli_opts *g, const char **arg)
     } else {
         snprintf(g->name, sizeof g->name, "-%c", c);
     }
+    if (mb_cli__takes_value(g, c, li) && mb_cli__once(g, c, optarg))
+        return CLI_USAGE;
     *arg = optarg;
     return c;
 }
