@@ -6,7 +6,9 @@
  * key belongs to), since jansson keeps none for values. Each object (the
  * root, and for vision-language configs `text_config` and `vision_config`)
  * has a set of the keys this importer used; whatever is left is reported as
- * "not modelled" (with the reason, from one table) or as unknown.
+ * "not modelled" (with the reason, from one table) or as unknown. A key given
+ * twice in one object keeps its last value (jansson and Python's json.load
+ * alike) and is noted with both positions (mb_hf__dups_in).
  *
  * Field names follow transformers' configuration classes: LlamaConfig,
  * MistralConfig, Qwen2Config, Qwen3Config, Qwen2MoeConfig, Qwen3MoeConfig,
@@ -226,6 +228,92 @@ static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *co
             *col = 1;
         } else {
             ++*col;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ repeated keys */
+
+/* The key of the member whose name string is text[k..e) as jansson decodes it
+ * (escapes resolved: "\u0061" and "a" are one key); NULL when it does not decode. */
+static char *mb_hf__key_at(const char *t, size_t k, size_t e)
+{
+    if (!memchr(t + k, '\\', e - k)) {
+        char *s = mb_malloc(e - k - 1);
+        memcpy(s, t + k + 1, e - k - 2);
+        s[e - k - 2] = 0;
+        return s;
+    }
+    json_error_t je;
+    json_t *j = json_loadb(t + k, e - k, JSON_DECODE_ANY, &je);
+    char *s = json_is_string(j) ? mb_strdup(json_string_value(j)) : NULL;
+    json_decref(j);
+    return s;
+}
+
+static void mb_hf__dups_in(const struct mb_hf *h, size_t at, const char *prefix, FILE *notes, int depth);
+
+/* One note per key given again in the object at text[obj] (Python's json.load, which transformers'
+ * PretrainedConfig reads config.json with, keeps the last value, as jansson does), then the same
+ * for the objects inside it. */
+static void mb_hf__dups_obj(const struct mb_hf *h, size_t obj, const char *prefix, FILE *notes, int depth)
+{
+    const char *t = h->text;
+    struct { char *key; size_t k, v, ve; } *mem = NULL;
+    size_t n = 0, cap = 0, i = mb_hf__ws(t, obj + 1);
+    while (t[i] == '"') {
+        size_t k = i, e = mb_hf__skip_value(t, i);
+        i = mb_hf__ws(t, e);
+        if (t[i] != ':')
+            break;
+        size_t v = mb_hf__ws(t, i + 1), ve = mb_hf__skip_value(t, v);
+        if (n == cap)
+            mem = mb_realloc(mem, (cap = cap ? 2 * cap : 16) * sizeof *mem);
+        mem[n].key = mb_hf__key_at(t, k, e);
+        mem[n].k = k, mem[n].v = v, mem[n].ve = ve;
+        for (size_t j = n; mem[n].key && j-- > 0;) {
+            if (!mem[j].key || strcmp(mem[j].key, mem[n].key))
+                continue;
+            int l1, c1, l2, c2;
+            mb_hf__linecol(h, mem[j].k, &l1, &c1);
+            mb_hf__linecol(h, k, &l2, &c2);
+            int w1 = (int)(mem[j].ve - mem[j].v), w2 = (int)(ve - v);
+            fprintf(notes, "%s:%d:%d: %s%s: given again: the value %.*s%s of %d:%d is replaced by %.*s%s (the last "
+                    "one wins, as Python's json.load takes it)\n", h->path, l2, c2, prefix, mem[n].key,
+                    w1 > 60 ? 60 : w1, t + mem[j].v, w1 > 60 ? "..." : "", l1, c1, w2 > 60 ? 60 : w2, t + v,
+                    w2 > 60 ? "..." : "");
+            break;
+        }
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s%s.", prefix, mem[n].key ? mem[n].key : "?");
+        n++;
+        mb_hf__dups_in(h, v, sub, notes, depth + 1);
+        i = mb_hf__ws(t, ve);
+        if (t[i] != ',')
+            break;
+        i = mb_hf__ws(t, i + 1);
+    }
+    for (size_t j = 0; j < n; j++)
+        mb_free(mem[j].key);
+    mb_free(mem);
+}
+
+/* Repeated keys in the value at text[at] and everything inside it (objects, and objects in arrays). */
+static void mb_hf__dups_in(const struct mb_hf *h, size_t at, const char *prefix, FILE *notes, int depth)
+{
+    const char *t = h->text;
+    if (depth > 2 * JSON_PARSER_MAX_DEPTH) /* the text parsed: jansson nests at most this deep */
+        return;
+    if (t[at] == '{') {
+        mb_hf__dups_obj(h, at, prefix, notes, depth);
+    } else if (t[at] == '[') {
+        size_t i = mb_hf__ws(t, at + 1);
+        while (t[i] && t[i] != ']') {
+            mb_hf__dups_in(h, i, prefix, notes, depth + 1);
+            i = mb_hf__ws(t, mb_hf__skip_value(t, i));
+            if (t[i] != ',')
+                break;
+            i = mb_hf__ws(t, i + 1);
         }
     }
 }
@@ -843,6 +931,8 @@ int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, str
         rc = mb_err_set(err, path, je.line, je.column, "invalid JSON: %s", je.text);
     else if (!json_is_object(h.root.o))
         rc = mb_err_set(err, path, 1, 1, "expected a JSON object (a transformers config.json)");
+    if (!rc && notes)
+        mb_hf__dups_in(&h, mb_hf__ws(h.text, 0), "", notes, 0);
     struct mb_hf__out m = {0};
     if (!rc)
         rc = mb_hf__split(&h) || mb_hf__family(&h) || mb_hf__read(&h, &m) ? -1 : 0;
