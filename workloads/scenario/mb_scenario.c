@@ -1330,6 +1330,10 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
         mb_scn__old_defaults(s, root, version, nodes, 0, err))
         goto out;
     const struct mb_node *row = mb_scn__node(nodes, "measured.csv_row");
+    if (row) {
+        s->meas_csv_row_line = row->line;
+        s->meas_csv_row_col = row->col;
+    }
     if (row && (!s->meas_csv_row[0] || isspace((unsigned char)s->meas_csv_row[0]) ||
                 isspace((unsigned char)s->meas_csv_row[strlen(s->meas_csv_row) - 1]))) {
         mb_scn__err(err, s, row, "measured.csv_row: expected the id of a CSV row, got '%s' (empty, or blanks "
