@@ -327,6 +327,13 @@ static void test_parse_only(void **state)
     mb_err_format(&e, msgbuf, sizeof msgbuf);
     assert_string_equal(msgbuf, want);
     assert_int_equal(s.n_rows, 12); /* other_run kept; the repeated row not made */
+    /* the first CSV again: its first row's id (line 2, where the id is the second cell, column 9 after
+     * `"plain",`) was read from this very file */
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "small.csv", &e), -1);
+    mb_err_format(&e, msgbuf, sizeof msgbuf);
+    assert_string_equal(msgbuf, FIX "small.csv:2:9: column 'id': 'ok_tokens' was read from this file before (line "
+                                "2): a CSV given twice");
     mb_validate_free(&s);
 }
 

@@ -588,6 +588,9 @@ static int mb_validate__csv_unique_id(struct mb_val__csv *c)
         return 0;
     const struct mb_val__field *f = &c->f[c->idx[C_ID]];
     int same = !strncmp(first->source, c->path, sizeof first->source - 1);
+    if (same && first->line >= c->rec_line) /* the file read before: given twice */
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'id': '%s' was read from this file before "
+                          "(line %d): a CSV given twice", id, first->line);
     return mb_err_set(c->err, c->path, f->line, f->col, "column 'id': '%s' is also the id of %s%sline %d: each row "
                       "needs an id of its own (the report, --baseline and --recipes pair rows by id)", id,
                       same ? "" : first->source, same ? "" : " ", first->line);
