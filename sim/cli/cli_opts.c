@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mb_text.h"
 #include "mb_util.h"
 
 void cli_opts_init(struct cli_opts *g, const char *cmd, const char *shortopts, const struct option *longopts,
@@ -59,9 +60,17 @@ static const struct option *mb_cli__exact(const struct cli_opts *g, const char *
     return NULL;
 }
 
+/* s as printable text (mb_text.h): an argument quoted in a message. */
+static const char *mb_cli__safe(const char *s, char *buf, size_t n)
+{
+    mb_text_escape(buf, n, s, NULL);
+    return buf;
+}
+
 /* "unknown option '--X'" with the long options X abbreviates, if any. */
 static void mb_cli__unknown_long(const struct cli_opts *g, const char *s)
 {
+    char safe[256];
     size_t n = mb_cli__name_len(s);
     char near[256] = "";
     int k = 0;
@@ -71,8 +80,10 @@ static void mb_cli__unknown_long(const struct cli_opts *g, const char *s)
             snprintf(near + l, sizeof near - l, "%s--%s", k ? " or " : "", o->name);
             k++;
         }
-    fprintf(stderr, "%s: unknown option '--%.*s'%s%s%s\n", g->cmd, (int)n, s, k ? " (did you mean " : "", near,
-            k ? "?)" : "");
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)n, s);
+    fprintf(stderr, "%s: unknown option '--%s'%s%s%s\n", g->cmd, mb_cli__safe(name, safe, sizeof safe),
+            k ? " (did you mean " : "", near, k ? "?)" : "");
 }
 
 void cli_opts_repeatable(struct cli_opts *g, int val)
@@ -116,10 +127,11 @@ static int mb_cli__once(struct cli_opts *g, int c, const char *v)
         const char *va = g->seen[i].value, *vb = v;
         int same = !strcmp(g->seen[i].name, g->name);
         mb_cli__display_name(g, c, disp, sizeof disp);
+        char sa[4 * sizeof a], sb[4 * sizeof b];
         snprintf(a, sizeof a, "%s%s%s", same ? "" : g->seen[i].name, same || !va ? "" : " ", va ? va : "");
         snprintf(b, sizeof b, "%s%s%s", same ? "" : g->name, same || !vb ? "" : " ", vb ? vb : "");
         fprintf(stderr, "%s: %s given twice (%s, then %s); give it once\n", g->cmd, disp,
-                *a ? a : "no value", *b ? b : "no value");
+                *a ? mb_cli__safe(a, sa, sizeof sa) : "no value", *b ? mb_cli__safe(b, sb, sizeof sb) : "no value");
         return -1;
     }
     if (g->n_seen < (int)(sizeof g->seen / sizeof g->seen[0])) {
@@ -207,7 +219,9 @@ int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
     errno = 0;
     long n = strtol(v, &end, 10);
     if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > CLI_JOBS_MAX) {
-        fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt, v, CLI_JOBS_MAX);
+        char safe[256];
+        fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt,
+                mb_cli__safe(v, safe, sizeof safe), CLI_JOBS_MAX);
         return -1;
     }
     *jobs = (int)n;
@@ -218,8 +232,11 @@ void cli_print_warnings(const char *warnings)
 {
     for (const char *p = warnings; p && *p;) {
         const char *nl = strchr(p, '\n');
-        int n = nl ? (int)(nl - p) : (int)strlen(p);
-        fprintf(stderr, "mbsim: %.*s\n", n, p);
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char line[2048], safe[4 * sizeof line];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        mb_text_escape(safe, sizeof safe, line, NULL); /* a warning quotes the file's values (mb_text.h) */
+        fprintf(stderr, "mbsim: %s\n", safe);
         p += n + (nl != NULL);
     }
 }
