@@ -80,25 +80,28 @@ struct mb_text__stream {
     size_t n_pend;
 };
 
-/* Escape and write buf[0..n) (after the pending bytes); a sequence cut at the end is kept pending
- * unless final. */
+/* Escape and write buf[0..n) (n <= 260; after the pending bytes) with one fwrite; a sequence cut at the
+ * end is kept pending unless final. */
 static void mb_text__put(struct mb_text__stream *k, const unsigned char *buf, size_t n, int final)
 {
+    char out[4 * 260];
+    size_t o = 0;
     while (n) {
         int esc, u = mb_text__unit(buf, n, "\n", &esc);
         if (u < 0 && !final) {
             memcpy(k->pend, buf, n);
             k->n_pend = n;
-            return;
+            break;
         }
         if (u < 0)
             u = 1, esc = 1;
         if (esc)
-            fprintf(k->to, "\\x%02X", buf[0]);
+            o += (size_t)snprintf(out + o, 5, "\\x%02X", buf[0]);
         else
-            fwrite(buf, 1, (size_t)u, k->to);
+            memcpy(out + o, buf, (size_t)u), o += (size_t)u;
         buf += u, n -= (size_t)u;
     }
+    fwrite(out, 1, o, k->to);
 }
 
 static ssize_t mb_text__write(void *cookie, const char *buf, size_t n)
