@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mb_text.h"
 #include "mb_util.h"
 
 void cli_opts_init(struct cli_opts *g, const char *cmd, const char *shortopts, const struct option *longopts,
@@ -59,9 +60,17 @@ static const struct option *mb_cli__exact(const struct cli_opts *g, const char *
     return NULL;
 }
 
+/* s as printable text (mb_text.h): an argument quoted in a message. */
+static const char *mb_cli__safe(const char *s, char *buf, size_t n)
+{
+    mb_text_escape(buf, n, s, NULL);
+    return buf;
+}
+
 /* "unknown option '--X'" with the long options X abbreviates, if any. */
 static void mb_cli__unknown_long(const struct cli_opts *g, const char *s)
 {
+    char safe[256];
     size_t n = mb_cli__name_len(s);
     char near[256] = "";
     int k = 0;
@@ -71,8 +80,66 @@ static void mb_cli__unknown_long(const struct cli_opts *g, const char *s)
             snprintf(near + l, sizeof near - l, "%s--%s", k ? " or " : "", o->name);
             k++;
         }
-    fprintf(stderr, "%s: unknown option '--%.*s'%s%s%s\n", g->cmd, (int)n, s, k ? " (did you mean " : "", near,
-            k ? "?)" : "");
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)n, s);
+    fprintf(stderr, "%s: unknown option '--%s'%s%s%s\n", g->cmd, mb_cli__safe(name, safe, sizeof safe),
+            k ? " (did you mean " : "", near, k ? "?)" : "");
+}
+
+void cli_opts_repeatable(struct cli_opts *g, int val)
+{
+    if (g->n_repeatable < (int)(sizeof g->repeatable / sizeof g->repeatable[0]))
+        g->repeatable[g->n_repeatable++] = val;
+}
+
+/* Does option c (long option li, or -1 for a short one) take a value? */
+static int mb_cli__takes_value(const struct cli_opts *g, int c, int li)
+{
+    if (li >= 0)
+        return g->longopts[li].has_arg != no_argument;
+    const char *p = strchr(g->optstring + 2, c);
+    return p && p[1] == ':';
+}
+
+/* The option's name for messages: its long name when it has one ("--jobs" for -j). */
+static void mb_cli__display_name(const struct cli_opts *g, int c, char *buf, size_t n)
+{
+    for (const struct option *o = g->longopts; o && o->name; o++)
+        if (o->val == c) {
+            snprintf(buf, n, "--%s", o->name);
+            return;
+        }
+    snprintf(buf, n, "-%c", c);
+}
+
+/* Record option c with value v; a usage error (printed, -1) when an option that
+ * takes one value was given before. The values are named as the user spelled
+ * them when the spellings differ ("-j 2, then --jobs 4"). */
+static int mb_cli__once(struct cli_opts *g, int c, const char *v)
+{
+    for (int i = 0; i < g->n_repeatable; i++)
+        if (g->repeatable[i] == c)
+            return 0;
+    for (int i = 0; i < g->n_seen; i++) {
+        if (g->seen[i].val != c)
+            continue;
+        char disp[64], a[160], b[160];
+        const char *va = g->seen[i].value, *vb = v;
+        int same = !strcmp(g->seen[i].name, g->name);
+        mb_cli__display_name(g, c, disp, sizeof disp);
+        char sa[4 * sizeof a], sb[4 * sizeof b];
+        snprintf(a, sizeof a, "%s%s%s", same ? "" : g->seen[i].name, same || !va ? "" : " ", va ? va : "");
+        snprintf(b, sizeof b, "%s%s%s", same ? "" : g->name, same || !vb ? "" : " ", vb ? vb : "");
+        fprintf(stderr, "%s: %s given twice (%s, then %s); give it once\n", g->cmd, disp,
+                *a ? mb_cli__safe(a, sa, sizeof sa) : "no value", *b ? mb_cli__safe(b, sb, sizeof sb) : "no value");
+        return -1;
+    }
+    if (g->n_seen < (int)(sizeof g->seen / sizeof g->seen[0])) {
+        g->seen[g->n_seen].val = c;
+        snprintf(g->seen[g->n_seen].name, sizeof g->seen[g->n_seen].name, "%s", g->name);
+        g->seen[g->n_seen++].value = v;
+    }
+    return 0;
 }
 
 int cli_opts_next(struct cli_opts *g, const char **arg)
@@ -124,6 +191,8 @@ int cli_opts_next(struct cli_opts *g, const char **arg)
     } else {
         snprintf(g->name, sizeof g->name, "-%c", c);
     }
+    if (mb_cli__takes_value(g, c, li) && mb_cli__once(g, c, optarg))
+        return CLI_USAGE;
     *arg = optarg;
     return c;
 }
@@ -150,7 +219,9 @@ int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
     errno = 0;
     long n = strtol(v, &end, 10);
     if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > CLI_JOBS_MAX) {
-        fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt, v, CLI_JOBS_MAX);
+        char safe[256];
+        fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt,
+                mb_cli__safe(v, safe, sizeof safe), CLI_JOBS_MAX);
         return -1;
     }
     *jobs = (int)n;
@@ -161,8 +232,11 @@ void cli_print_warnings(const char *warnings)
 {
     for (const char *p = warnings; p && *p;) {
         const char *nl = strchr(p, '\n');
-        int n = nl ? (int)(nl - p) : (int)strlen(p);
-        fprintf(stderr, "mbsim: %.*s\n", n, p);
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char line[2048], safe[4 * sizeof line];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        mb_text_escape(safe, sizeof safe, line, NULL); /* a warning quotes the file's values (mb_text.h) */
+        fprintf(stderr, "mbsim: %s\n", safe);
         p += n + (nl != NULL);
     }
 }

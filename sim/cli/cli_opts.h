@@ -13,7 +13,13 @@
  *      mbsim CMD: unknown option 'X' [(did you mean --Y?)]
  *      mbsim CMD: X needs a value
  *      mbsim CMD: --X takes no value        (--json=1)
- *    and the caller returns exit code 2 (it may print its usage too).
+ *      mbsim CMD: --X given twice (A, then B); give it once
+ *    and the caller returns exit code 2 (it may print its usage too);
+ *  - an option that takes a value may be given once: a second one is the
+ *    usage error above, not a silent last-wins (issue 37), whatever the
+ *    spellings ("-j 2 --jobs 4"); options the command marks with
+ *    cli_opts_repeatable (--set, --recipes) collect every value instead.
+ *    Options without a value (--json) may be repeated: they mean the same.
  */
 #ifndef MB_CLI_OPTS_H
 #define MB_CLI_OPTS_H
@@ -38,6 +44,13 @@ struct cli_opts {
     char **argv;                   /* owned copy: argv[0] = cmd, then the arguments, NULL */
     int rest;                      /* after getopt's end: the next operand after "--" */
     char name[64];                 /* spelling of the option just returned: "--json", "-j" */
+    int repeatable[8], n_repeatable; /* vals that may be given again (cli_opts_repeatable) */
+    struct {
+        int val;
+        char name[64];     /* as spelled the first time */
+        const char *value; /* its value, NULL for an optional one left out */
+    } seen[32];            /* the options with a value given so far */
+    int n_seen;
 };
 
 /**
@@ -50,10 +63,18 @@ void cli_opts_init(struct cli_opts *g, const char *cmd, const char *shortopts, c
                    int argc, char **argv);
 
 /**
+ * @brief Let the option val (a short option's character or a long option's
+ * val) be given more than once: each value is returned in turn. By default an
+ * option that takes a value may be given once.
+ */
+void cli_opts_repeatable(struct cli_opts *g, int val);
+
+/**
  * @brief The next option or operand.
  * @param[out] arg  the option's value (NULL when it takes none), or the operand
  * @return the option's val (short option character or long option val),
- *         CLI_OPERAND, CLI_END, or CLI_USAGE after printing the error.
+ *         CLI_OPERAND, CLI_END, or CLI_USAGE after printing the error (also
+ *         for a second value of an option not marked repeatable).
  */
 int cli_opts_next(struct cli_opts *g, const char **arg);
 

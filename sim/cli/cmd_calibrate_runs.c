@@ -268,6 +268,7 @@ static int mb_cli__runs_parse(int argc, char **argv, struct mb_cli__runs_opts *o
     const char *v;
     int c, rc = -1;
     cli_opts_init(&g, "mbsim calibrate runs", "ho:j:", lo, argc, argv);
+    cli_opts_repeatable(&g, O_RECIPES);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
             mb_cli__usage(stdout);
@@ -572,10 +573,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
             rc = mb_cli__transfer_usage(stdout, 0);
         else if (c == 'o')
             out = v;
-        else if (c == O_BASE && base) {
-            fprintf(stderr, "mbsim calibrate transfer: --base given twice ('%s', '%s')\n", base, v);
-            rc = 2;
-        } else if (c == O_BASE)
+        else if (c == O_BASE) /* given twice: refused by cli_opts_next */
             base = v;
         else if (c != CLI_OPERAND)
             rc = mb_cli__transfer_usage(stderr, 2);

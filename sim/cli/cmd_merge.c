@@ -102,6 +102,7 @@ static int mb_cli__parse(int argc, char **argv, const char **yaml, const char **
     const char *v;
     int c, rc = 0;
     cli_opts_init(&g, "mbsim merge", "h", lo, argc, argv);
+    cli_opts_repeatable(&g, O_SET);
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
             mb_cli__usage(stdout);

@@ -26,6 +26,7 @@
 #include "mb_outfile.h"
 #include "mb_util.h"
 #include "cli.h"
+#include "mb_text.h"
 #include "tsv.h"
 
 static void mb_cli__usage_plot(FILE *fp)
@@ -357,7 +358,27 @@ static int mb_cli__by_mem(const void *a, const void *b)
  * capacity_gib, fits_gib, oom_gib sorted by memory. The reserved memory (peak
  * allocated plus the allocator's estimated reserve) is what the OOM verdict
  * compares with the capacity, so points above the line are exactly the OOM ones. */
-static int mb_cli__conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis)
+/* The series a sweep chart has points for (sweep.gp's ARG6): the recompute granularities with a fitting
+ * configuration, then "fits" and "oom" for the memory panel's two kinds; a series without a point made
+ * gnuplot warn "Skipping data file with no valid points" (issue 37). */
+static void mb_cli__sweep_series(double best[][3], int n_mbs, size_t n_fit, size_t n_oom, char *out, size_t len)
+{
+    static const char *const grans[3] = {"none", "selective", "full"};
+    out[0] = '\0';
+    for (int k = 0; k < 3; k++) {
+        int any = 0;
+        for (int i = 0; i < n_mbs; i++)
+            any |= best[i][k] >= 0;
+        if (any)
+            snprintf(out + strlen(out), len - strlen(out), "%s%s", *out ? " " : "", grans[k]);
+    }
+    if (n_fit)
+        snprintf(out + strlen(out), len - strlen(out), " fits");
+    if (n_oom)
+        snprintf(out + strlen(out), len - strlen(out), " oom");
+}
+
+static int mb_cli__conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_axis, struct mb_plot_meta *meta)
 {
     struct mb_tsv t;
     char msg[1024];
@@ -474,6 +495,7 @@ static int mb_cli__conv_sweep(const char *in, FILE *out1, FILE *out2, int *mbs_a
                 in, np, np == 1 ? " is" : "s are", lo, hi, cap);
         return -1;
     }
+    mb_cli__sweep_series(best, n_mbs, np - n_oom, n_oom, meta->legend, sizeof meta->legend);
     return 0;
 }
 
@@ -709,19 +731,56 @@ static int mb_cli__gp_argv(struct mb_cli__gp_args *a, const char *script, const 
     return 0;
 }
 
-/* Run gp with argv (no shell, no PATH search: gp is the binary's path) and wait. */
+/* The user's input of this `mbsim plot`, named with what gnuplot prints (its argv has temporary files). */
+static const char *mb_cli__plot_input = "";
+
+/* gnuplot's messages (read from fd until it closes), each as "mbsim plot: INPUT: gnuplot: LINE": a
+ * warning the scripts did not foresee names the input that caused it (issue 37), escaped (mb_text.h). */
+static void mb_cli__relay_gnuplot(int fd)
+{
+    FILE *fp = fdopen(fd, "r");
+    if (!fp) {
+        close(fd);
+        return;
+    }
+    char line[2048], safe[4 * sizeof line], in[4 * 1024];
+    mb_text_escape(in, sizeof in, mb_cli__plot_input, NULL);
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!*line)
+            continue;
+        mb_text_escape(safe, sizeof safe, line, NULL);
+        fprintf(stderr, "mbsim plot: %s: gnuplot: %s\n", in, safe);
+    }
+    fclose(fp);
+}
+
+/* Run gp with argv (no shell, no PATH search: gp is the binary's path), relay its messages, and wait. */
 static int mb_cli__run_gnuplot(const char *gp, char *const argv[])
 {
+    int pfd[2];
+    if (pipe(pfd)) {
+        fprintf(stderr, "mbsim plot: pipe: %s\n", strerror(errno));
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "mbsim plot: fork: %s\n", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
         return -1;
     }
     if (pid == 0) {
+        close(pfd[0]);
+        if (dup2(pfd[1], 2) < 0)
+            _exit(127);
+        close(pfd[1]);
         execv(gp, argv);
         fprintf(stderr, "mbsim plot: cannot run %s: %s\n", gp, strerror(errno));
         _exit(127);
     }
+    close(pfd[1]);
+    mb_cli__relay_gnuplot(pfd[0]);
     int st;
     pid_t w;
     while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
@@ -836,7 +895,7 @@ int mb_cmd_plot(int argc, char **argv)
         f2 = mb_cli__tmp_tsv(t2, sizeof t2);
         if (!f2)
             fprintf(stderr, "mbsim plot: cannot create a temporary file: %s\n", strerror(errno));
-        rc = f2 ? mb_cli__conv_sweep(in, f1, f2, &mbs_axis) : -1;
+        rc = f2 ? mb_cli__conv_sweep(in, f1, f2, &mbs_axis, &meta) : -1;
     } else if (!strcmp(kind, "gantt")) {
         rc = mb_cli__conv_gantt(in, f1, &meta);
     } else if (!strcmp(kind, "memory")) {
@@ -851,6 +910,7 @@ int mb_cmd_plot(int argc, char **argv)
     if (!rc)
         rc = mb_cli__gp_argv(&ga, script, t1, f2 ? t2 : NULL, out, mbs_axis, &meta);
     if (!rc) {
+        mb_cli__plot_input = in;
         rc = MB_RUN_GNUPLOT(gp, ga.argv);
         if (rc)
             unlink(out); /* gnuplot opens the output before it fails: no blank chart left behind */

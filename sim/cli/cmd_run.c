@@ -167,6 +167,7 @@ int mb_cmd_run(int argc, char **argv)
                                        {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim run", "h", lo, argc, argv);
+    cli_opts_repeatable(&g, O_SET);
     int rc = -1;
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         switch (c) {

@@ -303,6 +303,7 @@ static int mb_cli__parse_args(int argc, char **argv, struct sweep_args *a)
     const char *v;
     int c, rc = 0;
     cli_opts_init(&g, "mbsim sweep", "hj:", lo, argc, argv);
+    cli_opts_repeatable(&g, O_SET);
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END)
         rc = mb_cli__parse_opt(c, cli_opts_name(&g), v, a);
     cli_opts_free(&g);

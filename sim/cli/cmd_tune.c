@@ -98,6 +98,7 @@ int mb_cmd_tune(int argc, char **argv)
                                        {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim tune", "ho:j:", lo, argc, argv);
+    cli_opts_repeatable(&g, O_SET);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
             mb_cli__usage(stdout);

@@ -442,15 +442,12 @@ int mb_cmd_validate(int argc, char **argv)
                                        {0}};
     struct cli_opts g;
     cli_opts_init(&g, "mbsim validate", "hj:", lo, argc, argv);
+    cli_opts_repeatable(&g, O_RECIPES);
     while (rc < 0 && (c = cli_opts_next(&g, &v)) != CLI_END) {
         int after_pairs = pairs_file_next;
         pairs_file_next = 0;
         switch (c) {
-        case O_PAIRS:
-            if (pairs.on) {
-                fprintf(stderr, "mbsim validate: --pairs given twice\n");
-                rc = EXIT_USAGE;
-            }
+        case O_PAIRS: /* given twice: refused by cli_opts_next */
             pairs.on = 1;
             pairs.file = v;
             pairs_file_next = !v;

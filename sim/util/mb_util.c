@@ -4,6 +4,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "mb_util.h"
+#include "mb_text.h"
 
 #include <limits.h>
 #include <math.h>
@@ -69,10 +70,13 @@ int mb_err_set(struct mb_err *e, const char *file, int line, int col, const char
     if (e->count++ > 0)
         return -1; /* first error wins */
     va_list ap;
+    char raw[MB_ERR_MSG_LEN];
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    snprintf(e->file, sizeof e->file, "%s", file ? file : "");
+    /* bytes of the input the message quotes: invalid UTF-8 and control characters as \xNN (mb_text.h) */
+    mb_text_escape(e->msg, sizeof e->msg, raw, NULL);
+    mb_text_escape(e->file, sizeof e->file, file ? file : "", NULL);
     e->line = line;
     e->col = col;
     return -1;

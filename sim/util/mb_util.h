@@ -47,6 +47,9 @@ void mb_err_clear(struct mb_err *e);
 
 /**
  * @brief Record an error (printf-style) at file:line:col; the first one wins.
+ * The message and the file name are kept with control characters and bytes
+ * that are not UTF-8 written as \xNN (mb_text_escape): a message quoting
+ * input never pastes raw bytes into a terminal, a log or a JSON report.
  * @param[out] e     error context; may be NULL (then nothing is recorded)
  * @param[in]  file  file the error is about, or NULL
  * @param[in]  line  1-based line, 0 if unknown

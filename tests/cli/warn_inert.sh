@@ -57,6 +57,7 @@ check warn_training_inert 3
 check warn_moe_routing 4
 check warn_cp_mock 2
 check warn_torchtitan_keys 2 time  # the same step, memory and time; only the order of tied rows and the task count of the op table differ
+check warn_cuda_graph_reuse 1  # reuse_buffers under full_iteration graphs (issue 37)
 
 f=$fix/warn_dispatcher_sms_hybridep.yaml
 "$bin" tune "$f" -o "$tmp/tuned.yaml" > /dev/null 2> "$tmp/tune.err" || fail "tune: $(cat "$tmp/tune.err")"
@@ -72,6 +73,15 @@ f=$fix/warn_moe_routing.yaml
 "$bin" sweep "$f" --set moe.routing=balanced,skewed --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep3.err" ||
     fail "sweep over moe.routing: $(cat "$tmp/sweep3.err")"
 grep -q "warning:" "$tmp/sweep3.err" && fail "sweep over moe.routing warns: $(cat "$tmp/sweep3.err")"
+
+# a sweep over cuda_graph.modules (scoped graphs, where reuse_buffers counts) silences the reuse_buffers warning
+f=$fix/warn_cuda_graph_reuse.yaml
+"$bin" sweep "$f" --set cuda_graph.modules=attn,full_iteration --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep4.err" ||
+    fail "sweep over cuda_graph.modules: $(cat "$tmp/sweep4.err")"
+grep -q "warning:" "$tmp/sweep4.err" && fail "sweep over cuda_graph.modules warns: $(cat "$tmp/sweep4.err")"
+"$bin" sweep "$f" --set mbs=1 --progress 0 --tsv /dev/null > /dev/null 2> "$tmp/sweep5.err" || fail "sweep: $(cat "$tmp/sweep5.err")"
+grep -q "^mbsim: $f:21:18: warning: cuda_graph.reuse_buffers changes nothing with cuda_graph.modules: full_iteration" \
+    "$tmp/sweep5.err" || fail "sweep of warn_cuda_graph_reuse: no warning: $(cat "$tmp/sweep5.err")"
 
 for s in scenarios/*.yaml; do
     "$bin" run "$s" > /dev/null 2> "$tmp/shipped.err" || fail "$s: $(cat "$tmp/shipped.err")"

@@ -287,6 +287,41 @@ static void test_vision_checks(void **state)
                                 "config"));
 }
 
+/* A key given twice in one object: Python's json.load (transformers' PretrainedConfig reads config.json
+ * with it, no object_pairs_hook) keeps the last value without a word, and so does jansson; the import
+ * says so, naming both places (issue 37). Columns by hand: DENSE's line 2 is `"num_attention_heads": 16, `
+ * (27 characters), then "num_hidden_layers" at 28, `"num_hidden_layers": 4, ` (24), "vocab_size" at 52,
+ * `"vocab_size": 1000` (18), the extra's ", " at 70 and its key at 72. An escaped spelling is the same key
+ * (\u006c is 'l'); a repeat inside vision_config is named with its prefix (VL's line 4 is the extra). */
+static void test_repeated_keys(void **state)
+{
+    (void)state;
+    struct mb_model m;
+    char msg[512], *notes;
+    assert_int_equal(import_text(DENSE("llama", ", \"num_hidden_layers\": 8"), &m, msg, sizeof msg, &notes), 0);
+    assert_int_equal(m.num_layers, 8);
+    assert_non_null(strstr(notes, "mbsim_test_hf.json:2:72: num_hidden_layers: given again: the value 4 of 2:28 is "
+                                  "replaced by 8 (the last one wins, as Python's json.load takes it)\n"));
+    mb_model_free(&m);
+    free(notes);
+    assert_int_equal(import_text(DENSE("llama", ", \"num_hidden_\\u006cayers\": 6"), &m, msg, sizeof msg, &notes), 0);
+    assert_int_equal(m.num_layers, 6);
+    assert_non_null(strstr(notes, "mbsim_test_hf.json:2:72: num_hidden_layers: given again: the value 4 of 2:28"));
+    mb_model_free(&m);
+    free(notes);
+    assert_int_equal(import_text(VL("\"depth\": 2, \"deepstack_visual_indexes\": [0]"), &m, msg, sizeof msg, &notes), 0);
+    assert_int_equal(m.vision.depth, 2);
+    assert_non_null(strstr(notes, "mbsim_test_hf.json:4:1: vision_config.depth: given again: the value 4 of 3:19 is "
+                                  "replaced by 2"));
+    mb_model_free(&m);
+    free(notes);
+    /* no repeat, no such note */
+    assert_int_equal(import_text(DENSE("llama", ""), &m, msg, sizeof msg, &notes), 0);
+    assert_null(strstr(notes, "given again"));
+    mb_model_free(&m);
+    free(notes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_type_defaults),
         cmocka_unit_test(test_vision_checks),
+        cmocka_unit_test(test_repeated_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

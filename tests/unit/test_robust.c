@@ -436,6 +436,42 @@ static void test_import_hf(void **state)
     remove("robust_hf.yaml");
 }
 
+/* Raw bytes of the input in messages (issue 37): control characters and bytes that are not UTF-8 were
+ * pasted into stderr (ESC [2J clears a terminal). Errors (mb_err_set) and import notes now quote them as
+ * \xNN (mb_text.h); valid UTF-8 ("café", C3 A9) stays. The whole output is checked: no byte below 0x20
+ * but the newline, none of 0x7F, and no byte above 0x7F outside a "é". */
+static void assert_printable(const char *o)
+{
+    for (const unsigned char *p = (const unsigned char *)o; *p; p++) {
+        if (p[0] == 0xC3 && p[1] == 0xA9) {
+            p++;
+            continue;
+        }
+        if ((*p < 0x20 && *p != '\n') || *p >= 0x7F)
+            fail_msg("byte 0x%02X at offset %ld of:\n%s", *p, (long)((const char *)p - o), o);
+    }
+}
+
+static void test_raw_bytes(void **state)
+{
+    (void)state;
+    static const struct rcase c[] = {
+        /* model: "caf\u00e9\e[2J\x9b" (YAML escapes): ESC and the C1 CSI U+009B (C2 9B) */
+        {"run " R "raw_bytes_value.yaml", 1,
+         R "raw_bytes_value.yaml:6:8: unknown model 'caf\xC3\xA9\\x1B[2J\\xC2\\x9B'; known:"},
+        /* a flag name with the byte 0x80 (not UTF-8), at line 5 column 61 */
+        {"import megatron " R "import_raw_bytes.sh --system dgx_h100 --model llama3_8b --gpus 8", 0,
+         R "import_raw_bytes.sh:5:61: --no-such-fl\\x80g: not imported"},
+    };
+    check_cases(c, sizeof c / sizeof c[0]);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char *o;
+        run(c[i].args, &o);
+        assert_printable(o);
+        mb_free(o);
+    }
+}
+
 /* Non-regular files and the size limit, for each kind of reader (mb_input.c). */
 static void test_files(void **state)
 {
@@ -482,7 +518,7 @@ int main(void)
         cmocka_unit_test(test_numbers),       cmocka_unit_test(test_implausible_result),
         cmocka_unit_test(test_work_limits),   cmocka_unit_test(test_files),
         cmocka_unit_test(test_plausibility),
-        cmocka_unit_test(test_import_megatron), cmocka_unit_test(test_import_hf),
+        cmocka_unit_test(test_import_megatron), cmocka_unit_test(test_import_hf), cmocka_unit_test(test_raw_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,6 +316,24 @@ static void test_parse_only(void **state)
     for (size_t i = 0; i < s.n_rows; i++)
         parse += !strcmp(s.rows[i].reason, "parse only");
     assert_int_equal(parse, 3);
+    /* an id of small.csv again in a second CSV: ids name runs over every CSV of one validation (issue 37),
+     * so the error is at the second file's cell (line 3, column 1), naming the first file and line */
+    int line = find_row(&s, "ok_tokens")->line;
+    char want[512];
+    snprintf(want, sizeof want, FIX "dup_id_other.csv:3:1: column 'id': 'ok_tokens' is also the id of " FIX
+             "small.csv line %d: each row needs an id of its own (the report, --baseline and --recipes pair rows "
+             "by id)", line);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "dup_id_other.csv", &e), -1);
+    mb_err_format(&e, msgbuf, sizeof msgbuf);
+    assert_string_equal(msgbuf, want);
+    assert_int_equal(s.n_rows, 12); /* other_run kept; the repeated row not made */
+    /* the first CSV again: its first row's id (line 2, where the id is the second cell, column 9 after
+     * `"plain",`) was read from this very file */
+    mb_err_clear(&e);
+    assert_int_equal(mb_validate_add_csv(&s, FIX "small.csv", &e), -1);
+    mb_err_format(&e, msgbuf, sizeof msgbuf);
+    assert_string_equal(msgbuf, FIX "small.csv:2:9: column 'id': 'ok_tokens' was read from this file before (line "
+                                "2): a CSV given twice");
     mb_validate_free(&s);
 }
 
@@ -500,6 +518,11 @@ static void test_bad_csv(void **state)
         {FIX "no_such_file.csv", FIX "no_such_file.csv: cannot open: No such file or directory"},
         /* an id longer than a row keeps would be cut, and two runs could pair as one in --baseline */
         {FIX "bad_long_id.csv", FIX "bad_long_id.csv:2:1: column 'id': 170 characters, expected at most 159"},
+        /* two rows with one id (issue 37: both were taken, and --baseline and --recipes pair rows by id): at
+         * the second's id cell (line 6; the cell " run_a" starts at column 1 and is read trimmed), naming the
+         * first's line; the two rows without an id (lines 4 and 5) are "line N", not compared */
+        {FIX "bad_dup_id.csv", FIX "bad_dup_id.csv:6:1: column 'id': 'run_a' is also the id of line 2: each row "
+                               "needs an id of its own (the report, --baseline and --recipes pair rows by id)"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         struct mb_val_summary s;

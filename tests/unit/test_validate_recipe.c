@@ -715,7 +715,9 @@ static void test_recipe_files_bad(void **state)
     static const struct {
         const char *a, *b, *want;
     } bad[] = {
-        {FIX "recipes/rec_row.yaml", FIX "recipes_bad/duplicate.yaml", "measured.csv_row 'rec_row' is also the row of"},
+        /* at the second file's value (line 21, column 12 of "  csv_row: rec_row"), naming the first's (24:12) */
+        {FIX "recipes/rec_row.yaml", FIX "recipes_bad/duplicate.yaml", FIX "recipes_bad/duplicate.yaml:21:12: "
+         "measured.csv_row 'rec_row' is also the row of " FIX "recipes/rec_row.yaml:24:12: one recipe file per row"},
         {FIX "recipes/plain_scenario.yaml", NULL, "no measured.csv_row"},
         {FIX "recipes_bad/no_such.yaml", NULL, "cannot open"},
         {"", NULL, "expected a scenario file or a folder of them, got an empty path"},

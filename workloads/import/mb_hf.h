@@ -25,7 +25,10 @@
  * @param[in]  name   the model's `name:` (< 64 characters)
  * @param[out] out    the model YAML is written here (only when the import
  *                    succeeds; it is checked to load with mb_model_from_node)
- * @param[out] notes  one line per key not used: "FILE:LINE: key = value: why"
+ * @param[out] notes  one line per key not used: "FILE:LINE: key = value: why",
+ *                    and one per key given twice in one object (the last value
+ *                    is read, as Python's json.load does): "FILE:LINE:COL: key:
+ *                    given again: the value V of L:C is replaced by W (...)"
  *                    (NULL: not reported)
  * @return 0, or -1 with "file:line:col: what was expected" in err (invalid
  *         JSON, a missing or mistyped key, an unsupported model_type or

@@ -6,7 +6,9 @@
  * key belongs to), since jansson keeps none for values. Each object (the
  * root, and for vision-language configs `text_config` and `vision_config`)
  * has a set of the keys this importer used; whatever is left is reported as
- * "not modelled" (with the reason, from one table) or as unknown.
+ * "not modelled" (with the reason, from one table) or as unknown. A key given
+ * twice in one object keeps its last value (jansson and Python's json.load
+ * alike) and is noted with both positions (mb_hf__dups_in).
  *
  * Field names follow transformers' configuration classes: LlamaConfig,
  * MistralConfig, Qwen2Config, Qwen3Config, Qwen2MoeConfig, Qwen3MoeConfig,
@@ -119,6 +121,7 @@ struct mb_hf {
     const struct mb_hf__type *t; /* the model type's defaults */
     char why_window[200];         /* the note of the sliding-window keys no layer uses */
     struct mb_err *err;
+    size_t *lines, n_lines;       /* offsets where each line starts (mb_hf__index_lines), NULL: scan */
 };
 
 /* The model as it will be written; 0 = not written. */
@@ -216,8 +219,36 @@ static size_t mb_hf__element(const char *t, size_t arr, size_t idx)
     return arr;
 }
 
+/* The offsets where the text's lines start, for positions in log n (the repeated-key notes may be many). */
+static void mb_hf__index_lines(struct mb_hf *h)
+{
+    size_t cap = 64;
+    h->lines = mb_malloc(cap * sizeof *h->lines);
+    h->lines[0] = 0;
+    h->n_lines = 1;
+    for (size_t i = 0; h->text[i]; i++)
+        if (h->text[i] == '\n') {
+            if (h->n_lines == cap)
+                h->lines = mb_realloc(h->lines, (cap *= 2) * sizeof *h->lines);
+            h->lines[h->n_lines++] = i + 1;
+        }
+}
+
 static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *col)
 {
+    if (h->lines) { /* the last line starting at or before off */
+        size_t lo = 0, hi = h->n_lines;
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (h->lines[mid] <= off)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        *line = (int)(lo + 1);
+        *col = (int)(off - h->lines[lo] + 1);
+        return;
+    }
     *line = 1;
     *col = 1;
     for (const char *q = h->text; q < h->text + off && *q; q++) {
@@ -228,6 +259,128 @@ static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *co
             ++*col;
         }
     }
+}
+
+/* ------------------------------------------------------------ repeated keys */
+
+/* The key of the member whose name string is text[k..e) as jansson decodes it
+ * (escapes resolved: "\u0061" and "a" are one key); NULL when it does not decode. */
+static char *mb_hf__key_at(const char *t, size_t k, size_t e)
+{
+    if (!memchr(t + k, '\\', e - k)) {
+        char *s = mb_malloc(e - k - 1);
+        memcpy(s, t + k + 1, e - k - 2);
+        s[e - k - 2] = 0;
+        return s;
+    }
+    json_error_t je;
+    json_t *j = json_loadb(t + k, e - k, JSON_DECODE_ANY, &je);
+    char *s = json_is_string(j) ? mb_strdup(json_string_value(j)) : NULL;
+    json_decref(j);
+    return s;
+}
+
+static size_t mb_hf__dups_in(const struct mb_hf *h, size_t at, const char *prefix, FILE *notes, int depth);
+
+/* A member of an object, for the repeated-key notes. */
+struct mb_hf__mem {
+    char *key;          /* decoded, NULL when it does not decode */
+    size_t k, v, ve;    /* offsets of the name, the value and the value's end */
+    size_t prev;        /* index + 1 of the same key's previous member, 0 for none */
+};
+
+static int mb_hf__mem_cmp(const void *a, const void *b)
+{
+    const struct mb_hf__mem *x = *(const struct mb_hf__mem *const *)a, *y = *(const struct mb_hf__mem *const *)b;
+    int c = strcmp(x->key ? x->key : "", y->key ? y->key : "");
+    return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* The note for member m given again after member p (Python's json.load, which transformers'
+ * PretrainedConfig reads config.json with, keeps the last value, as jansson does). */
+static void mb_hf__dup_note(const struct mb_hf *h, const struct mb_hf__mem *p, const struct mb_hf__mem *m,
+                            const char *prefix, FILE *notes)
+{
+    int l1, c1, l2, c2;
+    mb_hf__linecol(h, p->k, &l1, &c1);
+    mb_hf__linecol(h, m->k, &l2, &c2);
+    int w1 = (int)(p->ve - p->v), w2 = (int)(m->ve - m->v);
+    fprintf(notes, "%s:%d:%d: %s%s: given again: the value %.*s%s of %d:%d is replaced by %.*s%s (the last one "
+            "wins, as Python's json.load takes it)\n", h->path, l2, c2, prefix, m->key, w1 > 60 ? 60 : w1,
+            h->text + p->v, w1 > 60 ? "..." : "", l1, c1, w2 > 60 ? 60 : w2, h->text + m->v, w2 > 60 ? "..." : "");
+}
+
+/* The members of the object at text[obj] (*end: past its '}'), the objects inside walked first. */
+static struct mb_hf__mem *mb_hf__members(const struct mb_hf *h, size_t obj, const char *prefix, FILE *notes,
+                                         int depth, size_t *n_p, size_t *end)
+{
+    const char *t = h->text;
+    struct mb_hf__mem *mem = NULL;
+    size_t n = 0, cap = 0, i = mb_hf__ws(t, obj + 1);
+    while (t[i] == '"') {
+        size_t k = i, e = mb_hf__skip_value(t, i);
+        i = mb_hf__ws(t, e);
+        if (t[i] != ':')
+            break;
+        size_t v = mb_hf__ws(t, i + 1);
+        if (n == cap)
+            mem = mb_realloc(mem, (cap = cap ? 2 * cap : 16) * sizeof *mem);
+        mem[n] = (struct mb_hf__mem){mb_hf__key_at(t, k, e), k, v, v, 0};
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s%s.", prefix, mem[n].key ? mem[n].key : "?");
+        mem[n].ve = mb_hf__dups_in(h, v, sub, notes, depth + 1);
+        i = mb_hf__ws(t, mem[n++].ve);
+        if (t[i] != ',')
+            break;
+        i = mb_hf__ws(t, i + 1);
+    }
+    *end = t[i] == '}' ? i + 1 : i;
+    *n_p = n;
+    return mem;
+}
+
+/* One note per key given again in the object at text[obj], in file order: the members sorted by key
+ * (then position) find each one's previous occurrence in n log n (a hostile object of 10^6 keys). */
+static size_t mb_hf__dups_obj(const struct mb_hf *h, size_t obj, const char *prefix, FILE *notes, int depth)
+{
+    size_t n, end;
+    struct mb_hf__mem *mem = mb_hf__members(h, obj, prefix, notes, depth, &n, &end);
+    struct mb_hf__mem **by = mb_malloc((n ? n : 1) * sizeof *by);
+    for (size_t j = 0; j < n; j++)
+        by[j] = &mem[j];
+    qsort(by, n, sizeof *by, mb_hf__mem_cmp);
+    for (size_t j = 1; j < n; j++)
+        if (by[j]->key && by[j - 1]->key && !strcmp(by[j]->key, by[j - 1]->key))
+            by[j]->prev = (size_t)(by[j - 1] - mem) + 1;
+    for (size_t j = 0; j < n; j++)
+        if (mem[j].prev)
+            mb_hf__dup_note(h, &mem[mem[j].prev - 1], &mem[j], prefix, notes);
+    for (size_t j = 0; j < n; j++)
+        mb_free(mem[j].key);
+    mb_free(by);
+    mb_free(mem);
+    return end;
+}
+
+/* Repeated keys in the value at text[at] and everything inside it (objects, and objects in arrays);
+ * returns the offset past the value. Each byte is read once (no rescan per nesting level). */
+static size_t mb_hf__dups_in(const struct mb_hf *h, size_t at, const char *prefix, FILE *notes, int depth)
+{
+    const char *t = h->text;
+    if (depth > JSON_PARSER_MAX_DEPTH) /* the text parsed: jansson nests at most this deep */
+        return mb_hf__skip_value(t, at);
+    if (t[at] == '{')
+        return mb_hf__dups_obj(h, at, prefix, notes, depth);
+    if (t[at] != '[')
+        return mb_hf__skip_value(t, at);
+    size_t i = mb_hf__ws(t, at + 1);
+    while (t[i] && t[i] != ']') {
+        i = mb_hf__ws(t, mb_hf__dups_in(h, i, prefix, notes, depth + 1));
+        if (t[i] != ',')
+            break;
+        i = mb_hf__ws(t, i + 1);
+    }
+    return t[i] == ']' ? i + 1 : i;
 }
 
 /* Position of member `key` of object ob ("{": the object itself). */
@@ -843,6 +996,10 @@ int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, str
         rc = mb_err_set(err, path, je.line, je.column, "invalid JSON: %s", je.text);
     else if (!json_is_object(h.root.o))
         rc = mb_err_set(err, path, 1, 1, "expected a JSON object (a transformers config.json)");
+    if (!rc && notes) {
+        mb_hf__index_lines(&h);
+        mb_hf__dups_in(&h, mb_hf__ws(h.text, 0), "", notes, 0);
+    }
     struct mb_hf__out m = {0};
     if (!rc)
         rc = mb_hf__split(&h) || mb_hf__family(&h) || mb_hf__read(&h, &m) ? -1 : 0;
@@ -870,6 +1027,7 @@ int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, str
         json_decref(h.vc.used);
     }
     json_decref(h.root.o);
+    mb_free(h.lines);
     mb_free(h.text);
     return rc;
 }

@@ -1242,6 +1242,23 @@ static void mb_scn__warn_policy_inert(struct mb_scenario *s, const struct mb_nod
                      s->fp8_param_gather ? "true" : "false");
 }
 
+/* cuda_graph.reuse_buffers where no scoped graph is captured (mb_scn__warn_inert; issue 37: accepted
+ * silently). Megatron-Core passes _reuse_graph_input_output_buffers=True (TE >= 2.7) only to Transformer
+ * Engine's make_graphed_callables of the scoped graphs (TECudaGraphHelper,
+ * megatron/core/transformer/cuda_graphs.py); full_iteration captures the whole step with torch.cuda.graph
+ * (FullCudaGraphWrapper, megatron/core/full_cuda_graph.py), which has no such buffers. memory_graph.c reads
+ * the key for scoped graphs only. A warning, not an error: Megatron has no such flag to refuse (TE's
+ * version sets it), and a sweep may vary cuda_graph.modules. (A file cannot set reuse_buffers without
+ * graphs: its cuda_graph section needs modules, and `none` is a sweep value only.) */
+static void mb_scn__warn_graph_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
+{
+    const struct mb_node *rb = mb_scn__node(nodes, "cuda_graph.reuse_buffers");
+    if (rb && (s->cuda_graph & MB_CG_FULL_ITERATION))
+        mb_scn__warn(s, rb, "cuda_graph.reuse_buffers changes nothing with cuda_graph.modules: full_iteration: "
+                     "Megatron-Core captures the whole step with torch.cuda.graph (FullCudaGraphWrapper) and "
+                     "passes _reuse_graph_input_output_buffers only to Transformer Engine's per-layer graphs");
+}
+
 static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
 {
     const struct mb_model *m = &s->model;
@@ -1277,6 +1294,7 @@ static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *cons
                      "quantized weights of 3d layouts only (docs/modeling.md, Quantized weights), and "
                      "under Megatron-FSDP the kept FP8 transpose cache it enables");
     mb_scn__warn_policy_inert(s, nodes);
+    mb_scn__warn_graph_inert(s, nodes);
     if (tpo && s->overlap_tp_comm && s->tp == 1)
         mb_scn__warn(s, tpo, "overlap.tp_comm changes nothing with tp = 1: there is no TP communication");
     if (m->num_experts > 0)
@@ -1330,6 +1348,10 @@ int mb_scenario_load_node(const struct mb_node *root, const char *path, struct m
         mb_scn__old_defaults(s, root, version, nodes, 0, err))
         goto out;
     const struct mb_node *row = mb_scn__node(nodes, "measured.csv_row");
+    if (row) {
+        s->meas_csv_row_line = row->line;
+        s->meas_csv_row_col = row->col;
+    }
     if (row && (!s->meas_csv_row[0] || isspace((unsigned char)s->meas_csv_row[0]) ||
                 isspace((unsigned char)s->meas_csv_row[strlen(s->meas_csv_row) - 1]))) {
         mb_scn__err(err, s, row, "measured.csv_row: expected the id of a CSV row, got '%s' (empty, or blanks "

@@ -256,6 +256,7 @@ struct mb_scenario {
     char meas_source[256];
     char meas_csv_row[MB_MEASURED_ID_LEN]; /* measured.csv_row: id of the measured-runs CSV row whose recipe this file
                                states ("" = none; `mbsim validate --recipes`, mb_validate.h) */
+    int meas_csv_row_line, meas_csv_row_col; /* where the file states measured.csv_row (0 = not stated) */
     /* set by the loader: settings the file writes that are valid but change nothing in this
      * simulation, one "file:line:col: warning: key ...: why" line each ("" = none); the CLI
      * prints them on stderr (mb_scenario_check leaves them alone) */

@@ -445,7 +445,8 @@ int mb_sweep_warnings_hold(const struct mb_sweep *sw)
     /* what mb_scn__warn_inert (mb_scenario.c) reads besides the key it warns about */
     static const char *const dep[] = {"model",           "parallel.ep",     "parallel.tp",
                                       "parallel.cp",     "overlap.ep_comm", "overlap.tp_comm",
-                                      "moe.routing",     "moe.dispatcher",  "moe.pad_expert_input_to_capacity"};
+                                      "moe.routing",     "moe.dispatcher",  "moe.pad_expert_input_to_capacity",
+                                      "cuda_graph.modules"};
     for (int i = 0; i < sw->n_axes; i++)
         for (size_t k = 0; k < sizeof dep / sizeof dep[0]; k++)
             if (!strcmp(sw->axis[i].key, dep[k]))

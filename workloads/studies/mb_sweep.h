@@ -107,7 +107,7 @@ int mb_sweep_load_text(const char *text, size_t len, const char *path, struct mb
  * @brief 1 when the base scenario's warnings (settings that change nothing)
  * hold for every configuration: no axis varies what they depend on (the
  * model, ep, tp, cp, an overlap switch, the routing, the dispatcher or the
- * capacity padding); 0 otherwise (the caller then prints none).
+ * capacity padding, the CUDA graph modules); 0 otherwise (the caller then prints none).
  */
 int mb_sweep_warnings_hold(const struct mb_sweep *sw);
 

@@ -361,8 +361,10 @@ void mb_validate_free(struct mb_val_summary *s)
         mb_free(st->pending[k].head);
         mb_free(st->pending[k].tail);
     }
-    if (st)
+    if (st) {
         mb_free(st->pending);
+        mb_free(st->ids);
+    }
     mb_free(st);
     mb_free(s->by_system);
     mb_free(s->by_model);

@@ -341,6 +341,15 @@ static int mb_validate__csv_numbers(struct mb_val__csv *c, struct mb_val__cells 
     return 0;
 }
 
+/* A row's id from its cell: a quoted id may hold a newline or tab, made a blank (one table row per run). */
+static void mb_validate__csv_id(char *id, size_t len, const char *cell)
+{
+    mb_validate__copy_str(id, len, cell);
+    for (char *q = id; *q; q++)
+        if ((unsigned char)*q < ' ')
+            *q = ' ';
+}
+
 /* A new row with what the record says of itself: id, model, system (*key: mbsim's system key, NULL if
  * unknown) and the measured peak memory (the column, else a "peak N GB" the notes state: allocated, the
  * last pipeline stage's rank; docs/validation.md). */
@@ -350,10 +359,7 @@ static struct mb_val_row *mb_validate__csv_new_row(struct mb_val__csv *c, const 
     struct mb_val_row *r = mb_validate__new_row(c->out);
     r->line = c->rec_line;
     mb_validate__copy_str(r->source, sizeof r->source, c->path);
-    mb_validate__copy_str(r->id, sizeof r->id, mb_validate__cell(c, C_ID));
-    for (char *q = r->id; *q; q++) /* a quoted id may hold a newline or tab: one table row per run */
-        if ((unsigned char)*q < ' ')
-            *q = ' ';
+    mb_validate__csv_id(r->id, sizeof r->id, mb_validate__cell(c, C_ID));
     if (!r->id[0])
         snprintf(r->id, sizeof r->id, "line %d", c->rec_line);
     mb_validate__copy_str(r->model, sizeof r->model, mb_validate__cell(c, C_MODEL));
@@ -566,6 +572,30 @@ static int mb_validate__csv_recipe_submit(struct mb_val__csv *c, struct mb_val_r
     return 0;
 }
 
+/* A row's id names one run: the report, --baseline (mb_validate_drift.c) and --recipes pair rows by it, so
+ * two rows with one id (in one CSV or two) are an error at the second's id cell naming the first (issue 37:
+ * they were both taken, and a recipe file meant for one applied to both). Rows without an id ("line N")
+ * are not compared. 0, or -1 (c->err). */
+static int mb_validate__csv_unique_id(struct mb_val__csv *c)
+{
+    const char *cell = mb_validate__cell(c, C_ID);
+    if (!*cell)
+        return 0;
+    char id[sizeof ((struct mb_val_row *)0)->id];
+    mb_validate__csv_id(id, sizeof id, cell);
+    const struct mb_val_row *first = mb_validate__same_id(c->out, id, c->out->n_rows); /* the row made next */
+    if (!first)
+        return 0;
+    const struct mb_val__field *f = &c->f[c->idx[C_ID]];
+    int same = !strncmp(first->source, c->path, sizeof first->source - 1);
+    if (same && first->line >= c->rec_line) /* the file read before: given twice */
+        return mb_err_set(c->err, c->path, f->line, f->col, "column 'id': '%s' was read from this file before "
+                          "(line %d): a CSV given twice", id, first->line);
+    return mb_err_set(c->err, c->path, f->line, f->col, "column 'id': '%s' is also the id of %s%sline %d: each row "
+                      "needs an id of its own (the report, --baseline and --recipes pair rows by id)", id,
+                      same ? "" : first->source, same ? "" : " ", first->line);
+}
+
 /* One CSV record: a row predicted, skipped with its reason, or an error (-1, c->err) for input the user
  * must fix. */
 static int mb_validate__csv_record(struct mb_val__csv *c)
@@ -581,6 +611,8 @@ static int mb_validate__csv_record(struct mb_val__csv *c)
     struct mb_scenario s;
 
     if (mb_validate__csv_numbers(c, &v) != 0)
+        return -1;
+    if (mb_validate__csv_unique_id(c))
         return -1;
     struct mb_val_row *r = mb_validate__csv_new_row(c, &v, &key);
     if (mb_validate__pick_metric(r, v.tokens, v.step, v.tflops) != 0)

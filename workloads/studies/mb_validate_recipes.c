@@ -62,9 +62,10 @@ static int mb_validate__add_file(struct mb_val__recipes *rs, const char *path, i
                                      "recipe this file states") : 0;
     }
     for (size_t i = 0; i < rs->n; i++)
-        if (!strcmp(rs->e[i].id, id)) {
-            mb_err_set(err, path, 0, 0, "measured.csv_row '%s' is also the row of %s: one recipe file per row", id,
-                       rs->e[i].path);
+        if (!strcmp(rs->e[i].id, id)) { /* at the second file's key, naming the first's (issue 37) */
+            mb_err_set(err, path, s.meas_csv_row_line, s.meas_csv_row_col, "measured.csv_row '%s' is also the row of "
+                       "%s:%d:%d: one recipe file per row", id, rs->e[i].path, rs->e[i].s.meas_csv_row_line,
+                       rs->e[i].s.meas_csv_row_col);
             mb_scenario_free(&s);
             return -1;
         }

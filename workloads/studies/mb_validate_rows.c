@@ -62,6 +62,38 @@ struct mb_val_row *mb_validate__new_row(struct mb_val_summary *out)
     return r;
 }
 
+/* Grow the id set to twice its size (at least 64 slots), re-placing every row. */
+static void mb_validate__ids_grow(struct mb_val_summary *out, struct mb_val__state *st)
+{
+    size_t old = st->cap_ids, *was = st->ids;
+    st->cap_ids = old ? 2 * old : 64;
+    st->ids = mb_calloc(st->cap_ids, sizeof *st->ids);
+    for (size_t i = 0; i < old; i++) {
+        if (!was[i])
+            continue;
+        const char *id = out->rows[was[i] - 1].id;
+        size_t h = (size_t)mb_hash64(id, strlen(id), MB_HASH64_INIT) & (st->cap_ids - 1);
+        while (st->ids[h])
+            h = (h + 1) & (st->cap_ids - 1);
+        st->ids[h] = was[i];
+    }
+    mb_free(was);
+}
+
+const struct mb_val_row *mb_validate__same_id(struct mb_val_summary *out, const char *id, size_t ri)
+{
+    struct mb_val__state *st = mb_validate__st(out);
+    if (2 * (st->n_ids + 1) > st->cap_ids)
+        mb_validate__ids_grow(out, st);
+    size_t h = (size_t)mb_hash64(id, strlen(id), MB_HASH64_INIT) & (st->cap_ids - 1);
+    for (; st->ids[h]; h = (h + 1) & (st->cap_ids - 1))
+        if (!strcmp(out->rows[st->ids[h] - 1].id, id))
+            return &out->rows[st->ids[h] - 1];
+    st->ids[h] = ri + 1;
+    st->n_ids++;
+    return NULL;
+}
+
 void mb_validate__skip_row(struct mb_val_row *r, const char *reason)
 {
     r->skipped = 1;

@@ -125,6 +125,8 @@ struct mb_val__state {
     struct mb_val__recipes *recipes; /* from mb_validate_add_recipes(), freed by mb_validate_free() */
     struct mb_val__job *pending;     /* rows waiting for their simulation (jobs > 1) */
     size_t n_pending;
+    size_t *ids, cap_ids, n_ids;     /* CSV rows with an id: index + 1 in rows[] (0: free slot), open
+                                      * addressing on the id's hash (mb_validate__same_id) */
 };
 
 /* The summary's state, made on first use. */
@@ -134,6 +136,9 @@ struct mb_val__state *mb_validate__st(struct mb_val_summary *out);
 struct mb_val__cache *mb_validate__get_cache(struct mb_val_summary *out);
 /* Append a zeroed row (rows[] may move). */
 struct mb_val_row *mb_validate__new_row(struct mb_val_summary *out);
+/* The earlier CSV row with this id, or NULL after recording rows[ri] (a CSV row with an id; it may be
+ * the next row, made right after) as the row of the id: ids are unique over the CSVs of one summary. */
+const struct mb_val_row *mb_validate__same_id(struct mb_val_summary *out, const char *id, size_t ri);
 /* Mark r skipped with reason (its prediction cleared). */
 void mb_validate__skip_row(struct mb_val_row *r, const char *reason);
 /* Choose the compared metric: tokens/s/GPU, else step time, else TFLOP/s/GPU. */

@@ -1,0 +1,38 @@
+/*
+ * mb_text.h -- user text made safe to print (issue 37): a file with bytes
+ * 0x80-0xff or control characters in a key or value had them pasted into
+ * stderr (a terminal then ran escape sequences, a log got invalid UTF-8).
+ *
+ * Kept as is: printable ASCII and well-formed UTF-8 of printable characters
+ * (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF). Written as
+ * \xNN (two upper-case hex digits per byte): every other byte: the C0
+ * controls (tab and newline too), DEL, the bytes of a C1 control
+ * (U+0080-U+009F, e.g. the CSI U+009B), and every byte of an invalid or cut
+ * sequence. Escaping is idempotent (a backslash stays a backslash), so text
+ * escaped once and quoted again is not escaped twice.
+ */
+#ifndef MB_TEXT_H
+#define MB_TEXT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/**
+ * @brief Copy src into dst (len bytes, NUL-terminated) with the bytes above
+ * written as \xNN; output that does not fit is cut at a character boundary
+ * (never inside an escape or a UTF-8 sequence).
+ * @param keep  control characters to keep as they are (e.g. "\n"), or NULL
+ * @return the length written (without the NUL)
+ */
+size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep);
+
+/**
+ * @brief A stream that writes what is printed to it into `to`, escaped as
+ * mb_text_escape does, newlines kept: for notes that quote input (import).
+ * A UTF-8 sequence split between two writes is joined first. Close it with
+ * fclose (which flushes it; `to` stays open). Never NULL (aborts as
+ * mb_malloc does when it cannot be made).
+ */
+FILE *mb_text_escape_stream(FILE *to);
+
+#endif /* MB_TEXT_H */
