@@ -161,6 +161,10 @@ static int mb_cli__load_sweep(const char *yaml, const char **sets, int n_sets, s
         fprintf(stderr, "mbsim: %s\n", buf);
         return EXIT_BAD_INPUT;
     }
+    if (cli_sets_once("mbsim merge", sets, n_sets)) {
+        mb_sweep_free(sw);
+        return EXIT_USAGE;
+    }
     for (int k = 0; k < n_sets; k++)
         if (mb_sweep_set(sw, sets[k], &err)) {
             mb_err_format(&err, buf, sizeof buf);

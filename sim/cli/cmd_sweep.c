@@ -640,6 +640,10 @@ int mb_cmd_sweep(int argc, char **argv)
         mb_cli_print_err(&err);
         return EXIT_BAD_INPUT;
     }
+    if (cli_sets_once("mbsim sweep", a.sets, a.n_sets)) {
+        mb_sweep_free(&sw);
+        return EXIT_USAGE;
+    }
     for (int k = 0; k < a.n_sets; k++)
         if (mb_sweep_set(&sw, a.sets[k], &err)) {
             char buf[MB_ERR_TEXT_LEN];

@@ -135,6 +135,8 @@ int mb_cmd_tune(int argc, char **argv)
         }
     }
     cli_opts_free(&g);
+    if (rc < 0 && cli_sets_once("mbsim tune", to.set, to.n_set))
+        rc = 2;
     if (rc >= 0)
         return rc;
     if (!file) {

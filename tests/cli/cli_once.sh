@@ -90,4 +90,21 @@ twice "plot sweep" "mbsim plot" -o a.png b.png no_such.tsv
 "$bin" validate tests/data/validate/recipes.csv --recipes tests/data/validate/recipes \
     --recipes tests/data/validate/recipes/rec_row.yaml -j 1 --progress 0 > /dev/null 2> "$tmp/err" ||
     fail "validate --recipes twice: $(cat "$tmp/err")"
+# but --set repeatable only over different keys: one key (or its alias) twice is a usage error in
+# every command that takes --set, naming both (sweep and tune used to keep the last silently)
+sets_twice() { # "CMD WORDS" "MESSAGE PREFIX" SET1 SET2 KEY [OPERAND...]
+    words=$1 prefix=$2 s1=$3 s2=$4 key=$5
+    shift 5
+    # shellcheck disable=SC2086
+    "$bin" $words --set "$s1" --set "$s2" "$@" > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    [ "$rc" = 2 ] || fail "$words --set $s1 --set $s2: exit $rc, expected 2: $(head -3 "$tmp/err")"
+    want="$prefix: --set $s2: --set $s1 gave $key a value already; give each key once"
+    grep -qxF "$want" "$tmp/err" || fail "$words --set twice: expected '$want', got: $(head -3 "$tmp/err")"
+}
+D=tests/data/net/tp8_dense.yaml
+sets_twice run "mbsim run" tp=2 parallel.tp=4 parallel.tp $D
+sets_twice sweep "mbsim sweep" tp=1,2 parallel.tp=4 parallel.tp $D --progress 0
+sets_twice tune "mbsim tune" mbs=1 mbs=2 data.micro_batch_size $D
+sets_twice merge "mbsim merge" gbs=8 data.global_batch_size=16 data.global_batch_size $D /dev/null
 echo "cli_once: ok"

@@ -78,4 +78,16 @@ grep -q "<stdin>:4:1:" "$tmp/err" || fail "broken YAML on stdin: no <stdin>:LINE
 printf 'schema_version: 2\nname: x\nmodel: no_such_model_36\nsystem: {preset: dgx_h100, gpus: 8}\ndata: {seq_length: 4096, global_batch_size: 8, micro_batch_size: 1}\n' |
     "$bin" run - > /dev/null 2> "$tmp/err"
 grep -q "<stdin>:3:8:" "$tmp/err" || fail "unknown model on stdin: no <stdin>:3:8: $(cat "$tmp/err")"
+# a measured: block describes the file's run: after a --set that changes a key it is not compared
+# (a note names the key, no measured: line, no JSON measured object); a --set to the file's own
+# value keeps it (scenarios/h100_llama3_70b_3d.yaml: tp 4, global_batch_size 128, tokens measured)
+m=scenarios/h100_llama3_70b_3d.yaml
+"$bin" run "$m" --set tp=8 > "$tmp/out" 2> "$tmp/err" || fail "run $m --set tp=8: $(cat "$tmp/err")"
+grep -qF "the measured: block is not compared: --set changed parallel.tp" "$tmp/err" ||
+    fail "run --set tp=8 on a measured scenario: no note: $(cat "$tmp/err")"
+! grep -q "^  measured:" "$tmp/out" || fail "run --set tp=8 still compares with the measured run"
+"$bin" run "$m" --set tp=8 --json 2> /dev/null | grep -q '"measured"' && fail "run --set tp=8 --json keeps measured"
+"$bin" run "$m" --set tp=4 > "$tmp/out" 2> "$tmp/err" || fail "run $m --set tp=4: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "run --set tp=4 (the file's value) printed: $(cat "$tmp/err")"
+grep -q "^  measured:" "$tmp/out" || fail "run --set tp=4 (the file's value) dropped the measured comparison"
 echo "run_set_stdin: --set matches the edited file, bad --set named (exit 2), stdin = file, <stdin>:line:col"
