@@ -87,4 +87,16 @@ void mb_cli_print_err(const struct mb_err *e);
  */
 int mb_cli_check_data_dir(void);
 
+/**
+ * @brief Check that no two --set options name one scenario key (by its dotted name or an alias,
+ * mb_key_find; cli_sets.c): a second value would silently replace the first. Keys the table does not know
+ * are left to the command's own --set parser, which names them.
+ * @param[in] cmd   the command as the message names it ("mbsim sweep")
+ * @param[in] sets  the --set arguments, KEY=VALUES each
+ * @param[in] n     their number
+ * @return 0, or -1 after printing "CMD: --set B: --set A gave KEY a value already; give each
+ *         key once" on stderr (the caller exits with the usage status)
+ */
+int cli_sets_once(const char *cmd, const char *const *sets, int n);
+
 #endif /* MB_CLI_H */

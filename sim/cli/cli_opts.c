@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mb_keys.h"
 #include "mb_text.h"
 #include "mb_util.h"
 
@@ -261,34 +260,4 @@ int mb_cli_check_data_dir(void)
             "source tree or to the share/mbsim of an install (cmake --install build --prefix P)\n",
             mb_data_dir(), mb_data_dir_origin());
     return -1;
-}
-
-/* The key table's entry a --set argument names (text before '='), or NULL. */
-static const struct mb_key *cli__set_key(const char *set)
-{
-    char key[128];
-    const char *eq = strchr(set, '=');
-    size_t n = eq ? (size_t)(eq - set) : strlen(set);
-    if (n >= sizeof key)
-        return NULL;
-    memcpy(key, set, n);
-    key[n] = 0;
-    return mb_key_find(key);
-}
-
-int cli_sets_once(const char *cmd, const char *const *sets, int n)
-{
-    for (int k = 1; k < n; k++) {
-        const struct mb_key *b = cli__set_key(sets[k]);
-        for (int j = 0; b && j < k; j++)
-            if (cli__set_key(sets[j]) == b) {
-                char first[256], second[256];
-                mb_text_escape(first, sizeof first, sets[j], NULL);
-                mb_text_escape(second, sizeof second, sets[k], NULL);
-                fprintf(stderr, "%s: --set %s: --set %s gave %s a value already; give each key once\n", cmd, second,
-                        first, b->key);
-                return -1;
-            }
-    }
-    return 0;
 }

@@ -105,18 +105,6 @@ long cli_usable_cpus(void);
  */
 int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs);
 
-/**
- * @brief Check that no two --set options name one scenario key (by its dotted name or an alias,
- * mb_key_find): a second value would silently replace the first. Keys the table does not know
- * are left to the command's own --set parser, which names them.
- * @param[in] cmd   the command as the message names it ("mbsim sweep")
- * @param[in] sets  the --set arguments, KEY=VALUES each
- * @param[in] n     their number
- * @return 0, or -1 after printing "CMD: --set B: --set A gave KEY a value already; give each
- *         key once" on stderr (the caller exits with the usage status)
- */
-int cli_sets_once(const char *cmd, const char *const *sets, int n);
-
 /** @brief The default of -j / --jobs: cli_usable_cpus(), at most CLI_JOBS_MAX. */
 int cli_default_jobs(void);
 
