@@ -41,6 +41,15 @@ done
 "$bin" compare "$a" "$tmp/b200.yaml" > "$tmp/gpu.txt" 2> "$tmp/err" || fail "compare H100 B200: exit $?"
 grep -q "^fitted framework terms that differ" "$tmp/gpu.txt" || fail "compare H100 B200: no fitted terms listed"
 
+# the same recipe on a copy of dgx_h100 whose system file sets host_time_scale: 2 (docs/topology.md
+# "Host CPU"): the scenario trees differ only in the preset's name, the system line names the scale
+src=$(pwd)
+sed -e "s|^node_xml: *|node_xml: $src/topology/systems/|" topology/systems/dgx_h100.yaml > "$tmp/slow_host.yaml"
+echo "host_time_scale: 2" >> "$tmp/slow_host.yaml"
+sed "s|preset: dgx_h100|preset: $tmp/slow_host.yaml|" "$a" > "$tmp/slow.yaml"
+"$bin" compare "$a" "$tmp/slow.yaml" > "$tmp/host.txt" 2> "$tmp/err" || fail "compare slow host: exit $?: $(cat "$tmp/err")"
+grep -qF "  system host_time_scale: 1 -> 2 (" "$tmp/host.txt" || fail "compare slow host: scale not listed: $(head -8 "$tmp/host.txt")"
+
 "$bin" compare "$a" > /dev/null 2>&1; [ $? = 2 ] || fail "compare with one file: not a usage error"
 "$bin" compare "$a" "$a" "$a" > /dev/null 2>&1; [ $? = 2 ] || fail "compare with three files: not a usage error"
 "$bin" compare "$a" "$tmp/missing.yaml" > /dev/null 2> "$tmp/err"; [ $? = 1 ] || fail "missing file: not exit 1"

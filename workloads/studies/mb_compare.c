@@ -81,6 +81,24 @@ static void mb_cmp__diff(const struct mb_node *a, const struct mb_node *b, const
         fprintf(fp, "  %-44s %-24s -> %s\n", path, va, vb);
 }
 
+/* What two system files state beyond the preset's name that the step reads as a what-if: the power
+ * cap's clock scale and the host CPU's time scale (docs/topology.md). Returns the lines printed. */
+static int mb_cmp__system(const struct mb_system *a, const struct mb_system *b, FILE *fp)
+{
+    int n = 0;
+    double ha = a->host_time_scale > 0 ? a->host_time_scale : 1, hb = b->host_time_scale > 0 ? b->host_time_scale : 1;
+    if (ha != hb) {
+        fprintf(fp, "  system host_time_scale: %g -> %g (the system files' host CPU: launch and host_kernel x it)\n", ha,
+                hb);
+        n++;
+    }
+    if (a->power_cap != b->power_cap) {
+        fprintf(fp, "  system power_cap: %g W -> %g W (0: the part's default)\n", a->power_cap, b->power_cap);
+        n++;
+    }
+    return n;
+}
+
 void mb_compare_settings(const struct mb_scenario *a, const struct mb_scenario *b, FILE *fp)
 {
     struct mb_node *ta = mb_cmp__tree(a, "A"), *tb = mb_cmp__tree(b, "B");
@@ -88,6 +106,7 @@ void mb_compare_settings(const struct mb_scenario *a, const struct mb_scenario *
     fprintf(fp, "settings that differ (A -> B, as the scenario writer states them; \"(not set)\": the default):\n");
     if (ta && tb) {
         mb_cmp__diff(ta, tb, "", &shown, fp);
+        shown += mb_cmp__system(&a->system, &b->system, fp);
         if (!shown)
             fprintf(fp, "  none\n");
         else if (shown > 40)
