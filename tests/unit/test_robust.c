@@ -305,6 +305,13 @@ static void test_implausible_result(void **state)
     mb_err_clear(&e);
     assert_int_equal(mb_result_check(&s, &r, &e), -1);
     assert_non_null(strstr(e.msg, "gives step time (s) = nan"));
+    /* finite but past the bound: the input's size, said so, not an internal error */
+    r.step_time_s = 3e12;
+    mb_err_clear(&e);
+    assert_int_equal(mb_result_check(&s, &r, &e), -1);
+    assert_null(strstr(e.msg, "internal error"));
+    assert_non_null(strstr(e.msg, "gives step time (s) = 3e+12, past what mbsim predicts (1e12 s"));
+    assert_non_null(strstr(e.msg, "check the model's sizes"));
 }
 
 /* Unbounded work: nesting depth while parsing, collective ranks and sizes. */

@@ -109,8 +109,8 @@ static int mb_step__build(struct mb_build *b, int mbs_n, int critical, struct mb
     if (est > MB_STEP_MAX_TASKS)
         return mb_err_set(err, s->file, 0, 0,
                           "a step of %d microbatches per rank would take about %.0f million tasks to simulate one by one, "
-                          "above the limit of %.0f million: let the microbatch extension run (without --exact, or a "
-                          "smaller mb_cap)",
+                          "above the limit of %.0f million: check the model's layers and the batch (a sweep or tune lets "
+                          "the microbatch extension run without --exact, or with a smaller --mb-cap)",
                           mbs_n, est / 1e6, MB_STEP_MAX_TASKS / 1e6);
     mb_step__engine(b, est, critical);
     mb_layout_graphs(b);
@@ -661,6 +661,16 @@ int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, stru
     const char *what = mb_step__implausible(r, &v);
     if (!what)
         return 0;
+    /* finite, positive and past the bound: a run too large to predict (an absurd model or batch
+     * that every key's own range allows), the input's doing rather than the model's */
+    int huge = isfinite(v) && v > 0 && (!strcmp(what, "step time (s)") || !strcmp(what, "peak memory (bytes)"));
+    if (huge)
+        return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
+                          "scenario '%s' (model %s: %d layers, hidden %d; %d GPUs, global batch %d, sequence %d) "
+                          "gives %s = %g, past what mbsim predicts (%s): check the model's sizes and the batch",
+                          s->name, s->model.name, s->model.n_layers, s->model.hidden, s->gpus,
+                          s->global_batch_size, s->seq_length, what, v,
+                          what[0] == 's' ? "1e12 s, 31,700 years" : "1e18 bytes");
     return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
                       "internal error: scenario '%s' (model %s, system %s, %d GPUs, tp %d pp %d cp %d ep %d, "
                       "micro-batch %d, sequence %d) gives %s = %g, which is impossible; please report it "
