@@ -394,6 +394,27 @@ static void test_log_bad_iteration(void **state)
     mb_err_format(&err, msg, sizeof msg);
     assert_string_equal(msg, "mbsim_test_badlog.txt:4:127: 'elapsed time per iteration (ms):' is not followed "
                              "by a number (Megatron-LM's training_log prints one)");
+    /* an iteration count past 10^15 (strtol saturates a garbled one at LONG_MAX, and the warm-up's
+     * ceil(last / 10) overflowed: a fuzz finding) is named at its column, 41 on line 4 */
+    f = fopen("mbsim_test_badlog.txt", "w");
+    assert_non_null(f);
+    fputs("  tensor_model_parallel_size ...... 1\n  pipeline_model_parallel_size .... 1\n"
+          "  num_layers ...................... 32\n"
+          " [2026-08-24 09:14:25.431700] iteration 57777777777777777777777/      30 | consumed samples:  128 | "
+          "elapsed time per iteration (ms): 100.0 | global batch size:   128 |\n", f);
+    fclose(f);
+    mb_err_clear(&err);
+    assert_int_equal(mb_megatron_read("mbsim_test_badlog.txt", MB_MEGATRON_LM, &a, &err), -1);
+    remove("mbsim_test_badlog.txt");
+    mb_err_format(&err, msg, sizeof msg);
+    assert_string_equal(msg, "mbsim_test_badlog.txt:4:41: iteration number '57777777777777777777777' is out of range: "
+                             "expected 0 to 1e+15 (Megatron-LM's training_log prints the iteration count)");
+    /* the warm-up bound of the largest count allowed does not overflow */
+    struct mb_megatron_iter big[2] = {{.iteration = 1, .ms = 1, .tflops = -1, .gbs = 8, .line = 1},
+                                      {.iteration = 1000000000000000L, .ms = 1, .tflops = -1, .gbs = 8, .line = 2}};
+    struct mb_megatron_measured r;
+    mb_megatron_steady(big, 2, &r);
+    assert_true(r.warmup_to == 100000000000000L);
 }
 
 static void put(const char *path, const char *text);

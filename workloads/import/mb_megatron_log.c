@@ -93,6 +93,10 @@ static int mb_mgl__field(const char *line, size_t len, const char *label, double
     return 1;
 }
 
+/* Largest iteration number an iteration line may carry: above any training run (10^15 steps), far
+ * below where the warm-up arithmetic on it could overflow a long. */
+#define MB_MGL_MAX_ITER 1000000000000000L
+
 /* An iteration line: ` iteration       N/       M |` with N, M digits. 1 with *it filled, 0 when the
  * line is none, -1 with err when it is one whose time is not a number. */
 static int mb_mgl__iter_line(const char *file, const char *line, size_t len, int lineno,
@@ -107,9 +111,14 @@ static int mb_mgl__iter_line(const char *file, const char *line, size_t len, int
     while (*at == ' ')
         at++;
     char *end;
+    errno = 0;
     long n = strtol(at, &end, 10);
     if (end == at || *end != '/')
         return 0;
+    if (errno == ERANGE || n < 0 || n > MB_MGL_MAX_ITER) /* strtol saturates: a garbled count read as LONG_MAX */
+        return mb_err_set(err, file, lineno, (int)(at - line) + 1, "iteration number '%.*s' is out of range: expected "
+                          "0 to %.0e (Megatron-LM's training_log prints the iteration count)", (int)(end - at > 40 ? 40 : end - at),
+                          at, (double)MB_MGL_MAX_ITER);
     const char *t = end + 1;
     while (*t == ' ')
         t++;
@@ -199,7 +208,7 @@ int mb_megatron_steady(const struct mb_megatron_iter *it, int n, struct mb_megat
         return -1;
     long last = it[n - 1].iteration;
     out->warmup_to = it[0].iteration; /* the first line: iteration 1's start-up is in it */
-    long tenth = (last + 9) / 10;
+    long tenth = last / 10 + (last % 10 > 0); /* ceil(last / 10), no overflow */
     if (tenth > out->warmup_to)
         out->warmup_to = tenth;
     double gbs = it[n - 1].gbs;
