@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* fopencookie */
 #include "mb_text.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -51,27 +52,39 @@ static int mb_text__unit(const unsigned char *s, size_t n, const char *keep, int
     return 1;
 }
 
-size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep)
+/* Escape s[0..n) into dst (cap bytes, NUL-terminated): stops where the output is full or, unless final,
+ * at a UTF-8 sequence that n cuts short (final: its bytes escaped one by one). Returns the length
+ * written; *used = the input bytes consumed. */
+static size_t mb_text__escape_n(char *dst, size_t cap, const unsigned char *s, size_t n, const char *keep, int final,
+                                size_t *used)
 {
-    const unsigned char *s = (const unsigned char *)src;
-    size_t n = strlen(src), o = 0;
-    if (!len)
-        return 0;
-    while (n) {
-        int esc, u = mb_text__unit(s, n, keep, &esc);
-        if (u < 0) /* the string ends inside a sequence: its bytes escaped one by one */
+    size_t o = 0, i = 0;
+    while (i < n) {
+        int esc, u = mb_text__unit(s + i, n - i, keep, &esc);
+        if (u < 0 && !final)
+            break;
+        if (u < 0)
             u = 1, esc = 1;
         size_t w = esc ? 4 : (size_t)u;
-        if (o + w >= len)
+        if (o + w >= cap)
             break;
         if (esc)
-            snprintf(dst + o, 5, "\\x%02X", s[0]);
+            snprintf(dst + o, 5, "\\x%02X", s[i]);
         else
-            memcpy(dst + o, s, (size_t)u);
-        o += w, s += u, n -= (size_t)u;
+            memcpy(dst + o, s + i, (size_t)u);
+        o += w, i += (size_t)u;
     }
     dst[o] = 0;
+    *used = i;
     return o;
+}
+
+size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep)
+{
+    size_t used;
+    if (!len)
+        return 0;
+    return mb_text__escape_n(dst, len, (const unsigned char *)src, strlen(src), keep, 1, &used);
 }
 
 struct mb_text__stream {
@@ -84,23 +97,11 @@ struct mb_text__stream {
  * end is kept pending unless final. */
 static void mb_text__put(struct mb_text__stream *k, const unsigned char *buf, size_t n, int final)
 {
-    char out[4 * 260];
-    size_t o = 0;
-    while (n) {
-        int esc, u = mb_text__unit(buf, n, "\n", &esc);
-        if (u < 0 && !final) {
-            memcpy(k->pend, buf, n);
-            k->n_pend = n;
-            break;
-        }
-        if (u < 0)
-            u = 1, esc = 1;
-        if (esc)
-            o += (size_t)snprintf(out + o, 5, "\\x%02X", buf[0]);
-        else
-            memcpy(out + o, buf, (size_t)u), o += (size_t)u;
-        buf += u, n -= (size_t)u;
-    }
+    char out[4 * 260 + 1];
+    size_t used, o = mb_text__escape_n(out, sizeof out, buf, n, "\n", final, &used);
+    assert(n - used < sizeof k->pend); /* out holds 4 per byte: only a cut sequence is left */
+    memcpy(k->pend, buf + used, n - used);
+    k->n_pend = n - used;
     fwrite(out, 1, o, k->to);
 }
 
