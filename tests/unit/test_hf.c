@@ -315,6 +315,14 @@ static void test_repeated_keys(void **state)
                                   "replaced by 2"));
     mb_model_free(&m);
     free(notes);
+    /* columns count characters, as jansson's own errors do: "ééé" before the repeat is 3 columns (6 bytes),
+     * so the repeat sits 15 characters right of 2:72 (`, "note": "ééé"` is inserted before it) */
+    assert_int_equal(import_text(DENSE("llama", ", \"note\": \"\xc3\xa9\xc3\xa9\xc3\xa9\", \"num_hidden_layers\": 8"), &m,
+                                 msg, sizeof msg, &notes),
+                     0);
+    assert_non_null(strstr(notes, "mbsim_test_hf.json:2:87: num_hidden_layers: given again: the value 4 of 2:28"));
+    mb_model_free(&m);
+    free(notes);
     /* no repeat, no such note */
     assert_int_equal(import_text(DENSE("llama", ""), &m, msg, sizeof msg, &notes), 0);
     assert_null(strstr(notes, "given again"));

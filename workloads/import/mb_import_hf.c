@@ -121,7 +121,7 @@ struct mb_hf {
     const struct mb_hf__type *t; /* the model type's defaults */
     char why_window[200];         /* the note of the sliding-window keys no layer uses */
     struct mb_err *err;
-    size_t *lines, n_lines;       /* offsets where each line starts (mb_hf__index_lines), NULL: scan */
+    size_t *lines, n_lines;       /* offsets where each line starts (mb_hf__index_lines) */
 };
 
 /* The model as it will be written; 0 = not written. */
@@ -234,31 +234,22 @@ static void mb_hf__index_lines(struct mb_hf *h)
         }
 }
 
+/* Line and column of text[off], the column in characters as jansson's errors count them (UTF-8
+ * continuation bytes, 10xxxxxx, start none): the last line starting at or before off. */
 static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *col)
 {
-    if (h->lines) { /* the last line starting at or before off */
-        size_t lo = 0, hi = h->n_lines;
-        while (hi - lo > 1) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (h->lines[mid] <= off)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        *line = (int)(lo + 1);
-        *col = (int)(off - h->lines[lo] + 1);
-        return;
+    size_t lo = 0, hi = h->n_lines;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->lines[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
     }
-    *line = 1;
+    *line = (int)(lo + 1);
     *col = 1;
-    for (const char *q = h->text; q < h->text + off && *q; q++) {
-        if (*q == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
+    for (size_t i = h->lines[lo]; i < off; i++)
+        *col += ((unsigned char)h->text[i] & 0xC0) != 0x80;
 }
 
 /* ------------------------------------------------------------ repeated keys */
@@ -989,6 +980,7 @@ int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, str
     size_t tlen;
     if (!(h.text = mb_hf__slurp(path, &tlen, err)))
         return -1;
+    mb_hf__index_lines(&h);
     json_error_t je;
     h.root.o = json_loadb(h.text, tlen, 0, &je); /* the whole text: a NUL byte is an error, not the end */
     int rc = 0;
@@ -996,10 +988,8 @@ int mb_hf_import(const char *path, const char *name, FILE *out, FILE *notes, str
         rc = mb_err_set(err, path, je.line, je.column, "invalid JSON: %s", je.text);
     else if (!json_is_object(h.root.o))
         rc = mb_err_set(err, path, 1, 1, "expected a JSON object (a transformers config.json)");
-    if (!rc && notes) {
-        mb_hf__index_lines(&h);
+    if (!rc && notes)
         mb_hf__dups_in(&h, mb_hf__ws(h.text, 0), "", notes, 0);
-    }
     struct mb_hf__out m = {0};
     if (!rc)
         rc = mb_hf__split(&h) || mb_hf__family(&h) || mb_hf__read(&h, &m) ? -1 : 0;
