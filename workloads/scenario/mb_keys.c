@@ -116,45 +116,46 @@ struct mb_key__prec {
     enum mb_prec gemm, attn;
     int quantize;
     int preset_pg;          /* the publishers' preset sets fp8_param_gather (mb_precision_preset_param_gather) */
+    int fp8_tensor;         /* TE's Float8Tensor / Float8BlockwiseTensor recipe (mb_precision_fp8_tensor) */
+    double gather_bytes;    /* bytes per element TE all-gathers a GEMM input in (mb_precision_gather_bytes):
+                               the data and its block scales */
 };
 
 /* Canonical recipes. Core attention stays BF16 in every FP8/FP4 recipe
  * (Transformer Engine runs the fused attention in BF16 unless fp8 DPA is
  * requested, which published recipes do not). */
 static const struct mb_key__prec mb_key__precs[] = {
-    {"bf16", MB_PREC_BF16, MB_PREC_BF16, 0, 0},
-    {"fp16", MB_PREC_FP16, MB_PREC_FP16, 0, 0},
-    {"fp8", MB_PREC_FP8, MB_PREC_BF16, 1, 1},           /* delayed / per-tensor scaling */
-    {"fp8_cs", MB_PREC_FP8, MB_PREC_BF16, 1, 1},        /* per-tensor current scaling */
-    {"fp8_blockwise", MB_PREC_FP8, MB_PREC_BF16, 1, 0}, /* 1x128 / 128x128 blocks (DeepSeek-V3) */
-    {"mxfp8", MB_PREC_FP8, MB_PREC_BF16, 1, 1},         /* MX 1x32 E8M0 scales (Blackwell) */
-    {"nvfp4", MB_PREC_FP4, MB_PREC_BF16, 1, 0},         /* NVFP4 16-element blocks (Blackwell) */
-    {NULL, MB_PREC_BF16, MB_PREC_BF16, 0, 0}};
+    {"bf16", MB_PREC_BF16, MB_PREC_BF16, 0, 0, 0, 2},
+    {"fp16", MB_PREC_FP16, MB_PREC_FP16, 0, 0, 0, 2},
+    {"fp8", MB_PREC_FP8, MB_PREC_BF16, 1, 1, 1, 1},                      /* delayed / per-tensor scaling */
+    {"fp8_cs", MB_PREC_FP8, MB_PREC_BF16, 1, 1, 1, 1},                   /* per-tensor current scaling */
+    {"fp8_blockwise", MB_PREC_FP8, MB_PREC_BF16, 1, 0, 1, 1 + 4.0 / 128}, /* 1x128 / 128x128 blocks, FP32 scales */
+    {"mxfp8", MB_PREC_FP8, MB_PREC_BF16, 1, 1, 0, 1 + 1.0 / 32},         /* MX 1x32 E8M0 scales (Blackwell) */
+    {"nvfp4", MB_PREC_FP4, MB_PREC_BF16, 1, 0, 0, 0.5 + 1.0 / 16},       /* 16-element blocks, E4M3 scales */
+    {NULL, MB_PREC_BF16, MB_PREC_BF16, 0, 0, 0, 2}};
+
+/* The table's row of p's label (the terminator's for an unknown one or NULL). */
+static const struct mb_key__prec *mb_key__prec_row(const struct mb_precision *p)
+{
+    const struct mb_key__prec *r = mb_key__precs;
+    while (r->label && (!p || strcmp(p->label, r->label)))
+        r++;
+    return r;
+}
 
 int mb_precision_preset_param_gather(const struct mb_precision *p)
 {
-    for (const struct mb_key__prec *r = mb_key__precs; p && r->label; r++)
-        if (!strcmp(p->label, r->label))
-            return r->preset_pg;
-    return 0;
+    return mb_key__prec_row(p)->preset_pg;
 }
 
 int mb_precision_fp8_tensor(const struct mb_precision *p)
 {
-    return p && (!strcmp(p->label, "fp8") || !strcmp(p->label, "fp8_cs") || !strcmp(p->label, "fp8_blockwise"));
+    return mb_key__prec_row(p)->fp8_tensor;
 }
 
 double mb_precision_gather_bytes(const struct mb_precision *p)
 {
-    if (!p || !p->quantize)
-        return 2.0;
-    if (!strcmp(p->label, "nvfp4"))
-        return 0.5 + 1.0 / 16;
-    if (!strcmp(p->label, "mxfp8"))
-        return 1.0 + 1.0 / 32;
-    if (!strcmp(p->label, "fp8_blockwise"))
-        return 1.0 + 4.0 / 128;
-    return 1.0;
+    return p && p->quantize ? mb_key__prec_row(p)->gather_bytes : 2.0;
 }
 
 /* Other spellings (after normalization: lower case, '-' and ' ' -> '_'),
