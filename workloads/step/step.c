@@ -636,47 +636,47 @@ static int mb_step__simulate_opts(const struct mb_scenario *s, const struct mb_s
 /* Every number a report prints must be finite and physically possible: a NaN,
  * an infinite or non-positive step or an MFU above 100 % is a bug in the model
  * (or a calibration table it trusted), reported as an internal error naming the
- * scenario rather than printed as a prediction. */
-static const char *mb_step__implausible(const struct mb_result *r, double *v)
+ * scenario rather than printed as a prediction. A step or a peak memory that is
+ * finite but past its bound is a run too large to predict (an absurd model or
+ * batch that every key's own range allows): the input's doing, said so. */
+struct mb_step__bound {
+    const char *name;
+    double v, lo, hi;
+    const char *size; /* the bound in words when a value past hi is the input's size, else NULL */
+};
+
+static int mb_step__implausible(const struct mb_result *r, struct mb_step__bound *out)
 {
-    const struct {
-        const char *name;
-        double v, lo, hi;
-    } q[] = {{"step time (s)", r->step_time_s, 1e-12, 1e12},
-             {"tokens/s/GPU", r->tokens_per_s_per_gpu, 0, 1e15},
-             {"model TFLOP/s/GPU", r->model_tflops_per_gpu, 0, 1e9},
-             {"MFU", r->mfu, 0, 1},
-             {"peak memory (bytes)", r->mem.peak_allocated, 0, 1e18}};
+    const struct mb_step__bound q[] = {{"step time (s)", r->step_time_s, 1e-12, 1e12, "1e12 s, 31,700 years"},
+                                       {"tokens/s/GPU", r->tokens_per_s_per_gpu, 0, 1e15, NULL},
+                                       {"model TFLOP/s/GPU", r->model_tflops_per_gpu, 0, 1e9, NULL},
+                                       {"MFU", r->mfu, 0, 1, NULL},
+                                       {"peak memory (bytes)", r->mem.peak_allocated, 0, 1e18, "1e18 bytes"}};
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
         if (!isfinite(q[i].v) || q[i].v < q[i].lo || q[i].v > q[i].hi) {
-            *v = q[i].v;
-            return q[i].name;
+            *out = q[i];
+            return 1;
         }
-    return NULL;
+    return 0;
 }
 
 int mb_result_check(const struct mb_scenario *s, const struct mb_result *r, struct mb_err *err)
 {
-    double v = 0;
-    const char *what = mb_step__implausible(r, &v);
-    if (!what)
+    struct mb_step__bound b;
+    if (!mb_step__implausible(r, &b))
         return 0;
-    /* finite, positive and past the bound: a run too large to predict (an absurd model or batch
-     * that every key's own range allows), the input's doing rather than the model's */
-    int huge = isfinite(v) && v > 0 && (!strcmp(what, "step time (s)") || !strcmp(what, "peak memory (bytes)"));
-    if (huge)
+    if (b.size && isfinite(b.v) && b.v > b.hi)
         return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
                           "scenario '%s' (model %s: %d layers, hidden %d; %d GPUs, global batch %d, sequence %d) "
                           "gives %s = %g, past what mbsim predicts (%s): check the model's sizes and the batch",
                           s->name, s->model.name, s->model.n_layers, s->model.hidden, s->gpus,
-                          s->global_batch_size, s->seq_length, what, v,
-                          what[0] == 's' ? "1e12 s, 31,700 years" : "1e18 bytes");
+                          s->global_batch_size, s->seq_length, b.name, b.v, b.size);
     return mb_err_set(err, s->file[0] ? s->file : NULL, 0, 0,
                       "internal error: scenario '%s' (model %s, system %s, %d GPUs, tp %d pp %d cp %d ep %d, "
                       "micro-batch %d, sequence %d) gives %s = %g, which is impossible; please report it "
                       "with this scenario",
                       s->name, s->model.name, s->system.name, s->gpus, s->tp, s->pp, s->cp, s->ep,
-                      s->micro_batch_size, s->seq_length, what, v);
+                      s->micro_batch_size, s->seq_length, b.name, b.v);
 }
 
 int mb_step_simulate_opts(const struct mb_scenario *s, const struct mb_step_opts *o, struct mb_result *r,
