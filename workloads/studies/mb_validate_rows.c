@@ -62,6 +62,12 @@ struct mb_val_row *mb_validate__new_row(struct mb_val_summary *out)
     return r;
 }
 
+/* The slot where the id set's probe for id starts (cap_ids is a power of two). */
+static size_t mb_validate__id_home(const struct mb_val__state *st, const char *id)
+{
+    return (size_t)mb_hash64(id, strlen(id), MB_HASH64_INIT) & (st->cap_ids - 1);
+}
+
 /* Grow the id set to twice its size (at least 64 slots), re-placing every row. */
 static void mb_validate__ids_grow(struct mb_val_summary *out, struct mb_val__state *st)
 {
@@ -71,8 +77,7 @@ static void mb_validate__ids_grow(struct mb_val_summary *out, struct mb_val__sta
     for (size_t i = 0; i < old; i++) {
         if (!was[i])
             continue;
-        const char *id = out->rows[was[i] - 1].id;
-        size_t h = (size_t)mb_hash64(id, strlen(id), MB_HASH64_INIT) & (st->cap_ids - 1);
+        size_t h = mb_validate__id_home(st, out->rows[was[i] - 1].id);
         while (st->ids[h])
             h = (h + 1) & (st->cap_ids - 1);
         st->ids[h] = was[i];
@@ -85,7 +90,7 @@ const struct mb_val_row *mb_validate__same_id(struct mb_val_summary *out, const 
     struct mb_val__state *st = mb_validate__st(out);
     if (2 * (st->n_ids + 1) > st->cap_ids)
         mb_validate__ids_grow(out, st);
-    size_t h = (size_t)mb_hash64(id, strlen(id), MB_HASH64_INIT) & (st->cap_ids - 1);
+    size_t h = mb_validate__id_home(st, id);
     for (; st->ids[h]; h = (h + 1) & (st->cap_ids - 1))
         if (!strcmp(out->rows[st->ids[h] - 1].id, id))
             return &out->rows[st->ids[h] - 1];
