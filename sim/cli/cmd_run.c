@@ -81,9 +81,7 @@ static const struct mb_key *mb_cli__run_changed(const struct mb_scenario *a, con
  * prediction is of another run, so the comparison is dropped (text and JSON) with a note. */
 static void mb_cli__run_unmeasure(const struct mb_scenario *file, struct mb_scenario *s, const char *name)
 {
-    int measured = s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-                   s->meas_oom || s->meas_peak_memory_gib > 0;
-    const struct mb_key *k = measured ? mb_cli__run_changed(file, s) : NULL;
+    const struct mb_key *k = mb_scenario_measured(s) ? mb_cli__run_changed(file, s) : NULL;
     if (!k)
         return;
     fprintf(stderr, "mbsim run: %s: the measured: block is not compared: --set changed %s, so this is not the "

@@ -295,8 +295,7 @@ void mb_report_text(const struct mb_scenario *s, const struct mb_result *r, int 
     mb_cli__text_critical(r, fp);
     mb_report_ops_text(r, fp);
     mb_cli__text_calib(s, r, fp);
-    if (s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-        s->meas_oom || s->meas_peak_memory_gib > 0)
+    if (mb_scenario_measured(s))
         mb_cli__text_measured(s, r, fp);
     fprintf(fp, "  simulated %zu tasks, %llu events in %.3f s\n", r->tasks, r->events, r->sim_wall_s);
 }

@@ -196,8 +196,7 @@ static void mb_cli__calib_json(json_t *o, const struct mb_scenario *s, const str
 /* `measured`: the scenario's measured block, or NULL when it has none. */
 static json_t *mb_cli__measured_json(const struct mb_scenario *s)
 {
-    if (!(s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
-          s->meas_oom || s->meas_peak_memory_gib > 0))
+    if (!mb_scenario_measured(s))
         return NULL;
     json_t *me = json_object();
     if (s->meas_peak_memory_gib > 0)

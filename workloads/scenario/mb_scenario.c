@@ -52,6 +52,12 @@ void mb_scenario_defaults(struct mb_scenario *s)
     s->dp = 1;
 }
 
+int mb_scenario_measured(const struct mb_scenario *s)
+{
+    return s->meas_tokens_per_s_per_gpu > 0 || s->meas_step_time_s > 0 || s->meas_model_tflops_per_gpu > 0 ||
+           s->meas_oom || s->meas_peak_memory_gib > 0;
+}
+
 void mb_scenario_free(struct mb_scenario *s)
 {
     if (!s)

@@ -427,4 +427,10 @@ int mb_pipeline_layout_expand(const char *in, char *out, size_t len, size_t *bad
 /** @brief Free what the scenario owns (the model); accepts NULL. */
 void mb_scenario_free(struct mb_scenario *s);
 
+/**
+ * @brief 1 when the scenario's `measured:` block gives a value a prediction is compared with (tokens/s,
+ * step time, TFLOP/s, a peak memory, or a reported OOM), else 0.
+ */
+int mb_scenario_measured(const struct mb_scenario *s);
+
 #endif /* MB_SCENARIO_H */
