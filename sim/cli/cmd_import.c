@@ -62,7 +62,7 @@ int mb_cmd_emit_parse(const char *cmd, const char *v, int *dialect)
 
 int mb_cmd_emit(const struct mb_scenario *s, int dialect)
 {
-    FILE *notes = mb_text_escape_stream(stderr); /* notes quote the scenario's text (mb_text.h) */
+    FILE *notes = mb_text_escape_stream(stderr, "\n"); /* notes quote the scenario's text (mb_text.h) */
     int rc = mb_megatron_emit(s, (enum mb_megatron_dialect)dialect, stdout, notes) ? 1 : 0;
     fclose(notes);
     return rc;
@@ -216,7 +216,7 @@ static int mb_cli__import_hf(const char *file, const char *out, const char *name
     FILE *mem = open_memstream(&yaml, &len);
     struct mb_err err;
     mb_err_clear(&err);
-    FILE *notes = mb_text_escape_stream(stderr); /* notes quote the config's keys and values (mb_text.h) */
+    FILE *notes = mb_text_escape_stream(stderr, "\n"); /* notes quote the config's keys and values (mb_text.h) */
     int rc = mem ? mb_hf_import(file, name, mem, notes, &err) : -1;
     fclose(notes);
     if (mem)
@@ -273,7 +273,7 @@ int mb_cmd_import(int argc, char **argv)
     struct mb_err err;
     char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
-    FILE *notes = mb_text_escape_stream(stderr); /* notes quote the script's words (mb_text.h) */
+    FILE *notes = mb_text_escape_stream(stderr, "\n"); /* notes quote the script's words (mb_text.h) */
     int bad = mb_megatron_read(file, d, &a, &err) || mb_megatron_import(&a, &o, &s, notes, &err);
     fclose(notes);
     if (bad) {

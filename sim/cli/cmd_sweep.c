@@ -118,10 +118,13 @@ static void mb_cli__on_progress(size_t done, size_t total, void *ctx)
     for (int i = 0; i < w; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[w] = 0;
-    fprintf(stderr, "\r[%s] %zu/%zu %3.0f%% %s ETA %s ", bar, done, total, pct, e, eta);
-    if (done == total)
-        fprintf(stderr, "\n");
+    /* to the terminal itself: standard error escapes the carriage return (main.c) */
+    char line[192];
+    int n = snprintf(line, sizeof line, "\r[%s] %zu/%zu %3.0f%% %s ETA %s %s", bar, done, total, pct, e, eta,
+                     done == total ? "\n" : "");
     fflush(stderr);
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
+        p->tty = 0; /* a terminal that went away: plain lines from now on */
 }
 
 /* ------------------------------------------------------------ options */

@@ -13,6 +13,7 @@
 #include "mb_input.h"
 #include "mb_model.h"
 #include "mb_outfile.h"
+#include "mb_text.h"
 #include "mb_topo.h"
 
 static void mb_cli__usage_main(FILE *fp)
@@ -215,6 +216,20 @@ static int mb_cli__dispatch(int argc, char **argv)
     return EXIT_USAGE;
 }
 
+/* Standard error through an escaping stream (mb_text.h): every message that
+ * echoes a command-line argument or input text (`--top expects a count ...,
+ * got 'X'`, an unknown command, a file name) writes its control characters and
+ * bytes that are not UTF-8 as \xNN, whichever code printed it; newline and
+ * tab are kept (sweep's progress bar writes its carriage returns to the
+ * terminal itself).
+ * Unbuffered, as stderr is: each fprintf is one write. */
+static void mb_cli__escape_stderr(void)
+{
+    FILE *fp = mb_text_escape_stream(stderr, "\n\t");
+    setvbuf(fp, NULL, _IONBF, 0);
+    stderr = fp;
+}
+
 /* Every command's output is checked here once more: standard output flushed
  * and closed, a write that failed on the way (a full disk, a closed pipe
  * reader's EPIPE once SIGPIPE is ignored) turns exit 0 into exit 1. Outputs
@@ -222,6 +237,7 @@ static int mb_cli__dispatch(int argc, char **argv)
 int main(int argc, char **argv)
 {
     mb_cli__tune_malloc();
+    mb_cli__escape_stderr();
     mb_outfile_watch_stdout();
     mb_input_track(1);
     mb_cli__install_cleanup();

@@ -89,6 +89,7 @@ size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep)
 
 struct mb_text__stream {
     FILE *to;
+    char keep[8];          /* control characters written as they are */
     unsigned char pend[4]; /* the start of a UTF-8 sequence the last write cut */
     size_t n_pend;
 };
@@ -98,7 +99,7 @@ struct mb_text__stream {
 static void mb_text__put(struct mb_text__stream *k, const unsigned char *buf, size_t n, int final)
 {
     char out[4 * 260 + 1];
-    size_t used, o = mb_text__escape_n(out, sizeof out, buf, n, "\n", final, &used);
+    size_t used, o = mb_text__escape_n(out, sizeof out, buf, n, k->keep, final, &used);
     assert(n - used < sizeof k->pend); /* out holds 4 per byte: only a cut sequence is left */
     memcpy(k->pend, buf + used, n - used);
     k->n_pend = n - used;
@@ -131,13 +132,14 @@ static int mb_text__close(void *cookie)
     return rc ? -1 : 0;
 }
 
-FILE *mb_text_escape_stream(FILE *to)
+FILE *mb_text_escape_stream(FILE *to, const char *keep)
 {
     /* calloc, not mb_calloc: mb_util.c includes this module (no circle between files) */
     struct mb_text__stream *k = calloc(1, sizeof *k);
     FILE *fp = NULL;
     if (k) {
         k->to = to;
+        snprintf(k->keep, sizeof k->keep, "%s", keep ? keep : "");
         cookie_io_functions_t io = {NULL, mb_text__write, NULL, mb_text__close};
         fp = fopencookie(k, "w", io);
     }

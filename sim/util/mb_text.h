@@ -28,11 +28,14 @@ size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep);
 
 /**
  * @brief A stream that writes what is printed to it into `to`, escaped as
- * mb_text_escape does, newlines kept: for notes that quote input (import).
+ * mb_text_escape does, the control characters of `keep` (at most 7, e.g.
+ * "\n") kept: for notes that quote input (import), and the command line's
+ * whole standard error (main.c: messages that echo an argument).
  * A UTF-8 sequence split between two writes is joined first. Close it with
- * fclose (which flushes it; `to` stays open). Never NULL (aborts as
+ * fclose (which flushes it; `to` stays open). Line-buffered (setvbuf may
+ * change that before the first write). Never NULL (aborts as
  * mb_malloc does when it cannot be made).
  */
-FILE *mb_text_escape_stream(FILE *to);
+FILE *mb_text_escape_stream(FILE *to, const char *keep);
 
 #endif /* MB_TEXT_H */

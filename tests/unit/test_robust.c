@@ -469,6 +469,10 @@ static void test_raw_bytes(void **state)
         /* a flag name with the byte 0x80 (not UTF-8), at line 5 column 61 */
         {"import megatron " R "import_raw_bytes.sh --system dgx_h100 --model llama3_8b --gpus 8", 0,
          R "import_raw_bytes.sh:5:61: --no-such-fl\\x80g: not imported"},
+        /* a command's own message echoing an argument (main.c escapes the whole of stderr) */
+        {"sweep " R "raw_bytes_value.yaml --top \"$(printf 'a\\033[2J\\200b')\"", 2,
+         "--top expects a count from 0 to 1000000, got 'a\\x1B[2J\\x80b'"},
+        {"\"$(printf 'cmd\\033\\r')\"", 2, "mbsim: unknown command 'cmd\\x1B\\x0D'"},
     };
     check_cases(c, sizeof c / sizeof c[0]);
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {

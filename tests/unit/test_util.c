@@ -99,13 +99,21 @@ static void test_text_escape(void **state)
     char *out = NULL;
     size_t n = 0;
     FILE *mem = open_memstream(&out, &n);
-    FILE *fp = mb_text_escape_stream(mem);
+    FILE *fp = mb_text_escape_stream(mem, "\n");
     fputs("k = caf\xC3", fp);
     fflush(fp);
-    fputs("\xA9\x01\n\xE2\x82", fp);
+    fputs("\xA9\x01\n\t\xE2\x82", fp);
     fclose(fp);
     fclose(mem);
-    assert_string_equal(out, "k = caf\xC3\xA9\\x01\n\\xE2\\x82");
+    assert_string_equal(out, "k = caf\xC3\xA9\\x01\n\\x09\\xE2\\x82");
+    free(out);
+    /* keep: the tab and carriage return kept as they are, ESC still escaped */
+    mem = open_memstream(&out, &n);
+    fp = mb_text_escape_stream(mem, "\n\t\r");
+    fputs("a\tb\r\x1B[2J\n", fp);
+    fclose(fp);
+    fclose(mem);
+    assert_string_equal(out, "a\tb\r\\x1B[2J\n");
     free(out);
 }
 
