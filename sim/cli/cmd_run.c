@@ -137,6 +137,10 @@ static int mb_cli__run_load_set(const char *text, size_t len, const char *name, 
     }
     snprintf(s->file, sizeof s->file, "%s", name);
     mb_cli__run_unmeasure(&sw->base, s, name);
+    /* the warnings of the configuration that runs: the file's keys at their positions, the --set ones named */
+    struct mb_node *root = mb_yaml_load_string(text, len, name, &err);
+    mb_scenario_rewarn(s, root, sets, n_sets);
+    mb_yaml_free(root);
     return 0;
 }
 
@@ -168,7 +172,7 @@ static int mb_cli__run_load(const char *file, const char *const *sets, int n_set
         rc = mb_cli__run_load_set(text, len, name, sets, n_sets, sw, s);
         if (rc)
             mb_sweep_free(sw);
-        else if (mb_sweep_warnings_hold(sw))
+        else
             cli_print_warnings(s->warnings);
     }
     mb_free(text);

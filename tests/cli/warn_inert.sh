@@ -83,6 +83,19 @@ grep -q "warning:" "$tmp/sweep4.err" && fail "sweep over cuda_graph.modules warn
 grep -q "^mbsim: $f:21:18: warning: cuda_graph.reuse_buffers changes nothing with cuda_graph.modules: full_iteration" \
     "$tmp/sweep5.err" || fail "sweep of warn_cuda_graph_reuse: no warning: $(cat "$tmp/sweep5.err")"
 
+# run --set: the warnings of the configuration that runs (issue 37: a --set key that changed nothing was
+# silent, and any --set on a dependency dropped the file's warnings): the file's at their position, a
+# --set key named as given, a warning whose condition the --set values lift gone
+"$bin" run "$f" --set parallel.tp=1 > /dev/null 2> "$tmp/run1.err" || fail "run --set: $(cat "$tmp/run1.err")"
+grep -q "^mbsim: $f:21:18: warning: cuda_graph.reuse_buffers changes nothing" "$tmp/run1.err" ||
+    fail "run --set parallel.tp=1: the file's warning is gone: $(cat "$tmp/run1.err")"
+"$bin" run "$f" --set cuda_graph.modules=attn > /dev/null 2> "$tmp/run2.err" || fail "run --set: $(cat "$tmp/run2.err")"
+grep -q "warning:" "$tmp/run2.err" && fail "run --set cuda_graph.modules=attn still warns: $(cat "$tmp/run2.err")"
+"$bin" run scenarios/gb200_ep32.yaml --set cuda_graph.modules=full_iteration --set cuda_graph.reuse_buffers=true \
+    > /dev/null 2> "$tmp/run3.err" || fail "run --set: $(cat "$tmp/run3.err")"
+grep -q "^mbsim: --set cuda_graph.reuse_buffers=true: warning: cuda_graph.reuse_buffers changes nothing" "$tmp/run3.err" ||
+    fail "run with both keys from --set: no warning: $(cat "$tmp/run3.err")"
+
 for s in scenarios/*.yaml; do
     "$bin" run "$s" > /dev/null 2> "$tmp/shipped.err" || fail "$s: $(cat "$tmp/shipped.err")"
     grep "warning:" "$tmp/shipped.err" && fail "$s warns"

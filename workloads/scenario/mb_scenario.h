@@ -286,6 +286,16 @@ int mb_scenario_load(const char *path, struct mb_scenario *s, struct mb_err *err
 int mb_scenario_load_node(const struct mb_node *root, const char *path, struct mb_scenario *s, struct mb_err *err);
 
 /**
+ * @brief Recompute s->warnings (settings that change nothing here) for a
+ * scenario the command line changed (`mbsim run --set`): the keys the file
+ * `root` writes keep their file:line:col, each of `sets[0..n_sets)`
+ * ("key=value", already applied to s) counts as given and is named
+ * "--set key=value" in its warning (and is no schema default left out).
+ * Keys of `sets` the table does not know are skipped (the caller refused them).
+ */
+void mb_scenario_rewarn(struct mb_scenario *s, const struct mb_node *root, const char *const *sets, int n_sets);
+
+/**
  * @brief Members of a group of `size` ranks, consecutive members `stride`
  * ranks apart (Megatron's rank order: TP fastest, then CP, DP), that share one
  * NVLink domain of `dom` GPUs: all of them when the group spans at most one
