@@ -11,6 +11,7 @@
  * sets nest. This check refuses those files first, naming what lstopo writes.
  */
 #include "topo_xml_v2.h"
+#include "mb_text.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -33,7 +34,7 @@ void mb_xml_pos(const char *s, const char *q, int *line, int *col)
             ++*line;
             *col = 1;
         } else {
-            ++*col;
+            *col += mb_text_starts_char((unsigned char)*r); /* columns count characters */
         }
     }
 }

@@ -38,4 +38,15 @@ size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep);
  */
 FILE *mb_text_escape_stream(FILE *to, const char *keep);
 
+/**
+ * @brief 1 when byte b starts a character (anything but a UTF-8 continuation
+ * byte 10xxxxxx): the readers' column numbers count characters, as libyaml's
+ * marks do, so a message's file:line:col points at the same place in an
+ * editor whether the line before it holds "cafe" or "café".
+ */
+static inline int mb_text_starts_char(unsigned char b)
+{
+    return (b & 0xC0) != 0x80;
+}
+
 #endif /* MB_TEXT_H */

@@ -143,6 +143,9 @@ static void test_hwloc_content(void **state)
         {SYS("hwloc_info_bad_attr"), 1,
          R "hwloc_info_bad_attr.xml:10:13: hwloc XML: unknown attribute nawe= on <info> (hwloc2.dtd allows: name "
            "value)"},
+        /* columns count characters (issue 37): nawe= is character 28 of the line, byte 31 ("café ✓" before it) */
+        {SYS("hwloc_info_bad_attr_utf8"), 1,
+         R "hwloc_info_bad_attr_utf8.xml:10:28: hwloc XML: unknown attribute nawe= on <info>"},
         {SYS("hwloc_fuzz_leak_alloc_setup_object"), 1,
          R "hwloc_fuzz_leak_alloc_setup_object.xml:49:21: hwloc XML: unknown attribute nawe= on <info>"},
         {SYS("hwloc_child_outside_parent"), 1,
@@ -466,9 +469,9 @@ static void test_raw_bytes(void **state)
         /* model: "caf\u00e9\e[2J\x9b" (YAML escapes): ESC and the C1 CSI U+009B (C2 9B) */
         {"run " R "raw_bytes_value.yaml", 1,
          R "raw_bytes_value.yaml:6:8: unknown model 'caf\xC3\xA9\\x1B[2J\\xC2\\x9B'; known:"},
-        /* a flag name with the byte 0x80 (not UTF-8), at line 5 column 61 */
+        /* a flag name with the byte 0x80 (not UTF-8), at line 5 column 60 (characters: the é before it is one) */
         {"import megatron " R "import_raw_bytes.sh --system dgx_h100 --model llama3_8b --gpus 8", 0,
-         R "import_raw_bytes.sh:5:61: --no-such-fl\\x80g: not imported"},
+         R "import_raw_bytes.sh:5:60: --no-such-fl\\x80g: not imported"},
         /* a command's own message echoing an argument (main.c escapes the whole of stderr) */
         {"sweep " R "raw_bytes_value.yaml --top \"$(printf 'a\\033[2J\\200b')\"", 2,
          "--top expects a count from 0 to 1000000, got 'a\\x1B[2J\\x80b'"},

@@ -477,6 +477,9 @@ static void test_bad_csv(void **state)
         {FIX "missing_column.csv", FIX "missing_column.csv:1:1: missing column 'gbs'"},
         /* line 3: '"notes, with ""quotes""",r2,llama3_8b,DGX-H100,8,BF16,x' -> x is at column 55 */
         {FIX "bad_gbs.csv", FIX "bad_gbs.csv:3:55: column 'gbs': expected an integer, got 'x'"},
+        /* columns count characters (issue 37: they counted bytes): the é, ✓ and ï of the notes cell are 2, 3
+         * and 2 bytes, so the 'x' is character 45 of its line, byte 49 */
+        {FIX "bad_gbs_utf8.csv", FIX "bad_gbs_utf8.csv:3:45: column 'gbs': expected an integer, got 'x'"},
         /* the quoted note opened at 3:1 runs to the end of the file */
         {FIX "truncated_quote.csv", FIX "truncated_quote.csv:3:1: unterminated quoted field at end of file"},
         {FIX "bad_quote.csv", FIX "bad_quote.csv:2:7: malformed quoted field (a quote inside an unquoted "

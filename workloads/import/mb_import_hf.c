@@ -16,6 +16,7 @@
  */
 #include "mb_hf.h"
 #include "mb_input.h"
+#include "mb_text.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -249,7 +250,7 @@ static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *co
     *line = (int)(lo + 1);
     *col = 1;
     for (size_t i = h->lines[lo]; i < off; i++)
-        *col += ((unsigned char)h->text[i] & 0xC0) != 0x80;
+        *col += mb_text_starts_char((unsigned char)h->text[i]);
 }
 
 /* ------------------------------------------------------------ repeated keys */

@@ -4,6 +4,7 @@
  * statements (private/megatron_shell_int.h; what is read: mb_megatron_shell.c).
  */
 #include "megatron_shell_int.h"
+#include "mb_text.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -120,7 +121,7 @@ void mb_sh__adv(struct mb_sh__pos *x)
     if (*x->p == '\n')
         x->line++, x->col = 1;
     else
-        x->col++;
+        x->col += mb_text_starts_char((unsigned char)*x->p); /* columns count characters */
     x->p++;
 }
 

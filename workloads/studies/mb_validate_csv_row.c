@@ -3,6 +3,7 @@
  * and the skip rules), its recipe applied, and mb_validate_add_csv.
  */
 #include "validate_int.h"
+#include "mb_text.h"
 
 #include <csv.h>
 
@@ -731,7 +732,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
             c.line++;
             c.col = 1;
         } else {
-            c.col++;
+            c.col += mb_text_starts_char(ch); /* columns count characters */
         }
     }
     if (!c.failed && csv_fini(&p, mb_validate__csv_on_field, mb_validate__csv_on_record, &c) != 0)
