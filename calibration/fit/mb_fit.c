@@ -15,7 +15,10 @@
  * (step 0.1 sigma, inward at an upper bound), computed once per row and kept
  * in the row, so cross-validation folds share it; only the fitted parameters'
  * columns are simulated, and none of a parameter the row never reads
- * (mb_fit_inert_params: its difference is 0 to the bit).
+ * (mb_fit_inert_params: its difference is 0 to the bit). Rows of one run
+ * (the same layout published twice, mb_fit_row.same) are simulated once per
+ * batch and the prediction shared: each job's prediction depends on its
+ * scenario, table and parameters alone.
  */
 #include "mb_fit.h"
 #include "mb_step.h"
@@ -106,9 +109,58 @@ int mb_fit_add_csv(struct mb_fit_set *set, const char *path, struct mb_err *err)
     return mb_validate_add_csv(&set->sum, path, err);
 }
 
+/* Row w's scenario with what does not change its simulation cleared (its id, file, measured values
+ * and warnings) and the layer pointer out, in *out; the layers are compared apart. */
+static void mb_fit__sim_part(const struct mb_fit_row *w, struct mb_scenario *out)
+{
+    memcpy(out, &w->s, sizeof *out);
+    memset(out->name, 0, sizeof out->name);
+    memset(out->file, 0, sizeof out->file);
+    memset(out->warnings, 0, sizeof out->warnings);
+    memset(out->meas_source, 0, sizeof out->meas_source);
+    memset(out->meas_csv_row, 0, sizeof out->meas_csv_row);
+    out->meas_tokens_per_s_per_gpu = out->meas_model_tflops_per_gpu = out->meas_step_time_s = 0;
+    out->meas_peak_memory_gib = 0;
+    out->meas_oom = out->meas_peak_iteration = out->meas_csv_row_line = out->meas_csv_row_col = 0;
+    out->model.layer = NULL;
+}
+
+/* Rows a and b simulate the same run: the scenarios equal byte for byte but for what mb_fit__sim_part
+ * clears (padding or text left after a string's end may make equal runs unequal: then they are
+ * simulated apart, as before), the layers equal, the same metric, GPU and zero-shot prediction. */
+static int mb_fit__same_run(const struct mb_fit_row *a, const struct mb_scenario *pa, const struct mb_fit_row *b,
+                            const struct mb_scenario *pb)
+{
+    return !strcmp(a->metric, b->metric) && !strcmp(a->gpu, b->gpu) &&
+           !memcmp(&a->zero_shot, &b->zero_shot, sizeof a->zero_shot) && !memcmp(pa, pb, sizeof *pa) &&
+           a->s.model.n_layers == b->s.model.n_layers &&
+           (a->s.model.n_layers <= 0 ||
+            !memcmp(a->s.model.layer, b->s.model.layer, (size_t)a->s.model.n_layers * sizeof *a->s.model.layer));
+}
+
 void mb_fit_set_finish(struct mb_fit_set *set)
 {
     mb_validate_finish(&set->sum);
+    struct mb_scenario *pa = mb_malloc(sizeof *pa), *pb = mb_malloc(sizeof *pb);
+    unsigned long long *h = mb_malloc((set->n + 1) * sizeof *h);
+    for (size_t i = 0; i < set->n; i++) {
+        mb_fit__sim_part(&set->rows[i], pa);
+        h[i] = mb_hash64(pa, sizeof *pa, MB_HASH64_INIT);
+        set->rows[i].same = i;
+        for (size_t j = 0; j < i; j++) {
+            if (h[j] != h[i] || set->rows[j].same != j)
+                continue;
+            mb_fit__sim_part(&set->rows[j], pb);
+            if (mb_fit__same_run(&set->rows[i], pa, &set->rows[j], pb)) {
+                set->rows[i].same = j;
+                set->rows[i].shares = set->rows[j].shares = 1;
+                break;
+            }
+        }
+    }
+    mb_free(h);
+    mb_free(pa);
+    mb_free(pb);
 }
 
 void mb_fit_set_free(struct mb_fit_set *set)
@@ -209,35 +261,54 @@ static int mb_fit__longer(const void *a, const void *b)
     return x->cost > y->cost ? -1 : x->cost < y->cost ? 1 : (x->i > y->i) - (x->i < y->i);
 }
 
-/* Run every job, on up to `jobs` threads (0: online CPUs). Each job's prediction depends on
- * the job alone, so the order only changes the wall time: the rows whose last simulation took
- * longest start first (a batch does not wait for one long row started last), and each row's
- * cost_s becomes the time of its job (the longest of them). */
-static void mb_fit__run_all(struct mb_fit__job *jobs, size_t n, int nthreads)
+/* alias[k]: an earlier job of jobs[0..n) whose simulation job k repeats (a row of the same run,
+ * mb_fit_row.same, the same table and parameters), else k. Returns the jobs left to simulate. */
+static size_t mb_fit__dedupe(const struct mb_fit_set *set, const struct mb_fit__job *jobs, size_t n, size_t *alias)
 {
+    size_t run = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct mb_fit__job *a = &jobs[k];
+        alias[k] = k;
+        for (size_t l = 0; a->row->shares && l < k && alias[k] == k; l++) {
+            const struct mb_fit__job *b = &jobs[l];
+            if (alias[l] == l && b->row->same == a->row->same &&
+                a->base == b->base && a->own == b->own && (!a->own || !memcmp(a->fw.v, b->fw.v, sizeof a->fw.v)))
+                alias[k] = l;
+        }
+        run += alias[k] == k;
+    }
+    return run;
+}
+
+/* Run every job of the set's rows, on up to set->jobs threads (0: online CPUs); a job that repeats an
+ * earlier one's simulation (mb_fit__dedupe) takes its prediction. Each job's prediction depends on the
+ * job alone, so the order only changes the wall time: the rows whose last simulation took longest
+ * start first (a batch does not wait for one long row started last), and each row's cost_s becomes
+ * the time of its job (the longest of them). Returns the simulations run. */
+static int mb_fit__run_all(const struct mb_fit_set *set, struct mb_fit__job *jobs, size_t n)
+{
+    int nthreads = set->jobs;
     if (nthreads <= 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         nthreads = c > 0 ? (int)c : 1;
     }
-    if ((size_t)nthreads > n)
-        nthreads = (int)n;
-    struct mb_fit__pool p = {jobs, NULL, n, 0, PTHREAD_MUTEX_INITIALIZER};
-    if (nthreads <= 1) {
-        mb_fit__worker(&p);
-        return;
-    }
-    struct mb_fit__rank *rk = mb_malloc(n * sizeof *rk);
-    size_t *order = mb_malloc(n * sizeof *order);
+    size_t *alias = mb_malloc((n + 1) * sizeof *alias), nrun = mb_fit__dedupe(set, jobs, n, alias);
+    struct mb_fit__rank *rk = mb_malloc((nrun + 1) * sizeof *rk);
+    size_t *order = mb_malloc((nrun + 1) * sizeof *order), r = 0;
     for (size_t i = 0; i < n; i++)
-        rk[i] = (struct mb_fit__rank){jobs[i].row->cost_s, i};
-    qsort(rk, n, sizeof *rk, mb_fit__longer);
-    for (size_t i = 0; i < n; i++)
+        if (alias[i] == i)
+            rk[r++] = (struct mb_fit__rank){jobs[i].row->cost_s, i};
+    if (nthreads > 1) /* one thread: as listed */
+        qsort(rk, nrun, sizeof *rk, mb_fit__longer);
+    for (size_t i = 0; i < nrun; i++)
         order[i] = rk[i].i;
     mb_free(rk);
-    p.order = order;
-    pthread_t *th = mb_calloc((size_t)nthreads, sizeof *th);
+    if ((size_t)nthreads > nrun)
+        nthreads = (int)nrun;
+    struct mb_fit__pool p = {jobs, order, nrun, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t *th = mb_calloc((size_t)nthreads + 1, sizeof *th);
     int started = 0;
-    for (int t = 0; t < nthreads; t++)
+    for (int t = 0; nthreads > 1 && t < nthreads; t++)
         if (pthread_create(&th[t], NULL, mb_fit__worker, &p) == 0)
             started++;
         else
@@ -248,12 +319,18 @@ static void mb_fit__run_all(struct mb_fit__job *jobs, size_t n, int nthreads)
         pthread_join(th[t], NULL);
     mb_free(th);
     mb_free(order);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].pred = jobs[alias[i]].pred;
+        jobs[i].cost_s = jobs[alias[i]].cost_s;
+    }
+    mb_free(alias);
     for (size_t i = 0; i < n; i++) /* the rows' costs for the next batch (a row may have several jobs) */
         ((struct mb_fit_row *)jobs[i].row)->cost_s = 0;
     for (size_t i = 0; i < n; i++) {
         struct mb_fit_row *w = (struct mb_fit_row *)jobs[i].row;
         w->cost_s = fmax(w->cost_s, jobs[i].cost_s);
     }
+    return (int)nrun;
 }
 
 double mb_fit_predict(const struct mb_fit_set *set, size_t i, const struct mb_calib *base,
@@ -458,8 +535,7 @@ static void mb_fit__linearize(struct mb_fit_set *set, const size_t *idx, size_t 
             }
         }
     }
-    mb_fit__run_all(jobs, nj, set->jobs);
-    *sims += (int)nj;
+    *sims += mb_fit__run_all(set, jobs, nj);
     for (size_t k = 0; k < nj; k++) { /* a row's defaults job comes before its columns */
         struct mb_fit_row *w = (struct mb_fit_row *)jobs[k].row;
         int p = jobs[k].col;
@@ -486,8 +562,7 @@ static void mb_fit__eval(struct mb_fit_set *set, const size_t *idx, size_t m, co
     struct mb_fit__job *jobs = mb_calloc(m + 1, sizeof *jobs);
     for (size_t a = 0; a < m; a++)
         jobs[a] = (struct mb_fit__job){&set->rows[idx[a]], base, *th, 1, NAN, set->sibling_table, 0, 0};
-    mb_fit__run_all(jobs, m, set->jobs);
-    *sims += (int)m;
+    *sims += mb_fit__run_all(set, jobs, m);
     for (size_t a = 0; a < m; a++)
         r[a] = isfinite(jobs[a].pred) ? mb_fit__res(&set->rows[idx[a]], jobs[a].pred) : set->rows[idx[a]].r0;
     mb_free(jobs);
@@ -817,8 +892,7 @@ static size_t mb_fit__cv_predict(struct mb_fit_set *set, struct mb_fit_cv *cv, c
     for (size_t i = 0; i < set->n; i++)
         if (mb_calib_siblings(set->rows[i].gpu, gpu) && !strcmp(set->rows[i].family, fam))
             jobs[n++] = (struct mb_fit__job){&set->rows[i], base, *fw, 1, NAN, set->sibling_table, 0, 0};
-    mb_fit__run_all(jobs, n, set->jobs);
-    cv->sims += (int)n;
+    cv->sims += mb_fit__run_all(set, jobs, n);
     for (size_t a = 0; a < n; a++) {
         const struct mb_fit_row *w = jobs[a].row;
         double p = isfinite(jobs[a].pred) ? jobs[a].pred : w->zero_shot;

@@ -54,6 +54,9 @@ struct mb_fit_row {
     double zero_shot;        /* validate's prediction (the GPU's table as shipped, its framework section included) */
     unsigned inert;          /* MB_FIT_PARAM bits of the parameters the row's simulation never reads
                                 (mb_fit_inert_params): its prediction does not move with them */
+    size_t same;             /* the first row of the set with this row's scenario and metric (itself if
+                                none, mb_fit_set_finish): one simulation gives both predictions */
+    int shares;              /* 1: another row of the set simulates the same run */
     /* private: residual and Jacobian at the defaults, shared by every fit (lin_ok); lin_have: the
      * columns of J0 computed so far (a fit computes those of its parameters only), lin_v: the
      * parameters the defaults run used (later columns step from them); cost_s: wall seconds of the
@@ -86,7 +89,12 @@ void mb_fit_set_init(struct mb_fit_set *set);
  */
 int mb_fit_add_csv(struct mb_fit_set *set, const char *path, struct mb_err *err);
 
-/** @brief Finish the zero-shot summary (mb_validate_finish); call after the last add. */
+/**
+ * @brief Finish the zero-shot summary (mb_validate_finish) and find the rows
+ * that simulate the same run (mb_fit_row.same: the scenario equal but for its
+ * name, file, measured values and warnings, the metric and GPU equal, and the
+ * zero-shot prediction the same to the bit); call after the last add.
+ */
 void mb_fit_set_finish(struct mb_fit_set *set);
 
 void mb_fit_set_free(struct mb_fit_set *set);

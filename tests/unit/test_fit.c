@@ -598,6 +598,46 @@ static void test_inert(void **state)
     mb_calib_free(cal);
 }
 
+/* Rows of one run (tests/data/fit/synthetic_h100_dup.csv: the same layout twice, as two sources would
+ * publish it, with another id and measured value; and once at GBS 64) are simulated once per
+ * evaluation: mb_fit_set_finish pairs the first two (same), not the third. The fit of the three rows
+ * must be the same to the bit as with the pairing undone, with 2 simulations where there were 3 in every
+ * batch (each batch holds one job per row: exactly 2/3 of the simulations). */
+static void test_same_run(void **state)
+{
+    (void)state;
+    struct mb_calib *cal = load_fixture();
+    struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER)};
+    struct mb_fit_result r[2];
+    for (int undo = 0; undo < 2; undo++) {
+        struct mb_fit_set set;
+        struct mb_err e;
+        mb_err_clear(&e);
+        mb_fit_set_init(&set);
+        set.jobs = 2;
+        assert_int_equal(mb_fit_add_csv(&set, "tests/data/fit/synthetic_h100_dup.csv", &e), 0);
+        mb_fit_set_finish(&set);
+        assert_int_equal(set.n, 3);
+        assert_int_equal(set.rows[0].same, 0);
+        assert_int_equal(set.rows[1].same, 0);
+        assert_int_equal(set.rows[2].same, 2);
+        assert_true(set.rows[0].shares && set.rows[1].shares && !set.rows[2].shares);
+        if (undo) {
+            set.rows[1].same = 1;
+            set.rows[0].shares = set.rows[1].shares = 0;
+        }
+        size_t idx[3] = {0, 1, 2};
+        assert_int_equal(mb_fit_framework(&set, idx, 3, cal, &o, &r[undo], &e), 0);
+        mb_fit_set_free(&set);
+    }
+    assert_true(r[0].iterations > 0);
+    assert_int_equal(r[0].iterations, r[1].iterations);
+    assert_int_equal(r[0].sims * 3, r[1].sims * 2);
+    assert_memory_equal(r[0].fit.v, r[1].fit.v, sizeof r[0].fit.v);
+    assert_true(r[0].obj_fit == r[1].obj_fit);
+    mb_calib_free(cal);
+}
+
 /* Family rule (docs/validation.md): gpt_oss keys, else the leading letters, lower case. */
 static void test_family(void **state)
 {
@@ -623,6 +663,7 @@ int main(void)
                                        cmocka_unit_test(test_cv_family), cmocka_unit_test(test_transfer),
                                        cmocka_unit_test(test_optimum_step_overhead),
                                        cmocka_unit_test(test_optimum_first_order), cmocka_unit_test(test_siblings),
-                                       cmocka_unit_test(test_leave_one_out), cmocka_unit_test(test_inert)};
+                                       cmocka_unit_test(test_leave_one_out), cmocka_unit_test(test_inert),
+                                       cmocka_unit_test(test_same_run)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
