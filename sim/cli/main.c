@@ -223,11 +223,22 @@ static int mb_cli__dispatch(int argc, char **argv)
  * tab are kept (sweep's progress bar writes its carriage returns to the
  * terminal itself).
  * Unbuffered, as stderr is: each fprintf is one write. */
+static FILE *mb_cli__stderr; /* the process's own, while the escaping stream stands in */
+
+static void mb_cli__close_stderr(void)
+{
+    FILE *fp = stderr;
+    stderr = mb_cli__stderr;
+    fclose(fp); /* frees the stream: at exit, whichever way the command ends */
+}
+
 static void mb_cli__escape_stderr(void)
 {
     FILE *fp = mb_text_escape_stream(stderr, "\n\t");
     setvbuf(fp, NULL, _IONBF, 0);
+    mb_cli__stderr = stderr;
     stderr = fp;
+    atexit(mb_cli__close_stderr);
 }
 
 /* Every command's output is checked here once more: standard output flushed
