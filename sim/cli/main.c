@@ -216,13 +216,6 @@ static int mb_cli__dispatch(int argc, char **argv)
     return EXIT_USAGE;
 }
 
-/* Standard error through an escaping stream (mb_text.h): every message that
- * echoes a command-line argument or input text (`--top expects a count ...,
- * got 'X'`, an unknown command, a file name) writes its control characters and
- * bytes that are not UTF-8 as \xNN, whichever code printed it; newline and
- * tab are kept (sweep's progress bar writes its carriage returns to the
- * terminal itself).
- * Unbuffered, as stderr is: each fprintf is one write. */
 static FILE *mb_cli__stderr; /* the process's own, while the escaping stream stands in */
 
 static void mb_cli__close_stderr(void)
@@ -232,6 +225,13 @@ static void mb_cli__close_stderr(void)
     fclose(fp); /* frees the stream: at exit, whichever way the command ends */
 }
 
+/* Standard error through an escaping stream (mb_text.h): every message that
+ * echoes a command-line argument or input text (`--top expects a count ...,
+ * got 'X'`, an unknown command, a file name) writes its control characters and
+ * bytes that are not UTF-8 as \xNN, whichever code printed it; newline and
+ * tab are kept (sweep's progress bar writes its carriage returns to the
+ * terminal itself).
+ * Unbuffered, as stderr is: each fprintf is one write; closed at exit. */
 static void mb_cli__escape_stderr(void)
 {
     FILE *fp = mb_text_escape_stream(stderr, "\n\t");
