@@ -90,7 +90,7 @@ static int mb_cli__check_complete(const struct merge *m, size_t total)
     return -1;
 }
 
-/* Options and files; 0, 1 (help shown) or 2 (usage error). */
+/* Options and files; 0, -1 (help shown) or 2 (usage error). */
 static int mb_cli__parse(int argc, char **argv, const char **yaml, const char **files, int *n_files, const char **sets,
                  int *n_sets, const char **tsv, const char **json, long *top)
 {
@@ -106,7 +106,7 @@ static int mb_cli__parse(int argc, char **argv, const char **yaml, const char **
     while (!rc && (c = cli_opts_next(&g, &v)) != CLI_END) {
         if (c == 'h') {
             mb_cli__usage(stdout);
-            rc = 1;
+            rc = -1; /* done: exit 0 */
         } else if (c == O_SET) {
             if (*n_sets == 64) {
                 fprintf(stderr, "mbsim merge: too many --set options\n");
@@ -214,7 +214,7 @@ int mb_cmd_merge(int argc, char **argv)
     struct mb_sweep sw;
     if (rc || (rc = mb_cli__load_sweep(yaml, sets, n_sets, &sw)) != 0) {
         mb_free(files);
-        return rc == 1 ? 0 : rc;
+        return rc < 0 ? 0 : rc; /* -1: --help; EXIT_BAD_INPUT from the scenario */
     }
     size_t total = mb_sweep_size(&sw);
     struct merge m = {&sw, NULL, mb_calloc(total, sizeof *m.rows), mb_calloc(total, sizeof *m.file),

@@ -191,6 +191,11 @@ expect 1 "s0.tsv:1:1: the file was written with options 'exact', not 'mb-cap:16'
 $bin sweep "$tmp/m/sweep.yaml" --shard 0/2 --progress 0 --tsv "$tmp/m/s0.tsv" > /dev/null 2>&1 || fail "shard 0 again"
 $bin merge "$tmp/m/sweep.yaml" "$tmp/m/s0.tsv" "$tmp/m/s1.tsv" --tsv "$tmp/m/all.tsv" > /dev/null 2>&1 ||
     fail "merge of shards with one table"
+# a scenario file that is missing or does not load is bad input (exit 1), not --help's exit 0
+expect 1 "no_such.yaml: cannot open" $bin merge "$tmp/m/no_such.yaml" "$tmp/m/s0.tsv" "$tmp/m/s1.tsv"
+printf 'schema_version: 2\nname: [\n' > "$tmp/m/broken.yaml"
+expect 1 "broken.yaml:" $bin merge "$tmp/m/broken.yaml" "$tmp/m/s0.tsv"
+$bin merge --help > /dev/null 2>&1 || fail "merge --help: exit $?"
 echo "# edited" >> "$tmp/m/sweep.yaml"
 expect 1 "s0.tsv:1:1: the file was written from another scenario file" \
     $bin merge "$tmp/m/sweep.yaml" "$tmp/m/s0.tsv" "$tmp/m/s1.tsv"
