@@ -136,11 +136,12 @@ static int mb_cli__run_load_set(const char *text, size_t len, const char *name, 
         return EXIT_BAD_INPUT;
     }
     snprintf(s->file, sizeof s->file, "%s", name);
-    mb_cli__run_unmeasure(&sw->base, s, name);
-    /* the warnings of the configuration that runs: the file's keys at their positions, the --set ones named */
+    /* the warnings of the configuration that runs: the file's keys at their positions, the --set ones
+     * named; before the measured block is dropped, so its own keys are judged as the file states them */
     struct mb_node *root = mb_yaml_load_string(text, len, name, &err);
     mb_scenario_rewarn(s, root, sets, n_sets);
     mb_yaml_free(root);
+    mb_cli__run_unmeasure(&sw->base, s, name);
     return 0;
 }
 

@@ -95,6 +95,15 @@ grep -q "warning:" "$tmp/run2.err" && fail "run --set cuda_graph.modules=attn st
     > /dev/null 2> "$tmp/run3.err" || fail "run --set: $(cat "$tmp/run3.err")"
 grep -q "^mbsim: --set cuda_graph.reuse_buffers=true: warning: cuda_graph.reuse_buffers changes nothing" "$tmp/run3.err" ||
     fail "run with both keys from --set: no warning: $(cat "$tmp/run3.err")"
+# without graphs there are no buffers to reuse (the file's key, at its position)
+"$bin" run "$f" --set cuda_graph=none > /dev/null 2> "$tmp/run4.err" || fail "run --set: $(cat "$tmp/run4.err")"
+grep -q "^mbsim: $f:21:18: warning: cuda_graph.reuse_buffers changes nothing without CUDA graphs" "$tmp/run4.err" ||
+    fail "run --set cuda_graph=none: no reuse_buffers warning: $(cat "$tmp/run4.err")"
+# the measured block dropped by --set does not make its own keys warn (measured.peak_memory_after_iteration
+# is judged against the file's measured.peak_memory_gib)
+m=scenarios/measured/llama3_70b_sft_h100_32_mlp.yaml
+"$bin" run "$m" --set tp=8 > /dev/null 2> "$tmp/run5.err" || fail "run --set: $(cat "$tmp/run5.err")"
+grep -q "warning:" "$tmp/run5.err" && fail "run $m --set tp=8 warns: $(cat "$tmp/run5.err")"
 
 for s in scenarios/*.yaml; do
     "$bin" run "$s" > /dev/null 2> "$tmp/shipped.err" || fail "$s: $(cat "$tmp/shipped.err")"

@@ -1252,10 +1252,11 @@ static void mb_scn__warn_policy_inert(struct mb_scenario *s, const struct mb_nod
  * silently). Megatron-Core passes _reuse_graph_input_output_buffers=True (TE >= 2.7) only to Transformer
  * Engine's make_graphed_callables of the scoped graphs (TECudaGraphHelper,
  * megatron/core/transformer/cuda_graphs.py); full_iteration captures the whole step with torch.cuda.graph
- * (FullCudaGraphWrapper, megatron/core/full_cuda_graph.py), which has no such buffers. memory_graph.c reads
- * the key for scoped graphs only. A warning, not an error: Megatron has no such flag to refuse (TE's
- * version sets it), and a sweep may vary cuda_graph.modules. (A file cannot set reuse_buffers without
- * graphs: its cuda_graph section needs modules, and `none` is a sweep value only.) */
+ * (FullCudaGraphWrapper, megatron/core/full_cuda_graph.py), which has no such buffers, and without graphs
+ * (`run --set cuda_graph=none`; `modules: []` is the whole layer, as Megatron's empty scope) there is
+ * nothing to reuse. memory_graph.c reads the key for
+ * scoped graphs only. A warning, not an error: Megatron has no such flag to refuse (TE's version sets
+ * it), and a sweep may vary cuda_graph.modules. */
 static void mb_scn__warn_graph_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
 {
     const struct mb_node *rb = mb_scn__node(nodes, "cuda_graph.reuse_buffers");
@@ -1263,6 +1264,9 @@ static void mb_scn__warn_graph_inert(struct mb_scenario *s, const struct mb_node
         mb_scn__warn(s, rb, "cuda_graph.reuse_buffers changes nothing with cuda_graph.modules: full_iteration: "
                      "Megatron-Core captures the whole step with torch.cuda.graph (FullCudaGraphWrapper) and "
                      "passes _reuse_graph_input_output_buffers only to Transformer Engine's per-layer graphs");
+    else if (rb && !s->cuda_graph)
+        mb_scn__warn(s, rb, "cuda_graph.reuse_buffers changes nothing without CUDA graphs (cuda_graph.modules "
+                     "none): the buffers it shares are those of Transformer Engine's per-layer graphs");
 }
 
 static void mb_scn__warn_inert(struct mb_scenario *s, const struct mb_node *const *nodes)
