@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "mb_calib.h"
 #include "mb_fit.h"
+#include "mb_outfile.h"
 #include "mb_input.h"
 #include "mb_yaml.h"
 
@@ -316,21 +317,19 @@ static int mb_cli__runs_parse(int argc, char **argv, struct mb_cli__runs_opts *o
     return -1;
 }
 
-/* The recipe files, then the CSV's rows predicted into set: 0, or -1 after the message. */
+/* The recipe files, then the CSV's rows predicted into set: 0, or -1 after the message. An output
+ * path that is one of them is refused here, before the fit (mb_outfile_probe: the inputs were read). */
 static int mb_cli__runs_read(const struct mb_cli__runs_opts *o, struct mb_fit_set *set)
 {
     struct mb_err err;
-    char msg[MB_ERR_TEXT_LEN];
     mb_err_clear(&err);
     for (int i = 0; i < o->n_recipes; i++)
         if (mb_validate_add_recipes(&set->sum, o->recipes[i], &err)) {
-            mb_err_format(&err, msg, sizeof msg);
-            fprintf(stderr, "%s\n", msg);
+            mb_cli_print_err(&err);
             return -1;
         }
-    if (mb_fit_add_csv(set, o->csv, &err)) {
-        mb_err_format(&err, msg, sizeof msg);
-        fprintf(stderr, "%s\n", msg);
+    if (mb_fit_add_csv(set, o->csv, &err) || (o->out && mb_outfile_probe(o->out, &err))) {
+        mb_cli_print_err(&err);
         return -1;
     }
     mb_fit_set_finish(set);

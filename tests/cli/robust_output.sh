@@ -92,6 +92,12 @@ t0=$(cksum < "$tmp/in/fixture_H100.yaml")
 expect 1 "fixture_H100.yaml: $same" $bin calibrate transfer tests/data/fit/fitted_a.yaml \
     --base "$tmp/in/fixture_H100.yaml" -o "$tmp/in/fixture_H100.yaml"
 [ "$(cksum < "$tmp/in/fixture_H100.yaml")" = "$t0" ] || fail "transfer overwrote its base table"
+# calibrate runs refuses its CSV as its table before fitting (the QA saw the fit run first): no fit summary
+cp tests/data/fit/synthetic_h100.csv "$tmp/in/runs.csv"
+c0=$(cksum < "$tmp/in/runs.csv")
+expect 1 "^mbsim: .*runs.csv: $same" $bin calibrate runs "$tmp/in/runs.csv" --gpu H100 -o "$tmp/in/runs.csv"
+! grep -q "iterations" "$tmp/err" || fail "calibrate runs fitted before refusing its output: $(cat "$tmp/err")"
+[ "$(cksum < "$tmp/in/runs.csv")" = "$c0" ] || fail "calibrate runs overwrote its CSV"
 cp $R/sweep_own_table.yaml "$tmp/in/sweep.yaml"
 cp tests/data/calib/fixture_H100.yaml "$tmp/in/own_table.yaml"
 w0=$(cksum < "$tmp/in/sweep.yaml")
