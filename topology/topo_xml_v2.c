@@ -27,14 +27,16 @@
 /* line and column (1-based) of q in the buffer */
 void mb_xml_pos(const char *s, const char *q, int *line, int *col)
 {
+    int pend = 0;
     *line = 1;
     *col = 1;
     for (const char *r = s; r < q; r++) {
         if (*r == '\n') {
             ++*line;
             *col = 1;
+            pend = 0;
         } else {
-            *col += mb_text_starts_char((unsigned char)*r); /* columns count characters */
+            *col += mb_text_col_step((unsigned char)*r, &pend); /* columns count characters */
         }
     }
 }

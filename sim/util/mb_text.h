@@ -39,14 +39,32 @@ size_t mb_text_escape(char *dst, size_t len, const char *src, const char *keep);
 FILE *mb_text_escape_stream(FILE *to, const char *keep);
 
 /**
- * @brief 1 when byte b starts a character (anything but a UTF-8 continuation
- * byte 10xxxxxx): the readers' column numbers count characters, as libyaml's
- * marks do, so a message's file:line:col points at the same place in an
- * editor whether the line before it holds "cafe" or "café".
+ * @brief Column step of byte b: 1 when it starts a character, 0 when it
+ * continues the UTF-8 sequence before it. *pend: the continuation bytes still
+ * expected (0 at a line's start; kept by the caller). A byte that is not
+ * well-formed UTF-8 (a stray continuation byte, a cut sequence) counts as one
+ * column, as mb_text_escape writes it as one \xNN. The readers' column
+ * numbers count characters, as libyaml's marks do, so a message's
+ * file:line:col points at the same place in an editor whether the line
+ * before it holds "cafe" or "café".
  */
-static inline int mb_text_starts_char(unsigned char b)
+static inline int mb_text_col_step(unsigned char b, int *pend)
 {
-    return (b & 0xC0) != 0x80;
+    if ((b & 0xC0) == 0x80 && *pend > 0) {
+        --*pend;
+        return 0;
+    }
+    *pend = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
+    return 1;
+}
+
+/** @brief The columns (characters, mb_text_col_step) of the n bytes at s, from a line's start. */
+static inline int mb_text_cols(const char *s, size_t n)
+{
+    int cols = 0, pend = 0;
+    for (size_t i = 0; i < n; i++)
+        cols += mb_text_col_step((unsigned char)s[i], &pend);
+    return cols;
 }
 
 #endif /* MB_TEXT_H */

@@ -248,9 +248,7 @@ static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *co
             hi = mid;
     }
     *line = (int)(lo + 1);
-    *col = 1;
-    for (size_t i = h->lines[lo]; i < off; i++)
-        *col += mb_text_starts_char((unsigned char)h->text[i]);
+    *col = 1 + mb_text_cols(h->text + h->lines[lo], off - h->lines[lo]);
 }
 
 /* ------------------------------------------------------------ repeated keys */

@@ -34,6 +34,7 @@
  * note naming it; a default taken for one (${SLURM_NNODES:-1}) is noted too.
  */
 #include "megatron_shell_int.h"
+#include "mb_text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ static int mb_sh__assign(struct mb_sh *sh, const struct mb_sh__raw *r, int expor
     char *bad = NULL;
     int bl = r->line, bc = r->col;
     if (val < r->e && *val == '(') { /* an array: its elements are words of their own */
-        struct mb_sh__pos x = {val + 1, r->line, r->col + (int)(val + 1 - r->s)};
+        struct mb_sh__pos x = {val + 1, r->line, r->col + mb_text_cols(r->s, (size_t)(val + 1 - r->s)), 0};
         struct mb_sh__stmt *st;
         int n;
         if (mb_sh__statements(sh, x, r->e - 1, &st, &n))
@@ -97,7 +98,7 @@ static int mb_sh__assign(struct mb_sh *sh, const struct mb_sh__raw *r, int expor
             }
         mb_sh__stmts_free(st, n);
     } else { /* a scalar: no splitting; "${A[@]}" joined by blanks */
-        struct mb_sh__raw vr = {val, r->e, r->line, r->col + (int)(val - r->s)};
+        struct mb_sh__raw vr = {val, r->e, r->line, r->col + mb_text_cols(r->s, (size_t)(val - r->s))};
         struct mb_sh__fields fs = {0};
         if (mb_sh__expand(sh, &vr, 0, &fs))
             return -1;
@@ -552,7 +553,7 @@ int mb_shell_command(const char *buf, const char *file, struct mb_shell_words *o
     memset(out, 0, sizeof *out);
     struct mb_shell_words all = {0};
     struct mb_sh__cmds c = {&all, {0}, 0, 0, 0};
-    struct mb_sh__pos x = {buf, 1, 1};
+    struct mb_sh__pos x = {buf, 1, 1, 0};
     int rc = mb_sh__statements(&sh, x, buf + strlen(buf), &st, &n);
     if (!rc) {
         mb_sh__join_lines(st, &n);

@@ -364,7 +364,7 @@ int mb_sh__expand(struct mb_sh *sh, const struct mb_sh__raw *r, int split, struc
 
 static int mb_sh__expand_in(struct mb_sh *sh, const struct mb_sh__raw *r, int split, struct mb_sh__fields *fs)
 {
-    struct mb_sh__pos x = {r->s, r->line, r->col};
+    struct mb_sh__pos x = {r->s, r->line, r->col, 0};
     const char *end = r->e;
     int inq = 0, quoted = 0;
     /* the word is one expansion alone: its fields keep the positions of the values */

@@ -731,8 +731,9 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
         if (ch == '\n') {
             c.line++;
             c.col = 1;
+            c.pend = 0;
         } else {
-            c.col += mb_text_starts_char(ch); /* columns count characters */
+            c.col += mb_text_col_step(ch, &c.pend); /* columns count characters */
         }
     }
     if (!c.failed && csv_fini(&p, mb_validate__csv_on_field, mb_validate__csv_on_record, &c) != 0)

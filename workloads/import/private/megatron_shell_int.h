@@ -66,7 +66,8 @@ struct mb_sh__fields {
 /* A place in the file: pointer and its 1-based line and column. */
 struct mb_sh__pos {
     const char *p;
-    int line, col;
+    int line, col; /* col in characters (mb_text_col_step) */
+    int pend;      /* UTF-8 continuation bytes still expected */
 };
 
 struct mb_sh__raw {

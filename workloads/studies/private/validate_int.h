@@ -66,8 +66,8 @@ struct mb_val__csv {
     struct mb_val_summary *out;
     struct mb_err *err;
     int failed;
-    /* position of the byte being fed */
-    int line, col;
+    /* position of the byte being fed (col in characters: pend, mb_text_col_step) */
+    int line, col, pend;
     /* start of the field / record being read */
     int fline, fcol, rec_line, rec_pending;
     /* fields of the current record */
