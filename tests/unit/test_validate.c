@@ -481,7 +481,7 @@ static void test_bad_csv(void **state)
          * and 2 bytes, so the 'x' is character 45 of its line, byte 49 */
         {FIX "bad_gbs_utf8.csv", FIX "bad_gbs_utf8.csv:3:45: column 'gbs': expected an integer, got 'x'"},
         /* a byte that is not UTF-8 (two stray continuation bytes 0x80) is one column each, as the message
-         * shows it as one \\xNN; the é after them is one: the 'x' is character 52, byte 53 */
+         * shows it as one \xNN; the é after them is one: the 'x' is character 52, byte 53 */
         {FIX "bad_gbs_stray.csv", FIX "bad_gbs_stray.csv:3:52: column 'gbs': expected an integer, got 'x'"},
         /* the quoted note opened at 3:1 runs to the end of the file */
         {FIX "truncated_quote.csv", FIX "truncated_quote.csv:3:1: unterminated quoted field at end of file"},
