@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE /* __fpending (<stdio_ext.h>), realpath */
 #include "mb_outfile.h"
+#include "mb_text.h"
 #include "mb_input.h"
 
 #include <dirent.h>
@@ -86,8 +87,10 @@ static FILE *mb_outfile__stream(int fd, struct mb_outfile__cookie **k)
     return fp;
 }
 
-/* Standard output's cookie, once mb_outfile_watch_stdout replaced the stream. */
+/* Standard output's cookie, once mb_outfile_watch_stdout replaced the stream; on a terminal, the
+ * checked stream that the escaping one (stdout then) writes into. */
 static struct mb_outfile__cookie *mb_outfile__stdout;
+static FILE *mb_outfile__tty_inner;
 
 int mb_outfile_watch_stdout(void)
 {
@@ -102,6 +105,10 @@ int mb_outfile_watch_stdout(void)
     fflush(stdout);
     stdout = fp;
     mb_outfile__stdout = k;
+    if (tty) { /* a terminal runs the escape sequences a name or id may hold: written as \xNN (mb_text.h) */
+        mb_outfile__tty_inner = fp;
+        stdout = mb_text_escape_stream(fp, "\n\t");
+    }
     return 0;
 }
 
@@ -458,6 +465,12 @@ void mb_outlock_release(struct mb_outlock *l)
 
 int mb_outfile_close_stdout(char *msg, size_t len)
 {
+    if (mb_outfile__tty_inner) { /* the escaping stream first: it flushes into the checked one */
+        FILE *w = stdout;
+        stdout = mb_outfile__tty_inner;
+        mb_outfile__tty_inner = NULL;
+        fclose(w);
+    }
     int prev = ferror(stdout) != 0;
     int pending = __fpending(stdout) != 0;
     errno = 0;

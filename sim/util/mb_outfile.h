@@ -122,7 +122,11 @@ void mb_outlock_release(struct mb_outlock *l);
  * @brief Replace `stdout` by a stream over descriptor 1 that keeps the errno
  * of its first failed write (glibc keeps only an error flag; the reason is
  * gone by the time the program ends). Line-buffered on a terminal, else fully
- * buffered, as before. Call it first thing in main(), before any output.
+ * buffered, as before. On a terminal, `stdout` is then an escaping stream
+ * over it (mb_text_escape_stream: a scenario name or CSV id holding an escape
+ * sequence or bytes that are not UTF-8 prints as \xNN; newline and tab kept);
+ * into a file or pipe the bytes go as they are (data). Call it first thing in
+ * main(), before any output; mb_outfile_close_stdout closes both.
  * @return 0, or -1 (stdout left as it was).
  */
 int mb_outfile_watch_stdout(void);

@@ -60,6 +60,15 @@ if [ -w /dev/full ]; then
     ! grep -q "^wrote" "$tmp/tune.out" || fail "tune -o /dev/full says it wrote the file"
 fi
 
+# ---- 1b. on a terminal, standard output escapes what a scenario's name may carry (ESC, CR, BEL) as \xNN;
+# into a pipe the bytes are data and go as they are
+if command -v script > /dev/null 2>&1; then
+    printf 'schema_version: 2\nname: "evil\\e[31m\\r\\a"\nmodel: llama3_8b\nsystem:\n  preset: dgx_h100\n  gpus: 8\ndata:\n  seq_length: 4096\n  global_batch_size: 16\n  micro_batch_size: 1\n' > "$tmp/evil.yaml"
+    script -qc "$bin run $tmp/evil.yaml" /dev/null > "$tmp/tty.out" 2>&1
+    grep -q 'mbsim: evil\\x1B\[31m\\x0D\\x07' "$tmp/tty.out" || fail "terminal output not escaped: $(head -2 "$tmp/tty.out")"
+    $bin run "$tmp/evil.yaml" | head -1 | grep -q "$(printf 'evil\033\\[31m')" || fail "piped output was escaped"
+fi
+
 # ---- 2. a write that fails midway leaves the old file and no temporary file
 mkdir "$tmp/w"
 echo old > "$tmp/w/trace.json"
