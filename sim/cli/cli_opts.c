@@ -213,12 +213,21 @@ int cli_default_jobs(void)
     return (int)(n > CLI_JOBS_MAX ? CLI_JOBS_MAX : n);
 }
 
-int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
+int cli_parse_long(const char *v, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
-    long n = strtol(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end || errno || n < 1 || n > CLI_JOBS_MAX) {
+    long n = v && *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : 0;
+    if (!v || *v < '0' || *v > '9' || *end || errno || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs)
+{
+    long n;
+    if (cli_parse_long(v, 1, CLI_JOBS_MAX, &n)) {
         char safe[256];
         fprintf(stderr, "%s: %s '%s': expected a number of threads from 1 to %d\n", cmd, opt,
                 mb_cli__safe(v, safe, sizeof safe), CLI_JOBS_MAX);

@@ -105,6 +105,13 @@ long cli_usable_cpus(void);
  */
 int cli_parse_jobs(const char *cmd, const char *opt, const char *v, int *jobs);
 
+/**
+ * @brief A count option's value: decimal digits only (no sign, no blank before
+ * or after: " 0/2" and "2 " are refused alike), within [lo, hi].
+ * @return 0 with *out set, or -1 (the caller prints its message).
+ */
+int cli_parse_long(const char *v, long lo, long hi, long *out);
+
 /** @brief The default of -j / --jobs: cli_usable_cpus(), at most CLI_JOBS_MAX. */
 int cli_default_jobs(void);
 

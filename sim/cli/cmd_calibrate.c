@@ -81,9 +81,8 @@ static int mb_cli__calibrate_nccl_tests(int argc, char **argv)
         } else if (c == O_BASE) {
             base = v;
         } else if (c == O_RANKS) {
-            char *end;
-            long r = strtol(v, &end, 10);
-            if (*end || end == v || r < 2 || r > 1 << 24) {
+            long r = 0;
+            if (cli_parse_long(v, 2, 1 << 24, &r)) {
                 fprintf(stderr, "mbsim calibrate: --ranks '%s': expected a group size from 2 to %d\n", v, 1 << 24);
                 prc = 2;
             }

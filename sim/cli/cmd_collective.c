@@ -150,8 +150,8 @@ static int mb_cli__coll_option(struct coll_opts *o, int c, const char *v)
         o->system = v;
         return -1;
     } else if (c == O_GPUS) {
-        long n = strtol(v, &end, 10);
-        if (*end || end == v || n < 1 || n > 1000000)
+        long n = 0;
+        if (cli_parse_long(v, 1, 1000000, &n))
             fprintf(stderr, "mbsim collective: --gpus '%s': expected an integer from 1 to 1000000\n", v);
         else
             return o->gpus = (int)n, -1;

@@ -70,9 +70,8 @@ int mb_cmd_emit(const struct mb_scenario *s, int dialect)
 
 static int mb_cli__positive(const char *opt, const char *v, int *out)
 {
-    char *end;
-    long n = v ? strtol(v, &end, 10) : 0;
-    if (!v || end == v || *end || n < 1 || n > 1000000) {
+    long n = 0;
+    if (cli_parse_long(v, 1, 1000000, &n)) {
         fprintf(stderr, "mbsim import: %s '%s': expected an integer from 1 to 1000000\n", opt, v ? v : "");
         return -1;
     }

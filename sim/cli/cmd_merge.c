@@ -117,9 +117,7 @@ static int mb_cli__parse(int argc, char **argv, const char **yaml, const char **
         } else if (c == O_TSV || c == O_JSON) {
             *(c == O_TSV ? tsv : json) = v;
         } else if (c == O_TOP) {
-            char *end;
-            *top = strtol(v, &end, 10);
-            if (end == v || *end || *top < 0 || *top > 1000000) {
+            if (cli_parse_long(v, 0, 1000000, top)) {
                 fprintf(stderr, "mbsim merge: --top expects a count from 0 to 1000000, got '%s'\n", v);
                 rc = 2;
             }

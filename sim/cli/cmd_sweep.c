@@ -139,13 +139,7 @@ struct sweep_args {
 
 static int mb_cli__parse_count(const char *s, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || end == s || *end || errno || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
+    return cli_parse_long(s, lo, hi, out);
 }
 
 static int mb_cli__parse_shard(const char *s, long *shard, long *nshards)

@@ -106,9 +106,8 @@ int mb_cmd_tune(int argc, char **argv)
         } else if (c == 'o') {
             outp = v;
         } else if (c == 'j') {
-            char *end;
-            long j = strtol(v, &end, 10);
-            if (*end || j < 1 || j > 1024) {
+            long j = 0;
+            if (cli_parse_long(v, 1, 1024, &j)) {
                 fprintf(stderr, "mbsim tune: -j '%s': expected a number of threads from 1 to 1024\n", v);
                 rc = 2;
             } else {

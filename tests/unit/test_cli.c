@@ -908,6 +908,11 @@ static void test_getopt_cli(void **state)
         {"validate --jobs", "mbsim validate: --jobs needs a value"},
         {"tune scenarios/gb200_ep32.yaml -o", "mbsim tune: -o needs a value"},
         {"merge --top=-1 a.yaml b.tsv", "mbsim merge: --top expects a count from 0 to 1000000, got '-1'"},
+        /* counts are digits only, no blank on either side (cli_parse_long; " 0/2" was taken, "2 " refused) */
+        {"sweep scenarios/gb200_ep32.yaml --shard ' 0/2'", "mbsim sweep: --shard expects i/N with 0 <= i < N"},
+        {"merge --top ' 5' a.yaml b.tsv", "mbsim merge: --top expects a count from 0 to 1000000, got ' 5'"},
+        {"collective --system dgx_h100 --gpus ' 8' --op all_reduce", "mbsim collective: --gpus ' 8': expected an"},
+        {"tune scenarios/gb200_ep32.yaml -j +2", "mbsim tune: -j '+2': expected a number of threads"},
         {"import megatron f.sh --system dgx_h100 --gpus=0", "mbsim import: --gpus '0': expected an integer from 1 to 1000000"},
         {"calibrate kineto t.json --shapes s.yaml", "mbsim calibrate kineto: unknown option '--shapes'"},
         {"collective --system dgx_h100 --gpus 8 --op all_reduce extra", "mbsim collective: unexpected argument 'extra'"},
