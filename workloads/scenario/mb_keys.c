@@ -1356,6 +1356,23 @@ int mb_keys_read(const struct mb_node *map, const char *section, struct mb_scena
     return 0;
 }
 
+int mb_keys_nodes(const struct mb_node *root, const struct mb_node **nodes, struct mb_err *err)
+{
+    if (mb_yaml_expect(root, MB_NODE_MAP, "scenario", err) || mb_key__scan(root, "", "scenario", nodes, err))
+        return -1;
+    for (size_t i = 0; i < MB_KEY__N; i++) {
+        const char *key = mb_key__table[i].key;
+        if (!mb_key__sec_len(key) || !mb_key__first_top(i))
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)mb_key__sec_len(key), key);
+        const struct mb_node *sec = mb_yaml_get(root, name);
+        if (sec && (mb_yaml_expect(sec, MB_NODE_MAP, name, err) || mb_key__scan(sec, name, name, nodes, err)))
+            return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ key lists */
 
 void mb_keys_list(int sweep_only, int with_aliases, char *buf, size_t len)

@@ -163,6 +163,15 @@ int mb_keys_read(const struct mb_node *map, const char *section, struct mb_scena
                  const struct mb_node **nodes, struct mb_err *err);
 
 /**
+ * @brief The node of each key a scenario tree writes, found as mb_keys_read
+ * finds them (aliases, sections), without reading a value: for a tree that
+ * loaded, the same nodes[] the loader's warnings saw.
+ * @param[out] nodes  by mb_key_index (room for MB_KEYS_MAX); keys not written stay NULL
+ * @return 0, or -1 with file:line:col in err (an unknown key, a section that is no map)
+ */
+int mb_keys_nodes(const struct mb_node *root, const struct mb_node **nodes, struct mb_err *err);
+
+/**
  * @brief Write the key reference (a Markdown table of every key: type,
  * default, sweepable, meaning) that docs/scenario-format.md carries between
  * its `<!-- keys:begin -->` and `<!-- keys:end -->` markers.

@@ -1384,25 +1384,13 @@ out:
     return rc;
 }
 
-/* The node a dotted key ("section.key" or "key") has in root, or NULL. */
-static const struct mb_node *mb_scn__key_node(const struct mb_node *root, const char *key)
-{
-    const char *dot = strchr(key, '.');
-    if (!dot)
-        return mb_yaml_get(root, key);
-    char sec[64];
-    snprintf(sec, sizeof sec, "%.*s", (int)(dot - key), key);
-    const struct mb_node *m = mb_yaml_get(root, sec);
-    return m && m->kind == MB_NODE_MAP ? mb_yaml_get(m, dot + 1) : NULL;
-}
-
 void mb_scenario_rewarn(struct mb_scenario *s, const struct mb_node *root, const char *const *sets, int n_sets)
 {
     const struct mb_node *nodes[MB_KEYS_MAX] = {NULL};
-    size_t nk;
-    const struct mb_key *k = mb_keys(&nk);
-    for (size_t i = 0; root && i < nk; i++)
-        nodes[i] = mb_scn__key_node(root, k[i].key);
+    struct mb_err e;
+    mb_err_clear(&e);
+    if (root && mb_keys_nodes(root, nodes, &e)) /* the file loaded, so it cannot fail; none then */
+        memset(nodes, 0, sizeof nodes);
     struct mb_node *given = mb_calloc((size_t)n_sets + 1, sizeof *given);
     char **text = mb_calloc((size_t)n_sets + 1, sizeof *text);
     for (int j = 0; j < n_sets; j++) {
@@ -1415,13 +1403,11 @@ void mb_scenario_rewarn(struct mb_scenario *s, const struct mb_node *root, const
         size_t n = strlen(sets[j]) + 8;
         text[j] = mb_malloc(n);
         snprintf(text[j], n, "--set %s", sets[j]);
-        given[j] = (struct mb_node){.kind = MB_NODE_SCALAR, .file = text[j], .str = text[j] + 6 + (eq - sets[j]) + 1};
+        given[j] = (struct mb_node){.kind = MB_NODE_SCALAR, .file = text[j], .str = strchr(text[j], '=') + 1};
         nodes[mb_key_index(kj)] = &given[j];
     }
     mb_scn__warn_inert(s, nodes);
     int version = 0;
-    struct mb_err e;
-    mb_err_clear(&e);
     if (root && !mb_scn__schema(root, &version, &e))
         mb_scn__old_defaults(s, root, version, nodes, 1, &e);
     for (int j = 0; j < n_sets; j++)
