@@ -215,10 +215,12 @@ int cli_default_jobs(void)
 
 int cli_parse_long(const char *v, long lo, long hi, long *out)
 {
+    if (!v || *v < '0' || *v > '9') /* strtol would take a sign and leading blanks */
+        return -1;
     char *end;
     errno = 0;
-    long n = v && *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : 0;
-    if (!v || *v < '0' || *v > '9' || *end || errno || n < lo || n > hi)
+    long n = strtol(v, &end, 10);
+    if (*end || errno || n < lo || n > hi)
         return -1;
     *out = n;
     return 0;

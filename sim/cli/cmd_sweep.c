@@ -137,11 +137,6 @@ struct sweep_args {
     double progress_every;
 };
 
-static int mb_cli__parse_count(const char *s, long lo, long hi, long *out)
-{
-    return cli_parse_long(s, lo, hi, out);
-}
-
 static int mb_cli__parse_shard(const char *s, long *shard, long *nshards)
 {
     const char *slash = strchr(s, '/');
@@ -150,7 +145,7 @@ static int mb_cli__parse_shard(const char *s, long *shard, long *nshards)
         return -1;
     memcpy(buf, s, (size_t)(slash - s));
     buf[slash - s] = 0;
-    if (mb_cli__parse_count(buf, 0, 1000000, shard) || mb_cli__parse_count(slash + 1, 1, 1000000, nshards) || *shard >= *nshards)
+    if (cli_parse_long(buf, 0, 1000000, shard) || cli_parse_long(slash + 1, 1, 1000000, nshards) || *shard >= *nshards)
         return -1;
     return 0;
 }
@@ -179,20 +174,20 @@ static int mb_cli__parse_opt(int c, const char *opt, const char *v, struct sweep
         return 0;
     }
     case O_TOP:
-        if (mb_cli__parse_count(v, 0, 1000000, &a->top)) {
+        if (cli_parse_long(v, 0, 1000000, &a->top)) {
             fprintf(stderr, "mbsim sweep: --top expects a count from 0 to 1000000, got '%s'\n", v);
             return 2;
         }
         return 0;
     case O_MBCAP:
-        if (mb_cli__parse_count(v, 1, 1000000, &a->mb_cap)) {
+        if (cli_parse_long(v, 1, 1000000, &a->mb_cap)) {
             fprintf(stderr, "mbsim sweep: --mb-cap expects a count from 1 to 1000000, got '%s'\n", v);
             return 2;
         }
         a->mb_cap_given = 1;
         return 0;
     case O_SCREEN:
-        if (mb_cli__parse_count(v, 1, 1000000, &a->screen)) {
+        if (cli_parse_long(v, 1, 1000000, &a->screen)) {
             fprintf(stderr, "mbsim sweep: --screen expects a count from 1 to 1000000, got '%s'\n", v);
             return 2;
         }
@@ -248,7 +243,7 @@ static long mb_cli__slurm_env(const char *name)
     long n;
     if (!v || !*v)
         return -1;
-    return mb_cli__parse_count(v, 0, 100000000L, &n) ? -2 : n;
+    return cli_parse_long(v, 0, 100000000L, &n) ? -2 : n;
 }
 
 /* --shard from a Slurm job array (--array=MIN-MAX[:STEP]): shard =

@@ -235,8 +235,8 @@ static void mb_hf__index_lines(struct mb_hf *h)
         }
 }
 
-/* Line and column of text[off], the column in characters as jansson's errors count them (UTF-8
- * continuation bytes, 10xxxxxx, start none): the last line starting at or before off. */
+/* Line and column of text[off], the column in characters (mb_text_col_step), as jansson's errors
+ * count them: the last line starting at or before off. */
 static void mb_hf__linecol(const struct mb_hf *h, size_t off, int *line, int *col)
 {
     size_t lo = 0, hi = h->n_lines;
