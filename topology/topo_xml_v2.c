@@ -30,15 +30,8 @@ void mb_xml_pos(const char *s, const char *q, int *line, int *col)
     int pend = 0;
     *line = 1;
     *col = 1;
-    for (const char *r = s; r < q; r++) {
-        if (*r == '\n') {
-            ++*line;
-            *col = 1;
-            pend = 0;
-        } else {
-            *col += mb_text_col_step((unsigned char)*r, &pend); /* columns count characters */
-        }
-    }
+    for (const char *r = s; r < q; r++)
+        mb_text_pos_step((unsigned char)*r, line, col, &pend); /* columns count characters */
 }
 
 enum mb_xml_el {

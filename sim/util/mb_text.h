@@ -58,6 +58,19 @@ static inline int mb_text_col_step(unsigned char b, int *pend)
     return 1;
 }
 
+/** @brief Move a 1-based line:column position past byte b: a newline starts the next line, any other
+ * byte moves the column by mb_text_col_step (*pend: its state, 0 at a line's start). */
+static inline void mb_text_pos_step(unsigned char b, int *line, int *col, int *pend)
+{
+    if (b == '\n') {
+        ++*line;
+        *col = 1;
+        *pend = 0;
+    } else {
+        *col += mb_text_col_step(b, pend);
+    }
+}
+
 /** @brief The columns (characters, mb_text_col_step) of the n bytes at s, from a line's start. */
 static inline int mb_text_cols(const char *s, size_t n)
 {

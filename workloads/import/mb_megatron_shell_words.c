@@ -118,10 +118,7 @@ void mb_sh__set_bad(struct mb_sh__fields *fs, int line, int col, const char *fmt
 
 void mb_sh__adv(struct mb_sh__pos *x)
 {
-    if (*x->p == '\n')
-        x->line++, x->col = 1, x->pend = 0;
-    else
-        x->col += mb_text_col_step((unsigned char)*x->p, &x->pend); /* columns count characters */
+    mb_text_pos_step((unsigned char)*x->p, &x->line, &x->col, &x->pend); /* columns count characters */
     x->p++;
 }
 

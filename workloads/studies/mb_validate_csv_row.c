@@ -728,13 +728,7 @@ int mb_validate_add_csv(struct mb_val_summary *out, const char *path, struct mb_
             c.failed = 1;
             break;
         }
-        if (ch == '\n') {
-            c.line++;
-            c.col = 1;
-            c.pend = 0;
-        } else {
-            c.col += mb_text_col_step(ch, &c.pend); /* columns count characters */
-        }
+        mb_text_pos_step(ch, &c.line, &c.col, &c.pend); /* columns count characters */
     }
     if (!c.failed && csv_fini(&p, mb_validate__csv_on_field, mb_validate__csv_on_record, &c) != 0)
         rc = mb_err_set(err, path, c.fline, c.fcol, "unterminated quoted field at end of file");
