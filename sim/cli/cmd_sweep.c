@@ -482,7 +482,13 @@ struct run_ctx {
     struct progress pr;
 };
 
-static void mb_cli__on_progress_ctx(size_t done, size_t total, void *ctx) { mb_cli__on_progress(done, total, &((struct run_ctx *)ctx)->pr); }
+/* Called after each batch of rows handed on: they go out to their files now. */
+static void mb_cli__on_progress_ctx(size_t done, size_t total, void *ctx)
+{
+    struct run_ctx *rc = ctx;
+    mb_swout_flush(&rc->st.out);
+    mb_cli__on_progress(done, total, &rc->pr);
+}
 
 static void mb_cli__on_row_ctx(const struct mb_sweep_row *r, void *ctx) { mb_cli__on_row(r, &((struct run_ctx *)ctx)->st); }
 

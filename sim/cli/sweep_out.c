@@ -258,7 +258,6 @@ void mb_swout_row(struct mb_swout *o, const struct mb_sweep_row *r)
 {
     if (o->tsv) {
         mb_sweep_write_tsv(o->sw, r, 1, 0, o->tsv);
-        o->failed |= fflush(o->tsv) != 0;
     }
     if (o->json) {
         json_t *j = mb_cli__row_json(o->sw, r);
@@ -271,8 +270,15 @@ void mb_swout_row(struct mb_swout *o, const struct mb_sweep_row *r)
                 fputc(*p, o->json);
         free(s);
         json_decref(j);
-        o->failed |= fflush(o->json) != 0;
     }
+}
+
+void mb_swout_flush(struct mb_swout *o)
+{
+    if (o->tsv)
+        o->failed |= fflush(o->tsv) != 0;
+    if (o->json)
+        o->failed |= fflush(o->json) != 0;
 }
 
 static void mb_cli__json_tail(const struct mb_sweep_row *rows, size_t n, int top, int complete, FILE *fp)

@@ -669,6 +669,9 @@ void mb_sweep_eval(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *r
 /* Workers take the next shard position from one counter; the calling thread
  * polls every 100 ms, hands the finished rows to on_row in grid order (a row
  * goes out once it and every row before it finished) and reports progress.
+ * A finished row does not wake it (a futex wake and a context switch per
+ * configuration cost the moe256 grid 7-10 % of its CPU time, docs/sweep.md);
+ * a worker that ends does, so a small sweep does not wait out the poll.
  * A stop request only ends the hand-out: configurations already running
  * finish, and every finished row still goes out (in grid order, past the
  * unfinished ones). */
@@ -680,11 +683,11 @@ struct mb_sw__job {
     atomic_uchar *fin;              /* per shard position: 1 once rows[k] is final */
     atomic_size_t next, evaluated;
     atomic_int live;                /* workers still running */
-    pthread_mutex_t mu;             /* with `wake`: a row landed or a worker ended */
+    pthread_mutex_t mu;             /* with `wake`: a worker ended */
     pthread_cond_t wake;
 };
 
-/* Wake the caller (a row is final, or a worker is done). */
+/* Wake the caller (a worker is done). */
 static void mb_sw__wake(struct mb_sw__job *j)
 {
     pthread_mutex_lock(&j->mu);
@@ -707,7 +710,6 @@ static void mb_sw__work(struct mb_sw__job *j)
         (j->o->eval ? j->o->eval : mb_sweep_eval)(j->sw, j->o->shard + k * j->o->nshards, &j->rows[k]);
         atomic_store(&j->fin[k], 1);
         atomic_fetch_add(&j->evaluated, 1);
-        mb_sw__wake(j);
     }
 }
 
@@ -777,8 +779,8 @@ int mb_sweep_run_opts(const struct mb_sweep *sw, const struct mb_sweep_run_opts 
         mb_sw__work(&j); /* no threads: run here */
     } else {
         atomic_fetch_sub(&j.live, jobs - started);
-        /* woken by each finished row and by the last worker (no polling floor on
-         * small sweeps); at most 0.1 s between progress reports */
+        /* woken by each worker that ends (no polling floor on small sweeps);
+         * at most 0.1 s between progress reports and rows handed on */
         pthread_mutex_lock(&j.mu);
         while (atomic_load(&j.live) > 0) {
             struct timespec ts;

@@ -173,7 +173,9 @@ struct mb_sweep_run_opts {
     mb_sweep_row_fn on_row;         /* NULL, or each final row (skipped ones too) in grid order, as
                                        soon as it and every row before it are final; after a stop,
                                        the remaining final rows, still in grid order */
-    mb_sweep_progress_fn progress;  /* NULL, or (configurations run, configurations to run) */
+    mb_sweep_progress_fn progress;  /* NULL, or (configurations run, configurations to run): at most
+                                       every 0.1 s, each time after the on_row calls of the rows
+                                       that became final since the last call, and once at the end */
     void *ctx;                      /* passed to on_row and progress */
     /* NULL (mb_sweep_eval), or what fills a row instead (mb_sweep_eval_bound); reentrant */
     void (*eval)(const struct mb_sweep *sw, size_t idx, struct mb_sweep_row *row);
