@@ -73,11 +73,14 @@ int mb_cmd_emit(const struct mb_scenario *s, int dialect);
  * with mb_calib_load and renamed over out only when it loads (stdout and
  * devices: a temporary copy is loaded first).
  * @param[in] who   the command, for messages ("mbsim calibrate transfer")
+ * @param[in] base  NULL, or the file of the base table that make() copies whole: out may be
+ *                  that file (a refit in place; the new text replaces it atomically), though it
+ *                  was read; any other input is refused as an output
  * @param[in] make  writes the table to fp; 0, or -1 with err set (or already printed, err empty)
  * @return exit code: 0, or 1 after printing why (nothing was written).
  */
-int mb_cli_write_table(const char *who, const char *out, int (*make)(FILE *fp, void *ctx, struct mb_err *err),
-                       void *ctx);
+int mb_cli_write_table(const char *who, const char *out, const char *base,
+                       int (*make)(FILE *fp, void *ctx, struct mb_err *err), void *ctx);
 /** @brief Print "mbsim: file:line:col: message" on stderr (cli_opts.c). */
 void mb_cli_print_err(const struct mb_err *e);
 /**

@@ -71,8 +71,8 @@ static int mb_cli__check_copy(const char *who, const char *text, size_t len, con
     return rc;
 }
 
-int mb_cli_write_table(const char *who, const char *out, int (*make)(FILE *fp, void *ctx, struct mb_err *err),
-                       void *ctx)
+int mb_cli_write_table(const char *who, const char *out, const char *base,
+                       int (*make)(FILE *fp, void *ctx, struct mb_err *err), void *ctx)
 {
     char *text = NULL;
     size_t len = 0;
@@ -93,7 +93,7 @@ int mb_cli_write_table(const char *who, const char *out, int (*make)(FILE *fp, v
     }
     struct mb_outfile o;
     const char *name = out ? out : "standard output";
-    if (mb_outfile_open(&o, out ? out : "-", NULL, &err)) {
+    if (mb_outfile_open(&o, out ? out : "-", base, &err)) {
         mb_cli_print_err(&err);
         free(text);
         return 1;

@@ -160,7 +160,7 @@ static int mb_cli__calibrate_nccl_tests(int argc, char **argv)
         return 1;
     }
     struct mb_cli__nccl_table t = {&log, gpu, base ? base : gpu, ranks};
-    int rc = mb_cli_write_table("mbsim calibrate", out, mb_cli__make_nccl_table, &t);
+    int rc = mb_cli_write_table("mbsim calibrate", out, NULL, mb_cli__make_nccl_table, &t);
     mb_nccl_log_free(&log);
     return rc;
 }

@@ -198,7 +198,7 @@ int mb_cmd_calibrate_profile(const char *kind, int argc, char **argv)
     snprintf(source, sizeof source, "mbsim calibrate %s %s%s%s", kind, in, shapes_path ? " --shapes " : "",
              shapes_path ? shapes_path : "");
     struct mb_cp__table t = {p, base, source};
-    rc = mb_cli_write_table(cmd, outp, mb_cp__make_table, &t);
+    rc = mb_cli_write_table(cmd, outp, NULL, mb_cp__make_table, &t);
     if (!rc)
         mb_prof_write_summary(p, outp ? stdout : stderr);
     if (!rc && nsys)

@@ -317,8 +317,7 @@ static int mb_cli__runs_parse(int argc, char **argv, struct mb_cli__runs_opts *o
     return -1;
 }
 
-/* The recipe files, then the CSV's rows predicted into set: 0, or -1 after the message. An output
- * path that is one of them is refused here, before the fit (mb_outfile_probe: the inputs were read). */
+/* The recipe files, then the CSV's rows predicted into set: 0, or -1 after the message. */
 static int mb_cli__runs_read(const struct mb_cli__runs_opts *o, struct mb_fit_set *set)
 {
     struct mb_err err;
@@ -328,7 +327,7 @@ static int mb_cli__runs_read(const struct mb_cli__runs_opts *o, struct mb_fit_se
             mb_cli_print_err(&err);
             return -1;
         }
-    if (mb_fit_add_csv(set, o->csv, &err) || (o->out && mb_outfile_probe(o->out, &err))) {
+    if (mb_fit_add_csv(set, o->csv, &err)) {
         mb_cli_print_err(&err);
         return -1;
     }
@@ -433,6 +432,13 @@ static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set
         fprintf(stderr, "%s\n", msg);
         return 1;
     }
+    /* an output that is an input (the CSV, a recipe) is refused before the fit; the base table
+     * itself may be rewritten in place (mb_cli_write_table) */
+    if (o->out && mb_outfile_probe(o->out, mb_calib_path(cal), &err)) {
+        mb_cli_print_err(&err);
+        mb_calib_free(cal);
+        return 1;
+    }
     struct mb_fit_result r;
     struct mb_fit_opts fo = {.params = o->params};
     int rc = mb_fit_framework(set, idx, n, cal, &fo, &r, &err);
@@ -447,7 +453,7 @@ static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set
                 idx[m++] = idx[a];
         mb_cli__runs_summary(o, set, idx, &r);
         struct mb_cli__runs_table t = {cal, set, idx, &r, o, gpu, cmd};
-        rc = mb_cli_write_table("mbsim calibrate runs", o->out, mb_cli__make_runs_table, &t);
+        rc = mb_cli_write_table("mbsim calibrate runs", o->out, mb_calib_path(cal), mb_cli__make_runs_table, &t);
     }
     mb_calib_free(cal);
     return rc ? 1 : 0;
@@ -644,7 +650,7 @@ int mb_cmd_calibrate_transfer(int argc, char **argv)
         fprintf(stderr, "%s\n", want & MB_FIT_PARAM(p) ? "" : "  (the base's)");
     }
     struct mb_cli__transfer_table t = {cal, &fw, want, from, n, cmd};
-    rc = mb_cli_write_table("mbsim calibrate transfer", out, mb_cli__make_transfer_table, &t);
+    rc = mb_cli_write_table("mbsim calibrate transfer", out, mb_calib_path(cal), mb_cli__make_transfer_table, &t);
     mb_calib_free(cal);
     return rc;
 }

@@ -851,7 +851,7 @@ int mb_cmd_plot(int argc, char **argv)
     }
     struct mb_err oe; /* gnuplot writes the chart: a folder mbsim cannot write to is named here, not by gnuplot */
     mb_err_clear(&oe);
-    if (mb_outfile_probe(out, &oe)) {
+    if (mb_outfile_probe(out, NULL, &oe)) {
         mb_cli_print_err(&oe);
         return EXIT_BAD_INPUT;
     }

@@ -317,7 +317,7 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
     if (ju->file) { /* a report that cannot be written fails before the (long) validation, not after it */
         struct mb_err e;
         mb_err_clear(&e);
-        if (mb_outfile_probe(ju->file, &e)) {
+        if (mb_outfile_probe(ju->file, NULL, &e)) {
             mb_cli_print_err(&e);
             return EXIT_BAD_INPUT;
         }

@@ -358,10 +358,10 @@ void mb_outfile_abort(struct mb_outfile *o)
     mb_outfile__free(o);
 }
 
-int mb_outfile_probe(const char *path, struct mb_err *err)
+int mb_outfile_probe(const char *path, const char *may_replace, struct mb_err *err)
 {
     struct mb_outfile o;
-    if (mb_outfile_open(&o, path, NULL, err))
+    if (mb_outfile_open(&o, path, may_replace, err))
         return -1;
     mb_outfile_abort(&o);
     return 0;

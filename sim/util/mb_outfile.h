@@ -84,9 +84,10 @@ void mb_outfile_abort(struct mb_outfile *o);
  * @brief Check, before long work, that path could be written as an output:
  * open it as mb_outfile_open does and give it up at once (the target untouched).
  * The write at the end still checks every step.
+ * @param[in] may_replace  as for mb_outfile_open
  * @return 0, or -1 with mb_outfile_open's error in err.
  */
-int mb_outfile_probe(const char *path, struct mb_err *err);
+int mb_outfile_probe(const char *path, const char *may_replace, struct mb_err *err);
 
 /**
  * @brief Remove every temporary file not yet renamed. Async-signal-safe (only

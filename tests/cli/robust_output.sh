@@ -7,8 +7,9 @@
 #   2. a file write that fails midway (the file-size limit, EFBIG): exit 1, the old file is left as
 #      it was and no temporary file stays;
 #   3. an output that is an input of the command (same name, a symbolic link, a hard link; run --trace,
-#      tune -o, import -o, sweep --json, merge --tsv, calibrate transfer -o) or one path given as two
-#      outputs: exit 1, the input unchanged;
+#      tune -o, import -o, sweep --json, merge --tsv, calibrate runs -o its CSV) or one path given as
+#      two outputs: exit 1, the input unchanged; but calibrate transfer (and runs) -o its own --base
+#      table rewrites it in place, as the documented refits do (docs/calibration.md);
 #   4. calibrate transfer from a base table it cannot copy into a loadable table (a column-0 comment
 #      in its framework: block, a quoted "framework": key): exit 1, nothing written
 #      (calib_transfer_comment.yaml, calib_transfer_quoted.yaml);
@@ -98,9 +99,12 @@ expect 1 "ep16.sh: $same" $bin import megatron "$tmp/in/qwen3_30b_a3b_h100_ep16.
     -o "$tmp/in/qwen3_30b_a3b_h100_ep16.sh"
 [ "$(cksum < "$tmp/in/qwen3_30b_a3b_h100_ep16.sh")" = "$sh0" ] || fail "import overwrote its input"
 t0=$(cksum < "$tmp/in/fixture_H100.yaml")
-expect 1 "fixture_H100.yaml: $same" $bin calibrate transfer tests/data/fit/fitted_a.yaml \
+expect 0 "kernel_moe" $bin calibrate transfer tests/data/fit/fitted_a.yaml \
     --base "$tmp/in/fixture_H100.yaml" -o "$tmp/in/fixture_H100.yaml"
-[ "$(cksum < "$tmp/in/fixture_H100.yaml")" = "$t0" ] || fail "transfer overwrote its base table"
+[ "$(cksum < "$tmp/in/fixture_H100.yaml")" != "$t0" ] || fail "transfer did not rewrite its base table"
+grep -q "kernel_eager: 10 us" "$tmp/in/fixture_H100.yaml" || fail "the base table lacks the transferred kernel_eager"
+$bin calibrate transfer tests/data/fit/fitted_a.yaml --base "$tmp/in/fixture_H100.yaml" > /dev/null 2> "$tmp/err" ||
+    fail "the table rewritten in place does not load as a base: $(cat "$tmp/err")"
 # calibrate runs refuses its CSV as its table before fitting (the QA saw the fit run first): no fit summary
 cp tests/data/fit/synthetic_h100.csv "$tmp/in/runs.csv"
 c0=$(cksum < "$tmp/in/runs.csv")
