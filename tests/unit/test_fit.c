@@ -125,13 +125,15 @@ static void test_recover(void **state)
 
 /* Host time per kernel (host_kernel) fitted beside the GPU-side parameters. Truth:
  * tensor 0.85, kernel_eager 15 us, host_kernel 40 us (the fixture's launch 10 us:
- * 50 us per eager kernel on the host, above the GPU's time per small kernel, so
- * the rows become partly host-bound: the prediction is a max over host and GPU,
- * not linear in the parameters); weak prior. The fit must reproduce the rows
- * (MAPE < 0.5 %) and tensor_fraction (within 0.01). kernel_eager and host_kernel
- * are not both identified by these six rows (a host-bound row's time depends on
- * their sum over the kernels on the critical path), so only their effect is checked:
- * together they must exceed the GPU-only 15 us by at least half the truth's 40 us. */
+ * 50 us per eager kernel on the host); weak prior. An op waits only for its
+ * first kernel's launch (emit.c), and each kernel of these rows runs at least
+ * kernel_eager 15 us plus its table time on the GPU, so the host keeps ahead but
+ * at the device-to-host syncs: 40 us moves the rows' steps by under 1 % from
+ * host_kernel 0 (checked), and the fit must reproduce the rows (MAPE < 0.5 %) and
+ * tensor_fraction (within 0.01) whatever it makes of host_kernel, which these
+ * rows cannot pin (it stays in its bounds). A fit starting from host_kernel 0
+ * cannot find a host time that binds only past that threshold (a row made with
+ * 90 us: the fit ends at host_kernel 0 with kernel_eager 51 us, docs/calibration.md). */
 static void test_recover_host(void **state)
 {
     (void)state;
@@ -140,8 +142,11 @@ static void test_recover_host(void **state)
     struct mb_calib_framework truth;
     synthetic(&set, cal, &truth);
     truth.v[MB_FW_HOST_KERNEL] = 40e-6;
-    for (size_t i = 0; i < set.n; i++)
+    for (size_t i = 0; i < set.n; i++) {
+        double gpu_only = set.rows[i].measured;
         set.rows[i].measured = mb_fit_predict(&set, i, cal, &truth);
+        assert_true(fabs(set.rows[i].measured / gpu_only - 1) < 0.01);
+    }
     size_t idx[6] = {0, 1, 2, 3, 4, 5};
     struct mb_fit_opts o = {.params = MB_FIT_PARAM(MB_FW_TENSOR_FRACTION) | MB_FIT_PARAM(MB_FW_KERNEL_EAGER) |
                                       MB_FIT_PARAM(MB_FW_HOST_KERNEL),
@@ -154,7 +159,7 @@ static void test_recover_host(void **state)
                   r.fit.v[MB_FW_TENSOR_FRACTION], r.fit.v[MB_FW_KERNEL_EAGER] * 1e6, r.fit.v[MB_FW_HOST_KERNEL] * 1e6,
                   r.mape_prior, r.mape_fit, r.iterations);
     assert_true(fabs(r.fit.v[MB_FW_TENSOR_FRACTION] - 0.85) < 0.01);
-    assert_true(r.fit.v[MB_FW_KERNEL_EAGER] + r.fit.v[MB_FW_HOST_KERNEL] > 15e-6 + 20e-6);
+    assert_true(r.fit.v[MB_FW_HOST_KERNEL] >= 0 && r.fit.v[MB_FW_HOST_KERNEL] <= 100e-6);
     assert_true(r.mape_fit < 0.5 && r.mape_prior > 5);
     mb_fit_set_free(&set);
     mb_calib_free(cal);

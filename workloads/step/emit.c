@@ -55,12 +55,23 @@ static int mb_step__host_launch(struct mb_build *b, int st, double d, int sync)
  * in a forward pass), where it cannot issue further work until the GPU has
  * reached that point. Returns the host task the GPU op must wait for, or -1.
  *
- * Folding: between syncs the thread runs its launches back to back, so a
- * launch ends host_acc + d seconds after the thread's last task. When the op
- * before (em->last, which the GPU op waits for anyway) is known to end at
- * least that much later (em->lb), the launch cannot delay the op: it becomes
- * no task of its own and its seconds are added to the thread's next task,
- * which therefore ends exactly when the unfolded launches would have. */
+ * An op of n kernels waits only for the launch of its first one (d / n): a
+ * kernel starts once launched and its stream is free, so the op's later
+ * kernels are launched while its first ones run. The other (n - 1) d / n
+ * seconds are the thread's, added to its next task (host_acc): the next op's
+ * launch, and so the next op, still waits for all of them. (Gating the op on
+ * all n launches exposed the launches of a grouped GEMM's every expert, or of
+ * the router's ~18 kernels, before the op's first kernel, and made splitting
+ * one op into several, as moe_act recompute splits the expert MLP, shorten
+ * the step.)
+ *
+ * Folding: between syncs the thread runs its launches back to back, so the
+ * first kernel's launch ends host_acc + d / n seconds after the thread's last
+ * task. When the op before (em->last, which the GPU op waits for anyway) is
+ * known to end at least that much later (em->lb), the launch cannot delay the
+ * op: it becomes no task of its own and its seconds are added to the thread's
+ * next task, which therefore ends exactly when the unfolded launches would
+ * have. */
 static inline int mb_step__host(struct mb_build *b, int st, struct mb_em *em, const struct mb_op *o, int dir,
                            int recompute)
 {
@@ -78,13 +89,17 @@ static inline int mb_step__host(struct mb_build *b, int st, struct mb_em *em, co
     if (n <= 0 && !sync)
         return -1;
     /* a graph launch is one call; an eager kernel also pays the framework's host time */
-    double d = n * (b->launch + (o->region ? 0 : b->fw_host));
+    double d1 = b->launch + (o->region ? 0 : b->fw_host), d = n * d1;
+    if (n < 1)
+        d1 = d; /* a fraction of a kernel (an average count) is one launch's part */
     if (!sync && b->host_fold && em->lb_host >= 0 && em->lb_host == b->host_last[st] &&
-        em->lb >= b->host_acc[st] + d + MB_HOST_FOLD_MARGIN) {
+        em->lb >= b->host_acc[st] + d1 + MB_HOST_FOLD_MARGIN) {
         b->host_acc[st] += d;
         return -1;
     }
-    return mb_step__host_launch(b, st, d, sync ? em->last : -1);
+    int h = mb_step__host_launch(b, st, d1, sync ? em->last : -1);
+    b->host_acc[st] = d - d1; /* the op's later kernels, launched while its first runs */
+    return h;
 }
 
 /* GPU task t of `dur` seconds, after em->last, became em->last: its lower
