@@ -256,9 +256,8 @@ void mb_swout_abort(struct mb_swout *o)
 
 void mb_swout_row(struct mb_swout *o, const struct mb_sweep_row *r)
 {
-    if (o->tsv) {
+    if (o->tsv)
         mb_sweep_write_tsv(o->sw, r, 1, 0, o->tsv);
-    }
     if (o->json) {
         json_t *j = mb_cli__row_json(o->sw, r);
         char *s = json_dumps(j, MB_SWOUT_JSON_FLAGS);
