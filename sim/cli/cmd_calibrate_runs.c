@@ -429,7 +429,8 @@ static int mb_cli__runs_fit(const struct mb_cli__runs_opts *o, struct mb_fit_set
     struct mb_calib *cal = NULL;
     if (mb_cli__load_table(o->base ? o->base : gpu, &cal, &err)) {
         mb_err_format(&err, msg, sizeof msg);
-        fprintf(stderr, "%s\n", msg);
+        fprintf(stderr, "mbsim calibrate runs: %s%s%s%s\n", o->base ? "--base " : "", o->base ? o->base : "", o->base ? ": " : "",
+                msg);
         return 1;
     }
     /* an output that is an input (the CSV, a recipe) is refused before the fit; the base table

@@ -105,6 +105,9 @@ expect 0 "kernel_moe" $bin calibrate transfer tests/data/fit/fitted_a.yaml \
 grep -q "kernel_eager: 10 us" "$tmp/in/fixture_H100.yaml" || fail "the base table lacks the transferred kernel_eager"
 $bin calibrate transfer tests/data/fit/fitted_a.yaml --base "$tmp/in/fixture_H100.yaml" > /dev/null 2> "$tmp/err" ||
     fail "the table rewritten in place does not load as a base: $(cat "$tmp/err")"
+# a --base that does not load is named with the command and the option, as calibrate transfer names it
+expect 1 "^mbsim calibrate runs: --base nosuch: unknown GPU 'nosuch'" $bin calibrate runs tests/data/fit/synthetic_h100.csv \
+    --gpu H100 --base nosuch
 # calibrate runs refuses its CSV as its table before fitting (the QA saw the fit run first): no fit summary
 cp tests/data/fit/synthetic_h100.csv "$tmp/in/runs.csv"
 c0=$(cksum < "$tmp/in/runs.csv")
