@@ -109,4 +109,14 @@ for s in scenarios/*.yaml; do
     "$bin" run "$s" > /dev/null 2> "$tmp/shipped.err" || fail "$s: $(cat "$tmp/shipped.err")"
     grep "warning:" "$tmp/shipped.err" && fail "$s warns"
 done
+# a CSV header name no rule reads is warned about (a misspelt recipe column would otherwise drop its
+# recipe silently), at its line:column, with the known name two edits away; correct names warn nothing
+csv=tests/data/validate/unknown_column.csv
+"$bin" validate "$csv" > /dev/null 2> "$tmp/col.err" || fail "validate $csv: $(cat "$tmp/col.err")"
+grep -q "^mbsim validate: warning: $csv:1:136: unknown column 'recompute_detal' (ignored); did you mean 'recompute_detail'?\$" \
+    "$tmp/col.err" || fail "no warning for recompute_detal: $(cat "$tmp/col.err")"
+grep -q "^mbsim validate: warning: $csv:1:152: unknown column 'my_notes' (ignored)\$" "$tmp/col.err" ||
+    fail "no warning for my_notes: $(cat "$tmp/col.err")"
+"$bin" validate tests/data/validate/pairs_recompute.csv > /dev/null 2> "$tmp/col.err"
+grep "warning:" "$tmp/col.err" && fail "pairs_recompute.csv warns"
 echo "warn_inert: ok"

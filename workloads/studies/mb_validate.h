@@ -139,6 +139,8 @@ struct mb_val_summary {
     size_t n_by_flops_conv;
     struct mb_val_group *by_flops_conv; /* TFLOP/s-only rows compared in time, by FLOP convention */
     size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
+    char unknown_cols[1024];         /* CSV header names no rule reads, "FILE:1:COL: 'name'" per line
+                                      * (mb_validate_warn_columns) */
     /* memory: rows that ran = predicted rows not reported OOM (every measured run ran unless its
      * notes say it was reported out of memory) */
     size_t n_mem;                    /* rows compared in peak memory (in the memory MAPE) */
@@ -289,6 +291,14 @@ size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **p
  * @return the number of unused files.
  */
 size_t mb_validate_warn_unused_recipes(const struct mb_val_summary *s, const char *prog, FILE *fp);
+
+/**
+ * @brief Print "PROG: warning: FILE:LINE:COL: unknown column 'NAME' (ignored)" on fp for each CSV
+ * header name that no rule reads (a misspelt `dispatchr` would otherwise drop its recipe
+ * silently), with the nearest known name when one is close.
+ * @return the number of such columns.
+ */
+size_t mb_validate_warn_columns(const struct mb_val_summary *s, const char *prog, FILE *fp);
 
 /** @brief Free the registered recipe files (mb_validate_free calls it). */
 void mb_validate_recipes_free(struct mb_val_summary *s);

@@ -47,6 +47,33 @@ void mb_validate__csv_on_field(void *data, size_t len, void *vctx)
     c->fcol = c->col + 1;
 }
 
+/* Header names read by no column rule and not among those the public CSV carries for people. */
+static int mb_validate__col_known(const char *name)
+{
+    static const char *const extra[] = {"notes", "source", "source_date", "recipe_source", "recipe_match",
+                                        "peak_memory_gib", "peak_memory_kind"};
+    for (int k = 0; k < C_COUNT; k++)
+        if (!strcmp(name, mb_val__colname[k]))
+            return 1;
+    for (int k = 0; k < MB_VAL_RC_COUNT; k++)
+        if (!strcmp(name, mb_val__rcolname[k]))
+            return 1;
+    for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++)
+        if (!strcmp(name, extra[k]))
+            return 1;
+    return 0;
+}
+
+/* Note an unknown header name for mb_validate_warn_columns (bounded: the rest are dropped). */
+static void mb_validate__col_unknown(struct mb_val__csv *c, const char *name, const struct mb_val__field *f)
+{
+    char *u = c->out->unknown_cols; /* a name with a tab or newline is shown up to it */
+    size_t l = strlen(u);
+    int n = (int)strcspn(name, "\t\n");
+    snprintf(u + l, sizeof c->out->unknown_cols - l, "%s:%d:%d\t%.*s\n", c->path, f->line, f->col, n < 60 ? n : 60,
+             name);
+}
+
 int mb_validate__csv_header(struct mb_val__csv *c)
 {
     size_t i;
@@ -61,6 +88,8 @@ int mb_validate__csv_header(struct mb_val__csv *c)
         c->ridx[k] = -1;
     for (i = 0; i < c->nf; i++) {
         char *name = mb_validate__trim(c->f[i].text);
+        if (!mb_validate__col_known(name))
+            mb_validate__col_unknown(c, name, &c->f[i]);
         if (!strcmp(name, "notes"))
             c->notes_idx = (int)i;
         if (!strcmp(name, "source"))
@@ -212,4 +241,42 @@ int mb_validate__measured_positive(struct mb_val__csv *c, int k, double v)
 const char *mb_validate__cell(struct mb_val__csv *c, int k)
 {
     return mb_validate__trim(c->f[c->idx[k]].text);
+}
+
+/* The known column nearest to name within two edits, or NULL. */
+static const char *mb_validate__col_nearest(const char *name)
+{
+    const char *best = NULL;
+    int bd = 3;
+    for (int k = 0; k < C_COUNT + MB_VAL_RC_COUNT; k++) {
+        const char *cand = k < C_COUNT ? mb_val__colname[k] : mb_val__rcolname[k - C_COUNT];
+        int d = mb_edit_distance(name, cand, bd);
+        if (d < bd) {
+            bd = d;
+            best = cand;
+        }
+    }
+    return best;
+}
+
+size_t mb_validate_warn_columns(const struct mb_val_summary *s, const char *prog, FILE *fp)
+{
+    size_t n = 0;
+    char name[64];
+    /* each entry is "FILE:LINE:COL<tab>NAME<newline>" (a name holds no tab: the last tab splits) */
+    for (const char *p = s->unknown_cols, *nl; *p && (nl = strchr(p, '\n')); p = nl + 1, n++) {
+        const char *tab = p;
+        for (const char *t = p; t < nl; t++)
+            if (*t == '\t')
+                tab = t;
+        int len = (int)(nl - tab) - 1;
+        if (tab == p || len < 0 || len >= (int)sizeof name)
+            continue;
+        memcpy(name, tab + 1, (size_t)len);
+        name[len] = '\0';
+        const char *near = mb_validate__col_nearest(name);
+        fprintf(fp, "%s: warning: %.*s: unknown column '%s' (ignored)%s%s%s\n", prog, (int)(tab - p), p, name,
+                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
+    return n;
 }
