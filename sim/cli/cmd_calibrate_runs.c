@@ -332,8 +332,7 @@ static int mb_cli__runs_read(const struct mb_cli__runs_opts *o, struct mb_fit_se
         return -1;
     }
     mb_fit_set_finish(set);
-    mb_validate_warn_columns(&set->sum, "mbsim calibrate runs", stderr);
-    mb_validate_warn_unused_recipes(&set->sum, "mbsim calibrate runs", stderr);
+    mb_validate_warn_inputs(&set->sum, "mbsim calibrate runs", stderr);
     return 0;
 }
 

@@ -189,8 +189,7 @@ static int mb_cli__cmd_validate_cv(const char *const *files, int nfiles, int job
         }
     }
     mb_fit_set_finish(&set);
-    mb_validate_warn_columns(&set.sum, "mbsim validate", stderr);
-    mb_validate_warn_unused_recipes(&set.sum, "mbsim validate", stderr);
+    mb_validate_warn_inputs(&set.sum, "mbsim validate", stderr);
     if (set.n == 0) {
         fprintf(stderr, "mbsim validate: --cv: no row could be predicted (mbsim validate without --cv says why)\n");
         mb_fit_set_free(&set);
@@ -378,8 +377,7 @@ static int mb_cli__validate_files(const char *const *files, int nfiles, int json
         }
     }
     mb_validate_finish(&sum);
-    mb_validate_warn_columns(&sum, "mbsim validate", stderr);
-    mb_validate_warn_unused_recipes(&sum, "mbsim validate", stderr);
+    mb_validate_warn_inputs(&sum, "mbsim validate", stderr);
     if (pr.lines) /* a long validation: say it ended */
         fprintf(stderr, "mbsim validate: %zu %s (%zu predicted, %zu skipped) in %.1f s\n", sum.n_rows,
                 mb_plural((long long)sum.n_rows, "row", "rows"), sum.n_predicted, sum.n_skipped, mb_cli__now_s() - pr.start);

@@ -139,8 +139,8 @@ struct mb_val_summary {
     size_t n_by_flops_conv;
     struct mb_val_group *by_flops_conv; /* TFLOP/s-only rows compared in time, by FLOP convention */
     size_t max_ape_row;              /* index in rows[] of the max; (size_t)-1 if none */
-    char unknown_cols[1024];         /* CSV header names no rule reads, "FILE:1:COL: 'name'" per line
-                                      * (mb_validate_warn_columns) */
+    char unknown_cols[1024];         /* a warning line per CSV header name no rule reads
+                                      * (mb_validate_warn_inputs) */
     /* memory: rows that ran = predicted rows not reported OOM (every measured run ran unless its
      * notes say it was reported out of memory) */
     size_t n_mem;                    /* rows compared in peak memory (in the memory MAPE) */
@@ -293,12 +293,12 @@ size_t mb_validate_recipes_unused(const struct mb_val_summary *s, const char **p
 size_t mb_validate_warn_unused_recipes(const struct mb_val_summary *s, const char *prog, FILE *fp);
 
 /**
- * @brief Print "PROG: warning: FILE:LINE:COL: unknown column 'NAME' (ignored)" on fp for each CSV
- * header name that no rule reads (a misspelt `dispatchr` would otherwise drop its recipe
- * silently), with the nearest known name when one is close.
- * @return the number of such columns.
+ * @brief Print the warnings about the inputs on fp: "PROG: warning: FILE:LINE:COL: unknown column
+ * 'NAME' (ignored)[; did you mean 'KNOWN'?]" for each CSV header name no rule reads (a misspelt
+ * `dispatchr` would otherwise drop its recipe silently), then the unused recipe files
+ * (mb_validate_warn_unused_recipes).
  */
-size_t mb_validate_warn_columns(const struct mb_val_summary *s, const char *prog, FILE *fp);
+void mb_validate_warn_inputs(const struct mb_val_summary *s, const char *prog, FILE *fp);
 
 /** @brief Free the registered recipe files (mb_validate_free calls it). */
 void mb_validate_recipes_free(struct mb_val_summary *s);

@@ -64,14 +64,33 @@ static int mb_validate__col_known(const char *name)
     return 0;
 }
 
-/* Note an unknown header name for mb_validate_warn_columns (bounded: the rest are dropped). */
+/* The known column nearest to name within two edits, or NULL. */
+static const char *mb_validate__col_nearest(const char *name)
+{
+    const char *best = NULL;
+    int bd = 3;
+    for (int k = 0; k < C_COUNT + MB_VAL_RC_COUNT; k++) {
+        const char *cand = k < C_COUNT ? mb_val__colname[k] : mb_val__rcolname[k - C_COUNT];
+        int d = mb_edit_distance(name, cand, bd);
+        if (d < bd) {
+            bd = d;
+            best = cand;
+        }
+    }
+    return best;
+}
+
+/* The warning line of an unknown header name, kept for mb_validate_warn_inputs (bounded: lines
+ * past the buffer are dropped; a name is shown up to a tab or newline in it). */
 static void mb_validate__col_unknown(struct mb_val__csv *c, const char *name, const struct mb_val__field *f)
 {
-    char *u = c->out->unknown_cols; /* a name with a tab or newline is shown up to it */
+    char *u = c->out->unknown_cols;
     size_t l = strlen(u);
     int n = (int)strcspn(name, "\t\n");
-    snprintf(u + l, sizeof c->out->unknown_cols - l, "%s:%d:%d\t%.*s\n", c->path, f->line, f->col, n < 60 ? n : 60,
-             name);
+    const char *near = mb_validate__col_nearest(name);
+    snprintf(u + l, sizeof c->out->unknown_cols - l, "%s:%d:%d: unknown column '%.*s' (ignored)%s%s%s\n", c->path,
+             f->line, f->col, n < 60 ? n : 60, name, near ? "; did you mean '" : "", near ? near : "",
+             near ? "'?" : "");
 }
 
 int mb_validate__csv_header(struct mb_val__csv *c)
@@ -243,40 +262,9 @@ const char *mb_validate__cell(struct mb_val__csv *c, int k)
     return mb_validate__trim(c->f[c->idx[k]].text);
 }
 
-/* The known column nearest to name within two edits, or NULL. */
-static const char *mb_validate__col_nearest(const char *name)
+void mb_validate_warn_inputs(const struct mb_val_summary *s, const char *prog, FILE *fp)
 {
-    const char *best = NULL;
-    int bd = 3;
-    for (int k = 0; k < C_COUNT + MB_VAL_RC_COUNT; k++) {
-        const char *cand = k < C_COUNT ? mb_val__colname[k] : mb_val__rcolname[k - C_COUNT];
-        int d = mb_edit_distance(name, cand, bd);
-        if (d < bd) {
-            bd = d;
-            best = cand;
-        }
-    }
-    return best;
-}
-
-size_t mb_validate_warn_columns(const struct mb_val_summary *s, const char *prog, FILE *fp)
-{
-    size_t n = 0;
-    char name[64];
-    /* each entry is "FILE:LINE:COL<tab>NAME<newline>" (a name holds no tab: the last tab splits) */
-    for (const char *p = s->unknown_cols, *nl; *p && (nl = strchr(p, '\n')); p = nl + 1, n++) {
-        const char *tab = p;
-        for (const char *t = p; t < nl; t++)
-            if (*t == '\t')
-                tab = t;
-        int len = (int)(nl - tab) - 1;
-        if (tab == p || len < 0 || len >= (int)sizeof name)
-            continue;
-        memcpy(name, tab + 1, (size_t)len);
-        name[len] = '\0';
-        const char *near = mb_validate__col_nearest(name);
-        fprintf(fp, "%s: warning: %.*s: unknown column '%s' (ignored)%s%s%s\n", prog, (int)(tab - p), p, name,
-                near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
-    }
-    return n;
+    for (const char *p = s->unknown_cols, *nl; (nl = strchr(p, '\n')); p = nl + 1)
+        fprintf(fp, "%s: warning: %.*s\n", prog, (int)(nl - p), p);
+    mb_validate_warn_unused_recipes(s, prog, fp);
 }
